@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs every Debian package Tiresias needs (quietly, and only what is
+# missing), then configures and builds the project into build/.
+# Usage: scripts/setup.sh            (from anywhere in the repository)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  cmake g++ ninja-build pkg-config
+  libabsl-dev libcli11-dev nlohmann-json3-dev libspdlog-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libsqlite3-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  chromium
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+jobs=$(nproc)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$jobs"

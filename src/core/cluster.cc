@@ -1,0 +1,79 @@
+#include "core/cluster.h"
+
+#include <cassert>
+
+#include "absl/strings/str_cat.h"
+
+namespace tiresias {
+
+Cluster::Cluster(Topology topology)
+    : topology_(std::move(topology)),
+      owner_(topology_.total_gpus(), kNoJob),
+      free_on_(topology_.num_servers()),
+      by_free_(topology_.max_gpus_per_server() + 1),
+      free_gpus_(topology_.total_gpus()) {
+  for (int s = 0; s < topology_.num_servers(); ++s) {
+    free_on_[s] = topology_.server(s).num_gpus;
+    by_free_[free_on_[s]].insert(s);
+  }
+}
+
+absl::Status Cluster::Allocate(JobId job, std::span<const GpuId> gpus) {
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    GpuId g = gpus[i];
+    if (g < 0 || g >= total_gpus()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GPU ", g, " is outside the cluster (0..",
+                       total_gpus() - 1, ")"));
+    }
+    if (owner_[g] != kNoJob) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "GPU ", g, " is already held by job ", owner_[g]));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (gpus[j] == g) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("GPU ", g, " is listed twice"));
+      }
+    }
+  }
+  for (GpuId g : gpus) {
+    int s = topology_.ServerOf(g);
+    owner_[g] = job;
+    int old_free = free_on_[s]--;
+    Reindex(s, old_free);
+  }
+  free_gpus_ -= static_cast<int>(gpus.size());
+  return absl::OkStatus();
+}
+
+void Cluster::Release(JobId job, std::span<const GpuId> gpus) {
+  for (GpuId g : gpus) {
+    assert(owner_[g] == job);
+    (void)job;
+    int s = topology_.ServerOf(g);
+    owner_[g] = kNoJob;
+    int old_free = free_on_[s]++;
+    Reindex(s, old_free);
+  }
+  free_gpus_ += static_cast<int>(gpus.size());
+}
+
+void Cluster::Reindex(int server, int old_free) {
+  by_free_[old_free].erase(server);
+  by_free_[free_on_[server]].insert(server);
+}
+
+void Cluster::AppendFreeGpus(int server, int max,
+                             std::vector<GpuId>* out) const {
+  const Server& s = topology_.server(server);
+  for (int i = 0; i < s.num_gpus && max > 0; ++i) {
+    GpuId g = s.first_gpu + i;
+    if (owner_[g] == kNoJob) {
+      out->push_back(g);
+      --max;
+    }
+  }
+}
+
+}  // namespace tiresias

@@ -1,0 +1,60 @@
+#include "core/job.h"
+
+#include <cassert>
+
+namespace tiresias {
+
+std::string_view JobStateName(JobState state) {
+  switch (state) {
+    case JobState::kPending: return "pending";
+    case JobState::kRunning: return "running";
+    case JobState::kPreempted: return "preempted";
+    case JobState::kFinished: return "finished";
+  }
+  return "unknown";
+}
+
+void Job::Start(Seconds now, std::vector<GpuId> gpus) {
+  assert(waiting());
+  assert(static_cast<int>(gpus.size()) == num_gpus());
+  if (!first_start_) first_start_ = now;
+  run_start_ = now;
+  state_ = JobState::kRunning;
+  gpus_ = std::move(gpus);
+}
+
+void Job::StopRun(Seconds now) {
+  assert(running());
+  executed_base_ += now - run_start_;
+  total_executed_base_ += now - run_start_;
+  last_stop_ = now;
+  gpus_.clear();
+}
+
+void Job::Preempt(Seconds now) {
+  StopRun(now);
+  state_ = JobState::kPreempted;
+  ++preemptions_;
+}
+
+void Job::Finish(Seconds now) {
+  StopRun(now);
+  state_ = JobState::kFinished;
+  finish_time_ = now;
+}
+
+void Job::Abandon(Seconds now) {
+  if (running()) StopRun(now);
+  state_ = JobState::kFinished;
+  finish_time_ = now;
+}
+
+void Job::Promote(Seconds now) {
+  assert(waiting());
+  executed_base_ = Seconds{0};
+  last_stop_ = now;
+  queue_ = 0;
+  ++promotions_;
+}
+
+}  // namespace tiresias

@@ -1,0 +1,120 @@
+// A training job as the scheduling core sees it: what the user asked for
+// (JobSpec) and what has happened to it so far (Job).
+//
+// Executed time is accounted lazily: while a job runs, its counters hold the
+// value at the start of the current run, and the accessors add the time
+// since. So a job's attained service at any instant costs O(1) and nothing
+// has to be touched for running jobs between events.
+#ifndef TIRESIAS_CORE_JOB_H_
+#define TIRESIAS_CORE_JOB_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/time.h"
+
+namespace tiresias {
+
+using JobId = int64_t;
+// A GPU's index in its cluster's topology: 0 .. total_gpus - 1.
+using GpuId = int32_t;
+
+struct JobSpec {
+  JobId id = 0;
+  int num_gpus = 1;
+  Seconds submit_time{0};
+  // The job's running time when consolidated, if known. Only the oracle
+  // baselines (sjf, srtf, srsf) may read it; the simulator uses it to know
+  // when a job ends.
+  std::optional<Seconds> duration;
+  // Model name ("vgg16", "resnet50", ...); empty when unknown.
+  std::string model;
+};
+
+enum class JobState { kPending, kRunning, kPreempted, kFinished };
+
+std::string_view JobStateName(JobState state);
+
+class Job {
+ public:
+  explicit Job(JobSpec spec) : spec_(std::move(spec)), last_stop_(spec_.submit_time) {}
+
+  const JobSpec& spec() const { return spec_; }
+  JobId id() const { return spec_.id; }
+  int num_gpus() const { return spec_.num_gpus; }
+  JobState state() const { return state_; }
+  bool running() const { return state_ == JobState::kRunning; }
+  // Pending or preempted: wants GPUs and holds none.
+  bool waiting() const {
+    return state_ == JobState::kPending || state_ == JobState::kPreempted;
+  }
+  bool finished() const { return state_ == JobState::kFinished; }
+
+  // When it first started; nullopt if it never ran.
+  std::optional<Seconds> first_start() const { return first_start_; }
+  // When it finished; kNever until then.
+  Seconds finish_time() const { return finish_time_; }
+  // When it last stopped running (its submit time if it never ran, or the
+  // instant of its last promotion): waiting time is measured from here.
+  Seconds last_stop() const { return last_stop_; }
+  // Start of the current run; meaningful only while running.
+  Seconds run_start() const { return run_start_; }
+
+  // Time run since the last promotion reset it (for the queues and the
+  // promotion knob).
+  Seconds Executed(Seconds now) const {
+    return running() ? executed_base_ + (now - run_start_) : executed_base_;
+  }
+  // Time run over the job's whole life (never reset).
+  Seconds TotalExecuted(Seconds now) const {
+    return running() ? total_executed_base_ + (now - run_start_)
+                     : total_executed_base_;
+  }
+  // Attained service, GPU-seconds: num_gpus x Executed(now).
+  double AttainedGpuSeconds(Seconds now) const {
+    return num_gpus() * Executed(now).count();
+  }
+
+  int queue() const { return queue_; }
+  int preemptions() const { return preemptions_; }
+  int promotions() const { return promotions_; }
+  const std::vector<GpuId>& gpus() const { return gpus_; }
+
+  // Transitions. Each requires the state named; violating that is a bug in
+  // the caller (asserted), not a user error.
+  // Waiting -> running on `gpus` at `now`.
+  void Start(Seconds now, std::vector<GpuId> gpus);
+  // Running -> preempted at `now` (counts a preemption).
+  void Preempt(Seconds now);
+  // Running -> finished at `now`.
+  void Finish(Seconds now);
+  // Any unfinished state -> finished at `now` without running further
+  // (cancelled or failed by the host).
+  void Abandon(Seconds now);
+  // Waiting -> back to queue 0 with executed time and waiting time reset.
+  void Promote(Seconds now);
+  void set_queue(int queue) { queue_ = queue; }
+
+ private:
+  void StopRun(Seconds now);
+
+  JobSpec spec_;
+  JobState state_ = JobState::kPending;
+  std::optional<Seconds> first_start_;
+  Seconds finish_time_ = kNever;
+  Seconds last_stop_;
+  Seconds run_start_{0};
+  Seconds executed_base_{0};
+  Seconds total_executed_base_{0};
+  int queue_ = 0;
+  int preemptions_ = 0;
+  int promotions_ = 0;
+  std::vector<GpuId> gpus_;
+};
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_CORE_JOB_H_

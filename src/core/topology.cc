@@ -1,0 +1,71 @@
+#include "core/topology.h"
+
+#include <algorithm>
+#include <cassert>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tiresias {
+
+absl::StatusOr<Topology> Topology::Create(std::vector<ServerSpec> specs) {
+  if (specs.empty()) {
+    return absl::InvalidArgumentError("a cluster needs at least one server");
+  }
+  Topology t;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    ServerSpec& s = specs[i];
+    if (s.num_gpus <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "server ", i, ": expected a positive GPU count, got ", s.num_gpus));
+    }
+    if (s.rack < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("server ", i, ": negative rack index ", s.rack));
+    }
+    if (s.name.empty()) s.name = absl::StrCat("s", i);
+    t.servers_.push_back(
+        Server{s.rack, s.num_gpus, static_cast<GpuId>(t.total_gpus_), s.name});
+    for (int g = 0; g < s.num_gpus; ++g) {
+      t.server_of_gpu_.push_back(static_cast<int>(i));
+    }
+    t.total_gpus_ += s.num_gpus;
+    t.num_racks_ = std::max(t.num_racks_, s.rack + 1);
+    t.max_gpus_per_server_ = std::max(t.max_gpus_per_server_, s.num_gpus);
+  }
+  return t;
+}
+
+Topology Topology::Uniform(int racks, int servers_per_rack,
+                           int gpus_per_server) {
+  assert(racks > 0 && servers_per_rack > 0 && gpus_per_server > 0);
+  std::vector<ServerSpec> specs;
+  for (int r = 0; r < racks; ++r) {
+    for (int s = 0; s < servers_per_rack; ++s) {
+      specs.push_back(ServerSpec{r, gpus_per_server, ""});
+    }
+  }
+  return *Create(std::move(specs));
+}
+
+std::string Topology::Describe() const {
+  std::map<int, int> servers_by_size;
+  for (const Server& s : servers_) ++servers_by_size[s.num_gpus];
+  std::string shape;
+  if (servers_by_size.size() == 1) {
+    shape = absl::StrCat(num_servers(), " servers x ",
+                         servers_by_size.begin()->first, " GPUs");
+  } else {
+    std::vector<std::string> parts;
+    for (auto [size, count] : servers_by_size) {
+      parts.push_back(absl::StrCat(count, "x", size));
+    }
+    shape = absl::StrCat(num_servers(), " servers (",
+                         absl::StrJoin(parts, ", "), ")");
+  }
+  return absl::StrCat(shape, ", ", total_gpus_, " GPUs, ", num_racks_,
+                      num_racks_ == 1 ? " rack" : " racks");
+}
+
+}  // namespace tiresias

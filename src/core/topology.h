@@ -1,0 +1,56 @@
+// The physical shape of a GPU cluster: racks (switches) of servers of GPUs.
+// Servers may differ in GPU count (the Philly cluster mixes 2- and 8-GPU
+// servers). GPUs are numbered 0..total_gpus()-1, server by server, so a
+// server's GPUs are a contiguous range.
+#ifndef TIRESIAS_CORE_TOPOLOGY_H_
+#define TIRESIAS_CORE_TOPOLOGY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/job.h"
+
+namespace tiresias {
+
+struct ServerSpec {
+  int rack = 0;      // 0-based rack (switch) index
+  int num_gpus = 0;  // > 0
+  std::string name;  // optional; "" gets "sN"
+};
+
+struct Server {
+  int rack;
+  int num_gpus;
+  GpuId first_gpu;
+  std::string name;
+};
+
+class Topology {
+ public:
+  // Validates: at least one server, every server has >= 1 GPU, racks >= 0.
+  static absl::StatusOr<Topology> Create(std::vector<ServerSpec> servers);
+  // racks x servers_per_rack x gpus_per_server, all arguments > 0.
+  static Topology Uniform(int racks, int servers_per_rack, int gpus_per_server);
+
+  int num_racks() const { return num_racks_; }
+  int num_servers() const { return static_cast<int>(servers_.size()); }
+  int total_gpus() const { return total_gpus_; }
+  int max_gpus_per_server() const { return max_gpus_per_server_; }
+  const Server& server(int index) const { return servers_[index]; }
+  int ServerOf(GpuId gpu) const { return server_of_gpu_[gpu]; }
+  // "60 servers x 8 GPUs, 1 rack" or "552 servers (321x2, 231x8), 1 rack".
+  std::string Describe() const;
+
+ private:
+  Topology() = default;
+  std::vector<Server> servers_;
+  std::vector<int> server_of_gpu_;
+  int num_racks_ = 0;
+  int total_gpus_ = 0;
+  int max_gpus_per_server_ = 0;
+};
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_CORE_TOPOLOGY_H_

@@ -1,0 +1,151 @@
+#include "place/placement.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "place/model_skew.h"
+
+namespace tiresias {
+namespace {
+
+using ::testing::ElementsAre;
+
+// Rack 0: s0 (2 GPUs: 0-1), s1 (8: 2-9), s2 (2: 10-11), s3 (8: 12-19).
+Topology Mixed() {
+  return *Topology::Create(
+      {{0, 2, ""}, {0, 8, ""}, {0, 2, ""}, {0, 8, ""}});
+}
+
+std::optional<std::vector<GpuId>> PlaceWith(const std::string& scheme,
+                                            const Cluster& cluster, int gpus,
+                                            const std::string& model = "",
+                                            uint64_t seed = 1) {
+  auto placer = *MakePlacer(scheme);
+  Rng rng(seed);
+  Job job(JobSpec{99, gpus, Seconds{0}, std::nullopt, model});
+  std::vector<GpuId> out;
+  if (!placer->Place(cluster, job, rng, &out)) {
+    EXPECT_TRUE(out.empty()) << "partial allocation on failure";
+    return std::nullopt;
+  }
+  EXPECT_EQ(static_cast<int>(out.size()), gpus);
+  return out;
+}
+
+TEST(ConsolidateTest, BestFitSingleServer) {
+  Cluster c(Mixed());
+  // 2 GPUs: the fullest server that holds it is a 2-GPU server.
+  EXPECT_THAT(*PlaceWith("consolidate", c, 2), ElementsAre(0, 1));
+  // 4 GPUs fit only an 8-GPU server; lowest index first.
+  EXPECT_THAT(*PlaceWith("consolidate", c, 4), ElementsAre(2, 3, 4, 5));
+  // With s1 half used, a 3-GPU job goes to s1 (4 free), not the empty s3.
+  ASSERT_TRUE(c.Allocate(1, std::vector<GpuId>{2, 3, 4, 5}).ok());
+  EXPECT_THAT(*PlaceWith("consolidate", c, 3), ElementsAre(6, 7, 8));
+}
+
+TEST(ConsolidateTest, LargeJobTakesWholeServers) {
+  Cluster c(Mixed());
+  // 12 GPUs: whole free servers, largest first: s1 (8) + 4 of s3.
+  EXPECT_THAT(*PlaceWith("consolidate", c, 12),
+              ElementsAre(2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 14, 15));
+  // With one GPU used on each 8-GPU server, no whole server is left for a
+  // 10-GPU job, and no single server holds an 8-GPU one.
+  ASSERT_TRUE(c.Allocate(1, std::vector<GpuId>{2}).ok());
+  ASSERT_TRUE(c.Allocate(2, std::vector<GpuId>{12}).ok());
+  EXPECT_FALSE(PlaceWith("consolidate", c, 10));
+  EXPECT_FALSE(PlaceWith("consolidate", c, 8));
+  EXPECT_TRUE(PlaceWith("spread", c, 8));
+}
+
+TEST(ConsolidateTest, PrefersOneRack) {
+  // Rack 0: s0, s1; rack 1: s2, s3; 4 GPUs each. s0 is partly used, so an
+  // 8-GPU job takes rack 1's two whole servers instead of spanning racks.
+  Cluster c(*Topology::Create(
+      {{0, 4, ""}, {0, 4, ""}, {1, 4, ""}, {1, 4, ""}}));
+  ASSERT_TRUE(c.Allocate(1, std::vector<GpuId>{0}).ok());
+  EXPECT_THAT(*PlaceWith("consolidate", c, 8),
+              ElementsAre(8, 9, 10, 11, 12, 13, 14, 15));
+}
+
+TEST(SpreadTest, LeastLoadedServersFirst) {
+  Cluster c(Mixed());
+  // Empty: s1 and s3 have 8 free; picks alternate 8,8,7,7 -> 2 on each.
+  EXPECT_THAT(*PlaceWith("spread", c, 4), ElementsAre(2, 3, 12, 13));
+  // s1 with 6 used (2 free) vs s3 (8 free), s0, s2 (2 free): all from s3
+  // until it drops to the others' level.
+  ASSERT_TRUE(c.Allocate(1, std::vector<GpuId>{2, 3, 4, 5, 6, 7}).ok());
+  EXPECT_THAT(*PlaceWith("spread", c, 5), ElementsAre(12, 13, 14, 15, 16));
+  EXPECT_FALSE(PlaceWith("spread", c, 15));  // 14 free
+}
+
+TEST(CountTest, LowestNumberedFreeGpus) {
+  Cluster c(Mixed());
+  ASSERT_TRUE(c.Allocate(1, std::vector<GpuId>{1, 2}).ok());
+  EXPECT_THAT(*PlaceWith("count", c, 3), ElementsAre(0, 3, 4));
+  EXPECT_TRUE(PlaceWith("count", c, 18));
+  EXPECT_FALSE(PlaceWith("count", c, 19));
+}
+
+TEST(RandomTest, SeededDistinctFreeGpus) {
+  Cluster c(Mixed());
+  ASSERT_TRUE(c.Allocate(1, std::vector<GpuId>{0, 1, 2, 3}).ok());
+  auto a = *PlaceWith("random", c, 6, "", 7);
+  auto b = *PlaceWith("random", c, 6, "", 7);
+  EXPECT_EQ(a, b);  // same seed, same choice
+  std::set<GpuId> distinct(a.begin(), a.end());
+  EXPECT_EQ(distinct.size(), 6u);
+  for (GpuId g : a) EXPECT_TRUE(c.gpu_free(g));
+  // Over many seeds every free GPU gets picked at least once.
+  std::set<GpuId> seen;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    std::vector<GpuId> one = *PlaceWith("random", c, 1, "", seed);
+    seen.insert(one[0]);
+  }
+  EXPECT_EQ(seen.size(), 16u);
+}
+
+TEST(ProfiledTest, ConsolidatesOnlySkewedModels) {
+  Cluster c(Mixed());
+  // vgg16 (skew 0.744 > 0.5) is consolidated, resnet50 (0.092) spread.
+  EXPECT_EQ(*PlaceWith("profiled", c, 4, "vgg16"),
+            *PlaceWith("consolidate", c, 4));
+  EXPECT_EQ(*PlaceWith("profiled", c, 4, "resnet50"),
+            *PlaceWith("spread", c, 4));
+  // Unknown model: consolidated (safe default).
+  EXPECT_EQ(*PlaceWith("profiled", c, 4, "mystery"),
+            *PlaceWith("consolidate", c, 4));
+  // PACKLIMIT is a parameter: at 0.05, resnet50 counts as skewed.
+  auto low = *MakePlacer("profiled", PlacementOptions{.pack_limit = 0.05});
+  Rng rng(1);
+  std::vector<GpuId> out;
+  ASSERT_TRUE(low->Place(c, Job(JobSpec{1, 4, Seconds{0}, {}, "resnet50"}),
+                         rng, &out));
+  EXPECT_EQ(out, *PlaceWith("consolidate", c, 4));
+}
+
+TEST(ModelSkewTest, PaperRanges) {
+  for (const ModelInfo& m : BuiltinModels()) {
+    bool high = m.name.starts_with("vgg") || m.name == "alexnet";
+    if (high) {
+      EXPECT_GE(m.skew, 0.61) << m.name;
+      EXPECT_LE(m.skew, 0.78) << m.name;
+    } else {
+      EXPECT_GE(m.skew, 0.036) << m.name;
+      EXPECT_LE(m.skew, 0.146) << m.name;
+    }
+  }
+  EXPECT_FALSE(ModelSkew("gpt5"));
+}
+
+TEST(PlacerRegistryTest, Names) {
+  EXPECT_THAT(PlacerNames(), ElementsAre("consolidate", "spread", "random",
+                                         "profiled", "count"));
+  EXPECT_EQ(MakePlacer("pack").status().message(),
+            "unknown placement \"pack\"; expected one of consolidate, spread, "
+            "random, profiled, count");
+}
+
+}  // namespace
+}  // namespace tiresias

@@ -1,0 +1,39 @@
+// Profile-guided placement (Tiresias): consolidate a job whose model skew is
+// above PACKLIMIT, spread it otherwise. A model with no known skew is
+// consolidated: the safe choice when its sensitivity is unknown.
+#include "place/model_skew.h"
+#include "place/placement.h"
+
+namespace tiresias {
+namespace {
+
+class ProfiledPlacer final : public Placer {
+ public:
+  explicit ProfiledPlacer(double pack_limit)
+      : pack_limit_(pack_limit),
+        consolidate_(NewConsolidatePlacer()),
+        spread_(NewSpreadPlacer()) {}
+
+  std::string_view name() const override { return "profiled"; }
+
+  bool Place(const Cluster& cluster, const Job& job, Rng& rng,
+             std::vector<GpuId>* gpus) const override {
+    std::optional<double> skew = ModelSkew(job.spec().model);
+    const Placer& scheme =
+        !skew || *skew > pack_limit_ ? *consolidate_ : *spread_;
+    return scheme.Place(cluster, job, rng, gpus);
+  }
+
+ private:
+  double pack_limit_;
+  std::unique_ptr<Placer> consolidate_;
+  std::unique_ptr<Placer> spread_;
+};
+
+}  // namespace
+
+std::unique_ptr<Placer> NewProfiledPlacer(const PlacementOptions& options) {
+  return std::make_unique<ProfiledPlacer>(options.pack_limit);
+}
+
+}  // namespace tiresias

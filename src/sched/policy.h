@@ -1,0 +1,86 @@
+// A scheduling policy: how jobs are ordered, and a few traits that tell the
+// scheduler (scheduler.h) how to act on that order. One file per policy;
+// adding one is adding a file and a line in registry.cc.
+//
+// Policies are pure: a key depends only on the job and `now`, plus state the
+// policy learnt from jobs it was told finished (Tiresias-G's distribution).
+#ifndef TIRESIAS_SCHED_POLICY_H_
+#define TIRESIAS_SCHED_POLICY_H_
+
+#include <compare>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/job.h"
+#include "sched/queues.h"
+
+namespace tiresias {
+
+// Lower sorts first (runs first). `id` breaks every remaining tie, so two
+// jobs never compare equal.
+struct PriorityKey {
+  double k0 = 0, k1 = 0, k2 = 0, k3 = 0;
+  JobId id = 0;
+  auto operator<=>(const PriorityKey&) const = default;
+};
+
+struct PolicyTraits {
+  // May stop running jobs to run higher-priority ones.
+  bool preemptive = false;
+  // Stops at the first job that does not fit instead of skipping it.
+  bool head_of_line_blocking = false;
+  // Uses the K queues: demotion on crossing a queue bound, PROMOTEKNOB.
+  bool multi_level_queues = false;
+  // Keys of running jobs change as they run (las, srtf, srsf, tiresias-g):
+  // the scheduler refreshes them before each pass.
+  bool keys_drift_while_running = false;
+  // Reads JobSpec::duration (oracle baselines); jobs without one are refused.
+  bool needs_duration = false;
+  // Placement scheme used unless the caller overrides it.
+  std::string_view default_placement = "consolidate";
+};
+
+struct PolicyOptions {
+  QueueConfig queues = QueueConfig::PaperDefault();
+  // Tiresias-G: job sizes (GPU-seconds) of past jobs, e.g. yarn-gput1000.csv.
+  std::vector<double> gittins_samples;
+  // Tiresias-G: also learn from jobs as they finish. Default: only when no
+  // samples were given.
+  bool gittins_learn_from_finished = false;
+  // Tiresias-G: below this many samples, order as Tiresias-L does.
+  int gittins_min_samples = 10;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string_view name() const = 0;
+  virtual const PolicyTraits& traits() const = 0;
+  // The job's priority at `now`. Only called for unfinished jobs.
+  virtual PriorityKey Key(const Job& job, Seconds now) const = 0;
+  // Tells the policy `job` finished. Returns true when every key may have
+  // changed (the scheduler then recomputes them all).
+  virtual bool LearnFinished(const Job& job, Seconds now) { return false; }
+};
+
+// Builds the policy registered under `name` (see registry.cc for the list).
+absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(std::string_view name,
+                                                   const PolicyOptions& options);
+// Every registered name, in the order they are documented.
+std::vector<std::string> PolicyNames();
+
+// Shared by tiresias-l and tiresias-g: FIFO by first start, then jobs that
+// never ran by submit time.
+inline double StartOrderClass(const Job& job) { return job.first_start() ? 0 : 1; }
+inline double StartOrderTime(const Job& job) {
+  return job.first_start() ? job.first_start()->count()
+                           : job.spec().submit_time.count();
+}
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_SCHED_POLICY_H_

@@ -1,0 +1,315 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace tiresias {
+
+Scheduler::Scheduler(std::unique_ptr<Policy> policy,
+                     std::unique_ptr<Placer> placer, SchedulerOptions options)
+    : policy_(std::move(policy)),
+      placer_(std::move(placer)),
+      options_(std::move(options)),
+      rng_(options_.seed) {}
+
+absl::Status Scheduler::Submit(JobSpec spec, Seconds now) {
+  return Admit(Job(std::move(spec)), now);
+}
+
+absl::Status Scheduler::Restore(const Job& job, Seconds now) {
+  return Admit(job, now);
+}
+
+absl::Status Scheduler::Admit(Job job, Seconds now) {
+  const JobSpec& spec = job.spec();
+  if (spec.num_gpus <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job ", spec.id, ": expected a positive GPU count, got ",
+        spec.num_gpus));
+  }
+  if (index_of_.contains(spec.id)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("job ", spec.id, " already exists"));
+  }
+  if (policy_->traits().needs_duration && !spec.duration) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("policy ", std::string(policy_->name()), " needs job durations; job ",
+                     spec.id, " has none"));
+  }
+  const uint32_t index = static_cast<uint32_t>(jobs_.size());
+  index_of_[spec.id] = index;
+  jobs_.push_back(std::move(job));
+  slots_.emplace_back();
+  if (!jobs_[index].finished()) {
+    Enqueue(index, now);
+    ScheduleWakeups(index, now);
+    dirty_ = true;
+  }
+  return absl::OkStatus();
+}
+
+const Job* Scheduler::Find(JobId id) const {
+  auto it = index_of_.find(id);
+  return it == index_of_.end() ? nullptr : &jobs_[it->second];
+}
+
+void Scheduler::Enqueue(uint32_t index, Seconds now) {
+  const Job& job = jobs_[index];
+  Slot& slot = slots_[index];
+  slot.key = policy_->Key(job, now);
+  if (job.running()) {
+    running_.insert(Entry{slot.key, index});
+  } else {
+    waiting_.insert(Entry{slot.key, index});
+    ++waiting_by_gpus_[job.num_gpus()];
+  }
+}
+
+void Scheduler::Dequeue(uint32_t index) {
+  const Job& job = jobs_[index];
+  const Entry entry{slots_[index].key, index};
+  if (job.running()) {
+    running_.erase(entry);
+  } else {
+    waiting_.erase(entry);
+    auto it = waiting_by_gpus_.find(job.num_gpus());
+    if (--it->second == 0) waiting_by_gpus_.erase(it);
+  }
+}
+
+void Scheduler::Rekey(uint32_t index, Seconds now) {
+  PriorityKey key = policy_->Key(jobs_[index], now);
+  if (key == slots_[index].key) return;
+  Dequeue(index);
+  Enqueue(index, now);
+}
+
+void Scheduler::ClearWakeups(uint32_t index) {
+  Slot& slot = slots_[index];
+  if (std::isfinite(slot.demote_at)) demotions_.erase({slot.demote_at, index});
+  if (std::isfinite(slot.promote_at)) {
+    promotions_.erase({slot.promote_at, index});
+  }
+  slot.demote_at = slot.promote_at = std::numeric_limits<double>::infinity();
+}
+
+void Scheduler::ScheduleWakeups(uint32_t index, Seconds now) {
+  ClearWakeups(index);
+  if (!policy_->traits().multi_level_queues) return;
+  const Job& job = jobs_[index];
+  Slot& slot = slots_[index];
+  if (job.running()) {
+    // The exact instant attained service reaches the queue's upper bound.
+    const double bound = options_.queues.upper_bound(job.queue());
+    if (std::isfinite(bound)) {
+      slot.demote_at =
+          now.count() + (bound - job.AttainedGpuSeconds(now)) / job.num_gpus();
+      demotions_.insert({slot.demote_at, index});
+    }
+  } else if (job.waiting() && std::isfinite(options_.promote_knob) &&
+             job.queue() > 0 && job.Executed(now).count() > 0) {
+    slot.promote_at = job.last_stop().count() +
+                      options_.promote_knob * job.Executed(now).count();
+    promotions_.insert({slot.promote_at, index});
+  }
+}
+
+void Scheduler::ProcessWakeups(Seconds now) {
+  while (true) {
+    const bool demotion_due =
+        !demotions_.empty() && demotions_.begin()->first <= now.count();
+    const bool promotion_due =
+        !promotions_.empty() && promotions_.begin()->first <= now.count();
+    if (!demotion_due && !promotion_due) return;
+    dirty_ = true;
+    if (demotion_due) {
+      const uint32_t index = demotions_.begin()->second;
+      Job& job = jobs_[index];
+      // At least one queue down, even if rounding leaves the attained service
+      // a hair under the bound at the computed instant.
+      const int queue = std::min(
+          options_.queues.num_queues() - 1,
+          std::max(job.queue() + 1,
+                   options_.queues.QueueFor(job.AttainedGpuSeconds(now))));
+      Dequeue(index);
+      job.set_queue(queue);
+      Enqueue(index, now);
+      ScheduleWakeups(index, now);
+    } else {
+      const uint32_t index = promotions_.begin()->second;
+      Dequeue(index);
+      jobs_[index].Promote(now);
+      Enqueue(index, now);
+      ScheduleWakeups(index, now);
+    }
+  }
+}
+
+Seconds Scheduler::NextWakeup() const {
+  double next = std::numeric_limits<double>::infinity();
+  if (!demotions_.empty()) next = demotions_.begin()->first;
+  if (!promotions_.empty()) next = std::min(next, promotions_.begin()->first);
+  return Seconds{next};
+}
+
+void Scheduler::RefreshRunningKeys(Seconds now) {
+  scratch_start_.clear();
+  for (const Entry& e : running_) scratch_start_.push_back(e.index);
+  for (uint32_t index : scratch_start_) Rekey(index, now);
+}
+
+void Scheduler::RekeyAll(Seconds now) {
+  scratch_start_.clear();
+  for (const Entry& e : running_) scratch_start_.push_back(e.index);
+  for (const Entry& e : waiting_) scratch_start_.push_back(e.index);
+  for (uint32_t index : scratch_start_) Rekey(index, now);
+}
+
+int Scheduler::MinWaitingGpus() const {
+  return waiting_by_gpus_.empty() ? std::numeric_limits<int>::max()
+                                  : waiting_by_gpus_.begin()->first;
+}
+
+Decisions Scheduler::Schedule(Seconds now, Cluster& cluster) {
+  Decisions decisions;
+  ProcessWakeups(now);
+  if (!dirty_) return decisions;
+  dirty_ = false;
+  ++pass_;
+  const PolicyTraits& traits = policy_->traits();
+  if (traits.keys_drift_while_running) RefreshRunningKeys(now);
+  if (traits.preemptive) {
+    PreemptiveWalk(now, cluster, &decisions);
+  } else {
+    FillFreeGpus(now, cluster, traits.head_of_line_blocking, &decisions);
+  }
+  return decisions;
+}
+
+void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
+                               Decisions* decisions) {
+  scratch_start_.clear();
+  scratch_preempt_.clear();
+  int capacity = cluster.total_gpus();
+  const int min_waiting = MinWaitingGpus();
+  auto r = running_.begin();
+  auto w = waiting_.begin();
+  while (capacity > 0) {
+    // No waiting job can fit once capacity drops below the smallest one.
+    const bool w_left = w != waiting_.end() && capacity >= min_waiting;
+    const bool r_left = r != running_.end();
+    if (!w_left && !r_left) break;
+    const bool take_running = r_left && (!w_left || *r < *w);
+    const uint32_t index = take_running ? (r++)->index : (w++)->index;
+    const int gpus = jobs_[index].num_gpus();
+    if (gpus <= capacity) {
+      capacity -= gpus;
+      if (!take_running) scratch_start_.push_back(index);
+    } else if (take_running) {
+      scratch_preempt_.push_back(index);
+    }
+  }
+  for (; r != running_.end(); ++r) scratch_preempt_.push_back(r->index);
+
+  for (uint32_t index : scratch_preempt_) {
+    Preempt(index, now, cluster, decisions);
+  }
+  bool placement_failed = false;
+  for (uint32_t index : scratch_start_) {
+    if (!TryStart(index, now, cluster, decisions)) placement_failed = true;
+  }
+  if (placement_failed) FillFreeGpus(now, cluster, false, decisions);
+}
+
+void Scheduler::FillFreeGpus(Seconds now, Cluster& cluster,
+                             bool head_of_line_blocking,
+                             Decisions* decisions) {
+  auto it = waiting_.begin();
+  while (it != waiting_.end() && cluster.free_gpus() >= MinWaitingGpus()) {
+    const Entry entry = *it;
+    const bool fits = jobs_[entry.index].num_gpus() <= cluster.free_gpus();
+    // A job preempted in this pass lost to higher-priority work: it does
+    // not take back GPUs that placement could not use.
+    const bool eligible = slots_[entry.index].preempted_in_pass != pass_;
+    if (fits && eligible && TryStart(entry.index, now, cluster, decisions)) {
+      it = waiting_.upper_bound(entry);
+    } else if (head_of_line_blocking) {
+      break;
+    } else {
+      ++it;
+    }
+  }
+}
+
+bool Scheduler::TryStart(uint32_t index, Seconds now, Cluster& cluster,
+                         Decisions* decisions) {
+  Job& job = jobs_[index];
+  scratch_gpus_.clear();
+  if (!placer_->Place(cluster, job, rng_, &scratch_gpus_)) return false;
+  absl::Status allocated = cluster.Allocate(job.id(), scratch_gpus_);
+  assert(allocated.ok());
+  (void)allocated;
+  Dequeue(index);
+  const bool resumed = job.first_start().has_value();
+  job.Start(now, scratch_gpus_);
+  Enqueue(index, now);
+  ScheduleWakeups(index, now);
+  decisions->started.push_back(StartDecision{job.id(), job.gpus(), resumed});
+  return true;
+}
+
+void Scheduler::Preempt(uint32_t index, Seconds now, Cluster& cluster,
+                        Decisions* decisions) {
+  Job& job = jobs_[index];
+  cluster.Release(job.id(), job.gpus());
+  Dequeue(index);
+  job.Preempt(now);
+  Enqueue(index, now);
+  ScheduleWakeups(index, now);
+  slots_[index].preempted_in_pass = pass_;
+  decisions->preempted.push_back(job.id());
+}
+
+absl::Status Scheduler::Finish(JobId id, Seconds now, Cluster& cluster) {
+  auto it = index_of_.find(id);
+  if (it == index_of_.end()) {
+    return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  }
+  const uint32_t index = it->second;
+  Job& job = jobs_[index];
+  if (!job.running()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, " is ", std::string(JobStateName(job.state())), ", not running"));
+  }
+  cluster.Release(job.id(), job.gpus());
+  Dequeue(index);
+  ClearWakeups(index);
+  job.Finish(now);
+  dirty_ = true;
+  if (policy_->LearnFinished(job, now)) RekeyAll(now);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Remove(JobId id, Seconds now, Cluster& cluster) {
+  auto it = index_of_.find(id);
+  if (it == index_of_.end()) {
+    return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  }
+  const uint32_t index = it->second;
+  Job& job = jobs_[index];
+  if (job.finished()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " has already finished"));
+  }
+  if (job.running()) cluster.Release(job.id(), job.gpus());
+  Dequeue(index);
+  ClearWakeups(index);
+  job.Abandon(now);
+  dirty_ = true;
+  return absl::OkStatus();
+}
+
+}  // namespace tiresias

@@ -1,0 +1,158 @@
+// The scheduling core ("one brain, two bodies"): decides which jobs run on
+// which GPUs and which running jobs are preempted. The simulator and the
+// master daemon drive this same class.
+//
+// Pure: it reads no clock, opens no socket, spawns no thread; time comes in
+// as `now`, randomness from a generator seeded at construction. Jobs are
+// kept in priority order incrementally (O(log n) per change), so a pass costs
+// O(jobs that fit + jobs skipped) plus O(log n) per decision, not a sort of
+// every job.
+//
+// A host calls Submit / Finish as those events happen, and Schedule after
+// each batch of events at one instant and at NextWakeup() (a demotion or
+// promotion instant). Schedule applies its decisions to the job records and
+// to the cluster's allocation, and returns them so the host can act (start
+// or stop processes). Not thread-safe.
+//
+// One pass, for a preemptive policy: walk all unfinished jobs in priority
+// order, counting GPUs; a job that fits is selected, one that does not is
+// skipped (a running one is preempted). Then selected waiting jobs are placed
+// in order; if placement fails for one (fragmentation), the free GPUs are
+// offered to the remaining waiting jobs in order, without preempting more.
+// A non-preemptive policy only walks waiting jobs over the free GPUs.
+#ifndef TIRESIAS_SCHED_SCHEDULER_H_
+#define TIRESIAS_SCHED_SCHEDULER_H_
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "core/cluster.h"
+#include "core/job.h"
+#include "core/placer.h"
+#include "core/rng.h"
+#include "sched/policy.h"
+#include "sched/queues.h"
+
+namespace tiresias {
+
+struct SchedulerOptions {
+  QueueConfig queues = QueueConfig::PaperDefault();
+  // PROMOTEKNOB: a waiting job whose wait since it last ran reaches
+  // knob x its executed time goes back to queue 0, its executed time reset.
+  // Infinity turns it off.
+  double promote_knob = std::numeric_limits<double>::infinity();
+  uint64_t seed = 1;
+};
+
+struct StartDecision {
+  JobId job;
+  std::vector<GpuId> gpus;
+  bool resumed;  // it had run before (restore from a checkpoint)
+};
+
+struct Decisions {
+  std::vector<JobId> preempted;
+  std::vector<StartDecision> started;
+  bool empty() const { return preempted.empty() && started.empty(); }
+};
+
+class Scheduler {
+ public:
+  Scheduler(std::unique_ptr<Policy> policy, std::unique_ptr<Placer> placer,
+            SchedulerOptions options);
+
+  const Policy& policy() const { return *policy_; }
+  const Placer& placer() const { return *placer_; }
+  const SchedulerOptions& options() const { return options_; }
+
+  // A new job, waiting in queue 0. Fails on a duplicate id, a non-positive
+  // GPU count, or a missing duration under an oracle policy.
+  absl::Status Submit(JobSpec spec, Seconds now);
+  // Adds a job record as it stands (from a snapshot or a restarted master).
+  // A running job must already hold its GPUs in the cluster it will be
+  // scheduled with.
+  absl::Status Restore(const Job& job, Seconds now);
+  // The running job `id` ended at `now`; its GPUs go back to `cluster`.
+  absl::Status Finish(JobId id, Seconds now, Cluster& cluster);
+  // Removes an unfinished job (cancelled, failed) at `now`, freeing its GPUs.
+  absl::Status Remove(JobId id, Seconds now, Cluster& cluster);
+
+  // One scheduling pass at `now` (see the file comment). `now` must not go
+  // backwards between calls.
+  Decisions Schedule(Seconds now, Cluster& cluster);
+  // The next instant the policy wants a pass even if nothing else happens
+  // (a demotion or promotion); kNever if none.
+  Seconds NextWakeup() const;
+
+  // The job's record; nullptr if unknown. Valid until the next Submit or
+  // Restore.
+  const Job* Find(JobId id) const;
+  // Every job ever submitted or restored, in that order, finished ones too.
+  const std::vector<Job>& jobs() const { return jobs_; }
+  int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  int num_running() const { return static_cast<int>(running_.size()); }
+
+ private:
+  struct Entry {
+    PriorityKey key;
+    uint32_t index;
+    auto operator<=>(const Entry&) const = default;
+  };
+  using Wakeup = std::pair<double, uint32_t>;  // (instant seconds, index)
+
+  absl::Status Admit(Job job, Seconds now);
+  void Enqueue(uint32_t index, Seconds now);  // into waiting_ or running_
+  void Dequeue(uint32_t index);
+  void Rekey(uint32_t index, Seconds now);
+  void ScheduleWakeups(uint32_t index, Seconds now);
+  void ClearWakeups(uint32_t index);
+  void ProcessWakeups(Seconds now);
+  void RefreshRunningKeys(Seconds now);
+  void RekeyAll(Seconds now);
+
+  void PreemptiveWalk(Seconds now, Cluster& cluster, Decisions* decisions);
+  // Starts waiting jobs in priority order on the free GPUs, skipping (or,
+  // with head-of-line blocking, stopping at) jobs that do not fit.
+  void FillFreeGpus(Seconds now, Cluster& cluster, bool head_of_line_blocking,
+                    Decisions* decisions);
+  bool TryStart(uint32_t index, Seconds now, Cluster& cluster,
+                Decisions* decisions);
+  void Preempt(uint32_t index, Seconds now, Cluster& cluster,
+               Decisions* decisions);
+  int MinWaitingGpus() const;
+
+  std::unique_ptr<Policy> policy_;
+  std::unique_ptr<Placer> placer_;
+  SchedulerOptions options_;
+  Rng rng_;
+
+  std::vector<Job> jobs_;
+  struct Slot {
+    PriorityKey key;
+    double demote_at = std::numeric_limits<double>::infinity();
+    double promote_at = std::numeric_limits<double>::infinity();
+    uint64_t preempted_in_pass = 0;  // pass number of its last preemption
+  };
+  std::vector<Slot> slots_;  // parallel to jobs_
+  absl::flat_hash_map<JobId, uint32_t> index_of_;
+
+  absl::btree_set<Entry> waiting_;
+  absl::btree_set<Entry> running_;
+  std::map<int, int> waiting_by_gpus_;  // GPU count -> waiting jobs
+  absl::btree_set<Wakeup> demotions_;
+  absl::btree_set<Wakeup> promotions_;
+  bool dirty_ = false;  // something changed since the last pass
+  uint64_t pass_ = 0;   // passes run so far
+  std::vector<GpuId> scratch_gpus_;
+  std::vector<uint32_t> scratch_start_, scratch_preempt_;
+};
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_SCHED_SCHEDULER_H_

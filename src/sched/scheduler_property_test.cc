@@ -1,0 +1,227 @@
+// Properties of the scheduling core on seeded random workloads, for every
+// policy and placement scheme: no GPU is ever double-booked, every job
+// finishes, a job's executed time is the sum of its run intervals (and its
+// attained service W times that), and the incremental scheduler decides
+// exactly what a fresh one built from a snapshot of the same state decides.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "place/placement.h"
+#include "sched/policy.h"
+#include "sched/scheduler.h"
+
+namespace tiresias {
+namespace {
+
+struct Workload {
+  Topology topology;
+  std::vector<JobSpec> jobs;  // by submit time
+};
+
+Workload RandomWorkload(uint64_t seed, int num_jobs) {
+  std::mt19937_64 gen(seed);
+  // Two racks of mixed 2-, 4- and 8-GPU servers.
+  std::vector<ServerSpec> servers;
+  std::uniform_int_distribution<int> pick(0, 2);
+  for (int i = 0; i < 6; ++i) servers.push_back({i % 2, 2 << pick(gen), ""});
+  Workload w{*Topology::Create(servers), {}};
+  std::exponential_distribution<double> gap(1.0 / 60);
+  std::lognormal_distribution<double> duration(5, 1.5);
+  std::discrete_distribution<int> gpus_index({60, 15, 12, 8, 5});
+  const int kGpus[] = {1, 2, 4, 8, 12};
+  double t = 0;
+  for (int i = 0; i < num_jobs; ++i) {
+    t += gap(gen);
+    int gpus = std::min(kGpus[gpus_index(gen)], w.topology.total_gpus());
+    w.jobs.push_back(JobSpec{i, gpus, Seconds{t}, Seconds{duration(gen)}, ""});
+  }
+  return w;
+}
+
+struct RunInterval {
+  double start, end;
+};
+
+class Driver {
+ public:
+  Driver(const Workload& w, const std::string& policy,
+         const std::string& placement, SchedulerOptions options,
+         bool check_snapshot)
+      : workload_(w),
+        cluster_(w.topology),
+        scheduler_(*MakePolicy(policy, PolicyOptions{.queues = options.queues}),
+                   *MakePlacer(placement), options),
+        policy_(policy),
+        placement_(placement),
+        options_(options),
+        check_snapshot_(check_snapshot) {}
+
+  void Run() {
+    size_t next_arrival = 0;
+    double now = 0;
+    for (int steps = 0; steps < 1000000; ++steps) {
+      double t = std::numeric_limits<double>::infinity();
+      if (next_arrival < workload_.jobs.size()) {
+        t = workload_.jobs[next_arrival].submit_time.count();
+      }
+      for (auto& [id, end] : finish_at_) t = std::min(t, end);
+      t = std::min(t, scheduler_.NextWakeup().count());
+      if (std::isinf(t)) break;
+      ASSERT_GE(t, now);
+      now = t;
+      while (next_arrival < workload_.jobs.size() &&
+             workload_.jobs[next_arrival].submit_time.count() <= now) {
+        ASSERT_TRUE(
+            scheduler_.Submit(workload_.jobs[next_arrival++], Seconds{now})
+                .ok());
+      }
+      std::vector<JobId> done;
+      for (auto& [id, end] : finish_at_) {
+        if (end <= now) done.push_back(id);
+      }
+      for (JobId id : done) {
+        ASSERT_TRUE(scheduler_.Finish(id, Seconds{now}, cluster_).ok());
+        Close(id, now);
+        finish_at_.erase(id);
+      }
+      const bool wakeup_due = scheduler_.NextWakeup().count() <= now;
+      std::optional<Decisions> expected;
+      if (check_snapshot_ && !wakeup_due) expected = FromSnapshot(now);
+      Decisions d = scheduler_.Schedule(Seconds{now}, cluster_);
+      if (expected) ExpectSameDecisions(*expected, d);
+      Apply(d, now);
+      CheckAllocation();
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+
+  void CheckFinal() {
+    for (const Job& job : scheduler_.jobs()) {
+      ASSERT_TRUE(job.finished()) << "job " << job.id() << " never finished";
+      double sum = 0;
+      for (const RunInterval& r : intervals_[job.id()]) sum += r.end - r.start;
+      EXPECT_NEAR(job.TotalExecuted(job.finish_time()).count(), sum, 1e-6);
+      EXPECT_NEAR(sum, job.spec().duration->count(), 1e-6);
+      if (job.promotions() == 0) {
+        EXPECT_NEAR(job.AttainedGpuSeconds(job.finish_time()),
+                    job.num_gpus() * sum, 1e-6);
+      }
+    }
+    EXPECT_EQ(cluster_.free_gpus(), cluster_.total_gpus());
+  }
+
+ private:
+  void Apply(const Decisions& d, double now) {
+    for (JobId id : d.preempted) {
+      Close(id, now);
+      finish_at_.erase(id);
+    }
+    for (const StartDecision& s : d.started) {
+      const Job& job = *scheduler_.Find(s.job);
+      intervals_[s.job].push_back({now, NAN});
+      double left = job.spec().duration->count() -
+                    job.TotalExecuted(Seconds{now}).count();
+      finish_at_[s.job] = now + std::max(0.0, left);
+    }
+  }
+  void Close(JobId id, double now) { intervals_[id].back().end = now; }
+
+  void CheckAllocation() {
+    int busy = 0;
+    for (const Job& job : scheduler_.jobs()) {
+      if (!job.running()) continue;
+      busy += job.num_gpus();
+      ASSERT_EQ(static_cast<int>(job.gpus().size()), job.num_gpus());
+      for (GpuId g : job.gpus()) ASSERT_EQ(cluster_.owner(g), job.id());
+    }
+    ASSERT_EQ(busy, cluster_.busy_gpus()) << "a GPU is held by no job";
+  }
+
+  Decisions FromSnapshot(double now) {
+    Cluster copy = cluster_;
+    Scheduler fresh(*MakePolicy(policy_, PolicyOptions{.queues = options_.queues}),
+                    *MakePlacer(placement_), options_);
+    for (const Job& job : scheduler_.jobs()) {
+      if (!job.finished()) EXPECT_TRUE(fresh.Restore(job, Seconds{now}).ok());
+    }
+    return fresh.Schedule(Seconds{now}, copy);
+  }
+
+  static void ExpectSameDecisions(const Decisions& want, const Decisions& got) {
+    auto sorted = [](std::vector<JobId> v) {
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    EXPECT_EQ(sorted(want.preempted), sorted(got.preempted));
+    std::map<JobId, std::vector<GpuId>> a, b;
+    for (const auto& s : want.started) a[s.job] = s.gpus;
+    for (const auto& s : got.started) b[s.job] = s.gpus;
+    EXPECT_EQ(a, b);
+  }
+
+  const Workload& workload_;
+  Cluster cluster_;
+  Scheduler scheduler_;
+  std::string policy_, placement_;
+  SchedulerOptions options_;
+  bool check_snapshot_;
+  std::map<JobId, double> finish_at_;
+  std::map<JobId, std::vector<RunInterval>> intervals_;
+};
+
+struct Case {
+  std::string policy;
+  std::string placement;
+  double knob;
+};
+
+class SchedulerPropertyTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SchedulerPropertyTest, ConservesWorkAndNeverDoubleBooks) {
+  const Case& c = GetParam();
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE(testing::Message() << "seed " << seed);
+    Workload w = RandomWorkload(seed, 300);
+    SchedulerOptions options;
+    options.queues = *QueueConfig::Create({600, 3000});
+    options.promote_knob = c.knob;
+    options.seed = seed;
+    // Snapshot equivalence needs the fresh scheduler to know all the state:
+    // not Tiresias-G's learnt samples, not the random placer's stream.
+    const bool check = c.policy != "tiresias-g" && c.placement != "random";
+    Driver driver(w, c.policy, c.placement, options, check);
+    driver.Run();
+    if (HasFatalFailure()) return;
+    driver.CheckFinal();
+  }
+}
+
+std::vector<Case> AllCases() {
+  std::vector<Case> cases;
+  for (const std::string& p : PolicyNames()) {
+    cases.push_back({p, "consolidate", INFINITY});
+  }
+  for (const std::string& s : PlacerNames()) {
+    if (s != "consolidate") cases.push_back({"tiresias-l", s, INFINITY});
+  }
+  cases.push_back({"tiresias-l", "consolidate", 2.0});
+  cases.push_back({"tiresias-g", "profiled", 2.0});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllPoliciesAndSchemes, SchedulerPropertyTest,
+    ::testing::ValuesIn(AllCases()),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      std::string name = info.param.policy + "_" + info.param.placement +
+                         (std::isinf(info.param.knob) ? "" : "_knob");
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+}  // namespace
+}  // namespace tiresias

@@ -1,0 +1,19 @@
+// SRTF (oracle): preemptive, shortest remaining time first.
+#include "sched/policies.h"
+#include "sched/simple_policy.h"
+
+namespace tiresias {
+
+std::unique_ptr<Policy> NewSrtf(const PolicyOptions&) {
+  return std::make_unique<SimplePolicy>(
+      "srtf",
+      PolicyTraits{.preemptive = true,
+                   .keys_drift_while_running = true,
+                   .needs_duration = true},
+      [](const Job& job, Seconds now) {
+        return PriorityKey{RemainingSeconds(job, now), SubmitSeconds(job), 0,
+                           0, job.id()};
+      });
+}
+
+}  // namespace tiresias

@@ -1,0 +1,74 @@
+// Test helper: a cluster and a scheduler driven by hand, one instant at a
+// time, so tests can check decisions against timelines worked out on paper.
+#ifndef TIRESIAS_SCHED_TESTING_HARNESS_H_
+#define TIRESIAS_SCHED_TESTING_HARNESS_H_
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/cluster.h"
+#include "place/placement.h"
+#include "sched/policy.h"
+#include "sched/scheduler.h"
+
+namespace tiresias::testing {
+
+struct HarnessOptions {
+  std::string policy = "tiresias-l";
+  std::string placement = "count";
+  SchedulerOptions scheduler;
+  PolicyOptions policy_options;
+};
+
+class Harness {
+ public:
+  Harness(Topology topology, HarnessOptions options)
+      : cluster_(std::move(topology)),
+        scheduler_(*MakePolicy(options.policy, [&] {
+          PolicyOptions p = options.policy_options;
+          p.queues = options.scheduler.queues;
+          return p;
+        }()),
+                   *MakePlacer(options.placement), options.scheduler) {}
+
+  void Submit(JobId id, int gpus, double submit,
+              std::optional<double> duration = std::nullopt,
+              std::string model = "") {
+    JobSpec spec{id, gpus, Seconds{submit}, std::nullopt, std::move(model)};
+    if (duration) spec.duration = Seconds{*duration};
+    ASSERT_TRUE(scheduler_.Submit(spec, Seconds{submit}).ok());
+  }
+  Decisions At(double t) { return scheduler_.Schedule(Seconds{t}, cluster_); }
+  void Finish(JobId id, double t) {
+    ASSERT_TRUE(scheduler_.Finish(id, Seconds{t}, cluster_).ok());
+  }
+  const Job& job(JobId id) const { return *scheduler_.Find(id); }
+  double next_wakeup() const { return scheduler_.NextWakeup().count(); }
+  Cluster& cluster() { return cluster_; }
+  Scheduler& scheduler() { return scheduler_; }
+
+ private:
+  Cluster cluster_;
+  Scheduler scheduler_;
+};
+
+// Sorted ids of the jobs a pass started / preempted.
+inline std::vector<JobId> Started(const Decisions& d) {
+  std::vector<JobId> ids;
+  for (const StartDecision& s : d.started) ids.push_back(s.job);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+inline std::vector<JobId> Preempted(const Decisions& d) {
+  std::vector<JobId> ids = d.preempted;
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+}  // namespace tiresias::testing
+
+#endif  // TIRESIAS_SCHED_TESTING_HARNESS_H_

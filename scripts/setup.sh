@@ -10,7 +10,7 @@ packages=(
   libabsl-dev libcli11-dev nlohmann-json3-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  chromium
+  chromium zlib1g-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -214,12 +214,27 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
   }
   for (; r != running_.end(); ++r) scratch_preempt_.push_back(r->index);
 
+  // Free the victims' GPUs, place the selected jobs, then let every victim
+  // whose GPUs nobody took keep running: a selected job that placement
+  // cannot fit (fragmentation) must not cost anyone a preemption.
   for (uint32_t index : scratch_preempt_) {
-    Preempt(index, now, cluster, decisions);
+    cluster.Release(jobs_[index].id(), jobs_[index].gpus());
   }
   bool placement_failed = false;
   for (uint32_t index : scratch_start_) {
     if (!TryStart(index, now, cluster, decisions)) placement_failed = true;
+  }
+  for (uint32_t index : scratch_preempt_) {
+    const Job& job = jobs_[index];
+    bool untouched = true;
+    for (GpuId g : job.gpus()) untouched = untouched && cluster.gpu_free(g);
+    if (untouched) {
+      absl::Status kept = cluster.Allocate(job.id(), job.gpus());
+      assert(kept.ok());
+      (void)kept;
+    } else {
+      Preempt(index, now, decisions);
+    }
   }
   if (placement_failed) FillFreeGpus(now, cluster, false, decisions);
 }
@@ -261,10 +276,8 @@ bool Scheduler::TryStart(uint32_t index, Seconds now, Cluster& cluster,
   return true;
 }
 
-void Scheduler::Preempt(uint32_t index, Seconds now, Cluster& cluster,
-                        Decisions* decisions) {
+void Scheduler::Preempt(uint32_t index, Seconds now, Decisions* decisions) {
   Job& job = jobs_[index];
-  cluster.Release(job.id(), job.gpus());
   Dequeue(index);
   job.Preempt(now);
   Enqueue(index, now);

@@ -16,9 +16,11 @@
 //
 // One pass, for a preemptive policy: walk all unfinished jobs in priority
 // order, counting GPUs; a job that fits is selected, one that does not is
-// skipped (a running one is preempted). Then selected waiting jobs are placed
-// in order; if placement fails for one (fragmentation), the free GPUs are
-// offered to the remaining waiting jobs in order, without preempting more.
+// skipped (a running one becomes a victim). Then selected waiting jobs are
+// placed in order on the free GPUs and the victims'; a victim whose GPUs
+// nobody took keeps running, so a job that placement cannot fit
+// (fragmentation) preempts no one. If placement failed for some job, the
+// free GPUs are offered to the other waiting jobs in order.
 // A non-preemptive policy only walks waiting jobs over the free GPUs.
 #ifndef TIRESIAS_SCHED_SCHEDULER_H_
 #define TIRESIAS_SCHED_SCHEDULER_H_
@@ -123,8 +125,8 @@ class Scheduler {
                     Decisions* decisions);
   bool TryStart(uint32_t index, Seconds now, Cluster& cluster,
                 Decisions* decisions);
-  void Preempt(uint32_t index, Seconds now, Cluster& cluster,
-               Decisions* decisions);
+  // Marks a running job preempted; the caller has released its GPUs.
+  void Preempt(uint32_t index, Seconds now, Decisions* decisions);
   int MinWaitingGpus() const;
 
   std::unique_ptr<Policy> policy_;

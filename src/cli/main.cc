@@ -1,0 +1,34 @@
+// The `tiresias` command. One file per subcommand.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "cli/simulate.h"
+
+#ifndef TIRESIAS_VERSION
+#define TIRESIAS_VERSION "dev"
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Tiresias: a GPU cluster manager for distributed deep learning, and "
+      "its trace-driven simulator."};
+  app.set_version_flag("--version", TIRESIAS_VERSION);
+  app.require_subcommand(1);
+  std::string command_line = "tiresias";
+  for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
+  int exit_code = 0;
+  tiresias::AddSimulateCommand(app, command_line, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() != 0) {
+      std::fprintf(stderr, "tiresias: %s\n", e.what());
+      std::fprintf(stderr, "Run with --help for usage.\n");
+      return 2;
+    }
+    return app.exit(e);
+  }
+  return exit_code;
+}

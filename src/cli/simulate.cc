@@ -1,0 +1,405 @@
+#include "cli/simulate.h"
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cli/progress.h"
+#include "cli/sweep.h"
+#include "core/status_macros.h"
+#include "report/files.h"
+#include "report/html_format.h"
+#include "report/html_report.h"
+#include "report/summary_output.h"
+#include "sim/engine.h"
+#include "sim/metrics.h"
+#include "trace/cluster_spec.h"
+#include "trace/samples_reader.h"
+#include "trace/trace_reader.h"
+
+#ifndef TIRESIAS_VERSION
+#define TIRESIAS_VERSION "dev"
+#endif
+
+namespace tiresias {
+namespace {
+
+struct Flags {
+  std::string trace;
+  std::string format = "auto";
+  std::string cluster;
+  std::string policies = "tiresias-l,yarn-cs";
+  std::string placement;
+  std::string baseline = "yarn-cs";
+  std::string thresholds;
+  bool original_simulator = false;
+  std::string promote_knob = "inf";
+  std::string gittins_samples;
+  double arrival_scale = 1.0;
+  uint64_t seed = 1;
+  std::string out;
+  bool json = false;
+  bool no_preemption_cost = false;
+  bool no_placement_slowdown = false;
+  double pack_limit = 0.5;
+  double short_threshold = 800;
+  std::vector<std::string> sweeps;
+  int threads = 0;
+};
+
+// One simulation of the grid: a policy under one combination of settings.
+struct Run {
+  GridPoint point;
+  SimConfig config;
+  const std::vector<JobSpec>* jobs = nullptr;
+  absl::StatusOr<SimResult> result = absl::UnknownError("not run");
+  std::atomic<double> fraction{0};
+};
+
+struct Inputs {
+  std::vector<JobSpec> jobs;
+  Topology topology;
+  SimConfig base;
+  std::vector<std::string> policies;
+  int64_t excluded = 0;
+};
+
+absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
+  ASSIGN_OR_RETURN(TraceFormat format, ParseTraceFormat(f.format));
+  ASSIGN_OR_RETURN(std::vector<JobSpec> jobs, ReadTrace(f.trace, format));
+  ASSIGN_OR_RETURN(Topology topology, ParseClusterSpec(f.cluster));
+  SimConfig base;
+  if (f.original_simulator) {
+    base.scheduler.queues = QueueConfig::OriginalSimulator();
+    base.placement = "count";
+    base.preemption_cost = false;
+    base.placement_slowdown = false;
+  }
+  if (!f.thresholds.empty()) {
+    ASSIGN_OR_RETURN(base.scheduler.queues, QueueConfig::Parse(f.thresholds));
+  }
+  if (!f.placement.empty()) {
+    RETURN_IF_ERROR(MakePlacer(f.placement).status());
+    base.placement = f.placement;
+  }
+  ASSIGN_OR_RETURN(base.scheduler.promote_knob, ParseKnob(f.promote_knob));
+  if (!f.gittins_samples.empty()) {
+    ASSIGN_OR_RETURN(base.policy_options.gittins_samples,
+                     ReadGpuTimeSamples(f.gittins_samples));
+  }
+  if (!(f.pack_limit >= 0 && f.pack_limit <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--pack-limit ", f.pack_limit, ": expected a skew between 0 and 1"));
+  }
+  base.placement_options.pack_limit = f.pack_limit;
+  if (f.no_preemption_cost) base.preemption_cost = false;
+  if (f.no_placement_slowdown) base.placement_slowdown = false;
+  base.scheduler.seed = f.seed;
+  base.record_timeseries = !f.out.empty();
+  RETURN_IF_ERROR(ValidateArrivalScale(f.arrival_scale));
+
+  std::vector<std::string> policies = absl::StrSplit(f.policies, ',');
+  for (const std::string& p : policies) {
+    RETURN_IF_ERROR(MakePolicy(p, {}).status());
+  }
+  RETURN_IF_ERROR(MakePolicy(f.baseline, {}).status());
+  std::vector<JobSpec> excluded = RemoveUnfittable(&jobs, topology);
+  AssignModels(&jobs, base.models, f.seed);
+  return Inputs{std::move(jobs), std::move(topology), std::move(base),
+                std::move(policies), static_cast<int64_t>(excluded.size())};
+}
+
+nlohmann::json Parameters(const Flags& f, const SimConfig& base) {
+  nlohmann::json thresholds = base.scheduler.queues.thresholds();
+  const double knob = base.scheduler.promote_knob;
+  return {{"format", f.format},
+          {"thresholds_gpu_s", thresholds},
+          {"promote_knob", std::isinf(knob) ? nlohmann::json("inf")
+                                            : nlohmann::json(knob)},
+          {"placement", base.placement.empty() ? "policy default"
+                                               : base.placement},
+          {"pack_limit", base.placement_options.pack_limit},
+          {"arrival_scale", f.arrival_scale},
+          {"preemption_cost", base.preemption_cost},
+          {"placement_slowdown", base.placement_slowdown},
+          {"gittins_samples", f.gittins_samples},
+          {"short_threshold_s", f.short_threshold},
+          {"sweeps", f.sweeps}};
+}
+
+// Runs every run on `threads` threads, with a progress line on a terminal.
+void RunAll(std::vector<std::unique_ptr<Run>>& runs, const Topology& topology,
+            int threads) {
+  std::atomic<size_t> next{0};
+  std::atomic<int> done{0};
+  auto started = std::chrono::steady_clock::now();
+  ProgressLine line([&] {
+    double total = 0;
+    for (const auto& r : runs) total += r->fraction.load();
+    double elapsed = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - started)
+                         .count();
+    return absl::StrFormat("simulating: %d of %d runs done, %.0f%%, %.1f s",
+                           done.load(), runs.size(),
+                           100 * total / runs.size(), elapsed);
+  });
+  auto worker = [&] {
+    for (size_t i = next++; i < runs.size(); i = next++) {
+      Run& run = *runs[i];
+      const auto& jobs = *run.jobs;
+      const double first = jobs.empty() ? 0 : jobs.front().submit_time.count();
+      const double span =
+          jobs.empty() ? 1
+                       : std::max(1.0, jobs.back().submit_time.count() - first);
+      ProgressFn progress = [&run, first, span](double t, int64_t) {
+        run.fraction = std::min(0.99, (t - first) / span);
+      };
+      run.result = Simulate(jobs, topology, run.config, progress);
+      run.fraction = 1;
+      ++done;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+}
+
+std::string SafeName(std::string name) {
+  for (char& c : name) {
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') {
+      c = '_';
+    }
+  }
+  return name;
+}
+
+absl::Status WriteOutputs(const std::string& dir, const RunInfo& info,
+                          const std::vector<Summary>& summaries,
+                          const std::vector<const SimResult*>& results) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat(dir, ": cannot create folder: ", ec.message()));
+  }
+  for (const SimResult* r : results) {
+    const std::string base = absl::StrCat(dir, "/", SafeName(r->policy));
+    RETURN_IF_ERROR(WriteFileAtomically(base + "_jobs.csv", JobsCsv(*r)));
+    RETURN_IF_ERROR(
+        WriteFileAtomically(base + "_timeseries.csv", TimeseriesCsv(*r)));
+  }
+  RETURN_IF_ERROR(WriteFileAtomically(
+      dir + "/summary.json", SummaryJson(info, summaries).dump(2) + "\n"));
+  return WriteHtmlReport(ReportJson(info, summaries, results),
+                         dir + "/report.html");
+}
+
+std::string SweepTable(const std::vector<std::unique_ptr<Run>>& runs,
+                       const std::vector<Summary>& summaries,
+                       const std::string& baseline) {
+  std::string out;
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : runs.front()->point) keys.push_back(key);
+  for (const std::string& k : keys) absl::StrAppend(&out, absl::StrFormat("%-14s", k));
+  absl::StrAppend(&out, absl::StrFormat("%-15s %9s %9s %9s %8s %6s %12s\n",
+                                        "policy", "avg JCT", "p95 JCT",
+                                        "avg wait", "preempt", "util",
+                                        "avg/" + baseline));
+  for (size_t i = 0; i < runs.size(); ++i) {
+    double base_avg = 0;
+    for (size_t j = 0; j < runs.size(); ++j) {
+      if (runs[j]->point == runs[i]->point && summaries[j].policy == baseline) {
+        base_avg = summaries[j].avg_jct_s;
+      }
+    }
+    for (const auto& [key, value] : runs[i]->point) {
+      absl::StrAppend(&out, absl::StrFormat("%-14s", value));
+    }
+    const Summary& s = summaries[i];
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("%-15s %9s %9s %9s %8s %6s %12s\n", s.policy,
+                        FormatDuration(s.avg_jct_s), FormatDuration(s.p95_jct_s),
+                        FormatDuration(s.avg_queueing_s),
+                        FormatCount(s.preemptions),
+                        FormatPercent(s.gpu_utilization),
+                        base_avg > 0
+                            ? absl::StrFormat("%.2f", s.avg_jct_s / base_avg)
+                            : std::string(kNoValue)));
+  }
+  return out;
+}
+
+absl::Status Simulate(const Flags& f, const std::string& command_line) {
+  ASSIGN_OR_RETURN(Inputs in, LoadInputs(f));
+  ASSIGN_OR_RETURN(std::vector<GridPoint> grid, ParseSweeps(f.sweeps));
+  if (in.excluded > 0) {
+    std::fprintf(stderr,
+                 "tiresias: %lld jobs need more GPUs than the cluster's %d "
+                 "and are excluded\n",
+                 static_cast<long long>(in.excluded),
+                 in.topology.total_gpus());
+  }
+  // Jobs per arrival scale, shared by the runs that use it.
+  std::map<double, std::vector<JobSpec>> scaled;
+  std::vector<std::unique_ptr<Run>> runs;
+  for (const GridPoint& point : grid) {
+    for (const std::string& policy : in.policies) {
+      auto run = std::make_unique<Run>();
+      run->point = point;
+      run->config = in.base;
+      run->config.policy = policy;
+      double scale = f.arrival_scale;
+      for (const Setting& s : point) {
+        RETURN_IF_ERROR(ApplySetting(s, &run->config, &scale));
+      }
+      auto [it, fresh] = scaled.try_emplace(scale, in.jobs);
+      if (fresh) RETURN_IF_ERROR(ScaleArrivals(&it->second, scale));
+      run->jobs = &it->second;
+      runs.push_back(std::move(run));
+    }
+  }
+  const int threads =
+      f.threads > 0 ? f.threads
+                    : std::max(1u, std::thread::hardware_concurrency());
+  RunAll(runs, in.topology, std::min<int>(threads, runs.size()));
+
+  std::vector<Summary> summaries;
+  std::vector<const SimResult*> results;
+  const BinOptions bins{.short_max_seconds = f.short_threshold};
+  for (const auto& run : runs) {
+    if (!run->result.ok()) return run->result.status();
+    summaries.push_back(Summarize(*run->result, bins));
+    results.push_back(&*run->result);
+  }
+  RunInfo info{command_line,
+               TIRESIAS_VERSION,
+               f.trace,
+               in.topology.Describe(),
+               in.topology.num_servers(),
+               in.topology.total_gpus(),
+               f.seed,
+               f.baseline,
+               in.excluded,
+               Parameters(f, in.base)};
+  if (!f.sweeps.empty()) {
+    nlohmann::json sweep = nlohmann::json::array();
+    for (size_t i = 0; i < runs.size(); ++i) {
+      nlohmann::json settings = nlohmann::json::object();
+      for (const auto& [k, v] : runs[i]->point) settings[k] = v;
+      sweep.push_back({{"settings", settings},
+                       {"summary", SummaryJson(info, {summaries[i]})["policies"][0]}});
+    }
+    nlohmann::json doc = SummaryJson(info, {});
+    doc.erase("policies");
+    doc["sweep"] = sweep;
+    if (!f.out.empty()) {
+      std::filesystem::create_directories(f.out);
+      RETURN_IF_ERROR(
+          WriteFileAtomically(f.out + "/sweep.json", doc.dump(2) + "\n"));
+    }
+    std::fputs(f.json ? (doc.dump(2) + "\n").c_str()
+                      : SweepTable(runs, summaries, f.baseline).c_str(),
+               stdout);
+    return absl::OkStatus();
+  }
+  if (!f.out.empty()) {
+    RETURN_IF_ERROR(WriteOutputs(f.out, info, summaries, results));
+  }
+  if (f.json) {
+    std::fputs((SummaryJson(info, summaries).dump(2) + "\n").c_str(), stdout);
+    return absl::OkStatus();
+  }
+  std::printf("trace %s: %s jobs; cluster %s; seed %llu\n\n", f.trace.c_str(),
+              FormatCount(in.jobs.size()).c_str(), info.cluster_description.c_str(),
+              static_cast<unsigned long long>(f.seed));
+  std::fputs(FormatSummaryTable(summaries, f.baseline).c_str(), stdout);
+  if (!f.out.empty()) std::printf("\nwrote %s/report.html\n", f.out.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddSimulateCommand(CLI::App& app, const std::string& command_line,
+                        int* exit_code) {
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "simulate",
+      "Replay a job trace under scheduling policies and compare them.\n"
+      "Policies: " + absl::StrJoin(PolicyNames(), ", ") +
+          ".\nPlacements: " + absl::StrJoin(PlacerNames(), ", ") + ".");
+  Flags& f = *flags;
+  cmd->add_option("--trace", f.trace,
+                  "Trace CSV (Tiresias or Philly format)")->required();
+  cmd->add_option("--format", f.format, "auto, tiresias or philly")
+      ->capture_default_str();
+  cmd->add_option("--cluster", f.cluster,
+                  "NxG, RxNxG, a Tiresias cluster spec CSV or the Philly "
+                  "machine list")->required();
+  cmd->add_option("--policy", f.policies, "Comma-separated policies")
+      ->capture_default_str();
+  cmd->add_option("--placement", f.placement,
+                  "Placement for every policy (default: each policy's own)");
+  cmd->add_option("--baseline", f.baseline,
+                  "Policy the normalized columns divide by")
+      ->capture_default_str();
+  cmd->add_option("--thresholds", f.thresholds,
+                  "Queue bounds in GPU-seconds: 3600 (K=2) or 3250,7200 "
+                  "(K=3); default 3600");
+  cmd->add_flag("--original-simulator", f.original_simulator,
+                "The original Tiresias simulator's settings: thresholds "
+                "3250,7200, count placement, no preemption cost or "
+                "placement slowdown");
+  cmd->add_option("--promote-knob", f.promote_knob,
+                  "PROMOTEKNOB: a number, or inf to turn promotion off")
+      ->capture_default_str();
+  cmd->add_option("--gittins-samples", f.gittins_samples,
+                  "Job sizes (GPU-seconds) for tiresias-g, e.g. "
+                  "data/yarn-gput1000.csv; default: learn from finished jobs");
+  cmd->add_option("--arrival-scale", f.arrival_scale,
+                  "Multiply every inter-arrival gap (< 1 raises the load)")
+      ->capture_default_str();
+  cmd->add_option("--seed", f.seed, "Seed for model draws and random "
+                                    "placement")->capture_default_str();
+  cmd->add_option("--out", f.out,
+                  "Write per-job CSVs, time series, summary.json and "
+                  "report.html into this folder");
+  cmd->add_flag("--json", f.json, "Print the JSON summary instead of a table");
+  cmd->add_flag("--no-preemption-cost", f.no_preemption_cost,
+                "Preemption is free (as in the original simulator)");
+  cmd->add_flag("--no-placement-slowdown", f.no_placement_slowdown,
+                "Spread jobs run at full speed");
+  cmd->add_option("--pack-limit", f.pack_limit,
+                  "PACKLIMIT: skew above which `profiled` consolidates")
+      ->capture_default_str();
+  cmd->add_option("--short-threshold", f.short_threshold,
+                  "Seconds below which a job is short in the per-bin table")
+      ->capture_default_str();
+  cmd->add_option("--sweep", f.sweeps,
+                  "KEY=V1,V2: run the grid of every combination; keys: "
+                  "thresholds (3600 or 3250:7200), knob, arrival-scale, "
+                  "placement, pack-limit. Repeatable.");
+  cmd->add_option("--threads", f.threads,
+                  "Runs in parallel (default: one per core)");
+  cmd->callback([flags, command_line, exit_code] {
+    absl::Status status = Simulate(*flags, command_line);
+    if (!status.ok()) {
+      std::fprintf(stderr, "tiresias: %s\n",
+                   std::string(status.message()).c_str());
+      *exit_code = 1;
+    }
+  });
+}
+
+}  // namespace tiresias

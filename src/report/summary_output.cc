@@ -1,0 +1,151 @@
+#include "report/summary_output.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "report/html_format.h"
+
+namespace tiresias {
+namespace {
+
+nlohmann::json BinsJson(const Summary& s) {
+  nlohmann::json bins = nlohmann::json::object();
+  for (const auto& [name, b] : s.bins) {
+    bins[name] = {{"jobs", b.jobs},
+                  {"avg_jct_s", b.avg_jct_s},
+                  {"p95_jct_s", b.p95_jct_s},
+                  {"avg_queueing_s", b.avg_queueing_s}};
+  }
+  return bins;
+}
+
+nlohmann::json PolicyJson(const Summary& s) {
+  return {{"name", s.policy},
+          {"placement", s.placement},
+          {"jobs", s.jobs},
+          {"avg_jct_s", s.avg_jct_s},
+          {"median_jct_s", s.median_jct_s},
+          {"p95_jct_s", s.p95_jct_s},
+          {"max_jct_s", s.max_jct_s},
+          {"avg_queueing_s", s.avg_queueing_s},
+          {"makespan_s", s.makespan_s},
+          {"preemptions", s.preemptions},
+          {"preemption_overhead_s", s.preemption_overhead_s},
+          {"gpu_utilization", s.gpu_utilization},
+          {"bins", BinsJson(s)}};
+}
+
+nlohmann::json PairsJson(const std::vector<std::pair<double, double>>& v) {
+  nlohmann::json out = nlohmann::json::array();
+  for (auto [x, y] : v) out.push_back({x, y});
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json SummaryJson(const RunInfo& info,
+                           const std::vector<Summary>& summaries) {
+  nlohmann::json policies = nlohmann::json::array();
+  for (const Summary& s : summaries) policies.push_back(PolicyJson(s));
+  return {{"trace", info.trace},
+          {"cluster",
+           {{"servers", info.servers},
+            {"gpus", info.gpus},
+            {"description", info.cluster_description}}},
+          {"seed", info.seed},
+          {"command", info.command},
+          {"version", info.version},
+          {"baseline", info.baseline},
+          {"excluded_jobs", info.excluded_jobs},
+          {"parameters", info.parameters},
+          {"policies", policies}};
+}
+
+nlohmann::json ReportJson(const RunInfo& info,
+                          const std::vector<Summary>& summaries,
+                          const std::vector<const SimResult*>& results) {
+  nlohmann::json data = SummaryJson(info, summaries);
+  data["title"] = "Tiresias simulation";
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::vector<double> jct, queueing;
+    for (const JobResult& j : results[i]->jobs) {
+      jct.push_back(j.jct());
+      queueing.push_back(j.queueing());
+    }
+    nlohmann::json& p = data["policies"][i];
+    p["jct_cdf"] = PairsJson(Cdf(std::move(jct), 400));
+    p["queueing_cdf"] = PairsJson(Cdf(std::move(queueing), 400));
+    p["utilization"] = PairsJson(UtilizationSeries(*results[i], 800));
+  }
+  return data;
+}
+
+std::string FormatSummaryTable(const std::vector<Summary>& summaries,
+                               const std::string& baseline) {
+  const Summary* base = nullptr;
+  for (const Summary& s : summaries) {
+    if (s.policy == baseline) base = &s;
+  }
+  auto ratio = [](double a, double b) {
+    return b > 0 ? absl::StrFormat("%.2f", a / b) : std::string(kNoValue);
+  };
+  std::string out = absl::StrFormat(
+      "%-15s %-12s %8s %9s %9s %9s %9s %9s %9s %8s %6s", "policy",
+      "placement", "jobs", "avg JCT", "med JCT", "p95 JCT", "max JCT",
+      "avg wait", "makespan", "preempt", "util");
+  if (base) {
+    absl::StrAppend(&out, absl::StrFormat(" %12s %12s",
+                                          "avg/" + baseline, "p95/" + baseline));
+  }
+  out += "\n";
+  for (const Summary& s : summaries) {
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("%-15s %-12s %8s %9s %9s %9s %9s %9s %9s %8s %6s",
+                        s.policy, s.placement, FormatCount(s.jobs),
+                        FormatDuration(s.avg_jct_s),
+                        FormatDuration(s.median_jct_s),
+                        FormatDuration(s.p95_jct_s),
+                        FormatDuration(s.max_jct_s),
+                        FormatDuration(s.avg_queueing_s),
+                        FormatDuration(s.makespan_s),
+                        FormatCount(s.preemptions),
+                        FormatPercent(s.gpu_utilization)));
+    if (base) {
+      absl::StrAppend(&out,
+                      absl::StrFormat(" %12s %12s",
+                                      ratio(s.avg_jct_s, base->avg_jct_s),
+                                      ratio(s.p95_jct_s, base->p95_jct_s)));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string JobsCsv(const SimResult& result) {
+  std::string out =
+      "id,gpus,model,submit_s,first_start_s,end_s,jct_s,queueing_s,"
+      "executed_s,overhead_s,preemptions,promotions,final_queue\n";
+  for (const JobResult& j : result.jobs) {
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("%d,%d,%s,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.6g,%d,%d,%d\n",
+                        j.id, j.gpus, j.model, j.submit, j.first_start, j.end,
+                        j.jct(), j.queueing(), j.executed, j.overhead,
+                        j.preemptions, j.promotions, j.final_queue));
+  }
+  return out;
+}
+
+std::string TimeseriesCsv(const SimResult& result) {
+  std::string out = "time_s,busy_gpus,pending_jobs,running_jobs\n";
+  for (const TimePoint& p : result.timeseries) {
+    absl::StrAppend(&out, absl::StrFormat("%.10g,%d,%d,%d\n", p.time,
+                                          p.busy_gpus, p.pending_jobs,
+                                          p.running_jobs));
+  }
+  return out;
+}
+
+}  // namespace tiresias

@@ -1,0 +1,59 @@
+// Simulation results as a user reads them: the comparison table, the JSON
+// summary other tools read (field names are a contract), per-job and
+// time-series CSV files, and the data behind report.html.
+#ifndef TIRESIAS_REPORT_SUMMARY_OUTPUT_H_
+#define TIRESIAS_REPORT_SUMMARY_OUTPUT_H_
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/engine.h"
+#include "sim/metrics.h"
+
+namespace tiresias {
+
+// What made a run: recorded in every output so results can be reproduced.
+struct RunInfo {
+  std::string command;
+  std::string version;
+  std::string trace;
+  std::string cluster_description;
+  int servers = 0;
+  int gpus = 0;
+  uint64_t seed = 0;
+  std::string baseline;  // policy the normalized columns divide by
+  int64_t excluded_jobs = 0;  // jobs larger than the cluster
+  nlohmann::json parameters = nlohmann::json::object();
+};
+
+// {"trace", "cluster": {"servers", "gpus", "description"}, "seed",
+//  "command", "version", "baseline", "excluded_jobs", "parameters",
+//  "policies": [{"name", "placement", "jobs", "avg_jct_s", "median_jct_s",
+//  "p95_jct_s", "max_jct_s", "avg_queueing_s", "makespan_s", "preemptions",
+//  "preemption_overhead_s", "gpu_utilization", "bins": {"SS": {"jobs",
+//  "avg_jct_s", "p95_jct_s", "avg_queueing_s"}, "SL", "LS", "LL"}}]}
+nlohmann::json SummaryJson(const RunInfo& info,
+                           const std::vector<Summary>& summaries);
+
+// SummaryJson plus, per policy, the downsampled JCT and queueing CDFs and
+// busy GPUs over time: the input of RenderHtmlReport (html_report.h).
+nlohmann::json ReportJson(const RunInfo& info,
+                          const std::vector<Summary>& summaries,
+                          const std::vector<const SimResult*>& results);
+
+// The comparison table, one row per policy, with avg and p95 JCT divided by
+// the baseline's (when the baseline is among them).
+std::string FormatSummaryTable(const std::vector<Summary>& summaries,
+                               const std::string& baseline);
+
+// id,gpus,model,submit_s,first_start_s,end_s,jct_s,queueing_s,executed_s,
+// overhead_s,preemptions,promotions,final_queue
+std::string JobsCsv(const SimResult& result);
+// time_s,busy_gpus,pending_jobs,running_jobs
+std::string TimeseriesCsv(const SimResult& result);
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_REPORT_SUMMARY_OUTPUT_H_

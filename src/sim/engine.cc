@@ -1,0 +1,254 @@
+#include "sim/engine.h"
+
+#include <cmath>
+#include <queue>
+#include <random>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "core/cluster.h"
+#include "core/status_macros.h"
+
+namespace tiresias {
+namespace {
+
+// Simulator-side state of a job: how much work is left and how fast it
+// goes. The scheduler's Job holds the rest.
+struct Progress {
+  double remaining_work = 0;  // seconds of consolidated running left
+  double overhead_left = 0;   // restore seconds left in the current run
+  double slowdown = 1;        // current run-time multiplier
+  double segment_start = 0;   // start of the current run
+  double overhead_total = 0;
+  uint32_t version = 0;       // bumps on every stop; stale heap entries skip
+};
+
+struct Completion {
+  double time;
+  uint32_t version;
+  uint32_t index;
+  bool operator>(const Completion& o) const {
+    return time != o.time ? time > o.time : index > o.index;
+  }
+};
+
+class Engine {
+ public:
+  Engine(const std::vector<JobSpec>& specs, const Topology& topology,
+         const SimConfig& config, Scheduler scheduler,
+         const ProgressFn& progress)
+      : specs_(specs),
+        config_(config),
+        cluster_(topology),
+        scheduler_(std::move(scheduler)),
+        progress_fn_(progress),
+        progress_(specs.size()) {
+    index_of_.reserve(specs.size());
+    for (uint32_t i = 0; i < specs.size(); ++i) index_of_[specs[i].id] = i;
+  }
+
+  absl::StatusOr<SimResult> Run() {
+    SimResult result;
+    result.policy = std::string(scheduler_.policy().name());
+    result.placement = std::string(scheduler_.placer().name());
+    result.total_gpus = cluster_.total_gpus();
+    if (specs_.empty()) return result;
+    result.first_submit = specs_.front().submit_time.count();
+    double now = result.first_submit;
+    size_t next = 0;
+    int64_t finished = 0;
+    while (true) {
+      double t = std::numeric_limits<double>::infinity();
+      if (next < specs_.size()) t = specs_[next].submit_time.count();
+      DropStale();
+      if (!completions_.empty()) t = std::min(t, completions_.top().time);
+      t = std::min(t, scheduler_.NextWakeup().count());
+      if (std::isinf(t)) break;
+      result.busy_gpu_seconds += cluster_.busy_gpus() * (t - now);
+      now = t;
+
+      while (next < specs_.size() &&
+             specs_[next].submit_time.count() <= now) {
+        RETURN_IF_ERROR(scheduler_.Submit(specs_[next++], Seconds{now}));
+        ++result.events;
+      }
+      for (DropStale(); !completions_.empty() &&
+                        completions_.top().time <= now;
+           DropStale()) {
+        const uint32_t index = completions_.top().index;
+        completions_.pop();
+        Progress& p = progress_[index];
+        p.overhead_total += p.overhead_left;
+        p.overhead_left = 0;
+        ++p.version;
+        RETURN_IF_ERROR(
+            scheduler_.Finish(specs_[index].id, Seconds{now}, cluster_));
+        ++result.events;
+        ++finished;
+      }
+      if (scheduler_.NextWakeup().count() <= now) ++result.events;
+      Decisions decisions = scheduler_.Schedule(Seconds{now}, cluster_);
+      if (!decisions.empty()) ++result.passes;
+      Apply(decisions, now, &result);
+      if (config_.record_timeseries) Record(now, &result);
+      if (progress_fn_ && (result.events & 0x3fff) == 0) {
+        progress_fn_(now, finished);
+      }
+    }
+    result.last_end = now;
+    return Collect(std::move(result));
+  }
+
+ private:
+  void DropStale() {
+    while (!completions_.empty() &&
+           completions_.top().version !=
+               progress_[completions_.top().index].version) {
+      completions_.pop();
+    }
+  }
+
+  void Apply(const Decisions& decisions, double now, SimResult* result) {
+    for (JobId id : decisions.preempted) {
+      Progress& p = progress_[index_of_[id]];
+      const double elapsed = now - p.segment_start;
+      const double paid = std::min(elapsed, p.overhead_left);
+      p.overhead_total += paid;
+      p.overhead_left = 0;
+      p.remaining_work =
+          std::max(0.0, p.remaining_work - (elapsed - paid) / p.slowdown);
+      ++p.version;
+      ++result->preemptions;
+    }
+    for (const StartDecision& start : decisions.started) {
+      const uint32_t index = index_of_[start.job];
+      const JobSpec& spec = specs_[index];
+      Progress& p = progress_[index];
+      if (!start.resumed) p.remaining_work = spec.duration->count();
+      p.segment_start = now;
+      p.overhead_left = start.resumed && config_.preemption_cost
+                            ? config_.models.PreemptionCostSeconds(spec.model)
+                            : 0;
+      p.slowdown = config_.placement_slowdown && SpansServers(start.gpus)
+                       ? config_.models.SpreadSlowdown(spec.model)
+                       : 1.0;
+      completions_.push(Completion{
+          now + p.overhead_left + p.remaining_work * p.slowdown, p.version,
+          index});
+    }
+  }
+
+  bool SpansServers(const std::vector<GpuId>& gpus) const {
+    const Topology& topo = cluster_.topology();
+    for (GpuId g : gpus) {
+      if (topo.ServerOf(g) != topo.ServerOf(gpus.front())) return true;
+    }
+    return false;
+  }
+
+  void Record(double now, SimResult* result) {
+    TimePoint point{now, cluster_.busy_gpus(), scheduler_.num_waiting(),
+                    scheduler_.num_running()};
+    auto& series = result->timeseries;
+    if (!series.empty()) {
+      const TimePoint& last = series.back();
+      if (last.busy_gpus == point.busy_gpus &&
+          last.pending_jobs == point.pending_jobs &&
+          last.running_jobs == point.running_jobs) {
+        return;
+      }
+      if (last.time == now) series.pop_back();
+    }
+    series.push_back(point);
+  }
+
+  absl::StatusOr<SimResult> Collect(SimResult result) {
+    result.jobs.reserve(specs_.size());
+    for (uint32_t i = 0; i < specs_.size(); ++i) {
+      const Job& job = *scheduler_.Find(specs_[i].id);
+      if (!job.finished()) {
+        return absl::InternalError(absl::StrCat(
+            "simulation ended with job ", job.id(), " ",
+            std::string(JobStateName(job.state()))));
+      }
+      const double end = job.finish_time().count();
+      result.jobs.push_back(JobResult{
+          job.id(), job.num_gpus(), job.spec().model,
+          job.spec().submit_time.count(), job.first_start()->count(), end,
+          job.spec().duration->count(), job.TotalExecuted(Seconds{end}).count(),
+          progress_[i].overhead_total, job.preemptions(), job.promotions(),
+          job.queue()});
+      result.overhead_seconds += progress_[i].overhead_total;
+    }
+    return result;
+  }
+
+  const std::vector<JobSpec>& specs_;
+  const SimConfig& config_;
+  Cluster cluster_;
+  Scheduler scheduler_;
+  const ProgressFn& progress_fn_;
+  std::vector<Progress> progress_;
+  absl::flat_hash_map<JobId, uint32_t> index_of_;
+  std::priority_queue<Completion, std::vector<Completion>,
+                      std::greater<Completion>>
+      completions_;
+};
+
+}  // namespace
+
+absl::StatusOr<SimResult> Simulate(const std::vector<JobSpec>& jobs,
+                                   const Topology& topology,
+                                   const SimConfig& config,
+                                   const ProgressFn& progress) {
+  PolicyOptions policy_options = config.policy_options;
+  policy_options.queues = config.scheduler.queues;
+  ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy,
+                   MakePolicy(config.policy, policy_options));
+  const std::string placement =
+      config.placement.empty()
+          ? std::string(policy->traits().default_placement)
+          : config.placement;
+  ASSIGN_OR_RETURN(std::unique_ptr<Placer> placer,
+                   MakePlacer(placement, config.placement_options));
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!jobs[i].duration) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("job ", jobs[i].id, " has no duration to simulate"));
+    }
+    if (jobs[i].num_gpus > topology.total_gpus()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job ", jobs[i].id, " needs ", jobs[i].num_gpus,
+          " GPUs; the cluster has ", topology.total_gpus()));
+    }
+    if (i > 0 && jobs[i].submit_time < jobs[i - 1].submit_time) {
+      return absl::InvalidArgumentError("jobs must be sorted by submit time");
+    }
+  }
+  Scheduler scheduler(std::move(policy), std::move(placer), config.scheduler);
+  Engine engine(jobs, topology, config, std::move(scheduler), progress);
+  return engine.Run();
+}
+
+void AssignModels(std::vector<JobSpec>* jobs, const ModelTable& models,
+                  uint64_t seed) {
+  if (models.models().empty()) return;
+  std::mt19937_64 gen(seed);
+  for (JobSpec& job : *jobs) {
+    if (!job.model.empty()) continue;
+    job.model = models.models()[gen() % models.models().size()].name;
+  }
+}
+
+std::vector<JobSpec> RemoveUnfittable(std::vector<JobSpec>* jobs,
+                                      const Topology& topology) {
+  std::vector<JobSpec> kept, removed;
+  for (JobSpec& job : *jobs) {
+    (job.num_gpus > topology.total_gpus() ? removed : kept)
+        .push_back(std::move(job));
+  }
+  *jobs = std::move(kept);
+  return removed;
+}
+
+}  // namespace tiresias

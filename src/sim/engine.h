@@ -1,0 +1,114 @@
+// The trace-driven simulator: a discrete-event engine that replays jobs
+// against the scheduling core (src/sched) exactly as the master daemon calls
+// it, in simulated time.
+//
+// Events are arrivals, completions and the instants the policy asks for
+// (demotions, promotions); between events every running job progresses
+// continuously. Completions sit in a heap (stale entries are skipped), so an
+// event costs O(log jobs) plus the scheduler's pass.
+//
+// Performance models (perf_model.h), each switchable off:
+//  - preemption cost: a resumed job first spends its model's checkpoint and
+//    restore time holding its GPUs without progress;
+//  - placement slowdown: a job spanning servers runs `spread_slowdown` times
+//    slower for as long as that placement lasts.
+#ifndef TIRESIAS_SIM_ENGINE_H_
+#define TIRESIAS_SIM_ENGINE_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/job.h"
+#include "core/topology.h"
+#include "place/placement.h"
+#include "sched/policy.h"
+#include "sched/scheduler.h"
+#include "sim/perf_model.h"
+
+namespace tiresias {
+
+struct SimConfig {
+  std::string policy = "tiresias-l";
+  // Placement scheme; empty means the policy's default.
+  std::string placement;
+  SchedulerOptions scheduler;  // queues, PROMOTEKNOB, seed
+  PolicyOptions policy_options;  // its `queues` is overridden by `scheduler`
+  PlacementOptions placement_options;
+  ModelTable models = ModelTable::Builtin();
+  bool preemption_cost = true;
+  bool placement_slowdown = true;
+  // Record the cluster time series (busy GPUs, pending and running jobs at
+  // every change). Off saves memory when only the summary is wanted.
+  bool record_timeseries = false;
+};
+
+// One finished job. Times in seconds.
+struct JobResult {
+  JobId id;
+  int gpus;
+  std::string model;
+  double submit;
+  double first_start;
+  double end;
+  double duration;  // from the trace: consolidated run time
+  double executed;  // time holding GPUs, overhead and slowdown included
+  double overhead;  // of `executed`, seconds spent restoring after preemption
+  int preemptions;
+  int promotions;
+  int final_queue;
+  double jct() const { return end - submit; }
+  // Time the job was not running: waiting to start and while preempted.
+  double queueing() const { return jct() - executed; }
+};
+
+struct TimePoint {
+  double time;
+  int busy_gpus;
+  int pending_jobs;
+  int running_jobs;
+};
+
+struct SimResult {
+  std::string policy;
+  std::string placement;
+  int total_gpus = 0;
+  std::vector<JobResult> jobs;  // in trace order
+  std::vector<TimePoint> timeseries;  // when recorded
+  double busy_gpu_seconds = 0;  // integral of busy GPUs over time
+  double first_submit = 0;
+  double last_end = 0;
+  int64_t events = 0;      // arrivals + completions + wakeups
+  int64_t passes = 0;      // scheduling passes that decided something
+  int64_t preemptions = 0;
+  double overhead_seconds = 0;
+};
+
+// Called now and then with (simulated time reached, jobs finished); for a
+// progress line. May be empty.
+using ProgressFn = std::function<void(double sim_time, int64_t finished)>;
+
+// Replays `jobs` (sorted by submit time; every job must have a duration and
+// fit the cluster) on `topology`. Fails on a bad configuration (unknown
+// policy or placement) or a job the scheduler refuses.
+absl::StatusOr<SimResult> Simulate(const std::vector<JobSpec>& jobs,
+                                   const Topology& topology,
+                                   const SimConfig& config,
+                                   const ProgressFn& progress = {});
+
+// Gives every job without a model one drawn uniformly from `models` with a
+// generator seeded by `seed` (the Philly trace names none).
+void AssignModels(std::vector<JobSpec>* jobs, const ModelTable& models,
+                  uint64_t seed);
+
+// Splits off the jobs that can never run on `topology` (more GPUs than it
+// has). Returns them; `jobs` keeps the rest, in order.
+std::vector<JobSpec> RemoveUnfittable(std::vector<JobSpec>* jobs,
+                                      const Topology& topology);
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_SIM_ENGINE_H_

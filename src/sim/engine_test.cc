@@ -1,0 +1,195 @@
+// The simulator on traces small enough to work out on paper, and
+// conservation properties on larger random ones.
+#include "sim/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "sim/metrics.h"
+#include "trace/trace_reader.h"
+
+namespace tiresias {
+namespace {
+
+JobSpec Spec(JobId id, int gpus, double submit, double duration,
+             std::string model = "resnet50") {
+  return JobSpec{id, gpus, Seconds{submit}, Seconds{duration},
+                 std::move(model)};
+}
+
+SimConfig Config(std::string policy, double threshold = 100) {
+  SimConfig c;
+  c.policy = std::move(policy);
+  c.placement = "count";
+  c.scheduler.queues = *QueueConfig::Create({threshold});
+  c.preemption_cost = false;
+  c.placement_slowdown = false;
+  return c;
+}
+
+double Jct(const SimResult& r, JobId id) {
+  for (const JobResult& j : r.jobs) {
+    if (j.id == id) return j.jct();
+  }
+  ADD_FAILURE() << "no job " << id;
+  return NAN;
+}
+
+// 4 GPUs, threshold 100 GPU-s. A (4 GPUs, 50 s) from 0; B (1 GPU, 20 s) at
+// 10 waits behind A (both Q1, A started first). A is demoted at 100 / 4 = 25;
+// B preempts it and runs 25-45; A resumes at 45 with 25 s left: ends at 70.
+// JCT A = 70, B = 35. Under yarn-cs: A 0-50, B 50-70: JCT 50 and 60.
+TEST(EngineTest, TiresiasLHandComputed) {
+  std::vector<JobSpec> jobs = {Spec(1, 4, 0, 50, "vgg19"), Spec(2, 1, 10, 20)};
+  Topology topo = Topology::Uniform(1, 1, 4);
+  auto las = Simulate(jobs, topo, Config("tiresias-l"));
+  ASSERT_TRUE(las.ok()) << las.status();
+  EXPECT_DOUBLE_EQ(Jct(*las, 1), 70);
+  EXPECT_DOUBLE_EQ(Jct(*las, 2), 35);
+  EXPECT_EQ(las->preemptions, 1);
+  auto yarn = Simulate(jobs, topo, Config("yarn-cs"));
+  EXPECT_DOUBLE_EQ(Jct(*yarn, 1), 50);
+  EXPECT_DOUBLE_EQ(Jct(*yarn, 2), 60);
+  EXPECT_EQ(yarn->preemptions, 0);
+
+  // With preemption cost, A pays VGG19's 1.454 + 0.03194 x 39 s on resume.
+  SimConfig costly = Config("tiresias-l");
+  costly.preemption_cost = true;
+  auto paid = Simulate(jobs, topo, costly);
+  const double cost = 1.454 + 0.03194 * 39;
+  EXPECT_NEAR(Jct(*paid, 1), 70 + cost, 1e-9);
+  EXPECT_NEAR(paid->overhead_seconds, cost, 1e-9);
+  Summary s = Summarize(*paid);
+  EXPECT_EQ(s.preemptions, 1);
+  EXPECT_NEAR(s.preemption_overhead_s, cost, 1e-9);
+}
+
+// 2 servers x 2 GPUs: a 4-GPU job must span both. VGG16 runs 1.5x slower
+// spread, ResNet50 1.05x; a 2-GPU job on one server runs at full speed.
+TEST(EngineTest, PlacementSlowdownHandComputed) {
+  Topology topo = Topology::Uniform(1, 2, 2);
+  auto run = [&](std::vector<JobSpec> jobs, bool slowdown) {
+    SimConfig c = Config("fifo");
+    c.placement = "consolidate";
+    c.placement_slowdown = slowdown;
+    return *Simulate(jobs, topo, c);
+  };
+  EXPECT_DOUBLE_EQ(Jct(run({Spec(1, 4, 0, 100, "vgg16")}, true), 1), 150);
+  EXPECT_DOUBLE_EQ(Jct(run({Spec(1, 4, 0, 100, "resnet50")}, true), 1), 105);
+  EXPECT_DOUBLE_EQ(Jct(run({Spec(1, 4, 0, 100, "vgg16")}, false), 1), 100);
+  EXPECT_DOUBLE_EQ(Jct(run({Spec(1, 2, 0, 100, "vgg16")}, true), 1), 100);
+}
+
+// srtf on 1 GPU: A (100 s) at 0, B (10 s) at 20 preempts A; A ends at 110.
+TEST(EngineTest, SrtfHandComputed) {
+  std::vector<JobSpec> jobs = {Spec(1, 1, 0, 100), Spec(2, 1, 20, 10)};
+  auto r = *Simulate(jobs, Topology::Uniform(1, 1, 1), Config("srtf"));
+  EXPECT_DOUBLE_EQ(Jct(r, 1), 110);
+  EXPECT_DOUBLE_EQ(Jct(r, 2), 10);
+  Summary s = Summarize(r);
+  EXPECT_DOUBLE_EQ(s.avg_jct_s, 60);
+  EXPECT_DOUBLE_EQ(s.makespan_s, 110);
+  EXPECT_DOUBLE_EQ(s.avg_queueing_s, (10.0 + 0) / 2);
+  EXPECT_DOUBLE_EQ(s.gpu_utilization, 1.0);
+}
+
+TEST(EngineTest, RejectsJobsItCannotSimulate) {
+  Topology topo = Topology::Uniform(1, 1, 4);
+  std::vector<JobSpec> big = {Spec(1, 8, 0, 10)};
+  EXPECT_EQ(Simulate(big, topo, Config("fifo")).status().message(),
+            "job 1 needs 8 GPUs; the cluster has 4");
+  std::vector<JobSpec> kept = {Spec(1, 8, 0, 10), Spec(2, 2, 1, 10)};
+  std::vector<JobSpec> removed = RemoveUnfittable(&kept, topo);
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].id, 1);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].id, 2);
+  SimConfig bad = Config("lifo");
+  EXPECT_FALSE(Simulate(kept, topo, bad).ok());
+}
+
+std::vector<JobSpec> RandomJobs(uint64_t seed, int n) {
+  std::mt19937_64 gen(seed);
+  std::exponential_distribution<double> gap(1.0 / 30);
+  std::lognormal_distribution<double> duration(5, 1.5);
+  std::discrete_distribution<int> gpus({0, 60, 20, 0, 12, 0, 0, 0, 8});
+  std::vector<JobSpec> jobs;
+  double t = 0;
+  for (int i = 0; i < n; ++i) {
+    t += gap(gen);
+    jobs.push_back(Spec(i, gpus(gen), t, duration(gen), ""));
+  }
+  AssignModels(&jobs, ModelTable::Builtin(), seed);
+  return jobs;
+}
+
+// Servers of one GPU each: a multi-GPU job always spans servers, a 1-GPU
+// job never does, so every job's slowdown is known. Then, for every policy:
+// executed = duration x slowdown + overhead, and the busy-GPU integral
+// (and the recorded time series) equals the sum of GPUs x executed.
+TEST(EngineTest, ConservesWork) {
+  Topology topo = Topology::Uniform(2, 8, 1);
+  std::vector<JobSpec> jobs = RandomJobs(5, 400);
+  const ModelTable models = ModelTable::Builtin();
+  for (const std::string& policy : PolicyNames()) {
+    SCOPED_TRACE(policy);
+    SimConfig c = Config(policy, 600);
+    c.placement = "spread";
+    c.preemption_cost = true;
+    c.placement_slowdown = true;
+    c.record_timeseries = true;
+    auto r = Simulate(jobs, topo, c);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->jobs.size(), jobs.size());
+    double gpu_seconds = 0;
+    for (const JobResult& j : r->jobs) {
+      const double slowdown = j.gpus > 1 ? models.SpreadSlowdown(j.model) : 1;
+      EXPECT_NEAR(j.executed, j.duration * slowdown + j.overhead, 1e-6)
+          << "job " << j.id;
+      EXPECT_GE(j.first_start, j.submit);
+      gpu_seconds += j.gpus * j.executed;
+    }
+    EXPECT_NEAR(r->busy_gpu_seconds, gpu_seconds, 1e-6 * gpu_seconds);
+    double series_area = 0;
+    const auto& ts = r->timeseries;
+    for (size_t k = 0; k + 1 < ts.size(); ++k) {
+      series_area += ts[k].busy_gpus * (ts[k + 1].time - ts[k].time);
+    }
+    EXPECT_NEAR(series_area, gpu_seconds, 1e-6 * gpu_seconds);
+    EXPECT_EQ(ts.back().busy_gpus, 0);
+    if (policy == "yarn-cs" || policy == "fifo" || policy == "sjf") {
+      EXPECT_EQ(r->preemptions, 0);
+    }
+  }
+}
+
+TEST(EngineTest, SameSeedSameResult) {
+  std::vector<JobSpec> jobs = RandomJobs(9, 300);
+  SimConfig c = Config("tiresias-l", 600);
+  c.placement = "random";
+  c.preemption_cost = c.placement_slowdown = true;
+  auto a = *Simulate(jobs, Topology::Uniform(1, 4, 4), c);
+  auto b = *Simulate(jobs, Topology::Uniform(1, 4, 4), c);
+  ASSERT_EQ(a.jobs.size(), b.jobs.size());
+  for (size_t i = 0; i < a.jobs.size(); ++i) {
+    EXPECT_EQ(a.jobs[i].end, b.jobs[i].end);
+  }
+}
+
+TEST(EngineTest, ReplaysOriginalSixtyJobTrace) {
+  auto jobs = ReadTrace("data/60_job.csv");
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  Topology topo = Topology::Uniform(1, 4, 4);
+  for (const char* policy : {"tiresias-l", "yarn-cs", "srtf"}) {
+    SimConfig c = Config(policy, 3600);
+    c.placement = "";
+    auto r = Simulate(*jobs, topo, c);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->jobs.size(), 60u);
+  }
+}
+
+}  // namespace
+}  // namespace tiresias

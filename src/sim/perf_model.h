@@ -1,0 +1,57 @@
+// Performance models of the simulator: what preemption costs and how much
+// slower a job runs when its GPUs span servers. Each is per model, from a
+// documented table that users can replace (see ModelTable::Builtin).
+//
+// Preemption: the paper measured a checkpoint-and-restore pause of 2.7 s for
+// VGG19 (548 MB, 39 tensors) and 26.3 s for ResNet152 (230 MB, 778 tensors):
+// the cost tracks tensor count, not bytes. We fit cost = a + b x tensors
+// through those two points (a = 1.454 s, b = 0.03194 s per tensor) and charge
+// it when a preempted job resumes: the job holds its GPUs for that long
+// before it makes progress again.
+//
+// Placement: a model whose tensor sizes are skewed (VGG, AlexNet) runs
+// `spread_slowdown` times slower when its GPUs span more than one server;
+// low-skew models (ResNet, Inception, GoogleNet) barely slow down.
+#ifndef TIRESIAS_SIM_PERF_MODEL_H_
+#define TIRESIAS_SIM_PERF_MODEL_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tiresias {
+
+struct ModelPerf {
+  std::string name;
+  int tensors = 0;
+  double size_mb = 0;
+  double spread_slowdown = 1.0;  // >= 1: run time multiplier across servers
+};
+
+class ModelTable {
+ public:
+  // The built-in table (perf_model.cc documents each row).
+  static ModelTable Builtin();
+  // Rows must have unique names, tensors >= 0 and spread_slowdown >= 1.
+  static absl::StatusOr<ModelTable> Create(std::vector<ModelPerf> models);
+
+  const std::vector<ModelPerf>& models() const { return models_; }
+  // nullptr if unknown.
+  const ModelPerf* Find(std::string_view name) const;
+  // Seconds a preempted job of `name` pays when it resumes.
+  double PreemptionCostSeconds(std::string_view name) const;
+  // Run-time multiplier for a job spanning several servers (1 if unknown).
+  double SpreadSlowdown(std::string_view name) const;
+
+  static constexpr double kCostBaseSeconds = 1.454;
+  static constexpr double kCostPerTensorSeconds = 0.03194;
+
+ private:
+  std::vector<ModelPerf> models_;
+};
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_SIM_PERF_MODEL_H_

@@ -1,0 +1,274 @@
+// End-to-end check of the HTML report in a real browser: writes report.html
+// for a small hand-made input, opens it from disk in headless Chromium with
+// networking disabled, and checks that the page drew all its charts without
+// a script error; then takes a screenshot and checks it is a real image.
+//
+// Uses /usr/bin/chromium, or the browser named by $TIRESIAS_CHROMIUM; skips
+// when there is none. Set $TIRESIAS_REPORT_SCREENSHOT to a path to keep a
+// copy of the screenshot for a human to look at.
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "png_image.h"
+#include "report/html_report.h"
+#include "report/report_test_input.h"
+
+namespace tiresias {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr std::chrono::seconds kChromiumTimeout{60};
+
+std::string ChromiumPath() {
+  const char* env = std::getenv("TIRESIAS_CHROMIUM");
+  return env != nullptr && *env != '\0' ? env : "/usr/bin/chromium";
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+struct RunResult {
+  bool timed_out = false;
+  int exit_code = -1;  // -1 unless the process exited normally
+  std::string out;
+  std::string err;
+};
+
+// Runs `argv` in its own process group with stdout and stderr sent to files
+// in `dir`; kills the whole group after `timeout`.
+RunResult RunProcess(const std::vector<std::string>& argv, const fs::path& dir,
+                     std::chrono::seconds timeout) {
+  const fs::path out_path = dir / "stdout.txt";
+  const fs::path err_path = dir / "stderr.txt";
+  std::vector<char*> args;
+  for (const std::string& arg : argv)
+    args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+
+  RunResult result;
+  const pid_t pid = fork();
+  if (pid < 0) return result;
+  if (pid == 0) {
+    setpgid(0, 0);
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int null = open("/dev/null", O_RDONLY);
+    if (out < 0 || err < 0 || null < 0) _exit(126);
+    dup2(null, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also here, so the group exists before we may kill it
+
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (true) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      result.timed_out = true;
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Helpers Chromium left behind (there should be none) go with the group.
+  kill(-pid, SIGKILL);
+  if (!result.timed_out && WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  }
+  result.out = ReadFile(out_path);
+  result.err = ReadFile(err_path);
+  return result;
+}
+
+std::string Tail(const std::string& text, size_t n = 3000) {
+  return text.size() <= n ? text : text.substr(text.size() - n);
+}
+
+class ReportChromiumTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    chromium_ = ChromiumPath();
+    if (access(chromium_.c_str(), X_OK) != 0) {
+      GTEST_SKIP() << "no Chromium at " << chromium_
+                   << " (apt-get install chromium, or set TIRESIAS_CHROMIUM)";
+    }
+    std::string pattern =
+        (fs::path(::testing::TempDir()) / "report_chromium_XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    report_ = dir_ / "report.html";
+    const absl::Status written =
+        WriteHtmlReport(report_test::SampleReportInput(), report_.string());
+    ASSERT_TRUE(written.ok()) << written;
+  }
+
+  // Replaces the report with one for `input`.
+  void Rewrite(const nlohmann::json& input) {
+    const absl::Status written = WriteHtmlReport(input, report_.string());
+    ASSERT_TRUE(written.ok()) << written;
+  }
+
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // Chromium with a fresh profile, offline, headless, on the report.
+  RunResult RunChromium(const std::vector<std::string>& extra_flags,
+                        const std::string& profile) {
+    const fs::path profile_dir = dir_ / profile;
+    fs::create_directories(profile_dir);
+    std::vector<std::string> argv = {chromium_,
+                                     "--headless",
+                                     "--no-sandbox",
+                                     "--disable-gpu",
+                                     "--disable-quic",
+                                     "--no-first-run",
+                                     "--disable-background-networking",
+                                     "--disable-component-update",
+                                     "--disable-sync",
+                                     "--user-data-dir=" + profile_dir.string(),
+                                     "--virtual-time-budget=5000"};
+    argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+    argv.push_back("file://" + report_.string());
+    return RunProcess(argv, dir_, kChromiumTimeout);
+  }
+
+  // Loads the report, returns the DOM after its scripts ran; asserts that
+  // Chromium exited cleanly and the page reports every chart drawn.
+  std::string DumpRenderedDom() {
+    const RunResult run = RunChromium({"--dump-dom"}, "profile-dom");
+    EXPECT_FALSE(run.timed_out)
+        << "Chromium ran past " << kChromiumTimeout.count() << " s; stderr:\n"
+        << Tail(run.err);
+    EXPECT_EQ(run.exit_code, 0) << "stderr:\n" << Tail(run.err);
+    const std::string& dom = run.out;
+    // The page reports through attributes of <body>; matching on that tag
+    // alone keeps a failure message short (the DOM holds all of Chart.js).
+    const size_t body_start = dom.find("<body");
+    const std::string body =
+        body_start == std::string::npos
+            ? "(no <body> in the DOM dump)"
+            : dom.substr(body_start,
+                         dom.find('>', body_start) - body_start + 1);
+    EXPECT_THAT(body, Not(HasSubstr("data-charts-error"))) << "stderr:\n"
+                                                           << Tail(run.err);
+    EXPECT_THAT(body, HasSubstr("data-charts-rendered=\"" +
+                                std::to_string(kReportChartCount) + "\""))
+        << "stderr:\n"
+        << Tail(run.err);
+    return dom;
+  }
+
+  std::string chromium_;
+  fs::path dir_;
+  fs::path report_;
+};
+
+TEST_F(ReportChromiumTest, DrawsEveryChartWithoutErrors) {
+  const std::string dom = DumpRenderedDom();
+  for (const char* id : {"jct-cdf", "queueing-cdf", "utilization"}) {
+    // Chart.js styles each canvas once it has sized and drawn it.
+    EXPECT_THAT(dom, HasSubstr(std::string("<canvas id=\"") + id +
+                               "\" role=\"img\" aria-label=\""))
+        << id;
+  }
+  size_t styled = 0;
+  for (size_t pos = dom.find("style=\"display: block; box-sizing: border-box;");
+       pos != std::string::npos;
+       pos = dom.find("style=\"display: block; box-sizing", pos + 1)) {
+    ++styled;
+  }
+  EXPECT_EQ(styled, static_cast<size_t>(kReportChartCount));
+}
+
+TEST_F(ReportChromiumTest, DrawsDegenerateInputsWithoutErrors) {
+  // No points at all, zero and sub-second values on the log axes, a single
+  // point, malformed points, markup in strings: the page must still draw
+  // every chart, and no string may run as script.
+  const std::string inject =
+      "</script><script>document.body.dataset.chartsError='injected'"
+      "</script><img src=x onerror=\"document.body.dataset.chartsError="
+      "'img'\">";
+  Rewrite({{"baseline", "none"},
+           {"title", inject},
+           {"command", inject},
+           {"policies",
+            {{{"name", "empty"}},
+             {{"name", "zeros"},
+              {"jct_cdf", {{0.0, 0.5}, {0.5, 1.0}}},
+              {"queueing_cdf", {{0.0, 1.0}}},
+              {"utilization", {{0.0, 0.0}}}},
+             {{"name", inject},
+              {"jct_cdf", {"x", {1}, {nullptr, 2}, {{1, 2}, 3}}},
+              {"queueing_cdf", 7},
+              {"utilization", {{"t", "busy"}}}}}}});
+  DumpRenderedDom();
+  Rewrite(nlohmann::json::object());
+  DumpRenderedDom();
+}
+
+TEST_F(ReportChromiumTest, TakesANonTrivialScreenshot) {
+  const fs::path png_path = dir_ / "report.png";
+  const RunResult run =
+      RunChromium({"--screenshot=" + png_path.string(),
+                   "--window-size=1200,2400", "--hide-scrollbars"},
+                  "profile-png");
+  ASSERT_FALSE(run.timed_out) << "stderr:\n" << Tail(run.err);
+  ASSERT_EQ(run.exit_code, 0) << "stderr:\n" << Tail(run.err);
+  ASSERT_TRUE(fs::exists(png_path)) << "stderr:\n" << Tail(run.err);
+  const std::string png = ReadFile(png_path);
+  // A blank 1200x2400 page compresses to a few KB; text and tables alone
+  // to about 130 KB; with three charts' lines it is larger still.
+  EXPECT_GT(png.size(), 60u * 1024) << "suspiciously small screenshot";
+  absl::StatusOr<report_test::PngImage> image = report_test::DecodePng(png);
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_EQ(image->width, 1200u);
+  EXPECT_EQ(image->height, 2400u);
+
+  // Each policy's line colour (report_page.js's palette, in policy order)
+  // must cover many pixels (give or take anti-aliasing): three charts of ~1000
+  // px wide lines. Nothing else on the page uses these colours; a page whose
+  // charts did not draw has none of them.
+  const char* const kLineColors[] = {"#4e79a7", "#f28e2b", "#e15759"};
+  for (const char* hex : kLineColors) {
+    const report_test::Rgb color = report_test::ParseHexColor(hex);
+    size_t count = 0;
+    for (const report_test::Rgb& pixel : image->pixels) {
+      count += report_test::Near(pixel, color, /*tolerance=*/16);
+    }
+    EXPECT_GT(count, 1000u) << "too few pixels of line colour " << hex;
+  }
+
+  if (const char* keep = std::getenv("TIRESIAS_REPORT_SCREENSHOT")) {
+    fs::copy_file(png_path, keep, fs::copy_options::overwrite_existing);
+  }
+}
+
+}  // namespace
+}  // namespace tiresias

@@ -1,6 +1,7 @@
 // Consolidated placement: fewest servers, then fewest racks.
 #include <algorithm>
 
+#include "place/best_fit.h"
 #include "place/placement.h"
 
 namespace tiresias {
@@ -16,15 +17,10 @@ class ConsolidatePlacer final : public Placer {
     if (want > cluster.free_gpus()) return false;
     const Topology& topo = cluster.topology();
     if (want <= topo.max_gpus_per_server()) {
-      // Best fit: the server with the fewest free GPUs that still holds it.
-      for (int free = want; free <= topo.max_gpus_per_server(); ++free) {
-        const auto& servers = cluster.ServersWithFree(free);
-        if (!servers.empty()) {
-          cluster.AppendFreeGpus(*servers.begin(), want, gpus);
-          return true;
-        }
-      }
-      return false;
+      const int server = BestFitServer(cluster, want);
+      if (server < 0) return false;
+      cluster.AppendFreeGpus(server, want, gpus);
+      return true;
     }
     return PlaceOnWholeServers(cluster, want, gpus);
   }

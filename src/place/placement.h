@@ -6,9 +6,13 @@
 //                default (YARN-CS).
 //   spread       one GPU at a time from the server with the most free GPUs
 //                (least loaded first): never waits for a whole server.
+//   pack         best fit in one server if it can, else free GPUs from the
+//                fullest servers first: never waits, fills holes.
 //   random       uniformly random free GPUs (seeded).
 //   profiled     consolidate when the model's tensor-size skew is above
-//                PACKLIMIT, else spread (Tiresias' profile-guided scheme).
+//                PACKLIMIT, else pack (Tiresias' profile-guided scheme: a
+//                job insensitive to placement takes whatever GPUs are free
+//                and leaves whole servers to those that need them).
 //   count        topology-free: any free GPUs, lowest-numbered first, as the
 //                original Tiresias simulator counted them.
 #ifndef TIRESIAS_PLACE_PLACEMENT_H_
@@ -38,6 +42,7 @@ std::vector<std::string> PlacerNames();
 // The schemes themselves (one file each); callers use MakePlacer.
 std::unique_ptr<Placer> NewConsolidatePlacer();
 std::unique_ptr<Placer> NewSpreadPlacer();
+std::unique_ptr<Placer> NewPackPlacer();
 std::unique_ptr<Placer> NewRandomPlacer();
 std::unique_ptr<Placer> NewProfiledPlacer(const PlacementOptions& options);
 std::unique_ptr<Placer> NewCountPlacer();

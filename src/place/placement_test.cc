@@ -80,6 +80,20 @@ TEST(SpreadTest, LeastLoadedServersFirst) {
   EXPECT_FALSE(PlaceWith("spread", c, 15));  // 14 free
 }
 
+TEST(PackTest, BestFitElseFullestServersFirst) {
+  Cluster c(Mixed());
+  // Fits one server: best fit, as consolidate.
+  EXPECT_EQ(*PlaceWith("pack", c, 4), *PlaceWith("consolidate", c, 4));
+  // s0: 1 free (GPU 1), s1: 3 free (7-9), s2: 2 free (10-11), s3: 2 free
+  // (18-19). No server holds 6: take the fullest first: s0's 1, then the
+  // 2-free servers s2 and s3, then 1 of s1's 3.
+  ASSERT_TRUE(c.Allocate(1, std::vector<GpuId>{0, 2, 3, 4, 5, 6}).ok());
+  ASSERT_TRUE(
+      c.Allocate(2, std::vector<GpuId>{12, 13, 14, 15, 16, 17}).ok());
+  EXPECT_THAT(*PlaceWith("pack", c, 6), ElementsAre(1, 10, 11, 18, 19, 7));
+  EXPECT_FALSE(PlaceWith("pack", c, 9));  // 8 free
+}
+
 TEST(CountTest, LowestNumberedFreeGpus) {
   Cluster c(Mixed());
   ASSERT_TRUE(c.Allocate(1, std::vector<GpuId>{1, 2}).ok());
@@ -108,11 +122,11 @@ TEST(RandomTest, SeededDistinctFreeGpus) {
 
 TEST(ProfiledTest, ConsolidatesOnlySkewedModels) {
   Cluster c(Mixed());
-  // vgg16 (skew 0.744 > 0.5) is consolidated, resnet50 (0.092) spread.
+  // vgg16 (skew 0.744 > 0.5) is consolidated, resnet50 (0.092) packed.
   EXPECT_EQ(*PlaceWith("profiled", c, 4, "vgg16"),
             *PlaceWith("consolidate", c, 4));
   EXPECT_EQ(*PlaceWith("profiled", c, 4, "resnet50"),
-            *PlaceWith("spread", c, 4));
+            *PlaceWith("pack", c, 4));
   // Unknown model: consolidated (safe default).
   EXPECT_EQ(*PlaceWith("profiled", c, 4, "mystery"),
             *PlaceWith("consolidate", c, 4));
@@ -140,11 +154,11 @@ TEST(ModelSkewTest, PaperRanges) {
 }
 
 TEST(PlacerRegistryTest, Names) {
-  EXPECT_THAT(PlacerNames(), ElementsAre("consolidate", "spread", "random",
-                                         "profiled", "count"));
-  EXPECT_EQ(MakePlacer("pack").status().message(),
-            "unknown placement \"pack\"; expected one of consolidate, spread, "
-            "random, profiled, count");
+  EXPECT_THAT(PlacerNames(), ElementsAre("consolidate", "spread", "pack",
+                                         "random", "profiled", "count"));
+  EXPECT_EQ(MakePlacer("tetris").status().message(),
+            "unknown placement \"tetris\"; expected one of consolidate, "
+            "spread, pack, random, profiled, count");
 }
 
 }  // namespace

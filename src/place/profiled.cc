@@ -1,6 +1,7 @@
 // Profile-guided placement (Tiresias): consolidate a job whose model skew is
-// above PACKLIMIT, spread it otherwise. A model with no known skew is
-// consolidated: the safe choice when its sensitivity is unknown.
+// above PACKLIMIT; otherwise pack it into whatever GPUs are free. A model
+// with no known skew is consolidated: the safe choice when its sensitivity
+// is unknown.
 #include "place/model_skew.h"
 #include "place/placement.h"
 
@@ -12,7 +13,7 @@ class ProfiledPlacer final : public Placer {
   explicit ProfiledPlacer(double pack_limit)
       : pack_limit_(pack_limit),
         consolidate_(NewConsolidatePlacer()),
-        spread_(NewSpreadPlacer()) {}
+        pack_(NewPackPlacer()) {}
 
   std::string_view name() const override { return "profiled"; }
 
@@ -20,14 +21,14 @@ class ProfiledPlacer final : public Placer {
              std::vector<GpuId>* gpus) const override {
     std::optional<double> skew = ModelSkew(job.spec().model);
     const Placer& scheme =
-        !skew || *skew > pack_limit_ ? *consolidate_ : *spread_;
+        !skew || *skew > pack_limit_ ? *consolidate_ : *pack_;
     return scheme.Place(cluster, job, rng, gpus);
   }
 
  private:
   double pack_limit_;
   std::unique_ptr<Placer> consolidate_;
-  std::unique_ptr<Placer> spread_;
+  std::unique_ptr<Placer> pack_;
 };
 
 }  // namespace

@@ -14,6 +14,7 @@ struct Entry {
 const Entry kPlacers[] = {
     {"consolidate", [](const PlacementOptions&) { return NewConsolidatePlacer(); }},
     {"spread", [](const PlacementOptions&) { return NewSpreadPlacer(); }},
+    {"pack", [](const PlacementOptions&) { return NewPackPlacer(); }},
     {"random", [](const PlacementOptions&) { return NewRandomPlacer(); }},
     {"profiled", NewProfiledPlacer},
     {"count", [](const PlacementOptions&) { return NewCountPlacer(); }},

@@ -193,6 +193,31 @@ TEST(TiresiasGTest, LearnsDistributionFromFinishedJobs) {
   EXPECT_THAT(rebuilt, ElementsAre(false, false, true, false, false, true));
 }
 
+// One queue (K = 1), so with a distribution Tiresias-G orders by least
+// attained service, and without one it falls back to Tiresias-L order. On
+// 1 GPU: F runs; R ran 10 s and waits; N never ran. F's finish is the first
+// sample: the scheduler must re-key the waiting jobs, so N (0 GPU-s) starts
+// rather than R (10 GPU-s), which Tiresias-L order would have picked.
+TEST(TiresiasGTest, RekeysWaitingJobsWhenDistributionArrives) {
+  HarnessOptions o = Policy("tiresias-g");
+  o.scheduler.queues = *QueueConfig::Create({});
+  o.policy_options.gittins_min_samples = 1;
+  Harness h(Topology::Uniform(1, 1, 1), o);
+  Job f(JobSpec{1, 1, Seconds{0}, Seconds{20}});
+  f.Start(Seconds{0}, {0});
+  Job r(JobSpec{2, 1, Seconds{0}});
+  r.Start(Seconds{2}, {0});
+  r.Preempt(Seconds{12});
+  Job n(JobSpec{3, 1, Seconds{5}});
+  ASSERT_TRUE(h.cluster().Allocate(1, std::vector<GpuId>{0}).ok());
+  for (const Job* j : {&f, &r, &n}) {
+    ASSERT_TRUE(h.scheduler().Restore(*j, Seconds{12}).ok());
+  }
+  EXPECT_TRUE(h.At(12).empty());  // F started first: it keeps its GPU
+  h.Finish(1, 20);
+  EXPECT_THAT(Started(h.At(20)), ElementsAre(3));
+}
+
 TEST(RegistryTest, KnowsEveryPolicyAndRejectsOthers) {
   EXPECT_THAT(PolicyNames(),
               ElementsAre("tiresias-l", "tiresias-g", "yarn-cs", "fifo",

@@ -184,15 +184,20 @@ std::string SafeName(std::string name) {
   return name;
 }
 
-absl::Status WriteOutputs(const std::string& dir, const RunInfo& info,
-                          const std::vector<Summary>& summaries,
-                          const std::vector<const SimResult*>& results) {
+absl::Status EnsureFolder(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
     return absl::UnavailableError(
         absl::StrCat(dir, ": cannot create folder: ", ec.message()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status WriteOutputs(const std::string& dir, const RunInfo& info,
+                          const std::vector<Summary>& summaries,
+                          const std::vector<const SimResult*>& results) {
+  RETURN_IF_ERROR(EnsureFolder(dir));
   for (const SimResult* r : results) {
     const std::string base = absl::StrCat(dir, "/", SafeName(r->policy));
     RETURN_IF_ERROR(WriteFileAtomically(base + "_jobs.csv", JobsCsv(*r)));
@@ -305,7 +310,7 @@ absl::Status Simulate(const Flags& f, const std::string& command_line) {
     doc.erase("policies");
     doc["sweep"] = sweep;
     if (!f.out.empty()) {
-      std::filesystem::create_directories(f.out);
+      RETURN_IF_ERROR(EnsureFolder(f.out));
       RETURN_IF_ERROR(
           WriteFileAtomically(f.out + "/sweep.json", doc.dump(2) + "\n"));
     }

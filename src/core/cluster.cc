@@ -10,7 +10,8 @@ Cluster::Cluster(Topology topology)
     : topology_(std::move(topology)),
       owner_(topology_.total_gpus(), kNoJob),
       free_on_(topology_.num_servers()),
-      by_free_(topology_.max_gpus_per_server() + 1),
+      by_free_(topology_.max_gpus_per_server() + 1,
+               ServerSet(topology_.num_servers())),
       free_gpus_(topology_.total_gpus()) {
   for (int s = 0; s < topology_.num_servers(); ++s) {
     free_on_[s] = topology_.server(s).num_gpus;

@@ -2,8 +2,8 @@
 //
 // Invariant: a GPU is held by at most one job; Allocate is all-or-nothing.
 // Servers are also indexed by their free-GPU count so that placement can find
-// "a server with at least k free GPUs" or "the emptiest server" in
-// O(log servers), not by scanning the cluster.
+// "a server with at least k free GPUs" or "the emptiest server" without
+// scanning the cluster; moving a server between counts is O(1).
 //
 // Not thread-safe; the host serializes access.
 #ifndef TIRESIAS_CORE_CLUSTER_H_
@@ -12,9 +12,9 @@
 #include <span>
 #include <vector>
 
-#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "core/job.h"
+#include "core/server_set.h"
 #include "core/topology.h"
 
 namespace tiresias {
@@ -41,7 +41,7 @@ class Cluster {
   void Release(JobId job, std::span<const GpuId> gpus);
 
   // Servers with exactly `free` free GPUs, ascending by index.
-  const absl::btree_set<int>& ServersWithFree(int free) const {
+  const ServerSet& ServersWithFree(int free) const {
     return by_free_[free];
   }
   // Appends up to `max` free GPUs of `server`, ascending, to `out`.
@@ -53,7 +53,7 @@ class Cluster {
   Topology topology_;
   std::vector<JobId> owner_;
   std::vector<int> free_on_;
-  std::vector<absl::btree_set<int>> by_free_;
+  std::vector<ServerSet> by_free_;
   int free_gpus_;
 };
 

@@ -13,6 +13,20 @@ GittinsDistribution::GittinsDistribution(std::vector<double> samples)
   }
 }
 
+std::vector<double> GittinsDistribution::Quantiles(std::vector<double> samples,
+                                                   size_t max_points) {
+  std::sort(samples.begin(), samples.end());
+  if (samples.size() <= max_points || max_points < 2) return samples;
+  std::vector<double> out;
+  out.reserve(max_points);
+  const double step =
+      static_cast<double>(samples.size() - 1) / (max_points - 1);
+  for (size_t i = 0; i < max_points; ++i) {
+    out.push_back(samples[static_cast<size_t>(i * step + 0.5)]);
+  }
+  return out;
+}
+
 double GittinsDistribution::CountUpTo(double x) const {
   return static_cast<double>(
       std::upper_bound(samples_.begin(), samples_.end(), x) -

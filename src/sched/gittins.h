@@ -23,6 +23,12 @@ class GittinsDistribution {
  public:
   // `samples`: job sizes in GPU-seconds, any order, each >= 0.
   explicit GittinsDistribution(std::vector<double> samples);
+  // At most `max_points` evenly spaced order statistics of `samples`
+  // (including the smallest and largest), or all of them if fewer: keeps
+  // the distribution's shape while bounding the cost of MakeTable, which
+  // is O(points x points in a window).
+  static std::vector<double> Quantiles(std::vector<double> samples,
+                                       size_t max_points);
 
   size_t size() const { return samples_.size(); }
   // G(a, delta) by direct maximization. delta > 0; 0 when no sample is in

@@ -67,5 +67,14 @@ TEST(GittinsTest, TableLowerBoundsExactOnRandomDistribution) {
   }
 }
 
+TEST(GittinsTest, QuantilesKeepEndsAndSpacing) {
+  std::vector<double> samples;
+  for (int i = 100; i >= 0; --i) samples.push_back(i);  // 0..100, reversed
+  EXPECT_EQ(GittinsDistribution::Quantiles(samples, 5),
+            (std::vector<double>{0, 25, 50, 75, 100}));
+  EXPECT_EQ(GittinsDistribution::Quantiles({3, 1, 2}, 5),
+            (std::vector<double>{1, 2, 3}));
+}
+
 }  // namespace
 }  // namespace tiresias

@@ -12,9 +12,10 @@ std::unique_ptr<Policy> NewLas(const PolicyOptions&) {
       "las",
       PolicyTraits{.preemptive = true, .keys_drift_while_running = true},
       [](const Job& job, Seconds now) {
-        return PriorityKey{job.AttainedGpuSeconds(now), SubmitSeconds(job), 0,
+        return PriorityKey{0, job.AttainedGpuSeconds(now), SubmitSeconds(job),
                            0, job.id()};
-      });
+      },
+      [](const Job& job) { return 1.0 * job.num_gpus(); });
 }
 
 }  // namespace tiresias

@@ -35,8 +35,8 @@ struct PolicyTraits {
   bool head_of_line_blocking = false;
   // Uses the K queues: demotion on crossing a queue bound, PROMOTEKNOB.
   bool multi_level_queues = false;
-  // Keys of running jobs change as they run (las, srtf, srsf, tiresias-g):
-  // the scheduler refreshes them before each pass.
+  // Keys of running jobs change as they run (las, srtf, srsf, tiresias-g);
+  // see Policy::DriftSlope.
   bool keys_drift_while_running = false;
   // Reads JobSpec::duration (oracle baselines); jobs without one are refused.
   bool needs_duration = false;
@@ -62,6 +62,11 @@ class Policy {
   virtual const PolicyTraits& traits() const = 0;
   // The job's priority at `now`. Only called for unfinished jobs.
   virtual PriorityKey Key(const Job& job, Seconds now) const = 0;
+  // How a running job's key changes while it keeps running: only k1 may
+  // change, at this many units per second (srtf: -1, srsf: -GPUs, las:
+  // +GPUs), fixed for the run; 0 if the key is constant; NaN if it changes
+  // any other way (the scheduler then recomputes it before every pass).
+  virtual double DriftSlope(const Job& running_job) const { return 0; }
   // Tells the policy `job` finished. Returns true when every key may have
   // changed (the scheduler then recomputes them all).
   virtual bool LearnFinished(const Job& job, Seconds now) { return false; }

@@ -56,23 +56,52 @@ const Job* Scheduler::Find(JobId id) const {
   return it == index_of_.end() ? nullptr : &jobs_[it->second];
 }
 
+Scheduler::RunningGroup& Scheduler::GroupFor(double slope) {
+  for (RunningGroup& g : running_groups_) {
+    if (g.slope == slope || (std::isnan(g.slope) && std::isnan(slope))) {
+      return g;
+    }
+  }
+  running_groups_.push_back(RunningGroup{slope, {}});
+  return running_groups_.back();
+}
+
+PriorityKey Scheduler::StoredKey(uint32_t index, Seconds now,
+                                 double* slope) const {
+  const Job& job = jobs_[index];
+  PriorityKey key = policy_->Key(job, now);
+  *slope = job.running() ? policy_->DriftSlope(job) : 0;
+  if (std::isfinite(*slope) && *slope != 0) key.k1 -= *slope * now.count();
+  return key;
+}
+
 void Scheduler::Enqueue(uint32_t index, Seconds now) {
+  double slope = 0;
+  PriorityKey key = StoredKey(index, now, &slope);
+  Insert(index, key, slope);
+}
+
+void Scheduler::Insert(uint32_t index, const PriorityKey& key, double slope) {
   const Job& job = jobs_[index];
   Slot& slot = slots_[index];
-  slot.key = policy_->Key(job, now);
+  slot.key = key;
+  slot.slope = slope;
   if (job.running()) {
-    running_.insert(Entry{slot.key, index});
+    GroupFor(slope).entries.insert(Entry{key, index});
+    ++num_running_;
   } else {
-    waiting_.insert(Entry{slot.key, index});
+    waiting_.insert(Entry{key, index});
     ++waiting_by_gpus_[job.num_gpus()];
   }
 }
 
 void Scheduler::Dequeue(uint32_t index) {
   const Job& job = jobs_[index];
-  const Entry entry{slots_[index].key, index};
+  const Slot& slot = slots_[index];
+  const Entry entry{slot.key, index};
   if (job.running()) {
-    running_.erase(entry);
+    GroupFor(slot.slope).entries.erase(entry);
+    --num_running_;
   } else {
     waiting_.erase(entry);
     auto it = waiting_by_gpus_.find(job.num_gpus());
@@ -81,10 +110,15 @@ void Scheduler::Dequeue(uint32_t index) {
 }
 
 void Scheduler::Rekey(uint32_t index, Seconds now) {
-  PriorityKey key = policy_->Key(jobs_[index], now);
-  if (key == slots_[index].key) return;
+  double slope = 0;
+  PriorityKey key = StoredKey(index, now, &slope);
+  const Slot& slot = slots_[index];
+  if (key == slot.key &&
+      (slope == slot.slope || (std::isnan(slope) && std::isnan(slot.slope)))) {
+    return;
+  }
   Dequeue(index);
-  Enqueue(index, now);
+  Insert(index, key, slope);
 }
 
 void Scheduler::ClearWakeups(uint32_t index) {
@@ -157,13 +191,18 @@ Seconds Scheduler::NextWakeup() const {
 
 void Scheduler::RefreshRunningKeys(Seconds now) {
   scratch_start_.clear();
-  for (const Entry& e : running_) scratch_start_.push_back(e.index);
+  for (const RunningGroup& g : running_groups_) {
+    if (!std::isnan(g.slope)) continue;
+    for (const Entry& e : g.entries) scratch_start_.push_back(e.index);
+  }
   for (uint32_t index : scratch_start_) Rekey(index, now);
 }
 
 void Scheduler::RekeyAll(Seconds now) {
   scratch_start_.clear();
-  for (const Entry& e : running_) scratch_start_.push_back(e.index);
+  for (const RunningGroup& g : running_groups_) {
+    for (const Entry& e : g.entries) scratch_start_.push_back(e.index);
+  }
   for (const Entry& e : waiting_) scratch_start_.push_back(e.index);
   for (uint32_t index : scratch_start_) Rekey(index, now);
 }
@@ -180,7 +219,10 @@ Decisions Scheduler::Schedule(Seconds now, Cluster& cluster) {
   dirty_ = false;
   ++pass_;
   const PolicyTraits& traits = policy_->traits();
-  if (traits.keys_drift_while_running) RefreshRunningKeys(now);
+  // With nothing waiting, every running job keeps running whatever its key.
+  if (traits.keys_drift_while_running && !waiting_.empty()) {
+    RefreshRunningKeys(now);
+  }
   if (traits.preemptive) {
     PreemptiveWalk(now, cluster, &decisions);
   } else {
@@ -195,15 +237,37 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
   scratch_preempt_.clear();
   int capacity = cluster.total_gpus();
   const int min_waiting = MinWaitingGpus();
-  auto r = running_.begin();
+  // A k-way merge of the waiting jobs and the running groups, each running
+  // key read at `now`.
+  std::vector<Cursor>& cursors = scratch_cursors_;
+  cursors.clear();
+  for (const RunningGroup& g : running_groups_) {
+    if (!g.entries.empty()) {
+      cursors.push_back({g.slope, g.entries.begin(), g.entries.end()});
+    }
+  }
+  auto current = [now](const Cursor& c) {
+    Entry e = *c.it;
+    if (std::isfinite(c.slope)) e.key.k1 += c.slope * now.count();
+    return e;
+  };
   auto w = waiting_.begin();
   while (capacity > 0) {
     // No waiting job can fit once capacity drops below the smallest one.
     const bool w_left = w != waiting_.end() && capacity >= min_waiting;
-    const bool r_left = r != running_.end();
-    if (!w_left && !r_left) break;
-    const bool take_running = r_left && (!w_left || *r < *w);
-    const uint32_t index = take_running ? (r++)->index : (w++)->index;
+    Cursor* best = nullptr;
+    Entry best_entry;
+    for (Cursor& c : cursors) {
+      if (c.it == c.end) continue;
+      Entry e = current(c);
+      if (!best || e < best_entry) {
+        best = &c;
+        best_entry = e;
+      }
+    }
+    if (!w_left && !best) break;
+    const bool take_running = best && (!w_left || best_entry < *w);
+    const uint32_t index = take_running ? (best->it++)->index : (w++)->index;
     const int gpus = jobs_[index].num_gpus();
     if (gpus <= capacity) {
       capacity -= gpus;
@@ -212,7 +276,9 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
       scratch_preempt_.push_back(index);
     }
   }
-  for (; r != running_.end(); ++r) scratch_preempt_.push_back(r->index);
+  for (Cursor& c : cursors) {
+    for (; c.it != c.end; ++c.it) scratch_preempt_.push_back(c.it->index);
+  }
 
   // Free the victims' GPUs, place the selected jobs, then let every victim
   // whose GPUs nobody took keep running: a selected job that placement

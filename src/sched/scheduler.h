@@ -98,7 +98,7 @@ class Scheduler {
   // Every job ever submitted or restored, in that order, finished ones too.
   const std::vector<Job>& jobs() const { return jobs_; }
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
-  int num_running() const { return static_cast<int>(running_.size()); }
+  int num_running() const { return num_running_; }
 
  private:
   struct Entry {
@@ -109,7 +109,11 @@ class Scheduler {
   using Wakeup = std::pair<double, uint32_t>;  // (instant seconds, index)
 
   absl::Status Admit(Job job, Seconds now);
-  void Enqueue(uint32_t index, Seconds now);  // into waiting_ or running_
+  // The key as stored: for a running job with a linear drift, k1 is
+  // normalized to time 0 (k1 - slope x now) so its group's order holds.
+  PriorityKey StoredKey(uint32_t index, Seconds now, double* slope) const;
+  void Enqueue(uint32_t index, Seconds now);  // into waiting_ or a group
+  void Insert(uint32_t index, const PriorityKey& key, double slope);
   void Dequeue(uint32_t index);
   void Rekey(uint32_t index, Seconds now);
   void ScheduleWakeups(uint32_t index, Seconds now);
@@ -136,7 +140,8 @@ class Scheduler {
 
   std::vector<Job> jobs_;
   struct Slot {
-    PriorityKey key;
+    PriorityKey key;    // as stored (see StoredKey)
+    double slope = 0;   // running: its group's drift slope
     double demote_at = std::numeric_limits<double>::infinity();
     double promote_at = std::numeric_limits<double>::infinity();
     uint64_t preempted_in_pass = 0;  // pass number of its last preemption
@@ -145,7 +150,17 @@ class Scheduler {
   absl::flat_hash_map<JobId, uint32_t> index_of_;
 
   absl::btree_set<Entry> waiting_;
-  absl::btree_set<Entry> running_;
+  // Running jobs, grouped by the drift slope of their key (Policy::
+  // DriftSlope): within a group stored keys keep their order as time
+  // passes, so nothing is re-keyed; a pass merges the groups, reading each
+  // key at `now`. The NaN group (non-linear drift) is re-keyed every pass.
+  struct RunningGroup {
+    double slope;
+    absl::btree_set<Entry> entries;
+  };
+  std::vector<RunningGroup> running_groups_;  // one per distinct slope
+  int num_running_ = 0;
+  RunningGroup& GroupFor(double slope);
   std::map<int, int> waiting_by_gpus_;  // GPU count -> waiting jobs
   absl::btree_set<Wakeup> demotions_;
   absl::btree_set<Wakeup> promotions_;
@@ -153,6 +168,12 @@ class Scheduler {
   uint64_t pass_ = 0;   // passes run so far
   std::vector<GpuId> scratch_gpus_;
   std::vector<uint32_t> scratch_start_, scratch_preempt_;
+  // A position in one running group during a pass's merge.
+  struct Cursor {
+    double slope;
+    absl::btree_set<Entry>::const_iterator it, end;
+  };
+  std::vector<Cursor> scratch_cursors_;
 };
 
 }  // namespace tiresias

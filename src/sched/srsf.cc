@@ -12,9 +12,10 @@ std::unique_ptr<Policy> NewSrsf(const PolicyOptions&) {
                    .keys_drift_while_running = true,
                    .needs_duration = true},
       [](const Job& job, Seconds now) {
-        return PriorityKey{RemainingSeconds(job, now) * job.num_gpus(),
-                           SubmitSeconds(job), 0, 0, job.id()};
-      });
+        return PriorityKey{0, RemainingSeconds(job, now) * job.num_gpus(),
+                           SubmitSeconds(job), 0, job.id()};
+      },
+      [](const Job& job) { return -1.0 * job.num_gpus(); });
 }
 
 }  // namespace tiresias

@@ -11,9 +11,10 @@ std::unique_ptr<Policy> NewSrtf(const PolicyOptions&) {
                    .keys_drift_while_running = true,
                    .needs_duration = true},
       [](const Job& job, Seconds now) {
-        return PriorityKey{RemainingSeconds(job, now), SubmitSeconds(job), 0,
+        return PriorityKey{0, RemainingSeconds(job, now), SubmitSeconds(job),
                            0, job.id()};
-      });
+      },
+      [](const Job&) { return -1.0; });
 }
 
 }  // namespace tiresias

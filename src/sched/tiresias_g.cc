@@ -7,9 +7,11 @@
 // distribution) fall back to Tiresias-L's order.
 //
 // The distribution is the given samples and, when learning is on, the sizes
-// (GPU-seconds) of jobs as they finish; the per-queue tables are rebuilt each
-// time the sample count doubles, so learning costs O(log n) rebuilds.
+// (GPU-seconds) of jobs as they finish, summarized as at most 2,000
+// quantiles; the per-queue tables are rebuilt each time the sample count
+// doubles, so learning costs O(log n) rebuilds.
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "sched/gittins.h"
@@ -49,6 +51,14 @@ class TiresiasGittins final : public Policy {
                        StartOrderTime(job), job.id()};
   }
 
+  double DriftSlope(const Job& job) const override {
+    if (tables_.empty()) return 0;  // Tiresias-L order: fixed while running
+    // The last queue orders by attained service, which grows by GPUs per
+    // second; elsewhere the index is a step function of it.
+    return queues_.is_last(job.queue()) ? job.num_gpus()
+                                        : std::numeric_limits<double>::quiet_NaN();
+  }
+
   bool LearnFinished(const Job& job, Seconds now) override {
     if (!learn_) return false;
     samples_.push_back(job.num_gpus() * job.TotalExecuted(now).count());
@@ -65,7 +75,8 @@ class TiresiasGittins final : public Policy {
     tables_.clear();
     built_with_ = samples_.size();
     if (static_cast<int>(samples_.size()) < min_samples_) return;
-    GittinsDistribution dist(samples_);
+    GittinsDistribution dist(
+        GittinsDistribution::Quantiles(samples_, kMaxDistributionPoints));
     for (int q = 0; q + 1 < queues_.num_queues(); ++q) {
       tables_.push_back(dist.MakeTable(queues_.upper_bound(q)));
     }
@@ -73,6 +84,9 @@ class TiresiasGittins final : public Policy {
     // tables_ is non-empty exactly when the distribution is usable.
     if (tables_.empty()) tables_.push_back(dist.MakeTable(1.0));
   }
+
+  // Enough to resolve the distribution's shape; bounds a rebuild's cost.
+  static constexpr size_t kMaxDistributionPoints = 2000;
 
   QueueConfig queues_;
   std::vector<double> samples_;

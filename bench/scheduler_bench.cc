@@ -1,0 +1,253 @@
+// Micro-benchmarks of the scheduling core (src/sched/scheduler.h), without
+// the simulator around it.
+//
+//   BM_Pass/<policy>: one event and the pass after it on a big, busy
+//     cluster (1,000 servers x 8 GPUs, 10,000 jobs pending): submit a job,
+//     finish a random running one, Schedule. The cost a master pays per event.
+//     For tiresias-l and yarn-cs, and srsf as an example of a policy whose
+//     running jobs' keys drift. The state drifts a little during a run
+//     (yarn-cs blocks behind a job that does not fit while jobs finish); the
+//     *_end counters say where it ended.
+//   BM_SubmitSchedule/<policy>/<pending>: Submit one job and Schedule with
+//     1k, 10k, 100k jobs pending on a full 64x8 cluster, then Remove the job
+//     again so that the pending count stays put. Should grow ~log n in the
+//     pending count, not n (see the Complexity lines).
+//
+// Job sizes are drawn from the Philly trace's GPU counts (data/philly.csv),
+// models alternate between a consolidated (vgg16) and a spread (resnet50) one
+// so that `profiled` placement takes both paths. Simulated time advances by
+// 1 us per iteration, so no job crosses a queue bound during a run and the
+// state stays close to the one set up.
+//
+// Not a test: registered with no ctest. Run from the build folder:
+//   bench/scheduler_bench --benchmark_repetitions=5
+//       --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "core/cluster.h"
+#include "core/topology.h"
+#include "place/placement.h"
+#include "sched/policy.h"
+#include "sched/scheduler.h"
+
+namespace tiresias {
+namespace {
+
+void Check(const absl::Status& status) {
+  if (!status.ok()) {
+    std::fprintf(stderr, "scheduler_bench: %s\n",
+                 std::string(status.message()).c_str());
+    std::abort();
+  }
+}
+
+// GPU counts of data/philly.csv and how many jobs asked for each.
+struct SizeWeight {
+  int gpus;
+  double jobs;
+};
+constexpr SizeWeight kPhillySizes[] = {
+    {1, 76627}, {2, 1818}, {4, 1870}, {8, 1643}, {12, 7}, {16, 199},
+    {24, 7},    {32, 67},  {64, 6},   {128, 3},
+};
+
+// A scheduler, its cluster and the bookkeeping a host keeps (which jobs run),
+// driven with synthetic jobs.
+class TestBed {
+ public:
+  TestBed(const std::string& policy_name, int servers, int gpus_per_server)
+      : cluster_(Topology::Uniform(1, servers, gpus_per_server)),
+        gen_(42) {
+    absl::StatusOr<std::unique_ptr<Policy>> policy =
+        MakePolicy(policy_name, {});
+    Check(policy.status());
+    absl::StatusOr<std::unique_ptr<Placer>> placer =
+        MakePlacer((*policy)->traits().default_placement);
+    Check(placer.status());
+    std::vector<double> weights;
+    for (const SizeWeight& s : kPhillySizes) {
+      if (s.gpus <= cluster_.total_gpus()) weights.push_back(s.jobs);
+    }
+    size_dist_ = std::discrete_distribution<int>(weights.begin(),
+                                                 weights.end());
+    scheduler_ = std::make_unique<Scheduler>(
+        std::move(*policy), std::move(*placer), SchedulerOptions{});
+  }
+
+  Scheduler& scheduler() { return *scheduler_; }
+  Cluster& cluster() { return cluster_; }
+  double now() const { return now_; }
+  void Advance() { now_ += 1e-6; }
+  int64_t started() const { return started_; }
+  int64_t preempted() const { return preempted_; }
+
+  // Submits a new job at now(); returns its id.
+  JobId SubmitOne() {
+    JobSpec spec;
+    spec.id = next_id_++;
+    spec.num_gpus = kPhillySizes[size_dist_(gen_)].gpus;
+    spec.submit_time = Seconds{now_};
+    // Long enough that no oracle policy sees a job run out.
+    spec.duration = Seconds{1e6 + static_cast<double>(gen_() % 100000)};
+    spec.model = spec.id % 2 == 0 ? "vgg16" : "resnet50";
+    Check(scheduler_->Submit(std::move(spec), Seconds{now_}));
+    return next_id_ - 1;
+  }
+
+  // Finishes a running job chosen uniformly at random; false if none runs.
+  bool FinishRandomRunning() {
+    if (running_.empty()) return false;
+    const size_t at = gen_() % running_.size();
+    const JobId id = running_[at];
+    Forget(id);
+    Check(scheduler_->Finish(id, Seconds{now_}, cluster_));
+    return true;
+  }
+
+  // Removes an unfinished job (waiting or running) at now().
+  void Remove(JobId id) {
+    if (position_.contains(id)) Forget(id);
+    Check(scheduler_->Remove(id, Seconds{now_}, cluster_));
+  }
+
+  // One pass at now(); keeps track of which jobs run.
+  void Schedule() {
+    const Decisions decisions = scheduler_->Schedule(Seconds{now_}, cluster_);
+    for (JobId id : decisions.preempted) Forget(id);
+    for (const StartDecision& start : decisions.started) {
+      position_[start.job] = running_.size();
+      running_.push_back(start.job);
+    }
+    started_ += static_cast<int64_t>(decisions.started.size());
+    preempted_ += static_cast<int64_t>(decisions.preempted.size());
+  }
+
+  // Submits and schedules until, after a pass, `pending` jobs wait and the
+  // cluster takes no more.
+  void FillTo(int pending) {
+    while (true) {
+      while (scheduler_->num_waiting() < pending) SubmitOne();
+      const int before = scheduler_->num_running();
+      Schedule();
+      if (scheduler_->num_waiting() >= pending &&
+          scheduler_->num_running() == before) {
+        return;
+      }
+    }
+  }
+
+ private:
+  void Forget(JobId id) {
+    auto it = position_.find(id);
+    const size_t at = it->second;
+    position_.erase(it);
+    running_[at] = running_.back();
+    running_.pop_back();
+    if (at < running_.size()) position_[running_[at]] = at;
+  }
+
+  Cluster cluster_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::mt19937_64 gen_;
+  std::discrete_distribution<int> size_dist_;
+  JobId next_id_ = 0;
+  double now_ = 0;
+  std::vector<JobId> running_;
+  absl::flat_hash_map<JobId, size_t> position_;
+  int64_t started_ = 0, preempted_ = 0;
+};
+
+// Where the timed loop left the scheduler, and how many jobs it started and
+// preempted per iteration (`started_before` and `preempted_before`: the
+// counts when the loop began).
+void ReportState(benchmark::State& state, TestBed& bed, int64_t started_before,
+                 int64_t preempted_before) {
+  const Scheduler& s = bed.scheduler();
+  state.counters["pending_end"] = s.num_waiting();
+  state.counters["running_end"] = s.num_running();
+  state.counters["free_gpus_end"] = bed.cluster().free_gpus();
+  state.counters["starts/iter"] = benchmark::Counter(
+      static_cast<double>(bed.started() - started_before),
+      benchmark::Counter::kAvgIterations);
+  state.counters["preempts/iter"] = benchmark::Counter(
+      static_cast<double>(bed.preempted() - preempted_before),
+      benchmark::Counter::kAvgIterations);
+}
+
+// One event and its pass on 1,000 x 8 GPUs with 10,000 jobs pending.
+void BM_Pass(benchmark::State& state, const std::string& policy) {
+  TestBed bed(policy, 1000, 8);
+  bed.FillTo(10000);
+  const int64_t started_before = bed.started();
+  const int64_t preempted_before = bed.preempted();
+  state.counters["pending_start"] = bed.scheduler().num_waiting();
+  state.counters["running_start"] = bed.scheduler().num_running();
+  for (auto _ : state) {
+    bed.Advance();
+    bed.SubmitOne();
+    bed.FinishRandomRunning();
+    bed.Schedule();
+  }
+  ReportState(state, bed, started_before, preempted_before);
+}
+
+// Submit + Schedule (+ Remove, to hold the pending count) with state.range(0)
+// jobs pending on a full 64 x 8 cluster.
+void BM_SubmitSchedule(benchmark::State& state, const std::string& policy) {
+  const int pending = static_cast<int>(state.range(0));
+  TestBed bed(policy, 64, 8);
+  bed.FillTo(pending);
+  const int64_t started_before = bed.started();
+  const int64_t preempted_before = bed.preempted();
+  for (auto _ : state) {
+    bed.Advance();
+    const JobId id = bed.SubmitOne();
+    bed.Schedule();
+    bed.Remove(id);
+  }
+  state.SetComplexityN(pending);
+  ReportState(state, bed, started_before, preempted_before);
+}
+
+void RegisterAll() {
+  // srsf: a policy whose running jobs' keys drift, so every pass re-sorts
+  // the running jobs.
+  for (const char* policy : {"tiresias-l", "yarn-cs", "srsf"}) {
+    benchmark::RegisterBenchmark(
+        (std::string("BM_Pass/") + policy).c_str(),
+        [policy](benchmark::State& state) { BM_Pass(state, policy); })
+        ->Unit(benchmark::kMicrosecond);
+  }
+  for (const char* policy : {"tiresias-l", "yarn-cs"}) {
+    benchmark::RegisterBenchmark(
+        (std::string("BM_SubmitSchedule/") + policy).c_str(),
+        [policy](benchmark::State& state) {
+          BM_SubmitSchedule(state, policy);
+        })
+        ->Arg(1000)
+        ->Arg(10000)
+        ->Arg(100000)
+        ->Complexity()
+        ->Unit(benchmark::kNanosecond);
+  }
+}
+
+}  // namespace
+}  // namespace tiresias
+
+int main(int argc, char** argv) {
+  tiresias::RegisterAll();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

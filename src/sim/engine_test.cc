@@ -95,6 +95,49 @@ TEST(EngineTest, SrtfHandComputed) {
   EXPECT_DOUBLE_EQ(s.gpu_utilization, 1.0);
 }
 
+// One trace for every policy, worked out on paper. 2 GPUs, no overheads.
+// J1: 2 GPUs at 0 for 100 s; J2: 1 GPU at 10 for 20 s; J3: 1 GPU at 20 for
+// 50 s. Threshold 60 GPU-s.
+//  Non-preemptive (yarn-cs, fifo, sjf): J1 0-100; J2 100-120, J3 100-150.
+//  srtf, srsf, smallest-first, las: J2 preempts J1 at 10 (shorter, smaller,
+//    less served); J3 joins it at 20; J1 needs both GPUs, so it waits until
+//    J3 ends at 70 and runs 70-160.
+//  tiresias-l: J1 (Q1, ran first) keeps running until demoted at 60 / 2 =
+//    30; J2 and J3 (Q1) start at 30; J2 ends at 50, J3 at 80; J1 resumes
+//    80-150 (70 s left).
+//  tiresias-g, samples {10,10,10,500,500}: in Q1 (D = 60) G(0) = 3/50 while
+//    G(a) = 0 for a >= 10 (nothing ends within 60 GPU-s). At 10 J2 outranks
+//    J1 (20 GPU-s served): J1 preempted. At 20 J3 (fresh) starts beside J2.
+//    At 30 J2 ends; J1 and J3 tie on index 0 and J1 started first: J3 is
+//    preempted after 10 s and J1 runs until demoted at 30 + (60-20)/2 = 50;
+//    then J3 (Q1) runs 50-90 and J1 finishes 90-160 (70 s left).
+TEST(EngineTest, EveryPolicyHandComputed) {
+  std::vector<JobSpec> jobs = {Spec(1, 2, 0, 100), Spec(2, 1, 10, 20),
+                               Spec(3, 1, 20, 50)};
+  struct Want {
+    const char* policy;
+    double j1, j2, j3;
+  };
+  const Want wants[] = {
+      {"yarn-cs", 100, 110, 130},       {"fifo", 100, 110, 130},
+      {"sjf", 100, 110, 130},           {"srtf", 160, 20, 50},
+      {"srsf", 160, 20, 50},            {"smallest-first", 160, 20, 50},
+      {"las", 160, 20, 50},             {"tiresias-l", 150, 40, 60},
+      {"tiresias-g", 160, 20, 70},
+  };
+  ASSERT_EQ(std::size(wants), PolicyNames().size());
+  for (const Want& w : wants) {
+    SimConfig c = Config(w.policy, 60);
+    c.policy_options.gittins_samples = {10, 10, 10, 500, 500};
+    c.policy_options.gittins_min_samples = 5;
+    auto r = Simulate(jobs, Topology::Uniform(1, 1, 2), c);
+    ASSERT_TRUE(r.ok()) << w.policy << ": " << r.status();
+    EXPECT_DOUBLE_EQ(Jct(*r, 1), w.j1) << w.policy;
+    EXPECT_DOUBLE_EQ(Jct(*r, 2), w.j2) << w.policy;
+    EXPECT_DOUBLE_EQ(Jct(*r, 3), w.j3) << w.policy;
+  }
+}
+
 TEST(EngineTest, RejectsJobsItCannotSimulate) {
   Topology topo = Topology::Uniform(1, 1, 4);
   std::vector<JobSpec> big = {Spec(1, 8, 0, 10)};

@@ -193,6 +193,11 @@ void PrintRow(const Row& r) {
 int Main(int argc, char** argv) {
   const Flags flags = ParseFlags(argc, argv);
   const std::vector<std::string> policies = PoliciesToRun(flags.policies);
+  // Fail on bad inputs before printing a table header.
+  absl::Status cluster_ok = ParseClusterSpec(flags.cluster).status();
+  if (!cluster_ok.ok()) Fail(std::string(cluster_ok.message()));
+  absl::Status trace_ok = ReadTrace(flags.trace).status();
+  if (!trace_ok.ok()) Fail(std::string(trace_ok.message()));
   std::printf("trace %s, cluster %s, %d repeat(s), min over repeats\n",
               flags.trace.c_str(), flags.cluster.c_str(), flags.repeat);
   PrintHeader();

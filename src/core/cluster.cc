@@ -16,6 +16,7 @@ Cluster::Cluster(Topology topology)
   for (int s = 0; s < topology_.num_servers(); ++s) {
     free_on_[s] = topology_.server(s).num_gpus;
     by_free_[free_on_[s]].insert(s);
+    whole_free_gpus_ += free_on_[s];
   }
 }
 
@@ -61,6 +62,9 @@ void Cluster::Release(JobId job, std::span<const GpuId> gpus) {
 }
 
 void Cluster::Reindex(int server, int old_free) {
+  const int n = topology_.server(server).num_gpus;
+  if (old_free == n) whole_free_gpus_ -= n;
+  if (free_on_[server] == n) whole_free_gpus_ += n;
   by_free_[old_free].erase(server);
   by_free_[free_on_[server]].insert(server);
 }

@@ -30,6 +30,8 @@ class Cluster {
   int free_gpus() const { return free_gpus_; }
   int busy_gpus() const { return total_gpus() - free_gpus_; }
   int free_on(int server) const { return free_on_[server]; }
+  // GPUs on servers that are entirely free.
+  int whole_free_gpus() const { return whole_free_gpus_; }
   bool gpu_free(GpuId gpu) const { return owner_[gpu] == kNoJob; }
   // The job holding `gpu`, or kNoJob.
   JobId owner(GpuId gpu) const { return owner_[gpu]; }
@@ -55,6 +57,7 @@ class Cluster {
   std::vector<int> free_on_;
   std::vector<ServerSet> by_free_;
   int free_gpus_;
+  int whole_free_gpus_ = 0;
 };
 
 }  // namespace tiresias

@@ -30,6 +30,7 @@ class ConsolidatePlacer final : public Placer {
   // from the single rack that needs the fewest; else across racks.
   static bool PlaceOnWholeServers(const Cluster& cluster, int want,
                                   std::vector<GpuId>* gpus) {
+    if (cluster.whole_free_gpus() < want) return false;
     const Topology& topo = cluster.topology();
     std::vector<std::vector<int>> free_servers(topo.num_racks());
     std::vector<int> free_gpus_in_rack(topo.num_racks(), 0);

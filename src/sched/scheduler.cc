@@ -87,10 +87,10 @@ void Scheduler::Insert(uint32_t index, const PriorityKey& key, double slope) {
   slot.key = key;
   slot.slope = slope;
   if (job.running()) {
-    GroupFor(slope).entries.insert(Entry{key, index});
+    GroupFor(slope).entries.insert(Entry{key, index, job.num_gpus()});
     ++num_running_;
   } else {
-    waiting_.insert(Entry{key, index});
+    waiting_.insert(Entry{key, index, job.num_gpus()});
     ++waiting_by_gpus_[job.num_gpus()];
   }
 }
@@ -98,7 +98,7 @@ void Scheduler::Insert(uint32_t index, const PriorityKey& key, double slope) {
 void Scheduler::Dequeue(uint32_t index) {
   const Job& job = jobs_[index];
   const Slot& slot = slots_[index];
-  const Entry entry{slot.key, index};
+  const Entry entry{slot.key, index, job.num_gpus()};
   if (job.running()) {
     GroupFor(slot.slope).entries.erase(entry);
     --num_running_;
@@ -190,12 +190,42 @@ Seconds Scheduler::NextWakeup() const {
 }
 
 void Scheduler::RefreshRunningKeys(Seconds now) {
-  scratch_start_.clear();
-  for (const RunningGroup& g : running_groups_) {
+  // Re-keys the non-linear group in bulk: new keys into a vector, sorted by
+  // insertion (keys move little between passes, so the old order is nearly
+  // right), and the group rebuilt in order, instead of an erase and insert
+  // per job.
+  std::vector<Entry>& fresh = scratch_entries_;
+  std::vector<std::pair<uint32_t, double>>& moved = scratch_moved_;
+  moved.clear();
+  for (RunningGroup& g : running_groups_) {
     if (!std::isnan(g.slope)) continue;
-    for (const Entry& e : g.entries) scratch_start_.push_back(e.index);
+    fresh.clear();
+    for (const Entry& e : g.entries) {
+      double slope = 0;
+      const PriorityKey key = StoredKey(e.index, now, &slope);
+      if (!std::isnan(slope)) {
+        moved.push_back({e.index, slope});
+        continue;
+      }
+      slots_[e.index].key = key;
+      fresh.push_back(Entry{key, e.index, e.gpus});
+    }
+    for (size_t i = 1; i < fresh.size(); ++i) {
+      const Entry x = fresh[i];
+      size_t j = i;
+      for (; j > 0 && x < fresh[j - 1]; --j) fresh[j] = fresh[j - 1];
+      fresh[j] = x;
+    }
+    g.entries.clear();
+    for (const Entry& e : fresh) g.entries.insert(g.entries.end(), e);
   }
-  for (uint32_t index : scratch_start_) Rekey(index, now);
+  // Jobs whose key became linear (left the non-linear group) go to their
+  // new group; they are no longer in the rebuilt one.
+  for (auto [index, slope] : moved) {
+    --num_running_;
+    double unused = 0;
+    Insert(index, StoredKey(index, now, &unused), slope);
+  }
 }
 
 void Scheduler::RekeyAll(Seconds now) {
@@ -251,6 +281,23 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
     if (std::isfinite(c.slope)) e.key.k1 += c.slope * now.count();
     return e;
   };
+  // When every running job outranks every waiting one, the merge would take
+  // all running jobs first (each fits) and leave exactly the free GPUs.
+  if (!waiting_.empty()) {
+    bool all_ahead = true;
+    for (const Cursor& c : cursors) {
+      Entry last = *std::prev(c.end);
+      if (std::isfinite(c.slope)) last.key.k1 += c.slope * now.count();
+      if (!(last < *waiting_.begin())) {
+        all_ahead = false;
+        break;
+      }
+    }
+    if (all_ahead) {
+      cursors.clear();
+      capacity = cluster.free_gpus();
+    }
+  }
   auto w = waiting_.begin();
   while (capacity > 0) {
     // No waiting job can fit once capacity drops below the smallest one.
@@ -267,8 +314,9 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
     }
     if (!w_left && !best) break;
     const bool take_running = best && (!w_left || best_entry < *w);
-    const uint32_t index = take_running ? (best->it++)->index : (w++)->index;
-    const int gpus = jobs_[index].num_gpus();
+    const Entry& taken = take_running ? *(best->it++) : *(w++);
+    const uint32_t index = taken.index;
+    const int gpus = taken.gpus;
     if (gpus <= capacity) {
       capacity -= gpus;
       if (!take_running) scratch_start_.push_back(index);
@@ -311,7 +359,7 @@ void Scheduler::FillFreeGpus(Seconds now, Cluster& cluster,
   auto it = waiting_.begin();
   while (it != waiting_.end() && cluster.free_gpus() >= MinWaitingGpus()) {
     const Entry entry = *it;
-    const bool fits = jobs_[entry.index].num_gpus() <= cluster.free_gpus();
+    const bool fits = entry.gpus <= cluster.free_gpus();
     // A job preempted in this pass lost to higher-priority work: it does
     // not take back GPUs that placement could not use.
     const bool eligible = slots_[entry.index].preempted_in_pass != pass_;

@@ -104,6 +104,7 @@ class Scheduler {
   struct Entry {
     PriorityKey key;
     uint32_t index;
+    int32_t gpus = 0;  // the job's GPU count, so a walk need not read jobs_
     auto operator<=>(const Entry&) const = default;
   };
   using Wakeup = std::pair<double, uint32_t>;  // (instant seconds, index)
@@ -174,6 +175,8 @@ class Scheduler {
     absl::btree_set<Entry>::const_iterator it, end;
   };
   std::vector<Cursor> scratch_cursors_;
+  std::vector<Entry> scratch_entries_;
+  std::vector<std::pair<uint32_t, double>> scratch_moved_;
 };
 
 }  // namespace tiresias

@@ -23,6 +23,10 @@ class Placer {
   // the caller does. Randomness only from `rng`.
   virtual bool Place(const Cluster& cluster, const Job& job, Rng& rng,
                      std::vector<GpuId>* gpus) const = 0;
+  // The scheme that places `job` (a composite scheme such as `profiled`
+  // names the one it delegates to). Jobs with the same scheme are placed by
+  // the same rule: if one cannot fit, neither can a larger one.
+  virtual std::string_view SchemeFor(const Job& job) const { return name(); }
 };
 
 }  // namespace tiresias

@@ -17,8 +17,9 @@ const std::vector<ModelInfo>& BuiltinModels() {
 }
 
 std::optional<double> ModelSkew(std::string_view model) {
+  // Called on every placement attempt: compare lengths before bytes.
   for (const ModelInfo& m : BuiltinModels()) {
-    if (m.name == model) return m.skew;
+    if (m.name.size() == model.size() && m.name == model) return m.skew;
   }
   return std::nullopt;
 }

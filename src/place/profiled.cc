@@ -19,13 +19,18 @@ class ProfiledPlacer final : public Placer {
 
   bool Place(const Cluster& cluster, const Job& job, Rng& rng,
              std::vector<GpuId>* gpus) const override {
-    std::optional<double> skew = ModelSkew(job.spec().model);
-    const Placer& scheme =
-        !skew || *skew > pack_limit_ ? *consolidate_ : *pack_;
-    return scheme.Place(cluster, job, rng, gpus);
+    return SchemeOf(job).Place(cluster, job, rng, gpus);
+  }
+  std::string_view SchemeFor(const Job& job) const override {
+    return SchemeOf(job).name();
   }
 
  private:
+  const Placer& SchemeOf(const Job& job) const {
+    std::optional<double> skew = ModelSkew(job.spec().model);
+    return !skew || *skew > pack_limit_ ? *consolidate_ : *pack_;
+  }
+
   double pack_limit_;
   std::unique_ptr<Placer> consolidate_;
   std::unique_ptr<Placer> pack_;

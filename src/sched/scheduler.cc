@@ -263,94 +263,164 @@ Decisions Scheduler::Schedule(Seconds now, Cluster& cluster) {
 
 void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
                                Decisions* decisions) {
-  scratch_start_.clear();
+  pending_starts_.clear();
   scratch_preempt_.clear();
+  scratch_unplaceable_.clear();
   int capacity = cluster.total_gpus();
   const int min_waiting = MinWaitingGpus();
-  // A k-way merge of the waiting jobs and the running groups, each running
-  // key read at `now`.
+  if (InitCursors(now)) capacity = cluster.free_gpus();
+  auto w = waiting_.begin();
+  // Jobs in priority order. A running job ahead of the next waiting one
+  // keeps its GPUs (it always fits: capacity still counts them). A waiting
+  // job that fits by count is placed, displacing the lowest-priority running
+  // jobs if it must. The walk ends when no waiting job could fit any more.
+  while (w != waiting_.end() && capacity >= min_waiting) {
+    Entry running;
+    Cursor* cursor = NextRunning(now, &running);
+    if (cursor && running < *w) {
+      capacity -= running.gpus;
+      ++cursor->it;
+      continue;
+    }
+    const Entry entry = *w++;
+    if (entry.gpus <= capacity && PlaceInWalk(entry.index, now, cluster)) {
+      capacity -= entry.gpus;
+    }
+  }
+  for (uint32_t index : scratch_preempt_) Preempt(index, now, decisions);
+  for (auto& [index, gpus] : pending_starts_) {
+    CommitStart(index, now, std::move(gpus), decisions);
+  }
+}
+
+bool Scheduler::InitCursors(Seconds now) {
   std::vector<Cursor>& cursors = scratch_cursors_;
   cursors.clear();
   for (const RunningGroup& g : running_groups_) {
     if (!g.entries.empty()) {
-      cursors.push_back({g.slope, g.entries.begin(), g.entries.end()});
+      cursors.push_back(
+          {g.slope, g.entries.begin(), g.entries.end(), g.entries.end()});
     }
   }
-  auto current = [now](const Cursor& c) {
-    Entry e = *c.it;
-    if (std::isfinite(c.slope)) e.key.k1 += c.slope * now.count();
-    return e;
-  };
-  // When every running job outranks every waiting one, the merge would take
-  // all running jobs first (each fits) and leave exactly the free GPUs.
-  if (!waiting_.empty()) {
-    bool all_ahead = true;
-    for (const Cursor& c : cursors) {
-      Entry last = *std::prev(c.end);
-      if (std::isfinite(c.slope)) last.key.k1 += c.slope * now.count();
-      if (!(last < *waiting_.begin())) {
-        all_ahead = false;
-        break;
-      }
-    }
-    if (all_ahead) {
-      cursors.clear();
-      capacity = cluster.free_gpus();
-    }
+  // When every running job outranks every waiting one, each keeps its GPUs
+  // and the walk needs only the waiting jobs and the free GPUs.
+  if (waiting_.empty()) return false;
+  for (const Cursor& c : cursors) {
+    if (!(KeyAt(c, *std::prev(c.end), now) < *waiting_.begin())) return false;
   }
-  auto w = waiting_.begin();
-  while (capacity > 0) {
-    // No waiting job can fit once capacity drops below the smallest one.
-    const bool w_left = w != waiting_.end() && capacity >= min_waiting;
-    Cursor* best = nullptr;
-    Entry best_entry;
-    for (Cursor& c : cursors) {
-      if (c.it == c.end) continue;
-      Entry e = current(c);
-      if (!best || e < best_entry) {
-        best = &c;
-        best_entry = e;
-      }
-    }
-    if (!w_left && !best) break;
-    const bool take_running = best && (!w_left || best_entry < *w);
-    const Entry& taken = take_running ? *(best->it++) : *(w++);
-    const uint32_t index = taken.index;
-    const int gpus = taken.gpus;
-    if (gpus <= capacity) {
-      capacity -= gpus;
-      if (!take_running) scratch_start_.push_back(index);
-    } else if (take_running) {
-      scratch_preempt_.push_back(index);
-    }
-  }
-  for (Cursor& c : cursors) {
-    for (; c.it != c.end; ++c.it) scratch_preempt_.push_back(c.it->index);
-  }
+  cursors.clear();
+  return true;
+}
 
-  // Free the victims' GPUs, place the selected jobs, then let every victim
-  // whose GPUs nobody took keep running: a selected job that placement
-  // cannot fit (fragmentation) must not cost anyone a preemption.
-  for (uint32_t index : scratch_preempt_) {
-    cluster.Release(jobs_[index].id(), jobs_[index].gpus());
+Scheduler::Entry Scheduler::KeyAt(const Cursor& c, const Entry& stored,
+                                  Seconds now) const {
+  Entry e = stored;
+  if (std::isfinite(c.slope)) e.key.k1 += c.slope * now.count();
+  return e;
+}
+
+bool Scheduler::Displaced(uint32_t index) const {
+  return slots_[index].displaced_in_pass == pass_;
+}
+
+Scheduler::Cursor* Scheduler::NextRunning(Seconds now, Entry* entry) {
+  Cursor* best = nullptr;
+  for (Cursor& c : scratch_cursors_) {
+    while (c.it != c.end && Displaced(c.it->index)) ++c.it;
+    if (c.it == c.end) continue;
+    Entry e = KeyAt(c, *c.it, now);
+    if (!best || e < *entry) {
+      best = &c;
+      *entry = e;
+    }
   }
-  bool placement_failed = false;
-  for (uint32_t index : scratch_start_) {
-    if (!TryStart(index, now, cluster, decisions)) placement_failed = true;
+  return best;
+}
+
+bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index) {
+  Cursor* worst = nullptr;
+  Entry worst_entry;
+  for (Cursor& c : scratch_cursors_) {
+    while (c.back != c.it && Displaced(std::prev(c.back)->index)) --c.back;
+    if (c.back == c.it) continue;
+    Entry e = KeyAt(c, *std::prev(c.back), now);
+    if (!worst || worst_entry < e) {
+      worst = &c;
+      worst_entry = e;
+    }
   }
-  for (uint32_t index : scratch_preempt_) {
-    const Job& job = jobs_[index];
+  if (!worst) return false;
+  *index = (--worst->back)->index;
+  return true;
+}
+
+bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
+  const Job& job = jobs_[index];
+  // Within a pass, a job behind another that could not be placed even
+  // with every running job behind it set aside, under the same scheme and
+  // needing at least as many GPUs, cannot be placed either.
+  const std::string_view scheme = placer_->SchemeFor(job);
+  for (const auto& [failed_scheme, gpus] : scratch_unplaceable_) {
+    if (failed_scheme == scheme && job.num_gpus() >= gpus) return false;
+  }
+  auto place = [&] {
+    scratch_gpus_.clear();
+    if (!placer_->Place(cluster, job, rng_, &scratch_gpus_)) return false;
+    absl::Status allocated = cluster.Allocate(job.id(), scratch_gpus_);
+    assert(allocated.ok());
+    (void)allocated;
+    return true;
+  };
+  if (place()) {
+    pending_starts_.push_back({index, scratch_gpus_});
+    return true;
+  }
+  // Could it fit with every lower-priority running job set aside?
+  std::vector<uint32_t>& released = scratch_released_;
+  released.clear();
+  uint32_t victim = 0;
+  for (Cursor& c : scratch_cursors_) c.back = c.end;
+  while (PopLowestRunning(now, &victim)) {
+    cluster.Release(jobs_[victim].id(), jobs_[victim].gpus());
+    released.push_back(victim);
+  }
+  const bool feasible = !released.empty() && place();
+  if (feasible) cluster.Release(job.id(), scratch_gpus_);
+  for (uint32_t r : released) {
+    absl::Status back = cluster.Allocate(jobs_[r].id(), jobs_[r].gpus());
+    assert(back.ok());
+    (void)back;
+  }
+  if (!feasible) {
+    scratch_unplaceable_.push_back({scheme, job.num_gpus()});
+    return false;
+  }
+  // It fits: set aside the lowest-priority running jobs one at a time until
+  // it does; those whose GPUs it takes are preempted, the rest keep theirs.
+  for (Cursor& c : scratch_cursors_) c.back = c.end;
+  released.clear();
+  bool placed = false;
+  while (!placed && PopLowestRunning(now, &victim)) {
+    cluster.Release(jobs_[victim].id(), jobs_[victim].gpus());
+    released.push_back(victim);
+    placed = cluster.free_gpus() >= job.num_gpus() && place();
+  }
+  assert(placed);
+  pending_starts_.push_back({index, scratch_gpus_});
+  for (uint32_t r : released) {
+    const Job& other = jobs_[r];
     bool untouched = true;
-    for (GpuId g : job.gpus()) untouched = untouched && cluster.gpu_free(g);
+    for (GpuId g : other.gpus()) untouched = untouched && cluster.gpu_free(g);
     if (untouched) {
-      absl::Status kept = cluster.Allocate(job.id(), job.gpus());
+      absl::Status kept = cluster.Allocate(other.id(), other.gpus());
       assert(kept.ok());
       (void)kept;
     } else {
-      Preempt(index, now, decisions);
+      slots_[r].displaced_in_pass = pass_;
+      scratch_preempt_.push_back(r);
     }
   }
-  if (placement_failed) FillFreeGpus(now, cluster, false, decisions);
+  return placed;
 }
 
 void Scheduler::FillFreeGpus(Seconds now, Cluster& cluster,
@@ -360,10 +430,7 @@ void Scheduler::FillFreeGpus(Seconds now, Cluster& cluster,
   while (it != waiting_.end() && cluster.free_gpus() >= MinWaitingGpus()) {
     const Entry entry = *it;
     const bool fits = entry.gpus <= cluster.free_gpus();
-    // A job preempted in this pass lost to higher-priority work: it does
-    // not take back GPUs that placement could not use.
-    const bool eligible = slots_[entry.index].preempted_in_pass != pass_;
-    if (fits && eligible && TryStart(entry.index, now, cluster, decisions)) {
+    if (fits && TryStart(entry.index, now, cluster, decisions)) {
       it = waiting_.upper_bound(entry);
     } else if (head_of_line_blocking) {
       break;
@@ -381,13 +448,19 @@ bool Scheduler::TryStart(uint32_t index, Seconds now, Cluster& cluster,
   absl::Status allocated = cluster.Allocate(job.id(), scratch_gpus_);
   assert(allocated.ok());
   (void)allocated;
+  CommitStart(index, now, scratch_gpus_, decisions);
+  return true;
+}
+
+void Scheduler::CommitStart(uint32_t index, Seconds now,
+                            std::vector<GpuId> gpus, Decisions* decisions) {
+  Job& job = jobs_[index];
   Dequeue(index);
   const bool resumed = job.first_start().has_value();
-  job.Start(now, scratch_gpus_);
+  job.Start(now, std::move(gpus));
   Enqueue(index, now);
   ScheduleWakeups(index, now);
   decisions->started.push_back(StartDecision{job.id(), job.gpus(), resumed});
-  return true;
 }
 
 void Scheduler::Preempt(uint32_t index, Seconds now, Decisions* decisions) {
@@ -396,7 +469,6 @@ void Scheduler::Preempt(uint32_t index, Seconds now, Decisions* decisions) {
   job.Preempt(now);
   Enqueue(index, now);
   ScheduleWakeups(index, now);
-  slots_[index].preempted_in_pass = pass_;
   decisions->preempted.push_back(job.id());
 }
 

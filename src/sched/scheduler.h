@@ -14,13 +14,14 @@
 // to the cluster's allocation, and returns them so the host can act (start
 // or stop processes). Not thread-safe.
 //
-// One pass, for a preemptive policy: walk all unfinished jobs in priority
-// order, counting GPUs; a job that fits is selected, one that does not is
-// skipped (a running one becomes a victim). Then selected waiting jobs are
-// placed in order on the free GPUs and the victims'; a victim whose GPUs
-// nobody took keeps running, so a job that placement cannot fit
-// (fragmentation) preempts no one. If placement failed for some job, the
-// free GPUs are offered to the other waiting jobs in order.
+// One pass, for a preemptive policy: walk the jobs in priority order. A
+// running job keeps its GPUs unless a higher-priority job took them. A
+// waiting job is placed on the free GPUs if it can; if not, the
+// lowest-priority running jobs behind it are set aside one at a time until
+// it fits, and only those whose GPUs it takes are preempted. A job that
+// cannot fit even so (or by GPU count) is skipped, so smaller jobs behind
+// it can run: no head-of-line blocking, and a job that fragmentation keeps
+// out preempts no one.
 // A non-preemptive policy only walks waiting jobs over the free GPUs.
 #ifndef TIRESIAS_SCHED_SCHEDULER_H_
 #define TIRESIAS_SCHED_SCHEDULER_H_
@@ -124,6 +125,22 @@ class Scheduler {
   void RekeyAll(Seconds now);
 
   void PreemptiveWalk(Seconds now, Cluster& cluster, Decisions* decisions);
+  // Sets up a cursor per running group; true when every running job
+  // outranks every waiting one (then no cursor is needed).
+  bool InitCursors(Seconds now);
+  struct Cursor;
+  Entry KeyAt(const Cursor& c, const Entry& stored, Seconds now) const;
+  bool Displaced(uint32_t index) const;
+  // The highest-priority running job not yet visited nor displaced.
+  Cursor* NextRunning(Seconds now, Entry* entry);
+  // The lowest-priority running job behind the walk not yet released in
+  // this displacement attempt.
+  bool PopLowestRunning(Seconds now, uint32_t* index);
+  // Places a waiting job during the walk (allocating its GPUs), displacing
+  // lower-priority running jobs if it must. The job starts at commit.
+  bool PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster);
+  void CommitStart(uint32_t index, Seconds now, std::vector<GpuId> gpus,
+                   Decisions* decisions);
   // Starts waiting jobs in priority order on the free GPUs, skipping (or,
   // with head-of-line blocking, stopping at) jobs that do not fit.
   void FillFreeGpus(Seconds now, Cluster& cluster, bool head_of_line_blocking,
@@ -145,7 +162,7 @@ class Scheduler {
     double slope = 0;   // running: its group's drift slope
     double demote_at = std::numeric_limits<double>::infinity();
     double promote_at = std::numeric_limits<double>::infinity();
-    uint64_t preempted_in_pass = 0;  // pass number of its last preemption
+    uint64_t displaced_in_pass = 0;  // pass in which it lost its GPUs
   };
   std::vector<Slot> slots_;  // parallel to jobs_
   absl::flat_hash_map<JobId, uint32_t> index_of_;
@@ -169,12 +186,17 @@ class Scheduler {
   uint64_t pass_ = 0;   // passes run so far
   std::vector<GpuId> scratch_gpus_;
   std::vector<uint32_t> scratch_start_, scratch_preempt_;
-  // A position in one running group during a pass's merge.
+  // A running group during a pass: [begin, it) visited, [it, end) not;
+  // `back` walks down from `end` when looking for jobs to displace.
   struct Cursor {
     double slope;
-    absl::btree_set<Entry>::const_iterator it, end;
+    absl::btree_set<Entry>::const_iterator it, end, back;
   };
   std::vector<Cursor> scratch_cursors_;
+  std::vector<std::pair<uint32_t, std::vector<GpuId>>> pending_starts_;
+  std::vector<uint32_t> scratch_released_;
+  // (scheme, GPUs) of jobs this pass could not place at all.
+  std::vector<std::pair<std::string_view, int>> scratch_unplaceable_;
   std::vector<Entry> scratch_entries_;
   std::vector<std::pair<uint32_t, double>> scratch_moved_;
 };

@@ -160,6 +160,62 @@ TEST(TiresiasLTest, DemotionInstantCountsEarlierRuns) {
   EXPECT_EQ(h.cluster().free_gpus(), 3);
 }
 
+// Restores a job that has been running since `start` on `gpus`.
+void RestoreRunning(Harness& h, JobSpec spec, double start,
+                    std::vector<GpuId> gpus, int queue = 0) {
+  Job job(std::move(spec));
+  job.set_queue(queue);
+  job.Start(Seconds{start}, gpus);
+  ASSERT_TRUE(h.cluster().Allocate(job.id(), gpus).ok());
+  ASSERT_TRUE(h.scheduler().Restore(job, Seconds{start}).ok());
+}
+
+// srtf, consolidate, 3 servers x 4 GPUs, at t=100. Running: A (GPUs 0-3,
+// 10 s left), B (4-5, 20 s left), C (6-7, 100 s left). Waiting: W1 (5 GPUs,
+// 50 s) and W2 (1 GPU, 500 s). W1 outranks C but cannot be consolidated
+// even with C's GPUs (one whole free server of 4), so it preempts no one;
+// C outranks W2, keeps its GPUs, and W2 starts on the free server.
+TEST(SchedulerTest, SkippedJobDoesNotHandVictimsToLowerPriority) {
+  HarnessOptions o;
+  o.policy = "srtf";
+  o.placement = "consolidate";
+  Harness h(Topology::Uniform(1, 3, 4), o);
+  RestoreRunning(h, JobSpec{1, 4, Seconds{0}, Seconds{110}}, 0, {0, 1, 2, 3});
+  RestoreRunning(h, JobSpec{2, 2, Seconds{0}, Seconds{120}}, 0, {4, 5});
+  RestoreRunning(h, JobSpec{3, 2, Seconds{0}, Seconds{200}}, 0, {6, 7});
+  h.Submit(4, 5, 50, 50);
+  h.Submit(5, 1, 60, 500);
+  Decisions d = h.At(100);
+  EXPECT_THAT(d.preempted, IsEmpty());
+  EXPECT_THAT(Started(d), ElementsAre(5));
+  EXPECT_THAT(h.job(5).gpus(), ElementsAre(8));
+  EXPECT_TRUE(h.job(3).running());
+}
+
+// tiresias-l, profiled, 2 servers x 8 GPUs. Eight 1-GPU jobs in Q2 hold
+// four GPUs on each server (jobs 1-4 on s0, 5-8 on s1, started in id
+// order). A VGG16 job needing 8 GPUs arrives in Q1: it fits by count but
+// needs a whole server, so the lowest-priority Q2 jobs are set aside until
+// one server is free: 8, 7, 6, 5, all on s1. They are preempted; jobs 1-4
+// keep running, and a later 1-GPU job in Q1 takes a free GPU on s0.
+TEST(SchedulerTest, HigherQueueJobPreemptsToGetAWholeServer) {
+  HarnessOptions o = TiresiasL({100});
+  o.placement = "profiled";
+  Harness h(Topology::Uniform(1, 2, 8), o);
+  for (int id = 1; id <= 8; ++id) {
+    const GpuId gpu = id <= 4 ? id - 1 : 8 + (id - 5);
+    RestoreRunning(h, JobSpec{id, 1, Seconds{0}}, id, {gpu}, /*queue=*/1);
+  }
+  h.Submit(100, 8, 20, std::nullopt, "vgg16");
+  h.Submit(101, 1, 21);
+  Decisions d = h.At(21);
+  EXPECT_THAT(Preempted(d), ElementsAre(5, 6, 7, 8));
+  EXPECT_THAT(Started(d), ElementsAre(100, 101));
+  EXPECT_THAT(h.job(100).gpus(),
+              ElementsAre(8, 9, 10, 11, 12, 13, 14, 15));
+  for (int id = 1; id <= 4; ++id) EXPECT_TRUE(h.job(id).running()) << id;
+}
+
 TEST(SchedulerTest, RejectsBadSubmissions) {
   Harness h(Topology::Uniform(1, 1, 4), TiresiasL({100}));
   EXPECT_FALSE(h.scheduler().Submit(JobSpec{1, 0}, Seconds{0}).ok());

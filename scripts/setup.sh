@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   chromium zlib1g-dev
+  python3-torch
 )
 missing=()
 for p in "${packages[@]}"; do

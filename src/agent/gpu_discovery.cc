@@ -1,0 +1,221 @@
+#include "agent/gpu_discovery.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+extern char** environ;
+
+namespace tiresias {
+namespace {
+
+template <typename T>
+bool ParseInteger(absl::string_view text, T& out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size() && out >= 0;
+}
+
+absl::Status LineError(int line, absl::string_view what,
+                       absl::string_view got) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "nvidia-smi output line ", line, ": ", what, ", got \"", got, "\""));
+}
+
+struct CommandResult {
+  int exit_code = 0;   // -1 when killed
+  std::string output;  // stdout
+};
+
+// Runs `argv` (argv[0] looked up in PATH) with stdout captured and stderr
+// discarded, killing it after `timeout`.
+absl::StatusOr<CommandResult> RunCapture(const std::vector<std::string>& argv,
+                                         std::chrono::milliseconds timeout) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return absl::UnavailableError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> args;
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc =
+      posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    return absl::NotFoundError(
+        absl::StrCat("cannot run ", argv[0], ": ", std::strerror(rc)));
+  }
+  CommandResult result;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool timed_out = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p = {fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      timed_out = ready == 0;
+      break;
+    }
+    char buffer[4096];
+    const ssize_t n = read(fds[0], buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    result.output.append(buffer, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    return absl::UnavailableError(absl::StrCat(
+        argv[0], " did not answer within ", timeout.count(), " ms"));
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<GpuInfo>> EmulatedGpus(int count) {
+  if (count < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--gpus: expected a positive number of GPUs to emulate, got ", count));
+  }
+  std::vector<GpuInfo> gpus;
+  for (int i = 0; i < count; ++i) {
+    gpus.push_back(GpuInfo{i, absl::StrCat("emu-", i), "Emulated GPU",
+                           kEmulatedGpuMemoryMib});
+  }
+  return gpus;
+}
+
+absl::StatusOr<std::vector<GpuInfo>> ParseNvidiaSmiCsv(
+    std::string_view std_text) {
+  const absl::string_view text(std_text.data(), std_text.size());
+  std::vector<GpuInfo> gpus;
+  std::set<int> seen;
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    line = absl::StripAsciiWhitespace(line);  // also a trailing '\r'
+    if (line.empty()) continue;
+    std::vector<absl::string_view> fields = absl::StrSplit(line, ',');
+    if (fields.size() < 4) {
+      return LineError(line_number,
+                       absl::StrCat("expected 4 comma-separated fields "
+                                    "(index, uuid, name, memory.total) but "
+                                    "found ",
+                                    fields.size()),
+                       line);
+    }
+    for (absl::string_view& f : fields) f = absl::StripAsciiWhitespace(f);
+    GpuInfo gpu;
+    if (!ParseInteger(fields.front(), gpu.index)) {
+      return LineError(line_number,
+                       "field 'index': expected a non-negative integer",
+                       fields.front());
+    }
+    gpu.uuid = std::string(fields[1]);
+    if (gpu.uuid.empty()) {
+      return LineError(line_number, "field 'uuid': expected a GPU UUID", "");
+    }
+    // A name holding commas was split too: everything between the uuid's
+    // comma and the last one is the name.
+    const size_t name_start = line.find(',', line.find(',') + 1) + 1;
+    const size_t name_end = line.rfind(',');
+    gpu.name = std::string(absl::StripAsciiWhitespace(
+        line.substr(name_start, name_end - name_start)));
+    if (gpu.name.empty()) {
+      return LineError(line_number, "field 'name': expected a GPU name", "");
+    }
+    if (!ParseInteger(fields.back(), gpu.memory_mib)) {
+      return LineError(line_number,
+                       "field 'memory.total': expected an integer (MiB)",
+                       fields.back());
+    }
+    if (!seen.insert(gpu.index).second) {
+      return LineError(line_number, "field 'index': duplicate GPU index",
+                       fields.front());
+    }
+    gpus.push_back(std::move(gpu));
+  }
+  std::sort(gpus.begin(), gpus.end(), [](const GpuInfo& a, const GpuInfo& b) {
+    return a.index < b.index;
+  });
+  return gpus;
+}
+
+absl::StatusOr<std::vector<GpuInfo>> DiscoverWithNvidiaSmi(
+    const std::string& path, std::chrono::milliseconds timeout) {
+  absl::StatusOr<CommandResult> run =
+      RunCapture({path, "--query-gpu=index,uuid,name,memory.total",
+                  "--format=csv,noheader,nounits"},
+                 timeout);
+  if (!run.ok()) return run.status();
+  if (run->exit_code != 0) {
+    absl::string_view first_line = run->output;
+    first_line = first_line.substr(0, first_line.find('\n'));
+    return absl::UnavailableError(
+        absl::StrCat(path, " exited with status ", run->exit_code, ": ",
+                     absl::StripAsciiWhitespace(first_line)));
+  }
+  return ParseNvidiaSmiCsv(run->output);
+}
+
+absl::StatusOr<std::vector<GpuInfo>> DiscoverGpus(
+    const DiscoveryOptions& options) {
+  if (options.emulate.has_value()) return EmulatedGpus(*options.emulate);
+  std::vector<std::string> reasons;
+
+  absl::StatusOr<std::vector<GpuInfo>> nvml =
+      DiscoverWithNvml(options.nvml_library);
+  if (nvml.ok() && !nvml->empty()) return nvml;
+  reasons.push_back(nvml.ok()
+                        ? "NVML: no GPU"
+                        : absl::StrCat("NVML: ", nvml.status().message()));
+
+  absl::StatusOr<std::vector<GpuInfo>> smi = DiscoverWithNvidiaSmi(
+      options.nvidia_smi_path, options.nvidia_smi_timeout);
+  // nvidia-smi ran but said something we cannot read: that is worth
+  // reporting as such rather than as "no GPU".
+  if (smi.status().code() == absl::StatusCode::kInvalidArgument) return smi;
+  if (smi.ok() && !smi->empty()) return smi;
+  reasons.push_back(smi.ok()
+                        ? "nvidia-smi: no GPU"
+                        : absl::StrCat("nvidia-smi: ", smi.status().message()));
+
+  return absl::NotFoundError(
+      absl::StrCat("no GPU found (", absl::StrJoin(reasons, "; "),
+                   "); to run without GPUs, emulate some with --gpus N"));
+}
+
+}  // namespace tiresias

@@ -1,0 +1,312 @@
+#include "agent/launcher.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "agent/clock.h"
+#include "agent/proc_table.h"
+#include "agent/spawn.h"
+#include "agent/task_env.h"
+#include "core/status_macros.h"
+
+extern char** environ;
+
+namespace tiresias {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string TaskName(const TaskSpec& spec) {
+  return absl::StrCat("job ", spec.job_id, " rank ", spec.rank);
+}
+
+TaskOutcome StopOutcome(StopReason reason) {
+  return reason == StopReason::kPreempt ? TaskOutcome::kPreempted
+                                        : TaskOutcome::kCancelled;
+}
+
+}  // namespace
+
+std::string_view StopReasonName(StopReason reason) {
+  return reason == StopReason::kPreempt ? "preempt" : "cancel";
+}
+
+std::optional<StopReason> ParseStopReason(std::string_view name) {
+  if (name == "preempt") return StopReason::kPreempt;
+  if (name == "cancel") return StopReason::kCancel;
+  return std::nullopt;
+}
+
+std::string_view TaskOutcomeName(TaskOutcome outcome) {
+  switch (outcome) {
+    case TaskOutcome::kFinished:
+      return "finished";
+    case TaskOutcome::kFailed:
+      return "failed";
+    case TaskOutcome::kPreempted:
+      return "preempted";
+    case TaskOutcome::kCancelled:
+      return "cancelled";
+    case TaskOutcome::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+std::string TaskExit::Describe() const {
+  std::string how = "exit status lost";
+  if (exit_code.has_value()) how = absl::StrCat("exit code ", *exit_code);
+  if (signal.has_value()) {
+    const char* abbrev = sigabbrev_np(*signal);
+    how = absl::StrCat(
+        "killed by signal ", *signal,
+        abbrev != nullptr ? absl::StrCat(" (SIG", abbrev, ")") : "");
+  }
+  const std::string_view name = TaskOutcomeName(outcome);
+  return absl::StrCat(absl::string_view(name.data(), name.size()), " (", how,
+                      ")");
+}
+
+struct PosixLauncher::State {
+  struct Tracked {
+    TaskHandle handle;
+    bool child = true;  // false: adopted, not ours to wait for
+    std::optional<StopReason> stop;
+    std::chrono::steady_clock::time_point kill_at;
+    bool killed = false;
+  };
+
+  PosixLauncherOptions options;
+  Clock* clock;
+  ProcessTable* procs;
+  std::mutex mu;
+  std::unordered_map<pid_t, Tracked> tasks;  // by pid; guarded by mu
+
+  enum class Liveness { kRunning, kExited, kReplaced };
+
+  // Whether the task has exited, without reaping it. kReplaced: an adopted
+  // task's pid now belongs to another process.
+  Liveness Check(const Tracked& t) {
+    if (!t.child) {
+      absl::StatusOr<std::optional<ProcStat>> stat = procs->Stat(t.handle.pid);
+      if (!stat.ok()) return Liveness::kRunning;  // unreadable: assume alive
+      if (!stat->has_value() || (*stat)->exited()) return Liveness::kExited;
+      return (*stat)->start_ticks == t.handle.proc_start_ticks
+                 ? Liveness::kRunning
+                 : Liveness::kReplaced;
+    }
+    siginfo_t info = {};
+    int rc;
+    do {
+      rc = waitid(P_PID, t.handle.pid, &info, WEXITED | WNOHANG | WNOWAIT);
+    } while (rc < 0 && errno == EINTR);
+    // ECHILD: somebody else reaped it.
+    return rc < 0 || info.si_pid != 0 ? Liveness::kExited : Liveness::kRunning;
+  }
+
+  TaskExit MakeExit(const Tracked& t, std::optional<int> code,
+                    std::optional<int> sig) {
+    TaskExit exit;
+    exit.handle = t.handle;
+    exit.exit_code = code;
+    exit.signal = sig;
+    exit.end_time = clock->WallNow();
+    if (t.stop.has_value()) {
+      exit.outcome = StopOutcome(*t.stop);
+    } else if (code.has_value() && !sig.has_value()) {
+      exit.outcome = *code == 0 ? TaskOutcome::kFinished : TaskOutcome::kFailed;
+    } else if (sig.has_value()) {
+      exit.outcome = TaskOutcome::kFailed;
+    } else {
+      exit.outcome = TaskOutcome::kUnknown;
+    }
+    return exit;
+  }
+
+  // Kills what is left of the group once its leader has exited: the task is
+  // over and its GPUs go to someone else.
+  void SweepGroup(const Tracked& t) {
+    for (const auto& [pid, other] : tasks) {
+      if (pid != t.handle.pid && other.handle.pgid == t.handle.pgid) return;
+    }
+    killpg(t.handle.pgid, SIGKILL);
+  }
+
+  std::optional<TaskExit> PollLocked(Tracked& t) {
+    const Liveness liveness = Check(t);
+    if (liveness == Liveness::kRunning) {
+      if (t.stop.has_value() && !t.killed && clock->SteadyNow() >= t.kill_at) {
+        killpg(t.handle.pgid, SIGKILL);
+        t.killed = true;
+      }
+      return std::nullopt;
+    }
+    // A child's zombie still holds its pid, and so the group id: sweep the
+    // group before reaping, while the id cannot have been reused. A pid now
+    // held by another process may lead another group: leave that alone.
+    if (liveness == Liveness::kExited) SweepGroup(t);
+    if (!t.child) return MakeExit(t, std::nullopt, std::nullopt);
+    int status = 0;
+    pid_t rc;
+    do {
+      rc = waitpid(t.handle.pid, &status, 0);
+    } while (rc < 0 && errno == EINTR);
+    if (rc < 0) return MakeExit(t, std::nullopt, std::nullopt);
+    if (WIFEXITED(status))
+      return MakeExit(t, WEXITSTATUS(status), std::nullopt);
+    return MakeExit(t, std::nullopt, WTERMSIG(status));
+  }
+
+  absl::StatusOr<Tracked*> Find(const TaskHandle& handle) {
+    auto it = tasks.find(handle.pid);
+    if (it == tasks.end() ||
+        it->second.handle.proc_start_ticks != handle.proc_start_ticks) {
+      return absl::NotFoundError(
+          absl::StrCat("no task with pid ", handle.pid, " (job ", handle.job_id,
+                       " rank ", handle.rank, ") is in the launcher's charge"));
+    }
+    return &it->second;
+  }
+};
+
+PosixLauncher::PosixLauncher(PosixLauncherOptions options)
+    : state_(std::make_unique<State>()) {
+  if (options.base_env.empty()) {
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      options.base_env.emplace_back(*e);
+    }
+  }
+  state_->clock = options.clock != nullptr ? options.clock : RealClock();
+  state_->procs = options.process_table != nullptr ? options.process_table
+                                                   : RealProcessTable();
+  state_->options = std::move(options);
+}
+
+PosixLauncher::~PosixLauncher() = default;
+
+absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
+  RETURN_IF_ERROR(ValidateTaskSpec(spec));
+  const std::vector<std::string> env =
+      BuildTaskEnvironment(state_->options.base_env, spec);
+  absl::StatusOr<std::string> path =
+      ResolveCommand(spec.argv[0], FindEnv(env, "PATH"), spec.working_dir);
+  if (!path.ok()) {
+    return absl::NotFoundError(absl::StrCat("cannot start ", TaskName(spec),
+                                            ": ", path.status().message()));
+  }
+  absl::StatusOr<pid_t> pid = SpawnProcess(
+      SpawnRequest{*path, spec.argv, env, spec.working_dir, spec.log_path});
+  if (!pid.ok()) {
+    return absl::Status(pid.status().code(),
+                        absl::StrCat("cannot start ", TaskName(spec), ": ",
+                                     pid.status().message()));
+  }
+
+  TaskHandle handle;
+  handle.job_id = spec.job_id;
+  handle.attempt = spec.attempt;
+  handle.rank = spec.rank;
+  handle.pid = *pid;
+  handle.pgid = *pid;
+  handle.start_time = state_->clock->WallNow();
+  handle.log_path = spec.log_path;
+  // The child is not reaped yet, so its /proc entry is there even if it
+  // already exited.
+  absl::StatusOr<std::optional<ProcStat>> stat = state_->procs->Stat(*pid);
+  if (stat.ok() && stat->has_value())
+    handle.proc_start_ticks = (*stat)->start_ticks;
+
+  std::lock_guard<std::mutex> lock(state_->mu);
+  State::Tracked& t = state_->tasks[*pid];
+  t.handle = handle;
+  return handle;
+}
+
+absl::Status PosixLauncher::Adopt(const TaskHandle& handle,
+                                  std::optional<StopReason> stop,
+                                  milliseconds grace) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->tasks.contains(handle.pid)) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "pid ", handle.pid, " is already in the launcher's charge"));
+  }
+  State::Tracked& t = state_->tasks[handle.pid];
+  t.handle = handle;
+  t.child = false;
+  t.stop = stop;
+  t.kill_at = state_->clock->SteadyNow() + grace;
+  // The previous agent may have died between recording the stop and
+  // signalling; a second SIGTERM is harmless to a job already checkpointing.
+  if (stop.has_value() && state_->Check(t) == State::Liveness::kRunning) {
+    killpg(handle.pgid, SIGTERM);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PosixLauncher::RequestStop(const TaskHandle& handle,
+                                        StopReason reason, milliseconds grace) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  ASSIGN_OR_RETURN(State::Tracked * t, state_->Find(handle));
+  if (t->stop.has_value() || state_->Check(*t) != State::Liveness::kRunning) {
+    return absl::OkStatus();
+  }
+  t->stop = reason;
+  t->kill_at = state_->clock->SteadyNow() + grace;
+  if (killpg(t->handle.pgid, SIGTERM) != 0 && errno != ESRCH) {
+    return absl::UnavailableError(absl::StrCat("cannot signal process group ",
+                                               t->handle.pgid, ": ",
+                                               std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TaskExit> PosixLauncher::Stop(const TaskHandle& handle,
+                                             StopReason reason,
+                                             milliseconds grace) {
+  RETURN_IF_ERROR(RequestStop(handle, reason, grace));
+  Clock* clock = state_->clock;
+  const auto give_up = clock->SteadyNow() + grace + state_->options.kill_wait;
+  for (;;) {
+    ASSIGN_OR_RETURN(std::optional<TaskExit> exit, Poll(handle));
+    if (exit.has_value()) return *exit;
+    if (clock->SteadyNow() >= give_up) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "job ", handle.job_id, " rank ", handle.rank, " (pid ", handle.pid,
+          ") survived SIGKILL for ", state_->options.kill_wait.count(), " ms"));
+    }
+    clock->SleepFor(state_->options.poll_interval);
+  }
+}
+
+absl::StatusOr<std::optional<TaskExit>> PosixLauncher::Poll(
+    const TaskHandle& handle) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  ASSIGN_OR_RETURN(State::Tracked * t, state_->Find(handle));
+  std::optional<TaskExit> exit = state_->PollLocked(*t);
+  if (exit.has_value()) state_->tasks.erase(handle.pid);
+  return exit;
+}
+
+std::vector<TaskExit> PosixLauncher::PollAll() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  std::vector<TaskExit> exits;
+  for (auto it = state_->tasks.begin(); it != state_->tasks.end();) {
+    std::optional<TaskExit> exit = state_->PollLocked(it->second);
+    if (exit.has_value()) {
+      exits.push_back(std::move(*exit));
+      it = state_->tasks.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return exits;
+}
+
+}  // namespace tiresias

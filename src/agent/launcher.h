@@ -1,0 +1,185 @@
+// Starting, stopping and watching the processes of a job's tasks on this
+// machine. `ProcessLauncher` is the interface the agent uses (tests of the
+// agent may replace it); `PosixLauncher` is the real one.
+//
+// Each task runs as its own process group, so that a stop reaches everything
+// it started (data loaders, launchers' children). Preemption and
+// cancellation are SIGTERM to the group, a grace period for the job to
+// checkpoint, then SIGKILL to the group.
+//
+// Outcome of a task (TaskOutcome):
+//   finished   exited 0, and nobody asked it to stop;
+//   failed     exited non-zero, or was killed by a signal we did not send;
+//   preempted  we stopped it to preempt it, whatever its exit status;
+//   cancelled  we stopped it because the job was cancelled;
+//   unknown    an adopted task (started by a previous agent) that exited
+//              while nobody could wait for it: its status is lost.
+#ifndef TIRESIAS_AGENT_LAUNCHER_H_
+#define TIRESIAS_AGENT_LAUNCHER_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tiresias {
+
+// One process of a job, as the master asks this agent to run it.
+struct TaskSpec {
+  int64_t job_id = 0;
+  int attempt = 0;  // how many times the job was started before (0..)
+  int rank = 0;     // 0 <= rank < world_size, across all machines
+  int world_size = 1;
+  int local_rank = 0;             // rank among the job's tasks on this machine
+  std::vector<int> gpus;          // GpuInfo::index values; empty: no GPU
+  std::vector<std::string> argv;  // argv[0] looked up in PATH if bare
+  std::map<std::string, std::string> env;  // the user's --env K=V
+  std::string checkpoint_dir;
+  int restart_count = 0;    // times the job was resumed after a preemption
+  std::string master_addr;  // rank 0's host, for MASTER_ADDR
+  int master_port = 0;      // for MASTER_PORT
+  std::string log_path;     // stdout and stderr are appended here
+  std::string working_dir;  // empty: the agent's
+  // host:port of each rank's worker, for TF_CONFIG's cluster.worker list
+  // (size world_size). Empty: "master_addr:(master_port + 1 + rank)", which
+  // is right when all ranks run on the master_addr machine.
+  std::vector<std::string> worker_addrs;
+};
+
+enum class StopReason { kPreempt, kCancel };
+
+enum class TaskOutcome { kFinished, kFailed, kPreempted, kCancelled, kUnknown };
+
+std::string_view StopReasonName(StopReason reason);  // "preempt", "cancel"
+std::optional<StopReason> ParseStopReason(std::string_view name);
+std::string_view TaskOutcomeName(TaskOutcome outcome);  // "finished", ...
+
+// A running task: what identifies it, and what the agent records about it
+// (see task_record.h) to find it again after the agent restarts.
+struct TaskHandle {
+  int64_t job_id = 0;
+  int attempt = 0;
+  int rank = 0;
+  pid_t pid = 0;
+  pid_t pgid = 0;  // == pid: the task leads its own group
+  // When the process was really started (after a successful exec).
+  std::chrono::system_clock::time_point start_time;
+  // /proc/<pid>/stat start time, to tell this process from a later one that
+  // reuses its pid.
+  uint64_t proc_start_ticks = 0;
+  std::string log_path;
+};
+
+struct TaskExit {
+  TaskHandle handle;
+  TaskOutcome outcome = TaskOutcome::kUnknown;
+  std::optional<int> exit_code;  // set if it exited
+  std::optional<int> signal;     // set if a signal killed it
+  // When the agent saw the exit (no later than one Poll interval after it).
+  std::chrono::system_clock::time_point end_time;
+
+  // "preempted (killed by signal 9)", "failed (exit code 3)".
+  std::string Describe() const;
+};
+
+class ProcessLauncher {
+ public:
+  virtual ~ProcessLauncher() = default;
+
+  // Starts the task. Returns once the command was exec'd; a command that
+  // cannot start (not found, not executable, bad working dir, log not
+  // writable) is an error naming it, with no process left behind.
+  virtual absl::StatusOr<TaskHandle> Start(const TaskSpec& spec) = 0;
+
+  // Takes charge of a task a previous agent started (from the task record),
+  // still running as checked by the caller (CheckRecordedTasks). `stop` is a
+  // stop that agent had requested, if any: SIGTERM is sent again (that agent
+  // may have died before sending it) and the grace period restarts now. Its
+  // exit is seen through /proc, so its exit status is lost. AlreadyExists if
+  // the pid is already in charge.
+  virtual absl::Status Adopt(const TaskHandle& handle,
+                             std::optional<StopReason> stop,
+                             std::chrono::milliseconds grace) = 0;
+
+  // Asks the task to stop without waiting: SIGTERM to its group now, SIGKILL
+  // to its group from the first Poll after `grace`. A task that had already
+  // exited is not marked stopped: its outcome follows its exit status. A
+  // second request keeps the first one's reason and deadline.
+  virtual absl::Status RequestStop(const TaskHandle& handle, StopReason reason,
+                                   std::chrono::milliseconds grace) = 0;
+
+  // RequestStop, then waits for the task to exit: at most `grace` before the
+  // SIGKILL and a few seconds after it. DeadlineExceeded if the process
+  // survives even that (stuck in the kernel); Poll can pick it up later.
+  // NotFound if another thread's Poll/PollAll reported the exit first.
+  virtual absl::StatusOr<TaskExit> Stop(const TaskHandle& handle,
+                                        StopReason reason,
+                                        std::chrono::milliseconds grace) = 0;
+
+  // Non-blocking: the task's exit if it has exited (reaping it and killing
+  // whatever is left of its group), nullopt while it runs. Sends the SIGKILL
+  // of an expired stop. After an exit is returned the task is forgotten;
+  // polling it again is NotFound.
+  virtual absl::StatusOr<std::optional<TaskExit>> Poll(
+      const TaskHandle& handle) = 0;
+
+  // Poll for every task in charge; the exits seen.
+  virtual std::vector<TaskExit> PollAll() = 0;
+};
+
+class Clock;
+class ProcessTable;
+
+struct PosixLauncherOptions {
+  // The environment tasks start from ("K=V" entries). Empty: the agent's
+  // own, as at construction.
+  std::vector<std::string> base_env;
+  Clock* clock = nullptr;                 // null: RealClock()
+  ProcessTable* process_table = nullptr;  // null: RealProcessTable()
+  // How long Stop waits for a SIGKILLed task to disappear.
+  std::chrono::milliseconds kill_wait{5000};
+  // How often Stop polls.
+  std::chrono::milliseconds poll_interval{10};
+};
+
+// Forks and execs tasks (see spawn.h for the child's setup, task_env.h for
+// its environment). All methods are thread-safe; Stop blocks only its
+// caller, and only up to grace + kill_wait. Requires that nobody else reaps
+// this process's children (no SIGCHLD set to SIG_IGN, no waitpid(-1)).
+// Destroying the launcher leaves tasks running: they outlive an agent
+// restart by design. When a task's leader exits, whatever is left of its
+// process group is SIGKILLed, so no stray process keeps its GPUs. A task
+// that moves itself to another process group (setsid) escapes stops.
+class PosixLauncher final : public ProcessLauncher {
+ public:
+  explicit PosixLauncher(PosixLauncherOptions options = {});
+  ~PosixLauncher() override;
+
+  absl::StatusOr<TaskHandle> Start(const TaskSpec& spec) override;
+  absl::Status Adopt(const TaskHandle& handle, std::optional<StopReason> stop,
+                     std::chrono::milliseconds grace) override;
+  absl::Status RequestStop(const TaskHandle& handle, StopReason reason,
+                           std::chrono::milliseconds grace) override;
+  absl::StatusOr<TaskExit> Stop(const TaskHandle& handle, StopReason reason,
+                                std::chrono::milliseconds grace) override;
+  absl::StatusOr<std::optional<TaskExit>> Poll(
+      const TaskHandle& handle) override;
+  std::vector<TaskExit> PollAll() override;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_AGENT_LAUNCHER_H_

@@ -1,0 +1,325 @@
+// The real launcher against real processes: /bin/sh scripts, real signals,
+// real log files, each test in its own temporary folder.
+#include "agent/launcher.h"
+
+#include <signal.h>
+
+#include <filesystem>
+
+#include "agent/agent_testing.h"
+#include "agent/clock.h"
+#include "agent/proc_table.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace tiresias {
+namespace {
+
+using agent_testing::ReadFile;
+using agent_testing::TestDir;
+using agent_testing::WaitUntil;
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+
+bool Gone(pid_t pid) {
+  absl::StatusOr<std::optional<ProcStat>> stat = RealProcessTable()->Stat(pid);
+  return stat.ok() && (!stat->has_value() || (*stat)->exited());
+}
+
+pid_t ReadPid(const std::string& path) {
+  return static_cast<pid_t>(std::stol(ReadFile(path)));
+}
+
+class LauncherTest : public ::testing::Test {
+ protected:
+  TaskSpec Spec(const std::string& script) const {
+    TaskSpec spec;
+    spec.job_id = 42;
+    spec.attempt = 3;
+    spec.rank = 1;
+    spec.world_size = 2;
+    spec.local_rank = 0;
+    spec.gpus = {1, 3};
+    spec.argv = {"/bin/sh", "-c", script};
+    spec.checkpoint_dir = dir_.File("ckpt");
+    spec.restart_count = 2;
+    spec.master_addr = "10.0.0.5";
+    spec.master_port = 29500;
+    spec.log_path = dir_.File("logs/42/rank1.log");
+    spec.working_dir = dir_.path().string();
+    return spec;
+  }
+
+  TaskHandle StartOk(const TaskSpec& spec) {
+    absl::StatusOr<TaskHandle> handle = launcher_.Start(spec);
+    EXPECT_TRUE(handle.ok()) << handle.status();
+    return handle.value_or(TaskHandle{});
+  }
+
+  // Starts `script` and waits until it has created the file "ready".
+  TaskHandle StartReady(const std::string& script) {
+    TaskHandle handle = StartOk(Spec(script));
+    EXPECT_TRUE(
+        WaitUntil([&] { return std::filesystem::exists(dir_.File("ready")); }));
+    return handle;
+  }
+
+  TaskExit WaitExit(const TaskHandle& handle) {
+    std::optional<TaskExit> exit;
+    EXPECT_TRUE(WaitUntil([&] {
+      absl::StatusOr<std::optional<TaskExit>> polled = launcher_.Poll(handle);
+      EXPECT_TRUE(polled.ok()) << polled.status();
+      if (polled.ok()) exit = *polled;
+      return !polled.ok() || exit.has_value();
+    }));
+    return exit.value_or(TaskExit{});
+  }
+
+  TestDir dir_;
+  PosixLauncher launcher_{PosixLauncherOptions{
+      .base_env = {"PATH=/usr/bin:/bin", "AGENT_VAR=from-agent"}}};
+};
+
+TEST_F(LauncherTest, ChildSeesItsEnvironment) {
+  TaskSpec spec = Spec("env > env.txt; pwd > pwd.txt");
+  spec.env = {{"USER_VAR", "hello world"}, {"RANK", "99"}};
+  const TaskHandle handle = StartOk(spec);
+  ASSERT_EQ(WaitExit(handle).outcome, TaskOutcome::kFinished);
+  std::map<std::string, std::string> env;
+  std::istringstream lines(ReadFile(dir_.File("env.txt")));
+  for (std::string line; std::getline(lines, line);) {
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  const std::map<std::string, std::string> expected = {
+      {"AGENT_VAR", "from-agent"},
+      {"USER_VAR", "hello world"},
+      {"CUDA_VISIBLE_DEVICES", "1,3"},
+      {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
+      {"MASTER_ADDR", "10.0.0.5"},
+      {"MASTER_PORT", "29500"},
+      {"WORLD_SIZE", "2"},
+      {"RANK", "1"},  // not the user's 99
+      {"LOCAL_RANK", "0"},
+      {"TIRESIAS_JOB_ID", "42"},
+      {"TIRESIAS_ATTEMPT", "3"},
+      {"TIRESIAS_CHECKPOINT_DIR", dir_.File("ckpt")},
+      {"TIRESIAS_RESTART_COUNT", "2"},
+  };
+  for (const auto& [name, value] : expected) {
+    EXPECT_EQ(env[name], value) << name;
+  }
+  EXPECT_EQ(nlohmann::json::parse(env["TF_CONFIG"]),
+            nlohmann::json::parse(R"({"cluster": {"worker":
+                ["10.0.0.5:29501", "10.0.0.5:29502"]},
+                "task": {"type": "worker", "index": 1}})"));
+  EXPECT_EQ(ReadFile(dir_.File("pwd.txt")), dir_.path().string() + "\n");
+}
+
+TEST_F(LauncherTest, ExitZeroIsFinished) {
+  const auto before = std::chrono::system_clock::now();
+  const TaskHandle handle = StartOk(Spec("exit 0"));
+  EXPECT_GT(handle.pid, 0);
+  EXPECT_EQ(handle.pgid, handle.pid);
+  EXPECT_NE(handle.proc_start_ticks, 0u);
+  EXPECT_GE(handle.start_time, before);
+  EXPECT_EQ(handle.job_id, 42);
+  const TaskExit exit = WaitExit(handle);
+  EXPECT_EQ(exit.outcome, TaskOutcome::kFinished);
+  EXPECT_EQ(exit.exit_code, 0);
+  EXPECT_FALSE(exit.signal.has_value());
+  EXPECT_GE(exit.end_time, handle.start_time);
+  // Forgotten once reported.
+  EXPECT_EQ(launcher_.Poll(handle).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(LauncherTest, NonZeroExitIsFailedWithItsCode) {
+  const TaskExit exit = WaitExit(StartOk(Spec("exit 3")));
+  EXPECT_EQ(exit.outcome, TaskOutcome::kFailed);
+  EXPECT_EQ(exit.exit_code, 3);
+  EXPECT_EQ(exit.Describe(), "failed (exit code 3)");
+}
+
+TEST_F(LauncherTest, SignalWeDidNotSendIsFailed) {
+  const TaskExit exit = WaitExit(StartOk(Spec("kill -KILL $$")));
+  EXPECT_EQ(exit.outcome, TaskOutcome::kFailed);
+  EXPECT_EQ(exit.signal, SIGKILL);
+  EXPECT_EQ(exit.Describe(), "failed (killed by signal 9 (SIGKILL))");
+}
+
+TEST_F(LauncherTest, CommandNotFoundIsAStartError) {
+  TaskSpec spec = Spec("");
+  spec.argv = {"no-such-command-for-tiresias", "--flag"};
+  absl::StatusOr<TaskHandle> handle = launcher_.Start(spec);
+  EXPECT_EQ(handle.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(handle.status().message()),
+              HasSubstr("command 'no-such-command-for-tiresias' not found"));
+  EXPECT_THAT(std::string(handle.status().message()),
+              HasSubstr("job 42 rank 1"));
+  EXPECT_TRUE(launcher_.PollAll().empty());
+}
+
+TEST_F(LauncherTest, ExecFailureCarriesErrno) {
+  TaskSpec spec = Spec("");
+  spec.argv = {dir_.Write("not-executable", "#!/bin/sh\n", 0644)};
+  absl::StatusOr<TaskHandle> handle = launcher_.Start(spec);
+  EXPECT_FALSE(handle.ok());
+  EXPECT_THAT(std::string(handle.status().message()),
+              HasSubstr("exec " + spec.argv[0] + ": Permission denied"));
+  spec.argv = {"/nonexistent/train.py"};
+  handle = launcher_.Start(spec);
+  EXPECT_THAT(
+      std::string(handle.status().message()),
+      HasSubstr("exec /nonexistent/train.py: No such file or directory"));
+  spec = Spec("exit 0");
+  spec.working_dir = dir_.File("missing");
+  handle = launcher_.Start(spec);
+  EXPECT_THAT(std::string(handle.status().message()),
+              HasSubstr("chdir to " + spec.working_dir));
+  EXPECT_TRUE(launcher_.PollAll().empty());
+}
+
+TEST_F(LauncherTest, LogGetsStdoutAndStderrAppended) {
+  const std::string script = "echo out; echo err >&2; cat";  // cat: stdin EOF
+  EXPECT_EQ(WaitExit(StartOk(Spec(script))).outcome, TaskOutcome::kFinished);
+  EXPECT_EQ(WaitExit(StartOk(Spec(script))).outcome, TaskOutcome::kFinished);
+  EXPECT_EQ(ReadFile(dir_.File("logs/42/rank1.log")), "out\nerr\nout\nerr\n");
+}
+
+TEST_F(LauncherTest, PreemptedJobCheckpointsOnTerm) {
+  const TaskHandle handle = StartReady(
+      "trap 'echo checkpointed > ckpt.txt; exit 0' TERM; sleep 30 & "
+      "touch ready; wait");
+  absl::StatusOr<TaskExit> exit =
+      launcher_.Stop(handle, StopReason::kPreempt, milliseconds(3000));
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->outcome, TaskOutcome::kPreempted);
+  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_EQ(ReadFile(dir_.File("ckpt.txt")), "checkpointed\n");
+}
+
+TEST_F(LauncherTest, IgnoredTermIsKilledAfterGraceWithItsGroup) {
+  const TaskHandle handle = StartReady(
+      "trap '' TERM; sleep 30 & echo $! > grandchild; touch ready; wait");
+  const pid_t grandchild = ReadPid(dir_.File("grandchild"));
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<TaskExit> exit =
+      launcher_.Stop(handle, StopReason::kPreempt, milliseconds(300));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->outcome, TaskOutcome::kPreempted);
+  EXPECT_EQ(exit->signal, SIGKILL);
+  EXPECT_GE(took, milliseconds(300));
+  EXPECT_LT(took, milliseconds(2000));
+  EXPECT_TRUE(WaitUntil([&] { return Gone(grandchild); }));
+}
+
+TEST_F(LauncherTest, CancelledJob) {
+  const TaskHandle handle = StartReady("touch ready; exec sleep 30");
+  absl::StatusOr<TaskExit> exit =
+      launcher_.Stop(handle, StopReason::kCancel, milliseconds(3000));
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->outcome, TaskOutcome::kCancelled);
+  EXPECT_EQ(exit->signal, SIGTERM);
+}
+
+TEST_F(LauncherTest, StopAfterTheTaskExitedKeepsItsOwnOutcome) {
+  const TaskHandle handle = StartOk(Spec("exit 5"));
+  ASSERT_TRUE(WaitUntil([&] { return Gone(handle.pid); }));  // a zombie
+  absl::StatusOr<TaskExit> exit =
+      launcher_.Stop(handle, StopReason::kPreempt, milliseconds(300));
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->outcome, TaskOutcome::kFailed);
+  EXPECT_EQ(exit->exit_code, 5);
+}
+
+TEST_F(LauncherTest, LeftoverProcessesOfAFinishedTaskAreKilled) {
+  const TaskHandle handle =
+      StartOk(Spec("sleep 30 & echo $! > grandchild; exit 0"));
+  EXPECT_EQ(WaitExit(handle).outcome, TaskOutcome::kFinished);
+  EXPECT_TRUE(
+      WaitUntil([&] { return Gone(ReadPid(dir_.File("grandchild"))); }));
+}
+
+// A clock whose steady time only moves when the test says so.
+class ManualClock final : public Clock {
+ public:
+  std::chrono::steady_clock::time_point SteadyNow() override { return now_; }
+  std::chrono::system_clock::time_point WallNow() override {
+    return std::chrono::system_clock::now();
+  }
+  void SleepFor(std::chrono::nanoseconds d) override { now_ += d; }
+  void Advance(std::chrono::nanoseconds d) { now_ += d; }
+
+ private:
+  std::chrono::steady_clock::time_point now_;
+};
+
+TEST_F(LauncherTest, RequestStopReturnsAtOnceAndPollEscalatesOnTheClock) {
+  ManualClock clock;
+  PosixLauncherOptions options;
+  options.clock = &clock;
+  PosixLauncher launcher(options);
+  absl::StatusOr<TaskHandle> handle = launcher.Start(
+      Spec("trap '' TERM; touch ready; while :; do sleep 0.01; done"));
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  ASSERT_TRUE(
+      WaitUntil([&] { return std::filesystem::exists(dir_.File("ready")); }));
+  ASSERT_TRUE(
+      launcher.RequestStop(*handle, StopReason::kPreempt, std::chrono::hours(1))
+          .ok());
+  // Real time passes, the clock's does not: no SIGKILL yet.
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_TRUE(launcher.PollAll().empty());
+  clock.Advance(std::chrono::hours(1));
+  std::vector<TaskExit> exits;
+  ASSERT_TRUE(WaitUntil([&] {
+    for (TaskExit& e : launcher.PollAll()) exits.push_back(e);
+    return !exits.empty();
+  }));
+  EXPECT_EQ(exits[0].outcome, TaskOutcome::kPreempted);
+  EXPECT_EQ(exits[0].signal, SIGKILL);
+}
+
+TEST_F(LauncherTest, AdoptedTaskIsWatchedThroughProc) {
+  const TaskHandle handle = StartReady("touch ready; exec sleep 30");
+  PosixLauncher successor;  // an agent restarted: not the task's parent
+  ASSERT_TRUE(successor.Adopt(handle, std::nullopt, milliseconds(0)).ok());
+  EXPECT_EQ(successor.Adopt(handle, std::nullopt, milliseconds(0)).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_FALSE(successor.Poll(handle).value().has_value());
+  ASSERT_TRUE(
+      successor.RequestStop(handle, StopReason::kCancel, milliseconds(3000))
+          .ok());
+  std::optional<TaskExit> exit;
+  ASSERT_TRUE(WaitUntil([&] {
+    exit = successor.Poll(handle).value();
+    return exit.has_value();
+  }));
+  EXPECT_EQ(exit->outcome, TaskOutcome::kCancelled);
+  EXPECT_FALSE(exit->exit_code.has_value());    // not its parent: status lost
+  EXPECT_EQ(WaitExit(handle).signal, SIGTERM);  // the parent reaps it
+}
+
+TEST_F(LauncherTest, AdoptedPidNowHeldByAnotherProcessIsLeftAlone) {
+  const TaskHandle handle = StartReady("touch ready; exec sleep 30");
+  TaskHandle recorded = handle;  // as if the recorded task's pid was reused
+  recorded.proc_start_ticks += 1;
+  PosixLauncher successor;
+  ASSERT_TRUE(
+      successor.Adopt(recorded, StopReason::kPreempt, milliseconds(0)).ok());
+  absl::StatusOr<std::optional<TaskExit>> exit = successor.Poll(recorded);
+  ASSERT_TRUE(exit.ok() && exit->has_value());
+  EXPECT_EQ((*exit)->outcome, TaskOutcome::kPreempted);
+  // Adopt sent no signal to a process that is not the task.
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(Gone(handle.pid));
+  EXPECT_EQ(
+      launcher_.Stop(handle, StopReason::kCancel, milliseconds(1000))->outcome,
+      TaskOutcome::kCancelled);
+}
+
+}  // namespace
+}  // namespace tiresias

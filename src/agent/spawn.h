@@ -1,0 +1,36 @@
+// fork + exec of one task process, the part of the launcher that runs in
+// the child. Failures of the child's setup or of exec come back to the
+// parent through a close-on-exec pipe, so "command not executable" is an
+// error from SpawnProcess, not a process that silently exits 127.
+#ifndef TIRESIAS_AGENT_SPAWN_H_
+#define TIRESIAS_AGENT_SPAWN_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tiresias {
+
+struct SpawnRequest {
+  std::string path;               // the file to execve (see ResolveCommand)
+  std::vector<std::string> argv;  // argv[0] included
+  std::vector<std::string> env;   // "K=V", the whole environment
+  std::string working_dir;        // empty: the caller's
+  std::string log_path;           // stdout and stderr, appended; created
+};
+
+// Starts the process and returns its pid once it has exec'd. The child:
+// leads a new process group (pgid == pid); has stdin on /dev/null and stdout
+// and stderr appended to log_path (its folder created if missing); default
+// signal dispositions and an empty signal mask; no other file descriptor of
+// the caller. Errors name the step that failed and the errno text; no
+// process is left behind then. Thread-safe (the child only makes
+// async-signal-safe calls).
+absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request);
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_AGENT_SPAWN_H_

@@ -1,0 +1,116 @@
+#include "agent/task_env.h"
+
+#include "agent/agent_testing.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace tiresias {
+namespace {
+
+using ::testing::HasSubstr;
+
+TaskSpec Spec() {
+  TaskSpec spec;
+  spec.job_id = 42;
+  spec.attempt = 3;
+  spec.rank = 1;
+  spec.world_size = 2;
+  spec.local_rank = 0;
+  spec.gpus = {1, 3};
+  spec.argv = {"train"};
+  spec.checkpoint_dir = "/ckpt/42";
+  spec.restart_count = 2;
+  spec.master_addr = "10.0.0.5";
+  spec.master_port = 29500;
+  spec.log_path = "/logs/42.log";
+  return spec;
+}
+
+TEST(TaskEnvTest, LayersAgentSpecAndFrameworkVariables) {
+  TaskSpec spec = Spec();
+  spec.env = {{"FOO", "bar"},
+              {"HOME", "/u"},
+              {"CUDA_VISIBLE_DEVICES", "7"},
+              {"CUDA_DEVICE_ORDER", "FASTEST_FIRST"}};
+  const std::vector<std::string> env = BuildTaskEnvironment(
+      {"HOME=/root", "PATH=/usr/bin", "CUDA_VISIBLE_DEVICES=0", "junk"}, spec);
+  EXPECT_EQ(FindEnv(env, "PATH"), "/usr/bin");  // agent's
+  EXPECT_EQ(FindEnv(env, "HOME"), "/u");        // spec overrides agent
+  EXPECT_EQ(FindEnv(env, "FOO"), "bar");
+  EXPECT_EQ(FindEnv(env, "CUDA_VISIBLE_DEVICES"), "1,3");  // ours win
+  EXPECT_EQ(FindEnv(env, "CUDA_DEVICE_ORDER"), "FASTEST_FIRST");
+  EXPECT_EQ(FindEnv(env, "RANK"), "1");
+  EXPECT_EQ(FindEnv(env, "TIRESIAS_ATTEMPT"), "3");
+  EXPECT_EQ(FindEnv(env, "junk"), "");
+  EXPECT_TRUE(std::is_sorted(env.begin(), env.end()));
+}
+
+TEST(TaskEnvTest, NoGpusHidesAllOfThem) {
+  TaskSpec spec = Spec();
+  spec.gpus.clear();
+  const std::vector<std::string> env = BuildTaskEnvironment({}, spec);
+  EXPECT_NE(std::find(env.begin(), env.end(), "CUDA_VISIBLE_DEVICES="),
+            env.end());
+  EXPECT_EQ(FindEnv(env, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
+}
+
+TEST(TaskEnvTest, TfConfigListsOneWorkerPerRank) {
+  TaskSpec spec = Spec();
+  nlohmann::json config = nlohmann::json::parse(TfConfigJson(spec));
+  EXPECT_EQ(config["cluster"]["worker"],
+            nlohmann::json({"10.0.0.5:29501", "10.0.0.5:29502"}));
+  EXPECT_EQ(config["task"], nlohmann::json({{"type", "worker"}, {"index", 1}}));
+  spec.worker_addrs = {"a:1", "b:2"};
+  config = nlohmann::json::parse(TfConfigJson(spec));
+  EXPECT_EQ(config["cluster"]["worker"], nlohmann::json({"a:1", "b:2"}));
+}
+
+TEST(TaskEnvTest, ValidationNamesTheField) {
+  struct Case {
+    void (*mutate)(TaskSpec&);
+    const char* field;
+  };
+  const Case cases[] = {
+      {[](TaskSpec& s) { s.argv.clear(); }, "'argv'"},
+      {[](TaskSpec& s) { s.world_size = 0; }, "'world_size'"},
+      {[](TaskSpec& s) { s.rank = 2; }, "'rank'"},
+      {[](TaskSpec& s) { s.local_rank = -1; }, "'local_rank'"},
+      {[](TaskSpec& s) {
+         s.gpus = {1, 1};
+       },
+       "'gpus'"},
+      {[](TaskSpec& s) { s.master_port = 70000; }, "'master_port'"},
+      {[](TaskSpec& s) { s.log_path.clear(); }, "'log_path'"},
+      {[](TaskSpec& s) { s.worker_addrs = {"a:1"}; }, "'worker_addrs'"},
+      {[](TaskSpec& s) { s.env["A=B"] = "c"; }, "'env'"},
+      {[](TaskSpec& s) { s.restart_count = -1; }, "'restart_count'"},
+  };
+  EXPECT_TRUE(ValidateTaskSpec(Spec()).ok());
+  for (const Case& c : cases) {
+    TaskSpec spec = Spec();
+    c.mutate(spec);
+    absl::Status status = ValidateTaskSpec(spec);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.field;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.field));
+  }
+}
+
+TEST(ResolveCommandTest, SearchesPathLikeExecvp) {
+  agent_testing::TestDir dir;
+  const std::string tool = dir.Write("bin/tool", "#!/bin/sh\n", 0755);
+  dir.Write("bin/data", "not executable", 0644);
+  const std::string path_var = "/nonexistent:" + dir.File("bin");
+  EXPECT_EQ(ResolveCommand("tool", path_var, "").value(), tool);
+  EXPECT_EQ(ResolveCommand("./x/y", path_var, "").value(), "./x/y");
+  EXPECT_EQ(ResolveCommand("tool", "bin", dir.path().string()).value(),
+            dir.File("bin") + "/tool");
+  absl::StatusOr<std::string> missing = ResolveCommand("data", path_var, "");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("command 'data'"));
+  EXPECT_THAT(ResolveCommand("sh", "", "").value(), ::testing::EndsWith("/sh"));
+}
+
+}  // namespace
+}  // namespace tiresias

@@ -1,0 +1,115 @@
+// The master's records of jobs, their events and nodes: plain values, as the
+// store keeps them and the RPC layer converts them (proto_convert.h). Free of
+// gRPC and SQLite so that either side can change alone.
+//
+// All instants are Unix seconds (`Seconds` since the epoch), durations are
+// `Seconds`, attained service is GPU-seconds.
+#ifndef TIRESIAS_MASTER_JOB_RECORD_H_
+#define TIRESIAS_MASTER_JOB_RECORD_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/job.h"
+#include "core/time.h"
+
+namespace tiresias {
+
+// What a user asked to run (proto JobSpec). Never changes after submission.
+struct JobRequest {
+  std::string name;  // free-form label; may be empty
+  std::string user;  // who submitted it; informational
+  int num_gpus = 1;  // all at once (gang)
+  std::vector<std::string> command;           // argv, argv[0] first
+  std::map<std::string, std::string> env;     // extra environment
+  std::string checkpoint_dir;                 // TIRESIAS_CHECKPOINT_DIR
+  std::string model;  // model name hint for placement; empty if unknown
+
+  bool operator==(const JobRequest&) const = default;
+};
+
+// The master's view of a job's life. Richer than the core's JobState: the
+// core only needs "finished", the master says how.
+enum class JobRecordState {
+  kPending,    // accepted, never ran
+  kRunning,    // its tasks were started
+  kPreempted,  // ran, stopped to yield its GPUs, waiting to resume
+  kFinished,   // every task exited 0
+  kFailed,     // a task exited non-zero
+  kCancelled,  // cancelled by a user
+};
+
+// "pending", "running", ... (also the store's on-disk spelling).
+std::string_view JobRecordStateName(JobRecordState state);
+// The inverse of JobRecordStateName; InvalidArgument naming `text` else.
+absl::StatusOr<JobRecordState> ParseJobRecordState(std::string_view text);
+// Finished, failed or cancelled.
+bool IsFinal(JobRecordState state);
+
+// One thing that happened to a job.
+struct JobEvent {
+  JobId job_id = 0;
+  // Position in the store's global event log, assigned by the store when
+  // the event is written (ignored on write); strictly increasing.
+  int64_t sequence = 0;
+  Seconds time{0};     // when it happened (Unix seconds)
+  std::string kind;    // one lowercase word: "submitted", "started", ...
+  std::string detail;  // human-readable; may be empty
+
+  bool operator==(const JobEvent&) const = default;
+};
+
+// A job as the master records it (proto Job).
+struct JobRecord {
+  JobId id = 0;  // assigned by the store: > 0, increasing, never reused
+  JobRequest spec;
+  JobRecordState state = JobRecordState::kPending;
+  int queue = 0;  // 0 = highest priority
+  // num_gpus x executed: what the queues are decided on.
+  double attained_gpu_seconds = 0;
+  Seconds executed{0};        // run since submission or last promotion
+  Seconds total_executed{0};  // run over its whole life
+  Seconds submit_time{0};
+  std::optional<Seconds> first_start_time;  // nullopt: never ran
+  std::optional<Seconds> end_time;          // nullopt: unfinished
+  // Last stop, or submission, or last promotion: waiting is measured from
+  // here.
+  Seconds last_stop_time{0};
+  int preemptions = 0;
+  int promotions = 0;
+  int restarts = 0;  // starts after having run (TIRESIAS_RESTART_COUNT)
+  int attempt = 0;   // number of the current or last launch; 0: never
+  std::vector<std::string> nodes;  // node names it runs (or last ran) on
+  std::optional<int> exit_code;
+  // History, oldest first. Filled by Store::GetJob; empty from ListJobs and
+  // ignored by writes (events are appended, never rewritten).
+  std::vector<JobEvent> events;
+
+  bool operator==(const JobRecord&) const = default;
+};
+
+enum class NodeState { kUp, kDown };
+
+std::string_view NodeStateName(NodeState state);  // "up", "down"
+absl::StatusOr<NodeState> ParseNodeState(std::string_view text);
+
+// A GPU server as the master last heard of it.
+struct NodeRecord {
+  int64_t id = 0;       // assigned by the store on first upsert of the name
+  std::string name;     // unique
+  std::string address;  // host[:port] its job processes are reached at
+  int gpus = 0;
+  NodeState state = NodeState::kUp;
+  Seconds last_heartbeat{0};  // Unix seconds, master's clock
+
+  bool operator==(const NodeRecord&) const = default;
+};
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_MASTER_JOB_RECORD_H_

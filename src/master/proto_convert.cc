@@ -1,0 +1,161 @@
+#include "master/proto_convert.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace tiresias {
+
+v1::JobState JobStateToProto(JobRecordState state) {
+  switch (state) {
+    case JobRecordState::kPending: return v1::JOB_STATE_PENDING;
+    case JobRecordState::kRunning: return v1::JOB_STATE_RUNNING;
+    case JobRecordState::kPreempted: return v1::JOB_STATE_PREEMPTED;
+    case JobRecordState::kFinished: return v1::JOB_STATE_FINISHED;
+    case JobRecordState::kFailed: return v1::JOB_STATE_FAILED;
+    case JobRecordState::kCancelled: return v1::JOB_STATE_CANCELLED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+absl::StatusOr<JobRecordState> JobStateFromProto(v1::JobState state) {
+  switch (state) {
+    case v1::JOB_STATE_PENDING: return JobRecordState::kPending;
+    case v1::JOB_STATE_RUNNING: return JobRecordState::kRunning;
+    case v1::JOB_STATE_PREEMPTED: return JobRecordState::kPreempted;
+    case v1::JOB_STATE_FINISHED: return JobRecordState::kFinished;
+    case v1::JOB_STATE_FAILED: return JobRecordState::kFailed;
+    case v1::JOB_STATE_CANCELLED: return JobRecordState::kCancelled;
+    default: break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "state: expected a job state, got ", static_cast<int>(state),
+      state == v1::JOB_STATE_UNSPECIFIED ? " (unspecified)" : ""));
+}
+
+v1::NodeState NodeStateToProto(NodeState state) {
+  return state == NodeState::kUp ? v1::NODE_STATE_UP : v1::NODE_STATE_DOWN;
+}
+
+absl::StatusOr<NodeState> NodeStateFromProto(v1::NodeState state) {
+  if (state == v1::NODE_STATE_UP) return NodeState::kUp;
+  if (state == v1::NODE_STATE_DOWN) return NodeState::kDown;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "state: expected a node state, got ", static_cast<int>(state)));
+}
+
+void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
+  out->set_name(spec.name);
+  out->set_user(spec.user);
+  out->set_gpus(spec.num_gpus);
+  out->mutable_command()->Assign(spec.command.begin(), spec.command.end());
+  out->mutable_env()->clear();
+  for (const auto& [key, value] : spec.env) (*out->mutable_env())[key] = value;
+  out->set_checkpoint_dir(spec.checkpoint_dir);
+  out->set_model(spec.model);
+}
+
+JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
+  JobRequest out;
+  out.name = spec.name();
+  out.user = spec.user();
+  out.num_gpus = spec.gpus();
+  out.command.assign(spec.command().begin(), spec.command().end());
+  out.env.insert(spec.env().begin(), spec.env().end());
+  out.checkpoint_dir = spec.checkpoint_dir();
+  out.model = spec.model();
+  return out;
+}
+
+void JobEventToProto(const JobEvent& event, v1::JobEvent* out) {
+  out->set_job_id(event.job_id);
+  out->set_sequence(event.sequence);
+  out->set_time(event.time.count());
+  out->set_kind(event.kind);
+  out->set_detail(event.detail);
+}
+
+JobEvent JobEventFromProto(const v1::JobEvent& event) {
+  return JobEvent{event.job_id(), event.sequence(), Seconds{event.time()},
+                  event.kind(), event.detail()};
+}
+
+void JobToProto(const JobRecord& job, v1::Job* out) {
+  out->Clear();
+  out->set_id(job.id);
+  JobSpecToProto(job.spec, out->mutable_spec());
+  out->set_state(JobStateToProto(job.state));
+  out->set_queue(job.queue);
+  out->set_attained_gpu_seconds(job.attained_gpu_seconds);
+  out->set_executed_seconds(job.executed.count());
+  out->set_total_executed_seconds(job.total_executed.count());
+  out->set_submit_time(job.submit_time.count());
+  if (job.first_start_time) {
+    out->set_first_start_time(job.first_start_time->count());
+  }
+  if (job.end_time) out->set_end_time(job.end_time->count());
+  out->set_last_stop_time(job.last_stop_time.count());
+  out->set_preemptions(job.preemptions);
+  out->set_promotions(job.promotions);
+  out->set_restarts(job.restarts);
+  out->set_attempt(job.attempt);
+  out->mutable_nodes()->Assign(job.nodes.begin(), job.nodes.end());
+  if (job.exit_code) out->set_exit_code(*job.exit_code);
+  for (const JobEvent& event : job.events) {
+    JobEventToProto(event, out->add_events());
+  }
+}
+
+absl::StatusOr<JobRecord> JobFromProto(const v1::Job& job) {
+  JobRecord out;
+  out.id = job.id();
+  out.spec = JobSpecFromProto(job.spec());
+  auto state = JobStateFromProto(job.state());
+  if (!state.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", job.id(), ": ", state.status().message()));
+  }
+  out.state = *state;
+  out.queue = job.queue();
+  out.attained_gpu_seconds = job.attained_gpu_seconds();
+  out.executed = Seconds{job.executed_seconds()};
+  out.total_executed = Seconds{job.total_executed_seconds()};
+  out.submit_time = Seconds{job.submit_time()};
+  if (job.has_first_start_time()) {
+    out.first_start_time = Seconds{job.first_start_time()};
+  }
+  if (job.has_end_time()) out.end_time = Seconds{job.end_time()};
+  out.last_stop_time = Seconds{job.last_stop_time()};
+  out.preemptions = job.preemptions();
+  out.promotions = job.promotions();
+  out.restarts = job.restarts();
+  out.attempt = job.attempt();
+  out.nodes.assign(job.nodes().begin(), job.nodes().end());
+  if (job.has_exit_code()) out.exit_code = job.exit_code();
+  for (const v1::JobEvent& event : job.events()) {
+    out.events.push_back(JobEventFromProto(event));
+  }
+  return out;
+}
+
+void NodeToProto(const NodeRecord& node, v1::Node* out) {
+  out->set_id(node.id);
+  out->set_name(node.name);
+  out->set_address(node.address);
+  out->set_gpus(node.gpus);
+  out->set_state(NodeStateToProto(node.state));
+  out->set_last_heartbeat_time(node.last_heartbeat.count());
+}
+
+absl::StatusOr<NodeRecord> NodeFromProto(const v1::Node& node) {
+  NodeRecord out;
+  out.id = node.id();
+  out.name = node.name();
+  out.address = node.address();
+  out.gpus = node.gpus();
+  ASSIGN_OR_RETURN(out.state, NodeStateFromProto(node.state()));
+  out.last_heartbeat = Seconds{node.last_heartbeat_time()};
+  return out;
+}
+
+}  // namespace tiresias

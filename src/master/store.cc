@@ -1,0 +1,343 @@
+#include "master/store.h"
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <functional>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "master/sqlite_db.h"
+#include "master/store_rows.h"
+
+namespace tiresias {
+namespace {
+
+using store_internal::DecodeEvent;
+using store_internal::DecodeJob;
+using store_internal::DecodeNode;
+using store_internal::kEventColumns;
+using store_internal::kJobColumns;
+using store_internal::kNodeColumns;
+
+absl::Status NoSuchJob(JobId id) {
+  return absl::NotFoundError(absl::StrCat("job ", id, ": no such job"));
+}
+
+// The single value of a one-row query (a PRAGMA, a count).
+absl::StatusOr<int64_t> QueryInt(SqliteDb& db, const std::string& sql) {
+  ASSIGN_OR_RETURN(SqliteQuery query, db.Prepare(sql));
+  ASSIGN_OR_RETURN(bool row, query.Step());
+  if (!row) return absl::InternalError(absl::StrCat(sql, ": no result"));
+  return query.Int(0);
+}
+
+// Puts the connection in the modes the store's guarantees rest on.
+absl::Status Configure(SqliteDb& db, const SqliteStoreOptions& options) {
+  // Exclusive locking before WAL: then SQLite keeps the WAL index in heap
+  // memory and holds the file lock from the first write on.
+  if (options.exclusive) {
+    RETURN_IF_ERROR(db.Exec("PRAGMA locking_mode = EXCLUSIVE"));
+  } else {
+    RETURN_IF_ERROR(db.Exec("PRAGMA busy_timeout = 5000"));
+  }
+  // The first statement to read the file: a non-database fails here.
+  ASSIGN_OR_RETURN(SqliteQuery wal, db.Prepare("PRAGMA journal_mode = WAL"));
+  ASSIGN_OR_RETURN(bool row, wal.Step());
+  if (!row || wal.Text(0) != "wal") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        db.path(), ": cannot use write-ahead logging (journal mode is ",
+        row ? wal.Text(0) : "unknown", ")"));
+  }
+  // FULL: every commit fsyncs the WAL, so a committed job survives a power
+  // loss, not only a crash of the master.
+  RETURN_IF_ERROR(db.Exec("PRAGMA synchronous = FULL"));
+  RETURN_IF_ERROR(db.Exec("PRAGMA foreign_keys = ON"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+SqliteStore::SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+
+SqliteStore::~SqliteStore() = default;
+
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
+    const std::string& path, SqliteStoreOptions options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
+  RETURN_IF_ERROR(Configure(*db, options));
+  std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
+  std::lock_guard<std::mutex> lock(store->mu_);
+  RETURN_IF_ERROR(store->InitSchema());
+  return store;
+}
+
+absl::Status SqliteStore::InitSchema() {
+  SqliteDb& db = *db_;
+  // A write transaction: under exclusive locking it takes the lock for good,
+  // so a second master fails here rather than later.
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(db));
+  ASSIGN_OR_RETURN(int64_t tables,
+                   QueryInt(db, "SELECT count(*) FROM sqlite_schema"));
+  if (tables == 0) {
+    RETURN_IF_ERROR(db.Exec(store_internal::kSchemaV1));
+    RETURN_IF_ERROR(db.Exec(absl::StrCat("PRAGMA application_id = ",
+                                         store_internal::kApplicationId)));
+    ASSIGN_OR_RETURN(SqliteQuery insert,
+                     db.Prepare("INSERT INTO meta (key, value) "
+                                "VALUES ('schema_version', ?)"));
+    RETURN_IF_ERROR(insert.Bind(1, absl::StrCat(kSchemaVersion)).Run());
+    return txn.Commit();
+  }
+  const std::string not_ours =
+      absl::StrCat(db.path(), ": not a Tiresias state file: ");
+  ASSIGN_OR_RETURN(int64_t application_id,
+                   QueryInt(db, "PRAGMA application_id"));
+  if (application_id != store_internal::kApplicationId) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        not_ours, "a SQLite database of another program (application_id ",
+        application_id, ")"));
+  }
+  auto version_query = db.Prepare(
+      "SELECT value FROM meta WHERE key = 'schema_version'");
+  if (!version_query.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(not_ours, "no meta table"));
+  }
+  ASSIGN_OR_RETURN(bool row, version_query->Step());
+  int version = 0;
+  if (!row || !absl::SimpleAtoi(version_query->Text(0), &version)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        not_ours, "no valid schema_version in its meta table"));
+  }
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        db.path(), ": schema version ", version,
+        " is newer than this build of tiresias understands (", kSchemaVersion,
+        "); use a newer tiresias"));
+  }
+  if (version < 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        not_ours, "unknown schema version ", version));
+  }
+  // Migrations from older versions go here when there are any.
+  return txn.Commit();
+}
+
+absl::StatusOr<JobId> SqliteStore::CreateJob(const JobRequest& spec,
+                                             Seconds submit_time) {
+  if (!std::isfinite(submit_time.count())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "submit_time: expected a finite number, got ", submit_time.count()));
+  }
+  ASSIGN_OR_RETURN(std::string command,
+                   store_internal::EncodeStrings(spec.command, "command"));
+  ASSIGN_OR_RETURN(std::string env, store_internal::EncodeEnv(spec.env));
+
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
+  {
+    ASSIGN_OR_RETURN(
+        SqliteQuery insert,
+        db_->Prepare(absl::StrCat(
+            "INSERT INTO jobs (", kJobColumns,
+            ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0, 0, "
+            "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL)")));
+    insert.Bind(1, spec.name).Bind(2, spec.user)
+        .Bind(3, int64_t{spec.num_gpus}).Bind(4, command).Bind(5, env)
+        .Bind(6, spec.checkpoint_dir).Bind(7, spec.model)
+        .Bind(8, submit_time.count());
+    RETURN_IF_ERROR(insert.Run());
+  }
+  JobId id = db_->LastInsertRowId();
+  RETURN_IF_ERROR(AppendEventLocked(JobEvent{
+      id, 0, submit_time, "submitted",
+      absl::StrCat(spec.num_gpus, spec.num_gpus == 1 ? " GPU" : " GPUs")}));
+  RETURN_IF_ERROR(txn.Commit());
+  return id;
+}
+
+absl::Status SqliteStore::Write(const StoreWrite& write) {
+  for (const JobRecord& record : write.jobs) {
+    RETURN_IF_ERROR(store_internal::CheckJobNumbers(record));
+  }
+  for (const JobEvent& event : write.events) {
+    if (!std::isfinite(event.time.count())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "event \"", event.kind, "\" of job ", event.job_id,
+          ": time: expected a finite number, got ", event.time.count()));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
+  for (const JobRecord& record : write.jobs) {
+    RETURN_IF_ERROR(UpdateJobLocked(record));
+  }
+  for (const JobEvent& event : write.events) {
+    RETURN_IF_ERROR(AppendEventLocked(event));
+  }
+  return txn.Commit();
+}
+
+absl::Status SqliteStore::UpdateJobLocked(const JobRecord& r) {
+  ASSIGN_OR_RETURN(std::string nodes,
+                   store_internal::EncodeStrings(
+                       r.nodes, absl::StrCat("job ", r.id, ": nodes")));
+  ASSIGN_OR_RETURN(
+      SqliteQuery update,
+      db_->Prepare(
+          "UPDATE jobs SET state = ?2, queue = ?3, attained_gpu_seconds = ?4, "
+          "executed_seconds = ?5, total_executed_seconds = ?6, "
+          "first_start_time = ?7, end_time = ?8, last_stop_time = ?9, "
+          "preemptions = ?10, promotions = ?11, restarts = ?12, "
+          "attempt = ?13, nodes = ?14, exit_code = ?15 WHERE id = ?1"));
+  auto seconds = [](const std::optional<Seconds>& t) {
+    return t ? std::optional<double>(t->count()) : std::nullopt;
+  };
+  std::optional<int64_t> exit_code;
+  if (r.exit_code) exit_code = *r.exit_code;
+  update.Bind(1, r.id).Bind(2, JobRecordStateName(r.state))
+      .Bind(3, int64_t{r.queue}).Bind(4, r.attained_gpu_seconds)
+      .Bind(5, r.executed.count()).Bind(6, r.total_executed.count())
+      .Bind(7, seconds(r.first_start_time)).Bind(8, seconds(r.end_time))
+      .Bind(9, r.last_stop_time.count()).Bind(10, int64_t{r.preemptions})
+      .Bind(11, int64_t{r.promotions}).Bind(12, int64_t{r.restarts})
+      .Bind(13, int64_t{r.attempt}).Bind(14, nodes).Bind(15, exit_code);
+  RETURN_IF_ERROR(update.Run());
+  if (db_->Changes() == 0) return NoSuchJob(r.id);
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::AppendEventLocked(const JobEvent& event) {
+  ASSIGN_OR_RETURN(SqliteQuery insert,
+                   db_->Prepare("INSERT INTO events (job_id, time, kind, "
+                                "detail) VALUES (?, ?, ?, ?)"));
+  insert.Bind(1, event.job_id).Bind(2, event.time.count())
+      .Bind(3, event.kind).Bind(4, event.detail);
+  absl::Status status = insert.Run();
+  if (insert.last_error_code() == SQLITE_CONSTRAINT_FOREIGNKEY) {
+    return absl::NotFoundError(absl::StrCat(
+        "event \"", event.kind, "\" of job ", event.job_id, ": no such job"));
+  }
+  return status;
+}
+
+absl::StatusOr<std::vector<JobRecord>> SqliteStore::SelectJobs(
+    const std::string& where, int64_t arg) const {
+  ASSIGN_OR_RETURN(SqliteQuery query,
+                   db_->Prepare(absl::StrCat("SELECT ", kJobColumns,
+                                             " FROM jobs ", where,
+                                             " ORDER BY id")));
+  if (where.find('?') != std::string::npos) query.Bind(1, arg);
+  std::vector<JobRecord> jobs;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) return jobs;
+    ASSIGN_OR_RETURN(JobRecord job, DecodeJob(query, db_->path()));
+    jobs.push_back(std::move(job));
+  }
+}
+
+absl::StatusOr<std::vector<JobEvent>> SqliteStore::SelectEvents(
+    const std::string& where, int64_t arg, int64_t limit) const {
+  ASSIGN_OR_RETURN(SqliteQuery query,
+                   db_->Prepare(absl::StrCat("SELECT ", kEventColumns,
+                                             " FROM events ", where,
+                                             " ORDER BY sequence LIMIT ?2")));
+  query.Bind(1, arg).Bind(2, limit);
+  std::vector<JobEvent> events;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) return events;
+    ASSIGN_OR_RETURN(JobEvent event, DecodeEvent(query, db_->path()));
+    events.push_back(std::move(event));
+  }
+}
+
+absl::StatusOr<JobRecord> SqliteStore::GetJob(JobId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, SelectJobs("WHERE id = ?1", id));
+  if (jobs.empty()) return NoSuchJob(id);
+  ASSIGN_OR_RETURN(jobs[0].events, SelectEvents("WHERE job_id = ?1", id, -1));
+  return std::move(jobs[0]);
+}
+
+absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs(
+    std::optional<JobRecordState> state) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!state) return SelectJobs("", 0);
+  // One prepared statement per state keeps the binding trivial.
+  return SelectJobs(
+      absl::StrCat("WHERE state = '", std::string(JobRecordStateName(*state)), "'"), 0);
+}
+
+absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListUnfinishedJobs()
+    const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return SelectJobs("WHERE state IN ('pending', 'running', 'preempted')", 0);
+}
+
+absl::Status SqliteStore::CheckJobExists(JobId id) const {
+  ASSIGN_OR_RETURN(SqliteQuery query,
+                   db_->Prepare("SELECT 1 FROM jobs WHERE id = ?"));
+  ASSIGN_OR_RETURN(bool row, query.Bind(1, id).Step());
+  return row ? absl::OkStatus() : NoSuchJob(id);
+}
+
+absl::StatusOr<std::vector<JobEvent>> SqliteStore::Events(JobId job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(CheckJobExists(job));
+  return SelectEvents("WHERE job_id = ?1", job, -1);
+}
+
+absl::StatusOr<std::vector<JobEvent>> SqliteStore::EventsAfter(
+    int64_t after_sequence, int limit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return SelectEvents("WHERE sequence > ?1", after_sequence, limit);
+}
+
+absl::StatusOr<int64_t> SqliteStore::UpsertNode(const NodeRecord& node) {
+  if (node.name.empty()) {
+    return absl::InvalidArgumentError("node name: must not be empty");
+  }
+  if (node.gpus < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node ", node.name, ": gpus: expected >= 0, got ", node.gpus));
+  }
+  if (!std::isfinite(node.last_heartbeat.count())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node ", node.name, ": last_heartbeat: expected a finite number"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(
+      SqliteQuery upsert,
+      db_->Prepare("INSERT INTO nodes (name, address, gpus, state, "
+                   "last_heartbeat) VALUES (?, ?, ?, ?, ?) "
+                   "ON CONFLICT (name) DO UPDATE SET address = excluded.address, "
+                   "gpus = excluded.gpus, state = excluded.state, "
+                   "last_heartbeat = excluded.last_heartbeat RETURNING id"));
+  upsert.Bind(1, node.name).Bind(2, node.address).Bind(3, int64_t{node.gpus})
+      .Bind(4, NodeStateName(node.state)).Bind(5, node.last_heartbeat.count());
+  ASSIGN_OR_RETURN(bool row, upsert.Step());
+  if (!row) return absl::InternalError("node upsert returned no id");
+  int64_t id = upsert.Int(0);
+  RETURN_IF_ERROR(upsert.Run());  // finishes (and commits) the statement
+  return id;
+}
+
+absl::StatusOr<std::vector<NodeRecord>> SqliteStore::ListNodes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteQuery query,
+                   db_->Prepare(absl::StrCat("SELECT ", kNodeColumns,
+                                             " FROM nodes ORDER BY id")));
+  std::vector<NodeRecord> nodes;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) return nodes;
+    ASSIGN_OR_RETURN(NodeRecord node, DecodeNode(query, db_->path()));
+    nodes.push_back(std::move(node));
+  }
+}
+
+}  // namespace tiresias

@@ -1,0 +1,147 @@
+// The master's durable state: jobs, their event histories and nodes.
+//
+// `Store` is the interface the master codes against, so that a replicated
+// backend (etcd) can serve a highly available master later; `SqliteStore` is
+// the embedded default, one SQLite file in WAL mode. Every write is durable
+// (on disk, fsync'ed) when the call returns OK: a job id the client has seen
+// survives a crash of the master or the machine.
+//
+//   ASSIGN_OR_RETURN(std::unique_ptr<Store> store,
+//                    SqliteStore::Open(state_dir + "/state.db"));
+//   ASSIGN_OR_RETURN(JobId id, store->CreateJob(request, now));
+//   record.state = JobRecordState::kRunning;
+//   RETURN_IF_ERROR(store->UpdateJob(record, {{id, 0, now, "started", ""}}));
+//
+// Methods never throw; they are thread-safe (one internal mutex: calls are
+// serialized, each write costs one fsync).
+#ifndef TIRESIAS_MASTER_STORE_H_
+#define TIRESIAS_MASTER_STORE_H_
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "master/job_record.h"
+
+namespace tiresias {
+
+class SqliteDb;
+
+// Several job updates and events written at once (e.g. everything one
+// scheduling pass decided): all of it is stored, or none of it.
+struct StoreWrite {
+  // Each replaces the mutable fields of the job with its id (state, queue,
+  // attained, executed, times, counts, nodes, exit code). `spec`, `id`,
+  // `submit_time` and `events` are not written.
+  std::vector<JobRecord> jobs;
+  // Appended after the updates, in this order; `sequence` is assigned.
+  std::vector<JobEvent> events;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Records a new pending job submitted at `submit_time`, with a
+  // "submitted" event, and returns its id: greater than every id this store
+  // ever returned, also across restarts. The spec is stored as given; the
+  // caller validates it.
+  virtual absl::StatusOr<JobId> CreateJob(const JobRequest& spec,
+                                          Seconds submit_time) = 0;
+
+  // Applies `write` in one transaction. NotFound (and nothing written) if
+  // any job or event names a job that does not exist.
+  virtual absl::Status Write(const StoreWrite& write) = 0;
+
+  // One job's update plus its events, atomically.
+  absl::Status UpdateJob(const JobRecord& record,
+                         std::vector<JobEvent> events = {}) {
+    return Write(StoreWrite{{record}, std::move(events)});
+  }
+  absl::Status AppendEvent(JobId job, Seconds time, std::string kind,
+                           std::string detail) {
+    return Write(StoreWrite{
+        {}, {JobEvent{job, 0, time, std::move(kind), std::move(detail)}}});
+  }
+
+  // The job with its event history; NotFound if there is none.
+  virtual absl::StatusOr<JobRecord> GetJob(JobId id) const = 0;
+  // Jobs in id order, without events; only those in `state` if given.
+  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(
+      std::optional<JobRecordState> state = std::nullopt) const = 0;
+  // Pending, running and preempted jobs in id order, without events: what a
+  // restarted master reloads into its scheduler.
+  virtual absl::StatusOr<std::vector<JobRecord>> ListUnfinishedJobs() const = 0;
+  // The job's events, oldest first; NotFound if there is no such job.
+  virtual absl::StatusOr<std::vector<JobEvent>> Events(JobId job) const = 0;
+  // Every job's events with sequence > `after_sequence`, oldest first, at
+  // most `limit` of them (for a watcher catching up).
+  virtual absl::StatusOr<std::vector<JobEvent>> EventsAfter(
+      int64_t after_sequence, int limit) const = 0;
+
+  // Inserts the node, or updates the one with the same name; returns its
+  // id (stable for the name). `node.id` is ignored.
+  virtual absl::StatusOr<int64_t> UpsertNode(const NodeRecord& node) = 0;
+  // Every node in id order.
+  virtual absl::StatusOr<std::vector<NodeRecord>> ListNodes() const = 0;
+};
+
+struct SqliteStoreOptions {
+  // Hold an exclusive lock on the file for the store's life, so that a
+  // second master on the same state directory fails at Open (Unavailable)
+  // instead of running every job twice.
+  bool exclusive = true;
+};
+
+class SqliteStore final : public Store {
+ public:
+  // The schema version this build writes; Open refuses files with a newer
+  // one.
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens the state file at `path`, creating it (and its schema) if absent.
+  // Errors name the path: "<path>: not a Tiresias state file: ..." for a
+  // file that is not one, FailedPrecondition for a newer schema version,
+  // Unavailable if another process holds it.
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
+      const std::string& path, SqliteStoreOptions options = {});
+  ~SqliteStore() override;
+
+  absl::StatusOr<JobId> CreateJob(const JobRequest& spec,
+                                  Seconds submit_time) override;
+  absl::Status Write(const StoreWrite& write) override;
+  absl::StatusOr<JobRecord> GetJob(JobId id) const override;
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(
+      std::optional<JobRecordState> state = std::nullopt) const override;
+  absl::StatusOr<std::vector<JobRecord>> ListUnfinishedJobs() const override;
+  absl::StatusOr<std::vector<JobEvent>> Events(JobId job) const override;
+  absl::StatusOr<std::vector<JobEvent>> EventsAfter(int64_t after_sequence,
+                                                    int limit) const override;
+  absl::StatusOr<int64_t> UpsertNode(const NodeRecord& node) override;
+  absl::StatusOr<std::vector<NodeRecord>> ListNodes() const override;
+
+ private:
+  explicit SqliteStore(std::unique_ptr<SqliteDb> db);
+
+  // Each requires mu_ held.
+  absl::Status InitSchema();
+  absl::Status UpdateJobLocked(const JobRecord& record);
+  absl::Status AppendEventLocked(const JobEvent& event);
+  absl::StatusOr<std::vector<JobRecord>> SelectJobs(const std::string& where,
+                                                    int64_t arg) const;
+  absl::StatusOr<std::vector<JobEvent>> SelectEvents(const std::string& where,
+                                                     int64_t arg,
+                                                     int64_t limit) const;
+  absl::Status CheckJobExists(JobId id) const;
+
+  mutable std::mutex mu_;
+  std::unique_ptr<SqliteDb> db_;
+};
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_MASTER_STORE_H_

@@ -1,0 +1,228 @@
+#include "master/store_rows.h"
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace tiresias::store_internal {
+namespace {
+
+using Json = nlohmann::json;
+
+// Reads typed columns of one row, remembering the first mismatch as a
+// DataLoss error that names the file, the row and the column.
+class RowReader {
+ public:
+  RowReader(const SqliteQuery& row, absl::string_view path, std::string what)
+      : row_(row), path_(path), what_(std::move(what)) {}
+
+  int64_t Int64(int column, absl::string_view name) {
+    if (row_.Type(column) != SQLITE_INTEGER) return Fail(column, name), 0;
+    return row_.Int(column);
+  }
+  int Int(int column, absl::string_view name) {
+    int64_t value = Int64(column, name);
+    if (value < std::numeric_limits<int>::min() ||
+        value > std::numeric_limits<int>::max()) {
+      return Fail(column, name, absl::StrCat("out of range: ", value)), 0;
+    }
+    return static_cast<int>(value);
+  }
+  std::optional<int> OptionalInt(int column, absl::string_view name) {
+    if (row_.IsNull(column)) return std::nullopt;
+    return Int(column, name);
+  }
+  double Real(int column, absl::string_view name) {
+    int type = row_.Type(column);
+    if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) {
+      return Fail(column, name), 0.0;
+    }
+    return row_.Double(column);
+  }
+  std::optional<Seconds> OptionalTime(int column, absl::string_view name) {
+    if (row_.IsNull(column)) return std::nullopt;
+    return Seconds{Real(column, name)};
+  }
+  std::string Text(int column, absl::string_view name) {
+    if (row_.Type(column) != SQLITE_TEXT) return Fail(column, name), "";
+    return row_.Text(column);
+  }
+  // A JSON array of strings.
+  std::vector<std::string> Strings(int column, absl::string_view name) {
+    Json json = Json::parse(Text(column, name), nullptr, false);
+    std::vector<std::string> list;
+    if (!json.is_array()) return Fail(column, name, "not a JSON array"), list;
+    for (const Json& item : json) {
+      if (!item.is_string()) {
+        return Fail(column, name, "not a JSON array of strings"), list;
+      }
+      list.push_back(item.get<std::string>());
+    }
+    return list;
+  }
+  // A JSON object of strings.
+  std::map<std::string, std::string> Env(int column, absl::string_view name) {
+    Json json = Json::parse(Text(column, name), nullptr, false);
+    std::map<std::string, std::string> env;
+    if (!json.is_object()) return Fail(column, name, "not a JSON object"), env;
+    for (const auto& [key, value] : json.items()) {
+      if (!value.is_string()) {
+        return Fail(column, name, "not a JSON object of strings"), env;
+      }
+      env[key] = value.get<std::string>();
+    }
+    return env;
+  }
+  // A parsed enum value, or its parse error attributed to the column.
+  template <typename T>
+  T Parsed(absl::StatusOr<T> value, int column, absl::string_view name) {
+    if (!value.ok()) return Fail(column, name, value.status().message()), T{};
+    return *value;
+  }
+
+  void set_what(std::string what) { what_ = std::move(what); }
+  const absl::Status& status() const { return status_; }
+
+ private:
+  void Fail(int column, absl::string_view name, absl::string_view why = "") {
+    if (!status_.ok()) return;
+    status_ = absl::DataLossError(absl::StrCat(
+        path_, ": ", what_, ": column '", name, "': ",
+        why.empty() ? absl::StrCat("unexpected ", row_.TypeName(column),
+                                   " value")
+                    : std::string(why)));
+  }
+
+  const SqliteQuery& row_;
+  absl::string_view path_;
+  std::string what_;
+  absl::Status status_;
+};
+
+absl::Status CheckFinite(const JobRecord& record, absl::string_view field,
+                         double value) {
+  if (std::isfinite(value)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "job ", record.id, ": ", field, ": expected a finite number, got ",
+      value));
+}
+
+absl::Status CheckCount(const JobRecord& record, absl::string_view field,
+                        int value) {
+  if (value >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "job ", record.id, ": ", field, ": expected >= 0, got ", value));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> EncodeStrings(const std::vector<std::string>& list,
+                                          absl::string_view field) {
+  try {
+    return Json(list).dump();
+  } catch (const Json::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": not valid UTF-8: ", e.what()));
+  }
+}
+
+absl::StatusOr<std::string> EncodeEnv(
+    const std::map<std::string, std::string>& env) {
+  try {
+    return Json(env).dump();
+  } catch (const Json::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("env: not valid UTF-8: ", e.what()));
+  }
+}
+
+absl::Status CheckJobNumbers(const JobRecord& r) {
+  for (auto [field, value] :
+       {std::pair<absl::string_view, double>{"attained_gpu_seconds",
+                                            r.attained_gpu_seconds},
+        {"executed_seconds", r.executed.count()},
+        {"total_executed_seconds", r.total_executed.count()},
+        {"submit_time", r.submit_time.count()},
+        {"last_stop_time", r.last_stop_time.count()},
+        {"first_start_time", r.first_start_time.value_or(Seconds{0}).count()},
+        {"end_time", r.end_time.value_or(Seconds{0}).count()}}) {
+    absl::Status status = CheckFinite(r, field, value);
+    if (!status.ok()) return status;
+  }
+  for (auto [field, value] : {std::pair<absl::string_view, int>{"queue", r.queue},
+                              {"preemptions", r.preemptions},
+                              {"promotions", r.promotions},
+                              {"restarts", r.restarts},
+                              {"attempt", r.attempt}}) {
+    absl::Status status = CheckCount(r, field, value);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
+                                    absl::string_view path) {
+  RowReader in(row, path, "a job row");
+  JobRecord r;
+  r.id = in.Int64(0, "id");
+  in.set_what(absl::StrCat("job ", r.id));
+  r.spec.name = in.Text(1, "name");
+  r.spec.user = in.Text(2, "user");
+  r.spec.num_gpus = in.Int(3, "gpus");
+  r.spec.command = in.Strings(4, "command");
+  r.spec.env = in.Env(5, "env");
+  r.spec.checkpoint_dir = in.Text(6, "checkpoint_dir");
+  r.spec.model = in.Text(7, "model");
+  r.state = in.Parsed(ParseJobRecordState(in.Text(8, "state")), 8, "state");
+  r.queue = in.Int(9, "queue");
+  r.attained_gpu_seconds = in.Real(10, "attained_gpu_seconds");
+  r.executed = Seconds{in.Real(11, "executed_seconds")};
+  r.total_executed = Seconds{in.Real(12, "total_executed_seconds")};
+  r.submit_time = Seconds{in.Real(13, "submit_time")};
+  r.first_start_time = in.OptionalTime(14, "first_start_time");
+  r.end_time = in.OptionalTime(15, "end_time");
+  r.last_stop_time = Seconds{in.Real(16, "last_stop_time")};
+  r.preemptions = in.Int(17, "preemptions");
+  r.promotions = in.Int(18, "promotions");
+  r.restarts = in.Int(19, "restarts");
+  r.attempt = in.Int(20, "attempt");
+  r.nodes = in.Strings(21, "nodes");
+  r.exit_code = in.OptionalInt(22, "exit_code");
+  if (!in.status().ok()) return in.status();
+  return r;
+}
+
+absl::StatusOr<JobEvent> DecodeEvent(const SqliteQuery& row,
+                                     absl::string_view path) {
+  RowReader in(row, path, "an event row");
+  JobEvent e;
+  e.sequence = in.Int64(0, "sequence");
+  in.set_what(absl::StrCat("event ", e.sequence));
+  e.job_id = in.Int64(1, "job_id");
+  e.time = Seconds{in.Real(2, "time")};
+  e.kind = in.Text(3, "kind");
+  e.detail = in.Text(4, "detail");
+  if (!in.status().ok()) return in.status();
+  return e;
+}
+
+absl::StatusOr<NodeRecord> DecodeNode(const SqliteQuery& row,
+                                      absl::string_view path) {
+  RowReader in(row, path, "a node row");
+  NodeRecord n;
+  n.id = in.Int64(0, "id");
+  in.set_what(absl::StrCat("node ", n.id));
+  n.name = in.Text(1, "name");
+  n.address = in.Text(2, "address");
+  n.gpus = in.Int(3, "gpus");
+  n.state = in.Parsed(ParseNodeState(in.Text(4, "state")), 4, "state");
+  n.last_heartbeat = Seconds{in.Real(5, "last_heartbeat")};
+  if (!in.status().ok()) return in.status();
+  return n;
+}
+
+}  // namespace tiresias::store_internal

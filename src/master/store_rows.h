@@ -1,0 +1,83 @@
+// Internal to SqliteStore: the on-disk schema and the conversion of records
+// to and from table rows. Reading checks what it reads: a row that a bug or
+// a hand edit left malformed gets an error naming the file, the row and the
+// column, never a crash.
+#ifndef TIRESIAS_MASTER_STORE_ROWS_H_
+#define TIRESIAS_MASTER_STORE_ROWS_H_
+
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "master/job_record.h"
+#include "master/sqlite_db.h"
+
+namespace tiresias::store_internal {
+
+// PRAGMA application_id of a Tiresias state file ("TIRE").
+inline constexpr int32_t kApplicationId = 0x54495245;
+
+// Schema version 1, created on an empty file. Lists (argv, nodes) and the
+// environment are JSON text so that `sqlite3 state.db` shows them readably.
+inline constexpr char kSchemaV1[] = R"sql(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL, user TEXT NOT NULL, gpus INTEGER NOT NULL,
+  command TEXT NOT NULL, env TEXT NOT NULL,
+  checkpoint_dir TEXT NOT NULL, model TEXT NOT NULL,
+  state TEXT NOT NULL, queue INTEGER NOT NULL,
+  attained_gpu_seconds REAL NOT NULL, executed_seconds REAL NOT NULL,
+  total_executed_seconds REAL NOT NULL,
+  submit_time REAL NOT NULL, first_start_time REAL, end_time REAL,
+  last_stop_time REAL NOT NULL,
+  preemptions INTEGER NOT NULL, promotions INTEGER NOT NULL,
+  restarts INTEGER NOT NULL, attempt INTEGER NOT NULL,
+  nodes TEXT NOT NULL, exit_code INTEGER);
+CREATE INDEX jobs_by_state ON jobs (state, id);
+CREATE TABLE events (
+  sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id INTEGER NOT NULL REFERENCES jobs (id),
+  time REAL NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE INDEX events_by_job ON events (job_id, sequence);
+CREATE TABLE nodes (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE,
+  address TEXT NOT NULL, gpus INTEGER NOT NULL, state TEXT NOT NULL,
+  last_heartbeat REAL NOT NULL);
+)sql";
+
+// Column lists, in the order the Decode functions read them.
+inline constexpr char kJobColumns[] =
+    "id, name, user, gpus, command, env, checkpoint_dir, model, state, "
+    "queue, attained_gpu_seconds, executed_seconds, total_executed_seconds, "
+    "submit_time, first_start_time, end_time, last_stop_time, preemptions, "
+    "promotions, restarts, attempt, nodes, exit_code";
+inline constexpr char kEventColumns[] =
+    "sequence, job_id, time, kind, detail";
+inline constexpr char kNodeColumns[] =
+    "id, name, address, gpus, state, last_heartbeat";
+
+// JSON text of a string list / map. InvalidArgument naming `field` if a
+// string is not valid UTF-8.
+absl::StatusOr<std::string> EncodeStrings(const std::vector<std::string>& list,
+                                          absl::string_view field);
+absl::StatusOr<std::string> EncodeEnv(
+    const std::map<std::string, std::string>& env);
+
+// InvalidArgument naming the field unless every number in `record` is
+// finite and every count non-negative.
+absl::Status CheckJobNumbers(const JobRecord& record);
+
+// The current row of a query that selected kJobColumns (kEventColumns,
+// kNodeColumns). Errors: DataLoss, "<path>: job 7: column 'state': ...".
+absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
+                                    absl::string_view path);
+absl::StatusOr<JobEvent> DecodeEvent(const SqliteQuery& row,
+                                     absl::string_view path);
+absl::StatusOr<NodeRecord> DecodeNode(const SqliteQuery& row,
+                                      absl::string_view path);
+
+}  // namespace tiresias::store_internal
+
+#endif  // TIRESIAS_MASTER_STORE_ROWS_H_

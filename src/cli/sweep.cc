@@ -34,9 +34,9 @@ absl::StatusOr<double> ParsePositive(const std::string& key,
 absl::StatusOr<double> ParseKnob(const std::string& text) {
   if (text == "inf" || text == "infinity") return INFINITY;
   double v = 0;
-  if (!absl::SimpleAtod(text, &v) || !(v >= 0) || std::isnan(v)) {
+  if (!absl::SimpleAtod(text, &v) || !(v > 0) || std::isnan(v)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "promote knob \"", text, "\": expected a non-negative number or inf"));
+        "promote knob \"", text, "\": expected a positive number or inf"));
   }
   return v;
 }

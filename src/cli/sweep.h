@@ -28,7 +28,8 @@ absl::StatusOr<std::vector<GridPoint>> ParseSweeps(
 absl::Status ApplySetting(const Setting& setting, SimConfig* config,
                           double* arrival_scale);
 
-// "inf" / "infinity" or a non-negative number.
+// "inf" / "infinity" or a positive number (0 would promote a job the
+// instant it is preempted).
 absl::StatusOr<double> ParseKnob(const std::string& text);
 
 }  // namespace tiresias

@@ -26,74 +26,66 @@ class ConsolidatePlacer final : public Placer {
   }
 
  private:
-  // A job larger than any server takes whole free servers, largest first,
-  // from the single rack that needs the fewest; else across racks.
+  // A job larger than any server takes whole free servers: as few as
+  // possible, then from as few racks as possible.
   static bool PlaceOnWholeServers(const Cluster& cluster, int want,
                                   std::vector<GpuId>* gpus) {
     if (cluster.whole_free_gpus() < want) return false;
     const Topology& topo = cluster.topology();
-    std::vector<std::vector<int>> free_servers(topo.num_racks());
-    std::vector<int> free_gpus_in_rack(topo.num_racks(), 0);
+    std::vector<int> all;
+    std::vector<std::vector<int>> by_rack(topo.num_racks());
     for (int s = 0; s < topo.num_servers(); ++s) {
-      const Server& server = topo.server(s);
-      if (cluster.free_on(s) == server.num_gpus) {
-        free_servers[server.rack].push_back(s);
-        free_gpus_in_rack[server.rack] += server.num_gpus;
+      if (cluster.free_on(s) == topo.server(s).num_gpus) {
+        all.push_back(s);
+        by_rack[topo.server(s).rack].push_back(s);
       }
     }
-    auto larger_first = [&](int a, int b) {
-      int ga = topo.server(a).num_gpus, gb = topo.server(b).num_gpus;
-      return ga != gb ? ga > gb : a < b;
-    };
-    for (auto& servers : free_servers) {
-      std::sort(servers.begin(), servers.end(), larger_first);
-    }
-    // Servers needed from a rack when taking its largest free servers first.
-    auto servers_needed = [&](int rack) {
-      int got = 0, used = 0;
-      for (int s : free_servers[rack]) {
-        if (got >= want) break;
-        got += topo.server(s).num_gpus;
-        ++used;
-      }
-      return got >= want ? used : -1;
-    };
-    int best_rack = -1, best_used = 0;
-    for (int r = 0; r < topo.num_racks(); ++r) {
-      int used = servers_needed(r);
-      if (used > 0 && (best_rack < 0 || used < best_used)) {
-        best_rack = r;
-        best_used = used;
+    std::vector<int> chosen = FewestServers(topo, all, want);
+    if (chosen.empty()) return false;
+    // The same number of servers from one rack, if some rack has them.
+    for (const std::vector<int>& rack : by_rack) {
+      std::vector<int> in_rack = FewestServers(topo, rack, want);
+      if (!in_rack.empty() && in_rack.size() == chosen.size()) {
+        chosen = std::move(in_rack);
+        break;
       }
     }
-    std::vector<int> chosen;
-    if (best_rack >= 0) {
-      chosen = free_servers[best_rack];
-    } else {
-      // Spans racks: the racks with the most free GPUs first.
-      std::vector<int> racks(topo.num_racks());
-      for (int r = 0; r < topo.num_racks(); ++r) racks[r] = r;
-      std::stable_sort(racks.begin(), racks.end(), [&](int a, int b) {
-        return free_gpus_in_rack[a] > free_gpus_in_rack[b];
-      });
-      for (int r : racks) {
-        chosen.insert(chosen.end(), free_servers[r].begin(),
-                      free_servers[r].end());
-      }
-    }
-    int total = 0;
-    size_t used = 0;
-    while (used < chosen.size() && total < want) {
-      total += topo.server(chosen[used++]).num_gpus;
-    }
-    if (total < want) return false;
     int left = want;
-    for (size_t i = 0; i < used; ++i) {
-      int take = std::min(left, topo.server(chosen[i]).num_gpus);
-      cluster.AppendFreeGpus(chosen[i], take, gpus);
+    for (int s : chosen) {
+      const int take = std::min(left, topo.server(s).num_gpus);
+      cluster.AppendFreeGpus(s, take, gpus);
       left -= take;
     }
     return true;
+  }
+
+  // Fewest of `servers` holding `want` GPUs: the largest ones while no
+  // single remaining server covers what is left, then the smallest one that
+  // does (best fit). Empty if they cannot hold `want`.
+  static std::vector<int> FewestServers(const Topology& topo,
+                                        std::vector<int> servers, int want) {
+    std::sort(servers.begin(), servers.end(), [&](int a, int b) {
+      const int ga = topo.server(a).num_gpus, gb = topo.server(b).num_gpus;
+      return ga != gb ? ga > gb : a < b;
+    });
+    std::vector<int> chosen;
+    size_t next = 0;  // servers[next..] are still free to choose
+    while (want > 0 && next < servers.size()) {
+      // servers is sorted largest first: the best fit is the last one that
+      // still covers `want`.
+      size_t fit = servers.size();
+      for (size_t i = next; i < servers.size(); ++i) {
+        if (topo.server(servers[i]).num_gpus >= want) fit = i;
+      }
+      if (fit < servers.size()) {
+        chosen.push_back(servers[fit]);
+        return chosen;
+      }
+      want -= topo.server(servers[next]).num_gpus;
+      chosen.push_back(servers[next++]);
+    }
+    if (want > 0) chosen.clear();
+    return chosen;
   }
 };
 

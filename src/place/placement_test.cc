@@ -69,6 +69,28 @@ TEST(ConsolidateTest, PrefersOneRack) {
               ElementsAre(8, 9, 10, 11, 12, 13, 14, 15));
 }
 
+// Fewest servers first, racks second: rack 0 has eight 2-GPU servers, racks
+// 1 and 2 one 8-GPU server each. A 16-GPU job takes the two 8-GPU servers
+// (2 servers, 2 racks) rather than all of rack 0 (8 servers, 1 rack).
+TEST(ConsolidateTest, FewestServersBeforeFewestRacks) {
+  std::vector<ServerSpec> specs;
+  for (int i = 0; i < 8; ++i) specs.push_back({0, 2, ""});
+  specs.push_back({1, 8, ""});  // GPUs 16-23
+  specs.push_back({2, 8, ""});  // GPUs 24-31
+  Cluster c(*Topology::Create(specs));
+  std::vector<GpuId> want;
+  for (GpuId g = 16; g < 32; ++g) want.push_back(g);
+  EXPECT_EQ(*PlaceWith("consolidate", c, 16), want);
+}
+
+// Whole free servers of 8, 8 and 2 GPUs: a 10-GPU job takes an 8 and the
+// 2 (best fit for the rest), leaving the other 8-GPU server whole.
+TEST(ConsolidateTest, LastServerIsBestFit) {
+  Cluster c(*Topology::Create({{0, 8, ""}, {0, 8, ""}, {0, 2, ""}}));
+  EXPECT_THAT(*PlaceWith("consolidate", c, 10),
+              ElementsAre(0, 1, 2, 3, 4, 5, 6, 7, 16, 17));
+}
+
 TEST(SpreadTest, LeastLoadedServersFirst) {
   Cluster c(Mixed());
   // Empty: s1 and s3 have 8 free; picks alternate 8,8,7,7 -> 2 on each.

@@ -9,8 +9,14 @@
 //
 // For the scheduler's hot path, Table(D) precomputes G at every breakpoint
 // (each sample and each s_j - D) and Lookup answers in O(log n) with the
-// value at the nearest breakpoint at or below a. Between breakpoints G is
-// nondecreasing, so Lookup(a) <= Exact(a, D), equal at every breakpoint.
+// value at the nearest breakpoint at or below a: attained service is
+// discretized to the distribution's own points. Between breakpoints the
+// exact G is nondecreasing, so Lookup(a) <= Exact(a, D), equal at every
+// breakpoint. Just below a sample the exact G spikes (the empirical
+// distribution puts a point mass there, and the expected remaining service
+// to reach it tends to 0); the table deliberately does not follow those
+// spikes, so two jobs on either side of such a point can be ordered
+// differently than Exact would order them.
 #ifndef TIRESIAS_SCHED_GITTINS_H_
 #define TIRESIAS_SCHED_GITTINS_H_
 

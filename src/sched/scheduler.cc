@@ -69,9 +69,14 @@ Scheduler::RunningGroup& Scheduler::GroupFor(double slope) {
 PriorityKey Scheduler::StoredKey(uint32_t index, Seconds now,
                                  double* slope) const {
   const Job& job = jobs_[index];
-  PriorityKey key = policy_->Key(job, now);
   *slope = job.running() ? policy_->DriftSlope(job) : 0;
-  if (std::isfinite(*slope) && *slope != 0) key.k1 -= *slope * now.count();
+  if (!std::isfinite(*slope) || *slope == 0) return policy_->Key(job, now);
+  // Normalized from the run's start, not from `now`, so the stored key is
+  // the same whenever it is computed (no rounding noise between jobs that
+  // tie).
+  const Seconds start = job.run_start();
+  PriorityKey key = policy_->Key(job, start);
+  key.k1 -= *slope * start.count();
   return key;
 }
 

@@ -148,9 +148,23 @@ TEST(TiresiasLTest, ThreeQueuesDemoteTwice) {
   EXPECT_TRUE(std::isinf(h.next_wakeup()));
 }
 
-// A job preempted after 10 s of a 3-GPU run keeps its 30 GPU-s; it demotes
-// after (100 - 30) / 3 more seconds of running.
+// A job preempted after 10 s of a 3-GPU run keeps its 30 GPU-s: resumed at
+// 50, it is demoted after (100 - 30) / 3 more seconds, at 50 + 70/3.
 TEST(TiresiasLTest, DemotionInstantCountsEarlierRuns) {
+  Harness h(Topology::Uniform(1, 1, 3), TiresiasL({100}));
+  Job job(JobSpec{1, 3, Seconds{0}});
+  job.Start(Seconds{0}, {0, 1, 2});
+  job.Preempt(Seconds{10});
+  ASSERT_TRUE(h.scheduler().Restore(job, Seconds{10}).ok());
+  EXPECT_THAT(Started(h.At(50)), ElementsAre(1));
+  EXPECT_DOUBLE_EQ(h.next_wakeup(), 50 + 70.0 / 3);
+  h.At(50 + 70.0 / 3);
+  EXPECT_EQ(h.job(1).queue(), 1);
+  EXPECT_NEAR(h.job(1).AttainedGpuSeconds(Seconds{50 + 70.0 / 3}), 100,
+              1e-9);
+}
+
+TEST(TiresiasLTest, RemoveFreesGpusAndWakeups) {
   Harness h(Topology::Uniform(1, 1, 3), TiresiasL({100}));
   h.Submit(1, 3, 0);
   h.At(0);
@@ -158,6 +172,23 @@ TEST(TiresiasLTest, DemotionInstantCountsEarlierRuns) {
   ASSERT_TRUE(h.scheduler().Remove(1, Seconds{1}, h.cluster()).ok());
   EXPECT_TRUE(std::isinf(h.next_wakeup()));
   EXPECT_EQ(h.cluster().free_gpus(), 3);
+  EXPECT_TRUE(h.job(1).finished());
+}
+
+// PROMOTEKNOB only lifts jobs below queue 0: a preempted Q1 job (10 s run,
+// knob 2) gets no promotion at 10 + 20 = 30; the only wakeup is the running
+// job's demotion at 10 + 100.
+TEST(TiresiasLTest, KnobIgnoresJobsAlreadyInFirstQueue) {
+  Harness h(Topology::Uniform(1, 1, 1), TiresiasL({100}, 2.0));
+  Job waiting(JobSpec{1, 1, Seconds{0}});
+  waiting.Start(Seconds{0}, {0});
+  waiting.Preempt(Seconds{10});
+  ASSERT_TRUE(h.scheduler().Restore(waiting, Seconds{10}).ok());
+  Job running(JobSpec{2, 1, Seconds{0}});
+  running.Start(Seconds{10}, {0});
+  ASSERT_TRUE(h.cluster().Allocate(2, std::vector<GpuId>{0}).ok());
+  ASSERT_TRUE(h.scheduler().Restore(running, Seconds{10}).ok());
+  EXPECT_DOUBLE_EQ(h.next_wakeup(), 110);
 }
 
 // Restores a job that has been running since `start` on `gpus`.

@@ -212,9 +212,10 @@ absl::StatusOr<SimResult> Simulate(const std::vector<JobSpec>& jobs,
   ASSIGN_OR_RETURN(std::unique_ptr<Placer> placer,
                    MakePlacer(placement, config.placement_options));
   for (size_t i = 0; i < jobs.size(); ++i) {
-    if (!jobs[i].duration) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("job ", jobs[i].id, " has no duration to simulate"));
+    if (!jobs[i].duration || !(jobs[i].duration->count() >= 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job ", jobs[i].id,
+          ": expected a non-negative duration to simulate"));
     }
     if (jobs[i].num_gpus > topology.total_gpus()) {
       return absl::InvalidArgumentError(absl::StrCat(

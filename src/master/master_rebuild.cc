@@ -1,0 +1,130 @@
+// MasterState: rebuilding the Cluster and the Scheduler when the set of up
+// nodes changes, and rebuilding scheduler jobs from records.
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "master/master_state.h"
+
+namespace tiresias {
+namespace {
+
+// A waiting Job whose counters are exactly these. Job only changes through
+// its transitions, so they are replayed at made-up instants chosen to land
+// on the right values: a first run from `first_start` holding the time run
+// before the last promotion, then one ending at `last_stop` holding
+// `executed`.
+Job BuildWaitingJob(JobSpec spec, std::optional<Seconds> first_start,
+                    Seconds executed, Seconds total, Seconds last_stop,
+                    int queue) {
+  Job job(spec);
+  if (first_start) {
+    const std::vector<GpuId> placeholder(spec.num_gpus, 0);
+    const Seconds before_promotion = std::max(Seconds{0}, total - executed);
+    job.Start(*first_start, placeholder);
+    job.Preempt(*first_start + before_promotion);
+    if (before_promotion > Seconds{0}) {
+      job.Promote(*first_start + before_promotion);
+    }
+    job.Start(last_stop - executed, placeholder);
+    job.Preempt(last_stop);
+  }
+  job.set_queue(queue);
+  return job;
+}
+
+}  // namespace
+
+Job MasterState::JobFromRecord(const JobRecord& rec) const {
+  JobSpec spec{.id = rec.id, .num_gpus = rec.spec.num_gpus,
+               .submit_time = rec.submit_time, .duration = std::nullopt,
+               .model = rec.spec.model};
+  return BuildWaitingJob(spec, rec.first_start_time, rec.executed,
+                         rec.total_executed, rec.last_stop_time, rec.queue);
+}
+
+absl::Status MasterState::Rebuild(Seconds now) {
+  std::vector<ServerSpec> servers;
+  server_of_node_.clear();
+  node_of_server_.clear();
+  for (const auto& [id, info] : nodes_) {
+    if (!info.up) continue;
+    server_of_node_[id] = static_cast<int>(servers.size());
+    node_of_server_.push_back(id);
+    servers.push_back(ServerSpec{0, info.record.gpus, info.record.name});
+  }
+  std::unique_ptr<Cluster> cluster;
+  if (!servers.empty()) {
+    ASSIGN_OR_RETURN(Topology topology, Topology::Create(std::move(servers)));
+    cluster = std::make_unique<Cluster>(std::move(topology));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> sched, MakeScheduler());
+
+  // The launch's GPUs in the new numbering; false if a part is gone.
+  auto map_gpus = [&](const Launch& launch, std::vector<GpuId>* gpus) {
+    if (!cluster) return false;
+    for (const Part& part : launch.parts) {
+      auto server = server_of_node_.find(part.node_id);
+      if (part.ended || server == server_of_node_.end()) return false;
+      const Server& s = cluster->topology().server(server->second);
+      for (int gpu : part.local_gpus) {
+        if (gpu < 0 || gpu >= s.num_gpus) return false;
+        gpus->push_back(s.first_gpu + gpu);
+      }
+    }
+    return true;
+  };
+
+  for (const Job& old : scheduler_->jobs()) {
+    if (old.finished()) continue;
+    if (!old.running()) {
+      RETURN_IF_ERROR(sched->Restore(old, now));
+      continue;
+    }
+    Launch* launch = CurrentLaunch(old.id());
+    std::vector<GpuId> gpus;
+    const bool keep =
+        launch && launch->phase != Phase::kStopping &&
+        map_gpus(*launch, &gpus) &&
+        static_cast<int>(gpus.size()) == old.num_gpus() &&
+        cluster->Allocate(old.id(), gpus).ok();
+    // Kept: the counters as of its run start, then it starts again there.
+    // Lost: it stops now.
+    const Seconds at = keep ? old.run_start() : now;
+    Job job = BuildWaitingJob(old.spec(), old.first_start(), old.Executed(at),
+                              old.TotalExecuted(at),
+                              keep ? old.last_stop() : now, old.queue());
+    if (keep) {
+      job.Start(old.run_start(), gpus);
+    } else if (launch && launch->phase != Phase::kStopping) {
+      PreemptLaunch(old.id(), now);
+    }
+    RETURN_IF_ERROR(sched->Restore(job, now));
+  }
+
+  // Jobs running at a master restart, once every task has been reported.
+  for (auto it = adopting_.begin(); it != adopting_.end();) {
+    JobRecord& rec = records_.at(*it);
+    auto launch = launches_.find({rec.id, rec.attempt});
+    std::vector<GpuId> gpus;
+    if (launch == launches_.end() || !map_gpus(launch->second, &gpus) ||
+        static_cast<int>(gpus.size()) != rec.spec.num_gpus ||
+        !cluster->Allocate(rec.id, gpus).ok()) {
+      ++it;
+      continue;
+    }
+    Seconds run_start = now;
+    for (const Part& part : launch->second.parts) {
+      if (part.start_time) run_start = std::min(run_start, *part.start_time);
+    }
+    Job job = JobFromRecord(rec);
+    job.Start(run_start, gpus);
+    RETURN_IF_ERROR(sched->Restore(job, now));
+    launch->second.phase = Phase::kActive;
+    AddEvent(rec.id, now, "adopted", Describe(launch->second));
+    it = adopting_.erase(it);
+  }
+  scheduler_ = std::move(sched);
+  cluster_ = std::move(cluster);
+  return absl::OkStatus();
+}
+
+}  // namespace tiresias

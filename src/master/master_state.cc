@@ -1,0 +1,296 @@
+// MasterState: opening, the client API, commits and record bookkeeping.
+// Scheduling passes are in master_launch.cc, the agent protocol in
+// master_agents.cc, node set changes in master_rebuild.cc.
+#include "master/master_state.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "master/proto_convert.h"
+#include "sched/policy.h"
+
+namespace tiresias {
+
+bool MasterState::Launch::AllEnded() const {
+  return std::all_of(parts.begin(), parts.end(),
+                     [](const Part& p) { return p.ended; });
+}
+
+MasterState::MasterState(MasterOptions options, master::Clock* clock,
+                         std::unique_ptr<Store> store)
+    : options_(std::move(options)), clock_(clock), store_(std::move(store)) {
+  empty_cluster_ = std::make_unique<Cluster>(Topology::Uniform(1, 1, 1));
+}
+
+MasterState::~MasterState() = default;
+
+absl::StatusOr<std::unique_ptr<MasterState>> MasterState::Open(
+    MasterOptions options, master::Clock* clock) {
+  if (options.state_dir.empty()) {
+    return absl::InvalidArgumentError("state_dir: must not be empty");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.state_dir, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat(options.state_dir, ": cannot create: ", ec.message()));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteStore> store,
+                   SqliteStore::Open(options.state_dir + "/state.db"));
+  std::unique_ptr<MasterState> state(
+      new MasterState(std::move(options), clock, std::move(store)));
+  std::lock_guard<std::mutex> lock(state->mu_);
+  ASSIGN_OR_RETURN(state->scheduler_, state->MakeScheduler());
+  RETURN_IF_ERROR(state->Load(clock->NowUnixSeconds()));
+  return state;
+}
+
+absl::StatusOr<std::unique_ptr<Scheduler>> MasterState::MakeScheduler() const {
+  PolicyOptions policy_options;
+  policy_options.queues = options_.queues;
+  ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy,
+                   MakePolicy(options_.policy, policy_options));
+  std::string placement = options_.placement.empty()
+                              ? std::string(policy->traits().default_placement)
+                              : options_.placement;
+  ASSIGN_OR_RETURN(std::unique_ptr<Placer> placer,
+                   MakePlacer(placement, options_.placement_options));
+  SchedulerOptions sched_options;
+  sched_options.queues = options_.queues;
+  sched_options.promote_knob = options_.promote_knob;
+  return std::make_unique<Scheduler>(std::move(policy), std::move(placer),
+                                     sched_options);
+}
+
+absl::Status MasterState::Load(Seconds now) {
+  ASSIGN_OR_RETURN(std::vector<NodeRecord> nodes, store_->ListNodes());
+  for (NodeRecord& node : nodes) {
+    NodeInfo& info = nodes_[node.id];
+    node.last_heartbeat = now;  // the timeout counts from this restart
+    info.record = node;
+  }
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_->ListUnfinishedJobs());
+  for (JobRecord& rec : jobs) {
+    if (rec.state == JobRecordState::kRunning) {
+      adopting_.insert(rec.id);
+    } else {
+      RETURN_IF_ERROR(scheduler_->Restore(JobFromRecord(rec), now));
+    }
+    records_[rec.id] = std::move(rec);
+  }
+  adopt_deadline_ = now + options_.node_timeout;
+  return absl::OkStatus();
+}
+
+Cluster& MasterState::cluster() {
+  return cluster_ ? *cluster_ : *empty_cluster_;
+}
+
+MasterState::Launch* MasterState::CurrentLaunch(JobId id) {
+  auto rec = records_.find(id);
+  if (rec == records_.end()) return nullptr;
+  auto it = launches_.find({id, rec->second.attempt});
+  return it == launches_.end() ? nullptr : &it->second;
+}
+
+void MasterState::AddEvent(JobId id, Seconds t, std::string kind,
+                           std::string detail) {
+  events_.push_back(JobEvent{id, 0, t, std::move(kind), std::move(detail)});
+}
+
+void MasterState::SyncRecord(JobRecord& rec, Seconds now) {
+  if (IsFinal(rec.state)) return;
+  const Job* job = scheduler_->Find(rec.id);
+  if (job == nullptr) return;  // a finished job: its final counters
+  if (job->queue() != rec.queue) {
+    const bool promoted = job->queue() < rec.queue;
+    AddEvent(rec.id, now, promoted ? "promoted" : "demoted",
+             absl::StrCat("queue ", rec.queue, " -> ", job->queue()));
+    if (promoted) ++rec.promotions;
+    rec.queue = job->queue();
+    MarkDirty(rec.id);
+  }
+  // A running job's record holds the values at the start of its run.
+  const Seconds at = job->running() ? job->run_start() : now;
+  const Seconds executed = job->Executed(at);
+  const Seconds total = job->TotalExecuted(at);
+  if (executed != rec.executed || total != rec.total_executed ||
+      (!job->running() && job->last_stop() != rec.last_stop_time)) {
+    rec.executed = executed;
+    rec.total_executed = total;
+    rec.attained_gpu_seconds = job->num_gpus() * executed.count();
+    if (!job->running()) rec.last_stop_time = job->last_stop();
+    MarkDirty(rec.id);
+  }
+}
+
+void MasterState::LiveView(JobRecord& rec, Seconds now) const {
+  const Job* job = scheduler_->Find(rec.id);
+  if (IsFinal(rec.state) || job == nullptr || !job->running()) return;
+  rec.executed = job->Executed(now);
+  rec.total_executed = job->TotalExecuted(now);
+  rec.attained_gpu_seconds = job->AttainedGpuSeconds(now);
+  rec.queue = job->queue();
+}
+
+void MasterState::Finalize(JobRecord& rec, JobRecordState state, Seconds now,
+                           std::optional<int> exit_code, std::string detail) {
+  SyncRecord(rec, now);
+  rec.state = state;
+  rec.end_time = now;
+  rec.exit_code = exit_code;
+  AddEvent(rec.id, now, std::string(JobRecordStateName(state)),
+           std::move(detail));
+  MarkDirty(rec.id);
+  pass_wanted_ = true;
+}
+
+absl::Status MasterState::Commit() {
+  const Seconds now = clock_->NowUnixSeconds();
+  for (auto& [id, rec] : records_) SyncRecord(rec, now);
+  StoreWrite write;
+  for (JobId id : dirty_) {
+    auto it = records_.find(id);
+    if (it != records_.end()) write.jobs.push_back(it->second);
+  }
+  write.events = std::move(events_);
+  events_.clear();
+  dirty_.clear();
+  if (!write.jobs.empty() || !write.events.empty()) {
+    RETURN_IF_ERROR(store_->Write(write));
+  }
+  for (auto it = records_.begin(); it != records_.end();) {
+    it = IsFinal(it->second.state) ? records_.erase(it) : std::next(it);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobId> MasterState::SubmitJob(const JobRequest& spec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spec.num_gpus < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.gpus: expected at least 1 GPU, got ", spec.num_gpus));
+  }
+  if (cluster_ && spec.num_gpus > cluster_->total_gpus()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.gpus: ", spec.num_gpus, " GPUs requested but the cluster has ",
+        cluster_->total_gpus()));
+  }
+  if (spec.command.empty() || spec.command[0].empty()) {
+    return absl::InvalidArgumentError(
+        "spec.command: must not be empty (argv[0] first)");
+  }
+  const Seconds now = clock_->NowUnixSeconds();
+  ASSIGN_OR_RETURN(JobId id, store_->CreateJob(spec, now));
+  JobRecord rec;
+  rec.id = id;
+  rec.spec = spec;
+  rec.submit_time = now;
+  rec.last_stop_time = now;
+  JobSpec core{.id = id, .num_gpus = spec.num_gpus, .submit_time = now,
+               .duration = std::nullopt, .model = spec.model};
+  RETURN_IF_ERROR(scheduler_->Submit(core, now));
+  records_[id] = std::move(rec);
+  pass_wanted_ = true;
+  return id;
+}
+
+absl::StatusOr<JobRecord> MasterState::GetJob(JobId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(JobRecord rec, store_->GetJob(id));
+  LiveView(rec, clock_->NowUnixSeconds());
+  return rec;
+}
+
+absl::StatusOr<std::vector<JobRecord>> MasterState::ListJobs(
+    std::optional<JobRecordState> state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_->ListJobs(state));
+  const Seconds now = clock_->NowUnixSeconds();
+  for (JobRecord& rec : jobs) LiveView(rec, now);
+  return jobs;
+}
+
+absl::StatusOr<JobRecord> MasterState::CancelJob(JobId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = records_.find(id);
+  if (it == records_.end()) {
+    ASSIGN_OR_RETURN(JobRecord rec, store_->GetJob(id));  // NotFound
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, " has already ended (", std::string(JobRecordStateName(rec.state)),
+        ")"));
+  }
+  JobRecord& rec = it->second;
+  const Seconds now = clock_->NowUnixSeconds();
+  Launch* launch = CurrentLaunch(id);
+  if (launch && launch->phase == Phase::kStopping &&
+      launch->stop_reason == v1::STOP_REASON_CANCEL) {
+    return rec;  // already being cancelled
+  }
+  if (adopting_.erase(id) > 0 && launch) {
+    // Parts adopted so far are stopped below like any running launch.
+    launch->phase = Phase::kActive;
+  }
+  const Job* job = scheduler_->Find(id);
+  if (job && !job->finished()) {
+    RETURN_IF_ERROR(scheduler_->Remove(id, now, cluster()));
+  }
+  pass_wanted_ = true;
+  JobRecord result;
+  if (launch && launch->phase == Phase::kActive) {
+    launch->phase = Phase::kStopping;
+    launch->stop_reason = v1::STOP_REASON_CANCEL;
+    for (const Part& part : launch->parts) {
+      if (!part.ended) {
+        QueueStop(part.node_id, id, launch->attempt, v1::STOP_REASON_CANCEL);
+      }
+    }
+    AddEvent(id, now, "cancelling", "stopping its tasks");
+    result = rec;
+  } else {
+    if (launch && launch->phase == Phase::kDeferred) {
+      launches_.erase({id, launch->attempt});
+    }
+    Finalize(rec, JobRecordState::kCancelled, now, std::nullopt,
+             "cancelled by user");
+    result = rec;
+  }
+  RETURN_IF_ERROR(Commit());
+  return result;
+}
+
+absl::StatusOr<std::vector<v1::Node>> MasterState::ListNodes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::Node> out;
+  for (const auto& [id, info] : nodes_) {
+    v1::Node node;
+    NodeToProto(info.record, &node);
+    std::set<JobId> jobs;
+    int free = 0;
+    for (const LaunchKey& key : info.busy) {
+      if (key.first == 0) {
+        ++free;
+      } else {
+        jobs.insert(key.first);
+      }
+    }
+    node.set_gpus_free(info.up ? free : 0);
+    for (JobId job : jobs) node.add_job_ids(job);
+    out.push_back(std::move(node));
+  }
+  return out;
+}
+
+Seconds MasterState::NextWakeup() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scheduler_->NextWakeup();
+}
+
+bool MasterState::TakePassWanted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(pass_wanted_, false);
+}
+
+}  // namespace tiresias

@@ -1,0 +1,216 @@
+// The master daemon's brain host: everything the master knows and decides,
+// behind one mutex, with no threads or sockets of its own. The gRPC services
+// (service.h) and the scheduling thread (server.h) call into it; tests drive
+// it directly with a fake clock.
+//
+// It owns the durable Store, the node registry, a Cluster built from the up
+// nodes (one server per node, its GPUs numbered 0..gpus-1 locally) and the
+// pure Scheduler (src/sched) that decides on that Cluster.
+//
+// Two views of GPUs. The Scheduler's Cluster says who *should* hold a GPU;
+// the node registry's `busy` table says who *does* (a task was started there
+// and has not reported its end). A start decision whose GPUs are still busy
+// (a preempted job's tasks are still checkpointing) is deferred: its
+// StartTasks are queued only once every GPU it needs is physically free.
+//
+// Node set changes (register, node down): the Topology cannot grow in place,
+// so a new Cluster and a fresh Scheduler are built and every unfinished job
+// is Restore()d into it: running jobs whose nodes are all still up keep
+// their GPUs (remapped to the new numbering), running jobs that lost a node
+// become preempted at that instant, waiting jobs are copied as they stand.
+// Executed time, first start, last stop and queue carry over exactly.
+//
+// Durability: every public method that changes a job writes all its changes
+// (records and events) in one Store::Write before it returns; a job id is
+// returned only once Store::CreateJob succeeded. The record of a running job
+// holds its executed time as of the start of its current run; reads
+// (GetJob, ListJobs) overlay the live value.
+//
+// Accounting: the Scheduler counts executed time from its own decisions
+// (start decision to stop decision); the agent's reported start times are
+// recorded as first_start_time and used as run start when a job is adopted
+// after a master restart.
+//
+// Restart recovery: Open() over an existing state dir reloads unfinished
+// jobs. Pending and preempted ones go into the scheduler at once. Running
+// ones wait for their agents to Register with their tasks (adopted, no new
+// StartTask) until node_timeout after Open; those not fully adopted by then
+// are stopped where found and become preempted.
+//
+// Thread-safety: every public method takes the one internal mutex.
+#ifndef TIRESIAS_MASTER_MASTER_STATE_H_
+#define TIRESIAS_MASTER_MASTER_STATE_H_
+
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/cluster.h"
+#include "master/clock.h"
+#include "master/store.h"
+#include "place/placement.h"
+#include "proto/tiresias.pb.h"
+#include "sched/queues.h"
+#include "sched/scheduler.h"
+
+namespace tiresias {
+
+struct MasterOptions {
+  // Holds state.db and, by default, checkpoints/job-<id>/. Must exist.
+  std::string state_dir;
+  std::string policy = "tiresias-l";
+  // Placement scheme; empty: the policy's default.
+  std::string placement;
+  PlacementOptions placement_options;
+  QueueConfig queues = QueueConfig::PaperDefault();
+  // PROMOTEKNOB; infinity turns it off.
+  double promote_knob = std::numeric_limits<double>::infinity();
+  // An agent silent this long is marked down; also how long running jobs
+  // wait to be re-adopted after a master restart.
+  Seconds node_timeout{30};
+  // Told to agents at Register.
+  Seconds heartbeat_interval{2};
+  // MASTER_PORT of a launch is base_port + (16 x job id + attempt) mod 10000.
+  int base_port = 29500;
+};
+
+class MasterState {
+ public:
+  // Opens (or creates) <state_dir>/state.db and reloads unfinished jobs.
+  // `clock` must outlive the MasterState.
+  static absl::StatusOr<std::unique_ptr<MasterState>> Open(
+      MasterOptions options, master::Clock* clock);
+  ~MasterState();
+  MasterState(const MasterState&) = delete;
+  MasterState& operator=(const MasterState&) = delete;
+
+  // Client API. Errors: InvalidArgument naming the field (gpus < 1, gpus
+  // more than the up nodes have, empty command), NotFound for an unknown
+  // id, FailedPrecondition for cancelling an ended job. With no node up,
+  // any positive GPU count is accepted and waits for nodes.
+  absl::StatusOr<JobId> SubmitJob(const JobRequest& spec);
+  absl::StatusOr<JobRecord> GetJob(JobId id);
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(
+      std::optional<JobRecordState> state = std::nullopt);
+  absl::StatusOr<JobRecord> CancelJob(JobId id);
+  absl::StatusOr<std::vector<v1::Node>> ListNodes();
+
+  // Agent protocol (see proto/tiresias.proto). Heartbeat answers NotFound
+  // for a node id not registered since this master started.
+  absl::StatusOr<v1::RegisterResponse> Register(const v1::RegisterRequest& req);
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& req);
+
+  // One scheduling pass at the clock's now: start decisions become queued
+  // StartTasks (deferred while their GPUs are busy), preemptions StopTasks.
+  absl::Status RunPass();
+  // Marks nodes silent for node_timeout down (their jobs preempted), and
+  // ends the post-restart adoption window.
+  absl::Status CheckTimeouts();
+  // Unix seconds of the scheduler's next demotion/promotion; kNever if none.
+  Seconds NextWakeup();
+  // True (and reset) if something happened since the last call that a
+  // scheduling pass should see.
+  bool TakePassWanted();
+
+ private:
+  // One part of a launch: the task of one rank, on one node.
+  struct Part {
+    int64_t node_id = 0;
+    std::vector<int> local_gpus;
+    bool running = false;  // reported RUNNING
+    bool ended = false;    // reported ended, or its node was lost
+    std::optional<int> exit_code;
+    std::optional<Seconds> start_time;  // agent's clock
+  };
+  enum class Phase { kDeferred, kActive, kStopping };
+  // One launch (attempt) of a job.
+  struct Launch {
+    JobId job = 0;
+    int attempt = 0;
+    std::vector<Part> parts;  // rank order
+    Phase phase = Phase::kDeferred;
+    v1::StopReason stop_reason = v1::STOP_REASON_UNSPECIFIED;
+    bool AllEnded() const;
+  };
+  using LaunchKey = std::pair<JobId, int>;
+  struct NodeInfo {
+    NodeRecord record;
+    bool up = false;  // registered since this master started and not down
+    std::vector<LaunchKey> busy;  // per local GPU; {0,0} = free
+  };
+
+  MasterState(MasterOptions options, master::Clock* clock,
+              std::unique_ptr<Store> store);
+  absl::Status Load(Seconds now);  // restart recovery
+
+  // Requires mu_ (all below).
+  absl::StatusOr<std::unique_ptr<Scheduler>> MakeScheduler() const;
+  Cluster& cluster();  // the live one, or an empty stand-in
+  absl::Status Commit();
+  void MarkDirty(JobId id) { dirty_.insert(id); }
+  void AddEvent(JobId id, Seconds t, std::string kind, std::string detail);
+  void SyncRecord(JobRecord& rec, Seconds now);
+  void LiveView(JobRecord& rec, Seconds now) const;
+  void Finalize(JobRecord& rec, JobRecordState state, Seconds now,
+                std::optional<int> exit_code, std::string detail);
+  Launch* CurrentLaunch(JobId id);
+
+  // Scheduling (master_state.cc).
+  void StartLaunch(const StartDecision& start, Seconds now);
+  void PreemptLaunch(JobId id, Seconds now);
+  void ReleaseDeferred();
+  bool TryRelease(Launch& launch);
+  void QueueStart(const Launch& launch, int rank);
+  void QueueStop(int64_t node_id, JobId job, int attempt,
+                 v1::StopReason reason);
+  void FreeBusy(int64_t node_id, LaunchKey key);
+  std::string Describe(const Launch& launch) const;
+
+  // Agents (master_agents.cc).
+  void HandleTask(int64_t node_id, const v1::TaskStatus& task, Seconds now,
+                  v1::HeartbeatResponse* resp);
+  void OnPartEnded(Launch& launch, const v1::TaskStatus& task, Seconds now);
+  void MaybeMarkRunning(Launch& launch, Seconds now);
+  void AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task,
+                     Seconds now);
+  void LoseNode(int64_t node_id, Seconds now, const std::string& why);
+  void EndAdoptionWindow(Seconds now);
+
+  // Node set changes (master_rebuild.cc).
+  absl::Status Rebuild(Seconds now);
+  Job JobFromRecord(const JobRecord& rec) const;
+
+  MasterOptions options_;
+  master::Clock* clock_;
+  std::unique_ptr<Store> store_;
+
+  std::mutex mu_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Cluster> cluster_;  // null while no node is up
+  std::unique_ptr<Cluster> empty_cluster_;
+  std::map<int64_t, int> server_of_node_;  // node id -> server index
+  std::vector<int64_t> node_of_server_;
+  std::map<int64_t, NodeInfo> nodes_;
+  std::map<int64_t, std::vector<v1::Command>> outbox_;  // per node
+  std::map<LaunchKey, Launch> launches_;
+  std::map<JobId, JobRecord> records_;  // unfinished jobs (and just-ended)
+  std::set<JobId> adopting_;  // running at restart, not yet re-adopted
+  Seconds adopt_deadline_{0};
+  std::set<std::pair<int64_t, LaunchKey>> orphan_stops_sent_;
+  std::set<JobId> dirty_;
+  std::vector<JobEvent> events_;
+  bool pass_wanted_ = true;
+};
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_MASTER_MASTER_STATE_H_

@@ -1,0 +1,98 @@
+#include "master/server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+
+namespace tiresias {
+
+MasterServer::MasterServer(MasterState* state, master::Clock* clock)
+    : state_(state),
+      clock_(clock),
+      tiresias_service_(state, [this] { Notify(); }),
+      agent_service_(state, [this] { Notify(); }) {}
+
+absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
+    MasterState* state, master::Clock* clock, const std::string& address) {
+  std::unique_ptr<MasterServer> server(new MasterServer(state, clock));
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
+                           &server->port_);
+  builder.RegisterService(&server->tiresias_service_);
+  builder.RegisterService(&server->agent_service_);
+  server->server_ = builder.BuildAndStart();
+  if (!server->server_ || server->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("--listen ", address, ": cannot listen there"));
+  }
+  server->thread_ = std::thread([s = server.get()] { s->Loop(); });
+  return server;
+}
+
+MasterServer::~MasterServer() { Shutdown(); }
+
+void MasterServer::Notify() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    notified_ = true;
+  }
+  cv_.notify_one();
+}
+
+void MasterServer::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && !thread_.joinable() && !server_) return;
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::seconds(2));
+    server_->Wait();
+    server_.reset();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void MasterServer::Loop() {
+  using std::chrono::duration;
+  auto next_check = std::chrono::steady_clock::now();
+  while (true) {
+    // Sleep until notified, the policy's next wakeup, or the next timeout
+    // check (every second), whichever comes first.
+    const double to_wakeup =
+        (state_->NextWakeup() - clock_->NowUnixSeconds()).count();
+    auto deadline = next_check;
+    if (std::isfinite(to_wakeup)) {
+      deadline = std::min(
+          deadline, std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<
+                            std::chrono::steady_clock::duration>(
+                            duration<double>(std::max(0.05, to_wakeup))));
+    }
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_until(lock, deadline, [&] { return notified_ || stopping_; });
+      if (stopping_) return;
+      notified_ = false;
+    }
+    if (std::chrono::steady_clock::now() >= next_check) {
+      next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      if (absl::Status s = state_->CheckTimeouts(); !s.ok()) {
+        std::fprintf(stderr, "tiresias master: %s\n", s.ToString().c_str());
+      }
+    }
+    const bool due = state_->NextWakeup() <= clock_->NowUnixSeconds();
+    if (state_->TakePassWanted() || due) {
+      if (absl::Status s = state_->RunPass(); !s.ok()) {
+        std::fprintf(stderr, "tiresias master: %s\n", s.ToString().c_str());
+      }
+    }
+  }
+}
+
+}  // namespace tiresias

@@ -1,0 +1,64 @@
+// MasterServer: the running master. A grpc::Server serving TiresiasService
+// and AgentRegistryService over one MasterState, and one scheduling thread
+// that calls MasterState::RunPass when woken (submit, cancel, agent
+// reports, node changes) or at the scheduler's next wakeup, and
+// CheckTimeouts every second.
+//
+//   ASSIGN_OR_RETURN(auto server, MasterServer::Start(state.get(), &clock,
+//                                                     "127.0.0.1:0"));
+//   ... server->port() ...
+//   server->Shutdown();  // also done by the destructor
+#ifndef TIRESIAS_MASTER_SERVER_H_
+#define TIRESIAS_MASTER_SERVER_H_
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "master/clock.h"
+#include "master/master_state.h"
+#include "master/service.h"
+
+namespace tiresias {
+
+class MasterServer {
+ public:
+  // Listens on `address` ("host:port"; port 0 picks a free one). `state`
+  // and `clock` must outlive the server. Unavailable if it cannot bind.
+  static absl::StatusOr<std::unique_ptr<MasterServer>> Start(
+      MasterState* state, master::Clock* clock, const std::string& address);
+  ~MasterServer();
+
+  int port() const { return port_; }
+  // Asks the scheduling thread for a pass soon. Thread-safe.
+  void Notify();
+  // Stops serving (in-flight calls finish) and joins the scheduling thread.
+  // Idempotent.
+  void Shutdown();
+
+ private:
+  MasterServer(MasterState* state, master::Clock* clock);
+  void Loop();
+
+  MasterState* state_;
+  master::Clock* clock_;
+  TiresiasService tiresias_service_;
+  AgentRegistryService agent_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool notified_ = false;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_MASTER_SERVER_H_

@@ -1,0 +1,95 @@
+#include "master/service.h"
+
+#include "master/proto_convert.h"
+
+namespace tiresias {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  // absl and gRPC share the canonical code numbering.
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+grpc::Status TiresiasService::SubmitJob(grpc::ServerContext*,
+                                        const v1::SubmitJobRequest* req,
+                                        v1::SubmitJobResponse* resp) {
+  if (!req->has_spec()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "spec: must be set");
+  }
+  absl::StatusOr<JobId> id = state_->SubmitJob(JobSpecFromProto(req->spec()));
+  if (!id.ok()) return ToGrpcStatus(id.status());
+  resp->set_job_id(*id);
+  Changed();
+  return grpc::Status::OK;
+}
+
+grpc::Status TiresiasService::GetJob(grpc::ServerContext*,
+                                     const v1::GetJobRequest* req,
+                                     v1::GetJobResponse* resp) {
+  absl::StatusOr<JobRecord> job = state_->GetJob(req->job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  JobToProto(*job, resp->mutable_job());
+  return grpc::Status::OK;
+}
+
+grpc::Status TiresiasService::ListJobs(grpc::ServerContext*,
+                                       const v1::ListJobsRequest* req,
+                                       v1::ListJobsResponse* resp) {
+  std::optional<JobRecordState> filter;
+  if (req->has_state() && req->state() != v1::JOB_STATE_UNSPECIFIED) {
+    absl::StatusOr<JobRecordState> state = JobStateFromProto(req->state());
+    if (!state.ok()) return ToGrpcStatus(state.status());
+    filter = *state;
+  }
+  absl::StatusOr<std::vector<JobRecord>> jobs = state_->ListJobs(filter);
+  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
+  for (const JobRecord& job : *jobs) {
+    v1::Job* out = resp->add_jobs();
+    JobToProto(job, out);
+    out->clear_events();
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TiresiasService::CancelJob(grpc::ServerContext*,
+                                        const v1::CancelJobRequest* req,
+                                        v1::CancelJobResponse* resp) {
+  absl::StatusOr<JobRecord> job = state_->CancelJob(req->job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  JobToProto(*job, resp->mutable_job());
+  Changed();
+  return grpc::Status::OK;
+}
+
+grpc::Status TiresiasService::ListNodes(grpc::ServerContext*,
+                                        const v1::ListNodesRequest*,
+                                        v1::ListNodesResponse* resp) {
+  absl::StatusOr<std::vector<v1::Node>> nodes = state_->ListNodes();
+  if (!nodes.ok()) return ToGrpcStatus(nodes.status());
+  for (v1::Node& node : *nodes) *resp->add_nodes() = std::move(node);
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentRegistryService::Register(grpc::ServerContext*,
+                                            const v1::RegisterRequest* req,
+                                            v1::RegisterResponse* resp) {
+  absl::StatusOr<v1::RegisterResponse> out = state_->Register(*req);
+  if (!out.ok()) return ToGrpcStatus(out.status());
+  *resp = std::move(*out);
+  if (on_change_) on_change_();
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentRegistryService::Heartbeat(grpc::ServerContext*,
+                                             const v1::HeartbeatRequest* req,
+                                             v1::HeartbeatResponse* resp) {
+  absl::StatusOr<v1::HeartbeatResponse> out = state_->Heartbeat(*req);
+  if (!out.ok()) return ToGrpcStatus(out.status());
+  *resp = std::move(*out);
+  if (req->tasks_size() > 0 && on_change_) on_change_();
+  return grpc::Status::OK;
+}
+
+}  // namespace tiresias

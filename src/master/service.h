@@ -1,0 +1,64 @@
+// The gRPC services of the master: the client API (v1::Tiresias) and the
+// agent protocol (v1::AgentRegistry), thin translations onto MasterState.
+// MasterState takes its own lock, so handlers may run on any gRPC thread.
+// A bad request gets a gRPC status (INVALID_ARGUMENT, NOT_FOUND,
+// FAILED_PRECONDITION, ...) with MasterState's one-line message; no request
+// can crash the master. WatchEvents is not implemented yet (UNIMPLEMENTED).
+#ifndef TIRESIAS_MASTER_SERVICE_H_
+#define TIRESIAS_MASTER_SERVICE_H_
+
+#include <functional>
+
+#include "absl/status/status.h"
+#include "master/master_state.h"
+#include "proto/tiresias.grpc.pb.h"
+
+namespace tiresias {
+
+// absl::Status -> grpc::Status, code for code.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+class TiresiasService final : public v1::Tiresias::Service {
+ public:
+  // `state` must outlive the service; `on_change` (may be empty) is called
+  // after a request that a scheduling pass should see.
+  TiresiasService(MasterState* state, std::function<void()> on_change)
+      : state_(state), on_change_(std::move(on_change)) {}
+
+  grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest*,
+                         v1::SubmitJobResponse*) override;
+  grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest*,
+                      v1::GetJobResponse*) override;
+  grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*,
+                        v1::ListJobsResponse*) override;
+  grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest*,
+                         v1::CancelJobResponse*) override;
+  grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
+                         v1::ListNodesResponse*) override;
+
+ private:
+  void Changed() {
+    if (on_change_) on_change_();
+  }
+  MasterState* state_;
+  std::function<void()> on_change_;
+};
+
+class AgentRegistryService final : public v1::AgentRegistry::Service {
+ public:
+  AgentRegistryService(MasterState* state, std::function<void()> on_change)
+      : state_(state), on_change_(std::move(on_change)) {}
+
+  grpc::Status Register(grpc::ServerContext*, const v1::RegisterRequest*,
+                        v1::RegisterResponse*) override;
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*,
+                         v1::HeartbeatResponse*) override;
+
+ private:
+  MasterState* state_;
+  std::function<void()> on_change_;
+};
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_MASTER_SERVICE_H_

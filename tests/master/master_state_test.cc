@@ -1,0 +1,270 @@
+// MasterState with a fake clock and real SQLite files: the job lifecycle
+// driven by agent messages, bad requests, preemption, node failure and
+// restart recovery.
+#include "master/master_state.h"
+
+#include <algorithm>
+
+#include "gtest/gtest.h"
+#include "master_test_util.h"
+
+namespace tiresias::master_testing {
+namespace {
+
+using v1::TASK_STATE_EXITED;
+using v1::TASK_STATE_PREEMPTED;
+using v1::TASK_STATE_RUNNING;
+
+bool HasEvent(const JobRecord& rec, const std::string& kind) {
+  return std::any_of(rec.events.begin(), rec.events.end(),
+                     [&](const JobEvent& e) { return e.kind == kind; });
+}
+
+class MasterStateTest : public MasterFixture {};
+
+TEST_F(MasterStateTest, JobRunsToCompletion) {
+  Open();
+  JobRequest spec = Spec(2, {"python3", "train.py"});
+  spec.env["LR"] = "0.1";
+  const JobId id = Submit(spec);
+  ASSERT_GT(id, 0);
+  master_.reset();  // the store holds its file exclusively
+  {  // durable before the id was returned
+    auto store = SqliteStore::Open(options_.state_dir + "/state.db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto rec = (*store)->GetJob(id);
+    ASSERT_TRUE(rec.ok()) << rec.status();
+    EXPECT_EQ(rec->spec, spec);
+    EXPECT_EQ(rec->state, JobRecordState::kPending);
+  }
+  Open();
+  const int64_t node = Register("n1", 4);
+  Pass();
+  v1::HeartbeatResponse resp = Beat(node);
+  auto starts = Starts(resp.commands());
+  ASSERT_EQ(starts.size(), 1u);
+  const v1::StartTask& start = starts[0];
+  EXPECT_EQ(start.task().job_id(), id);
+  EXPECT_EQ(start.task().attempt(), 1);
+  EXPECT_EQ(start.task().rank(), 0);
+  EXPECT_EQ(start.world_size(), 1);
+  EXPECT_EQ(start.gpu_indexes_size(), 2);
+  EXPECT_EQ(start.master_addr(), "n1.local");
+  EXPECT_GT(start.master_port(), 0);
+  EXPECT_EQ(start.command(1), "train.py");
+  EXPECT_EQ(start.env().at("LR"), "0.1");
+  EXPECT_EQ(start.restart_count(), 0);
+  EXPECT_EQ(Get(id).state, JobRecordState::kPending);  // not yet reported
+
+  std::vector<int> gpus(start.gpu_indexes().begin(), start.gpu_indexes().end());
+  Beat(node, {Task(id, 1, 0, TASK_STATE_RUNNING, gpus, {}, 1001.0)});
+  EXPECT_EQ(Get(id).state, JobRecordState::kRunning);
+  clock_.Advance(Seconds{10});
+  resp = Beat(node, {Task(id, 1, 0, TASK_STATE_EXITED, gpus, 0, 1001.0)});
+  ASSERT_EQ(resp.acknowledged_size(), 1);
+  JobRecord done = Get(id);
+  EXPECT_EQ(done.state, JobRecordState::kFinished);
+  EXPECT_EQ(done.exit_code, 0);
+  EXPECT_NEAR(done.executed.count(), 10, 1e-6);
+  EXPECT_NEAR(done.attained_gpu_seconds, 20, 1e-6);
+  EXPECT_TRUE(HasEvent(done, "started"));
+  EXPECT_TRUE(HasEvent(done, "finished"));
+}
+
+TEST_F(MasterStateTest, FailedTaskFailsTheJob) {
+  Open();
+  const JobId id = Submit(Spec(1));
+  const int64_t node = Register("n1", 1);
+  Pass();
+  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  Beat(node, {Task(id, 1, 0, TASK_STATE_EXITED, {0}, 3)});
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kFailed);
+  EXPECT_EQ(rec.exit_code, 3);
+}
+
+TEST_F(MasterStateTest, BadRequestsGetClearErrors) {
+  Open();
+  auto zero = master_->SubmitJob(Spec(0));
+  EXPECT_EQ(zero.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(zero.status().message().find("spec.gpus"), std::string::npos);
+  auto empty = master_->SubmitJob(Spec(1, {}));
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(empty.status().message().find("spec.command"), std::string::npos);
+  // No node up yet: any positive count is accepted and waits.
+  EXPECT_TRUE(master_->SubmitJob(Spec(64)).ok());
+  Register("n1", 4);
+  auto too_many = master_->SubmitJob(Spec(5));
+  EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(too_many.status().message().find("cluster has 4"),
+            std::string::npos)
+      << too_many.status();
+  EXPECT_EQ(master_->GetJob(999).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(master_->CancelJob(999).status().code(),
+            absl::StatusCode::kNotFound);
+  v1::HeartbeatRequest beat;
+  beat.set_node_id(77);
+  EXPECT_EQ(master_->Heartbeat(beat).status().code(),
+            absl::StatusCode::kNotFound);
+  v1::RegisterRequest reg;
+  reg.set_name("n2");
+  EXPECT_EQ(master_->Register(reg).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(MasterStateTest, CancelPendingAndRunning) {
+  Open();
+  const int64_t node = Register("n1", 1);
+  const JobId running = Submit(Spec(1));
+  const JobId pending = Submit(Spec(1));
+  Pass();
+  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  Beat(node, {Task(running, 1, 0, TASK_STATE_RUNNING, {0})});
+  auto cancelled = master_->CancelJob(pending);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state, JobRecordState::kCancelled);
+  auto stopping = master_->CancelJob(running);
+  ASSERT_TRUE(stopping.ok());
+  EXPECT_EQ(stopping->state, JobRecordState::kRunning);
+  auto stops = Stops(Beat(node).commands());
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0].reason(), v1::STOP_REASON_CANCEL);
+  Beat(node, {Task(running, 1, 0, TASK_STATE_PREEMPTED, {0}, 143)});
+  EXPECT_EQ(Get(running).state, JobRecordState::kCancelled);
+  EXPECT_EQ(master_->CancelJob(running).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(MasterStateTest, DemotedJobIsPreemptedForANewOne) {
+  options_.policy = "tiresias-l";
+  options_.queues = *QueueConfig::Create({10.0});  // 10 GPU-seconds
+  Open();
+  const int64_t node = Register("n1", 2);
+  const JobId big = Submit(Spec(2));
+  Pass();
+  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  Beat(node, {Task(big, 1, 0, TASK_STATE_RUNNING, {0, 1})});
+  clock_.Advance(Seconds{10});  // 20 GPU-seconds: demoted at +5 s
+  const JobId small = Submit(Spec(1));
+  Pass();
+  EXPECT_EQ(Get(big).queue, 1);
+  v1::HeartbeatResponse resp =
+      Beat(node, {Task(big, 1, 0, TASK_STATE_RUNNING, {0, 1})});
+  auto stops = Stops(resp.commands());
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0].job_id(), big);
+  EXPECT_EQ(stops[0].reason(), v1::STOP_REASON_PREEMPT);
+  EXPECT_TRUE(Starts(resp.commands()).empty());  // GPUs still busy
+  EXPECT_EQ(Get(big).state, JobRecordState::kPreempted);
+
+  resp = Beat(node, {Task(big, 1, 0, TASK_STATE_PREEMPTED, {0, 1}, 143)});
+  auto starts = Starts(resp.commands());
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].task().job_id(), small);
+  EXPECT_EQ(starts[0].gpu_indexes_size(), 1);
+  JobRecord rec = Get(big);
+  EXPECT_EQ(rec.state, JobRecordState::kPreempted);
+  EXPECT_EQ(rec.preemptions, 1);
+  EXPECT_TRUE(HasEvent(rec, "demoted"));
+}
+
+TEST_F(MasterStateTest, SilentNodesJobMovesToAnotherNode) {
+  options_.node_timeout = Seconds{30};
+  Open();
+  const int64_t n1 = Register("n1", 2);
+  const int64_t n2 = Register("n2", 2);
+  const JobId id = Submit(Spec(2));
+  Pass();
+  auto s1 = Starts(Beat(n1).commands());
+  auto s2 = Starts(Beat(n2).commands());
+  ASSERT_EQ(s1.size() + s2.size(), 1u);
+  const int64_t first = s1.empty() ? n2 : n1;
+  const int64_t other = s1.empty() ? n1 : n2;
+  Beat(first, {Task(id, 1, 0, TASK_STATE_RUNNING, {0, 1})});
+  clock_.Advance(Seconds{20});
+  Beat(other);
+  clock_.Advance(Seconds{15});
+  Beat(other);
+  ASSERT_TRUE(master_->CheckTimeouts().ok());
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kPreempted);
+  EXPECT_TRUE(HasEvent(rec, "node_down"));
+  Pass();
+  auto again = Starts(Beat(other).commands());
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].task().attempt(), 2);
+  EXPECT_EQ(again[0].restart_count(), 1);
+  auto nodes = master_->ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  for (const v1::Node& n : *nodes) {
+    EXPECT_EQ(n.state(), n.id() == first ? v1::NODE_STATE_DOWN
+                                         : v1::NODE_STATE_UP);
+  }
+  v1::HeartbeatRequest beat;
+  beat.set_node_id(first);
+  EXPECT_EQ(master_->Heartbeat(beat).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(MasterStateTest, RestartAdoptsRunningTasksAndStopsOrphans) {
+  Open();
+  int64_t node = Register("n1", 2);
+  const JobId id = Submit(Spec(2));
+  const JobId waiting = Submit(Spec(2));
+  Pass();
+  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  const v1::TaskStatus running =
+      Task(id, 1, 0, TASK_STATE_RUNNING, {0, 1}, {}, 1000.0);
+  Beat(node, {running});
+  master_.reset();  // no clean shutdown
+
+  clock_.Advance(Seconds{5});
+  Open();
+  EXPECT_EQ(Get(id).state, JobRecordState::kRunning);
+  EXPECT_EQ(Get(waiting).state, JobRecordState::kPending);
+  v1::RegisterResponse reg;
+  node = Register("n1", 2,
+                  {running, Task(999, 1, 0, TASK_STATE_RUNNING, {})}, &reg);
+  auto stops = Stops(reg.commands());
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0].job_id(), 999);
+  EXPECT_EQ(stops[0].reason(), v1::STOP_REASON_ORPHAN);
+  EXPECT_TRUE(Starts(reg.commands()).empty());
+  Pass();
+  v1::HeartbeatResponse resp = Beat(node, {running});
+  EXPECT_TRUE(Starts(resp.commands()).empty()) << resp.DebugString();
+  EXPECT_TRUE(Stops(resp.commands()).empty()) << resp.DebugString();
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kRunning);
+  EXPECT_EQ(rec.attempt, 1);
+  EXPECT_TRUE(HasEvent(rec, "adopted"));
+  clock_.Advance(Seconds{5});
+  Beat(node, {Task(id, 1, 0, TASK_STATE_EXITED, {0, 1}, 0, 1000.0)});
+  EXPECT_EQ(Get(id).state, JobRecordState::kFinished);
+  Pass();  // the waiting job gets the freed GPUs
+  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+}
+
+TEST_F(MasterStateTest, UnadoptedRunningJobIsPreemptedAfterTimeout) {
+  options_.node_timeout = Seconds{30};
+  Open();
+  int64_t node = Register("n1", 2);
+  const JobId id = Submit(Spec(2));
+  Pass();
+  Beat(node);
+  Beat(node, {Task(id, 1, 0, TASK_STATE_RUNNING, {0, 1})});
+  master_.reset();
+  Open();
+  node = Register("n2", 2);  // n1 never comes back
+  clock_.Advance(Seconds{31});
+  Beat(node);
+  ASSERT_TRUE(master_->CheckTimeouts().ok());
+  EXPECT_EQ(Get(id).state, JobRecordState::kPreempted);
+  Pass();
+  auto starts = Starts(Beat(node).commands());
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].task().attempt(), 2);
+}
+
+}  // namespace
+}  // namespace tiresias::master_testing

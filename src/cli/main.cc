@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include "cli/agent_command.h"
+#include "cli/cluster_commands.h"
 #include "cli/simulate.h"
 
 #ifndef TIRESIAS_VERSION
@@ -20,6 +22,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
   int exit_code = 0;
   tiresias::AddSimulateCommand(app, command_line, &exit_code);
+  tiresias::AddClusterCommands(app, command_line, &exit_code);
+  tiresias::AddAgentCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

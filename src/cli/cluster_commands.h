@@ -1,0 +1,31 @@
+// The cluster subcommands of `tiresias`: `master` (the daemon) and the
+// client commands that talk to it over gRPC (`submit`, `jobs`, `job`,
+// `nodes`, `cancel`, `logs`). One file per subcommand; this header is what
+// main.cc calls.
+#ifndef TIRESIAS_CLI_CLUSTER_COMMANDS_H_
+#define TIRESIAS_CLI_CLUSTER_COMMANDS_H_
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace tiresias {
+
+// Adds every cluster subcommand to `app`. Each callback stores the process
+// exit code in *exit_code (0 on success, 1 on an error it printed as one
+// "tiresias: " line on stderr). `command_line` is the full invocation, for
+// the master's startup line.
+void AddClusterCommands(CLI::App& app, const std::string& command_line,
+                        int* exit_code);
+
+// The pieces, one per file (master_command.cc, job_commands.cc,
+// nodes_command.cc, logs_command.cc).
+void AddMasterCommand(CLI::App& app, const std::string& command_line,
+                      int* exit_code);
+void AddJobCommands(CLI::App& app, int* exit_code);  // submit jobs job cancel
+void AddNodesCommand(CLI::App& app, int* exit_code);
+void AddLogsCommand(CLI::App& app, int* exit_code);
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_CLI_CLUSTER_COMMANDS_H_

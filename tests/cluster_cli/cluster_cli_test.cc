@@ -1,0 +1,251 @@
+// End-to-end tests of `tiresias master` and the client commands: a real
+// master child process on loopback with a real state dir, and the real
+// `tiresias` binary as the client. No agents: jobs stay pending.
+#include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "master_process.h"
+#include "nlohmann/json.hpp"
+#include "subprocess.h"
+
+namespace tiresias::cluster_test {
+namespace {
+
+namespace fs = std::filesystem;
+using cli_test::ProcessResult;
+using cli_test::RunProcess;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+class ClusterCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           (std::string("tiresias-cluster-cli-") + info->name() + "-" +
+            std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    unsetenv("TIRESIAS_MASTER");
+  }
+  void TearDown() override {
+    master_.reset();
+    fs::remove_all(dir_);
+  }
+
+  void StartMaster(std::vector<std::string> extra = {}) {
+    master_ = std::make_unique<MasterProcess>(
+        TIRESIAS_BINARY, (dir_ / "state").string(), extra);
+    ASSERT_FALSE(master_->address().empty())
+        << "master printed: " << master_->output();
+  }
+
+  // `tiresias command --master <the master> args...`.
+  ProcessResult Client(const std::string& command,
+                       const std::vector<std::string>& args = {}) {
+    std::vector<std::string> argv = {TIRESIAS_BINARY, command, "--master",
+                                     master_->address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunProcess(argv);
+  }
+
+  // Expects a failure with exactly one "tiresias: " line on stderr.
+  static void ExpectOneLineError(const ProcessResult& r,
+                                 const std::string& part) {
+    EXPECT_NE(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.exit_code, -1) << "crashed or hung: " << r.err;
+    EXPECT_THAT(r.err, StartsWith("tiresias: "));
+    EXPECT_THAT(r.err, HasSubstr(part));
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+
+  std::string Submit(const std::vector<std::string>& args) {
+    ProcessResult r = Client("submit", args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<MasterProcess> master_;
+};
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::string line;
+  std::istringstream in(text);
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+TEST_F(ClusterCliTest, SubmitListShowNodesCancel) {
+  StartMaster();
+  EXPECT_EQ(Submit({"--gpus", "2", "--name", "train", "--env", "A=b", "--env", "C=d=e", "--",
+                    "/usr/bin/python3", "train.py", "--steps", "5"}),
+            "1\n");
+
+  ProcessResult jobs = Client("jobs");
+  ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
+  std::vector<std::string> lines = Lines(jobs.out);
+  ASSERT_EQ(lines.size(), 2u) << jobs.out;
+  EXPECT_THAT(lines[0], StartsWith("JOBID"));
+  for (const char* column : {"NAME", "USER", "STATE", "QUEUE", "GPUS",
+                             "ATTAINED(GPU-s)", "WAIT", "RUN", "NODES"}) {
+    EXPECT_THAT(lines[0], HasSubstr(column));
+  }
+  EXPECT_THAT(lines[1], StartsWith("1 "));
+  EXPECT_THAT(lines[1], HasSubstr(" train "));
+  EXPECT_THAT(lines[1], HasSubstr(" pending "));
+
+  ProcessResult job = Client("job", {"1"});
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_THAT(job.out, HasSubstr("State:           pending"));
+  EXPECT_THAT(job.out, HasSubstr("/usr/bin/python3 train.py --steps 5"));
+  EXPECT_THAT(job.out, HasSubstr("A=b"));
+  EXPECT_THAT(job.out, HasSubstr("C=d=e"));
+  EXPECT_THAT(job.out, HasSubstr("EVENTS"));
+  EXPECT_THAT(job.out, HasSubstr("submitted"));
+
+  ProcessResult nodes = Client("nodes");
+  ASSERT_EQ(nodes.exit_code, 0) << nodes.err;
+  ASSERT_EQ(Lines(nodes.out).size(), 1u) << nodes.out;
+  EXPECT_THAT(nodes.out, StartsWith("NODE"));
+  for (const char* column : {"STATE", "GPUS", "FREE", "JOBS"}) {
+    EXPECT_THAT(nodes.out, HasSubstr(column));
+  }
+
+  ProcessResult cancel = Client("cancel", {"1"});
+  ASSERT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_EQ(cancel.out, "job 1 cancelled\n");
+  job = Client("job", {"1"});
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_THAT(job.out, HasSubstr("State:           cancelled"));
+  EXPECT_THAT(job.out, HasSubstr("cancelled"));
+
+  ProcessResult json = Client("jobs", {"--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  nlohmann::json parsed = nlohmann::json::parse(json.out);
+  ASSERT_EQ(parsed["jobs"].size(), 1u);
+  EXPECT_EQ(parsed["jobs"][0]["state"], "JOB_STATE_CANCELLED");
+  EXPECT_EQ(parsed["jobs"][0]["spec"]["gpus"], 2);
+  EXPECT_EQ(parsed["jobs"][0]["spec"]["name"], "train");
+
+  ProcessResult job_json = Client("job", {"1", "--json"});
+  ASSERT_EQ(job_json.exit_code, 0) << job_json.err;
+  nlohmann::json one = nlohmann::json::parse(job_json.out);
+  EXPECT_EQ(one["id"], "1");  // int64 is a string in proto3 JSON
+  EXPECT_GE(one["events"].size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(Client("nodes", {"--json"}).out)["nodes"]
+                .size(),
+            0u);
+}
+
+TEST_F(ClusterCliTest, NameDefaultsToCommandBaseName) {
+  StartMaster();
+  Submit({"--gpus", "1", "--", "/bin/sleep", "100"});
+  EXPECT_THAT(Client("jobs").out, HasSubstr(" sleep "));
+}
+
+TEST_F(ClusterCliTest, BadRequestsGetOneLineErrorsAndMasterKeepsServing) {
+  StartMaster();
+  ExpectOneLineError(Client("submit", {"--gpus", "0", "--", "/bin/true"}),
+                     "gpus");
+  ExpectOneLineError(Client("submit", {"--gpus", "1"}), "command");
+  ExpectOneLineError(Client("submit", {"--gpus", "1", "--env", "NOEQUALS",
+                                       "--", "/bin/true"}),
+                     "KEY=VALUE");
+  ExpectOneLineError(Client("job", {"42"}), "job 42: not found");
+  ExpectOneLineError(Client("cancel", {"42"}), "not found");
+  EXPECT_EQ(Submit({"--gpus", "1", "--", "/bin/true"}), "1\n");
+  ASSERT_EQ(Client("cancel", {"1"}).exit_code, 0);
+  ExpectOneLineError(Client("cancel", {"1"}), "cancel job 1");
+  EXPECT_EQ(Client("jobs").exit_code, 0);
+  EXPECT_TRUE(master_->running());
+}
+
+TEST_F(ClusterCliTest, UnreachableMasterNamesTheAddress) {
+  const std::string address = "127.0.0.1:" + std::to_string(UnusedPort());
+  for (const char* command : {"jobs", "nodes"}) {
+    ProcessResult r =
+        RunProcess({TIRESIAS_BINARY, command, "--master", address});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_THAT(r.err, StartsWith("tiresias: cannot reach the master at " +
+                                  address));
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  // $TIRESIAS_MASTER is the default for --master.
+  setenv("TIRESIAS_MASTER", address.c_str(), 1);
+  ProcessResult r = RunProcess(
+      {TIRESIAS_BINARY, "submit", "--gpus", "1", "--", "/bin/true"});
+  unsetenv("TIRESIAS_MASTER");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr(address));
+}
+
+TEST_F(ClusterCliTest, SigtermStopsCleanlyAndRestartKeepsJobs) {
+  StartMaster();
+  Submit({"--gpus", "1", "--name", "first", "--", "/bin/true"});
+  Submit({"--gpus", "4", "--name", "second", "--", "/bin/true"});
+  EXPECT_EQ(master_->Stop(SIGTERM), 0);
+
+  StartMaster();
+  ProcessResult jobs = Client("jobs");
+  ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
+  std::vector<std::string> lines = Lines(jobs.out);
+  ASSERT_EQ(lines.size(), 3u) << jobs.out;
+  EXPECT_THAT(lines[1], HasSubstr("first"));
+  EXPECT_THAT(lines[2], HasSubstr("second"));
+  EXPECT_THAT(lines[2], HasSubstr("pending"));
+  // Ids are never reused across restarts.
+  EXPECT_EQ(Submit({"--gpus", "1", "--", "/bin/true"}), "3\n");
+  EXPECT_EQ(master_->Stop(SIGINT), 0);
+}
+
+TEST_F(ClusterCliTest, MasterRejectsBadFlags) {
+  ProcessResult r = RunProcess(
+      {TIRESIAS_BINARY, "master", "--listen", "127.0.0.1:0", "--state-dir",
+       (dir_ / "state").string(), "--thresholds", "abc"});
+  ExpectOneLineError(r, "--thresholds abc");
+  r = RunProcess({TIRESIAS_BINARY, "master", "--listen", "127.0.0.1:0",
+                  "--state-dir", (dir_ / "state").string(), "--policy",
+                  "no-such-policy"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, StartsWith("tiresias: "));
+}
+
+TEST_F(ClusterCliTest, LogsReadTheAgentsFile) {
+  StartMaster();
+  Submit({"--gpus", "1", "--", "/bin/true"});
+  // Without the agent's state dir there is nothing honest to read.
+  ExpectOneLineError(Client("logs", {"1"}), "--agent-state-dir");
+  const fs::path agent = dir_ / "agent";
+  ExpectOneLineError(
+      Client("logs", {"1", "--agent-state-dir", agent.string()}),
+      "has not started");
+  fs::create_directories(agent / "logs");
+  std::ofstream(agent / "logs" / "job-1-attempt-1-rank-0.log")
+      << "step 1\nstep 2\n";
+  ProcessResult r = Client(
+      "logs", {"1", "--agent-state-dir", agent.string(), "--attempt", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "step 1\nstep 2\n");
+  // -f returns once the job has ended.
+  ASSERT_EQ(Client("cancel", {"1"}).exit_code, 0);
+  r = Client("logs", {"1", "-f", "--agent-state-dir", agent.string(),
+                      "--attempt", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "step 1\nstep 2\n");
+  ExpectOneLineError(Client("logs", {"1", "--agent-state-dir",
+                                     agent.string(), "--attempt", "2"}),
+                     "cannot read");
+}
+
+}  // namespace
+}  // namespace tiresias::cluster_test

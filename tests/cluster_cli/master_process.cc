@@ -1,0 +1,96 @@
+#include "master_process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+namespace tiresias::cluster_test {
+
+MasterProcess::MasterProcess(const std::string& binary,
+                             const std::string& state_dir,
+                             const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {binary, "master", "--listen",
+                                   "127.0.0.1:0", "--state-dir", state_dir};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  std::vector<char*> args;
+  for (std::string& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return;
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(out[1], STDOUT_FILENO);  // stderr stays the test's, for diagnosis
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out[1]);
+  out_fd_ = out[0];
+  if (pid_ < 0) return;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const std::string marker = "listening on ";
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{out_fd_, POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(out_fd_, buf, sizeof buf);
+    if (n <= 0) break;  // it exited
+    output_.append(buf, static_cast<size_t>(n));
+    const size_t at = output_.find(marker);
+    if (at == std::string::npos) continue;
+    const size_t end = output_.find_first_of(" \n", at + marker.size());
+    if (end == std::string::npos) continue;
+    address_ = output_.substr(at + marker.size(), end - at - marker.size());
+    return;
+  }
+}
+
+MasterProcess::~MasterProcess() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  if (out_fd_ >= 0) close(out_fd_);
+}
+
+int MasterProcess::Stop(int signal) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, signal);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int status = 0;
+  while (waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      pid_ = -1;
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int UnusedPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace tiresias::cluster_test

@@ -1,0 +1,46 @@
+// A `tiresias master` running as a child process for the length of a test:
+// started on 127.0.0.1 port 0, ready once it printed the address it
+// listens on, stopped with a signal (SIGKILL from the destructor if still
+// running).
+#ifndef TIRESIAS_TESTS_CLUSTER_CLI_MASTER_PROCESS_H_
+#define TIRESIAS_TESTS_CLUSTER_CLI_MASTER_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace tiresias::cluster_test {
+
+class MasterProcess {
+ public:
+  // Runs `binary master --listen 127.0.0.1:0 --state-dir state_dir extra...`
+  // and waits (up to 30 s) for its "listening on HOST:PORT" line. On
+  // failure address() is empty and output() says what it printed.
+  MasterProcess(const std::string& binary, const std::string& state_dir,
+                const std::vector<std::string>& extra = {});
+  ~MasterProcess();
+  MasterProcess(const MasterProcess&) = delete;
+  MasterProcess& operator=(const MasterProcess&) = delete;
+
+  const std::string& address() const { return address_; }
+  const std::string& output() const { return output_; }
+  bool running() const { return pid_ > 0; }
+
+  // Sends `signal` and waits up to 30 s for the exit. Returns the exit
+  // status, or -1 if it died of a signal or did not exit (then killed).
+  int Stop(int signal);
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  std::string address_;
+  std::string output_;
+};
+
+// A 127.0.0.1 port nothing listens on (bound, then closed).
+int UnusedPort();
+
+}  // namespace tiresias::cluster_test
+
+#endif  // TIRESIAS_TESTS_CLUSTER_CLI_MASTER_PROCESS_H_

@@ -136,6 +136,20 @@ void AgentDaemon::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void AgentDaemon::StopAllTasks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, task] : tasks_) {
+    if (!task.handle || task.ended) continue;
+    absl::StatusOr<TaskExit> exit =
+        launcher_->Stop(*task.handle, StopReason::kCancel, options_.grace);
+    if (!exit.ok()) {
+      Log(absl::StrCat("job ", task.handle->job_id,
+                       ": could not stop: ", exit.status().message()));
+    }
+    task.ended = true;
+  }
+}
+
 int AgentDaemon::task_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int>(tasks_.size());

@@ -94,6 +94,12 @@ class AgentDaemon {
   // restarted agent to re-attach to. Idempotent.
   void Stop();
 
+  // After Stop(): stops every task still running (SIGTERM, the grace
+  // period, then SIGKILL), as a cancellation, waiting for each. For a local
+  // cluster being torn down (`tiresias up`); a plain agent leaves its tasks
+  // running for a restarted agent to adopt.
+  void StopAllTasks();
+
   // The master's id for this node; 0 until registered.
   int64_t node_id() const { return node_id_.load(); }
   // Tasks started (or adopted) and not yet acknowledged as ended.

@@ -8,6 +8,7 @@ void AddClusterCommands(CLI::App& app, const std::string& command_line,
   AddJobCommands(app, exit_code);
   AddNodesCommand(app, exit_code);
   AddLogsCommand(app, exit_code);
+  AddUpCommand(app, exit_code);
 }
 
 }  // namespace tiresias

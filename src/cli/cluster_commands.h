@@ -25,6 +25,7 @@ void AddMasterCommand(CLI::App& app, const std::string& command_line,
 void AddJobCommands(CLI::App& app, int* exit_code);  // submit jobs job cancel
 void AddNodesCommand(CLI::App& app, int* exit_code);
 void AddLogsCommand(CLI::App& app, int* exit_code);
+void AddUpCommand(CLI::App& app, int* exit_code);  // up_command.cc
 
 }  // namespace tiresias
 

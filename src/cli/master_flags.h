@@ -1,0 +1,61 @@
+// The master's flags, shared by `tiresias master` and `tiresias up`.
+#ifndef TIRESIAS_CLI_MASTER_FLAGS_H_
+#define TIRESIAS_CLI_MASTER_FLAGS_H_
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "master/clock.h"
+#include "master/master_state.h"
+#include "master/server.h"
+
+namespace tiresias {
+
+struct MasterFlags {
+  std::string listen = "127.0.0.1:50051";
+  std::string state_dir = "./tiresias-state";
+  std::string policy = "tiresias-l";
+  std::string thresholds = "3600";
+  std::string promote_knob = "inf";
+  std::string placement;
+  double node_timeout_seconds = 30;
+};
+
+// Registers --listen, --state-dir, --policy, --thresholds, --promote-knob,
+// --placement and --node-timeout on `cmd`, writing into *flags (which must
+// outlive the parse).
+void AddMasterFlags(CLI::App* cmd, MasterFlags* flags);
+
+// Validates the flags into the master's options.
+absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f);
+
+// The address to print: the host the user gave with the port bound (which
+// differs from the one given when it was 0).
+std::string BoundAddress(const std::string& listen, int port);
+
+// A master serving: its state and its gRPC server. Shut the server down
+// before destroying the state.
+struct RunningMaster {
+  std::unique_ptr<MasterState> state;
+  std::unique_ptr<MasterServer> server;
+  std::string address;  // host:port it listens on
+};
+
+// Validates the flags, creates the state dir, opens the state and starts
+// serving. Errors are one line, ready for "tiresias: ".
+absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
+                                          master::Clock* clock);
+
+// Blocks SIGINT and SIGTERM in this thread (call before starting any
+// thread, so every thread inherits the mask); WaitForStopSignal then waits
+// for one and returns its name.
+void BlockStopSignals();
+const char* WaitForStopSignal();
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_CLI_MASTER_FLAGS_H_

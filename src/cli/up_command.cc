@@ -1,0 +1,103 @@
+// `tiresias up`: a whole local cluster in one command, for trying the
+// system on one machine: a master and A agents with G emulated GPUs each,
+// all in this process. Ctrl-C (or SIGTERM) stops it cleanly: the agents
+// stop their jobs' processes (SIGTERM, so jobs checkpoint), then the master
+// shuts down. The state survives in --state-dir, so `tiresias up` again
+// picks up the jobs that had not finished.
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agent/agent_daemon.h"
+#include "cli/cluster_client.h"
+#include "cli/cluster_commands.h"
+#include "cli/master_flags.h"
+
+namespace tiresias {
+namespace {
+
+struct UpFlags {
+  MasterFlags master;
+  int agents = 2;
+  int gpus = 2;
+  double grace_seconds = 30;
+};
+
+int RunUp(const UpFlags& f) {
+  if (f.agents < 1 || f.gpus < 1) {
+    return cli::Fail(absl::StrCat("--agents ", f.agents, " --gpus ", f.gpus,
+                                  ": expected at least one of each"));
+  }
+  if (!(f.grace_seconds >= 0)) {
+    return cli::Fail(absl::StrCat("--grace ", f.grace_seconds,
+                                  ": expected a non-negative number"));
+  }
+  BlockStopSignals();
+  master::RealClock clock;
+  absl::StatusOr<RunningMaster> master = StartMaster(f.master, &clock);
+  if (!master.ok()) return cli::Fail(std::string(master.status().message()));
+
+  std::vector<std::unique_ptr<AgentDaemon>> agents;
+  for (int i = 0; i < f.agents; ++i) {
+    AgentOptions o;
+    o.master_address = master->address;
+    o.node_name = absl::StrCat("node-", i);
+    o.emulate_gpus = f.gpus;
+    o.state_dir = absl::StrCat(f.master.state_dir, "/agent-", i);
+    o.grace = std::chrono::milliseconds(
+        static_cast<int64_t>(f.grace_seconds * 1000));
+    auto agent = std::make_unique<AgentDaemon>(std::move(o));
+    absl::Status started = agent->Start();
+    if (!started.ok()) {
+      for (auto& a : agents) a->Stop();
+      master->server->Shutdown();
+      return cli::Fail(absl::StrCat("agent node-", i, ": ",
+                                    started.message()));
+    }
+    agents.push_back(std::move(agent));
+  }
+  std::printf(
+      "tiresias up: master on %s, %d agents x %d emulated GPUs, state in "
+      "%s\n"
+      "  export TIRESIAS_MASTER=%s\n"
+      "  tiresias submit --gpus 1 -- /usr/bin/python3 examples/train.py "
+      "--steps 200 --step-time 0.1\n"
+      "  tiresias jobs; tiresias nodes\n"
+      "  logs: tiresias logs JOB --agent-state-dir %s/agent-N\n"
+      "Ctrl-C stops the cluster.\n",
+      master->address.c_str(), f.agents, f.gpus,
+      f.master.state_dir.c_str(), master->address.c_str(),
+      f.master.state_dir.c_str());
+  std::fflush(stdout);
+
+  std::fprintf(stderr, "tiresias up: %s received, stopping\n",
+               WaitForStopSignal());
+  for (auto& a : agents) a->Stop();
+  for (auto& a : agents) a->StopAllTasks();
+  master->server->Shutdown();
+  return 0;
+}
+
+}  // namespace
+
+void AddUpCommand(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<UpFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "up",
+      "Run a local cluster in this process: a master and --agents agents "
+      "with --gpus emulated GPUs each, until Ctrl-C.");
+  flags->master.state_dir = "./tiresias-up";
+  AddMasterFlags(cmd, &flags->master);
+  cmd->add_option("--agents", flags->agents, "Number of agents (nodes)")
+      ->capture_default_str();
+  cmd->add_option("--gpus", flags->gpus, "Emulated GPUs per agent")
+      ->capture_default_str();
+  cmd->add_option("--grace", flags->grace_seconds,
+                  "Seconds between SIGTERM and SIGKILL when a job is "
+                  "preempted or stopped")
+      ->capture_default_str();
+  cmd->callback([flags, exit_code] { *exit_code = RunUp(*flags); });
+}
+
+}  // namespace tiresias

@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""End to end: `tiresias up` with 2 agents x 2 emulated GPUs runs a 4-GPU
+PyTorch DDP job of examples/train.py spanning both agents; under
+tiresias-l with a low threshold it is demoted, two 1-GPU jobs arrive and
+preempt it (it checkpoints on SIGTERM), it resumes from its checkpoint on
+both agents and finishes with exactly the steps asked for. The same
+submissions under yarn-cs make the short jobs wait for the long one, so
+their JCTs are higher. Real processes, real gRPC, real SQLite, real torch.
+
+Usage: preemption_test.py TIRESIAS_BINARY REPO_ROOT. Exit 77 (skipped) when
+/usr/bin/python3 cannot import torch.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+LONG_STEPS = 150
+
+
+def fail(message):
+    print("FAIL: " + message, flush=True)
+    sys.exit(1)
+
+
+class Cluster:
+    def __init__(self, binary, state_dir, policy):
+        self.binary = binary
+        self.state_dir = state_dir
+        self.proc = subprocess.Popen(
+            [binary, "up", "--agents", "2", "--gpus", "2",
+             "--listen", "127.0.0.1:0", "--state-dir", state_dir,
+             "--policy", policy, "--thresholds", "20", "--grace", "20"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if "master on " not in line:
+            fail("tiresias up did not start: %r %s" %
+                 (line, self.proc.stderr.read() if self.proc.poll() else ""))
+        self.address = line.split("master on ")[1].split(",")[0]
+
+    def cli(self, *args):
+        env = dict(os.environ, TIRESIAS_MASTER=self.address)
+        out = subprocess.run([self.binary] + list(args), env=env,
+                             capture_output=True, text=True, timeout=30)
+        if out.returncode != 0:
+            fail("tiresias %s: %s" % (" ".join(args), out.stderr))
+        return out.stdout
+
+    def submit(self, gpus, name, *command):
+        return self.cli("submit", "--gpus", str(gpus), "--name", name,
+                        "--", *command).strip()
+
+    def jobs(self):
+        return {j["id"]: j for j in json.loads(self.cli("jobs", "--json"))
+                .get("jobs", [])}
+
+    def wait(self, predicate, what, timeout_s=120):
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            jobs = self.jobs()
+            if predicate(jobs):
+                return jobs
+            time.sleep(0.25)
+        fail("timed out waiting for %s; jobs: %s" % (what, self.cli("jobs")))
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            code = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            fail("tiresias up did not stop on SIGINT")
+        if code != 0:
+            fail("tiresias up exited %d: %s" % (code, self.proc.stderr.read()))
+
+
+def run(binary, repo, policy, workdir):
+    train = os.path.join(repo, "examples", "train.py")
+    cluster = Cluster(binary, os.path.join(workdir, policy), policy)
+    try:
+        long_id = cluster.submit(4, "long", "/usr/bin/python3", train,
+                                 "--steps", str(LONG_STEPS),
+                                 "--step-time", "0.1",
+                                 "--checkpoint-every", "1000")
+        # Running on both agents, and (tiresias-l) past its 20 GPU-s bound.
+        cluster.wait(lambda j: j[long_id]["state"] == "JOB_STATE_RUNNING" and
+                     j[long_id]["attained_gpu_seconds"] > 30,
+                     "the long job to run")
+        shorts = [cluster.submit(1, "short%d" % i, "/usr/bin/python3", train,
+                                 "--steps", "20", "--step-time", "0.05")
+                  for i in range(2)]
+        jobs = cluster.wait(
+            lambda j: all(j[i]["state"] in ("JOB_STATE_FINISHED",
+                                            "JOB_STATE_FAILED")
+                          for i in [long_id] + shorts),
+            "every job to end", timeout_s=240)
+    finally:
+        cluster.stop()
+    for i in [long_id] + shorts:
+        if jobs[i]["state"] != "JOB_STATE_FINISHED":
+            fail("%s job %s ended %s" % (policy, i, jobs[i]["state"]))
+    long_job = jobs[long_id]
+    ckpt = os.path.join(workdir, policy, "checkpoints", "job-" + long_id)
+    with open(os.path.join(ckpt, "result.json")) as f:
+        result = json.load(f)
+    if result["steps"] != LONG_STEPS:
+        fail("%s: long job did %s steps, not %d" %
+             (policy, result["steps"], LONG_STEPS))
+    jct = {i: jobs[i]["end_time"] - jobs[i]["submit_time"] for i in shorts}
+    return long_job, result, jct
+
+
+def main():
+    binary, repo = sys.argv[1], sys.argv[2]
+    probe = subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                           capture_output=True)
+    if probe.returncode != 0:
+        print("SKIP: /usr/bin/python3 cannot import torch (apt-get install "
+              "python3-torch)")
+        sys.exit(SKIP)
+    with tempfile.TemporaryDirectory() as workdir:
+        long_job, result, las_jct = run(binary, repo, "tiresias-l", workdir)
+        if long_job["preemptions"] < 1 or result["restarts"] < 1:
+            fail("tiresias-l: the long job was never preempted: %s" %
+                 long_job)
+        logs = []
+        for agent in ("agent-0", "agent-1"):
+            log_dir = os.path.join(workdir, "tiresias-l", agent, "logs")
+            for name in os.listdir(log_dir):
+                if name.startswith("job-%s-attempt-2" % long_job["id"]):
+                    with open(os.path.join(log_dir, name)) as f:
+                        logs.append(f.read())
+        if len(logs) != 2 or not all("resumed from step" in l for l in logs):
+            fail("the resumed long job's two ranks did not both resume from "
+                 "a checkpoint: %r" % [l[-300:] for l in logs])
+        _, _, yarn_jct = run(binary, repo, "yarn-cs", workdir)
+        las_mean = sum(las_jct.values()) / len(las_jct)
+        yarn_mean = sum(yarn_jct.values()) / len(yarn_jct)
+        print("short jobs' mean JCT: tiresias-l %.1f s, yarn-cs %.1f s" %
+              (las_mean, yarn_mean))
+        if not las_mean < yarn_mean:
+            fail("short jobs were not faster under tiresias-l")
+    print("PASS: preempted %d time(s), resumed, %d steps; short JCT %.1f s "
+          "vs %.1f s under yarn-cs" % (long_job["preemptions"],
+                                       result["steps"], las_mean, yarn_mean))
+
+
+if __name__ == "__main__":
+    main()

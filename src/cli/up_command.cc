@@ -58,7 +58,7 @@ int RunUp(const UpFlags& f) {
     agents.push_back(std::move(agent));
   }
   std::printf(
-      "tiresias up: master on %s, %d agents x %d emulated GPUs, state in "
+      "tiresias up: master on %s, %d agent(s) x %d emulated GPUs, state in "
       "%s\n"
       "  export TIRESIAS_MASTER=%s\n"
       "  tiresias submit --gpus 1 -- /usr/bin/python3 examples/train.py "

@@ -41,8 +41,11 @@ int main(int argc, char** argv) {
   int jobs = 500;
   std::string state_dir;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--jobs")) jobs = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--state-dir")) state_dir = argv[i + 1];
+    if (!std::strcmp(argv[i], "--jobs")) {
+      jobs = std::atoi(argv[i + 1]);
+    } else if (!std::strcmp(argv[i], "--state-dir")) {
+      state_dir = argv[i + 1];
+    }
   }
   if (jobs < 1) {
     std::fprintf(stderr, "submit_bench: --jobs must be positive\n");

@@ -280,7 +280,7 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
   // job that fits by count is placed, displacing the lowest-priority running
   // jobs if it must. The walk ends when no waiting job could fit any more.
   while (w != waiting_.end() && capacity >= min_waiting) {
-    Entry running;
+    Entry running{};
     Cursor* cursor = NextRunning(now, &running);
     if (cursor && running < *w) {
       capacity -= running.gpus;
@@ -344,7 +344,7 @@ Scheduler::Cursor* Scheduler::NextRunning(Seconds now, Entry* entry) {
 
 bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index) {
   Cursor* worst = nullptr;
-  Entry worst_entry;
+  Entry worst_entry{};
   for (Cursor& c : scratch_cursors_) {
     while (c.back != c.it && Displaced(std::prev(c.back)->index)) --c.back;
     if (c.back == c.it) continue;

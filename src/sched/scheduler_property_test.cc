@@ -146,7 +146,9 @@ class Driver {
     Scheduler fresh(*MakePolicy(policy_, PolicyOptions{.queues = options_.queues}),
                     *MakePlacer(placement_), options_);
     for (const Job& job : scheduler_.jobs()) {
-      if (!job.finished()) EXPECT_TRUE(fresh.Restore(job, Seconds{now}).ok());
+      if (!job.finished()) {
+        EXPECT_TRUE(fresh.Restore(job, Seconds{now}).ok());
+      }
     }
     return fresh.Schedule(Seconds{now}, copy);
   }

@@ -161,30 +161,115 @@ void MasterState::HandleTask(int64_t node_id, const v1::TaskStatus& task,
   }
   part.ended = true;
   if (task.has_exit_code()) part.exit_code = task.exit_code();
+  if (task.has_end_time()) part.end_time = Seconds{task.end_time()};
   *resp->add_acknowledged() = task.task();
   FreeBusy(node_id, key);
   OnPartEnded(launch, task, now);  // may erase `launch`
 }
 
 void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
-  if (launch.phase != Phase::kActive) return;
+  if (launch.phase != Phase::kActive || launch.all_running) return;
+  // The job runs once its last part does: the latest reported start.
   std::optional<Seconds> start;
   for (const Part& part : launch.parts) {
     if (!part.running) return;
-    if (part.start_time && (!start || *part.start_time < *start)) {
+    if (part.start_time && (!start || *part.start_time > *start)) {
       start = part.start_time;
     }
   }
+  launch.all_running = true;
+  failed_starts_.erase(launch.job);
   auto rec = records_.find(launch.job);
   if (rec == records_.end() || rec->second.state == JobRecordState::kRunning) {
     return;
   }
   if (!start) start = now;
+  const Job* job = scheduler_->Find(launch.job);
+  if (job != nullptr && job->running()) {
+    // Executed time counts from the reported start, never before the
+    // decision nor after now (clocks differ).
+    const Seconds shifted =
+        std::max(job->run_start(), std::min(*start, now));
+    if (shifted > job->run_start()) {
+      (void)ReplaceSchedulerJob(ShiftRunStart(*job, shifted), now);
+      pass_wanted_ = true;  // its demotion instant moved
+    }
+    start = shifted;
+  }
   rec->second.state = JobRecordState::kRunning;
   if (!rec->second.first_start_time) rec->second.first_start_time = *start;
   AddEvent(launch.job, *start, rec->second.restarts > 0 ? "resumed" : "started",
            Describe(launch));
   MarkDirty(launch.job);
+}
+
+void MasterState::AccountStop(const Launch& launch) {
+  if (!launch.all_running || launch.stop_reason != v1::STOP_REASON_PREEMPT) {
+    return;
+  }
+  std::optional<Seconds> end;
+  for (const Part& part : launch.parts) {
+    if (part.end_time && (!end || *part.end_time > *end)) end = part.end_time;
+  }
+  const Job* job = scheduler_->Find(launch.job);
+  // Only while the scheduler still holds the stop it decided (not started
+  // again, promoted or rebuilt since).
+  if (!end || job == nullptr || !job->waiting() ||
+      job->last_stop() != launch.stop_decided) {
+    return;
+  }
+  const Seconds now = clock_->NowUnixSeconds();
+  const Seconds at = std::min(*end, now);
+  if (at <= job->last_stop()) return;
+  (void)ReplaceSchedulerJob(ShiftStop(*job, at), now);
+  pass_wanted_ = true;
+}
+
+void MasterState::OnStartFailed(Launch& launch, const v1::TaskStatus& task,
+                                Seconds now) {
+  const LaunchKey key{launch.job, launch.attempt};
+  JobRecord& rec = records_.at(launch.job);
+  const int failures = ++failed_starts_[launch.job];
+  const int rank = task.task().rank();
+  auto node = nodes_.find(launch.parts[rank].node_id);
+  const std::string where = absl::StrCat(
+      "rank ", rank, " on ",
+      node == nodes_.end() ? absl::StrCat("node ", launch.parts[rank].node_id)
+                           : node->second.record.name,
+      " failed to start (exit code ", kStartFailedExitCode, ")");
+  const bool give_up = failures >= kMaxFailedStarts;
+  launch.phase = Phase::kStopping;
+  if (!give_up) launch.stop_reason = v1::STOP_REASON_PREEMPT;
+  for (const Part& part : launch.parts) {
+    if (!part.ended) {
+      QueueStop(part.node_id, launch.job, launch.attempt,
+                give_up ? v1::STOP_REASON_CANCEL : v1::STOP_REASON_PREEMPT);
+    }
+  }
+  if (give_up) {
+    failed_starts_.erase(launch.job);
+    (void)scheduler_->Remove(launch.job, now, cluster());
+    Finalize(rec, JobRecordState::kFailed, now, kStartFailedExitCode,
+             absl::StrCat(where, "; ", failures,
+                          " failed starts in a row, giving up"));
+  } else {
+    const Job* job = scheduler_->Find(launch.job);
+    if (job != nullptr && job->running()) {
+      cluster().Release(job->id(), job->gpus());
+      (void)ReplaceSchedulerJob(UndoRun(*job, now), now);
+    }
+    // A job that ran before counts its restart when it starts again.
+    if (!rec.first_start_time) ++rec.restarts;
+    rec.state = rec.first_start_time ? JobRecordState::kPreempted
+                                     : JobRecordState::kPending;
+    AddEvent(launch.job, now, "start_failed",
+             absl::StrCat(where, "; stopping the other parts, back to waiting (",
+                          failures, " of ", kMaxFailedStarts,
+                          " failed starts in a row)"));
+    MarkDirty(launch.job);
+    pass_wanted_ = true;
+  }
+  if (launch.AllEnded()) launches_.erase(key);
 }
 
 void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
@@ -194,6 +279,7 @@ void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
   if (rec_it == records_.end() || IsFinal(rec_it->second.state) ||
       adopting_.contains(launch.job) || launch.phase == Phase::kStopping) {
     if (launch.AllEnded()) {
+      AccountStop(launch);
       if (rec_it != records_.end() && !IsFinal(rec_it->second.state) &&
           launch.stop_reason == v1::STOP_REASON_CANCEL) {
         Finalize(rec_it->second, JobRecordState::kCancelled, now,
@@ -207,9 +293,26 @@ void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
   const int code = task.has_exit_code() ? task.exit_code() : -1;
   if (task.state() == v1::TASK_STATE_EXITED && code == 0) {
     if (!launch.AllEnded()) return;
-    (void)scheduler_->Finish(launch.job, now, cluster());
+    // Accounted up to the latest reported end (clamped to its run).
+    Seconds end = now;
+    const Job* job = scheduler_->Find(launch.job);
+    std::optional<Seconds> reported;
+    for (const Part& part : launch.parts) {
+      if (part.end_time && (!reported || *part.end_time > *reported)) {
+        reported = part.end_time;
+      }
+    }
+    if (reported && job != nullptr && job->running()) {
+      end = std::max(job->run_start(), std::min(*reported, now));
+    }
+    (void)scheduler_->Finish(launch.job, end, cluster());
     Finalize(rec, JobRecordState::kFinished, now, 0, "every task exited 0");
     launches_.erase(key);
+    return;
+  }
+  if (task.state() == v1::TASK_STATE_EXITED && code == kStartFailedExitCode &&
+      !launch.all_running) {
+    OnStartFailed(launch, task, now);  // may erase `launch`
     return;
   }
   // A non-zero exit, or a stop nobody asked for: the job failed.

@@ -33,6 +33,7 @@ void MasterState::PreemptLaunch(JobId id, Seconds now) {
   }
   launch->phase = Phase::kStopping;
   launch->stop_reason = v1::STOP_REASON_PREEMPT;
+  launch->stop_decided = now;
   for (const Part& part : launch->parts) {
     if (!part.ended) {
       QueueStop(part.node_id, id, launch->attempt, v1::STOP_REASON_PREEMPT);

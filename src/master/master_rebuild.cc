@@ -41,6 +41,57 @@ Job MasterState::JobFromRecord(const JobRecord& rec) const {
                          rec.total_executed, rec.last_stop_time, rec.queue);
 }
 
+absl::Status MasterState::ReplaceSchedulerJob(const Job& job, Seconds now) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> sched, MakeScheduler());
+  for (const Job& old : scheduler_->jobs()) {
+    if (old.finished()) continue;
+    RETURN_IF_ERROR(sched->Restore(old.id() == job.id() ? job : old, now));
+  }
+  scheduler_ = std::move(sched);
+  return absl::OkStatus();
+}
+
+namespace {
+// The job's first start if it ran before its current (or last) run.
+std::optional<Seconds> EarlierFirstStart(const Job& old, Seconds run_start) {
+  if (old.first_start() && *old.first_start() < run_start) {
+    return old.first_start();
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+Job MasterState::ShiftRunStart(const Job& old, Seconds run_start) const {
+  const Seconds at = old.run_start();
+  const std::optional<Seconds> first = EarlierFirstStart(old, at);
+  Job job = BuildWaitingJob(old.spec(), first, old.Executed(at),
+                            old.TotalExecuted(at),
+                            first ? old.last_stop() : old.spec().submit_time,
+                            old.queue());
+  job.Start(run_start, old.gpus());
+  return job;
+}
+
+Job MasterState::ShiftStop(const Job& old, Seconds end) const {
+  const Seconds extra = end - old.last_stop();
+  return BuildWaitingJob(old.spec(), old.first_start(),
+                         old.Executed(old.last_stop()) + extra,
+                         old.TotalExecuted(old.last_stop()) + extra, end,
+                         old.queue());
+}
+
+Job MasterState::UndoRun(const Job& old, Seconds now) const {
+  const Seconds at = old.run_start();
+  const std::optional<Seconds> first = EarlierFirstStart(old, at);
+  if (!first) {
+    Job job(old.spec());
+    job.set_queue(old.queue());
+    return job;
+  }
+  return BuildWaitingJob(old.spec(), first, old.Executed(at),
+                         old.TotalExecuted(at), now, old.queue());
+}
+
 absl::Status MasterState::Rebuild(Seconds now) {
   std::vector<ServerSpec> servers;
   server_of_node_.clear();
@@ -119,6 +170,7 @@ absl::Status MasterState::Rebuild(Seconds now) {
     job.Start(run_start, gpus);
     RETURN_IF_ERROR(sched->Restore(job, now));
     launch->second.phase = Phase::kActive;
+    launch->second.all_running = true;
     AddEvent(rec.id, now, "adopted", Describe(launch->second));
     it = adopting_.erase(it);
   }

@@ -26,10 +26,20 @@
 // holds its executed time as of the start of its current run; reads
 // (GetJob, ListJobs) overlay the live value.
 //
-// Accounting: the Scheduler counts executed time from its own decisions
-// (start decision to stop decision); the agent's reported start times are
-// recorded as first_start_time and used as run start when a job is adopted
-// after a master restart.
+// Accounting: executed time follows the agents' reports. The Scheduler
+// starts counting at its start decision; once every part of the launch has
+// reported RUNNING, its run start is moved to the latest reported start
+// (clamped to [decision, now]). A finish is accounted at the latest reported
+// end, and a preempted launch's run is extended to the latest reported end
+// (its checkpointing). The Scheduler has no call to amend one job, so each
+// correction restores a fresh Scheduler from every unfinished job
+// (ReplaceSchedulerJob, O(jobs)).
+//
+// Gang start: a part that exits kStartFailedExitCode before every part has
+// run stops the others (reason PREEMPT) and puts the job back to waiting
+// (pending if it never ran, preempted otherwise) with no executed time for
+// that launch, counting a restart; after kMaxFailedStarts such launches in a
+// row (counted in memory) the job fails.
 //
 // Restart recovery: Open() over an existing state dir reloads unfinished
 // jobs. Pending and preempted ones go into the scheduler at once. Running
@@ -84,6 +94,11 @@ struct MasterOptions {
 
 class MasterState {
  public:
+  // Exit code agents report for a task whose command could not be started.
+  static constexpr int kStartFailedExitCode = 127;
+  // Failed gang starts in a row after which a job fails.
+  static constexpr int kMaxFailedStarts = 3;
+
   // Opens (or creates) <state_dir>/state.db and reloads unfinished jobs.
   // `clock` must outlive the MasterState.
   static absl::StatusOr<std::unique_ptr<MasterState>> Open(
@@ -130,6 +145,7 @@ class MasterState {
     bool ended = false;    // reported ended, or its node was lost
     std::optional<int> exit_code;
     std::optional<Seconds> start_time;  // agent's clock
+    std::optional<Seconds> end_time;    // agent's clock
   };
   enum class Phase { kDeferred, kActive, kStopping };
   // One launch (attempt) of a job.
@@ -139,6 +155,8 @@ class MasterState {
     std::vector<Part> parts;  // rank order
     Phase phase = Phase::kDeferred;
     v1::StopReason stop_reason = v1::STOP_REASON_UNSPECIFIED;
+    bool all_running = false;  // every part reported RUNNING at some point
+    Seconds stop_decided{0};   // when a preemption was decided
     bool AllEnded() const;
   };
   using LaunchKey = std::pair<JobId, int>;
@@ -179,6 +197,12 @@ class MasterState {
   void HandleTask(int64_t node_id, const v1::TaskStatus& task, Seconds now,
                   v1::HeartbeatResponse* resp);
   void OnPartEnded(Launch& launch, const v1::TaskStatus& task, Seconds now);
+  // A part exited with kStartFailedExitCode before every part ran: the
+  // others are stopped and the job waits again, or fails after
+  // kMaxFailedStarts such launches in a row.
+  void OnStartFailed(Launch& launch, const v1::TaskStatus& task, Seconds now);
+  // The reported end of a preempted launch: its checkpointing time counts.
+  void AccountStop(const Launch& launch);
   void MaybeMarkRunning(Launch& launch, Seconds now);
   void AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task,
                      Seconds now);
@@ -188,6 +212,17 @@ class MasterState {
   // Node set changes (master_rebuild.cc).
   absl::Status Rebuild(Seconds now);
   Job JobFromRecord(const JobRecord& rec) const;
+  // Swaps the scheduler's record of job.id() for `job` (a fresh scheduler
+  // restored from every unfinished job; GPUs in the cluster untouched).
+  absl::Status ReplaceSchedulerJob(const Job& job, Seconds now);
+  // The job's counters as the scheduler holds them, with its current run
+  // restarted at `run_start` (the agents' reported start).
+  Job ShiftRunStart(const Job& old, Seconds run_start) const;
+  // A waiting job whose last run ended at `end` instead of at last_stop().
+  Job ShiftStop(const Job& old, Seconds end) const;
+  // A running job put back to waiting at `now` with no executed time for
+  // its current run (it never really started).
+  Job UndoRun(const Job& old, Seconds now) const;
 
   MasterOptions options_;
   master::Clock* clock_;
@@ -207,6 +242,7 @@ class MasterState {
   Seconds adopt_deadline_{0};
   std::set<std::pair<int64_t, LaunchKey>> orphan_stops_sent_;
   std::set<JobId> dirty_;
+  std::map<JobId, int> failed_starts_;  // consecutive failed launches
   std::vector<JobEvent> events_;
   bool pass_wanted_ = true;
 };

@@ -266,5 +266,120 @@ TEST_F(MasterStateTest, UnadoptedRunningJobIsPreemptedAfterTimeout) {
   EXPECT_EQ(starts[0].task().attempt(), 2);
 }
 
+// Gang start: one part of a 2-node job fails to start (exit 127) while the
+// other runs; the other is stopped and the job waits again, restart counted.
+// Three failed starts in a row fail the job.
+TEST_F(MasterStateTest, FailedGangStartGoesBackToPendingThenFails) {
+  Open();
+  const int64_t n1 = Register("n1", 2);
+  const int64_t n2 = Register("n2", 2);
+  const JobId id = Submit(Spec(4));
+  std::vector<v1::StartTask> s1;  // n1's starts (from its last beat)
+  for (int attempt = 1; attempt <= MasterState::kMaxFailedStarts; ++attempt) {
+    Pass();
+    if (attempt == 1) s1 = Starts(Beat(n1).commands());
+    auto s2 = Starts(Beat(n2).commands());
+    ASSERT_EQ(s1.size(), 1u) << "attempt " << attempt;
+    ASSERT_EQ(s2.size(), 1u);
+    EXPECT_EQ(s1[0].task().attempt(), attempt);
+    EXPECT_EQ(s1[0].restart_count(), attempt - 1);
+    EXPECT_EQ(s1[0].world_size(), 2);
+    const int r1 = s1[0].task().rank();
+    const int r2 = s2[0].task().rank();
+    Beat(n1, {Task(id, attempt, r1, TASK_STATE_RUNNING, {0, 1}, {}, 1000.0)});
+    clock_.Advance(Seconds{1});
+    auto resp = Beat(n2, {Task(id, attempt, r2, TASK_STATE_EXITED, {0, 1},
+                               127)});
+    EXPECT_EQ(resp.acknowledged_size(), 1);
+    JobRecord rec = Get(id);
+    auto stops = Stops(Beat(n1, {Task(id, attempt, r1, TASK_STATE_RUNNING,
+                                      {0, 1}, {}, 1000.0)})
+                           .commands());
+    ASSERT_EQ(stops.size(), 1u);
+    EXPECT_EQ(stops[0].job_id(), id);
+    EXPECT_EQ(stops[0].attempt(), attempt);
+    if (attempt < MasterState::kMaxFailedStarts) {
+      EXPECT_EQ(rec.state, JobRecordState::kPending);
+      EXPECT_EQ(rec.restarts, attempt);
+      EXPECT_NEAR(rec.executed.count(), 0, 1e-9);
+      EXPECT_TRUE(HasEvent(rec, "start_failed"));
+      EXPECT_FALSE(HasEvent(rec, "failed"));
+      EXPECT_EQ(stops[0].reason(), v1::STOP_REASON_PREEMPT);
+      // Not restarted while n1's part still holds its GPUs.
+      Pass();
+      EXPECT_TRUE(Starts(Beat(n2).commands()).empty());
+    } else {
+      EXPECT_EQ(rec.state, JobRecordState::kFailed);
+      EXPECT_EQ(rec.exit_code, 127);
+      ASSERT_FALSE(rec.events.empty());
+      EXPECT_EQ(rec.events.back().kind, "failed");
+      EXPECT_NE(rec.events.back().detail.find("3 failed starts in a row"),
+                std::string::npos)
+          << rec.events.back().detail;
+    }
+    // Its GPUs free again: the next attempt's start (decided by the pass
+    // above) goes out with this reply.
+    resp = Beat(n1, {Task(id, attempt, r1, TASK_STATE_PREEMPTED, {0, 1}, 143)});
+    EXPECT_EQ(resp.acknowledged_size(), 1);
+    s1 = Starts(resp.commands());
+  }
+  EXPECT_TRUE(s1.empty());
+  Pass();
+  EXPECT_TRUE(Starts(Beat(n1).commands()).empty());
+  EXPECT_TRUE(Starts(Beat(n2).commands()).empty());
+}
+
+// Executed time follows the agents' reported start and end, not the
+// master's decisions.
+TEST_F(MasterStateTest, ExecutedTimeFollowsReportedTimes) {
+  Open();
+  const int64_t node = Register("n1", 2);
+  const JobId id = Submit(Spec(2));
+  Pass();  // decided at 1000
+  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  clock_.Advance(Seconds{5});
+  Beat(node, {Task(id, 1, 0, TASK_STATE_RUNNING, {0, 1}, {}, 1005.0)});
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kRunning);
+  ASSERT_TRUE(rec.first_start_time.has_value());
+  EXPECT_NEAR(rec.first_start_time->count(), 1005, 1e-9);
+  clock_.Advance(Seconds{10});  // 1015
+  EXPECT_NEAR(Get(id).executed.count(), 10, 1e-6);  // not 15
+  clock_.Advance(Seconds{2});   // the exit reaches the master late
+  v1::TaskStatus done = Task(id, 1, 0, TASK_STATE_EXITED, {0, 1}, 0, 1005.0);
+  done.set_end_time(1015.0);
+  Beat(node, {done});
+  rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kFinished);
+  EXPECT_NEAR(rec.executed.count(), 10, 1e-6);
+  EXPECT_NEAR(rec.attained_gpu_seconds, 20, 1e-6);
+}
+
+// A preempted launch's run lasts until its parts report their end
+// (checkpointing), not just until the decision.
+TEST_F(MasterStateTest, PreemptedRunCountsUntilReportedEnd) {
+  options_.queues = *QueueConfig::Create({10.0});
+  Open();
+  const int64_t node = Register("n1", 2);
+  const JobId big = Submit(Spec(2));
+  Pass();
+  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  Beat(node, {Task(big, 1, 0, TASK_STATE_RUNNING, {0, 1}, {}, 1000.0)});
+  clock_.Advance(Seconds{10});  // 1010
+  Submit(Spec(1));
+  Pass();  // preempted at 1010 after 10 s
+  ASSERT_EQ(Get(big).state, JobRecordState::kPreempted);
+  EXPECT_NEAR(Get(big).executed.count(), 10, 1e-6);
+  clock_.Advance(Seconds{4});  // 1014
+  v1::TaskStatus stopped =
+      Task(big, 1, 0, TASK_STATE_PREEMPTED, {0, 1}, 143, 1000.0);
+  stopped.set_end_time(1013.0);
+  Beat(node, {stopped});
+  JobRecord rec = Get(big);
+  EXPECT_NEAR(rec.executed.count(), 13, 1e-6);
+  EXPECT_NEAR(rec.total_executed.count(), 13, 1e-6);
+  EXPECT_NEAR(rec.last_stop_time.count(), 1013, 1e-6);
+}
+
 }  // namespace
 }  // namespace tiresias::master_testing

@@ -1,0 +1,189 @@
+"""Helpers for the whole-system failure tests: a `tiresias master` and
+`tiresias agent`s as separate real processes on loopback, the CLI as the
+client, and /bin/sh jobs that leave a start marker so a test can tell how
+many times each job's process was started.
+
+Not a test itself; imported by restart_test.py and agent_failure_test.py.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+SKIP = 77
+FINAL = ("JOB_STATE_FINISHED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED")
+
+# A job: appends "start <pid> <attempt-env>" to its marker file, then sleeps
+# (in the background, so the TERM trap runs at once) and exits 0. The
+# task's process group id is its pid: agents start each task as its own
+# process group, so the pid in the marker lets a test kill the whole task.
+#   $1 marker file, $2 seconds to run on a first start, $3 seconds to run
+#   on any later start (when the marker already has a line).
+JOB_SCRIPT = r'''
+marker=$1; first=$2; later=$3
+if [ -s "$marker" ]; then secs=$later; else secs=$first; fi
+echo "start $$ restart=${TIRESIAS_RESTART_COUNT:-?}" >> "$marker"
+trap 'echo "term $$" >> "$marker.term"; exit 143' TERM
+sleep "$secs" &
+wait $!
+echo "end $$" >> "$marker.end"
+'''
+
+
+def fail(message):
+    print("FAIL: " + message, flush=True)
+    sys.exit(1)
+
+
+def free_port():
+    """A loopback port free now (a restarted master must reuse it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def read_lines(path):
+    try:
+        with open(path) as f:
+            return [l for l in f.read().splitlines() if l.strip()]
+    except FileNotFoundError:
+        return []
+
+
+class Cluster:
+    def __init__(self, binary, workdir, node_timeout=3, policy="yarn-cs"):
+        self.binary = binary
+        self.workdir = workdir
+        self.node_timeout = node_timeout
+        self.policy = policy
+        self.master_dir = os.path.join(workdir, "master")
+        self.master = None
+        self.address = None
+        self.agents = {}
+        self.markers = []
+
+    # --- processes -------------------------------------------------------
+
+    def start_master(self, address="127.0.0.1:0"):
+        log = open(os.path.join(self.workdir, "master.log"), "a")
+        self.master = subprocess.Popen(
+            [self.binary, "master", "--listen", address,
+             "--state-dir", self.master_dir,
+             "--node-timeout", str(self.node_timeout),
+             "--policy", self.policy],
+            stdout=subprocess.PIPE, stderr=log, text=True)
+        line = self.master.stdout.readline()
+        if "listening on " not in line:
+            self.master.wait(timeout=10)
+            fail("tiresias master did not start (exit %s): %r; log:\n%s" %
+                 (self.master.returncode, line, self.tail("master.log")))
+        self.address = line.split("listening on ")[1].split()[0]
+        return self.address
+
+    def kill_master(self):
+        self.master.send_signal(signal.SIGKILL)
+        self.master.wait(timeout=10)
+
+    def start_agent(self, name, gpus=2, grace=5):
+        log = open(os.path.join(self.workdir, name + ".log"), "a")
+        proc = subprocess.Popen(
+            [self.binary, "agent", "--master", self.address,
+             "--gpus", str(gpus), "--name", name,
+             "--state-dir", os.path.join(self.workdir, "agent-" + name),
+             "--grace", str(grace)],
+            stdout=log, stderr=subprocess.STDOUT, text=True)
+        self.agents[name] = proc
+        return proc
+
+    def kill_agent(self, name):
+        proc = self.agents.pop(name)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def tail(self, name, n=3000):
+        try:
+            with open(os.path.join(self.workdir, name)) as f:
+                return f.read()[-n:]
+        except FileNotFoundError:
+            return "(no %s)" % name
+
+    def stop(self):
+        """Stops everything this test started: agents, master, and every
+        job process group a marker names (agents leave tasks running)."""
+        for proc in list(self.agents.values()) + [self.master]:
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(timeout=10)
+        self.agents = {}
+        for marker in self.markers:
+            for line in read_lines(marker):
+                parts = line.split()
+                if len(parts) >= 2 and parts[1].isdigit():
+                    try:
+                        os.killpg(int(parts[1]), signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+
+    # --- client ----------------------------------------------------------
+
+    def cli_raw(self, *args):
+        env = dict(os.environ, TIRESIAS_MASTER=self.address)
+        return subprocess.run([self.binary] + list(args), env=env,
+                              capture_output=True, text=True, timeout=30)
+
+    def cli(self, *args):
+        out = self.cli_raw(*args)
+        if out.returncode != 0:
+            fail("tiresias %s: exit %d: %s\nmaster log:\n%s" %
+                 (" ".join(args), out.returncode, out.stderr,
+                  self.tail("master.log")))
+        return out.stdout
+
+    def submit_sh(self, name, gpus, first_secs, later_secs=None):
+        """Submits a JOB_SCRIPT job; returns (id, marker path)."""
+        marker = os.path.join(self.workdir, "marker-" + name)
+        self.markers.append(marker)
+        later = first_secs if later_secs is None else later_secs
+        job_id = self.cli("submit", "--gpus", str(gpus), "--name", name,
+                          "--", "/bin/sh", "-c", JOB_SCRIPT, "sh", marker,
+                          str(first_secs), str(later)).strip()
+        if not job_id.isdigit():
+            fail("submit printed %r, not a job id" % job_id)
+        return job_id, marker
+
+    def jobs(self):
+        return {j["id"]: j for j in json.loads(self.cli("jobs", "--json"))
+                .get("jobs", [])}
+
+    def job(self, job_id):
+        return json.loads(self.cli("job", job_id, "--json"))
+
+    def nodes(self):
+        return {n["name"]: n for n in json.loads(self.cli("nodes", "--json"))
+                .get("nodes", [])}
+
+    def wait(self, predicate, what, timeout_s=30, source=None):
+        source = source or self.jobs
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            value = source()
+            if predicate(value):
+                return value
+            time.sleep(0.2)
+        fail("timed out after %d s waiting for %s\njobs:\n%s\nnodes:\n%s\n"
+             "master log:\n%s" % (timeout_s, what, self.cli("jobs"),
+                                  self.cli("nodes"),
+                                  self.tail("master.log")))
+
+    def wait_nodes_up(self, names, timeout_s=15):
+        return self.wait(
+            lambda n: all(name in n and n[name]["state"] == "NODE_STATE_UP"
+                          for name in names),
+            "nodes %s up" % ",".join(names), timeout_s, source=self.nodes)
+
+
+def events(job):
+    return [(e["kind"], e.get("detail", "")) for e in job.get("events", [])]

@@ -42,13 +42,7 @@ Job MasterState::JobFromRecord(const JobRecord& rec) const {
 }
 
 absl::Status MasterState::ReplaceSchedulerJob(const Job& job, Seconds now) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> sched, MakeScheduler());
-  for (const Job& old : scheduler_->jobs()) {
-    if (old.finished()) continue;
-    RETURN_IF_ERROR(sched->Restore(old.id() == job.id() ? job : old, now));
-  }
-  scheduler_ = std::move(sched);
-  return absl::OkStatus();
+  return scheduler_->Replace(job, now);
 }
 
 namespace {

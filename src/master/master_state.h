@@ -31,9 +31,8 @@
 // reported RUNNING, its run start is moved to the latest reported start
 // (clamped to [decision, now]). A finish is accounted at the latest reported
 // end, and a preempted launch's run is extended to the latest reported end
-// (its checkpointing). The Scheduler has no call to amend one job, so each
-// correction restores a fresh Scheduler from every unfinished job
-// (ReplaceSchedulerJob, O(jobs)).
+// (its checkpointing). Each correction swaps the job's record in the
+// scheduler (ReplaceSchedulerJob: Scheduler::Replace, O(log n)).
 //
 // Gang start: a part that exits kStartFailedExitCode before every part has
 // run stops the others (reason PREEMPT) and puts the job back to waiting

@@ -497,6 +497,25 @@ absl::Status Scheduler::Finish(JobId id, Seconds now, Cluster& cluster) {
   return absl::OkStatus();
 }
 
+absl::Status Scheduler::Replace(const Job& job, Seconds now) {
+  auto it = index_of_.find(job.id());
+  if (it == index_of_.end()) {
+    return absl::NotFoundError(absl::StrCat("job ", job.id(), " not found"));
+  }
+  const uint32_t index = it->second;
+  if (jobs_[index].finished() || job.finished()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job.id(), ": only an unfinished job can be replaced"));
+  }
+  Dequeue(index);
+  ClearWakeups(index);
+  jobs_[index] = job;
+  Enqueue(index, now);
+  ScheduleWakeups(index, now);
+  dirty_ = true;
+  return absl::OkStatus();
+}
+
 absl::Status Scheduler::Remove(JobId id, Seconds now, Cluster& cluster) {
   auto it = index_of_.find(id);
   if (it == index_of_.end()) {

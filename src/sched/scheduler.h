@@ -81,6 +81,11 @@ class Scheduler {
   // A running job must already hold its GPUs in the cluster it will be
   // scheduled with.
   absl::Status Restore(const Job& job, Seconds now);
+  // Swaps in a corrected record for the unfinished job `job.id()` (the
+  // master's accounting from agents' reported times), re-keying it and its
+  // wakeups. Leaves the cluster alone: a running record must keep the GPUs
+  // the old one holds. O(log n).
+  absl::Status Replace(const Job& job, Seconds now);
   // The running job `id` ended at `now`; its GPUs go back to `cluster`.
   absl::Status Finish(JobId id, Seconds now, Cluster& cluster);
   // Removes an unfinished job (cancelled, failed) at `now`, freeing its GPUs.

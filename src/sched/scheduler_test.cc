@@ -247,6 +247,24 @@ TEST(SchedulerTest, HigherQueueJobPreemptsToGetAWholeServer) {
   for (int id = 1; id <= 4; ++id) EXPECT_TRUE(h.job(id).running()) << id;
 }
 
+// A corrected record (the master moving a run's start to when the agent
+// really started it) re-keys the job and moves its demotion: started at 0
+// by decision, really at 5, a 1-GPU job with bound 100 demotes at 105.
+TEST(SchedulerTest, ReplaceCorrectsAccountingAndWakeups) {
+  Harness h(Topology::Uniform(1, 1, 1), TiresiasL({100}));
+  h.Submit(1, 1, 0);
+  h.At(0);
+  EXPECT_EQ(h.next_wakeup(), 100);
+  Job corrected(JobSpec{1, 1, Seconds{0}});
+  corrected.Start(Seconds{5}, h.job(1).gpus());
+  ASSERT_TRUE(h.scheduler().Replace(corrected, Seconds{6}).ok());
+  EXPECT_EQ(h.next_wakeup(), 105);
+  EXPECT_DOUBLE_EQ(h.job(1).Executed(Seconds{6}).count(), 1);
+  EXPECT_EQ(h.scheduler().Replace(Job(JobSpec{9, 1}), Seconds{6}).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(h.scheduler().num_running(), 1);
+}
+
 TEST(SchedulerTest, RejectsBadSubmissions) {
   Harness h(Topology::Uniform(1, 1, 4), TiresiasL({100}));
   EXPECT_FALSE(h.scheduler().Submit(JobSpec{1, 0}, Seconds{0}).ok());

@@ -9,6 +9,7 @@ void AddClusterCommands(CLI::App& app, const std::string& command_line,
   AddNodesCommand(app, exit_code);
   AddLogsCommand(app, exit_code);
   AddUpCommand(app, exit_code);
+  AddWatchCommand(app, exit_code);
 }
 
 }  // namespace tiresias

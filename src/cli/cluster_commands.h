@@ -1,6 +1,6 @@
 // The cluster subcommands of `tiresias`: `master` (the daemon) and the
 // client commands that talk to it over gRPC (`submit`, `jobs`, `job`,
-// `nodes`, `cancel`, `logs`). One file per subcommand; this header is what
+// `nodes`, `cancel`, `logs`, `watch`). One file per subcommand; this header is what
 // main.cc calls.
 #ifndef TIRESIAS_CLI_CLUSTER_COMMANDS_H_
 #define TIRESIAS_CLI_CLUSTER_COMMANDS_H_
@@ -26,6 +26,7 @@ void AddJobCommands(CLI::App& app, int* exit_code);  // submit jobs job cancel
 void AddNodesCommand(CLI::App& app, int* exit_code);
 void AddLogsCommand(CLI::App& app, int* exit_code);
 void AddUpCommand(CLI::App& app, int* exit_code);  // up_command.cc
+void AddWatchCommand(CLI::App& app, int* exit_code);  // watch_command.cc
 
 }  // namespace tiresias
 

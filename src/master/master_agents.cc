@@ -159,6 +159,18 @@ void MasterState::HandleTask(int64_t node_id, const v1::TaskStatus& task,
     MaybeMarkRunning(launch, now);
     return;
   }
+  // A run shorter than the heartbeat interval: its first report already
+  // says it ended. It did run (it reports a start, and it is not a failed
+  // spawn), so it is marked running at that start first, with its
+  // "started"/"resumed" event, and its end is processed after.
+  const bool start_failed = task.state() == v1::TASK_STATE_EXITED &&
+                            task.has_exit_code() &&
+                            task.exit_code() == kStartFailedExitCode;
+  if (!part.running && task.has_start_time() && !start_failed) {
+    part.running = true;
+    part.start_time = Seconds{task.start_time()};
+    MaybeMarkRunning(launch, now);
+  }
   part.ended = true;
   if (task.has_exit_code()) part.exit_code = task.exit_code();
   if (task.has_end_time()) part.end_time = Seconds{task.end_time()};

@@ -160,6 +160,7 @@ absl::Status MasterState::Commit() {
   dirty_.clear();
   if (!write.jobs.empty() || !write.events.empty()) {
     RETURN_IF_ERROR(store_->Write(write));
+    if (!write.events.empty()) EventsWritten();
   }
   for (auto it = records_.begin(); it != records_.end();) {
     it = IsFinal(it->second.state) ? records_.erase(it) : std::next(it);
@@ -184,6 +185,7 @@ absl::StatusOr<JobId> MasterState::SubmitJob(const JobRequest& spec) {
   }
   const Seconds now = clock_->NowUnixSeconds();
   ASSIGN_OR_RETURN(JobId id, store_->CreateJob(spec, now));
+  EventsWritten();  // its "submitted" event
   JobRecord rec;
   rec.id = id;
   rec.spec = spec;
@@ -292,5 +294,71 @@ bool MasterState::TakePassWanted() {
   std::lock_guard<std::mutex> lock(mu_);
   return std::exchange(pass_wanted_, false);
 }
+
+}  // namespace tiresias
+
+namespace tiresias {
+
+absl::StatusOr<std::vector<JobEvent>> MasterState::EventsAfter(
+    int64_t after_sequence, int limit) {
+  return store_->EventsAfter(after_sequence, limit);
+}
+
+absl::StatusOr<int64_t> MasterState::LastEventSequence() {
+  // The store only answers "the first event after x", so the highest
+  // sequence is the smallest x with nothing after it: doubling, then
+  // bisecting (about 2 log2(n) indexed lookups).
+  auto any_after = [&](int64_t x) -> absl::StatusOr<bool> {
+    ASSIGN_OR_RETURN(std::vector<JobEvent> events, store_->EventsAfter(x, 1));
+    return !events.empty();
+  };
+  ASSIGN_OR_RETURN(bool any, any_after(0));
+  if (!any) return 0;
+  int64_t lo = 0;  // something after lo
+  int64_t hi = 1;
+  while (true) {
+    ASSIGN_OR_RETURN(any, any_after(hi));
+    if (!any) break;
+    lo = hi;
+    if (hi > std::numeric_limits<int64_t>::max() / 2) {
+      hi = std::numeric_limits<int64_t>::max();
+      break;
+    }
+    hi *= 2;
+  }
+  while (hi - lo > 1) {  // something after lo, nothing after hi
+    const int64_t mid = lo + (hi - lo) / 2;
+    ASSIGN_OR_RETURN(any, any_after(mid));
+    if (any) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return hi;
+}
+
+uint64_t MasterState::EventGeneration() {
+  std::lock_guard<std::mutex> lock(watch_mu_);
+  return event_generation_;
+}
+
+uint64_t MasterState::WaitForEvents(uint64_t seen,
+                                    std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(watch_mu_);
+  watch_cv_.wait_for(lock, timeout,
+                     [&] { return event_generation_ != seen; });
+  return event_generation_;
+}
+
+void MasterState::EventsWritten() {
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    ++event_generation_;
+  }
+  watch_cv_.notify_all();
+}
+
+void MasterState::WakeEventWatchers() { EventsWritten(); }
 
 }  // namespace tiresias

@@ -50,6 +50,9 @@
 #ifndef TIRESIAS_MASTER_MASTER_STATE_H_
 #define TIRESIAS_MASTER_MASTER_STATE_H_
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <memory>
@@ -134,6 +137,22 @@ class MasterState {
   // True (and reset) if something happened since the last call that a
   // scheduling pass should see.
   bool TakePassWanted();
+
+  // Event watchers (WatchEvents). Reads go straight to the store (its own
+  // lock), never under the state's mutex, so a slow watcher cannot stall
+  // the master. EventsAfter: every job's stored events with sequence >
+  // `after_sequence`, oldest first, at most `limit`. LastEventSequence: the
+  // highest sequence stored so far (0 if none).
+  absl::StatusOr<std::vector<JobEvent>> EventsAfter(int64_t after_sequence,
+                                                    int limit);
+  absl::StatusOr<int64_t> LastEventSequence();
+  // A counter bumped after every store write that appended events. A
+  // watcher reads it, reads the store, and if nothing new came waits with
+  // WaitForEvents(seen, ...) until it moves, WakeEventWatchers() is
+  // called, or `timeout` passes; returns the counter's value then.
+  uint64_t EventGeneration();
+  uint64_t WaitForEvents(uint64_t seen, std::chrono::milliseconds timeout);
+  void WakeEventWatchers();
 
  private:
   // One part of a launch: the task of one rank, on one node.
@@ -244,6 +263,12 @@ class MasterState {
   std::map<JobId, int> failed_starts_;  // consecutive failed launches
   std::vector<JobEvent> events_;
   bool pass_wanted_ = true;
+
+  // Watchers: never taken before mu_ (taken inside it by EventsWritten).
+  void EventsWritten();
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  uint64_t event_generation_ = 0;
 };
 
 }  // namespace tiresias

@@ -49,6 +49,7 @@ void MasterServer::Shutdown() {
     stopping_ = true;
   }
   cv_.notify_one();
+  tiresias_service_.Stop();  // open WatchEvents streams end now
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::seconds(2));

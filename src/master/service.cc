@@ -1,5 +1,8 @@
 #include "master/service.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "master/proto_convert.h"
 
 namespace tiresias {
@@ -70,6 +73,62 @@ grpc::Status TiresiasService::ListNodes(grpc::ServerContext*,
   if (!nodes.ok()) return ToGrpcStatus(nodes.status());
   for (v1::Node& node : *nodes) *resp->add_nodes() = std::move(node);
   return grpc::Status::OK;
+}
+
+grpc::Status TiresiasService::WatchEvents(
+    grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
+    grpc::ServerWriter<v1::JobEvent>* writer) {
+  // Catching up reads the log in pages of this many events.
+  constexpr int kPage = 512;
+  const JobId job = req->job_id();
+  if (job < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "job_id: must be a job id, or 0 for every job");
+  }
+  if (req->has_after_sequence() && req->after_sequence() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "after_sequence: must be >= 0");
+  }
+  if (job != 0) {
+    absl::StatusOr<JobRecord> rec = state_->GetJob(job);
+    if (!rec.ok()) return ToGrpcStatus(rec.status());
+  }
+  // Read before the cursor is fixed, so that an event written meanwhile
+  // moves it and is not slept past.
+  uint64_t generation = state_->EventGeneration();
+  int64_t cursor = 0;
+  if (req->has_after_sequence()) {
+    cursor = req->after_sequence();
+  } else {
+    absl::StatusOr<int64_t> last = state_->LastEventSequence();
+    if (!last.ok()) return ToGrpcStatus(last.status());
+    cursor = *last;
+  }
+  v1::JobEvent out;
+  while (true) {
+    if (stopping_.load()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "the master is shutting down");
+    }
+    if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
+    absl::StatusOr<std::vector<JobEvent>> events =
+        state_->EventsAfter(cursor, kPage);
+    if (!events.ok()) return ToGrpcStatus(events.status());
+    for (const JobEvent& event : *events) {
+      cursor = std::max(cursor, event.sequence);
+      if (job != 0 && event.job_id != job) continue;
+      out.Clear();
+      JobEventToProto(event, &out);
+      if (!writer->Write(out)) return grpc::Status::CANCELLED;  // gone
+    }
+    if (static_cast<int>(events->size()) == kPage) continue;  // more stored
+    generation = state_->WaitForEvents(generation, kWatchPoll);
+  }
+}
+
+void TiresiasService::Stop() {
+  stopping_.store(true);
+  state_->WakeEventWatchers();
 }
 
 grpc::Status AgentRegistryService::Register(grpc::ServerContext*,

@@ -3,10 +3,18 @@
 // MasterState takes its own lock, so handlers may run on any gRPC thread.
 // A bad request gets a gRPC status (INVALID_ARGUMENT, NOT_FOUND,
 // FAILED_PRECONDITION, ...) with MasterState's one-line message; no request
-// can crash the master. WatchEvents is not implemented yet (UNIMPLEMENTED).
+// can crash the master.
+//
+// WatchEvents streams the stored events with sequence > after_sequence
+// (absent: from now on), then each new one once it is durable, for one job
+// or all, until the client cancels or Stop() (server shutdown: the stream
+// ends UNAVAILABLE). Each open stream holds one gRPC thread and wakes at
+// least every kWatchPoll to notice a cancel or a stop.
 #ifndef TIRESIAS_MASTER_SERVICE_H_
 #define TIRESIAS_MASTER_SERVICE_H_
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 
 #include "absl/status/status.h"
@@ -35,6 +43,15 @@ class TiresiasService final : public v1::Tiresias::Service {
                          v1::CancelJobResponse*) override;
   grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
                          v1::ListNodesResponse*) override;
+  grpc::Status WatchEvents(grpc::ServerContext*,
+                           const v1::WatchEventsRequest*,
+                           grpc::ServerWriter<v1::JobEvent>*) override;
+
+  // Ends every open WatchEvents stream promptly (and any opened later).
+  // Call before grpc::Server::Shutdown so that it need not wait for them.
+  void Stop();
+
+  static constexpr std::chrono::milliseconds kWatchPoll{200};
 
  private:
   void Changed() {
@@ -42,6 +59,7 @@ class TiresiasService final : public v1::Tiresias::Service {
   }
   MasterState* state_;
   std::function<void()> on_change_;
+  std::atomic<bool> stopping_{false};
 };
 
 class AgentRegistryService final : public v1::AgentRegistry::Service {

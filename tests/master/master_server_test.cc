@@ -2,6 +2,12 @@
 // SQLite files.
 #include "master/server.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
@@ -87,6 +93,164 @@ TEST_F(MasterServerTest, SubmitListAndRejectOverGrpc) {
   EXPECT_EQ(nodes.nodes(0).state(), v1::NODE_STATE_UP);
   (*server)->Shutdown();
   (*server)->Shutdown();  // idempotent
+}
+
+// Reads one event from a watch stream on another thread, waiting at most
+// `timeout` (a blocked Read cannot be given a deadline of its own).
+class WatchReader {
+ public:
+  WatchReader(v1::Tiresias::Stub* stub, const v1::WatchEventsRequest& req) {
+    reader_ = stub->WatchEvents(&ctx_, req);
+    thread_ = std::thread([this] {
+      v1::JobEvent event;
+      while (reader_->Read(&event)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        events_.push_back(event);
+        cv_.notify_all();
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+      cv_.notify_all();
+    });
+  }
+  ~WatchReader() {
+    ctx_.TryCancel();
+    if (thread_.joinable()) thread_.join();
+  }
+  // Waits until `n` events arrived (true) or `timeout` passed.
+  bool WaitFor(size_t n, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout,
+                        [&] { return events_.size() >= n || done_; }) &&
+           events_.size() >= n;
+  }
+  bool WaitDone(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return done_; });
+  }
+  std::vector<v1::JobEvent> events() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+  grpc::Status Finish() {
+    if (thread_.joinable()) thread_.join();
+    return reader_->Finish();
+  }
+
+ private:
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<v1::JobEvent> events_;
+  bool done_ = false;
+};
+
+TEST_F(MasterServerTest, WatchEventsReplaysThenStreamsLive) {
+  master::RealClock clock;
+  auto state = MasterState::Open(options_, &clock);
+  ASSERT_TRUE(state.ok()) << state.status();
+  auto server = MasterServer::Start(state->get(), &clock, "127.0.0.1:0");
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", (*server)->port()),
+      grpc::InsecureChannelCredentials());
+  auto stub = v1::Tiresias::NewStub(channel);
+  auto submit = [&]() -> int64_t {
+    grpc::ClientContext ctx;
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->set_gpus(1);
+    req.mutable_spec()->add_command("sleep");
+    v1::SubmitJobResponse resp;
+    EXPECT_TRUE(stub->SubmitJob(&ctx, req, &resp).ok());
+    return resp.job_id();
+  };
+  auto cancel = [&](int64_t id) {
+    grpc::ClientContext ctx;
+    v1::CancelJobRequest req;
+    req.set_job_id(id);
+    v1::CancelJobResponse resp;
+    EXPECT_TRUE(stub->CancelJob(&ctx, req, &resp).ok());
+  };
+  using std::chrono::milliseconds;
+
+  const int64_t first = submit();
+  const int64_t second = submit();
+  {  // an unknown job, a bad id
+    grpc::ClientContext ctx;
+    v1::WatchEventsRequest req;
+    req.set_job_id(999);
+    auto reader = stub->WatchEvents(&ctx, req);
+    v1::JobEvent event;
+    EXPECT_FALSE(reader->Read(&event));
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+
+  // Every job from the start: both "submitted" events, in order.
+  v1::WatchEventsRequest all;
+  all.set_after_sequence(0);
+  WatchReader everything(stub.get(), all);
+  ASSERT_TRUE(everything.WaitFor(2, milliseconds(5000)));
+  std::vector<v1::JobEvent> seen = everything.events();
+  EXPECT_EQ(seen[0].job_id(), first);
+  EXPECT_EQ(seen[0].kind(), "submitted");
+  EXPECT_EQ(seen[1].job_id(), second);
+  EXPECT_EQ(seen[1].kind(), "submitted");
+  EXPECT_LT(seen[0].sequence(), seen[1].sequence());
+
+  // One job only, skipping what was seen: nothing yet.
+  v1::WatchEventsRequest one;
+  one.set_job_id(first);
+  one.set_after_sequence(seen[0].sequence());
+  WatchReader just_first(stub.get(), one);
+  // Live only (no after_sequence).
+  WatchReader live(stub.get(), v1::WatchEventsRequest());
+  EXPECT_FALSE(just_first.WaitFor(1, milliseconds(300)));
+  EXPECT_TRUE(live.events().empty());
+
+  // A cancel arrives on every open stream within a second.
+  const auto before = std::chrono::steady_clock::now();
+  cancel(first);
+  ASSERT_TRUE(everything.WaitFor(3, milliseconds(1000)));
+  ASSERT_TRUE(just_first.WaitFor(1, milliseconds(1000)));
+  ASSERT_TRUE(live.WaitFor(1, milliseconds(1000)));
+  EXPECT_LT(std::chrono::steady_clock::now() - before, milliseconds(1000));
+  EXPECT_EQ(everything.events()[2].kind(), "cancelled");
+  EXPECT_EQ(everything.events()[2].job_id(), first);
+  EXPECT_EQ(just_first.events()[0].kind(), "cancelled");
+  EXPECT_EQ(live.events()[0].kind(), "cancelled");
+  EXPECT_EQ(live.events()[0].sequence(), everything.events()[2].sequence());
+
+  // Another job's event reaches the unfiltered streams only.
+  cancel(second);
+  ASSERT_TRUE(live.WaitFor(2, milliseconds(1000)));
+  EXPECT_EQ(live.events()[1].job_id(), second);
+  EXPECT_FALSE(just_first.WaitFor(2, milliseconds(200)));
+
+  // After a sequence: only the later events replayed.
+  v1::WatchEventsRequest later;
+  later.set_after_sequence(seen[1].sequence());
+  WatchReader tail(stub.get(), later);
+  ASSERT_TRUE(tail.WaitFor(2, milliseconds(5000)));
+  EXPECT_EQ(tail.events()[0].kind(), "cancelled");
+  EXPECT_EQ(tail.events()[0].job_id(), first);
+  EXPECT_EQ(tail.events()[1].job_id(), second);
+
+  // A client that goes away ends its stream on the server.
+  {
+    WatchReader gone(stub.get(), v1::WatchEventsRequest());
+  }
+
+  // Shutdown with streams open returns promptly and ends them.
+  const auto stop = std::chrono::steady_clock::now();
+  (*server)->Shutdown();
+  EXPECT_LT(std::chrono::steady_clock::now() - stop, milliseconds(1500));
+  ASSERT_TRUE(live.WaitDone(milliseconds(2000)));
+  grpc::Status status = live.Finish();
+  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << status.error_message();
 }
 
 }  // namespace

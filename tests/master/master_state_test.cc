@@ -381,5 +381,48 @@ TEST_F(MasterStateTest, PreemptedRunCountsUntilReportedEnd) {
   EXPECT_NEAR(rec.last_stop_time.count(), 1013, 1e-6);
 }
 
+// A run shorter than the heartbeat interval: the task's first report
+// already says it exited. The job still gets its "started" event (at the
+// reported start) before "finished", and its executed time.
+TEST_F(MasterStateTest, TaskEndedAtFirstReportStillStarts) {
+  Open();
+  const int64_t node = Register("n1", 2);
+  const JobId id = Submit(Spec(1));
+  Pass();  // decided at 1000
+  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  clock_.Advance(Seconds{3});  // 1003: the next heartbeat
+  v1::TaskStatus done = Task(id, 1, 0, TASK_STATE_EXITED, {0}, 0, 1001.0);
+  done.set_end_time(1002.0);
+  v1::HeartbeatResponse resp = Beat(node, {done});
+  EXPECT_EQ(resp.acknowledged_size(), 1);
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kFinished);
+  EXPECT_EQ(rec.exit_code, 0);
+  std::vector<std::string> kinds;
+  for (const JobEvent& e : rec.events) kinds.push_back(e.kind);
+  EXPECT_EQ(kinds,
+            (std::vector<std::string>{"submitted", "started", "finished"}));
+  ASSERT_EQ(rec.events.size(), 3u);
+  EXPECT_NEAR(rec.events[1].time.count(), 1001, 1e-9);
+  ASSERT_TRUE(rec.first_start_time.has_value());
+  EXPECT_NEAR(rec.first_start_time->count(), 1001, 1e-9);
+  EXPECT_NEAR(rec.executed.count(), 1, 1e-6);
+}
+
+// A failed spawn (exit 127) reported at once is not a start.
+TEST_F(MasterStateTest, SpawnFailureAtFirstReportIsNoStart) {
+  Open();
+  const int64_t node = Register("n1", 2);
+  const JobId id = Submit(Spec(1));
+  Pass();
+  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  Beat(node, {Task(id, 1, 0, TASK_STATE_EXITED, {0},
+                   MasterState::kStartFailedExitCode, 1000.0)});
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kPending);
+  EXPECT_FALSE(HasEvent(rec, "started"));
+  EXPECT_TRUE(HasEvent(rec, "start_failed"));
+}
+
 }  // namespace
 }  // namespace tiresias::master_testing

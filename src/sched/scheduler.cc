@@ -234,12 +234,12 @@ void Scheduler::RefreshRunningKeys(Seconds now) {
 }
 
 void Scheduler::RekeyAll(Seconds now) {
-  scratch_start_.clear();
+  scratch_indices_.clear();
   for (const RunningGroup& g : running_groups_) {
-    for (const Entry& e : g.entries) scratch_start_.push_back(e.index);
+    for (const Entry& e : g.entries) scratch_indices_.push_back(e.index);
   }
-  for (const Entry& e : waiting_) scratch_start_.push_back(e.index);
-  for (uint32_t index : scratch_start_) Rekey(index, now);
+  for (const Entry& e : waiting_) scratch_indices_.push_back(e.index);
+  for (uint32_t index : scratch_indices_) Rekey(index, now);
 }
 
 int Scheduler::MinWaitingGpus() const {

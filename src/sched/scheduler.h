@@ -190,7 +190,7 @@ class Scheduler {
   bool dirty_ = false;  // something changed since the last pass
   uint64_t pass_ = 0;   // passes run so far
   std::vector<GpuId> scratch_gpus_;
-  std::vector<uint32_t> scratch_start_, scratch_preempt_;
+  std::vector<uint32_t> scratch_indices_, scratch_preempt_;
   // A running group during a pass: [begin, it) visited, [it, end) not;
   // `back` walks down from `end` when looking for jobs to displace.
   struct Cursor {

@@ -3,52 +3,20 @@
 #ifndef TIRESIAS_TRACE_TEST_FILES_H_
 #define TIRESIAS_TRACE_TEST_FILES_H_
 
-#include <unistd.h>
-
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "core/testing/test_dir.h"
 #include "gtest/gtest.h"
 
 namespace tiresias::trace_testing {
 
-// A directory unique to this process and test, removed with the object.
-class ScratchDir {
+// A fresh folder per test; Missing names a file that does not exist.
+class ScratchDir : public test_support::TestDir {
  public:
-  ScratchDir() {
-    const testing::TestInfo* info =
-        testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            absl::StrCat("tiresias_trace_", ::getpid(), "_",
-                         info->test_suite_name(), "_", info->name());
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-
-  // Writes `contents` byte for byte to `name` here; returns its path.
-  std::string Write(std::string_view name, std::string_view contents) const {
-    std::string file = (path_ / name).string();
-    std::ofstream out(file, std::ios::binary);
-    out << contents;
-    EXPECT_TRUE(out.good()) << file;
-    return file;
-  }
-  // A path here that does not exist.
-  std::string Missing(std::string_view name) const {
-    return (path_ / name).string();
-  }
-
- private:
-  std::filesystem::path path_;
+  std::string Missing(std::string_view name) const { return File(name); }
 };
 
 // A shipped data file: "data/<name>" when run from the repository root (as

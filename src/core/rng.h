@@ -16,11 +16,6 @@ class Rng {
   uint64_t Below(uint64_t n) {
     return std::uniform_int_distribution<uint64_t>(0, n - 1)(engine_);
   }
-  // Uniform double in [0, 1).
-  double Unit() { return std::uniform_real_distribution<double>(0, 1)(engine_); }
-
-  std::mt19937_64& engine() { return engine_; }
-
  private:
   std::mt19937_64 engine_;
 };

@@ -16,8 +16,6 @@ using Seconds = std::chrono::duration<double>;
 
 inline constexpr Seconds kNever{std::numeric_limits<double>::infinity()};
 
-inline constexpr bool IsNever(Seconds t) { return t == kNever; }
-
 }  // namespace tiresias
 
 #endif  // TIRESIAS_CORE_TIME_H_

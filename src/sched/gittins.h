@@ -46,7 +46,6 @@ class GittinsDistribution {
    public:
     // O(log n) index for a fixed delta (see the file comment).
     double Lookup(double attained_gpu_seconds) const;
-    size_t num_breakpoints() const { return breakpoints_.size(); }
 
    private:
     friend class GittinsDistribution;

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "agent/file_store.h"
+#include "agent/log_service.h"
 #include "agent/proc_table.h"
 #include "proto/tiresias.grpc.pb.h"
 #include "proto/tiresias.pb.h"
@@ -76,6 +77,19 @@ std::vector<int> GpusOfProcess(pid_t pid) {
   return gpus;
 }
 
+// "host" of "host", "host:port", "[v6]:port" or "v6".
+std::string AddressHost(const std::string& address) {
+  if (address.starts_with('[')) {
+    return address.substr(0, address.find(']') + 1);
+  }
+  const size_t colon = address.find(':');
+  if (colon != std::string::npos && address.find(':', colon + 1) == std::string::npos) {
+    return address.substr(0, colon);
+  }
+  return address.find(':') == std::string::npos ? address
+                                                 : absl::StrCat("[", address, "]");
+}
+
 std::string TaskName(int64_t job, int attempt, int rank) {
   return absl::StrCat("job ", job, " attempt ", attempt, " rank ", rank);
 }
@@ -117,6 +131,14 @@ absl::Status AgentDaemon::Start() {
       TaskRecord::Open(options_.state_dir + "/tasks.json");
   if (!record.ok()) return record.status();
   record_.emplace(*std::move(record));
+  const std::string host = AddressHost(options_.advertised_address);
+  absl::StatusOr<std::unique_ptr<AgentLogServer>> logs = AgentLogServer::Start(
+      options_.log_listen.empty() ? absl::StrCat(host, ":0")
+                                  : options_.log_listen,
+      options_.state_dir + "/logs");
+  if (!logs.ok()) return logs.status();
+  log_server_ = *std::move(logs);
+  log_address_ = absl::StrCat(host, ":", log_server_->port());
   launcher_ = std::make_unique<PosixLauncher>();
   stub_ = std::make_unique<AgentStub>(options_.master_address);
   Log(absl::StrCat("node ", options_.node_name, ": ", gpus_.size(),
@@ -134,6 +156,7 @@ void AgentDaemon::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  log_server_.reset();
 }
 
 void AgentDaemon::StopAllTasks() {
@@ -173,7 +196,9 @@ void AgentDaemon::AdoptRecorded() {
     task.start_time = UnixSeconds(h.start_time);
     const std::string name = TaskName(h.job_id, h.attempt, h.rank);
     if (r.alive()) {
-      task.gpus = GpusOfProcess(h.pid);
+      // Records older than the task shim lack the GPUs; the task's own
+      // environment says (the shim's is the agent's).
+      task.gpus = h.gpus.empty() ? GpusOfProcess(h.pid) : h.gpus;
       absl::Status s = launcher_->Adopt(h, r.entry.stop_requested,
                                         options_.grace);
       if (!s.ok()) {
@@ -184,7 +209,13 @@ void AgentDaemon::AdoptRecorded() {
       Log(absl::StrCat(name, ": adopted running pid ", h.pid));
     } else {
       task.ended = true;
+      task.gpus = h.gpus;
       task.preempted = r.entry.stop_requested.has_value();
+      if (r.exit->signal) {
+        task.exit_code = 128 + *r.exit->signal;
+      } else {
+        task.exit_code = r.exit->exit_code;
+      }
       task.end_time = UnixSeconds(r.exit->end_time);
       Log(absl::StrCat(name, ": exited while no agent ran (",
                        r.exit->Describe(), ")"));
@@ -239,6 +270,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
   v1::RegisterRequest req;
   req.set_name(options_.node_name);
   req.set_address(options_.advertised_address);
+  req.set_log_address(log_address_);
   req.set_gpus(static_cast<int>(gpus_.size()));
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -270,6 +302,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
 absl::Status AgentDaemon::Heartbeat() {
   v1::HeartbeatRequest req;
   req.set_node_id(node_id_.load());
+  req.set_log_address(log_address_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (v1::TaskStatus& s : Statuses()) *req.add_tasks() = std::move(s);
@@ -288,6 +321,10 @@ absl::Status AgentDaemon::Heartbeat() {
       if (!removed.ok()) {
         Log(absl::StrCat("task record: ", removed.ToString()));
         continue;  // reported again; removal retried on the next ack
+      }
+      if (!it->second.handle->exit_path.empty()) {
+        std::error_code ignored;
+        std::filesystem::remove(it->second.handle->exit_path, ignored);
       }
     }
     tasks_.erase(it);
@@ -325,9 +362,11 @@ void AgentDaemon::StartTask(const v1::Command& command) {
   spec.master_port = st.master_port();
   spec.worker_addrs.assign(st.worker_addresses().begin(),
                            st.worker_addresses().end());
-  spec.log_path = absl::StrCat(options_.state_dir, "/logs/job-", spec.job_id,
-                               "-attempt-", spec.attempt, "-rank-", spec.rank,
-                               ".log");
+  spec.log_path = TaskLogPath(options_.state_dir + "/logs", spec.job_id,
+                              spec.attempt, spec.rank);
+  spec.exit_path =
+      absl::StrCat(options_.state_dir, "/exits/job-", spec.job_id,
+                   "-attempt-", spec.attempt, "-rank-", spec.rank, ".exit");
   Task task;
   task.gpus = spec.gpus;
   absl::StatusOr<TaskHandle> handle = launcher_->Start(spec);

@@ -9,11 +9,14 @@
 //   AgentDaemon agent(options);
 //   RETURN_IF_ERROR(agent.Start());  // discovery, record, adoption
 //   ... until SIGTERM ...
-//   agent.Stop();  // stops heartbeating; tasks keep running
+//   agent.Stop();  // stops heartbeating and serving logs; tasks keep running
 //
 // State dir: tasks.json (the task record, task_record.h), session.json (the
 // node id and heartbeat interval of the last registration), and
-// logs/job-<id>-attempt-<a>-rank-<r>.log (each task's stdout and stderr).
+// logs/job-<id>-attempt-<a>-rank-<r>.log (each task's stdout and stderr,
+// served to the master by an AgentLogs service, log_service.h) and
+// exits/job-<id>-attempt-<a>-rank-<r>.exit (how each task ended, written by
+// its shim, spawn.h; removed once the master has acknowledged the end).
 //
 // Restart: a new agent on the same state dir adopts the tasks the record
 // says still run, and first heartbeats with the saved node id: a master that
@@ -61,6 +64,11 @@ struct AgentOptions {
   std::string node_name;  // empty: this machine's hostname
   // Host other nodes' job processes reach this one at (MASTER_ADDR).
   std::string advertised_address = "127.0.0.1";
+  // host:port where the agent serves its tasks' logs to the master
+  // (AgentLogs); port 0 picks a free one. Empty: advertised_address's host,
+  // port 0. Advertised to the master as advertised_address's host with the
+  // bound port.
+  std::string log_listen;
   std::optional<int> emulate_gpus;  // --gpus N; nullopt: discover
   std::string state_dir;            // created if missing; required
   // SIGTERM to SIGKILL, for preemption and cancellation.
@@ -139,6 +147,8 @@ class AgentDaemon {
   std::unique_ptr<ProcessLauncher> launcher_;
   std::optional<TaskRecord> record_;
   std::unique_ptr<class AgentStub> stub_;
+  std::unique_ptr<class AgentLogServer> log_server_;
+  std::string log_address_;  // what Register and Heartbeat advertise
 
   mutable std::mutex mu_;  // tasks_, stopping_
   std::condition_variable cv_;

@@ -3,12 +3,16 @@
 #include "agent/agent_daemon.h"
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
+
 #include "agent/agent_testing.h"
+#include "proto/tiresias.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "master/clock.h"
 #include "master/master_state.h"
@@ -117,7 +121,27 @@ class AgentDaemonTest : public testing::Test {
     return n;
   }
 
+  // ReadJobLog on the master, over gRPC as a client calls it.
+  grpc::Status ReadLog(JobId id, int attempt, int rank, int64_t offset,
+                       int max_bytes, v1::ReadJobLogResponse* resp) {
+    if (client_ == nullptr) {
+      client_ = v1::Tiresias::NewStub(grpc::CreateChannel(
+          "127.0.0.1:" + std::to_string(server_->port()),
+          grpc::InsecureChannelCredentials()));
+    }
+    v1::ReadJobLogRequest req;
+    req.set_job_id(id);
+    req.set_attempt(attempt);
+    req.set_rank(rank);
+    req.set_offset(offset);
+    req.set_max_bytes(max_bytes);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + seconds(10));
+    return client_->ReadJobLog(&ctx, req, resp);
+  }
+
   TestDir dir_;
+  std::unique_ptr<v1::Tiresias::Stub> client_;
   master::RealClock clock_;
   std::unique_ptr<MasterState> state_;
   std::unique_ptr<MasterServer> server_;
@@ -202,17 +226,125 @@ TEST_F(AgentDaemonTest, RestartedAgentAdoptsItsRunningTask) {
   AgentDaemon* second = StartAgent();
   EXPECT_EQ(CountLog("adopted running pid"), 1);
   EXPECT_EQ(Job(id).state, JobRecordState::kRunning);
-  // Ends once the process exits, with no second launch. Its exit status is
-  // lost to the new agent (launcher.h: kUnknown, no exit code), which the
-  // master today records as failed; hence "final", not "finished".
-  ASSERT_TRUE(WaitUntil([&] { return IsFinal(Job(id).state); }, seconds(5)));
+  // Ends once the process exits, with no second launch; the new agent is
+  // not the task's parent and learns its exit code from the shim's file.
+  ASSERT_TRUE(WaitState(id, JobRecordState::kFinished));
   JobRecord rec = Job(id);
+  EXPECT_EQ(rec.exit_code, 0);
   EXPECT_EQ(rec.attempt, 1);
   EXPECT_EQ(rec.preemptions, 0);
   EXPECT_EQ(CountLog("started pid"), 1);
   std::string log = LogOf(id, 1);
   EXPECT_EQ(log.find("started"), log.rfind("started"));  // ran once
   EXPECT_TRUE(WaitUntil([&] { return second->task_count() == 0; }));
+}
+
+TEST_F(AgentDaemonTest, TaskThatEndsWhileNoAgentRunsKeepsItsExitCode) {
+  StartMaster();
+  AgentDaemon* first = StartAgent();
+  const std::string go = dir_.File("go");
+  JobId id = Submit(1, "while [ ! -e " + go + " ]; do sleep 0.01; done; exit 3");
+  ASSERT_TRUE(WaitState(id, JobRecordState::kRunning));
+  first->Stop();
+  std::ofstream(go) << "";
+  // The task ends with nobody to wait for it but its shim.
+  ASSERT_TRUE(WaitUntil([&] {
+    return std::filesystem::exists(
+        dir_.File("agent/exits/job-" + std::to_string(id) +
+                  "-attempt-1-rank-0.exit"));
+  }));
+  AgentDaemon* second = StartAgent();
+  ASSERT_TRUE(WaitState(id, JobRecordState::kFailed));
+  EXPECT_EQ(Job(id).exit_code, 3);
+  EXPECT_EQ(CountLog("exited while no agent ran (failed (exit code 3))"), 1);
+  // Acknowledged: the record and the exit file are gone.
+  EXPECT_TRUE(WaitUntil([&] { return second->task_count() == 0; }));
+  EXPECT_FALSE(std::filesystem::exists(dir_.File(
+      "agent/exits/job-" + std::to_string(id) + "-attempt-1-rank-0.exit")));
+}
+
+TEST_F(AgentDaemonTest, MasterReadsTaskLogsFromTheAgent) {
+  StartMaster();
+  StartAgent();
+  v1::ReadJobLogResponse resp;
+  const std::string go = dir_.File("go");
+  JobId id = Submit(1, "printf 'line1\\nline2\\n'; while [ ! -e " + go +
+                           " ]; do sleep 0.01; done; echo done");
+  ASSERT_TRUE(WaitUntil([&] {
+    resp.Clear();
+    return ReadLog(id, 0, 0, 0, 0, &resp).ok() && resp.data().size() == 12;
+  }));
+  ASSERT_TRUE(WaitState(id, JobRecordState::kRunning));
+  ASSERT_TRUE(ReadLog(id, 0, 0, 0, 0, &resp).ok());
+  EXPECT_EQ(resp.data(), "line1\nline2\n");
+  EXPECT_EQ(resp.attempt(), 1);
+  EXPECT_EQ(resp.current_attempt(), 1);
+  EXPECT_EQ(resp.node(), "node-a");
+  EXPECT_EQ(resp.next_offset(), 12);
+  EXPECT_FALSE(resp.complete());  // still running: more may come
+  EXPECT_EQ(resp.job_state(), v1::JOB_STATE_RUNNING);
+
+  // Waits behind it for both GPUs: never started, so no log yet.
+  JobId waiting = Submit(2, "true");
+  grpc::Status s = ReadLog(waiting, 0, 0, 0, 0, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(s.error_message().find("has not started"), std::string::npos)
+      << s.error_message();
+
+  std::ofstream(go) << "";
+  ASSERT_TRUE(WaitState(id, JobRecordState::kFinished));
+  ASSERT_TRUE(ReadLog(id, 1, 0, 12, 0, &resp).ok());
+  EXPECT_EQ(resp.data(), "done\n");
+  EXPECT_EQ(resp.next_offset(), 17);
+  EXPECT_TRUE(resp.complete());
+  EXPECT_EQ(resp.job_state(), v1::JOB_STATE_FINISHED);
+  // A slice: offset 6, 3 bytes; not the end, so not complete.
+  ASSERT_TRUE(ReadLog(id, 0, 0, 6, 3, &resp).ok());
+  EXPECT_EQ(resp.data(), "lin");
+  EXPECT_EQ(resp.next_offset(), 9);
+  EXPECT_FALSE(resp.complete());
+  // Past the end: nothing, complete.
+  ASSERT_TRUE(ReadLog(id, 0, 0, 100, 0, &resp).ok());
+  EXPECT_EQ(resp.data(), "");
+  EXPECT_TRUE(resp.complete());
+
+  // Bad requests get clear errors; the master keeps serving.
+  EXPECT_EQ(ReadLog(999, 0, 0, 0, 0, &resp).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  s = ReadLog(id, 2, 0, 0, 0, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(s.error_message().find("launched 1 time(s)"), std::string::npos)
+      << s.error_message();
+  EXPECT_EQ(ReadLog(id, 0, 1, 0, 0, &resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(ReadLog(id, 0, 0, -1, 0, &resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(ReadLog(id, -1, 0, 0, 0, &resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_TRUE(ReadLog(id, 0, 0, 0, 0, &resp).ok());
+  ASSERT_TRUE(WaitState(waiting, JobRecordState::kFinished));
+}
+
+TEST_F(AgentDaemonTest, LogsStayReadableAcrossAnAgentRestartAndNotWhileItIsGone) {
+  StartMaster();
+  AgentDaemon* first = StartAgent();
+  JobId id = Submit(1, "echo from-the-task");
+  ASSERT_TRUE(WaitState(id, JobRecordState::kFinished));
+  EXPECT_TRUE(WaitUntil([&] { return first->task_count() == 0; }));
+  first->Stop();  // its log service goes with it; the node is not down yet
+  v1::ReadJobLogResponse resp;
+  grpc::Status s = ReadLog(id, 0, 0, 0, 0, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(s.error_message().find("node-a"), std::string::npos)
+      << s.error_message();
+  // The restarted agent serves on another port, told in its heartbeats.
+  StartAgent();
+  ASSERT_TRUE(WaitUntil([&] {
+    resp.Clear();
+    return ReadLog(id, 0, 0, 0, 0, &resp).ok();
+  }));
+  EXPECT_EQ(resp.data(), "from-the-task\n");
+  EXPECT_TRUE(resp.complete());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/clock.h"
+#include "agent/exit_file.h"
 #include "agent/proc_table.h"
 #include "agent/spawn.h"
 #include "agent/task_env.h"
@@ -152,7 +153,18 @@ struct PosixLauncher::State {
     // group before reaping, while the id cannot have been reused. A pid now
     // held by another process may lead another group: leave that alone.
     if (liveness == Liveness::kExited) SweepGroup(t);
-    if (!t.child) return MakeExit(t, std::nullopt, std::nullopt);
+    if (!t.child) {
+      // Its shim recorded how it ended, unless the shim died with it.
+      absl::StatusOr<std::optional<RecordedExit>> recorded =
+          t.handle.exit_path.empty() ? std::optional<RecordedExit>()
+                                     : ReadExitFile(t.handle.exit_path);
+      if (!recorded.ok() || !recorded->has_value()) {
+        return MakeExit(t, std::nullopt, std::nullopt);
+      }
+      TaskExit exit = MakeExit(t, (*recorded)->exit_code, (*recorded)->signal);
+      exit.end_time = (*recorded)->end_time;
+      return exit;
+    }
     int status = 0;
     pid_t rc;
     do {
@@ -201,8 +213,8 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
     return absl::NotFoundError(absl::StrCat("cannot start ", TaskName(spec),
                                             ": ", path.status().message()));
   }
-  absl::StatusOr<pid_t> pid = SpawnProcess(
-      SpawnRequest{*path, spec.argv, env, spec.working_dir, spec.log_path});
+  absl::StatusOr<pid_t> pid = SpawnProcess(SpawnRequest{
+      *path, spec.argv, env, spec.working_dir, spec.log_path, spec.exit_path});
   if (!pid.ok()) {
     return absl::Status(pid.status().code(),
                         absl::StrCat("cannot start ", TaskName(spec), ": ",
@@ -217,6 +229,8 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   handle.pgid = *pid;
   handle.start_time = state_->clock->WallNow();
   handle.log_path = spec.log_path;
+  handle.exit_path = spec.exit_path;
+  handle.gpus = spec.gpus;
   // The child is not reaped yet, so its /proc entry is there even if it
   // already exited.
   absl::StatusOr<std::optional<ProcStat>> stat = state_->procs->Stat(*pid);

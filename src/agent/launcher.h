@@ -12,8 +12,12 @@
 //   failed     exited non-zero, or was killed by a signal we did not send;
 //   preempted  we stopped it to preempt it, whatever its exit status;
 //   cancelled  we stopped it because the job was cancelled;
-//   unknown    an adopted task (started by a previous agent) that exited
-//              while nobody could wait for it: its status is lost.
+//   unknown    an adopted task (started by a previous agent) whose status
+//              is lost: its shim was killed with it, so no exit file.
+//
+// Each task runs under a shim (spawn.h) that records its exit status in an
+// exit file: an agent that restarted while a task ran reads the status of
+// the task it adopted from there.
 #ifndef TIRESIAS_AGENT_LAUNCHER_H_
 #define TIRESIAS_AGENT_LAUNCHER_H_
 
@@ -48,6 +52,7 @@ struct TaskSpec {
   std::string master_addr;  // rank 0's host, for MASTER_ADDR
   int master_port = 0;      // for MASTER_PORT
   std::string log_path;     // stdout and stderr are appended here
+  std::string exit_path;    // the shim's exit file; empty: none
   std::string working_dir;  // empty: the agent's
   // host:port of each rank's worker, for TF_CONFIG's cluster.worker list
   // (size world_size). Empty: "master_addr:(master_port + 1 + rank)", which
@@ -77,6 +82,8 @@ struct TaskHandle {
   // reuses its pid.
   uint64_t proc_start_ticks = 0;
   std::string log_path;
+  std::string exit_path;  // where its shim records its exit; may be empty
+  std::vector<int> gpus;  // TaskSpec::gpus
 };
 
 struct TaskExit {
@@ -104,8 +111,8 @@ class ProcessLauncher {
   // still running as checked by the caller (CheckRecordedTasks). `stop` is a
   // stop that agent had requested, if any: SIGTERM is sent again (that agent
   // may have died before sending it) and the grace period restarts now. Its
-  // exit is seen through /proc, so its exit status is lost. AlreadyExists if
-  // the pid is already in charge.
+  // exit is seen through /proc and its status read from its exit file (lost
+  // if there is none). AlreadyExists if the pid is already in charge.
   virtual absl::Status Adopt(const TaskHandle& handle,
                              std::optional<StopReason> stop,
                              std::chrono::milliseconds grace) = 0;

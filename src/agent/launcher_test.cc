@@ -5,7 +5,9 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "agent/agent_testing.h"
 #include "agent/clock.h"
 #include "agent/proc_table.h"
@@ -301,6 +303,59 @@ TEST_F(LauncherTest, AdoptedTaskIsWatchedThroughProc) {
   EXPECT_EQ(exit->outcome, TaskOutcome::kCancelled);
   EXPECT_FALSE(exit->exit_code.has_value());    // not its parent: status lost
   EXPECT_EQ(WaitExit(handle).signal, SIGTERM);  // the parent reaps it
+}
+
+TEST_F(LauncherTest, ShimRecordsTheExitAndOutlivesTheStopSignal) {
+  TaskSpec spec = Spec(
+      "trap 'echo checkpointed; exit 7' TERM; touch ready; "
+      "while :; do sleep 0.05; done");
+  spec.exit_path = dir_.File("exits/task.exit");
+  const TaskHandle handle = StartOk(spec);
+  ASSERT_TRUE(
+      WaitUntil([&] { return std::filesystem::exists(dir_.File("ready")); }));
+  // The shim leads the group: SIGTERM reaches the task, the shim waits on.
+  const TaskExit exit =
+      launcher_.Stop(handle, StopReason::kPreempt, milliseconds(5000)).value();
+  EXPECT_EQ(exit.outcome, TaskOutcome::kPreempted);
+  EXPECT_EQ(exit.exit_code, 7);  // the task's code, passed on by the shim
+  EXPECT_FALSE(exit.signal.has_value());
+  EXPECT_THAT(ReadFile(dir_.File("exits/task.exit")),
+              ::testing::StartsWith("exit 7 "));
+  EXPECT_THAT(ReadFile(spec.log_path), HasSubstr("checkpointed"));
+}
+
+TEST_F(LauncherTest, ShimPassesOnTheSignalThatKilledTheTask) {
+  TaskSpec spec = Spec("kill -USR1 $$");
+  spec.exit_path = dir_.File("task.exit");
+  const TaskExit exit = WaitExit(StartOk(spec));
+  EXPECT_EQ(exit.outcome, TaskOutcome::kFailed);
+  EXPECT_EQ(exit.signal, SIGUSR1);  // the shim ignores USR1, the task did not
+  EXPECT_THAT(ReadFile(dir_.File("task.exit")),
+              ::testing::StartsWith(absl::StrCat("signal ", SIGUSR1, " ")));
+}
+
+TEST_F(LauncherTest, AdoptedTaskExitStatusComesFromItsExitFile) {
+  TaskSpec spec =
+      Spec("touch ready; while [ ! -e go ]; do sleep 0.01; done; exit 3");
+  spec.exit_path = dir_.File("exits/task.exit");
+  const TaskHandle handle = StartOk(spec);
+  ASSERT_TRUE(
+      WaitUntil([&] { return std::filesystem::exists(dir_.File("ready")); }));
+  PosixLauncher successor;  // an agent restarted: not the shim's parent
+  ASSERT_TRUE(successor.Adopt(handle, std::nullopt, milliseconds(0)).ok());
+  EXPECT_FALSE(successor.Poll(handle).value().has_value());
+  const auto before_exit = std::chrono::system_clock::now();
+  std::ofstream(dir_.File("go")) << "";
+  std::optional<TaskExit> exit;
+  ASSERT_TRUE(WaitUntil([&] {
+    exit = successor.Poll(handle).value();
+    return exit.has_value();
+  }));
+  EXPECT_EQ(exit->outcome, TaskOutcome::kFailed);
+  EXPECT_EQ(exit->exit_code, 3);
+  EXPECT_GE(exit->end_time, before_exit);  // when the shim saw it end
+  EXPECT_LE(exit->end_time, std::chrono::system_clock::now());
+  EXPECT_EQ(WaitExit(handle).exit_code, 3);  // the parent reaps the shim
 }
 
 TEST_F(LauncherTest, AdoptedPidNowHeldByAnotherProcessIsLeftAlone) {

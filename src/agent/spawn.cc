@@ -2,7 +2,10 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,7 +18,7 @@ namespace tiresias {
 namespace {
 
 // What the child writes to the error pipe when its setup or exec fails.
-enum ChildStage : int { kSetpgid, kRedirect, kChdir, kExec };
+enum ChildStage : int { kSetpgid, kRedirect, kChdir, kExec, kFork };
 struct ChildError {
   int stage;
   int error;  // errno
@@ -31,7 +34,77 @@ struct ChildSetup {
   int stdin_fd;
   int log_fd;
   int error_fd;
+  const char* exit_path;      // null: the shim records nothing
+  const char* exit_tmp_path;  // exit_path + ".tmp"
 };
+
+// Signals a stop may send to the task's group that the shim must outlive,
+// to record how the task ended.
+constexpr int kShimIgnores[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT,
+                                SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM};
+
+// Appends the decimal digits of `v` (>= 0) to buf[*n] (async-signal-safe).
+void AppendNumber(char* buf, size_t* n, unsigned long long v) {
+  char digits[24];
+  size_t k = 0;
+  do {
+    digits[k++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  while (k > 0) buf[(*n)++] = digits[--k];
+}
+
+void AppendText(char* buf, size_t* n, const char* text) {
+  while (*text != '\0') buf[(*n)++] = *text++;
+}
+
+// Writes "exit <code> <unix ns>" or "signal <number> <unix ns>" to the exit
+// file, atomically (temporary file, fsync, rename). Best effort: the shim
+// has nobody to report a failure to.
+void WriteExitFile(const ChildSetup& s, int status) {
+  if (s.exit_path == nullptr) return;
+  struct timespec now = {};
+  clock_gettime(CLOCK_REALTIME, &now);
+  char buf[96];
+  size_t n = 0;
+  if (WIFEXITED(status)) {
+    AppendText(buf, &n, "exit ");
+    AppendNumber(buf, &n, static_cast<unsigned>(WEXITSTATUS(status)));
+  } else {
+    AppendText(buf, &n, "signal ");
+    AppendNumber(buf, &n, static_cast<unsigned>(WTERMSIG(status)));
+  }
+  AppendText(buf, &n, " ");
+  AppendNumber(buf, &n,
+               static_cast<unsigned long long>(now.tv_sec) * 1000000000ULL +
+                   static_cast<unsigned long long>(now.tv_nsec));
+  AppendText(buf, &n, "\n");
+  const int fd =
+      open(s.exit_tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const bool written = write(fd, buf, n) == static_cast<ssize_t>(n);
+  fsync(fd);
+  close(fd);
+  if (written) rename(s.exit_tmp_path, s.exit_path);
+}
+
+// Ends the shim the way the task ended, so that whoever waits for the shim
+// sees the task's own exit status.
+[[noreturn]] void ExitLike(int status) {
+  if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
+  const int sig = WTERMSIG(status);
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  struct sigaction default_action = {};
+  default_action.sa_handler = SIG_DFL;
+  sigaction(sig, &default_action, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, sig);
+  sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  kill(getpid(), sig);
+  _exit(128 + sig);
+}
 
 [[noreturn]] void Fail(const ChildSetup& s, ChildStage stage) {
   const ChildError e{stage, errno};
@@ -40,16 +113,38 @@ struct ChildSetup {
   _exit(127);
 }
 
-[[noreturn]] void RunChild(const ChildSetup& s) {
-  if (setpgid(0, 0) != 0) Fail(s, kSetpgid);
-  // Signal dispositions the agent ignores and its signal mask would survive
-  // exec; the task gets the defaults.
+// The task proper, in the shim's child: default signal handling, then exec.
+[[noreturn]] void ExecTask(const ChildSetup& s) {
   struct sigaction default_action = {};
   default_action.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &default_action, nullptr);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  execve(s.path, s.argv, s.envp);
+  Fail(s, kExec);
+}
+
+// The forked child: the shim. It leads the task's process group, forks the
+// task into that group, outlives the stop signals sent to the group, and
+// records the task's exit status in the exit file before ending the same
+// way. The file is what lets an agent that restarted while the task ran
+// learn how it ended: the task's parent (the shim) is the only process that
+// can wait for it. Only async-signal-safe calls: the agent is threaded.
+[[noreturn]] void RunChild(const ChildSetup& s) {
+  if (setpgid(0, 0) != 0) Fail(s, kSetpgid);
+  // Dispositions the agent set (handlers, ignores) must not survive in the
+  // shim; the stop signals are ignored instead, and nothing is blocked.
+  struct sigaction default_action = {};
+  default_action.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &default_action, nullptr);
+  struct sigaction ignore_action = {};
+  ignore_action.sa_handler = SIG_IGN;
+  for (int sig : kShimIgnores) sigaction(sig, &ignore_action, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  prctl(PR_SET_NAME, "tiresias-shim", 0, 0, 0);
   // All three fds are >= 3 (see AboveStdio), so dup2 never is a no-op that
   // would keep FD_CLOEXEC.
   if (dup2(s.stdin_fd, 0) < 0 || dup2(s.log_fd, 1) < 0 ||
@@ -58,11 +153,21 @@ struct ChildSetup {
   }
   if (s.working_dir != nullptr && chdir(s.working_dir) != 0) Fail(s, kChdir);
   // Close what the agent has open (sockets, files) except the error pipe,
-  // which closes itself on exec.
+  // which closes itself on the task's exec.
   if (s.error_fd > 3) close_range(3, s.error_fd - 1, 0);
   close_range(s.error_fd + 1, ~0U, 0);
-  execve(s.path, s.argv, s.envp);
-  Fail(s, kExec);
+  const pid_t task = fork();
+  if (task < 0) Fail(s, kFork);
+  if (task == 0) ExecTask(s);
+  // The agent learns of the exec through the pipe closing: the shim's own
+  // end must not keep it open.
+  close(s.error_fd);
+  int status = 0;
+  while (waitpid(task, &status, 0) < 0) {
+    if (errno != EINTR) _exit(125);
+  }
+  WriteExitFile(s, status);
+  ExitLike(status);
 }
 
 // Moves `fd` above 0..2 so that the child's dup2 onto stdio cannot collide.
@@ -125,6 +230,17 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
     envp.push_back(const_cast<char*>(e.c_str()));
   }
   envp.push_back(nullptr);
+  const std::string exit_tmp_path = request.exit_path + ".tmp";
+  if (!request.exit_path.empty()) {
+    std::filesystem::create_directories(
+        std::filesystem::path(request.exit_path).parent_path(), ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot create the folder of exit file ",
+                       request.exit_path, ": ", ec.message()));
+    }
+    std::filesystem::remove(request.exit_path, ec);  // a stale one
+  }
   const ChildSetup setup{
       request.path.c_str(),
       argv.data(),
@@ -132,7 +248,9 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
       request.working_dir.empty() ? nullptr : request.working_dir.c_str(),
       null_in.get(),
       log.get(),
-      error_write.get()};
+      error_write.get(),
+      request.exit_path.empty() ? nullptr : request.exit_path.c_str(),
+      exit_tmp_path.c_str()};
 
   const pid_t pid = fork();
   if (pid < 0) return Error("fork", "", errno);
@@ -149,6 +267,10 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
 
   while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
+  if (!request.exit_path.empty()) {
+    std::filesystem::remove(request.exit_path, ec);
+    std::filesystem::remove(exit_tmp_path, ec);
+  }
   switch (failure.stage) {
     case kSetpgid:
       return Error("setpgid", "", failure.error);
@@ -156,6 +278,8 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
       return Error("redirect output to", request.log_path, failure.error);
     case kChdir:
       return Error("chdir to", request.working_dir, failure.error);
+    case kFork:
+      return Error("fork", "", failure.error);
     default:
       return Error("exec", request.path, failure.error);
   }

@@ -2,6 +2,15 @@
 // the child. Failures of the child's setup or of exec come back to the
 // parent through a close-on-exec pipe, so "command not executable" is an
 // error from SpawnProcess, not a process that silently exits 127.
+//
+// The forked process is a shim (named "tiresias-shim" in /proc/<pid>/comm):
+// it leads the task's process group, forks and execs the task into that
+// group, ignores the stop signals sent to the group (SIGTERM, SIGINT,
+// SIGHUP, ...; SIGKILL still ends it), waits for the task, writes the
+// task's exit status to the exit file and then ends the same way (same exit
+// code, or killed by the same signal). Whoever waits for the shim sees the
+// task's own status; an agent that restarted while the task ran, and so
+// cannot wait for anything, reads the exit file (exit_file.h).
 #ifndef TIRESIAS_AGENT_SPAWN_H_
 #define TIRESIAS_AGENT_SPAWN_H_
 
@@ -20,13 +29,16 @@ struct SpawnRequest {
   std::vector<std::string> env;   // "K=V", the whole environment
   std::string working_dir;        // empty: the caller's
   std::string log_path;           // stdout and stderr, appended; created
+  // Where the shim records how the task ended (its folder created; a stale
+  // file removed first). Empty: not recorded.
+  std::string exit_path;
 };
 
-// Starts the process and returns its pid once it has exec'd. The child:
-// leads a new process group (pgid == pid); has stdin on /dev/null and stdout
-// and stderr appended to log_path (its folder created if missing); default
-// signal dispositions and an empty signal mask; no other file descriptor of
-// the caller. Errors name the step that failed and the errno text; no
+// Starts the shim and task and returns the shim's pid once the task has
+// exec'd. The shim leads a new process group (pgid == pid) with the task in
+// it. The task has stdin on /dev/null and stdout and stderr appended to
+// log_path (its folder created if missing); default signal dispositions
+// and an empty signal mask; no other file descriptor of the caller. Errors name the step that failed and the errno text; no
 // process is left behind then. Thread-safe (the child only makes
 // async-signal-safe calls).
 absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "agent/exit_file.h"
 #include "nlohmann/json.hpp"
 
 namespace tiresias {
@@ -58,6 +59,29 @@ absl::StatusOr<TaskRecordEntry> ParseEntry(const json& task, size_t i) {
     return absl::InvalidArgumentError(
         absl::StrCat("tasks[", i, "]: pid and pgid must be positive"));
   }
+  // Optional (records written before the task shim lack them).
+  auto exit_path = task.find("exit_path");
+  if (exit_path != task.end()) {
+    if (!exit_path->is_string()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tasks[", i, "]: field 'exit_path': expected a string"));
+    }
+    h.exit_path = exit_path->get<std::string>();
+  }
+  auto gpus = task.find("gpus");
+  if (gpus != task.end()) {
+    if (!gpus->is_array()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tasks[", i, "]: field 'gpus': expected an array of GPU indexes"));
+    }
+    for (const json& g : *gpus) {
+      if (!g.is_number_integer() || g.get<int>() < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tasks[", i, "]: field 'gpus': expected an array of GPU indexes"));
+      }
+      h.gpus.push_back(g.get<int>());
+    }
+  }
   h.start_time = std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::microseconds(start_us)));
@@ -92,6 +116,8 @@ std::string SerializeTaskRecord(const std::vector<TaskRecordEntry>& entries) {
         {"start_time_unix_us", ToUnixMicros(h.start_time)},
         {"proc_start_ticks", h.proc_start_ticks},
         {"log_path", h.log_path},
+        {"exit_path", h.exit_path},
+        {"gpus", h.gpus},
         {"stop_requested", e.stop_requested.has_value()
                                ? json(StopReasonName(*e.stop_requested))
                                : json(nullptr)},
@@ -205,6 +231,21 @@ std::vector<RecoveredTask> CheckRecordedTasks(
                          ? TaskOutcome::kCancelled
                          : TaskOutcome::kUnknown;
       exit.end_time = now;
+      // Its shim recorded how it ended (no file: the shim died with it, or
+      // the task predates shims).
+      absl::StatusOr<std::optional<RecordedExit>> recorded =
+          entry.handle.exit_path.empty() ? std::optional<RecordedExit>()
+                                         : ReadExitFile(entry.handle.exit_path);
+      if (recorded.ok() && recorded->has_value()) {
+        const RecordedExit& r = **recorded;
+        exit.exit_code = r.exit_code;
+        exit.signal = r.signal;
+        exit.end_time = r.end_time;
+        if (!entry.stop_requested.has_value()) {
+          exit.outcome =
+              r.exit_code == 0 ? TaskOutcome::kFinished : TaskOutcome::kFailed;
+        }
+      }
       task.exit = exit;
     }
     found.push_back(std::move(task));

@@ -7,7 +7,9 @@
 //   {"version": 1, "tasks": [{"job_id": 7, "attempt": 0, "rank": 0,
 //     "pid": 4242, "pgid": 4242, "start_time_unix_us": 1700000000000000,
 //     "proc_start_ticks": 123456, "log_path": "/var/log/.../7.log",
+//     "exit_path": "/var/lib/.../exits/...", "gpus": [0, 1],
 //     "stop_requested": null | "preempt" | "cancel"}]}
+// (exit_path and gpus may be absent, in records older than the task shim.)
 //
 // Record a stop *before* signalling, so that a crash in between still knows
 // the task was being stopped (and reports it preempted, not failed).
@@ -75,8 +77,9 @@ struct RecoveredTask {
   TaskRecordEntry entry;
   // Set when the task no longer runs: its process is gone, is a zombie, or
   // its pid now belongs to another process (different /proc start time).
-  // The exit status is lost: outcome is that of the requested stop, else
-  // kUnknown; no exit code or signal.
+  // Exit code or signal and end time come from the task's exit file; the
+  // outcome is that of the requested stop, else follows the exit status.
+  // Without an exit file the status is lost: kUnknown, no exit code.
   std::optional<TaskExit> exit;
   bool alive() const { return !exit.has_value(); }
 };

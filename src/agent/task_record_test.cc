@@ -176,5 +176,38 @@ TEST(CheckRecordedTasksTest, TellsLiveTasksFromExitedAndReusedPids) {
           .ok());
 }
 
+TEST(CheckRecordedTasksTest, ExitStatusOfADeadTaskComesFromItsExitFile) {
+  TestDir dir;
+  PosixLauncher launcher;
+  TaskSpec spec;
+  spec.log_path = dir.File("task.log");
+  spec.exit_path = dir.File("exits/task.exit");
+  spec.gpus = {2, 5};
+  spec.argv = {"/bin/sh", "-c", "exit 4"};
+  const TaskHandle handle = launcher.Start(spec).value();
+  EXPECT_EQ(handle.gpus, (std::vector<int>{2, 5}));
+  ASSERT_TRUE(
+      WaitUntil([&] { return launcher.Poll(handle).value().has_value(); }));
+
+  const std::vector<RecoveredTask> found = CheckRecordedTasks(
+      {{handle, std::nullopt}, {handle, StopReason::kPreempt}},
+      *RealProcessTable(), std::chrono::system_clock::now());
+  ASSERT_EQ(found.size(), 2u);
+  ASSERT_FALSE(found[0].alive());
+  EXPECT_EQ(found[0].exit->outcome, TaskOutcome::kFailed);
+  EXPECT_EQ(found[0].exit->exit_code, 4);
+  EXPECT_LE(found[0].exit->end_time, std::chrono::system_clock::now());
+  ASSERT_FALSE(found[1].alive());
+  EXPECT_EQ(found[1].exit->outcome, TaskOutcome::kPreempted);  // stop wins
+  EXPECT_EQ(found[1].exit->exit_code, 4);
+
+  // The record keeps the exit file and GPUs across a restart.
+  absl::StatusOr<std::vector<TaskRecordEntry>> parsed =
+      ParseTaskRecord(SerializeTaskRecord({{handle, std::nullopt}}));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ((*parsed)[0].handle.exit_path, spec.exit_path);
+  EXPECT_EQ((*parsed)[0].handle.gpus, (std::vector<int>{2, 5}));
+}
+
 }  // namespace
 }  // namespace tiresias

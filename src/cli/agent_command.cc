@@ -19,6 +19,7 @@ struct AgentFlags {
   std::string name;
   std::string address = "127.0.0.1";
   std::string state_dir;
+  std::string log_listen;
   double grace_seconds = 30;
 };
 
@@ -45,6 +46,7 @@ int RunAgent(const AgentFlags& f) {
   options.advertised_address = f.address;
   options.emulate_gpus = f.gpus;
   options.state_dir = f.state_dir;
+  options.log_listen = f.log_listen;
   options.grace = std::chrono::milliseconds(
       static_cast<int64_t>(f.grace_seconds * 1000));
   // Blocked before any thread starts, so that every thread inherits the
@@ -96,6 +98,9 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--state-dir", f.state_dir,
                   "Task record and job logs (logs/job-ID-attempt-A-rank-R.log)")
       ->capture_default_str();
+  cmd->add_option("--log-listen", f.log_listen,
+                  "host:port where the master reads task logs from this agent "
+                  "(default: the --address host, a free port)");
   cmd->add_option("--grace", f.grace_seconds,
                   "Seconds between SIGTERM and SIGKILL when stopping a task")
       ->capture_default_str();

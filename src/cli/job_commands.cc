@@ -222,7 +222,11 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   cmd->callback([submit, exit_code] { *exit_code = Submit(*submit); });
 
   auto jobs = std::make_shared<IdFlags>();
-  cmd = app.add_subcommand("jobs", "List jobs, like squeue");
+  cmd = app.add_subcommand(
+      "jobs",
+      "List jobs, like squeue. STATE: pending, starting (GPUs assigned, "
+      "tasks being started), running, preempted, finished, failed, "
+      "cancelled");
   cli::AddMasterFlag(cmd, &jobs->master);
   cmd->add_flag("--json", jobs->json, "Print the list as JSON");
   cmd->callback(

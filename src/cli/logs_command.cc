@@ -1,19 +1,18 @@
-// `tiresias logs`: prints a task's log file. The master does not know where
-// logs are (no field in the protocol carries a path), so this reads the
-// agent's conventional path, <agent state dir>/logs/job-<id>-attempt-<a>-
-// rank-<r>.log (agent_daemon.h), and only when --agent-state-dir says where
-// that agent keeps its state: it works on the machine that ran the task,
-// or on a shared filesystem.
+// `tiresias logs`: prints a task's stdout and stderr. The master reads the
+// log from the agent of the node that ran the task (ReadJobLog), so this
+// works from any machine that reaches the master. With -f it follows the
+// job: across a preemption it moves on to the next launch's log once the
+// job resumes, and it ends when the job does.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
+#include <optional>
 #include <thread>
 
-#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
+#include "nlohmann/json.hpp"
 
 namespace tiresias {
 namespace {
@@ -23,73 +22,123 @@ constexpr std::chrono::milliseconds kFollowPoll{500};
 struct LogsFlags {
   std::string master;
   int64_t id = 0;
-  std::string agent_state_dir;
   int attempt = 0;  // 0: the job's current (or last) attempt
   int rank = 0;
   bool follow = false;
+  bool json = false;
 };
 
-absl::StatusOr<v1::Job> FetchJob(cli::MasterClient& client, int64_t id) {
+class LogPrinter {
+ public:
+  explicit LogPrinter(const LogsFlags& f) : f_(f) {}
+
+  void Print(const v1::ReadJobLogResponse& resp, int64_t offset) {
+    if (resp.data().empty()) return;
+    if (f_.json) {
+      nlohmann::json line = {{"job_id", f_.id},  {"attempt", resp.attempt()},
+                             {"rank", f_.rank},  {"node", resp.node()},
+                             {"offset", offset}, {"text", resp.data()}};
+      std::printf("%s\n", line.dump(-1, ' ', false,
+                                    nlohmann::json::error_handler_t::replace)
+                              .c_str());
+    } else {
+      std::fwrite(resp.data().data(), 1, resp.data().size(), stdout);
+    }
+    std::fflush(stdout);
+  }
+
+ private:
+  const LogsFlags& f_;
+};
+
+// Whether the master answers about the job (so it is reachable).
+bool MasterAnswers(cli::MasterClient& client, int64_t id) {
   v1::GetJobRequest req;
   req.set_job_id(id);
   v1::GetJobResponse resp;
-  grpc::Status status = client.stub().GetJob(client.Context().get(), req, &resp);
-  if (!status.ok()) {
-    return absl::UnavailableError(cli::DescribeRpcError(
-        status, client.address(), absl::StrCat("job ", id)));
+  return client.stub()
+             .GetJob(client.Context().get(), req, &resp)
+             .error_code() != grpc::StatusCode::UNAVAILABLE;
+}
+
+// The job, if the master answers with it.
+std::optional<v1::Job> FetchJob(cli::MasterClient& client, int64_t id) {
+  v1::GetJobRequest req;
+  req.set_job_id(id);
+  v1::GetJobResponse resp;
+  if (!client.stub().GetJob(client.Context().get(), req, &resp).ok()) {
+    return std::nullopt;
   }
   return resp.job();
 }
 
-// Copies what the file holds past *offset to stdout and advances *offset.
-// False if the file cannot be opened.
-bool CopyNew(const std::string& path, std::streamoff* offset) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  in.seekg(*offset);
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    std::fwrite(buf, 1, static_cast<size_t>(in.gcount()), stdout);
-    *offset += in.gcount();
-  }
-  std::fflush(stdout);
-  return true;
-}
-
 int Logs(const LogsFlags& f) {
-  if (f.agent_state_dir.empty()) {
-    return cli::Fail(absl::StrCat(
-        "logs: the master does not record where logs are; give "
-        "--agent-state-dir DIR of the agent that ran job ", f.id,
-        " (its logs are DIR/logs/job-", f.id, "-attempt-A-rank-R.log)"));
-  }
   cli::MasterClient client(f.master);
-  absl::StatusOr<v1::Job> job = FetchJob(client, f.id);
-  if (!job.ok()) return cli::Fail(std::string(job.status().message()));
-  const int attempt = f.attempt > 0 ? f.attempt : job->attempt();
-  if (attempt == 0) {
-    return cli::Fail(absl::StrCat("logs: job ", f.id,
-                                  " has not started yet, so it has no log"));
-  }
-  const std::string path = absl::StrCat(
-      f.agent_state_dir, "/logs/job-", f.id, "-attempt-", attempt, "-rank-",
-      f.rank, ".log");
-  std::streamoff offset = 0;
-  bool opened = CopyNew(path, &offset);
-  if (!f.follow) {
-    return opened ? 0 : cli::Fail(absl::StrCat("logs: cannot read ", path));
-  }
-  // Follow until the job ends (or moves on to another attempt, whose log is
-  // another file), then print what came last.
-  while (!cli::IsFinal(job->state()) &&
-         (f.attempt > 0 || job->attempt() == attempt)) {
+  LogPrinter printer(f);
+  int attempt = f.attempt;
+  int64_t offset = 0;
+  const std::string what = absl::StrCat("logs of job ", f.id);
+  while (true) {
+    v1::ReadJobLogRequest req;
+    req.set_job_id(f.id);
+    req.set_attempt(attempt);
+    req.set_rank(f.rank);
+    req.set_offset(offset);
+    v1::ReadJobLogResponse resp;
+    grpc::Status status =
+        client.stub().ReadJobLog(client.Context().get(), req, &resp);
+    if (!status.ok()) {
+      // Following: a job that has not started, or whose launch is still
+      // being started (no log yet), is waited for; a launch that never
+      // wrote a log (stopped before it started) is skipped.
+      const bool no_log_yet =
+          status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+          (status.error_code() == grpc::StatusCode::NOT_FOUND && offset == 0);
+      std::optional<v1::Job> job;
+      if (f.follow && no_log_yet) job = FetchJob(client, f.id);
+      if (job.has_value()) {
+        if (f.attempt == 0 && attempt != 0 && job->attempt() > attempt) {
+          ++attempt;
+          continue;
+        }
+        if (!cli::IsFinal(job->state())) {
+          std::this_thread::sleep_for(kFollowPoll);
+          continue;
+        }
+      }
+      // The master's own words when it answered: a log it could not find,
+      // or a node it could not reach (not the master being unreachable).
+      const bool from_master =
+          status.error_code() == grpc::StatusCode::NOT_FOUND ||
+          (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+           MasterAnswers(client, f.id));
+      if (from_master) {
+        return cli::Fail(absl::StrCat(what, ": ", status.error_message()));
+      }
+      return cli::Fail(cli::DescribeRpcError(status, client.address(), what));
+    }
+    printer.Print(resp, offset);
+    const bool got_all = resp.data().empty() ||
+                         resp.data().size() < static_cast<size_t>(1 << 20);
+    offset = resp.next_offset();
+    if (attempt == 0) attempt = resp.attempt();
+    if (!got_all) continue;  // a full slice: there is more to read now
+    if (!f.follow) return 0;
+    if (resp.complete()) {
+      if (f.attempt == 0 && resp.current_attempt() > attempt) {
+        // Preempted and resumed: the next launch writes a new log.
+        attempt = attempt + 1;
+        offset = 0;
+        if (!f.json) {
+          std::fprintf(stderr, "tiresias: job %lld: following attempt %d\n",
+                       static_cast<long long>(f.id), attempt);
+        }
+        continue;
+      }
+      if (f.attempt != 0 || cli::IsFinal(resp.job_state())) return 0;
+    }
     std::this_thread::sleep_for(kFollowPoll);
-    opened = CopyNew(path, &offset) || opened;
-    job = FetchJob(client, f.id);
-    if (!job.ok()) return cli::Fail(std::string(job.status().message()));
   }
-  opened = CopyNew(path, &offset) || opened;
-  return opened ? 0 : cli::Fail(absl::StrCat("logs: cannot read ", path));
 }
 
 }  // namespace
@@ -98,19 +147,19 @@ void AddLogsCommand(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<LogsFlags>();
   CLI::App* cmd = app.add_subcommand(
       "logs",
-      "Print a task's stdout and stderr. The master does not know where logs "
-      "are, so this reads the agent's file <agent state dir>/logs/"
-      "job-<id>-attempt-<a>-rank-<r>.log and needs --agent-state-dir (run "
-      "it where that folder is visible).");
+      "Print a task's stdout and stderr (read by the master from the node "
+      "that ran it). -f follows the job until it ends, across preemptions.");
   cli::AddMasterFlag(cmd, &f->master);
   cmd->add_option("id", f->id, "Job id")->required();
-  cmd->add_option("--agent-state-dir", f->agent_state_dir,
-                  "State folder of the agent that ran the task (required)");
   cmd->add_option("--attempt", f->attempt,
-                  "Launch number (default: the job's current or last)");
+                  "Launch number (default: the job's current or last; with "
+                  "-f, every launch from then on)");
   cmd->add_option("--rank", f->rank, "Task rank")->capture_default_str();
   cmd->add_flag("-f,--follow", f->follow,
                 "Keep printing what is appended until the job ends");
+  cmd->add_flag("--json", f->json,
+                "One JSON object per piece of log: job_id, attempt, rank, "
+                "node, offset, text");
   cmd->callback([f, exit_code] { *exit_code = Logs(*f); });
 }
 

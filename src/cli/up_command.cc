@@ -64,11 +64,10 @@ int RunUp(const UpFlags& f) {
       "  tiresias submit --gpus 1 -- /usr/bin/python3 examples/train.py "
       "--steps 200 --step-time 0.1\n"
       "  tiresias jobs; tiresias nodes\n"
-      "  logs: tiresias logs JOB --agent-state-dir %s/agent-N\n"
+      "  tiresias logs -f JOB\n"
       "Ctrl-C stops the cluster.\n",
       master->address.c_str(), f.agents, f.gpus,
-      f.master.state_dir.c_str(), master->address.c_str(),
-      f.master.state_dir.c_str());
+      f.master.state_dir.c_str(), master->address.c_str());
   std::fflush(stdout);
 
   std::fprintf(stderr, "tiresias up: %s received, stopping\n",

@@ -3,7 +3,8 @@
 // object a line with --json. Without JOB: every job's events from now on,
 // until Ctrl-C. With JOB: that job's history so far, then its new events,
 // until it ends (finished, failed, cancelled). --after SEQ replays stored
-// events with a greater sequence first.
+// events with a greater sequence first; with JOB, a job that ended at or
+// before SEQ has nothing left to show, and the command returns at once.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -38,10 +39,56 @@ std::string OneLineJson(const google::protobuf::Message& message) {
   return out;
 }
 
+void PrintHeader(bool json) {
+  if (json) return;
+  std::printf("%-19s  %6s  %-10s %s\n", "TIME", "JOB", "KIND", "DETAIL");
+  std::fflush(stdout);
+}
+
+void PrintEvent(const v1::JobEvent& event, bool json) {
+  if (json) {
+    std::printf("%s\n", OneLineJson(event).c_str());
+  } else {
+    std::printf("%-19s  %6lld  %-10s %s\n",
+                cli::FormatTime(event.time()).c_str(),
+                static_cast<long long>(event.job_id()), event.kind().c_str(),
+                event.detail().c_str());
+  }
+  std::fflush(stdout);
+}
+
+// True if `job` has ended and the event that ended it has a sequence <=
+// `after`: a stream from `after` would wait forever for its end.
+bool EndedAtOrBefore(const v1::Job& job, int64_t after) {
+  if (!cli::IsFinal(job.state())) return false;
+  for (const v1::JobEvent& event : job.events()) {
+    if (EndsJob(event.kind()) && event.sequence() > after) return false;
+  }
+  return true;
+}
+
 int Watch(const WatchFlags& f) {
   cli::MasterClient client(f.master);
   const std::string what =
       f.job != 0 ? absl::StrCat("watch job ", f.job) : "watch";
+  if (f.job != 0 && f.after >= 0) {
+    // Its stored events are all it will ever have once it has ended.
+    v1::GetJobRequest get;
+    get.set_job_id(f.job);
+    v1::GetJobResponse got;
+    grpc::Status status =
+        client.stub().GetJob(client.Context().get(), get, &got);
+    if (!status.ok()) {
+      return cli::Fail(cli::DescribeRpcError(status, f.master, what));
+    }
+    if (EndedAtOrBefore(got.job(), f.after)) {
+      PrintHeader(f.json);
+      for (const v1::JobEvent& event : got.job().events()) {
+        if (event.sequence() > f.after) PrintEvent(event, f.json);
+      }
+      return 0;
+    }
+  }
   v1::WatchEventsRequest req;
   req.set_job_id(f.job);
   if (f.after >= 0) {
@@ -54,21 +101,13 @@ int Watch(const WatchFlags& f) {
   grpc::ClientContext ctx;
   std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader =
       client.stub().WatchEvents(&ctx, req);
-  if (!f.json) {
-    std::printf("%-19s  %6s  %-10s %s\n", "TIME", "JOB", "KIND", "DETAIL");
-    std::fflush(stdout);
-  }
+  // The master sends its initial metadata once it follows the event log:
+  // an event written after the header is printed is not missed.
+  reader->WaitForInitialMetadata();
+  PrintHeader(f.json);
   v1::JobEvent event;
   while (reader->Read(&event)) {
-    if (f.json) {
-      std::printf("%s\n", OneLineJson(event).c_str());
-    } else {
-      std::printf("%-19s  %6lld  %-10s %s\n",
-                  cli::FormatTime(event.time()).c_str(),
-                  static_cast<long long>(event.job_id()), event.kind().c_str(),
-                  event.detail().c_str());
-    }
-    std::fflush(stdout);
+    PrintEvent(event, f.json);
     if (f.job != 0 && event.job_id() == f.job && EndsJob(event.kind())) {
       ctx.TryCancel();
       (void)reader->Finish();
@@ -92,7 +131,13 @@ void AddWatchCommand(CLI::App& app, int* exit_code) {
   cli::AddMasterFlag(cmd, &f->master);
   cmd->add_option("job", f->job, "Job id (default: every job)");
   cmd->add_option("--after", f->after,
-                  "First replay the stored events with a greater sequence");
+                  "First replay the stored events with a greater sequence")
+      ->check([](const std::string& value) -> std::string {
+        // -1 is the internal "not given"; never let a user's -1 mean that.
+        return !value.empty() && value[0] == '-'
+                   ? "expected a sequence number >= 0, got " + value
+                   : "";
+      });
   cmd->add_flag("--json", f->json, "One JSON object a line (proto fields)");
   cmd->callback([f, exit_code] { *exit_code = Watch(*f); });
 }

@@ -9,7 +9,8 @@ namespace {
 constexpr JobRecordState kAllJobStates[] = {
     JobRecordState::kPending,  JobRecordState::kRunning,
     JobRecordState::kPreempted, JobRecordState::kFinished,
-    JobRecordState::kFailed,   JobRecordState::kCancelled};
+    JobRecordState::kFailed,   JobRecordState::kCancelled,
+    JobRecordState::kStarting};
 
 }  // namespace
 
@@ -21,6 +22,7 @@ std::string_view JobRecordStateName(JobRecordState state) {
     case JobRecordState::kFinished: return "finished";
     case JobRecordState::kFailed: return "failed";
     case JobRecordState::kCancelled: return "cancelled";
+    case JobRecordState::kStarting: return "starting";
   }
   return "unknown";
 }
@@ -30,8 +32,8 @@ absl::StatusOr<JobRecordState> ParseJobRecordState(std::string_view text) {
     if (JobRecordStateName(state) == text) return state;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "job state: expected one of pending, running, preempted, finished, "
-      "failed, cancelled; got \"", std::string(text), "\""));
+      "job state: expected one of pending, starting, running, preempted, "
+      "finished, failed, cancelled; got \"", std::string(text), "\""));
 }
 
 bool IsFinal(JobRecordState state) {

@@ -37,18 +37,26 @@ struct JobRequest {
 // core only needs "finished", the master says how.
 enum class JobRecordState {
   kPending,    // accepted, never ran
-  kRunning,    // its tasks were started
+  kRunning,    // every task of its current launch reported running
   kPreempted,  // ran, stopped to yield its GPUs, waiting to resume
   kFinished,   // every task exited 0
   kFailed,     // a task exited non-zero
   kCancelled,  // cancelled by a user
+  // Decided to run, its tasks not all running yet (or its GPUs not yet freed
+  // by a preempted job). Never stored: a view of a launch in progress, which
+  // lives in the master's memory only. The store holds such a job as pending
+  // or preempted (what it reverts to if the launch is lost, e.g. at a master
+  // restart); MasterState shows it as starting on reads.
+  kStarting,
 };
 
-// "pending", "running", ... (also the store's on-disk spelling).
+// "pending", "starting", "running", ... (also the store's on-disk spelling
+// of the stored states).
 std::string_view JobRecordStateName(JobRecordState state);
 // The inverse of JobRecordStateName; InvalidArgument naming `text` else.
 absl::StatusOr<JobRecordState> ParseJobRecordState(std::string_view text);
-// Finished, failed or cancelled.
+// Finished, failed or cancelled. Pending, starting, running and preempted
+// jobs are unfinished.
 bool IsFinal(JobRecordState state);
 
 // One thing that happened to a job.
@@ -84,6 +92,11 @@ struct JobRecord {
   int promotions = 0;
   int restarts = 0;  // starts after having run (TIRESIAS_RESTART_COUNT)
   int attempt = 0;   // number of the current or last launch; 0: never
+  // Launches in a row whose gang start failed (a part exited
+  // MasterState::kStartFailedExitCode before every part ran); back to 0
+  // once a launch has fully run. Stored, so that a master restart does not
+  // forget it: the job fails at MasterState::kMaxFailedStarts.
+  int failed_starts = 0;
   std::vector<std::string> nodes;  // node names it runs (or last ran) on
   std::optional<int> exit_code;
   // History, oldest first. Filled by Store::GetJob; empty from ListJobs and

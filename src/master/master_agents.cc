@@ -44,6 +44,7 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   // not report again is lost.
   if (info.up) LoseNode(record.id, now, "agent re-registered");
   info.record = record;
+  info.log_address = req.log_address();
   info.up = true;
   info.busy.assign(req.gpus(), LaunchKey{0, 0});
   for (const v1::TaskStatus& task : req.tasks()) {
@@ -115,6 +116,9 @@ absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
   }
   const Seconds now = clock_->NowUnixSeconds();
   node->second.record.last_heartbeat = now;
+  // A restarted agent heartbeats before it would register again, with the
+  // new port of its log service.
+  if (!req.log_address().empty()) node->second.log_address = req.log_address();
   v1::HeartbeatResponse resp;
   for (const v1::TaskStatus& task : req.tasks()) {
     HandleTask(req.node_id(), task, now, &resp);
@@ -190,11 +194,13 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
     }
   }
   launch.all_running = true;
-  failed_starts_.erase(launch.job);
   auto rec = records_.find(launch.job);
-  if (rec == records_.end() || rec->second.state == JobRecordState::kRunning) {
-    return;
+  if (rec == records_.end()) return;
+  if (rec->second.failed_starts != 0) {
+    rec->second.failed_starts = 0;  // this launch ran: the streak is over
+    MarkDirty(launch.job);
   }
+  if (rec->second.state == JobRecordState::kRunning) return;
   if (!start) start = now;
   const Job* job = scheduler_->Find(launch.job);
   if (job != nullptr && job->running()) {
@@ -241,7 +247,8 @@ void MasterState::OnStartFailed(Launch& launch, const v1::TaskStatus& task,
                                 Seconds now) {
   const LaunchKey key{launch.job, launch.attempt};
   JobRecord& rec = records_.at(launch.job);
-  const int failures = ++failed_starts_[launch.job];
+  const int failures = ++rec.failed_starts;
+  MarkDirty(launch.job);
   const int rank = task.task().rank();
   auto node = nodes_.find(launch.parts[rank].node_id);
   const std::string where = absl::StrCat(
@@ -259,7 +266,6 @@ void MasterState::OnStartFailed(Launch& launch, const v1::TaskStatus& task,
     }
   }
   if (give_up) {
-    failed_starts_.erase(launch.job);
     (void)scheduler_->Remove(launch.job, now, cluster());
     Finalize(rec, JobRecordState::kFailed, now, kStartFailedExitCode,
              absl::StrCat(where, "; ", failures,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -126,9 +127,25 @@ void MasterState::SyncRecord(JobRecord& rec, Seconds now) {
   }
 }
 
+bool MasterState::IsStarting(const JobRecord& rec) const {
+  // A running record's launch is past starting; one being re-adopted after
+  // a restart is stored running too.
+  if (rec.state != JobRecordState::kPending &&
+      rec.state != JobRecordState::kPreempted) {
+    return false;
+  }
+  auto it = launches_.find({rec.id, rec.attempt});
+  if (it == launches_.end()) return false;
+  const Launch& launch = it->second;
+  return launch.phase == Phase::kDeferred ||
+         (launch.phase == Phase::kActive && !launch.all_running);
+}
+
 void MasterState::LiveView(JobRecord& rec, Seconds now) const {
+  if (IsFinal(rec.state)) return;
+  if (IsStarting(rec)) rec.state = JobRecordState::kStarting;
   const Job* job = scheduler_->Find(rec.id);
-  if (IsFinal(rec.state) || job == nullptr || !job->running()) return;
+  if (job == nullptr || !job->running()) return;
   rec.executed = job->Executed(now);
   rec.total_executed = job->TotalExecuted(now);
   rec.attained_gpu_seconds = job->AttainedGpuSeconds(now);
@@ -209,9 +226,27 @@ absl::StatusOr<JobRecord> MasterState::GetJob(JobId id) {
 absl::StatusOr<std::vector<JobRecord>> MasterState::ListJobs(
     std::optional<JobRecordState> state) {
   std::lock_guard<std::mutex> lock(mu_);
-  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_->ListJobs(state));
+  std::vector<JobRecord> jobs;
+  if (state == JobRecordState::kStarting) {
+    // Not stored: starting jobs are stored as pending or preempted.
+    ASSIGN_OR_RETURN(jobs, store_->ListJobs(JobRecordState::kPending));
+    ASSIGN_OR_RETURN(std::vector<JobRecord> preempted,
+                     store_->ListJobs(JobRecordState::kPreempted));
+    jobs.insert(jobs.end(), std::make_move_iterator(preempted.begin()),
+                std::make_move_iterator(preempted.end()));
+    std::sort(
+        jobs.begin(), jobs.end(),
+        [](const JobRecord& a, const JobRecord& b) { return a.id < b.id; });
+  } else {
+    ASSIGN_OR_RETURN(jobs, store_->ListJobs(state));
+  }
   const Seconds now = clock_->NowUnixSeconds();
   for (JobRecord& rec : jobs) LiveView(rec, now);
+  // What is shown decides: a starting job is no longer pending or preempted.
+  if (state) {
+    std::erase_if(jobs,
+                  [&](const JobRecord& rec) { return rec.state != *state; });
+  }
   return jobs;
 }
 

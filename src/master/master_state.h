@@ -26,6 +26,13 @@
 // holds its executed time as of the start of its current run; reads
 // (GetJob, ListJobs) overlay the live value.
 //
+// Starting: a job whose current launch is decided but not yet fully
+// running (deferred, or started with some part not yet reported RUNNING)
+// is stored as pending or preempted, what it reverts to if the launch is
+// lost, and is shown as kStarting by the reads (LiveView). Launches live in
+// memory only, so a restarted master shows it as stored until it decides
+// again; the store stays free of a state that recovery would have to undo.
+//
 // Accounting: executed time follows the agents' reports. The Scheduler
 // starts counting at its start decision; once every part of the launch has
 // reported RUNNING, its run start is moved to the latest reported start
@@ -38,7 +45,8 @@
 // run stops the others (reason PREEMPT) and puts the job back to waiting
 // (pending if it never ran, preempted otherwise) with no executed time for
 // that launch, counting a restart; after kMaxFailedStarts such launches in a
-// row (counted in memory) the job fails.
+// row (JobRecord::failed_starts, stored, so it survives a master restart)
+// the job fails.
 //
 // Restart recovery: Open() over an existing state dir reloads unfinished
 // jobs. Pending and preempted ones go into the scheduler at once. Running
@@ -115,10 +123,35 @@ class MasterState {
   // any positive GPU count is accepted and waits for nodes.
   absl::StatusOr<JobId> SubmitJob(const JobRequest& spec);
   absl::StatusOr<JobRecord> GetJob(JobId id);
+  // `state` matches the state shown, kStarting included (a starting job is
+  // not listed as pending or preempted).
   absl::StatusOr<std::vector<JobRecord>> ListJobs(
       std::optional<JobRecordState> state = std::nullopt);
   absl::StatusOr<JobRecord> CancelJob(JobId id);
   absl::StatusOr<std::vector<v1::Node>> ListNodes();
+
+  // Where the log of one task of a job lives, for ReadJobLog: the launch
+  // (attempt 0: the current or last one), and the nodes that may hold it,
+  // most likely first. The master keeps which node ran which rank only for
+  // launches in progress; for an ended launch the candidates are the nodes
+  // of the job's last launch, then every other node (agents answer
+  // NOT_FOUND for a log they do not have). Errors: NotFound (unknown job,
+  // or an attempt it never had), InvalidArgument (rank outside the job),
+  // FailedPrecondition (the job has not started yet).
+  struct LogNode {
+    std::string name;
+    std::string log_address;  // empty: its agent serves no logs
+    bool up = false;
+  };
+  struct TaskLogLocation {
+    int attempt = 0;          // the launch the log belongs to
+    int current_attempt = 0;  // the job's current (or last) launch
+    JobRecordState state = JobRecordState::kPending;  // as shown
+    bool ended = false;  // the task has ended: its log will not grow
+    std::vector<LogNode> nodes;
+  };
+  absl::StatusOr<TaskLogLocation> LocateTaskLog(JobId id, int attempt,
+                                                int rank);
 
   // Agent protocol (see proto/tiresias.proto). Heartbeat answers NotFound
   // for a node id not registered since this master started.
@@ -180,6 +213,7 @@ class MasterState {
   using LaunchKey = std::pair<JobId, int>;
   struct NodeInfo {
     NodeRecord record;
+    std::string log_address;  // its AgentLogs service (Register, Heartbeat)
     bool up = false;  // registered since this master started and not down
     std::vector<LaunchKey> busy;  // per local GPU; {0,0} = free
   };
@@ -195,7 +229,12 @@ class MasterState {
   void MarkDirty(JobId id) { dirty_.insert(id); }
   void AddEvent(JobId id, Seconds t, std::string kind, std::string detail);
   void SyncRecord(JobRecord& rec, Seconds now);
+  // A stored record as reads show it: live counters of a running job, and
+  // kStarting for a launch in progress (IsStarting).
   void LiveView(JobRecord& rec, Seconds now) const;
+  // True if `rec` (pending or preempted) has a current launch that is
+  // deferred, or active with some part not yet reported RUNNING.
+  bool IsStarting(const JobRecord& rec) const;
   void Finalize(JobRecord& rec, JobRecordState state, Seconds now,
                 std::optional<int> exit_code, std::string detail);
   Launch* CurrentLaunch(JobId id);
@@ -260,7 +299,6 @@ class MasterState {
   Seconds adopt_deadline_{0};
   std::set<std::pair<int64_t, LaunchKey>> orphan_stops_sent_;
   std::set<JobId> dirty_;
-  std::map<JobId, int> failed_starts_;  // consecutive failed launches
   std::vector<JobEvent> events_;
   bool pass_wanted_ = true;
 

@@ -14,6 +14,7 @@ v1::JobState JobStateToProto(JobRecordState state) {
     case JobRecordState::kFinished: return v1::JOB_STATE_FINISHED;
     case JobRecordState::kFailed: return v1::JOB_STATE_FAILED;
     case JobRecordState::kCancelled: return v1::JOB_STATE_CANCELLED;
+    case JobRecordState::kStarting: return v1::JOB_STATE_STARTING;
   }
   return v1::JOB_STATE_UNSPECIFIED;
 }
@@ -26,6 +27,7 @@ absl::StatusOr<JobRecordState> JobStateFromProto(v1::JobState state) {
     case v1::JOB_STATE_FINISHED: return JobRecordState::kFinished;
     case v1::JOB_STATE_FAILED: return JobRecordState::kFailed;
     case v1::JOB_STATE_CANCELLED: return JobRecordState::kCancelled;
+    case v1::JOB_STATE_STARTING: return JobRecordState::kStarting;
     default: break;
   }
   return absl::InvalidArgumentError(absl::StrCat(

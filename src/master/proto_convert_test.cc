@@ -89,7 +89,8 @@ TEST(ProtoConvertTest, EveryJobStateMapsBothWays) {
   for (JobRecordState state :
        {JobRecordState::kPending, JobRecordState::kRunning,
         JobRecordState::kPreempted, JobRecordState::kFinished,
-        JobRecordState::kFailed, JobRecordState::kCancelled}) {
+        JobRecordState::kFailed, JobRecordState::kCancelled,
+        JobRecordState::kStarting}) {
     v1::JobState proto = JobStateToProto(state);
     EXPECT_NE(proto, v1::JOB_STATE_UNSPECIFIED);
     EXPECT_EQ(*JobStateFromProto(proto), state);

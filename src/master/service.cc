@@ -1,8 +1,12 @@
 #include "master/service.h"
 
+#include <grpcpp/grpcpp.h>
+
 #include <algorithm>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "master/proto_convert.h"
 
 namespace tiresias {
@@ -104,6 +108,9 @@ grpc::Status TiresiasService::WatchEvents(
     if (!last.ok()) return ToGrpcStatus(last.status());
     cursor = *last;
   }
+  // Tells the client that the cursor is fixed: from here on, no event is
+  // missed (the CLI prints its header only then).
+  writer->SendInitialMetadata();
   v1::JobEvent out;
   while (true) {
     if (stopping_.load()) {
@@ -124,6 +131,83 @@ grpc::Status TiresiasService::WatchEvents(
     if (static_cast<int>(events->size()) == kPage) continue;  // more stored
     generation = state_->WaitForEvents(generation, kWatchPoll);
   }
+}
+
+v1::AgentLogs::Stub& TiresiasService::AgentLogsStub(
+    const std::string& address) {
+  std::lock_guard<std::mutex> lock(stubs_mu_);
+  std::unique_ptr<v1::AgentLogs::Stub>& stub = stubs_[address];
+  if (stub == nullptr) {
+    stub = v1::AgentLogs::NewStub(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  }
+  return *stub;
+}
+
+grpc::Status TiresiasService::ReadJobLog(grpc::ServerContext*,
+                                         const v1::ReadJobLogRequest* req,
+                                         v1::ReadJobLogResponse* resp) {
+  if (req->offset() < 0) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("offset: must be >= 0, got ", req->offset()));
+  }
+  if (req->max_bytes() < 0) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("max_bytes: must be >= 0, got ", req->max_bytes()));
+  }
+  absl::StatusOr<MasterState::TaskLogLocation> where =
+      state_->LocateTaskLog(req->job_id(), req->attempt(), req->rank());
+  if (!where.ok()) return ToGrpcStatus(where.status());
+  const std::string task = absl::StrCat("job ", req->job_id(), " attempt ",
+                                        where->attempt, " rank ", req->rank());
+  v1::ReadTaskLogRequest agent_req;
+  agent_req.mutable_task()->set_job_id(req->job_id());
+  agent_req.mutable_task()->set_attempt(where->attempt);
+  agent_req.mutable_task()->set_rank(req->rank());
+  agent_req.set_offset(req->offset());
+  agent_req.set_max_bytes(req->max_bytes() == 0
+                              ? kMaxLogBytes
+                              : std::min(req->max_bytes(), kMaxLogBytes));
+  std::vector<std::string> unreachable;
+  for (const MasterState::LogNode& node : where->nodes) {
+    if (!node.up || node.log_address.empty()) {
+      unreachable.push_back(
+          absl::StrCat(node.name, node.up ? " (serves no logs)" : " (down)"));
+      continue;
+    }
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kAgentLogTimeout);
+    v1::ReadTaskLogResponse agent_resp;
+    grpc::Status s = AgentLogsStub(node.log_address)
+                         .ReadTaskLog(&ctx, agent_req, &agent_resp);
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND) continue;
+    if (!s.ok()) {
+      unreachable.push_back(
+          absl::StrCat(node.name, " (", s.error_message(), ")"));
+      continue;
+    }
+    resp->set_data(std::move(*agent_resp.mutable_data()));
+    resp->set_next_offset(req->offset() +
+                          static_cast<int64_t>(resp->data().size()));
+    resp->set_attempt(where->attempt);
+    resp->set_node(node.name);
+    resp->set_complete(where->ended &&
+                       resp->next_offset() >= agent_resp.size());
+    resp->set_current_attempt(where->current_attempt);
+    resp->set_job_state(JobStateToProto(where->state));
+    return grpc::Status::OK;
+  }
+  if (!unreachable.empty()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat("the log of ", task,
+                                     " may be on a node that cannot be "
+                                     "reached: ",
+                                     absl::StrJoin(unreachable, ", ")));
+  }
+  return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                      absl::StrCat("no node has the log of ", task));
 }
 
 void TiresiasService::Stop() {

@@ -10,12 +10,21 @@
 // or all, until the client cancels or Stop() (server shutdown: the stream
 // ends UNAVAILABLE). Each open stream holds one gRPC thread and wakes at
 // least every kWatchPoll to notice a cancel or a stop.
+//
+// ReadJobLog asks MasterState where the task's log is (LocateTaskLog) and
+// reads it from that node's agent (v1::AgentLogs.ReadTaskLog, one channel
+// per agent address, kept), trying the candidate nodes in turn until one
+// has the log. Each agent call has a deadline of kAgentLogTimeout.
 #ifndef TIRESIAS_MASTER_SERVICE_H_
 #define TIRESIAS_MASTER_SERVICE_H_
 
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
 
 #include "absl/status/status.h"
 #include "master/master_state.h"
@@ -46,20 +55,29 @@ class TiresiasService final : public v1::Tiresias::Service {
   grpc::Status WatchEvents(grpc::ServerContext*,
                            const v1::WatchEventsRequest*,
                            grpc::ServerWriter<v1::JobEvent>*) override;
+  grpc::Status ReadJobLog(grpc::ServerContext*, const v1::ReadJobLogRequest*,
+                          v1::ReadJobLogResponse*) override;
 
   // Ends every open WatchEvents stream promptly (and any opened later).
   // Call before grpc::Server::Shutdown so that it need not wait for them.
   void Stop();
 
   static constexpr std::chrono::milliseconds kWatchPoll{200};
+  static constexpr std::chrono::milliseconds kAgentLogTimeout{5000};
+  // Most bytes one ReadJobLog returns (also its default).
+  static constexpr int kMaxLogBytes = 1 << 20;
 
  private:
   void Changed() {
     if (on_change_) on_change_();
   }
+  v1::AgentLogs::Stub& AgentLogsStub(const std::string& address);
+
   MasterState* state_;
   std::function<void()> on_change_;
   std::atomic<bool> stopping_{false};
+  std::mutex stubs_mu_;
+  std::map<std::string, std::unique_ptr<v1::AgentLogs::Stub>> stubs_;
 };
 
 class AgentRegistryService final : public v1::AgentRegistry::Service {

@@ -86,8 +86,9 @@ absl::Status SqliteStore::InitSchema() {
                                          store_internal::kApplicationId)));
     ASSIGN_OR_RETURN(SqliteQuery insert,
                      db.Prepare("INSERT INTO meta (key, value) "
-                                "VALUES ('schema_version', ?)"));
-    RETURN_IF_ERROR(insert.Bind(1, absl::StrCat(kSchemaVersion)).Run());
+                                "VALUES ('schema_version', '1')"));
+    RETURN_IF_ERROR(insert.Run());
+    RETURN_IF_ERROR(Migrate(1));
     return txn.Commit();
   }
   const std::string not_ours =
@@ -99,17 +100,19 @@ absl::Status SqliteStore::InitSchema() {
         not_ours, "a SQLite database of another program (application_id ",
         application_id, ")"));
   }
-  auto version_query = db.Prepare(
-      "SELECT value FROM meta WHERE key = 'schema_version'");
-  if (!version_query.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(not_ours, "no meta table"));
-  }
-  ASSIGN_OR_RETURN(bool row, version_query->Step());
   int version = 0;
-  if (!row || !absl::SimpleAtoi(version_query->Text(0), &version)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        not_ours, "no valid schema_version in its meta table"));
+  {  // reset before any migration changes the schema
+    auto version_query = db.Prepare(
+        "SELECT value FROM meta WHERE key = 'schema_version'");
+    if (!version_query.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(not_ours, "no meta table"));
+    }
+    ASSIGN_OR_RETURN(bool row, version_query->Step());
+    if (!row || !absl::SimpleAtoi(version_query->Text(0), &version)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          not_ours, "no valid schema_version in its meta table"));
+    }
   }
   if (version > kSchemaVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -121,8 +124,26 @@ absl::Status SqliteStore::InitSchema() {
     return absl::FailedPreconditionError(absl::StrCat(
         not_ours, "unknown schema version ", version));
   }
-  // Migrations from older versions go here when there are any.
+  RETURN_IF_ERROR(Migrate(version));
   return txn.Commit();
+}
+
+absl::Status SqliteStore::Migrate(int from_version) {
+  static_assert(store_internal::kLatestSchemaVersion == kSchemaVersion,
+                "a schema version bump needs its migration");
+  if (from_version == kSchemaVersion) return absl::OkStatus();
+  for (int v = from_version; v < kSchemaVersion; ++v) {
+    absl::Status status = db_->Exec(store_internal::kMigrations[v - 1]);
+    if (!status.ok()) {
+      return absl::Status(
+          status.code(), absl::StrCat("upgrading schema version ", v, " to ",
+                                      v + 1, ": ", status.message()));
+    }
+  }
+  ASSIGN_OR_RETURN(SqliteQuery update,
+                   db_->Prepare("UPDATE meta SET value = ? "
+                                "WHERE key = 'schema_version'"));
+  return update.Bind(1, absl::StrCat(kSchemaVersion)).Run();
 }
 
 absl::StatusOr<JobId> SqliteStore::CreateJob(const JobRequest& spec,
@@ -143,7 +164,7 @@ absl::StatusOr<JobId> SqliteStore::CreateJob(const JobRequest& spec,
         db_->Prepare(absl::StrCat(
             "INSERT INTO jobs (", kJobColumns,
             ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0, 0, "
-            "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL)")));
+            "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0)")));
     insert.Bind(1, spec.name).Bind(2, spec.user)
         .Bind(3, int64_t{spec.num_gpus}).Bind(4, command).Bind(5, env)
         .Bind(6, spec.checkpoint_dir).Bind(7, spec.model)
@@ -161,6 +182,12 @@ absl::StatusOr<JobId> SqliteStore::CreateJob(const JobRequest& spec,
 absl::Status SqliteStore::Write(const StoreWrite& write) {
   for (const JobRecord& record : write.jobs) {
     RETURN_IF_ERROR(store_internal::CheckJobNumbers(record));
+    if (record.state == JobRecordState::kStarting) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job ", record.id,
+          ": state: starting is shown, never stored (store pending or "
+          "preempted)"));
+    }
   }
   for (const JobEvent& event : write.events) {
     if (!std::isfinite(event.time.count())) {
@@ -191,7 +218,8 @@ absl::Status SqliteStore::UpdateJobLocked(const JobRecord& r) {
           "executed_seconds = ?5, total_executed_seconds = ?6, "
           "first_start_time = ?7, end_time = ?8, last_stop_time = ?9, "
           "preemptions = ?10, promotions = ?11, restarts = ?12, "
-          "attempt = ?13, nodes = ?14, exit_code = ?15 WHERE id = ?1"));
+          "attempt = ?13, nodes = ?14, exit_code = ?15, failed_starts = ?16 "
+          "WHERE id = ?1"));
   auto seconds = [](const std::optional<Seconds>& t) {
     return t ? std::optional<double>(t->count()) : std::nullopt;
   };
@@ -203,7 +231,8 @@ absl::Status SqliteStore::UpdateJobLocked(const JobRecord& r) {
       .Bind(7, seconds(r.first_start_time)).Bind(8, seconds(r.end_time))
       .Bind(9, r.last_stop_time.count()).Bind(10, int64_t{r.preemptions})
       .Bind(11, int64_t{r.promotions}).Bind(12, int64_t{r.restarts})
-      .Bind(13, int64_t{r.attempt}).Bind(14, nodes).Bind(15, exit_code);
+      .Bind(13, int64_t{r.attempt}).Bind(14, nodes).Bind(15, exit_code)
+      .Bind(16, int64_t{r.failed_starts});
   RETURN_IF_ERROR(update.Run());
   if (db_->Changes() == 0) return NoSuchJob(r.id);
   return absl::OkStatus();

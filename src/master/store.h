@@ -35,8 +35,9 @@ class SqliteDb;
 // scheduling pass decided): all of it is stored, or none of it.
 struct StoreWrite {
   // Each replaces the mutable fields of the job with its id (state, queue,
-  // attained, executed, times, counts, nodes, exit code). `spec`, `id`,
-  // `submit_time` and `events` are not written.
+  // attained, executed, times, counts, failed starts, nodes, exit code).
+  // `spec`, `id`, `submit_time` and `events` are not written. A state of
+  // kStarting is refused (InvalidArgument): it is never stored.
   std::vector<JobRecord> jobs;
   // Appended after the updates, in this order; `sequence` is assigned.
   std::vector<JobEvent> events;
@@ -99,14 +100,15 @@ struct SqliteStoreOptions {
 
 class SqliteStore final : public Store {
  public:
-  // The schema version this build writes; Open refuses files with a newer
-  // one.
-  static constexpr int kSchemaVersion = 1;
+  // The schema version this build writes; Open upgrades files with an older
+  // one in place (1 -> 2 adds jobs.failed_starts) and refuses newer ones.
+  static constexpr int kSchemaVersion = 2;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
-  // Errors name the path: "<path>: not a Tiresias state file: ..." for a
-  // file that is not one, FailedPrecondition for a newer schema version,
-  // Unavailable if another process holds it.
+  // An older schema version is upgraded, in one transaction. Errors name the
+  // path: "<path>: not a Tiresias state file: ..." for a file that is not
+  // one, FailedPrecondition for a newer schema version, Unavailable if
+  // another process holds it.
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
       const std::string& path, SqliteStoreOptions options = {});
   ~SqliteStore() override;
@@ -129,6 +131,9 @@ class SqliteStore final : public Store {
 
   // Each requires mu_ held.
   absl::Status InitSchema();
+  // Upgrades the open transaction's file from `from_version` to
+  // kSchemaVersion and records the new version.
+  absl::Status Migrate(int from_version);
   absl::Status UpdateJobLocked(const JobRecord& record);
   absl::Status AppendEventLocked(const JobEvent& event);
   absl::StatusOr<std::vector<JobRecord>> SelectJobs(const std::string& where,

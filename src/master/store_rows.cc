@@ -84,6 +84,11 @@ class RowReader {
     return *value;
   }
 
+  // Marks a value that has the right type but is not allowed.
+  void Reject(int column, absl::string_view name, absl::string_view why) {
+    Fail(column, name, why);
+  }
+
   void set_what(std::string what) { what_ = std::move(what); }
   const absl::Status& status() const { return status_; }
 
@@ -157,7 +162,8 @@ absl::Status CheckJobNumbers(const JobRecord& r) {
                               {"preemptions", r.preemptions},
                               {"promotions", r.promotions},
                               {"restarts", r.restarts},
-                              {"attempt", r.attempt}}) {
+                              {"attempt", r.attempt},
+                              {"failed_starts", r.failed_starts}}) {
     absl::Status status = CheckCount(r, field, value);
     if (!status.ok()) return status;
   }
@@ -178,6 +184,9 @@ absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
   r.spec.checkpoint_dir = in.Text(6, "checkpoint_dir");
   r.spec.model = in.Text(7, "model");
   r.state = in.Parsed(ParseJobRecordState(in.Text(8, "state")), 8, "state");
+  if (r.state == JobRecordState::kStarting) {
+    in.Reject(8, "state", "\"starting\" is shown, never stored");
+  }
   r.queue = in.Int(9, "queue");
   r.attained_gpu_seconds = in.Real(10, "attained_gpu_seconds");
   r.executed = Seconds{in.Real(11, "executed_seconds")};
@@ -192,6 +201,7 @@ absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
   r.attempt = in.Int(20, "attempt");
   r.nodes = in.Strings(21, "nodes");
   r.exit_code = in.OptionalInt(22, "exit_code");
+  r.failed_starts = in.Int(23, "failed_starts");
   if (!in.status().ok()) return in.status();
   return r;
 }

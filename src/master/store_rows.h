@@ -5,6 +5,7 @@
 #ifndef TIRESIAS_MASTER_STORE_ROWS_H_
 #define TIRESIAS_MASTER_STORE_ROWS_H_
 
+#include <iterator>
 #include <string>
 #include "absl/strings/string_view.h"
 
@@ -18,8 +19,10 @@ namespace tiresias::store_internal {
 // PRAGMA application_id of a Tiresias state file ("TIRE").
 inline constexpr int32_t kApplicationId = 0x54495245;
 
-// Schema version 1, created on an empty file. Lists (argv, nodes) and the
-// environment are JSON text so that `sqlite3 state.db` shows them readably.
+// Schema version 1, as the first release wrote it; never changes. An empty
+// file gets it and then every migration below, so that a new file and an
+// upgraded one are alike. Lists (argv, nodes) and the environment are JSON
+// text so that `sqlite3 state.db` shows them readably.
 inline constexpr char kSchemaV1[] = R"sql(
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE jobs (
@@ -47,12 +50,23 @@ CREATE TABLE nodes (
   last_heartbeat REAL NOT NULL);
 )sql";
 
+// kMigrations[i] takes a file from schema version i + 1 to i + 2. Each runs
+// in the transaction that opens the file, with the version bump, so a crash
+// leaves the file at the old version or the new one. Append only.
+inline constexpr const char* kMigrations[] = {
+    // 2: JobRecord::failed_starts, durable across master restarts.
+    "ALTER TABLE jobs ADD COLUMN failed_starts INTEGER NOT NULL DEFAULT 0",
+};
+// The schema version a file has after every migration.
+inline constexpr int kLatestSchemaVersion =
+    1 + static_cast<int>(std::size(kMigrations));
+
 // Column lists, in the order the Decode functions read them.
 inline constexpr char kJobColumns[] =
     "id, name, user, gpus, command, env, checkpoint_dir, model, state, "
     "queue, attained_gpu_seconds, executed_seconds, total_executed_seconds, "
     "submit_time, first_start_time, end_time, last_stop_time, preemptions, "
-    "promotions, restarts, attempt, nodes, exit_code";
+    "promotions, restarts, attempt, nodes, exit_code, failed_starts";
 inline constexpr char kEventColumns[] =
     "sequence, job_id, time, kind, detail";
 inline constexpr char kNodeColumns[] =

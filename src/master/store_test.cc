@@ -78,6 +78,7 @@ TEST(SqliteStoreTest, UpdateWritesEveryMutableFieldAndKeepsTheSpec) {
   r.attempt = 4;
   r.nodes = {"node-1", "node-2"};
   r.exit_code = -9;
+  r.failed_starts = 3;
   ASSERT_TRUE(store->UpdateJob(r, {{1, 0, Seconds{9000.125}, "failed",
                                     "exit code 137"}})
                   .ok());
@@ -131,6 +132,50 @@ TEST(SqliteStoreTest, ListJobsFiltersByStateInIdOrder) {
   EXPECT_THAT(ids(store->ListJobs(JobRecordState::kFailed)), ElementsAre());
   EXPECT_THAT(ids(store->ListUnfinishedJobs()), ElementsAre(1, 3, 4, 6));
   EXPECT_EQ((*store->ListJobs(JobRecordState::kPending))[0].spec.name, "j2");
+}
+
+// The failed-start count survives closing the file, as a master restart
+// would; its checks match the other counts'.
+TEST(SqliteStoreTest, FailedStartsRoundTripAcrossReopen) {
+  TestDir dir;
+  std::string path = dir.File("state.db");
+  {
+    auto store = MustOpen(path);
+    ASSERT_TRUE(store->CreateJob(Request("a"), Seconds{1}).ok());
+    ASSERT_TRUE(store->CreateJob(Request("b"), Seconds{2}).ok());
+    EXPECT_EQ(store->GetJob(1)->failed_starts, 0);
+    JobRecord r = *store->GetJob(1);
+    r.failed_starts = 2;
+    ASSERT_TRUE(store->UpdateJob(r).ok());
+    r.failed_starts = -1;
+    absl::Status status = store->UpdateJob(r);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(status.message(), "job 1: failed_starts: expected >= 0, got -1");
+  }
+  auto store = MustOpen(path);
+  EXPECT_EQ(store->GetJob(1)->failed_starts, 2);
+  EXPECT_EQ(store->GetJob(2)->failed_starts, 0);
+  auto unfinished = store->ListUnfinishedJobs();
+  ASSERT_TRUE(unfinished.ok()) << unfinished.status();
+  ASSERT_EQ(unfinished->size(), 2u);
+  EXPECT_EQ((*unfinished)[0].failed_starts, 2);
+}
+
+// kStarting is a view the master overlays on reads; the store keeps such a
+// job as pending or preempted and refuses to write it.
+TEST(SqliteStoreTest, StartingIsNeverStored) {
+  TestDir dir;
+  auto store = MustOpen(dir.File("state.db"));
+  ASSERT_TRUE(store->CreateJob(Request("a"), Seconds{1}).ok());
+  const JobRecord before = *store->GetJob(1);
+  JobRecord r = before;
+  r.state = JobRecordState::kStarting;
+  absl::Status status = store->UpdateJob(r, {{1, 0, Seconds{2}, "x", ""}});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              StartsWith("job 1: state: starting is shown, never stored"));
+  EXPECT_EQ(*store->GetJob(1), before);
+  EXPECT_TRUE(store->ListJobs(JobRecordState::kStarting)->empty());
 }
 
 TEST(SqliteStoreTest, IdsKeepIncreasingAcrossReopenAndAreNeverReused) {

@@ -53,8 +53,9 @@ def run(cluster):
 
     # The machine dies: the agent and its task, at once, no goodbye.
     task_pid = int(read_lines(marker)[0].split()[1])
+    task_group = os.getpgid(task_pid)  # led by the task's shim
     cluster.kill_agent("nodeA")
-    os.killpg(task_pid, signal.SIGKILL)
+    os.killpg(task_group, signal.SIGKILL)
     died_at = time.time()
 
     nodes = cluster.wait(

@@ -17,9 +17,9 @@ SKIP = 77
 FINAL = ("JOB_STATE_FINISHED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED")
 
 # A job: appends "start <pid> <attempt-env>" to its marker file, then sleeps
-# (in the background, so the TERM trap runs at once) and exits 0. The
-# task's process group id is its pid: agents start each task as its own
-# process group, so the pid in the marker lets a test kill the whole task.
+# (in the background, so the TERM trap runs at once) and exits 0. Agents
+# start each task in its own process group (led by the task's shim), so
+# os.getpgid of the pid in the marker lets a test kill the whole task.
 #   $1 marker file, $2 seconds to run on a first start, $3 seconds to run
 #   on any later start (when the marker already has a line).
 JOB_SCRIPT = r'''
@@ -123,7 +123,8 @@ class Cluster:
                 parts = line.split()
                 if len(parts) >= 2 and parts[1].isdigit():
                     try:
-                        os.killpg(int(parts[1]), signal.SIGKILL)
+                        os.killpg(os.getpgid(int(parts[1])),
+                                  signal.SIGKILL)
                     except (ProcessLookupError, PermissionError):
                         pass
 

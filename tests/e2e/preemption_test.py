@@ -3,7 +3,10 @@
 PyTorch DDP job of examples/train.py spanning both agents; under
 tiresias-l with a low threshold it is demoted, two 1-GPU jobs arrive and
 preempt it (it checkpoints on SIGTERM), it resumes from its checkpoint on
-both agents and finishes with exactly the steps asked for. The same
+both agents and finishes with exactly the steps asked for. Its logs are
+read through the master (`tiresias logs`, which the master fetches from
+the agents), and `tiresias logs -f` started before the preemption follows
+it into the resumed launch and ends with the job. The same
 submissions under yarn-cs make the short jobs wait for the long one, so
 their JCTs are higher. Real processes, real gRPC, real SQLite, real torch.
 
@@ -67,6 +70,9 @@ class Cluster:
             time.sleep(0.25)
         fail("timed out waiting for %s; jobs: %s" % (what, self.cli("jobs")))
 
+    def env(self):
+        return dict(os.environ, TIRESIAS_MASTER=self.address)
+
     def stop(self):
         self.proc.send_signal(signal.SIGINT)
         try:
@@ -86,6 +92,9 @@ def run(binary, repo, policy, workdir):
                                  "--steps", str(LONG_STEPS),
                                  "--step-time", "0.1",
                                  "--checkpoint-every", "1000")
+        follower = subprocess.Popen([binary, "logs", "-f", long_id],
+                                    env=cluster.env(), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
         # Running on both agents, and (tiresias-l) past its 20 GPU-s bound.
         cluster.wait(lambda j: j[long_id]["state"] == "JOB_STATE_RUNNING" and
                      j[long_id]["attained_gpu_seconds"] > 30,
@@ -98,6 +107,17 @@ def run(binary, repo, policy, workdir):
                                             "JOB_STATE_FAILED")
                           for i in [long_id] + shorts),
             "every job to end", timeout_s=240)
+        # The last (resumed) launch's log of each rank, through the master.
+        resumed_logs = [cluster.cli("logs", long_id, "--rank", str(rank))
+                        for rank in (0, 1)]
+        try:
+            followed, follow_err = follower.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            follower.kill()
+            fail("tiresias logs -f did not end when the job did")
+        if follower.returncode != 0:
+            fail("tiresias logs -f exited %d: %s" %
+                 (follower.returncode, follow_err))
     finally:
         cluster.stop()
     for i in [long_id] + shorts:
@@ -111,7 +131,7 @@ def run(binary, repo, policy, workdir):
         fail("%s: long job did %s steps, not %d" %
              (policy, result["steps"], LONG_STEPS))
     jct = {i: jobs[i]["end_time"] - jobs[i]["submit_time"] for i in shorts}
-    return long_job, result, jct
+    return long_job, result, jct, resumed_logs, followed
 
 
 def main():
@@ -123,21 +143,21 @@ def main():
               "python3-torch)")
         sys.exit(SKIP)
     with tempfile.TemporaryDirectory() as workdir:
-        long_job, result, las_jct = run(binary, repo, "tiresias-l", workdir)
+        long_job, result, las_jct, logs, followed = run(
+            binary, repo, "tiresias-l", workdir)
         if long_job["preemptions"] < 1 or result["restarts"] < 1:
             fail("tiresias-l: the long job was never preempted: %s" %
                  long_job)
-        logs = []
-        for agent in ("agent-0", "agent-1"):
-            log_dir = os.path.join(workdir, "tiresias-l", agent, "logs")
-            for name in os.listdir(log_dir):
-                if name.startswith("job-%s-attempt-2" % long_job["id"]):
-                    with open(os.path.join(log_dir, name)) as f:
-                        logs.append(f.read())
-        if len(logs) != 2 or not all("resumed from step" in l for l in logs):
+        if not all("resumed from step" in l for l in logs):
             fail("the resumed long job's two ranks did not both resume from "
                  "a checkpoint: %r" % [l[-300:] for l in logs])
-        _, _, yarn_jct = run(binary, repo, "yarn-cs", workdir)
+        # The follower printed the first launch, then the resumed one.
+        first = followed.find("training from step 0 ")
+        resumed = followed.find("resumed from step")
+        if not 0 <= first < resumed:
+            fail("tiresias logs -f did not follow the job into its resumed "
+                 "launch: %r" % followed[-600:])
+        _, _, yarn_jct, _, _ = run(binary, repo, "yarn-cs", workdir)
         las_mean = sum(las_jct.values()) / len(las_jct)
         yarn_mean = sum(yarn_jct.values()) / len(yarn_jct)
         print("short jobs' mean JCT: tiresias-l %.1f s, yarn-cs %.1f s" %

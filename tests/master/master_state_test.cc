@@ -54,7 +54,7 @@ TEST_F(MasterStateTest, JobRunsToCompletion) {
   EXPECT_EQ(start.command(1), "train.py");
   EXPECT_EQ(start.env().at("LR"), "0.1");
   EXPECT_EQ(start.restart_count(), 0);
-  EXPECT_EQ(Get(id).state, JobRecordState::kPending);  // not yet reported
+  EXPECT_EQ(Get(id).state, JobRecordState::kStarting);  // not yet reported
 
   std::vector<int> gpus(start.gpu_indexes().begin(), start.gpu_indexes().end());
   Beat(node, {Task(id, 1, 0, TASK_STATE_RUNNING, gpus, {}, 1001.0)});
@@ -327,6 +327,181 @@ TEST_F(MasterStateTest, FailedGangStartGoesBackToPendingThenFails) {
   Pass();
   EXPECT_TRUE(Starts(Beat(n1).commands()).empty());
   EXPECT_TRUE(Starts(Beat(n2).commands()).empty());
+}
+
+// The failed-start count is stored: a master restart between failed starts
+// does not give the job a fresh set of kMaxFailedStarts.
+TEST_F(MasterStateTest, FailedStartCountSurvivesMasterRestart) {
+  Open();
+  int64_t node = Register("n1", 1);
+  const JobId id = Submit(Spec(1, {"no-such-command"}));
+  auto fail_to_start = [&](int attempt) {
+    Pass();
+    auto starts = Starts(Beat(node).commands());
+    ASSERT_EQ(starts.size(), 1u) << "attempt " << attempt;
+    EXPECT_EQ(starts[0].task().attempt(), attempt);
+    Beat(node, {Task(id, attempt, 0, TASK_STATE_EXITED, {0},
+                     MasterState::kStartFailedExitCode)});
+  };
+  fail_to_start(1);
+  fail_to_start(2);
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kPending);
+  EXPECT_EQ(rec.failed_starts, 2);
+
+  master_.reset();
+  clock_.Advance(Seconds{60});
+  Open();
+  rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kPending);
+  EXPECT_EQ(rec.failed_starts, 2);
+  node = Register("n1", 1);
+  fail_to_start(3);  // the third in a row, not the first of three more
+  rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kFailed);
+  EXPECT_EQ(rec.exit_code, MasterState::kStartFailedExitCode);
+  ASSERT_FALSE(rec.events.empty());
+  EXPECT_NE(rec.events.back().detail.find("3 failed starts in a row"),
+            std::string::npos)
+      << rec.events.back().detail;
+  Pass();
+  EXPECT_TRUE(Starts(Beat(node).commands()).empty());
+}
+
+// A launch that fully runs ends the streak, in the store too.
+TEST_F(MasterStateTest, RunningLaunchResetsStoredFailedStarts) {
+  Open();
+  const int64_t node = Register("n1", 1);
+  const JobId id = Submit(Spec(1));
+  Pass();
+  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  Beat(node, {Task(id, 1, 0, TASK_STATE_EXITED, {0},
+                   MasterState::kStartFailedExitCode)});
+  EXPECT_EQ(Get(id).failed_starts, 1);
+  Pass();
+  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  Beat(node, {Task(id, 2, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kRunning);
+  EXPECT_EQ(rec.failed_starts, 0);
+}
+
+std::vector<JobId> Ids(const absl::StatusOr<std::vector<JobRecord>>& jobs) {
+  EXPECT_TRUE(jobs.ok()) << jobs.status();
+  std::vector<JobId> ids;
+  if (jobs.ok()) {
+    for (const JobRecord& job : *jobs) ids.push_back(job.id);
+  }
+  return ids;
+}
+
+// A job is starting from the pass that decides it until every part of its
+// launch has reported RUNNING; ListJobs filters on the state shown.
+TEST_F(MasterStateTest, StartingFromDecisionUntilEveryPartRuns) {
+  Open();
+  const int64_t n1 = Register("n1", 2);
+  const int64_t n2 = Register("n2", 2);
+  const JobId id = Submit(Spec(4));  // one part on each node
+  const JobId other = Submit(Spec(1));  // waits: no GPU left
+  EXPECT_EQ(Get(id).state, JobRecordState::kPending);
+  EXPECT_EQ(Ids(master_->ListJobs(JobRecordState::kPending)),
+            (std::vector<JobId>{id, other}));
+  Pass();
+  // Decided, StartTasks queued but not yet sent.
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kStarting);
+  EXPECT_EQ(rec.attempt, 1);
+  EXPECT_EQ(rec.nodes.size(), 2u);
+  EXPECT_EQ(Get(other).state, JobRecordState::kPending);
+  EXPECT_EQ(Ids(master_->ListJobs(JobRecordState::kStarting)),
+            (std::vector<JobId>{id}));
+  EXPECT_EQ(Ids(master_->ListJobs(JobRecordState::kPending)),
+            (std::vector<JobId>{other}));
+  EXPECT_TRUE(Ids(master_->ListJobs(JobRecordState::kRunning)).empty());
+  auto all = master_->ListJobs();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].state, JobRecordState::kStarting);
+  EXPECT_EQ((*all)[1].state, JobRecordState::kPending);
+
+  auto s1 = Starts(Beat(n1).commands());
+  auto s2 = Starts(Beat(n2).commands());
+  ASSERT_EQ(s1.size(), 1u);
+  ASSERT_EQ(s2.size(), 1u);
+  EXPECT_EQ(Get(id).state, JobRecordState::kStarting);  // sent, no report
+  Beat(n1, {Task(id, 1, s1[0].task().rank(), TASK_STATE_RUNNING, {0, 1}, {},
+                 1000.0)});
+  EXPECT_EQ(Get(id).state, JobRecordState::kStarting);  // one part of two
+  EXPECT_FALSE(HasEvent(Get(id), "started"));
+  Beat(n2, {Task(id, 1, s2[0].task().rank(), TASK_STATE_RUNNING, {0, 1}, {},
+                 1000.0)});
+  rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kRunning);
+  EXPECT_TRUE(HasEvent(rec, "started"));
+  EXPECT_TRUE(Ids(master_->ListJobs(JobRecordState::kStarting)).empty());
+  EXPECT_EQ(Ids(master_->ListJobs(JobRecordState::kRunning)),
+            (std::vector<JobId>{id}));
+  EXPECT_EQ(Ids(master_->ListJobs(JobRecordState::kPending)),
+            (std::vector<JobId>{other}));
+}
+
+// A launch deferred until a preempted job's tasks free their GPUs is
+// starting; the preempted job shows preempted meanwhile.
+TEST_F(MasterStateTest, DeferredLaunchIsStarting) {
+  options_.queues = *QueueConfig::Create({10.0});  // 10 GPU-seconds
+  Open();
+  const int64_t node = Register("n1", 2);
+  const JobId big = Submit(Spec(2));
+  Pass();
+  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  Beat(node, {Task(big, 1, 0, TASK_STATE_RUNNING, {0, 1}, {}, 1000.0)});
+  clock_.Advance(Seconds{10});  // demoted
+  const JobId small = Submit(Spec(1));
+  Pass();  // big preempted, small decided onto one of its GPUs
+  EXPECT_EQ(Get(big).state, JobRecordState::kPreempted);
+  EXPECT_EQ(Get(small).state, JobRecordState::kStarting);
+  v1::HeartbeatResponse resp =
+      Beat(node, {Task(big, 1, 0, TASK_STATE_RUNNING, {0, 1}, {}, 1000.0)});
+  ASSERT_EQ(Stops(resp.commands()).size(), 1u);
+  EXPECT_TRUE(Starts(resp.commands()).empty());  // deferred: GPUs busy
+  EXPECT_EQ(Get(small).state, JobRecordState::kStarting);
+  EXPECT_EQ(Ids(master_->ListJobs(JobRecordState::kStarting)),
+            (std::vector<JobId>{small}));
+  EXPECT_TRUE(Ids(master_->ListJobs(JobRecordState::kPending)).empty());
+  EXPECT_EQ(Ids(master_->ListJobs(JobRecordState::kPreempted)),
+            (std::vector<JobId>{big}));
+
+  resp = Beat(node, {Task(big, 1, 0, TASK_STATE_PREEMPTED, {0, 1}, 143)});
+  auto starts = Starts(resp.commands());
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].task().job_id(), small);
+  EXPECT_EQ(Get(small).state, JobRecordState::kStarting);
+  std::vector<int> gpus(starts[0].gpu_indexes().begin(),
+                        starts[0].gpu_indexes().end());
+  Beat(node, {Task(small, 1, 0, TASK_STATE_RUNNING, gpus, {}, 1011.0)});
+  EXPECT_EQ(Get(small).state, JobRecordState::kRunning);
+  EXPECT_TRUE(Ids(master_->ListJobs(JobRecordState::kStarting)).empty());
+}
+
+// Starting is not stored: a restarted master has forgotten the launch and
+// shows the job as it was stored (pending) until it decides again.
+TEST_F(MasterStateTest, RestartForgetsAStartingLaunch) {
+  Open();
+  int64_t node = Register("n1", 1);
+  const JobId id = Submit(Spec(1));
+  Pass();
+  EXPECT_EQ(Get(id).state, JobRecordState::kStarting);
+  master_.reset();
+  Open();
+  EXPECT_EQ(Get(id).state, JobRecordState::kPending);
+  EXPECT_EQ(Ids(master_->ListJobs(JobRecordState::kPending)),
+            (std::vector<JobId>{id}));
+  node = Register("n1", 1);
+  Pass();
+  EXPECT_EQ(Get(id).state, JobRecordState::kStarting);
+  auto starts = Starts(Beat(node).commands());
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].task().attempt(), 2);
 }
 
 // Executed time follows the agents' reported start and end, not the

@@ -1,0 +1,57 @@
+#include "agent/exit_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace tiresias {
+
+absl::StatusOr<RecordedExit> ParseExitFile(std::string_view text) {
+  const std::vector<absl::string_view> parts =
+      absl::StrSplit(absl::string_view(text.data(), text.size()),
+                     absl::ByAnyChar(" \n"), absl::SkipEmpty());
+  int value = 0;
+  int64_t unix_ns = 0;
+  if (parts.size() != 3 || (parts[0] != "exit" && parts[0] != "signal") ||
+      !absl::SimpleAtoi(parts[1], &value) || value < 0 ||
+      !absl::SimpleAtoi(parts[2], &unix_ns) || unix_ns < 0) {
+    return absl::InvalidArgumentError(
+        "expected \"exit <code> <unix ns>\" or \"signal <number> <unix ns>\"");
+  }
+  RecordedExit exit;
+  if (parts[0] == "exit") {
+    exit.exit_code = value;
+  } else {
+    exit.signal = value;
+  }
+  exit.end_time = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::nanoseconds(unix_ns)));
+  return exit;
+}
+
+absl::StatusOr<std::optional<RecordedExit>> ReadExitFile(
+    const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (errno == ENOENT) return std::nullopt;
+    return absl::UnavailableError(absl::StrCat("cannot read exit file ", path,
+                                               ": ", std::strerror(errno)));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<RecordedExit> exit = ParseExitFile(text.str());
+  if (!exit.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("exit file ", path, ": ", exit.status().message()));
+  }
+  return *exit;
+}
+
+}  // namespace tiresias

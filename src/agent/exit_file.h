@@ -1,0 +1,32 @@
+// The exit file the task shim writes when its task ends (see spawn.h): one
+// line, "exit <code> <unix ns>" or "signal <number> <unix ns>". It is how an
+// agent that restarted while a task ran learns how the task ended.
+#ifndef TIRESIAS_AGENT_EXIT_FILE_H_
+#define TIRESIAS_AGENT_EXIT_FILE_H_
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace tiresias {
+
+struct RecordedExit {
+  std::optional<int> exit_code;  // set if the task exited
+  std::optional<int> signal;     // set if a signal killed it
+  std::chrono::system_clock::time_point end_time;
+};
+
+// The exit recorded in `text`; InvalidArgument saying what was expected.
+absl::StatusOr<RecordedExit> ParseExitFile(std::string_view text);
+
+// The exit recorded at `path`; nullopt if there is no file (the task still
+// runs, or the shim was SIGKILLed with it). Errors name the file.
+absl::StatusOr<std::optional<RecordedExit>> ReadExitFile(
+    const std::string& path);
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_AGENT_EXIT_FILE_H_

@@ -27,6 +27,15 @@ class Placer {
   // names the one it delegates to). Jobs with the same scheme are placed by
   // the same rule: if one cannot fit, neither can a larger one.
   virtual std::string_view SchemeFor(const Job& job) const { return name(); }
+  // A cheap pre-check: could Place succeed on a cluster of this topology
+  // where server s had avail[s] free GPUs (`total` in all)? It must never be
+  // false where Place would succeed on such a cluster, and must not decrease
+  // when an avail[s] grows; it may be true where Place would fail. The
+  // default compares counts, exact for schemes that take any free GPUs.
+  virtual bool MightFit(const Topology& topology, const std::vector<int>& avail,
+                        int total, const Job& job) const {
+    return job.num_gpus() <= total;
+  }
 };
 
 }  // namespace tiresias

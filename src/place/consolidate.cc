@@ -25,6 +25,19 @@ class ConsolidatePlacer final : public Placer {
     return PlaceOnWholeServers(cluster, want, gpus);
   }
 
+  // Exact: one server holding `want`, or whole servers holding it.
+  bool MightFit(const Topology& topo, const std::vector<int>& avail, int total,
+                const Job& job) const override {
+    const int want = job.num_gpus();
+    if (want > total) return false;
+    int whole = 0;
+    for (int s = 0; s < topo.num_servers(); ++s) {
+      if (want <= topo.max_gpus_per_server() && avail[s] >= want) return true;
+      if (avail[s] == topo.server(s).num_gpus) whole += avail[s];
+    }
+    return want > topo.max_gpus_per_server() && whole >= want;
+  }
+
  private:
   // A job larger than any server takes whole free servers: as few as
   // possible, then from as few racks as possible.

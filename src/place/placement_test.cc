@@ -175,6 +175,63 @@ TEST(ModelSkewTest, PaperRanges) {
   EXPECT_FALSE(ModelSkew("gpt5"));
 }
 
+bool MightFitWith(const std::string& scheme, const Topology& topo,
+                  const std::vector<int>& avail, int gpus,
+                  const std::string& model = "") {
+  auto placer = *MakePlacer(scheme);
+  Job job(JobSpec{99, gpus, Seconds{0}, std::nullopt, model});
+  int total = 0;
+  for (int a : avail) total += a;
+  return placer->MightFit(topo, avail, total, job);
+}
+
+TEST(MightFitTest, ConsolidateNeedsOneServerOrWholeServers) {
+  const Topology topo = Mixed();  // 2, 8, 2, 8 GPUs
+  EXPECT_TRUE(MightFitWith("consolidate", topo, {0, 4, 0, 0}, 4));
+  EXPECT_FALSE(MightFitWith("consolidate", topo, {2, 3, 2, 3}, 4));  // 10 free
+  EXPECT_TRUE(MightFitWith("consolidate", topo, {2, 8, 0, 8}, 16));
+  EXPECT_FALSE(MightFitWith("consolidate", topo, {2, 8, 2, 7}, 16));  // 19 free
+  EXPECT_TRUE(MightFitWith("consolidate", topo, {2, 8, 2, 7}, 10));  // 8 + 2
+  // Schemes that take any free GPUs go by count.
+  for (const char* scheme : {"pack", "spread", "random", "count"}) {
+    EXPECT_TRUE(MightFitWith(scheme, topo, {2, 3, 2, 3}, 10)) << scheme;
+    EXPECT_FALSE(MightFitWith(scheme, topo, {2, 3, 2, 3}, 11)) << scheme;
+  }
+  // profiled: consolidate's rule for a skewed model, pack's otherwise.
+  EXPECT_FALSE(MightFitWith("profiled", topo, {2, 3, 2, 3}, 4, "vgg16"));
+  EXPECT_TRUE(MightFitWith("profiled", topo, {2, 3, 2, 3}, 4, "resnet50"));
+}
+
+// The contract the scheduler relies on: wherever Place succeeds, MightFit
+// (given the free GPUs per server) says so too; for consolidate, exactly.
+TEST(MightFitTest, NeverFalseWherePlaceSucceeds) {
+  const Topology topo = Mixed();
+  Rng rng(7);
+  for (int round = 0; round < 300; ++round) {
+    Cluster c(topo);
+    for (GpuId g = 0; g < 20; ++g) {
+      if (rng.Below(3) == 0) {
+        ASSERT_TRUE(c.Allocate(1000 + g, std::vector<GpuId>{g}).ok());
+      }
+    }
+    std::vector<int> avail;
+    for (int s = 0; s < topo.num_servers(); ++s) avail.push_back(c.free_on(s));
+    for (const char* scheme :
+         {"consolidate", "spread", "pack", "random", "count"}) {
+      for (int gpus = 1; gpus <= 20; ++gpus) {
+        const bool placed = PlaceWith(scheme, c, gpus).has_value();
+        const bool might = MightFitWith(scheme, topo, avail, gpus);
+        if (placed) {
+          EXPECT_TRUE(might) << scheme << " " << gpus;
+        }
+        if (std::string(scheme) == "consolidate") {
+          EXPECT_EQ(placed, might) << gpus << " GPUs, round " << round;
+        }
+      }
+    }
+  }
+}
+
 TEST(PlacerRegistryTest, Names) {
   EXPECT_THAT(PlacerNames(), ElementsAre("consolidate", "spread", "pack",
                                          "random", "profiled", "count"));

@@ -24,6 +24,10 @@ class ProfiledPlacer final : public Placer {
   std::string_view SchemeFor(const Job& job) const override {
     return SchemeOf(job).name();
   }
+  bool MightFit(const Topology& topology, const std::vector<int>& avail,
+                int total, const Job& job) const override {
+    return SchemeOf(job).MightFit(topology, avail, total, job);
+  }
 
  private:
   const Placer& SchemeOf(const Job& job) const {

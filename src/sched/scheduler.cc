@@ -273,7 +273,11 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
   scratch_unplaceable_.clear();
   int capacity = cluster.total_gpus();
   const int min_waiting = MinWaitingGpus();
-  if (InitCursors(now)) capacity = cluster.free_gpus();
+  walk_tracks_kept_ = !InitCursors(now);
+  if (!walk_tracks_kept_) capacity = cluster.free_gpus();
+  if (walk_tracks_kept_) {
+    scratch_kept_.assign(cluster.topology().num_servers(), 0);
+  }
   auto w = waiting_.begin();
   // Jobs in priority order. A running job ahead of the next waiting one
   // keeps its GPUs (it always fits: capacity still counts them). A waiting
@@ -284,6 +288,7 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
     Cursor* cursor = NextRunning(now, &running);
     if (cursor && running < *w) {
       capacity -= running.gpus;
+      Keep(jobs_[running.index].gpus(), cluster);
       ++cursor->it;
       continue;
     }
@@ -359,6 +364,11 @@ bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index) {
   return true;
 }
 
+void Scheduler::Keep(const std::vector<GpuId>& gpus, const Cluster& cluster) {
+  if (!walk_tracks_kept_) return;
+  for (GpuId g : gpus) ++scratch_kept_[cluster.topology().ServerOf(g)];
+}
+
 bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
   const Job& job = jobs_[index];
   // Within a pass, a job behind another that could not be placed even
@@ -377,40 +387,51 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     return true;
   };
   if (place()) {
+    Keep(scratch_gpus_, cluster);
     pending_starts_.push_back({index, scratch_gpus_});
     return true;
   }
-  // Could it fit with every lower-priority running job set aside?
+  auto unplaceable = [&] {
+    scratch_unplaceable_.push_back({scheme, job.num_gpus()});
+    return false;
+  };
+  // Could it fit with every lower-priority running job set aside? First
+  // from per-server counts: what the walk has not kept is free or held by
+  // a job it may displace (an upper bound, so a "no" is final).
+  if (walk_tracks_kept_) {
+    const Topology& topo = cluster.topology();
+    scratch_avail_.resize(topo.num_servers());
+    int total = 0;
+    for (int s = 0; s < topo.num_servers(); ++s) {
+      scratch_avail_[s] = topo.server(s).num_gpus - scratch_kept_[s];
+      total += scratch_avail_[s];
+    }
+    if (!placer_->MightFit(topo, scratch_avail_, total, job)) {
+      return unplaceable();
+    }
+  }
+  // Then for real: set aside the lowest-priority running jobs one at a time
+  // until it fits; those whose GPUs it takes are preempted, the rest keep
+  // theirs. If it does not fit with all of them aside, all keep theirs.
   std::vector<uint32_t>& released = scratch_released_;
   released.clear();
   uint32_t victim = 0;
   for (Cursor& c : scratch_cursors_) c.back = c.end;
-  while (PopLowestRunning(now, &victim)) {
-    cluster.Release(jobs_[victim].id(), jobs_[victim].gpus());
-    released.push_back(victim);
-  }
-  const bool feasible = !released.empty() && place();
-  if (feasible) cluster.Release(job.id(), scratch_gpus_);
-  for (uint32_t r : released) {
-    absl::Status back = cluster.Allocate(jobs_[r].id(), jobs_[r].gpus());
-    assert(back.ok());
-    (void)back;
-  }
-  if (!feasible) {
-    scratch_unplaceable_.push_back({scheme, job.num_gpus()});
-    return false;
-  }
-  // It fits: set aside the lowest-priority running jobs one at a time until
-  // it does; those whose GPUs it takes are preempted, the rest keep theirs.
-  for (Cursor& c : scratch_cursors_) c.back = c.end;
-  released.clear();
   bool placed = false;
   while (!placed && PopLowestRunning(now, &victim)) {
     cluster.Release(jobs_[victim].id(), jobs_[victim].gpus());
     released.push_back(victim);
     placed = cluster.free_gpus() >= job.num_gpus() && place();
   }
-  assert(placed);
+  if (!placed) {
+    for (uint32_t r : released) {
+      absl::Status back = cluster.Allocate(jobs_[r].id(), jobs_[r].gpus());
+      assert(back.ok());
+      (void)back;
+    }
+    return unplaceable();
+  }
+  Keep(scratch_gpus_, cluster);
   pending_starts_.push_back({index, scratch_gpus_});
   for (uint32_t r : released) {
     const Job& other = jobs_[r];

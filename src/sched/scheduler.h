@@ -200,6 +200,14 @@ class Scheduler {
   std::vector<Cursor> scratch_cursors_;
   std::vector<std::pair<uint32_t, std::vector<GpuId>>> pending_starts_;
   std::vector<uint32_t> scratch_released_;
+  // Per server, GPUs the walk has given to jobs it keeps or starts (the
+  // running jobs it passed, the waiting jobs it placed); the rest of a
+  // server is free or held by running jobs it may still displace. Kept only
+  // while some running job may be displaced (`walk_tracks_kept_`).
+  std::vector<int> scratch_kept_;
+  std::vector<int> scratch_avail_;
+  bool walk_tracks_kept_ = false;
+  void Keep(const std::vector<GpuId>& gpus, const Cluster& cluster);
   // (scheme, GPUs) of jobs this pass could not place at all.
   std::vector<std::pair<std::string_view, int>> scratch_unplaceable_;
   std::vector<Entry> scratch_entries_;

@@ -1,12 +1,14 @@
 // AgentDaemon: the register / heartbeat / command loop.
 #include "agent/agent_daemon.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <grpcpp/grpcpp.h>
@@ -90,6 +92,20 @@ std::string AddressHost(const std::string& address) {
                                                  : absl::StrCat("[", address, "]");
 }
 
+// Kills what is left of a recorded task's process group once its leader
+// (the shim) is gone: processes the task started would otherwise keep its
+// GPUs after the master gives them to another job. Only while no other
+// process holds the leader's pid, so the group cannot be someone else's.
+void SweepDeadTaskGroup(const TaskHandle& h) {
+  absl::StatusOr<std::optional<ProcStat>> leader =
+      RealProcessTable()->Stat(h.pgid);
+  if (!leader.ok()) return;
+  const bool ours = !leader->has_value() ||
+                    ((*leader)->exited() &&
+                     (*leader)->start_ticks == h.proc_start_ticks);
+  if (ours) killpg(h.pgid, SIGKILL);
+}
+
 std::string TaskName(int64_t job, int attempt, int rank) {
   return absl::StrCat("job ", job, " attempt ", attempt, " rank ", rank);
 }
@@ -144,6 +160,7 @@ absl::Status AgentDaemon::Start() {
   Log(absl::StrCat("node ", options_.node_name, ": ", gpus_.size(),
                    " GPU(s), master ", options_.master_address));
   AdoptRecorded();
+  RemoveStaleExitFiles();
   LoadSession();
   thread_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
@@ -208,6 +225,7 @@ void AgentDaemon::AdoptRecorded() {
       }
       Log(absl::StrCat(name, ": adopted running pid ", h.pid));
     } else {
+      SweepDeadTaskGroup(h);
       task.ended = true;
       task.gpus = h.gpus;
       task.preempted = r.entry.stop_requested.has_value();
@@ -221,6 +239,25 @@ void AgentDaemon::AdoptRecorded() {
                        r.exit->Describe(), ")"));
     }
     tasks_[{h.job_id, h.attempt, h.rank}] = std::move(task);
+  }
+}
+
+// An exit file no recorded task names was left by a crash between
+// forgetting its task and removing it.
+void AgentDaemon::RemoveStaleExitFiles() {
+  std::set<std::string> recorded;
+  for (const TaskRecordEntry& e : record_->entries()) {
+    if (!e.handle.exit_path.empty()) recorded.insert(e.handle.exit_path);
+  }
+  std::error_code ec;
+  const std::filesystem::path dir =
+      std::filesystem::path(options_.state_dir) / "exits";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string path = entry.path().string();
+    if (path.ends_with(".tmp")) path.resize(path.size() - 4);  // being written
+    if (entry.is_regular_file(ec) && !recorded.contains(path)) {
+      std::filesystem::remove(entry.path(), ec);
+    }
   }
 }
 

@@ -18,9 +18,11 @@
 // exits/job-<id>-attempt-<a>-rank-<r>.exit (how each task ended, written by
 // its shim, spawn.h; removed once the master has acknowledged the end).
 //
-// Restart: a new agent on the same state dir adopts the tasks the record
-// says still run, and first heartbeats with the saved node id: a master that
-// still knows the node keeps its jobs running (no new StartTask). Only if
+// Restart: a new agent on the same state dir kills what is left of the
+// process group of each recorded task whose shim is gone, adopts the tasks
+// the record says still run, and first heartbeats with the saved node id:
+// a master that still knows the node keeps its jobs running (no new
+// StartTask). Only if
 // the master answers NOT_FOUND (it restarted, or marked the node down) does
 // the agent Register again, reporting those tasks.
 //
@@ -138,6 +140,7 @@ class AgentDaemon {
   void StopTasks(const v1::Command& command);
   bool PollExits();  // true if a task ended
   void AdoptRecorded();
+  void RemoveStaleExitFiles();
   void SaveSession();
   void LoadSession();
   std::vector<v1::TaskStatus> Statuses() const;  // requires mu_

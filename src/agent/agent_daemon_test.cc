@@ -2,6 +2,8 @@
 // SQLite state in a temporary folder) and real child processes.
 #include "agent/agent_daemon.h"
 
+#include <signal.h>
+
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -12,6 +14,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "agent/agent_testing.h"
+#include "agent/proc_table.h"
+#include "agent/task_record.h"
 #include "proto/tiresias.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "master/clock.h"
@@ -119,6 +123,24 @@ class AgentDaemonTest : public testing::Test {
       if (line.find(needle) != std::string::npos) ++n;
     }
     return n;
+  }
+
+  // The pid (the task's shim) the agent recorded for job `id`'s task.
+  pid_t RecordedPid(JobId id) {
+    auto entries = ParseTaskRecord(ReadFile(dir_.File("agent/tasks.json")));
+    EXPECT_TRUE(entries.ok()) << entries.status();
+    for (const TaskRecordEntry& e : entries.value_or(
+             std::vector<TaskRecordEntry>{})) {
+      if (e.handle.job_id == id) return e.handle.pid;
+    }
+    ADD_FAILURE() << "job " << id << " is not in the task record";
+    return 0;
+  }
+
+  // Gone, or a zombie.
+  static bool Exited(pid_t pid) {
+    auto stat = RealProcessTable()->Stat(pid);
+    return stat.ok() && (!stat->has_value() || (*stat)->exited());
   }
 
   // ReadJobLog on the master, over gRPC as a client calls it.
@@ -247,13 +269,22 @@ TEST_F(AgentDaemonTest, TaskThatEndsWhileNoAgentRunsKeepsItsExitCode) {
   ASSERT_TRUE(WaitState(id, JobRecordState::kRunning));
   first->Stop();
   std::ofstream(go) << "";
-  // The task ends with nobody to wait for it but its shim.
+  // The task ends with nobody to wait for it but its shim, which writes the
+  // exit file and ends too (a zombie: this test process is its parent).
+  const pid_t shim = RecordedPid(id);
   ASSERT_TRUE(WaitUntil([&] {
     return std::filesystem::exists(
-        dir_.File("agent/exits/job-" + std::to_string(id) +
-                  "-attempt-1-rank-0.exit"));
+               dir_.File("agent/exits/job-" + std::to_string(id) +
+                         "-attempt-1-rank-0.exit")) &&
+           Exited(shim);
   }));
+  // A leftover of a crash between forgetting a task and removing its exit
+  // file: the next agent removes it.
+  std::ofstream(dir_.File("agent/exits/job-99-attempt-1-rank-0.exit"))
+      << "exit 0 1\n";
   AgentDaemon* second = StartAgent();
+  EXPECT_FALSE(std::filesystem::exists(
+      dir_.File("agent/exits/job-99-attempt-1-rank-0.exit")));
   ASSERT_TRUE(WaitState(id, JobRecordState::kFailed));
   EXPECT_EQ(Job(id).exit_code, 3);
   EXPECT_EQ(CountLog("exited while no agent ran (failed (exit code 3))"), 1);
@@ -261,6 +292,29 @@ TEST_F(AgentDaemonTest, TaskThatEndsWhileNoAgentRunsKeepsItsExitCode) {
   EXPECT_TRUE(WaitUntil([&] { return second->task_count() == 0; }));
   EXPECT_FALSE(std::filesystem::exists(dir_.File(
       "agent/exits/job-" + std::to_string(id) + "-attempt-1-rank-0.exit")));
+}
+
+TEST_F(AgentDaemonTest, KilledShimTakesItsTaskAndTheTasksChildrenWithIt) {
+  StartMaster();
+  AgentDaemon* first = StartAgent();
+  const std::string child_pid = dir_.File("child.pid");
+  JobId id = Submit(1, "sleep 30 & echo $! > " + child_pid + "; wait");
+  ASSERT_TRUE(WaitState(id, JobRecordState::kRunning));
+  ASSERT_TRUE(WaitUntil([&] { return !ReadFile(child_pid).empty(); }));
+  const pid_t child = std::stoi(ReadFile(child_pid));
+  first->Stop();
+  // While no agent runs, the shim is SIGKILLed (say, `pkill -9`): the task
+  // dies with it (parent-death signal), but its own child lives on.
+  const pid_t shim = RecordedPid(id);
+  ASSERT_EQ(kill(shim, SIGKILL), 0);
+  ASSERT_TRUE(WaitUntil([&] { return Exited(shim); }));
+  EXPECT_FALSE(Exited(child));
+  // The next agent finds the shim gone and kills what is left of the group,
+  // so the job's GPUs are really free when the master reuses them.
+  StartAgent();
+  EXPECT_TRUE(WaitUntil([&] { return Exited(child); }));
+  ASSERT_TRUE(WaitUntil([&] { return IsFinal(Job(id).state); }));
+  EXPECT_EQ(Job(id).state, JobRecordState::kFailed);  // status lost with it
 }
 
 TEST_F(AgentDaemonTest, MasterReadsTaskLogsFromTheAgent) {

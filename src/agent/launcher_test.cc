@@ -334,6 +334,17 @@ TEST_F(LauncherTest, ShimPassesOnTheSignalThatKilledTheTask) {
               ::testing::StartsWith(absl::StrCat("signal ", SIGUSR1, " ")));
 }
 
+TEST_F(LauncherTest, TaskDiesWithItsShim) {
+  const TaskHandle handle =
+      StartReady("echo $$ > task.pid; touch ready; exec sleep 30");
+  const pid_t task = ReadPid(dir_.File("task.pid"));
+  EXPECT_NE(task, handle.pid);  // the shim leads the group, the task is in it
+  EXPECT_EQ(getpgid(task), handle.pgid);
+  ASSERT_EQ(kill(handle.pid, SIGKILL), 0);
+  EXPECT_TRUE(WaitUntil([&] { return Gone(task); }));
+  EXPECT_EQ(WaitExit(handle).signal, SIGKILL);
+}
+
 TEST_F(LauncherTest, AdoptedTaskExitStatusComesFromItsExitFile) {
   TaskSpec spec =
       Spec("touch ready; while [ ! -e go ]; do sleep 0.01; done; exit 3");

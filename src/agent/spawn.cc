@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -36,6 +37,7 @@ struct ChildSetup {
   int error_fd;
   const char* exit_path;      // null: the shim records nothing
   const char* exit_tmp_path;  // exit_path + ".tmp"
+  unsigned max_fd;            // highest descriptor that may be open
 };
 
 // Signals a stop may send to the task's group that the shim must outlive,
@@ -113,8 +115,21 @@ void WriteExitFile(const ChildSetup& s, int status) {
   _exit(127);
 }
 
-// The task proper, in the shim's child: default signal handling, then exec.
-[[noreturn]] void ExecTask(const ChildSetup& s) {
+// Closes every descriptor in [low, high]: close_range, or one by one where
+// the kernel lacks it (before 5.9). Async-signal-safe.
+void CloseRange(unsigned low, unsigned high, const ChildSetup& s) {
+  if (low > high) return;
+  if (close_range(low, high, 0) == 0) return;
+  const unsigned last = std::min<unsigned>(high, s.max_fd);
+  for (unsigned fd = low; fd <= last; ++fd) close(static_cast<int>(fd));
+}
+
+// The task proper, in the shim's child: dies with the shim (so no task
+// outlives the one process that can report its exit), default signal
+// handling, then exec.
+[[noreturn]] void ExecTask(const ChildSetup& s, pid_t shim) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (getppid() != shim) _exit(127);  // the shim died before prctl
   struct sigaction default_action = {};
   default_action.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &default_action, nullptr);
@@ -154,11 +169,12 @@ void WriteExitFile(const ChildSetup& s, int status) {
   if (s.working_dir != nullptr && chdir(s.working_dir) != 0) Fail(s, kChdir);
   // Close what the agent has open (sockets, files) except the error pipe,
   // which closes itself on the task's exec.
-  if (s.error_fd > 3) close_range(3, s.error_fd - 1, 0);
-  close_range(s.error_fd + 1, ~0U, 0);
+  if (s.error_fd > 3) CloseRange(3, s.error_fd - 1, s);
+  CloseRange(s.error_fd + 1, ~0U, s);
+  const pid_t shim = getpid();
   const pid_t task = fork();
   if (task < 0) Fail(s, kFork);
-  if (task == 0) ExecTask(s);
+  if (task == 0) ExecTask(s, shim);
   // The agent learns of the exec through the pipe closing: the shim's own
   // end must not keep it open.
   close(s.error_fd);
@@ -168,6 +184,17 @@ void WriteExitFile(const ChildSetup& s, int status) {
   }
   WriteExitFile(s, status);
   ExitLike(status);
+}
+
+// The highest descriptor number this process may have open (for closing
+// them one by one where close_range is missing).
+unsigned MaxFd() {
+  struct rlimit limit = {};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 ||
+      limit.rlim_cur == RLIM_INFINITY) {
+    return 65535;
+  }
+  return static_cast<unsigned>(std::min<rlim_t>(limit.rlim_cur, 1 << 20)) - 1;
 }
 
 // Moves `fd` above 0..2 so that the child's dup2 onto stdio cannot collide.
@@ -250,7 +277,8 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
       log.get(),
       error_write.get(),
       request.exit_path.empty() ? nullptr : request.exit_path.c_str(),
-      exit_tmp_path.c_str()};
+      exit_tmp_path.c_str(),
+      MaxFd()};
 
   const pid_t pid = fork();
   if (pid < 0) return Error("fork", "", errno);

@@ -10,7 +10,10 @@
 // task's exit status to the exit file and then ends the same way (same exit
 // code, or killed by the same signal). Whoever waits for the shim sees the
 // task's own status; an agent that restarted while the task ran, and so
-// cannot wait for anything, reads the exit file (exit_file.h).
+// cannot wait for anything, reads the exit file (exit_file.h). The task
+// gets SIGKILL if the shim dies (parent-death signal), so no task outlives
+// the one process that can report its end; what the task started is left
+// to the agent, which kills the group once its leader is gone.
 #ifndef TIRESIAS_AGENT_SPAWN_H_
 #define TIRESIAS_AGENT_SPAWN_H_
 

@@ -18,6 +18,8 @@ namespace tiresias {
 namespace {
 
 constexpr std::chrono::milliseconds kFollowPoll{500};
+// How long -f keeps retrying a master or node it cannot reach.
+constexpr std::chrono::seconds kFollowRetryFor{120};
 
 struct LogsFlags {
   std::string master;
@@ -78,6 +80,9 @@ int Logs(const LogsFlags& f) {
   int attempt = f.attempt;
   int64_t offset = 0;
   const std::string what = absl::StrCat("logs of job ", f.id);
+  bool followed = false;  // some read succeeded
+  bool warned = false;    // said that we retry
+  auto last_ok = std::chrono::steady_clock::now();
   while (true) {
     v1::ReadJobLogRequest req;
     req.set_job_id(f.id);
@@ -88,20 +93,37 @@ int Logs(const LogsFlags& f) {
     grpc::Status status =
         client.stub().ReadJobLog(client.Context().get(), req, &resp);
     if (!status.ok()) {
+      const grpc::StatusCode code = status.error_code();
       // Following: a job that has not started, or whose launch is still
       // being started (no log yet), is waited for; a launch that never
-      // wrote a log (stopped before it started) is skipped.
+      // wrote a log (stopped before its task started) is skipped; a node
+      // or master that cannot be reached for a while is retried.
       const bool no_log_yet =
-          status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
-          (status.error_code() == grpc::StatusCode::NOT_FOUND && offset == 0);
-      std::optional<v1::Job> job;
-      if (f.follow && no_log_yet) job = FetchJob(client, f.id);
-      if (job.has_value()) {
-        if (f.attempt == 0 && attempt != 0 && job->attempt() > attempt) {
+          code == grpc::StatusCode::FAILED_PRECONDITION ||
+          (code == grpc::StatusCode::NOT_FOUND && offset == 0);
+      const bool transient = code == grpc::StatusCode::UNAVAILABLE ||
+                             code == grpc::StatusCode::DEADLINE_EXCEEDED;
+      if (f.follow && (no_log_yet || transient)) {
+        const std::optional<v1::Job> job = FetchJob(client, f.id);
+        if (job.has_value() && no_log_yet && f.attempt == 0 && attempt != 0 &&
+            job->attempt() > attempt) {
           ++attempt;
           continue;
         }
-        if (!cli::IsFinal(job->state())) {
+        // The job ended after its last launch that wrote a log.
+        if (job.has_value() && no_log_yet && cli::IsFinal(job->state()) &&
+            followed) {
+          return 0;
+        }
+        const bool wait = job.has_value() ? !cli::IsFinal(job->state())
+                                          : transient;  // master unreachable
+        const auto now = std::chrono::steady_clock::now();
+        if (wait && (!transient || now - last_ok < kFollowRetryFor)) {
+          if (transient && !warned) {
+            std::fprintf(stderr, "tiresias: %s: %s; retrying\n", what.c_str(),
+                         status.error_message().c_str());
+            warned = true;
+          }
           std::this_thread::sleep_for(kFollowPoll);
           continue;
         }
@@ -117,6 +139,9 @@ int Logs(const LogsFlags& f) {
       }
       return cli::Fail(cli::DescribeRpcError(status, client.address(), what));
     }
+    followed = true;
+    warned = false;
+    last_ok = std::chrono::steady_clock::now();
     printer.Print(resp, offset);
     const bool got_all = resp.data().empty() ||
                          resp.data().size() < static_cast<size_t>(1 << 20);

@@ -68,6 +68,7 @@ void MasterState::StartLaunch(const StartDecision& start, Seconds now) {
     launch.parts.push_back(std::move(part));
   }
   MarkDirty(rec.id);
+  launch_records_.push_back(LaunchRecord{rec.id, launch.attempt, rec.nodes});
   launches_[{launch.job, launch.attempt}] = std::move(launch);
 }
 

@@ -15,14 +15,19 @@ absl::StatusOr<MasterState::TaskLogLocation> MasterState::LocateTaskLog(
                      "number, got ",
                      attempt));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  ASSIGN_OR_RETURN(JobRecord rec, store_->GetJob(id));
-  LiveView(rec, clock_->NowUnixSeconds());
-  if (rank < 0 || rank >= rec.spec.num_gpus) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rank: job ", id, " has at most ", rec.spec.num_gpus,
-        " task(s), ranks 0..", rec.spec.num_gpus - 1, "; got ", rank));
+  if (rank < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank: expected >= 0, got ", rank));
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  // Unfinished jobs are in memory; only an ended one is read from the store.
+  JobRecord rec;
+  if (auto live = records_.find(id); live != records_.end()) {
+    rec = live->second;
+  } else {
+    ASSIGN_OR_RETURN(rec, store_->GetJob(id));
+  }
+  LiveView(rec, clock_->NowUnixSeconds());
   if (rec.attempt == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", id, " has not started yet, so it has no log"));
@@ -37,36 +42,46 @@ absl::StatusOr<MasterState::TaskLogLocation> MasterState::LocateTaskLog(
   where.current_attempt = rec.attempt;
   where.state = rec.state;
 
-  auto add = [&](int64_t node_id) {
-    auto node = nodes_.find(node_id);
-    if (node == nodes_.end()) return;
-    const std::string& name = node->second.record.name;
+  auto add = [&](const std::string& name) {
     if (std::any_of(where.nodes.begin(), where.nodes.end(),
                     [&](const LogNode& n) { return n.name == name; })) {
       return;
     }
-    where.nodes.push_back(
-        LogNode{name, node->second.log_address, node->second.up});
+    LogNode node{name, "", false};
+    for (const auto& [node_id, info] : nodes_) {
+      if (info.record.name == name) {
+        node.log_address = info.log_address;
+        node.up = info.up;
+      }
+    }
+    where.nodes.push_back(std::move(node));
   };
   auto launch = launches_.find({id, where.attempt});
+  ASSIGN_OR_RETURN(std::vector<std::string> ranks,
+                   store_->LaunchNodes(id, where.attempt));
+  if (!ranks.empty()) {
+    if (rank >= static_cast<int>(ranks.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rank: launch ", where.attempt, " of job ", id, " has ", ranks.size(),
+          " task(s), ranks 0..", ranks.size() - 1, "; got ", rank));
+    }
+    add(ranks[rank]);
+  } else {
+    // Not recorded (a state file older than the launches table): the job's
+    // last nodes, then every node.
+    for (const std::string& name : rec.nodes) add(name);
+    for (const auto& [node_id, info] : nodes_) add(info.record.name);
+  }
   if (launch != launches_.end() &&
       rank < static_cast<int>(launch->second.parts.size())) {
-    const Part& part = launch->second.parts[rank];
-    where.ended = part.ended;
-    add(part.node_id);
-    return where;
+    where.ended = launch->second.parts[rank].ended;
+  } else {
+    // A launch no longer in memory has ended, unless the master restarted
+    // while it ran and its agents have not re-registered it yet.
+    where.ended = IsFinal(rec.state) || where.attempt < rec.attempt ||
+                  (rec.state != JobRecordState::kRunning &&
+                   rec.state != JobRecordState::kStarting);
   }
-  // A launch no longer in memory has ended, unless the master restarted
-  // while it ran and its agents have not re-registered it yet.
-  where.ended = IsFinal(rec.state) || where.attempt < rec.attempt ||
-                (rec.state != JobRecordState::kRunning &&
-                 rec.state != JobRecordState::kStarting);
-  for (const std::string& name : rec.nodes) {
-    for (const auto& [node_id, info] : nodes_) {
-      if (info.record.name == name) add(node_id);
-    }
-  }
-  for (const auto& [node_id, info] : nodes_) add(node_id);
   return where;
 }
 

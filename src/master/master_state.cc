@@ -174,8 +174,11 @@ absl::Status MasterState::Commit() {
   }
   write.events = std::move(events_);
   events_.clear();
+  write.launches = std::move(launch_records_);
+  launch_records_.clear();
   dirty_.clear();
-  if (!write.jobs.empty() || !write.events.empty()) {
+  if (!write.jobs.empty() || !write.events.empty() ||
+      !write.launches.empty()) {
     RETURN_IF_ERROR(store_->Write(write));
     if (!write.events.empty()) EventsWritten();
   }

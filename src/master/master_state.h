@@ -131,12 +131,12 @@ class MasterState {
   absl::StatusOr<std::vector<v1::Node>> ListNodes();
 
   // Where the log of one task of a job lives, for ReadJobLog: the launch
-  // (attempt 0: the current or last one), and the nodes that may hold it,
-  // most likely first. The master keeps which node ran which rank only for
-  // launches in progress; for an ended launch the candidates are the nodes
-  // of the job's last launch, then every other node (agents answer
-  // NOT_FOUND for a log they do not have). Errors: NotFound (unknown job,
-  // or an attempt it never had), InvalidArgument (rank outside the job),
+  // (attempt 0: the current or last one) and the node that ran that rank
+  // (the store records each launch's nodes when it is decided). For a
+  // launch recorded before that table existed, the candidates are the
+  // job's last nodes, then every other node (agents answer NOT_FOUND for a
+  // log they do not have). Errors: NotFound (unknown job, or an attempt it
+  // never had), InvalidArgument (no such rank in that launch),
   // FailedPrecondition (the job has not started yet).
   struct LogNode {
     std::string name;
@@ -300,6 +300,7 @@ class MasterState {
   std::set<std::pair<int64_t, LaunchKey>> orphan_stops_sent_;
   std::set<JobId> dirty_;
   std::vector<JobEvent> events_;
+  std::vector<LaunchRecord> launch_records_;  // written by the next Commit
   bool pass_wanted_ = true;
 
   // Watchers: never taken before mu_ (taken inside it by EventsWritten).

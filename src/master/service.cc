@@ -133,18 +133,21 @@ grpc::Status TiresiasService::WatchEvents(
   }
 }
 
-v1::AgentLogs::Stub& TiresiasService::AgentLogsStub(
-    const std::string& address) {
+std::shared_ptr<v1::AgentLogs::Stub> TiresiasService::AgentLogsStub(
+    const std::string& node, const std::string& address) {
   std::lock_guard<std::mutex> lock(stubs_mu_);
-  std::unique_ptr<v1::AgentLogs::Stub>& stub = stubs_[address];
-  if (stub == nullptr) {
-    stub = v1::AgentLogs::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  AgentChannel& channel = stubs_[node];
+  // One channel per node, replaced when its agent moves (a restarted agent
+  // serves on a new port).
+  if (channel.stub == nullptr || channel.address != address) {
+    channel.address = address;
+    channel.stub = std::shared_ptr<v1::AgentLogs::Stub>(v1::AgentLogs::NewStub(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials())));
   }
-  return *stub;
+  return channel.stub;
 }
 
-grpc::Status TiresiasService::ReadJobLog(grpc::ServerContext*,
+grpc::Status TiresiasService::ReadJobLog(grpc::ServerContext* server_ctx,
                                          const v1::ReadJobLogRequest* req,
                                          v1::ReadJobLogResponse* resp) {
   if (req->offset() < 0) {
@@ -177,11 +180,15 @@ grpc::Status TiresiasService::ReadJobLog(grpc::ServerContext*,
           absl::StrCat(node.name, node.up ? " (serves no logs)" : " (down)"));
       continue;
     }
+    if (server_ctx->IsCancelled()) return grpc::Status::CANCELLED;
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + kAgentLogTimeout);
+    // No longer than the client still waits.
+    ctx.set_deadline(
+        std::min(std::chrono::system_clock::now() + kAgentLogTimeout,
+                 server_ctx->deadline()));
     v1::ReadTaskLogResponse agent_resp;
-    grpc::Status s = AgentLogsStub(node.log_address)
-                         .ReadTaskLog(&ctx, agent_req, &agent_resp);
+    grpc::Status s = AgentLogsStub(node.name, node.log_address)
+                         ->ReadTaskLog(&ctx, agent_req, &agent_resp);
     if (s.error_code() == grpc::StatusCode::NOT_FOUND) continue;
     if (!s.ok()) {
       unreachable.push_back(
@@ -202,8 +209,8 @@ grpc::Status TiresiasService::ReadJobLog(grpc::ServerContext*,
   if (!unreachable.empty()) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         absl::StrCat("the log of ", task,
-                                     " may be on a node that cannot be "
-                                     "reached: ",
+                                     " is on a node that cannot be "
+                                     "reached now: ",
                                      absl::StrJoin(unreachable, ", ")));
   }
   return grpc::Status(grpc::StatusCode::NOT_FOUND,

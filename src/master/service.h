@@ -12,9 +12,10 @@
 // least every kWatchPoll to notice a cancel or a stop.
 //
 // ReadJobLog asks MasterState where the task's log is (LocateTaskLog) and
-// reads it from that node's agent (v1::AgentLogs.ReadTaskLog, one channel
-// per agent address, kept), trying the candidate nodes in turn until one
-// has the log. Each agent call has a deadline of kAgentLogTimeout.
+// reads it from that node's agent (v1::AgentLogs.ReadTaskLog; one channel
+// per node, replaced when the agent's address changes), trying candidate
+// nodes in turn until one has it. Each agent call waits at most
+// kAgentLogTimeout, and no longer than the client does.
 #ifndef TIRESIAS_MASTER_SERVICE_H_
 #define TIRESIAS_MASTER_SERVICE_H_
 
@@ -52,8 +53,7 @@ class TiresiasService final : public v1::Tiresias::Service {
                          v1::CancelJobResponse*) override;
   grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
                          v1::ListNodesResponse*) override;
-  grpc::Status WatchEvents(grpc::ServerContext*,
-                           const v1::WatchEventsRequest*,
+  grpc::Status WatchEvents(grpc::ServerContext*, const v1::WatchEventsRequest*,
                            grpc::ServerWriter<v1::JobEvent>*) override;
   grpc::Status ReadJobLog(grpc::ServerContext*, const v1::ReadJobLogRequest*,
                           v1::ReadJobLogResponse*) override;
@@ -71,13 +71,20 @@ class TiresiasService final : public v1::Tiresias::Service {
   void Changed() {
     if (on_change_) on_change_();
   }
-  v1::AgentLogs::Stub& AgentLogsStub(const std::string& address);
+  // Shared: AgentLogsStub may replace a node's channel while another
+  // request still uses the old one.
+  struct AgentChannel {
+    std::string address;
+    std::shared_ptr<v1::AgentLogs::Stub> stub;
+  };
+  std::shared_ptr<v1::AgentLogs::Stub> AgentLogsStub(
+      const std::string& node, const std::string& address);
 
   MasterState* state_;
   std::function<void()> on_change_;
   std::atomic<bool> stopping_{false};
   std::mutex stubs_mu_;
-  std::map<std::string, std::unique_ptr<v1::AgentLogs::Stub>> stubs_;
+  std::map<std::string, AgentChannel> stubs_;  // by node name
 };
 
 class AgentRegistryService final : public v1::AgentRegistry::Service {

@@ -204,7 +204,50 @@ absl::Status SqliteStore::Write(const StoreWrite& write) {
   for (const JobEvent& event : write.events) {
     RETURN_IF_ERROR(AppendEventLocked(event));
   }
+  for (const LaunchRecord& launch : write.launches) {
+    RETURN_IF_ERROR(InsertLaunchLocked(launch));
+  }
   return txn.Commit();
+}
+
+absl::Status SqliteStore::InsertLaunchLocked(const LaunchRecord& launch) {
+  for (size_t rank = 0; rank < launch.nodes.size(); ++rank) {
+    ASSIGN_OR_RETURN(SqliteQuery insert,
+                     db_->Prepare("INSERT OR REPLACE INTO launches (job_id, "
+                                  "attempt, rank, node) VALUES (?, ?, ?, ?)"));
+    insert.Bind(1, launch.job_id)
+        .Bind(2, int64_t{launch.attempt})
+        .Bind(3, static_cast<int64_t>(rank))
+        .Bind(4, launch.nodes[rank]);
+    absl::Status status = insert.Run();
+    if (insert.last_error_code() == SQLITE_CONSTRAINT_FOREIGNKEY) {
+      return absl::NotFoundError(absl::StrCat("launch ", launch.attempt,
+                                              " of job ", launch.job_id,
+                                              ": no such job"));
+    }
+    RETURN_IF_ERROR(status);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteStore::LaunchNodes(
+    JobId job, int attempt) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteQuery query,
+                   db_->Prepare("SELECT rank, node FROM launches WHERE "
+                                "job_id = ? AND attempt = ? ORDER BY rank"));
+  query.Bind(1, job).Bind(2, int64_t{attempt});
+  std::vector<std::string> nodes;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) return nodes;
+    if (query.Int(0) != static_cast<int64_t>(nodes.size())) {
+      return absl::DataLossError(absl::StrCat(
+          db_->path(), ": launch ", attempt, " of job ", job,
+          ": ranks not numbered 0, 1, ... (found rank ", query.Int(0), ")"));
+    }
+    nodes.push_back(query.Text(1));
+  }
 }
 
 absl::Status SqliteStore::UpdateJobLocked(const JobRecord& r) {

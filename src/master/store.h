@@ -31,6 +31,15 @@ namespace tiresias {
 
 class SqliteDb;
 
+// Where one launch of a job ran: the node name of each rank, rank order.
+struct LaunchRecord {
+  JobId job_id = 0;
+  int attempt = 0;
+  std::vector<std::string> nodes;
+
+  bool operator==(const LaunchRecord&) const = default;
+};
+
 // Several job updates and events written at once (e.g. everything one
 // scheduling pass decided): all of it is stored, or none of it.
 struct StoreWrite {
@@ -41,6 +50,8 @@ struct StoreWrite {
   std::vector<JobRecord> jobs;
   // Appended after the updates, in this order; `sequence` is assigned.
   std::vector<JobEvent> events;
+  // Launches to record (a launch is written once, when it is decided).
+  std::vector<LaunchRecord> launches;
 };
 
 class Store {
@@ -84,6 +95,11 @@ class Store {
   virtual absl::StatusOr<std::vector<JobEvent>> EventsAfter(
       int64_t after_sequence, int limit) const = 0;
 
+  // The node of each rank of one launch, rank order; empty if the launch
+  // is not recorded (it never was decided, or predates schema version 3).
+  virtual absl::StatusOr<std::vector<std::string>> LaunchNodes(
+      JobId job, int attempt) const = 0;
+
   // Inserts the node, or updates the one with the same name; returns its
   // id (stable for the name). `node.id` is ignored.
   virtual absl::StatusOr<int64_t> UpsertNode(const NodeRecord& node) = 0;
@@ -101,8 +117,9 @@ struct SqliteStoreOptions {
 class SqliteStore final : public Store {
  public:
   // The schema version this build writes; Open upgrades files with an older
-  // one in place (1 -> 2 adds jobs.failed_starts) and refuses newer ones.
-  static constexpr int kSchemaVersion = 2;
+  // one in place (1 -> 2 adds jobs.failed_starts, 2 -> 3 the launches
+  // table) and refuses newer ones.
+  static constexpr int kSchemaVersion = 3;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the
@@ -123,6 +140,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<JobEvent>> Events(JobId job) const override;
   absl::StatusOr<std::vector<JobEvent>> EventsAfter(int64_t after_sequence,
                                                     int limit) const override;
+  absl::StatusOr<std::vector<std::string>> LaunchNodes(
+      JobId job, int attempt) const override;
   absl::StatusOr<int64_t> UpsertNode(const NodeRecord& node) override;
   absl::StatusOr<std::vector<NodeRecord>> ListNodes() const override;
 
@@ -136,6 +155,7 @@ class SqliteStore final : public Store {
   absl::Status Migrate(int from_version);
   absl::Status UpdateJobLocked(const JobRecord& record);
   absl::Status AppendEventLocked(const JobEvent& event);
+  absl::Status InsertLaunchLocked(const LaunchRecord& launch);
   absl::StatusOr<std::vector<JobRecord>> SelectJobs(const std::string& where,
                                                     int64_t arg) const;
   absl::StatusOr<std::vector<JobEvent>> SelectEvents(const std::string& where,

@@ -179,6 +179,14 @@ TEST(SqliteStoreOpenTest, VersionOneFileIsUpgradedInPlace) {
     JobRequest request;
     request.command = {"true"};
     EXPECT_EQ(*(*store)->CreateJob(request, Seconds{200}), 3);
+    // The launches table came with the upgrade: old launches are unknown,
+    // new ones are recorded.
+    EXPECT_TRUE((*store)->LaunchNodes(1, 2)->empty());
+    StoreWrite write;
+    write.launches = {{1, 3, {"node-1"}}};
+    ASSERT_TRUE((*store)->Write(write).ok());
+    EXPECT_EQ(*(*store)->LaunchNodes(1, 3),
+              std::vector<std::string>{"node-1"});
   }
   EXPECT_EQ(SchemaVersionOf(path), absl::StrCat(SqliteStore::kSchemaVersion));
   // Upgraded once: reopening does not migrate again.

@@ -56,6 +56,13 @@ CREATE TABLE nodes (
 inline constexpr const char* kMigrations[] = {
     // 2: JobRecord::failed_starts, durable across master restarts.
     "ALTER TABLE jobs ADD COLUMN failed_starts INTEGER NOT NULL DEFAULT 0",
+    // 3: which node ran each rank of each launch (where its log is).
+    "CREATE TABLE launches ("
+    "  job_id INTEGER NOT NULL REFERENCES jobs(id),"
+    "  attempt INTEGER NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  node TEXT NOT NULL,"
+    "  PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =

@@ -161,6 +161,27 @@ TEST(SqliteStoreTest, FailedStartsRoundTripAcrossReopen) {
   EXPECT_EQ((*unfinished)[0].failed_starts, 2);
 }
 
+TEST(SqliteStoreTest, LaunchNodesAreRecordedPerAttemptAndRank) {
+  TestDir dir;
+  std::string path = dir.File("state.db");
+  {
+    auto store = MustOpen(path);
+    ASSERT_TRUE(store->CreateJob(Request("a"), Seconds{1}).ok());
+    StoreWrite write;
+    write.launches = {{1, 1, {"node-1", "node-0"}}, {1, 2, {"node-2"}}};
+    ASSERT_TRUE(store->Write(write).ok());
+    // A launch of a job that does not exist: nothing of the write is kept.
+    write.launches = {{1, 3, {"node-5"}}, {9, 1, {"node-1"}}};
+    EXPECT_EQ(store->Write(write).code(), absl::StatusCode::kNotFound);
+  }
+  auto store = MustOpen(path);
+  EXPECT_EQ(*store->LaunchNodes(1, 1),
+            (std::vector<std::string>{"node-1", "node-0"}));
+  EXPECT_EQ(*store->LaunchNodes(1, 2), (std::vector<std::string>{"node-2"}));
+  EXPECT_TRUE(store->LaunchNodes(1, 3)->empty());  // rolled back
+  EXPECT_TRUE(store->LaunchNodes(7, 1)->empty());  // never recorded
+}
+
 // kStarting is a view the master overlays on reads; the store keeps such a
 // job as pending or preempted and refuses to write it.
 TEST(SqliteStoreTest, StartingIsNeverStored) {

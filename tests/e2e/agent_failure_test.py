@@ -11,28 +11,19 @@ Usage: agent_failure_test.py TIRESIAS_BINARY. Real processes, gRPC, SQLite.
 import os
 import signal
 import sys
-import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_cluster import (Cluster, FINAL, events, fail,  # noqa: E402
+from local_cluster import (FINAL, events, fail, run_with_cluster,  # noqa: E402
                            read_lines)
 
 NODE_TIMEOUT = 3
 
 
 def main():
-    binary = sys.argv[1]
-    started = time.time()
-    with tempfile.TemporaryDirectory(prefix="tiresias-agent-") as workdir:
-        cluster = Cluster(binary, workdir, node_timeout=NODE_TIMEOUT,
-                          policy="yarn-cs")
-        try:
-            run(cluster)
-        finally:
-            cluster.stop()
-    print("PASS in %.1f s" % (time.time() - started))
+    run_with_cluster(run, "tiresias-agent-", node_timeout=NODE_TIMEOUT,
+                     policy="yarn-cs")
 
 
 def run(cluster):

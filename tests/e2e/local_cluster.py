@@ -3,7 +3,8 @@
 client, and /bin/sh jobs that leave a start marker so a test can tell how
 many times each job's process was started.
 
-Not a test itself; imported by restart_test.py and agent_failure_test.py.
+Not a test itself; imported by restart_test.py, agent_failure_test.py,
+logs_follow_test.py (and preemption_test.py for wait_follower).
 """
 import json
 import os
@@ -11,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 SKIP = 77
@@ -36,6 +38,33 @@ echo "end $$" >> "$marker.end"
 def fail(message):
     print("FAIL: " + message, flush=True)
     sys.exit(1)
+
+
+def run_with_cluster(run, prefix, **cluster_options):
+    """The body of a test's main(): `run(cluster)` on a fresh Cluster in a
+    temporary folder (binary from argv[1]), everything stopped after."""
+    binary = sys.argv[1]
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix=prefix) as workdir:
+        cluster = Cluster(binary, workdir, **cluster_options)
+        try:
+            run(cluster)
+        finally:
+            cluster.stop()
+    print("PASS in %.1f s" % (time.time() - started))
+
+
+def wait_follower(proc, timeout_s=30):
+    """Waits for a `tiresias logs -f` process to end on its own; fails the
+    test if it does not or exits non-zero. Returns (stdout, stderr)."""
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        fail("tiresias logs -f did not end when the job did")
+    if proc.returncode != 0:
+        fail("tiresias logs -f exited %d: %s" % (proc.returncode, err))
+    return out, err
 
 
 def free_port():

@@ -13,12 +13,12 @@ Usage: logs_follow_test.py TIRESIAS_BINARY. Real processes, gRPC, SQLite.
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_cluster import Cluster, FINAL, fail  # noqa: E402
+from local_cluster import (FINAL, fail, run_with_cluster,  # noqa: E402
+                           wait_follower)
 
 LINES = 40
 SCRIPT = ('i=1; while [ $i -le %d ]; do echo "line $i"; i=$((i+1)); '
@@ -26,15 +26,7 @@ SCRIPT = ('i=1; while [ $i -le %d ]; do echo "line $i"; i=$((i+1)); '
 
 
 def main():
-    binary = sys.argv[1]
-    started = time.time()
-    with tempfile.TemporaryDirectory(prefix="tiresias-logs-") as workdir:
-        cluster = Cluster(binary, workdir, node_timeout=30)
-        try:
-            run(cluster)
-        finally:
-            cluster.stop()
-    print("PASS in %.1f s" % (time.time() - started))
+    run_with_cluster(run, "tiresias-logs-", node_timeout=30)
 
 
 def run(cluster):
@@ -55,13 +47,7 @@ def run(cluster):
     cluster.start_agent("nodeA", gpus=1)
     jobs = cluster.wait(lambda j: j[job_id]["state"] in FINAL,
                         "the job to end", timeout_s=60)
-    try:
-        out, err = follower.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        follower.kill()
-        fail("tiresias logs -f did not end when the job did")
-    if follower.returncode != 0:
-        fail("tiresias logs -f exited %d: %s" % (follower.returncode, err))
+    out, err = wait_follower(follower)
     want = ["line %d" % i for i in range(1, LINES + 1)]
     if out.splitlines() != want:
         fail("follower printed %r, want line 1 .. line %d once each" %

@@ -21,6 +21,10 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from local_cluster import wait_follower  # noqa: E402
+
 SKIP = 77
 LONG_STEPS = 150
 
@@ -110,14 +114,7 @@ def run(binary, repo, policy, workdir):
         # The last (resumed) launch's log of each rank, through the master.
         resumed_logs = [cluster.cli("logs", long_id, "--rank", str(rank))
                         for rank in (0, 1)]
-        try:
-            followed, follow_err = follower.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            follower.kill()
-            fail("tiresias logs -f did not end when the job did")
-        if follower.returncode != 0:
-            fail("tiresias logs -f exited %d: %s" %
-                 (follower.returncode, follow_err))
+        followed, _ = wait_follower(follower)
     finally:
         cluster.stop()
     for i in [long_id] + shorts:

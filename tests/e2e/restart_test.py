@@ -12,27 +12,18 @@ Usage: restart_test.py TIRESIAS_BINARY. Real processes, gRPC, SQLite.
 """
 import os
 import sys
-import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_cluster import (Cluster, FINAL, events, fail,  # noqa: E402
+from local_cluster import (FINAL, events, fail, run_with_cluster,  # noqa: E402
                            free_port, read_lines)
 
 RUN_SECS = 12  # long enough to span the crash and the restart
 
 
 def main():
-    binary = sys.argv[1]
-    started = time.time()
-    with tempfile.TemporaryDirectory(prefix="tiresias-restart-") as workdir:
-        cluster = Cluster(binary, workdir, node_timeout=3, policy="yarn-cs")
-        try:
-            run(cluster)
-        finally:
-            cluster.stop()
-    print("PASS in %.1f s" % (time.time() - started))
+    run_with_cluster(run, "tiresias-restart-", node_timeout=3, policy="yarn-cs")
 
 
 def run(cluster):

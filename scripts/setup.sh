@@ -10,6 +10,7 @@ packages=(
   libabsl-dev libcli11-dev nlohmann-json3-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libcpp-httplib-dev
   chromium zlib1g-dev
   python3-torch
 )

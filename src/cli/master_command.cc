@@ -28,10 +28,14 @@ int RunMaster(const MasterFlags& f) {
   if (!master.ok()) return cli::Fail(std::string(master.status().message()));
   std::printf("tiresias master: listening on %s (state dir %s, policy %s)\n",
               master->address.c_str(), f.state_dir.c_str(), f.policy.c_str());
+  if (master->http) {
+    std::printf("tiresias master: metrics on http://%s/metrics\n",
+                master->http_address.c_str());
+  }
   std::fflush(stdout);
   std::fprintf(stderr, "tiresias master: %s received, shutting down\n",
                WaitForStopSignal());
-  master->server->Shutdown();
+  master->Shutdown();
   return 0;
 }
 

@@ -65,6 +65,14 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
   cmd->add_option("--node-timeout", f.node_timeout_seconds,
                   "Seconds of agent silence before its node is marked down")
       ->capture_default_str();
+  cmd->add_option("--http-listen", f.http_listen,
+                  "host:port to serve /metrics (Prometheus) and /healthz on "
+                  "(port 0 picks a free one; default: not served)");
+}
+
+void RunningMaster::Shutdown() {
+  if (http) http->Shutdown();
+  if (server) server->Shutdown();
 }
 
 absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
@@ -95,6 +103,18 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
   }
   m.server = std::move(*server);
   m.address = BoundAddress(f.listen, m.server->port());
+  if (!f.http_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<MasterHttpServer>> http =
+        MasterHttpServer::Start(m.state.get(), f.http_listen);
+    if (!http.ok()) {
+      m.server->Shutdown();
+      return absl::Status(http.status().code(),
+                          absl::StrCat("--http-listen ", f.http_listen, ": ",
+                                       http.status().message()));
+    }
+    m.http = std::move(*http);
+    m.http_address = BoundAddress(f.http_listen, m.http->port());
+  }
   return m;
 }
 

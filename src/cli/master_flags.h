@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "master/clock.h"
+#include "master/http_server.h"
 #include "master/master_state.h"
 #include "master/server.h"
 
@@ -23,11 +24,13 @@ struct MasterFlags {
   std::string promote_knob = "inf";
   std::string placement;
   double node_timeout_seconds = 30;
+  // host:port for /metrics and /healthz over HTTP; empty: not served.
+  std::string http_listen;
 };
 
 // Registers --listen, --state-dir, --policy, --thresholds, --promote-knob,
-// --placement and --node-timeout on `cmd`, writing into *flags (which must
-// outlive the parse).
+// --placement, --node-timeout and --http-listen on `cmd`, writing into
+// *flags (which must outlive the parse).
 void AddMasterFlags(CLI::App* cmd, MasterFlags* flags);
 
 // Validates the flags into the master's options.
@@ -43,6 +46,10 @@ struct RunningMaster {
   std::unique_ptr<MasterState> state;
   std::unique_ptr<MasterServer> server;
   std::string address;  // host:port it listens on
+  std::unique_ptr<MasterHttpServer> http;  // null without --http-listen
+  std::string http_address;                // host:port of `http`
+  // Stops the HTTP and then the gRPC server.
+  void Shutdown();
 };
 
 // Validates the flags, creates the state dir, opens the state and starts

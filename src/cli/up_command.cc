@@ -51,7 +51,7 @@ int RunUp(const UpFlags& f) {
     absl::Status started = agent->Start();
     if (!started.ok()) {
       for (auto& a : agents) a->Stop();
-      master->server->Shutdown();
+      master->Shutdown();
       return cli::Fail(absl::StrCat("agent node-", i, ": ",
                                     started.message()));
     }
@@ -65,16 +65,18 @@ int RunUp(const UpFlags& f) {
       "--steps 200 --step-time 0.1\n"
       "  tiresias jobs; tiresias nodes\n"
       "  tiresias logs -f JOB\n"
+      "  metrics: http://%s/metrics\n"
       "Ctrl-C stops the cluster.\n",
       master->address.c_str(), f.agents, f.gpus,
-      f.master.state_dir.c_str(), master->address.c_str());
+      f.master.state_dir.c_str(), master->address.c_str(),
+      master->http ? master->http_address.c_str() : "(off)");
   std::fflush(stdout);
 
   std::fprintf(stderr, "tiresias up: %s received, stopping\n",
                WaitForStopSignal());
   for (auto& a : agents) a->Stop();
   for (auto& a : agents) a->StopAllTasks();
-  master->server->Shutdown();
+  master->Shutdown();
   return 0;
 }
 
@@ -87,6 +89,7 @@ void AddUpCommand(CLI::App& app, int* exit_code) {
       "Run a local cluster in this process: a master and --agents agents "
       "with --gpus emulated GPUs each, until Ctrl-C.");
   flags->master.state_dir = "./tiresias-up";
+  flags->master.http_listen = "127.0.0.1:0";
   AddMasterFlags(cmd, &flags->master);
   cmd->add_option("--agents", flags->agents, "Number of agents (nodes)")
       ->capture_default_str();

@@ -1,5 +1,6 @@
 // MasterState: scheduling passes and turning decisions into agent commands.
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -10,6 +11,7 @@ namespace tiresias {
 
 absl::Status MasterState::RunPass() {
   std::lock_guard<std::mutex> lock(mu_);
+  const auto began = std::chrono::steady_clock::now();
   const Seconds now = clock_->NowUnixSeconds();
   if (cluster_) {
     Decisions decisions = scheduler_->Schedule(now, *cluster_);
@@ -19,7 +21,12 @@ absl::Status MasterState::RunPass() {
     }
   }
   ReleaseDeferred();
-  return Commit();
+  absl::Status committed = Commit();
+  ++passes_;
+  pass_seconds_ += std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - began)
+                       .count();
+  return committed;
 }
 
 void MasterState::PreemptLaunch(JobId id, Seconds now) {

@@ -1,4 +1,5 @@
-// MasterState::LocateTaskLog: which node holds the log of a task.
+// MasterState's read-only views for operators: LocateTaskLog (which node
+// holds the log of a task) and SnapshotMetrics (/metrics).
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -83,6 +84,47 @@ absl::StatusOr<MasterState::TaskLogLocation> MasterState::LocateTaskLog(
                    rec.state != JobRecordState::kStarting);
   }
   return where;
+}
+
+absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(JobTotals totals, store_->Totals());
+  Metrics m;
+  for (JobRecordState state :
+       {JobRecordState::kPending, JobRecordState::kStarting,
+        JobRecordState::kRunning, JobRecordState::kPreempted,
+        JobRecordState::kFinished, JobRecordState::kFailed,
+        JobRecordState::kCancelled}) {
+    // Final states from the store; unfinished ones as shown, below.
+    m.jobs_by_state[state] = IsFinal(state) ? totals.by_state[state] : 0;
+  }
+  const Seconds now = clock_->NowUnixSeconds();
+  for (const auto& [id, stored] : records_) {
+    if (IsFinal(stored.state)) continue;  // just ended: counted by the store
+    JobRecord rec = stored;
+    LiveView(rec, now);
+    ++m.jobs_by_state[rec.state];
+    if (rec.state == JobRecordState::kPending ||
+        rec.state == JobRecordState::kPreempted) {
+      ++m.waiting_by_queue[rec.queue];
+    }
+  }
+  m.jobs_submitted = totals.jobs;
+  m.preemptions = totals.preemptions;
+  m.promotions = totals.promotions;
+  for (const auto& [node_id, info] : nodes_) {
+    if (!info.up) {
+      ++m.nodes_down;
+      continue;
+    }
+    ++m.nodes_up;
+    m.gpus_up += info.record.gpus;
+    for (const LaunchKey& key : info.busy) m.gpus_busy += key.first != 0;
+  }
+  m.passes = passes_;
+  m.pass_seconds = pass_seconds_;
+  ASSIGN_OR_RETURN(m.last_event_sequence, LastEventSequence());
+  return m;
 }
 
 }  // namespace tiresias

@@ -153,6 +153,24 @@ class MasterState {
   absl::StatusOr<TaskLogLocation> LocateTaskLog(JobId id, int attempt,
                                                 int rank);
 
+  // What /metrics reports: a consistent snapshot, taken under the mutex.
+  struct Metrics {
+    // Jobs by the state shown (starting included), every state present.
+    std::map<JobRecordState, int64_t> jobs_by_state;
+    int64_t jobs_submitted = 0;  // ever accepted
+    int64_t preemptions = 0;     // summed over all jobs
+    int64_t promotions = 0;
+    std::map<int, int64_t> waiting_by_queue;  // pending/preempted, by queue
+    int64_t nodes_up = 0;
+    int64_t nodes_down = 0;
+    int64_t gpus_up = 0;    // GPUs of the up nodes
+    int64_t gpus_busy = 0;  // of those, held by a task now
+    int64_t passes = 0;     // scheduling passes since the master started
+    double pass_seconds = 0;  // their total wall time
+    int64_t last_event_sequence = 0;
+  };
+  absl::StatusOr<Metrics> SnapshotMetrics();
+
   // Agent protocol (see proto/tiresias.proto). Heartbeat answers NotFound
   // for a node id not registered since this master started.
   absl::StatusOr<v1::RegisterResponse> Register(const v1::RegisterRequest& req);
@@ -302,6 +320,8 @@ class MasterState {
   std::vector<JobEvent> events_;
   std::vector<LaunchRecord> launch_records_;  // written by the next Commit
   bool pass_wanted_ = true;
+  int64_t passes_ = 0;
+  double pass_seconds_ = 0;
 
   // Watchers: never taken before mu_ (taken inside it by EventsWritten).
   void EventsWritten();

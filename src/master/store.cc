@@ -230,6 +230,28 @@ absl::Status SqliteStore::InsertLaunchLocked(const LaunchRecord& launch) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<JobTotals> SqliteStore::Totals() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteQuery query,
+                   db_->Prepare("SELECT state, count(*), sum(preemptions), "
+                                "sum(promotions) FROM jobs GROUP BY state"));
+  JobTotals totals;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) return totals;
+    absl::StatusOr<JobRecordState> state = ParseJobRecordState(query.Text(0));
+    if (!state.ok()) {
+      return absl::DataLossError(absl::StrCat(db_->path(), ": jobs: column "
+                                              "'state': ",
+                                              state.status().message()));
+    }
+    totals.by_state[*state] = query.Int(1);
+    totals.jobs += query.Int(1);
+    totals.preemptions += query.Int(2);
+    totals.promotions += query.Int(3);
+  }
+}
+
 absl::StatusOr<std::vector<std::string>> SqliteStore::LaunchNodes(
     JobId job, int attempt) const {
   std::lock_guard<std::mutex> lock(mu_);

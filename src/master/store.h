@@ -17,6 +17,7 @@
 #ifndef TIRESIAS_MASTER_STORE_H_
 #define TIRESIAS_MASTER_STORE_H_
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,6 +31,14 @@
 namespace tiresias {
 
 class SqliteDb;
+
+// Counts over every job ever stored (for metrics).
+struct JobTotals {
+  std::map<JobRecordState, int64_t> by_state;  // stored states only
+  int64_t jobs = 0;         // all of them
+  int64_t preemptions = 0;  // sum of JobRecord::preemptions
+  int64_t promotions = 0;   // sum of JobRecord::promotions
+};
 
 // Where one launch of a job ran: the node name of each rank, rank order.
 struct LaunchRecord {
@@ -95,6 +104,9 @@ class Store {
   virtual absl::StatusOr<std::vector<JobEvent>> EventsAfter(
       int64_t after_sequence, int limit) const = 0;
 
+  // Counts by state and summed counters over all jobs, in one query.
+  virtual absl::StatusOr<JobTotals> Totals() const = 0;
+
   // The node of each rank of one launch, rank order; empty if the launch
   // is not recorded (it never was decided, or predates schema version 3).
   virtual absl::StatusOr<std::vector<std::string>> LaunchNodes(
@@ -140,6 +152,7 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<JobEvent>> Events(JobId job) const override;
   absl::StatusOr<std::vector<JobEvent>> EventsAfter(int64_t after_sequence,
                                                     int limit) const override;
+  absl::StatusOr<JobTotals> Totals() const override;
   absl::StatusOr<std::vector<std::string>> LaunchNodes(
       JobId job, int attempt) const override;
   absl::StatusOr<int64_t> UpsertNode(const NodeRecord& node) override;

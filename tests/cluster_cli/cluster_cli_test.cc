@@ -194,6 +194,16 @@ TEST_F(ClusterCliTest, SigtermStopsCleanlyAndRestartKeepsJobs) {
   EXPECT_EQ(master_->Stop(SIGINT), 0);
 }
 
+TEST_F(ClusterCliTest, MasterServesMetricsWhenAsked) {
+  StartMaster({"--http-listen", "127.0.0.1:0"});
+  EXPECT_THAT(master_->output(),
+              HasSubstr("tiresias master: metrics on http://127.0.0.1:"));
+  ProcessResult r = RunProcess(
+      {TIRESIAS_BINARY, "master", "--listen", "127.0.0.1:0", "--state-dir",
+       (dir_ / "other").string(), "--http-listen", "nonsense"});
+  ExpectOneLineError(r, "--http-listen nonsense: expected host:port");
+}
+
 TEST_F(ClusterCliTest, MasterRejectsBadFlags) {
   ProcessResult r = RunProcess(
       {TIRESIAS_BINARY, "master", "--listen", "127.0.0.1:0", "--state-dir",

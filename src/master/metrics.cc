@@ -1,0 +1,63 @@
+#include "master/metrics.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace tiresias {
+namespace {
+
+void Family(std::string* out, const char* name, const char* type,
+            const char* help) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type,
+                  "\n");
+}
+
+}  // namespace
+
+std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
+  std::string out;
+  Family(&out, "tiresias_jobs", "gauge", "Jobs by state.");
+  for (const auto& [state, count] : m.jobs_by_state) {
+    const std::string_view name = JobRecordStateName(state);
+    absl::StrAppend(&out, "tiresias_jobs{state=\"",
+                    absl::string_view(name.data(), name.size()), "\"} ", count,
+                    "\n");
+  }
+  Family(&out, "tiresias_jobs_submitted_total", "counter",
+         "Jobs ever accepted.");
+  absl::StrAppend(&out, "tiresias_jobs_submitted_total ", m.jobs_submitted,
+                  "\n");
+  Family(&out, "tiresias_job_preemptions_total", "counter",
+         "Preemptions, summed over all jobs.");
+  absl::StrAppend(&out, "tiresias_job_preemptions_total ", m.preemptions, "\n");
+  Family(&out, "tiresias_job_promotions_total", "counter",
+         "Promotions to the first queue (starvation avoidance), summed over "
+         "all jobs.");
+  absl::StrAppend(&out, "tiresias_job_promotions_total ", m.promotions, "\n");
+  Family(&out, "tiresias_waiting_jobs", "gauge",
+         "Pending and preempted jobs by queue (0 = highest priority).");
+  for (const auto& [queue, count] : m.waiting_by_queue) {
+    absl::StrAppend(&out, "tiresias_waiting_jobs{queue=\"", queue, "\"} ",
+                    count, "\n");
+  }
+  Family(&out, "tiresias_nodes", "gauge", "Nodes by state.");
+  absl::StrAppend(&out, "tiresias_nodes{state=\"up\"} ", m.nodes_up, "\n",
+                  "tiresias_nodes{state=\"down\"} ", m.nodes_down, "\n");
+  Family(&out, "tiresias_gpus", "gauge",
+         "GPUs of the up nodes: held by a task, or free.");
+  absl::StrAppend(&out, "tiresias_gpus{state=\"busy\"} ", m.gpus_busy, "\n",
+                  "tiresias_gpus{state=\"free\"} ", m.gpus_up - m.gpus_busy,
+                  "\n");
+  Family(&out, "tiresias_scheduling_passes_total", "counter",
+         "Scheduling passes since the master started.");
+  absl::StrAppend(&out, "tiresias_scheduling_passes_total ", m.passes, "\n");
+  Family(&out, "tiresias_scheduling_pass_seconds_total", "counter",
+         "Wall time spent in scheduling passes since the master started.");
+  absl::StrAppend(&out, "tiresias_scheduling_pass_seconds_total ",
+                  m.pass_seconds, "\n");
+  Family(&out, "tiresias_events_total", "counter",
+         "Job events recorded (the last event sequence number).");
+  absl::StrAppend(&out, "tiresias_events_total ", m.last_event_sequence, "\n");
+  return out;
+}
+
+}  // namespace tiresias

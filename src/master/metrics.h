@@ -1,0 +1,28 @@
+// The master's /metrics page: MasterState::Metrics in the Prometheus text
+// exposition format (version 0.0.4), every family with HELP and TYPE:
+//
+//   tiresias_jobs{state="running"} 3            gauge, every state listed
+//   tiresias_jobs_submitted_total 12            counter
+//   tiresias_job_preemptions_total 4            counter (summed over jobs)
+//   tiresias_job_promotions_total 0             counter
+//   tiresias_waiting_jobs{queue="1"} 2          gauge, queues with waiters
+//   tiresias_nodes{state="up"} 2                gauge
+//   tiresias_gpus{state="busy"} 3               gauge (up nodes: busy, free)
+//   tiresias_scheduling_passes_total 57         counter
+//   tiresias_scheduling_pass_seconds_total 0.01 counter
+//   tiresias_events_total 40                    counter
+#ifndef TIRESIAS_MASTER_METRICS_H_
+#define TIRESIAS_MASTER_METRICS_H_
+
+#include <string>
+
+#include "master/master_state.h"
+
+namespace tiresias {
+
+// Pure.
+std::string RenderPrometheusMetrics(const MasterState::Metrics& metrics);
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_MASTER_METRICS_H_

@@ -1,0 +1,149 @@
+// The master's metrics: MasterState::SnapshotMetrics driven through a job's
+// life (fake clock, real SQLite), the Prometheus rendering, and /metrics and
+// /healthz served over real HTTP on loopback.
+#include <httplib.h>
+
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "master/http_server.h"
+#include "master/metrics.h"
+#include "master_test_util.h"
+
+namespace tiresias::master_testing {
+namespace {
+
+using ::testing::HasSubstr;
+using v1::TASK_STATE_EXITED;
+using v1::TASK_STATE_RUNNING;
+
+class MasterMetricsTest : public MasterFixture {
+ protected:
+  MasterState::Metrics Snapshot() {
+    auto m = master_->SnapshotMetrics();
+    EXPECT_TRUE(m.ok()) << m.status();
+    return m.value_or(MasterState::Metrics{});
+  }
+  static int64_t Jobs(const MasterState::Metrics& m, JobRecordState s) {
+    auto it = m.jobs_by_state.find(s);
+    return it == m.jobs_by_state.end() ? -1 : it->second;
+  }
+};
+
+TEST_F(MasterMetricsTest, FollowJobsThroughTheirLives) {
+  Open();
+  MasterState::Metrics m = Snapshot();
+  EXPECT_EQ(m.jobs_by_state.size(), 7u);  // every state, zeros included
+  EXPECT_EQ(m.jobs_submitted, 0);
+  EXPECT_EQ(m.nodes_up, 0);
+
+  const int64_t node = Register("n1", 2);
+  const JobId a = Submit(Spec(1));
+  const JobId b = Submit(Spec(1));
+  Submit(Spec(2));  // waits behind them
+  Pass();
+  Beat(node);  // takes the two StartTasks
+  m = Snapshot();
+  EXPECT_EQ(m.jobs_submitted, 3);
+  EXPECT_EQ(Jobs(m, JobRecordState::kStarting), 2);
+  EXPECT_EQ(Jobs(m, JobRecordState::kPending), 1);
+  EXPECT_EQ(m.waiting_by_queue, (std::map<int, int64_t>{{0, 1}}));
+  EXPECT_EQ(m.nodes_up, 1);
+  EXPECT_EQ(m.gpus_up, 2);
+  EXPECT_EQ(m.gpus_busy, 2);
+  EXPECT_GE(m.passes, 1);
+
+  Beat(node, {Task(a, 1, 0, TASK_STATE_RUNNING, {0}),
+              Task(b, 1, 0, TASK_STATE_RUNNING, {1})});
+  m = Snapshot();
+  EXPECT_EQ(Jobs(m, JobRecordState::kRunning), 2);
+  EXPECT_EQ(Jobs(m, JobRecordState::kStarting), 0);
+
+  Beat(node, {Task(a, 1, 0, TASK_STATE_EXITED, {0}, 0),
+              Task(b, 1, 0, TASK_STATE_EXITED, {1}, 3)});
+  m = Snapshot();
+  EXPECT_EQ(Jobs(m, JobRecordState::kFinished), 1);
+  EXPECT_EQ(Jobs(m, JobRecordState::kFailed), 1);
+  EXPECT_EQ(Jobs(m, JobRecordState::kRunning), 0);
+  EXPECT_EQ(m.gpus_busy, 0);
+  EXPECT_GT(m.last_event_sequence, 0);
+}
+
+TEST(PrometheusTest, RendersEveryFamilyWithHelpAndType) {
+  MasterState::Metrics m;
+  m.jobs_by_state = {{JobRecordState::kPending, 2},
+                     {JobRecordState::kRunning, 1}};
+  m.jobs_submitted = 9;
+  m.preemptions = 4;
+  m.waiting_by_queue = {{0, 1}, {1, 1}};
+  m.nodes_up = 2;
+  m.nodes_down = 1;
+  m.gpus_up = 8;
+  m.gpus_busy = 3;
+  m.passes = 5;
+  m.pass_seconds = 0.25;
+  m.last_event_sequence = 40;
+  const std::string text = RenderPrometheusMetrics(m);
+  for (const char* line :
+       {"# TYPE tiresias_jobs gauge\n", "tiresias_jobs{state=\"pending\"} 2\n",
+        "tiresias_jobs{state=\"running\"} 1\n",
+        "# TYPE tiresias_jobs_submitted_total counter\n",
+        "tiresias_jobs_submitted_total 9\n",
+        "tiresias_job_preemptions_total 4\n",
+        "tiresias_waiting_jobs{queue=\"1\"} 1\n",
+        "tiresias_nodes{state=\"down\"} 1\n",
+        "tiresias_gpus{state=\"busy\"} 3\n",
+        "tiresias_gpus{state=\"free\"} 5\n",
+        "tiresias_scheduling_passes_total 5\n",
+        "tiresias_scheduling_pass_seconds_total 0.25\n",
+        "tiresias_events_total 40\n"}) {
+    EXPECT_THAT(text, HasSubstr(line));
+  }
+  // Every sample belongs to a family announced before it.
+  std::string family;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (absl::StartsWith(line, "# TYPE ")) {
+      family = std::string(line.substr(7, line.find(' ', 7) - 7));
+    } else if (!absl::StartsWith(line, "# HELP ")) {
+      EXPECT_TRUE(absl::StartsWith(line, family)) << line;
+    }
+  }
+}
+
+TEST_F(MasterMetricsTest, ServedOverHttp) {
+  Open();
+  Submit(Spec(1));
+  auto http = MasterHttpServer::Start(master_.get(), "127.0.0.1:0");
+  ASSERT_TRUE(http.ok()) << http.status();
+  httplib::Client client("127.0.0.1", (*http)->port());
+  auto res = client.Get("/metrics");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_THAT(res->get_header_value("Content-Type"),
+              HasSubstr("version=0.0.4"));
+  EXPECT_THAT(res->body, HasSubstr("tiresias_jobs{state=\"pending\"} 1\n"));
+  res = client.Get("/healthz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "ok\n");
+  res = client.Get("/nothing-here");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_EQ(client.Get("/metrics")->status, 200);  // still serving
+
+  // A second server on the same port, and a malformed address, are errors.
+  auto clash = MasterHttpServer::Start(
+      master_.get(), absl::StrCat("127.0.0.1:", (*http)->port()));
+  EXPECT_EQ(clash.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(MasterHttpServer::Start(master_.get(), "no-port").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  (*http)->Shutdown();
+  EXPECT_FALSE(client.Get("/metrics"));  // gone
+}
+
+}  // namespace
+}  // namespace tiresias::master_testing

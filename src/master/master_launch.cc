@@ -15,6 +15,7 @@ absl::Status MasterState::RunPass() {
   const Seconds now = clock_->NowUnixSeconds();
   if (cluster_) {
     Decisions decisions = scheduler_->Schedule(now, *cluster_);
+    for (JobId id : decisions.requeued) MarkDirty(id);
     for (JobId id : decisions.preempted) PreemptLaunch(id, now);
     for (const StartDecision& start : decisions.started) {
       StartLaunch(start, now);

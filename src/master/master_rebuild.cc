@@ -42,6 +42,7 @@ Job MasterState::JobFromRecord(const JobRecord& rec) const {
 }
 
 absl::Status MasterState::ReplaceSchedulerJob(const Job& job, Seconds now) {
+  MarkDirty(job.id());  // its record follows at the next Commit
   return scheduler_->Replace(job, now);
 }
 
@@ -139,8 +140,11 @@ absl::Status MasterState::Rebuild(Seconds now) {
                               keep ? old.last_stop() : now, old.queue());
     if (keep) {
       job.Start(old.run_start(), gpus);
-    } else if (launch && launch->phase != Phase::kStopping) {
-      PreemptLaunch(old.id(), now);
+    } else {
+      if (launch && launch->phase != Phase::kStopping) {
+        PreemptLaunch(old.id(), now);
+      }
+      MarkDirty(old.id());  // stopped now: its record follows
     }
     RETURN_IF_ERROR(sched->Restore(job, now));
   }
@@ -166,6 +170,7 @@ absl::Status MasterState::Rebuild(Seconds now) {
     launch->second.phase = Phase::kActive;
     launch->second.all_running = true;
     AddEvent(rec.id, now, "adopted", Describe(launch->second));
+    MarkDirty(rec.id);
     it = adopting_.erase(it);
   }
   scheduler_ = std::move(sched);

@@ -166,7 +166,13 @@ void MasterState::Finalize(JobRecord& rec, JobRecordState state, Seconds now,
 
 absl::Status MasterState::Commit() {
   const Seconds now = clock_->NowUnixSeconds();
-  for (auto& [id, rec] : records_) SyncRecord(rec, now);
+  // Only jobs something happened to can differ from the scheduler's view
+  // (a waiting job's counters stand still; a running one's record holds
+  // the values at its run's start): O(changed jobs), not O(jobs).
+  for (JobId id : dirty_) {
+    auto it = records_.find(id);
+    if (it != records_.end()) SyncRecord(it->second, now);
+  }
   StoreWrite write;
   for (JobId id : dirty_) {
     auto it = records_.find(id);
@@ -182,8 +188,9 @@ absl::Status MasterState::Commit() {
     RETURN_IF_ERROR(store_->Write(write));
     if (!write.events.empty()) EventsWritten();
   }
-  for (auto it = records_.begin(); it != records_.end();) {
-    it = IsFinal(it->second.state) ? records_.erase(it) : std::next(it);
+  // Ended jobs leave memory once on disk (a job only ends through a write).
+  for (const JobRecord& rec : write.jobs) {
+    if (IsFinal(rec.state)) records_.erase(rec.id);
   }
   return absl::OkStatus();
 }

@@ -24,7 +24,10 @@
 // (records and events) in one Store::Write before it returns; a job id is
 // returned only once Store::CreateJob succeeded. The record of a running job
 // holds its executed time as of the start of its current run; reads
-// (GetJob, ListJobs) overlay the live value.
+// (GetJob, ListJobs) overlay the live value. A write re-reads from the
+// scheduler only the jobs marked dirty (acted on, re-queued at a wakeup, or
+// replaced in the scheduler), so its cost follows what changed, not the
+// backlog.
 //
 // Starting: a job whose current launch is decided but not yet fully
 // running (deferred, or started with some part not yet reported RUNNING)

@@ -156,7 +156,7 @@ void Scheduler::ScheduleWakeups(uint32_t index, Seconds now) {
   }
 }
 
-void Scheduler::ProcessWakeups(Seconds now) {
+void Scheduler::ProcessWakeups(Seconds now, std::vector<JobId>* requeued) {
   while (true) {
     const bool demotion_due =
         !demotions_.empty() && demotions_.begin()->first <= now.count();
@@ -177,8 +177,10 @@ void Scheduler::ProcessWakeups(Seconds now) {
       job.set_queue(queue);
       Enqueue(index, now);
       ScheduleWakeups(index, now);
+      requeued->push_back(job.id());
     } else {
       const uint32_t index = promotions_.begin()->second;
+      requeued->push_back(jobs_[index].id());
       Dequeue(index);
       jobs_[index].Promote(now);
       Enqueue(index, now);
@@ -249,7 +251,7 @@ int Scheduler::MinWaitingGpus() const {
 
 Decisions Scheduler::Schedule(Seconds now, Cluster& cluster) {
   Decisions decisions;
-  ProcessWakeups(now);
+  ProcessWakeups(now, &decisions.requeued);
   if (!dirty_) return decisions;
   dirty_ = false;
   ++pass_;

@@ -62,6 +62,10 @@ struct StartDecision {
 struct Decisions {
   std::vector<JobId> preempted;
   std::vector<StartDecision> started;
+  // Jobs whose queue changed at this pass's wakeups (demoted, or promoted
+  // with their executed time reset): a host that mirrors jobs need re-read
+  // only these and the ones above.
+  std::vector<JobId> requeued;
   bool empty() const { return preempted.empty() && started.empty(); }
 };
 
@@ -125,7 +129,7 @@ class Scheduler {
   void Rekey(uint32_t index, Seconds now);
   void ScheduleWakeups(uint32_t index, Seconds now);
   void ClearWakeups(uint32_t index);
-  void ProcessWakeups(Seconds now);
+  void ProcessWakeups(Seconds now, std::vector<JobId>* requeued);
   void RefreshRunningKeys(Seconds now);
   void RekeyAll(Seconds now);
 

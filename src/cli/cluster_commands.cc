@@ -10,6 +10,7 @@ void AddClusterCommands(CLI::App& app, const std::string& command_line,
   AddLogsCommand(app, exit_code);
   AddUpCommand(app, exit_code);
   AddWatchCommand(app, exit_code);
+  AddDashboardCommand(app, exit_code);
 }
 
 }  // namespace tiresias

@@ -27,6 +27,7 @@ void AddNodesCommand(CLI::App& app, int* exit_code);
 void AddLogsCommand(CLI::App& app, int* exit_code);
 void AddUpCommand(CLI::App& app, int* exit_code);  // up_command.cc
 void AddWatchCommand(CLI::App& app, int* exit_code);  // watch_command.cc
+void AddDashboardCommand(CLI::App& app, int* exit_code);  // dashboard_command.cc
 
 }  // namespace tiresias
 

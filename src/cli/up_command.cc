@@ -13,6 +13,7 @@
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/master_flags.h"
+#include "dashboard/dashboard_server.h"
 
 namespace tiresias {
 namespace {
@@ -57,6 +58,16 @@ int RunUp(const UpFlags& f) {
     }
     agents.push_back(std::move(agent));
   }
+  // The dashboard, on a free port of this machine.
+  DashboardOptions dashboard_options;
+  dashboard_options.master_address = master->address;
+  dashboard_options.listen = "127.0.0.1:0";
+  absl::StatusOr<std::unique_ptr<DashboardServer>> dashboard =
+      DashboardServer::Start(dashboard_options);
+  const std::string dashboard_url =
+      dashboard.ok()
+          ? absl::StrCat("http://127.0.0.1:", (*dashboard)->port(), "/")
+          : absl::StrCat("(off: ", dashboard.status().message(), ")");
   std::printf(
       "tiresias up: master on %s, %d agent(s) x %d emulated GPUs, state in "
       "%s\n"
@@ -66,14 +77,17 @@ int RunUp(const UpFlags& f) {
       "  tiresias jobs; tiresias nodes\n"
       "  tiresias logs -f JOB\n"
       "  metrics: http://%s/metrics\n"
+      "  dashboard: %s\n"
       "Ctrl-C stops the cluster.\n",
       master->address.c_str(), f.agents, f.gpus,
       f.master.state_dir.c_str(), master->address.c_str(),
-      master->http ? master->http_address.c_str() : "(off)");
+      master->http ? master->http_address.c_str() : "(off)",
+      dashboard_url.c_str());
   std::fflush(stdout);
 
   std::fprintf(stderr, "tiresias up: %s received, stopping\n",
                WaitForStopSignal());
+  if (dashboard.ok()) (*dashboard)->Shutdown();
   for (auto& a : agents) a->Stop();
   for (auto& a : agents) a->StopAllTasks();
   master->Shutdown();

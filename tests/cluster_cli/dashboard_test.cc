@@ -1,0 +1,184 @@
+// The web dashboard against a real master process: its JSON API over real
+// HTTP, its error answers, and the page rendered by headless Chromium
+// (/usr/bin/chromium or $TIRESIAS_CHROMIUM; that part is skipped without
+// one).
+#include <httplib.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/testing/test_dir.h"
+#include "dashboard/dashboard_server.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "master_process.h"
+#include "nlohmann/json.hpp"
+#include "subprocess.h"
+
+namespace tiresias::cluster_test {
+namespace {
+
+namespace fs = std::filesystem;
+using cli_test::ProcessOptions;
+using cli_test::ProcessResult;
+using cli_test::RunProcess;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+std::string ChromiumPath() {
+  const char* env = std::getenv("TIRESIAS_CHROMIUM");
+  return env != nullptr && *env != '\0' ? env : "/usr/bin/chromium";
+}
+
+class DashboardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    unsetenv("TIRESIAS_MASTER");
+    master_ = std::make_unique<MasterProcess>(TIRESIAS_BINARY,
+                                              (dir_ / "state").string());
+    ASSERT_FALSE(master_->address().empty()) << master_->output();
+    DashboardOptions options;
+    options.master_address = master_->address();
+    options.listen = "127.0.0.1:0";
+    auto server = DashboardServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    dashboard_ = *std::move(server);
+  }
+  void TearDown() override {
+    dashboard_.reset();
+    master_.reset();
+  }
+
+  std::string Client(const std::string& command,
+                     const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {TIRESIAS_BINARY, command, "--master",
+                                     master_->address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ProcessResult r = RunProcess(argv);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
+
+  // GET `path` from the dashboard: (status, body).
+  std::pair<int, std::string> Get(const std::string& path) {
+    httplib::Client client("127.0.0.1", dashboard_->port());
+    client.set_read_timeout(10, 0);
+    auto res = client.Get(path.c_str());
+    if (!res) return {-1, httplib::to_string(res.error())};
+    return {res->status, res->body};
+  }
+
+  test_support::TestDir tmp_{"tiresias-dashboard"};
+  const fs::path& dir_ = tmp_.path();
+  std::unique_ptr<MasterProcess> master_;
+  std::unique_ptr<DashboardServer> dashboard_;
+};
+
+TEST_F(DashboardTest, ApiShowsTheMastersJobsAndNodes) {
+  Client("submit", {"--gpus", "1", "--name", "small", "--", "/bin/true"});
+  Client("submit", {"--gpus", "2", "--name", "big", "--", "/bin/sleep", "9"});
+  Client("cancel", {"1"});
+
+  auto [status, body] = Get("/api/state");
+  ASSERT_EQ(status, 200) << body;
+  const json state = json::parse(body);
+  EXPECT_EQ(state["master"], master_->address());
+  EXPECT_TRUE(state["nodes"].empty());  // no agents in this test
+  ASSERT_EQ(state["jobs"].size(), 2u);
+  EXPECT_EQ(state["jobs"][0]["id"], 1);
+  EXPECT_EQ(state["jobs"][0]["name"], "small");
+  EXPECT_EQ(state["jobs"][0]["state"], "cancelled");
+  EXPECT_EQ(state["jobs"][1]["state"], "pending");
+  EXPECT_EQ(state["jobs"][1]["gpus"], 2);
+  EXPECT_GT(state["now"].get<double>(), 1.7e9);
+
+  std::tie(status, body) = Get("/api/jobs/2");
+  ASSERT_EQ(status, 200) << body;
+  const json job = json::parse(body);
+  EXPECT_EQ(job["command"], (json{"/bin/sleep", "9"}));
+  ASSERT_EQ(job["events"].size(), 1u);
+  EXPECT_EQ(job["events"][0]["kind"], "submitted");
+
+  std::tie(status, body) = Get("/api/jobs/77");
+  EXPECT_EQ(status, 404);
+  EXPECT_EQ(json::parse(body)["error"], "job 77: not found");
+  std::tie(status, body) = Get("/api/jobs/abc");
+  EXPECT_EQ(status, 400);
+  EXPECT_THAT(json::parse(body)["error"].get<std::string>(),
+              HasSubstr("expected a positive number"));
+  EXPECT_EQ(Get("/no-such-page").first, 404);
+
+  // The master gone: the API says so, the dashboard keeps serving.
+  const std::string address = master_->address();
+  master_.reset();
+  std::tie(status, body) = Get("/api/state");
+  EXPECT_EQ(status, 502);
+  EXPECT_THAT(json::parse(body)["error"].get<std::string>(),
+              HasSubstr(address));
+  EXPECT_EQ(Get("/").first, 200);
+}
+
+TEST_F(DashboardTest, PageRendersInChromium) {
+  Client("submit", {"--gpus", "1", "--name", "small", "--", "/bin/true"});
+  Client("submit", {"--gpus", "2", "--name", "big", "--", "/bin/sleep", "9"});
+  Client("cancel", {"1"});
+  auto [status, page] = Get("/");
+  ASSERT_EQ(status, 200);
+  EXPECT_THAT(page, HasSubstr("<canvas id=\"history\""));
+  EXPECT_THAT(page, HasSubstr(master_->address()));
+
+  const std::string chromium = ChromiumPath();
+  if (access(chromium.c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "no Chromium at " << chromium;
+  }
+  ProcessOptions options;
+  options.cwd = dir_;
+  options.timeout = std::chrono::seconds(90);
+  ProcessResult r = RunProcess(
+      {chromium, "--headless", "--no-sandbox", "--disable-gpu",
+       "--disable-quic", "--no-first-run", "--disable-background-networking",
+       "--disable-component-update", "--disable-sync",
+       "--user-data-dir=" + (dir_ / "profile").string(),
+       "--virtual-time-budget=5000", "--dump-dom",
+       "http://127.0.0.1:" + std::to_string(dashboard_->port()) + "/"},
+      options);
+  ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
+  const std::string& dom = r.out;
+  const size_t body_at = dom.find("<body");
+  ASSERT_NE(body_at, std::string::npos);
+  const std::string body =
+      dom.substr(body_at, dom.find('>', body_at) - body_at);
+  EXPECT_THAT(body, HasSubstr("data-dashboard-ready=\"1\""));
+  EXPECT_THAT(body, HasSubstr("data-job-count=\"2\""));
+  EXPECT_THAT(body, ::testing::Not(HasSubstr("data-dashboard-error")));
+  // One row per job, unfinished first, with its state.
+  const size_t big = dom.find("<tr data-job-id=\"2\"");
+  const size_t small = dom.find("<tr data-job-id=\"1\"");
+  ASSERT_NE(big, std::string::npos);
+  ASSERT_NE(small, std::string::npos);
+  EXPECT_LT(big, small);
+  EXPECT_THAT(dom.substr(small, 400), HasSubstr("state-cancelled"));
+  // Chart.js drew the history chart (it sizes the canvas it draws on).
+  EXPECT_THAT(dom, HasSubstr("<canvas id=\"history\" role=\"img\""));
+  EXPECT_THAT(dom, ::testing::ContainsRegex(
+                       "<canvas id=\"history\"[^>]*style=\"[^\"]*height"));
+}
+
+TEST(DashboardCommandTest, BadListenAddressIsAOneLineError) {
+  ProcessResult r = RunProcess({TIRESIAS_BINARY, "dashboard", "--master",
+                                "127.0.0.1:1", "--listen", "nonsense"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "tiresias: dashboard: --listen nonsense: expected host:port (port "
+            "0 picks a free one), got \"nonsense\"\n");
+  EXPECT_EQ(DashboardServer::Start({"127.0.0.1:1", "127.0.0.1:99999", 1000})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tiresias::cluster_test

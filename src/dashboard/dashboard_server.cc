@@ -246,6 +246,13 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
   }
   server->port_ = bound;
   server->thread_ = std::thread([&http] { http.listen_after_bind(); });
+  // cpp-httplib 0.11 ignores stop() until its loop runs: wait for it, so
+  // that a Shutdown right after Start cannot hang.
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!http.is_running() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return server;
 }
 

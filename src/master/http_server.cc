@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <chrono>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "master/metrics.h"
@@ -45,14 +47,13 @@ absl::StatusOr<std::unique_ptr<MasterHttpServer>> MasterHttpServer::Start(
         res.set_content(RenderPrometheusMetrics(*metrics),
                         "text/plain; version=0.0.4; charset=utf-8");
       });
-  http.Get(
-      "/healthz", [state](const httplib::Request&, httplib::Response& res) {
-        absl::StatusOr<int64_t> alive = state->LastEventSequence();
-        res.status = alive.ok() ? 200 : 503;
-        res.set_content(
-            alive.ok() ? "ok\n" : std::string(alive.status().message()) + "\n",
-            "text/plain");
-      });
+  http.Get("/healthz", [state](const httplib::Request&,
+                               httplib::Response& res) {
+    absl::Status health = state->CheckHealth();
+    res.status = health.ok() ? 200 : 503;
+    res.set_content(health.ok() ? "ok\n" : std::string(health.message()) + "\n",
+                    "text/plain");
+  });
   const int bound = port == 0 ? http.bind_to_any_port(host)
                               : (http.bind_to_port(host, port) ? port : -1);
   if (bound <= 0) {
@@ -61,6 +62,13 @@ absl::StatusOr<std::unique_ptr<MasterHttpServer>> MasterHttpServer::Start(
   }
   server->port_ = bound;
   server->thread_ = std::thread([&http] { http.listen_after_bind(); });
+  // cpp-httplib 0.11 ignores stop() until its loop runs: wait for it, so
+  // that a Shutdown right after Start cannot hang.
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!http.is_running() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return server;
 }
 

@@ -381,6 +381,14 @@ void MasterState::LoseNode(int64_t node_id, Seconds now,
         }
       }
     }
+    // A job being cancelled whose last tasks were on this node ends now:
+    // no agent will report them.
+    if (affected && launch.AllEnded() && launch.phase == Phase::kStopping &&
+        launch.stop_reason == v1::STOP_REASON_CANCEL &&
+        rec != records_.end() && !IsFinal(rec->second.state)) {
+      Finalize(rec->second, JobRecordState::kCancelled, now, std::nullopt,
+               absl::StrCat("its tasks were lost with ", info.record.name));
+    }
     it = launch.AllEnded() && !adopting_.contains(launch.job)
              ? launches_.erase(it)
              : std::next(it);

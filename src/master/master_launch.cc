@@ -15,7 +15,11 @@ absl::Status MasterState::RunPass() {
   const Seconds now = clock_->NowUnixSeconds();
   if (cluster_) {
     Decisions decisions = scheduler_->Schedule(now, *cluster_);
+    // Every job the pass touched: its record follows at the Commit below
+    // (PreemptLaunch does not mark a launch that never started).
     for (JobId id : decisions.requeued) MarkDirty(id);
+    for (JobId id : decisions.preempted) MarkDirty(id);
+    for (const StartDecision& start : decisions.started) MarkDirty(start.job);
     for (JobId id : decisions.preempted) PreemptLaunch(id, now);
     for (const StartDecision& start : decisions.started) {
       StartLaunch(start, now);

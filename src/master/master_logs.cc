@@ -87,44 +87,55 @@ absl::StatusOr<MasterState::TaskLogLocation> MasterState::LocateTaskLog(
 }
 
 absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
-  std::lock_guard<std::mutex> lock(mu_);
-  ASSIGN_OR_RETURN(JobTotals totals, store_->Totals());
   Metrics m;
-  for (JobRecordState state :
-       {JobRecordState::kPending, JobRecordState::kStarting,
-        JobRecordState::kRunning, JobRecordState::kPreempted,
-        JobRecordState::kFinished, JobRecordState::kFailed,
-        JobRecordState::kCancelled}) {
-    // Final states from the store; unfinished ones as shown, below.
-    m.jobs_by_state[state] = IsFinal(state) ? totals.by_state[state] : 0;
-  }
-  const Seconds now = clock_->NowUnixSeconds();
-  for (const auto& [id, stored] : records_) {
-    if (IsFinal(stored.state)) continue;  // just ended: counted by the store
-    JobRecord rec = stored;
-    LiveView(rec, now);
-    ++m.jobs_by_state[rec.state];
-    if (rec.state == JobRecordState::kPending ||
-        rec.state == JobRecordState::kPreempted) {
-      ++m.waiting_by_queue[rec.queue];
+  {
+    // O(unfinished jobs + nodes) in memory; no store access under the lock.
+    std::lock_guard<std::mutex> lock(mu_);
+    for (JobRecordState state :
+         {JobRecordState::kPending, JobRecordState::kStarting,
+          JobRecordState::kRunning, JobRecordState::kPreempted,
+          JobRecordState::kFinished, JobRecordState::kFailed,
+          JobRecordState::kCancelled}) {
+      auto ended = ended_.by_state.find(state);
+      m.jobs_by_state[state] =
+          IsFinal(state) && ended != ended_.by_state.end() ? ended->second : 0;
     }
-  }
-  m.jobs_submitted = totals.jobs;
-  m.preemptions = totals.preemptions;
-  m.promotions = totals.promotions;
-  for (const auto& [node_id, info] : nodes_) {
-    if (!info.up) {
-      ++m.nodes_down;
-      continue;
+    m.jobs_submitted = ended_.jobs;
+    m.preemptions = ended_.preemptions;
+    m.promotions = ended_.promotions;
+    const Seconds now = clock_->NowUnixSeconds();
+    for (const auto& [id, stored] : records_) {
+      if (IsFinal(stored.state)) continue;  // an ended job not yet stored
+      JobRecord rec = stored;
+      LiveView(rec, now);
+      ++m.jobs_by_state[rec.state];
+      m.preemptions += rec.preemptions;
+      m.promotions += rec.promotions;
+      if (rec.state == JobRecordState::kPending ||
+          rec.state == JobRecordState::kPreempted) {
+        ++m.waiting_by_queue[rec.queue];
+      }
     }
-    ++m.nodes_up;
-    m.gpus_up += info.record.gpus;
-    for (const LaunchKey& key : info.busy) m.gpus_busy += key.first != 0;
+    for (const auto& [node_id, info] : nodes_) {
+      if (!info.up) {
+        ++m.nodes_down;
+        continue;
+      }
+      ++m.nodes_up;
+      m.gpus_up += info.record.gpus;
+      for (const LaunchKey& key : info.busy) m.gpus_busy += key.first != 0;
+    }
+    m.passes = passes_;
+    m.pass_seconds = pass_seconds_;
   }
-  m.passes = passes_;
-  m.pass_seconds = pass_seconds_;
+  // The store has its own lock.
   ASSIGN_OR_RETURN(m.last_event_sequence, LastEventSequence());
   return m;
+}
+
+absl::Status MasterState::CheckHealth() {
+  std::lock_guard<std::mutex> lock(mu_);      // a wedged master never answers
+  return store_->LaunchNodes(0, 0).status();  // one cheap indexed read
 }
 
 }  // namespace tiresias

@@ -72,13 +72,20 @@ absl::Status MasterState::Load(Seconds now) {
     node.last_heartbeat = now;  // the timeout counts from this restart
     info.record = node;
   }
+  ASSIGN_OR_RETURN(ended_, store_->Totals());
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_->ListUnfinishedJobs());
   for (JobRecord& rec : jobs) {
     if (rec.state == JobRecordState::kRunning) {
       adopting_.insert(rec.id);
     } else {
       RETURN_IF_ERROR(scheduler_->Restore(JobFromRecord(rec), now));
+      // The scheduler's view of it may differ from the record (a launch
+      // lost before it ran); the first write brings the record in line.
+      MarkDirty(rec.id);
     }
+    // ended_ sums over ended jobs only (unfinished ones are in records_).
+    ended_.preemptions -= rec.preemptions;
+    ended_.promotions -= rec.promotions;
     records_[rec.id] = std::move(rec);
   }
   adopt_deadline_ = now + options_.node_timeout;
@@ -185,12 +192,27 @@ absl::Status MasterState::Commit() {
   dirty_.clear();
   if (!write.jobs.empty() || !write.events.empty() ||
       !write.launches.empty()) {
-    RETURN_IF_ERROR(store_->Write(write));
+    absl::Status written = store_->Write(write);
+    if (!written.ok()) {
+      // Nothing was stored: keep it all for the next write.
+      for (const JobRecord& rec : write.jobs) dirty_.insert(rec.id);
+      write.events.insert(write.events.end(), events_.begin(), events_.end());
+      events_ = std::move(write.events);
+      write.launches.insert(write.launches.end(), launch_records_.begin(),
+                            launch_records_.end());
+      launch_records_ = std::move(write.launches);
+      return written;
+    }
     if (!write.events.empty()) EventsWritten();
   }
-  // Ended jobs leave memory once on disk (a job only ends through a write).
+  // Ended jobs leave memory once on disk (a job only ends through a write,
+  // once), their counts going to ended_.
   for (const JobRecord& rec : write.jobs) {
-    if (IsFinal(rec.state)) records_.erase(rec.id);
+    if (!IsFinal(rec.state)) continue;
+    ++ended_.by_state[rec.state];
+    ended_.preemptions += rec.preemptions;
+    ended_.promotions += rec.promotions;
+    records_.erase(rec.id);
   }
   return absl::OkStatus();
 }
@@ -212,6 +234,7 @@ absl::StatusOr<JobId> MasterState::SubmitJob(const JobRequest& spec) {
   }
   const Seconds now = clock_->NowUnixSeconds();
   ASSIGN_OR_RETURN(JobId id, store_->CreateJob(spec, now));
+  ++ended_.jobs;  // counts every job ever accepted
   EventsWritten();  // its "submitted" event
   JobRecord rec;
   rec.id = id;
@@ -282,8 +305,10 @@ absl::StatusOr<JobRecord> MasterState::CancelJob(JobId id) {
   }
   const Job* job = scheduler_->Find(id);
   if (job && !job->finished()) {
+    SyncRecord(rec, now);  // its counters as of now, before it leaves
     RETURN_IF_ERROR(scheduler_->Remove(id, now, cluster()));
   }
+  MarkDirty(id);
   pass_wanted_ = true;
   JobRecord result;
   if (launch && launch->phase == Phase::kActive) {

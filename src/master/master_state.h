@@ -173,6 +173,8 @@ class MasterState {
     int64_t last_event_sequence = 0;
   };
   absl::StatusOr<Metrics> SnapshotMetrics();
+  // OK if the master's lock can be taken and its store answers (/healthz).
+  absl::Status CheckHealth();
 
   // Agent protocol (see proto/tiresias.proto). Heartbeat answers NotFound
   // for a node id not registered since this master started.
@@ -325,6 +327,10 @@ class MasterState {
   bool pass_wanted_ = true;
   int64_t passes_ = 0;
   double pass_seconds_ = 0;
+  // For metrics: jobs ever accepted, and over ended jobs only the count by
+  // final state and the summed preemptions and promotions (loaded at Open,
+  // kept by SubmitJob and Commit).
+  JobTotals ended_;
 
   // Watchers: never taken before mu_ (taken inside it by EventsWritten).
   void EventsWritten();

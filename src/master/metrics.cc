@@ -1,6 +1,7 @@
 #include "master/metrics.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace tiresias {
 namespace {
@@ -53,7 +54,7 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
   Family(&out, "tiresias_scheduling_pass_seconds_total", "counter",
          "Wall time spent in scheduling passes since the master started.");
   absl::StrAppend(&out, "tiresias_scheduling_pass_seconds_total ",
-                  m.pass_seconds, "\n");
+                  absl::StrFormat("%.17g", m.pass_seconds), "\n");
   Family(&out, "tiresias_events_total", "counter",
          "Job events recorded (the last event sequence number).");
   absl::StrAppend(&out, "tiresias_events_total ", m.last_event_sequence, "\n");

@@ -145,5 +145,36 @@ TEST_F(MasterMetricsTest, ServedOverHttp) {
   EXPECT_FALSE(client.Get("/metrics"));  // gone
 }
 
+TEST_F(MasterMetricsTest, ShutdownRightAfterStartReturns) {
+  Open();
+  for (int i = 0; i < 20; ++i) {  // cpp-httplib ignored an early stop()
+    auto http = MasterHttpServer::Start(master_.get(), "127.0.0.1:0");
+    ASSERT_TRUE(http.ok()) << http.status();
+    (*http)->Shutdown();
+  }
+}
+
+TEST_F(MasterMetricsTest, CountsSurviveARestart) {
+  Open();
+  const int64_t node = Register("n1", 1);
+  const JobId a = Submit(Spec(1));
+  Submit(Spec(1));
+  Pass();
+  Beat(node);
+  Beat(node, {Task(a, 1, 0, TASK_STATE_EXITED, {0}, 0)});
+  MasterState::Metrics before = Snapshot();
+  EXPECT_EQ(Jobs(before, JobRecordState::kFinished), 1);
+  EXPECT_EQ(Jobs(before, JobRecordState::kPending) +
+                Jobs(before, JobRecordState::kStarting),
+            1);
+  master_.reset();
+  Open();
+  MasterState::Metrics after = Snapshot();
+  EXPECT_EQ(after.jobs_submitted, 2);
+  EXPECT_EQ(Jobs(after, JobRecordState::kFinished), 1);
+  EXPECT_EQ(Jobs(after, JobRecordState::kPending), 1);
+  EXPECT_EQ(after.preemptions, before.preemptions);
+}
+
 }  // namespace
 }  // namespace tiresias::master_testing

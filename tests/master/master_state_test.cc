@@ -168,6 +168,25 @@ TEST_F(MasterStateTest, DemotedJobIsPreemptedForANewOne) {
   EXPECT_TRUE(HasEvent(rec, "demoted"));
 }
 
+// A job being cancelled whose node goes silent before its tasks report the
+// stop ends cancelled (nothing will ever report them).
+TEST_F(MasterStateTest, CancelledJobOnALostNodeEnds) {
+  options_.node_timeout = Seconds{30};
+  Open();
+  const int64_t node = Register("n1", 1);
+  const JobId id = Submit(Spec(1));
+  Pass();
+  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  Beat(node, {Task(id, 1, 0, TASK_STATE_RUNNING, {0})});
+  ASSERT_TRUE(master_->CancelJob(id).ok());
+  EXPECT_EQ(Get(id).state, JobRecordState::kRunning);  // being stopped
+  clock_.Advance(Seconds{31});
+  ASSERT_TRUE(master_->CheckTimeouts().ok());
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kCancelled);
+  EXPECT_TRUE(rec.end_time.has_value());
+}
+
 TEST_F(MasterStateTest, SilentNodesJobMovesToAnotherNode) {
   options_.node_timeout = Seconds{30};
   Open();
@@ -481,6 +500,33 @@ TEST_F(MasterStateTest, DeferredLaunchIsStarting) {
   Beat(node, {Task(small, 1, 0, TASK_STATE_RUNNING, gpus, {}, 1011.0)});
   EXPECT_EQ(Get(small).state, JobRecordState::kRunning);
   EXPECT_TRUE(Ids(master_->ListJobs(JobRecordState::kStarting)).empty());
+}
+
+// A write syncs only the jobs something happened to: a launch that is
+// preempted before it ever started (deferred) still brings its job's record
+// in line with the scheduler, in memory and on disk.
+TEST_F(MasterStateTest, PreemptedDeferredLaunchUpdatesTheRecord) {
+  options_.policy = "las";
+  Open();
+  const int64_t node = Register("n1", 1);
+  const JobId a = Submit(Spec(1));
+  Pass();
+  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  Beat(node, {Task(a, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  clock_.Advance(Seconds{10});  // 1010
+  const JobId b = Submit(Spec(1));
+  Pass();  // a preempted; b decided onto a's GPU, deferred while a stops
+  ASSERT_EQ(Get(b).state, JobRecordState::kStarting);
+  clock_.Advance(Seconds{5});  // 1015
+  const JobId c = Submit(Spec(1));
+  Pass();  // b (attained 5 as the scheduler counts it) yields to c
+  JobRecord rec = Get(b);
+  EXPECT_EQ(rec.state, JobRecordState::kPending);  // it never ran
+  EXPECT_NEAR(rec.last_stop_time.count(), 1015, 1e-6);
+  EXPECT_EQ(Get(c).state, JobRecordState::kStarting);
+  master_.reset();
+  Open();  // what was stored
+  EXPECT_NEAR(Get(b).last_stop_time.count(), 1015, 1e-6);
 }
 
 // Starting is not stored: a restarted master has forgotten the launch and

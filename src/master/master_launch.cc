@@ -39,8 +39,13 @@ void MasterState::PreemptLaunch(JobId id, Seconds now) {
   Launch* launch = CurrentLaunch(id);
   if (rec == records_.end() || launch == nullptr) return;
   if (launch->phase == Phase::kDeferred) {
-    // Never started: nothing to stop.
+    // Never started: nothing to stop, and no time to count (the scheduler
+    // counted it from the decision).
     launches_.erase({id, launch->attempt});
+    const Job* job = scheduler_->Find(id);
+    if (job != nullptr && !job->running() && !job->finished()) {
+      (void)ReplaceSchedulerJob(UndoStoppedRun(*job), now);
+    }
     return;
   }
   launch->phase = Phase::kStopping;

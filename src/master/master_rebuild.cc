@@ -75,16 +75,33 @@ Job MasterState::ShiftStop(const Job& old, Seconds end) const {
                          old.queue());
 }
 
-Job MasterState::UndoRun(const Job& old, Seconds now) const {
-  const Seconds at = old.run_start();
-  const std::optional<Seconds> first = EarlierFirstStart(old, at);
+namespace {
+// `old` waiting again as if its current (or last) run, from run_start(),
+// never happened: a job that never ran before is as submitted; otherwise
+// it keeps `executed` and `total` and waits from `last_stop`.
+Job WithoutLastRun(const Job& old, Seconds executed, Seconds total,
+                   Seconds last_stop) {
+  const std::optional<Seconds> first = EarlierFirstStart(old, old.run_start());
   if (!first) {
     Job job(old.spec());
     job.set_queue(old.queue());
     return job;
   }
-  return BuildWaitingJob(old.spec(), first, old.Executed(at),
-                         old.TotalExecuted(at), now, old.queue());
+  return BuildWaitingJob(old.spec(), first, executed, total, last_stop,
+                         old.queue());
+}
+}  // namespace
+
+Job MasterState::UndoRun(const Job& old, Seconds now) const {
+  const Seconds at = old.run_start();
+  return WithoutLastRun(old, old.Executed(at), old.TotalExecuted(at), now);
+}
+
+Job MasterState::UndoStoppedRun(const Job& old) const {
+  const Seconds ran = old.last_stop() - old.run_start();
+  return WithoutLastRun(old, old.Executed(old.last_stop()) - ran,
+                        old.TotalExecuted(old.last_stop()) - ran,
+                        old.last_stop());
 }
 
 absl::Status MasterState::Rebuild(Seconds now) {

@@ -303,6 +303,10 @@ class MasterState {
   // A running job put back to waiting at `now` with no executed time for
   // its current run (it never really started).
   Job UndoRun(const Job& old, Seconds now) const;
+  // A job the scheduler just stopped whose last run never happened (its
+  // launch was deferred and never started): that run's time removed; a job
+  // that never ran before is as submitted.
+  Job UndoStoppedRun(const Job& old) const;
 
   MasterOptions options_;
   master::Clock* clock_;

@@ -502,9 +502,10 @@ TEST_F(MasterStateTest, DeferredLaunchIsStarting) {
   EXPECT_TRUE(Ids(master_->ListJobs(JobRecordState::kStarting)).empty());
 }
 
-// A write syncs only the jobs something happened to: a launch that is
-// preempted before it ever started (deferred) still brings its job's record
-// in line with the scheduler, in memory and on disk.
+// A launch preempted before it ever started (deferred while the GPUs it
+// was given were still checkpointing) counts no time, and its job's record
+// follows (a write syncs only the jobs something happened to), in memory
+// and on disk.
 TEST_F(MasterStateTest, PreemptedDeferredLaunchUpdatesTheRecord) {
   options_.policy = "las";
   Open();
@@ -519,14 +520,17 @@ TEST_F(MasterStateTest, PreemptedDeferredLaunchUpdatesTheRecord) {
   ASSERT_EQ(Get(b).state, JobRecordState::kStarting);
   clock_.Advance(Seconds{5});  // 1015
   const JobId c = Submit(Spec(1));
-  Pass();  // b (attained 5 as the scheduler counts it) yields to c
+  Pass();  // b (attained 5 as the scheduler counted it) yields to c
   JobRecord rec = Get(b);
   EXPECT_EQ(rec.state, JobRecordState::kPending);  // it never ran
-  EXPECT_NEAR(rec.last_stop_time.count(), 1015, 1e-6);
+  EXPECT_EQ(rec.executed, Seconds{0});
+  EXPECT_EQ(rec.attained_gpu_seconds, 0);
+  EXPECT_NEAR(rec.last_stop_time.count(), 1010, 1e-6);  // waiting since submit
   EXPECT_EQ(Get(c).state, JobRecordState::kStarting);
   master_.reset();
   Open();  // what was stored
-  EXPECT_NEAR(Get(b).last_stop_time.count(), 1015, 1e-6);
+  EXPECT_EQ(Get(b).executed, Seconds{0});
+  EXPECT_NEAR(Get(b).last_stop_time.count(), 1010, 1e-6);
 }
 
 // Starting is not stored: a restarted master has forgotten the launch and

@@ -119,7 +119,10 @@ absl::Status MasterState::Rebuild(Seconds now) {
     ASSIGN_OR_RETURN(Topology topology, Topology::Create(std::move(servers)));
     cluster = std::make_unique<Cluster>(std::move(topology));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> sched, MakeScheduler());
+  // The scheduler itself holds nothing of the topology but the GPU ids of
+  // running jobs: waiting jobs stay as they are (no O(jobs) re-insertion),
+  // running ones are re-numbered onto the new cluster, or stopped.
+  Scheduler* sched = scheduler_.get();
 
   // The launch's GPUs in the new numbering; false if a part is gone.
   auto map_gpus = [&](const Launch& launch, std::vector<GpuId>* gpus) {
@@ -136,12 +139,9 @@ absl::Status MasterState::Rebuild(Seconds now) {
     return true;
   };
 
+  // Replace only overwrites an element of jobs(), never adds one.
   for (const Job& old : scheduler_->jobs()) {
-    if (old.finished()) continue;
-    if (!old.running()) {
-      RETURN_IF_ERROR(sched->Restore(old, now));
-      continue;
-    }
+    if (!old.running()) continue;
     Launch* launch = CurrentLaunch(old.id());
     std::vector<GpuId> gpus;
     const bool keep =
@@ -163,7 +163,7 @@ absl::Status MasterState::Rebuild(Seconds now) {
       }
       MarkDirty(old.id());  // stopped now: its record follows
     }
-    RETURN_IF_ERROR(sched->Restore(job, now));
+    RETURN_IF_ERROR(sched->Replace(job, now));
   }
 
   // Jobs running at a master restart, once every task has been reported.
@@ -190,7 +190,6 @@ absl::Status MasterState::Rebuild(Seconds now) {
     MarkDirty(rec.id);
     it = adopting_.erase(it);
   }
-  scheduler_ = std::move(sched);
   cluster_ = std::move(cluster);
   return absl::OkStatus();
 }

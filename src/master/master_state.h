@@ -14,10 +14,11 @@
 // StartTasks are queued only once every GPU it needs is physically free.
 //
 // Node set changes (register, node down): the Topology cannot grow in place,
-// so a new Cluster and a fresh Scheduler are built and every unfinished job
-// is Restore()d into it: running jobs whose nodes are all still up keep
-// their GPUs (remapped to the new numbering), running jobs that lost a node
-// become preempted at that instant, waiting jobs are copied as they stand.
+// so a new Cluster is built. The Scheduler keeps nothing of the topology but
+// the GPU ids of running jobs, so it stays: running jobs whose nodes are all
+// still up keep their GPUs (remapped to the new numbering), running jobs
+// that lost a node become preempted at that instant (both by
+// Scheduler::Replace, O(running x log n)); waiting jobs are untouched.
 // Executed time, first start, last stop and queue carry over exactly.
 //
 // Durability: every public method that changes a job writes all its changes
@@ -292,8 +293,8 @@ class MasterState {
   // Node set changes (master_rebuild.cc).
   absl::Status Rebuild(Seconds now);
   Job JobFromRecord(const JobRecord& rec) const;
-  // Swaps the scheduler's record of job.id() for `job` (a fresh scheduler
-  // restored from every unfinished job; GPUs in the cluster untouched).
+  // Swaps the scheduler's record of job.id() for `job` and marks the job
+  // dirty (GPUs in the cluster untouched).
   absl::Status ReplaceSchedulerJob(const Job& job, Seconds now);
   // The job's counters as the scheduler holds them, with its current run
   // restarted at `run_start` (the agents' reported start).

@@ -1,6 +1,7 @@
-// What a node joining costs the master as its backlog grows: MasterState::
-// Register (which rebuilds the scheduler from every unfinished job, see
-// master_state.h) with N pending jobs, and one heartbeat for comparison.
+// What the master's routine operations cost as its backlog grows, with N
+// pending jobs: MasterState::Register (a node joining, see "Node set
+// changes" in master_state.h), one heartbeat, and one /metrics snapshot
+// (MasterState::SnapshotMetrics).
 // In-process, no gRPC; the state dir is on /dev/shm when it exists, so the
 // one fsync of each write costs little and the CPU work shows.
 //
@@ -8,7 +9,8 @@
 //
 // For each N: submits N 1-GPU jobs with no node up, then registers M nodes
 // of 8 GPUs one after another and reports the mean time per Register, then
-// the mean time of a heartbeat from a node with no task.
+// the mean time of a heartbeat from a node with no task, then the time of
+// one metrics snapshot.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -70,8 +72,13 @@ int Run(int jobs, int nodes, const std::string& root) {
     if (!(*state)->Heartbeat(req).ok()) return 1;
   }
   const double beat_us = 1000 * Ms(Clock::now() - beat_begin) / nodes;
-  std::printf("%8d pending  %4d nodes  register %8.3f ms  heartbeat %7.1f us\n",
-              jobs, nodes, register_ms, beat_us);
+  const auto scrape_begin = Clock::now();
+  if (!(*state)->SnapshotMetrics().ok()) return 1;
+  const double scrape_ms = Ms(Clock::now() - scrape_begin);
+  std::printf(
+      "%8d pending  %4d nodes  register %8.3f ms  heartbeat %7.1f us  "
+      "metrics %7.3f ms\n",
+      jobs, nodes, register_ms, beat_us, scrape_ms);
   state->reset();
   std::filesystem::remove_all(dir);
   return 0;

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <thread>
 
+#include "agent/launcher.h"
 #include "core/testing/test_dir.h"
 #include "gtest/gtest.h"
 
@@ -22,6 +23,22 @@ inline std::string ReadFile(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// Rank 1 of a 2-rank launch (job 42, attempt 3, restarted twice) on GPUs 1
+// and 3, rank 0 at 10.0.0.5:29500. Tests add argv and paths.
+inline TaskSpec SampleTaskSpec() {
+  TaskSpec spec;
+  spec.job_id = 42;
+  spec.attempt = 3;
+  spec.rank = 1;
+  spec.world_size = 2;
+  spec.local_rank = 0;
+  spec.gpus = {1, 3};
+  spec.restart_count = 2;
+  spec.master_addr = "10.0.0.5";
+  spec.master_port = 29500;
+  return spec;
 }
 
 // Polls `condition` every 5 ms until it holds or `timeout` passes.

@@ -9,12 +9,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/to_absl.h"
 
 namespace tiresias {
 
 absl::StatusOr<RecordedExit> ParseExitFile(std::string_view text) {
   const std::vector<absl::string_view> parts =
-      absl::StrSplit(absl::string_view(text.data(), text.size()),
+      absl::StrSplit(ToAbsl(text),
                      absl::ByAnyChar(" \n"), absl::SkipEmpty());
   int value = 0;
   int64_t unix_ns = 0;

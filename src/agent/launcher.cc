@@ -16,6 +16,7 @@
 #include "agent/spawn.h"
 #include "agent/task_env.h"
 #include "core/status_macros.h"
+#include "core/to_absl.h"
 
 extern char** environ;
 
@@ -71,7 +72,7 @@ std::string TaskExit::Describe() const {
         abbrev != nullptr ? absl::StrCat(" (SIG", abbrev, ")") : "");
   }
   const std::string_view name = TaskOutcomeName(outcome);
-  return absl::StrCat(absl::string_view(name.data(), name.size()), " (", how,
+  return absl::StrCat(ToAbsl(name), " (", how,
                       ")");
 }
 

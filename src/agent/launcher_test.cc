@@ -36,18 +36,9 @@ pid_t ReadPid(const std::string& path) {
 class LauncherTest : public ::testing::Test {
  protected:
   TaskSpec Spec(const std::string& script) const {
-    TaskSpec spec;
-    spec.job_id = 42;
-    spec.attempt = 3;
-    spec.rank = 1;
-    spec.world_size = 2;
-    spec.local_rank = 0;
-    spec.gpus = {1, 3};
+    TaskSpec spec = agent_testing::SampleTaskSpec();
     spec.argv = {"/bin/sh", "-c", script};
     spec.checkpoint_dir = dir_.File("ckpt");
-    spec.restart_count = 2;
-    spec.master_addr = "10.0.0.5";
-    spec.master_port = 29500;
     spec.log_path = dir_.File("logs/42/rank1.log");
     spec.working_dir = dir_.path().string();
     return spec;

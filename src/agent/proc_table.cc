@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/to_absl.h"
 
 namespace tiresias {
 namespace {
@@ -64,7 +65,7 @@ absl::StatusOr<ProcStat> ParseProcStat(std::string_view text) {
     return absl::InvalidArgumentError("no ')' closing the command name");
   }
   std::vector<absl::string_view> fields = absl::StrSplit(
-      absl::string_view(text.data(), text.size()).substr(close + 1), ' ',
+      ToAbsl(text).substr(close + 1), ' ',
       absl::SkipEmpty());
   // fields[0] is field 3 (state); field N is fields[N - 3].
   constexpr size_t kPgrp = 5 - 3, kStartTime = 22 - 3;

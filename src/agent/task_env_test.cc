@@ -11,18 +11,9 @@ namespace {
 using ::testing::HasSubstr;
 
 TaskSpec Spec() {
-  TaskSpec spec;
-  spec.job_id = 42;
-  spec.attempt = 3;
-  spec.rank = 1;
-  spec.world_size = 2;
-  spec.local_rank = 0;
-  spec.gpus = {1, 3};
+  TaskSpec spec = agent_testing::SampleTaskSpec();
   spec.argv = {"train"};
   spec.checkpoint_dir = "/ckpt/42";
-  spec.restart_count = 2;
-  spec.master_addr = "10.0.0.5";
-  spec.master_port = 29500;
   spec.log_path = "/logs/42.log";
   return spec;
 }

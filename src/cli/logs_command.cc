@@ -18,6 +18,9 @@ namespace tiresias {
 namespace {
 
 constexpr std::chrono::milliseconds kFollowPoll{500};
+// What one ReadJobLog returns at most (its default; proto/tiresias.proto):
+// a slice this full means more can be read at once.
+constexpr size_t kMasterSliceBytes = 1 << 20;
 // How long -f keeps retrying a master or node it cannot reach.
 constexpr std::chrono::seconds kFollowRetryFor{120};
 
@@ -53,25 +56,15 @@ class LogPrinter {
   const LogsFlags& f_;
 };
 
-// Whether the master answers about the job (so it is reachable).
-bool MasterAnswers(cli::MasterClient& client, int64_t id) {
+// GetJob on the master: the call's status, and the job once it is OK.
+grpc::Status GetJob(cli::MasterClient& client, int64_t id, v1::Job* job) {
   v1::GetJobRequest req;
   req.set_job_id(id);
   v1::GetJobResponse resp;
-  return client.stub()
-             .GetJob(client.Context().get(), req, &resp)
-             .error_code() != grpc::StatusCode::UNAVAILABLE;
-}
-
-// The job, if the master answers with it.
-std::optional<v1::Job> FetchJob(cli::MasterClient& client, int64_t id) {
-  v1::GetJobRequest req;
-  req.set_job_id(id);
-  v1::GetJobResponse resp;
-  if (!client.stub().GetJob(client.Context().get(), req, &resp).ok()) {
-    return std::nullopt;
-  }
-  return resp.job();
+  grpc::Status status =
+      client.stub().GetJob(client.Context().get(), req, &resp);
+  if (status.ok()) *job = resp.job();
+  return status;
 }
 
 int Logs(const LogsFlags& f) {
@@ -104,7 +97,10 @@ int Logs(const LogsFlags& f) {
       const bool transient = code == grpc::StatusCode::UNAVAILABLE ||
                              code == grpc::StatusCode::DEADLINE_EXCEEDED;
       if (f.follow && (no_log_yet || transient)) {
-        const std::optional<v1::Job> job = FetchJob(client, f.id);
+        v1::Job fetched;
+        const std::optional<v1::Job> job = GetJob(client, f.id, &fetched).ok()
+                                               ? std::optional(fetched)
+                                               : std::nullopt;
         if (job.has_value() && no_log_yet && f.attempt == 0 && attempt != 0 &&
             job->attempt() > attempt) {
           ++attempt;
@@ -128,12 +124,14 @@ int Logs(const LogsFlags& f) {
           continue;
         }
       }
+      v1::Job unused_job;
       // The master's own words when it answered: a log it could not find,
       // or a node it could not reach (not the master being unreachable).
       const bool from_master =
           status.error_code() == grpc::StatusCode::NOT_FOUND ||
           (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-           MasterAnswers(client, f.id));
+           GetJob(client, f.id, &unused_job).error_code() !=
+               grpc::StatusCode::UNAVAILABLE);
       if (from_master) {
         return cli::Fail(absl::StrCat(what, ": ", status.error_message()));
       }
@@ -143,8 +141,8 @@ int Logs(const LogsFlags& f) {
     warned = false;
     last_ok = std::chrono::steady_clock::now();
     printer.Print(resp, offset);
-    const bool got_all = resp.data().empty() ||
-                         resp.data().size() < static_cast<size_t>(1 << 20);
+    const bool got_all =
+        resp.data().empty() || resp.data().size() < kMasterSliceBytes;
     offset = resp.next_offset();
     if (attempt == 0) attempt = resp.attempt();
     if (!got_all) continue;  // a full slice: there is more to read now

@@ -7,6 +7,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "core/to_absl.h"
 #include "dashboard/dashboard_assets.h"
 #include "nlohmann/json.hpp"
 #include "proto/tiresias.grpc.pb.h"
@@ -90,9 +92,6 @@ void SendError(httplib::Response& res, int status, const std::string& what) {
   SendJson(res, status, json{{"error", what}});
 }
 
-// Debian's abseil has its own string_view, which StrCat takes.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
-
 double NowUnixSeconds() {
   return std::chrono::duration<double>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -162,7 +161,7 @@ std::string DashboardPage(const std::string& master_address, int refresh_ms) {
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width\">"
       "<title>Tiresias \xe2\x80\x94 ",
-      master, "</title><style>", Sv(DashboardCss()),
+      master, "</title><style>", ToAbsl(DashboardCss()),
       "</style></head>\n<body data-refresh-ms=\"", refresh_ms,
       "\" data-master=\"", master,
       "\">"
@@ -191,76 +190,37 @@ std::string DashboardPage(const std::string& master_address, int refresh_ms) {
       "</thead><tbody></tbody></table>"
       "<p id=\"nodes-empty\" class=\"muted\">No nodes yet.</p></section>"
       "</main><script>",
-      Sv(ChartJs()), "</script><script>", Sv(DashboardJs()),
+      ToAbsl(ChartJs()), "</script><script>", ToAbsl(DashboardJs()),
       "</script></body></html>\n");
 }
 
-DashboardServer::DashboardServer()
-    : backend_(std::make_unique<Backend>()),
-      server_(std::make_unique<httplib::Server>()) {}
+DashboardServer::DashboardServer() : backend_(std::make_unique<Backend>()) {}
 
 absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
     const DashboardOptions& options) {
-  const size_t colon = options.listen.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos ||
-      !absl::SimpleAtoi(options.listen.substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected host:port (port 0 picks a free one), got \"",
-                     options.listen, "\""));
-  }
-  std::string host = options.listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
   std::unique_ptr<DashboardServer> server(new DashboardServer());
   Backend& backend = *server->backend_;
   backend.master_address = options.master_address;
   backend.stub = v1::Tiresias::NewStub(grpc::CreateChannel(
       options.master_address, grpc::InsecureChannelCredentials()));
   backend.page = DashboardPage(options.master_address, options.refresh_ms);
-
-  httplib::Server& http = *server->server_;
-  // SO_REUSEADDR only (cpp-httplib's default adds SO_REUSEPORT).
-  http.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
   const Backend* b = &backend;
-  http.Get("/", [b](const httplib::Request&, httplib::Response& res) {
-    res.set_content(b->page, "text/html; charset=utf-8");
-  });
-  http.Get("/api/state", [b](const httplib::Request&, httplib::Response& res) {
-    b->State(res);
-  });
-  http.Get(R"(/api/jobs/([^/]+))",
-           [b](const httplib::Request& req, httplib::Response& res) {
-             b->Job(req.matches[1], res);
-           });
-  const int bound = port == 0 ? http.bind_to_any_port(host)
-                              : (http.bind_to_port(host, port) ? port : -1);
-  if (bound <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options.listen, " (in use?)"));
-  }
-  server->port_ = bound;
-  server->thread_ = std::thread([&http] { http.listen_after_bind(); });
-  // cpp-httplib 0.11 ignores stop() until its loop runs: wait for it, so
-  // that a Shutdown right after Start cannot hang.
-  const auto give_up =
-      std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!http.is_running() && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  auto routes = [b](httplib::Server& http) {
+    http.Get("/", [b](const httplib::Request&, httplib::Response& res) {
+      res.set_content(b->page, "text/html; charset=utf-8");
+    });
+    http.Get("/api/state", [b](const httplib::Request&,
+                               httplib::Response& res) { b->State(res); });
+    http.Get(R"(/api/jobs/([^/]+))",
+             [b](const httplib::Request& req, httplib::Response& res) {
+               b->Job(req.matches[1], res);
+             });
+  };
+  ASSIGN_OR_RETURN(server->listener_,
+                   HttpListener::Start(options.listen, routes));
   return server;
 }
 
 DashboardServer::~DashboardServer() { Shutdown(); }
-
-void DashboardServer::Shutdown() {
-  if (server_ != nullptr) server_->stop();
-  if (thread_.joinable()) thread_.join();
-}
 
 }  // namespace tiresias

@@ -18,13 +18,9 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
-
-namespace httplib {
-class Server;
-}
+#include "master/http_listener.h"
 
 namespace tiresias {
 
@@ -45,17 +41,17 @@ class DashboardServer {
       const DashboardOptions& options);
   ~DashboardServer();  // Shutdown()
 
-  int port() const { return port_; }
+  int port() const { return listener_->port(); }
   // Stops serving and joins the server's thread. Idempotent.
-  void Shutdown();
+  void Shutdown() {
+    if (listener_) listener_->Shutdown();
+  }
 
  private:
   DashboardServer();
   struct Backend;
   std::unique_ptr<Backend> backend_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  int port_ = 0;
+  std::unique_ptr<HttpListener> listener_;  // after backend_: goes first
 };
 
 }  // namespace tiresias

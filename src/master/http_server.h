@@ -7,14 +7,10 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
+#include "master/http_listener.h"
 #include "master/master_state.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace tiresias {
 
@@ -26,17 +22,13 @@ class MasterHttpServer {
       MasterState* state, const std::string& address);
   ~MasterHttpServer();  // Shutdown()
 
-  int port() const { return port_; }
+  int port() const;
   // Stops serving and joins the server's thread. Idempotent.
   void Shutdown();
 
  private:
-  explicit MasterHttpServer(MasterState* state);
-
-  MasterState* state_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  int port_ = 0;
+  MasterHttpServer() = default;
+  std::unique_ptr<HttpListener> listener_;
 };
 
 }  // namespace tiresias

@@ -103,16 +103,17 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
     m.jobs_submitted = ended_.jobs;
     m.preemptions = ended_.preemptions;
     m.promotions = ended_.promotions;
-    const Seconds now = clock_->NowUnixSeconds();
-    for (const auto& [id, stored] : records_) {
-      if (IsFinal(stored.state)) continue;  // an ended job not yet stored
-      JobRecord rec = stored;
-      LiveView(rec, now);
-      ++m.jobs_by_state[rec.state];
+    // The state as shown (starting overlaid); a waiting job's stored queue
+    // is current (a re-queue marks it dirty), so no live view is needed.
+    for (const auto& [id, rec] : records_) {
+      if (IsFinal(rec.state)) continue;  // an ended job not yet stored
+      const JobRecordState shown =
+          IsStarting(rec) ? JobRecordState::kStarting : rec.state;
+      ++m.jobs_by_state[shown];
       m.preemptions += rec.preemptions;
       m.promotions += rec.promotions;
-      if (rec.state == JobRecordState::kPending ||
-          rec.state == JobRecordState::kPreempted) {
+      if (shown == JobRecordState::kPending ||
+          shown == JobRecordState::kPreempted) {
         ++m.waiting_by_queue[rec.queue];
       }
     }

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/to_absl.h"
 
 namespace tiresias {
 namespace {
@@ -20,7 +21,7 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
   for (const auto& [state, count] : m.jobs_by_state) {
     const std::string_view name = JobRecordStateName(state);
     absl::StrAppend(&out, "tiresias_jobs{state=\"",
-                    absl::string_view(name.data(), name.size()), "\"} ", count,
+                    ToAbsl(name), "\"} ", count,
                     "\n");
   }
   Family(&out, "tiresias_jobs_submitted_total", "counter",

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/to_absl.h"
 
 namespace tiresias {
 
@@ -30,7 +31,7 @@ absl::StatusOr<QueueConfig> QueueConfig::Create(std::vector<double> thresholds) 
 absl::StatusOr<QueueConfig> QueueConfig::Parse(std::string_view text) {
   std::vector<double> values;
   for (absl::string_view part :
-       absl::StrSplit(absl::string_view(text.data(), text.size()), ',')) {
+       absl::StrSplit(ToAbsl(text), ',')) {
     part = absl::StripAsciiWhitespace(part);
     double v = 0;
     auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);

@@ -20,14 +20,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/to_absl.h"
 
 namespace tiresias::trace_internal {
 
-// Debian 12's abseil keeps its own absl::string_view, which std::string_view
-// does not convert to; this bridges the two for StrCat and friends.
-inline absl::string_view ToAbsl(std::string_view s) {
-  return absl::string_view(s.data(), s.size());
-}
+using ::tiresias::ToAbsl;  // core/to_absl.h
 
 // Reads the whole file. NotFound when it does not exist; other failures get
 // the code errno suggests. The message is "path: cannot open: <reason>".

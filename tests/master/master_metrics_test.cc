@@ -19,6 +19,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using v1::TASK_STATE_EXITED;
+using v1::TASK_STATE_PREEMPTED;
 using v1::TASK_STATE_RUNNING;
 
 class MasterMetricsTest : public MasterFixture {
@@ -174,6 +175,36 @@ TEST_F(MasterMetricsTest, CountsSurviveARestart) {
   EXPECT_EQ(Jobs(after, JobRecordState::kFinished), 1);
   EXPECT_EQ(Jobs(after, JobRecordState::kPending), 1);
   EXPECT_EQ(after.preemptions, before.preemptions);
+}
+
+// Ended jobs' counts come from the store at start-up, unfinished ones from
+// memory: a job preempted once and still waiting is counted once, not in
+// both.
+TEST_F(MasterMetricsTest, PreemptionsOfAWaitingJobCountOnceAfterARestart) {
+  options_.policy = "las";
+  Open();
+  const int64_t node = Register("n1", 1);
+  const JobId a = Submit(Spec(1));
+  Pass();
+  Beat(node);  // a's StartTask
+  Beat(node, {Task(a, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  clock_.Advance(Seconds{10});
+  const JobId b = Submit(Spec(1));
+  Pass();  // a preempted for b
+  Beat(node, {Task(a, 1, 0, TASK_STATE_PREEMPTED, {0}, 143)});  // b starts
+  Beat(node, {Task(b, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1010.0)});
+  Beat(node, {Task(b, 1, 0, TASK_STATE_EXITED, {0}, 0)});
+  const MasterState::Metrics before = Snapshot();
+  EXPECT_EQ(Jobs(before, JobRecordState::kFinished), 1);
+  EXPECT_EQ(Jobs(before, JobRecordState::kPreempted), 1);
+  EXPECT_EQ(before.preemptions, 1);
+  master_.reset();
+  Open();
+  const MasterState::Metrics after = Snapshot();
+  EXPECT_EQ(after.jobs_submitted, 2);
+  EXPECT_EQ(Jobs(after, JobRecordState::kFinished), 1);
+  EXPECT_EQ(Jobs(after, JobRecordState::kPreempted), 1);
+  EXPECT_EQ(after.preemptions, 1);
 }
 
 }  // namespace

@@ -53,22 +53,27 @@ int Run(int jobs, int nodes, const std::string& root) {
   for (int i = 0; i < jobs; ++i) {
     if (!(*state)->SubmitJob(spec).ok()) return 1;
   }
-  std::vector<int64_t> ids;
+  std::vector<std::pair<int64_t, uint64_t>> ids;  // node id, session
   const auto begin = Clock::now();
   for (int n = 0; n < nodes; ++n) {
     tiresias::v1::RegisterRequest req;
     req.set_name(absl::StrCat("node-", n));
     req.set_address("127.0.0.1");
     req.set_gpus(8);
+    req.set_agent_token(absl::StrCat("bench-agent-token-", n));
     auto resp = (*state)->Register(req);
-    if (!resp.ok()) return 1;
-    ids.push_back(resp->node_id());
+    if (!resp.ok()) {
+      std::fprintf(stderr, "%s\n", resp.status().ToString().c_str());
+      return 1;
+    }
+    ids.push_back({resp->node_id(), resp->session()});
   }
   const double register_ms = Ms(Clock::now() - begin) / nodes;
   const auto beat_begin = Clock::now();
-  for (int64_t id : ids) {
+  for (const auto& [id, session] : ids) {
     tiresias::v1::HeartbeatRequest req;
     req.set_node_id(id);
+    req.set_session(session);
     if (!(*state)->Heartbeat(req).ok()) return 1;
   }
   const double beat_us = 1000 * Ms(Clock::now() - beat_begin) / nodes;

@@ -1,18 +1,22 @@
-// AgentDaemon: the register / heartbeat / command loop.
+// AgentDaemon: the register / heartbeat / converge loop, and the thread
+// that keeps the WatchDesiredState stream open.
 #include "agent/agent_daemon.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <set>
+#include <random>
 #include <sstream>
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -21,6 +25,7 @@
 #include "agent/file_store.h"
 #include "agent/log_service.h"
 #include "agent/proc_table.h"
+#include "nlohmann/json.hpp"
 #include "proto/tiresias.grpc.pb.h"
 #include "proto/tiresias.pb.h"
 
@@ -85,11 +90,13 @@ std::string AddressHost(const std::string& address) {
     return address.substr(0, address.find(']') + 1);
   }
   const size_t colon = address.find(':');
-  if (colon != std::string::npos && address.find(':', colon + 1) == std::string::npos) {
+  if (colon != std::string::npos &&
+      address.find(':', colon + 1) == std::string::npos) {
     return address.substr(0, colon);
   }
-  return address.find(':') == std::string::npos ? address
-                                                 : absl::StrCat("[", address, "]");
+  return address.find(':') == std::string::npos
+             ? address
+             : absl::StrCat("[", address, "]");
 }
 
 // Kills what is left of a recorded task's process group once its leader
@@ -108,6 +115,21 @@ void SweepDeadTaskGroup(const TaskHandle& h) {
 
 std::string TaskName(int64_t job, int attempt, int rank) {
   return absl::StrCat("job ", job, " attempt ", attempt, " rank ", rank);
+}
+
+// The launcher's stop for a protocol stop reason: cancel for what will not
+// resume here, preempt for what checkpoints and resumes.
+StopReason LauncherReason(int reason) {
+  return reason == v1::STOP_REASON_CANCEL || reason == v1::STOP_REASON_ORPHAN
+             ? StopReason::kCancel
+             : StopReason::kPreempt;
+}
+
+std::string ReasonName(int reason) {
+  std::string name = v1::StopReason_Name(static_cast<v1::StopReason>(reason));
+  if (name.starts_with("STOP_REASON_")) name.erase(0, 12);
+  for (char& c : name) c = static_cast<char>(std::tolower(c));
+  return name;
 }
 
 }  // namespace
@@ -138,6 +160,7 @@ absl::Status AgentDaemon::Start() {
     return absl::FailedPreconditionError(absl::StrCat(
         "state dir ", options_.state_dir, ": cannot create: ", ec.message()));
   }
+  if (absl::Status s = LoadOrCreateToken(); !s.ok()) return s;
   DiscoveryOptions discovery;
   discovery.emulate = options_.emulate_gpus;
   absl::StatusOr<std::vector<GpuInfo>> gpus = DiscoverGpus(discovery);
@@ -160,9 +183,10 @@ absl::Status AgentDaemon::Start() {
   Log(absl::StrCat("node ", options_.node_name, ": ", gpus_.size(),
                    " GPU(s), master ", options_.master_address));
   AdoptRecorded();
-  RemoveStaleExitFiles();
+  RemoveStaleFiles();
   LoadSession();
   thread_ = std::thread([this] { Loop(); });
+  watch_thread_ = std::thread([this] { WatchLoop(); });
   return absl::OkStatus();
 }
 
@@ -170,24 +194,44 @@ void AgentDaemon::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    if (watch_ctx_ != nullptr) watch_ctx_->TryCancel();
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (watch_thread_.joinable()) watch_thread_.join();
   log_server_.reset();
 }
 
-void AgentDaemon::StopAllTasks() {
+void AgentDaemon::BeginDrain() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (draining_) return;
+  draining_ = true;
+  Log("shutting down: handing this node's jobs back to the master");
   for (auto& [key, task] : tasks_) {
-    if (!task.handle || task.ended) continue;
-    absl::StatusOr<TaskExit> exit =
-        launcher_->Stop(*task.handle, StopReason::kCancel, options_.grace);
-    if (!exit.ok()) {
-      Log(absl::StrCat("job ", task.handle->job_id,
-                       ": could not stop: ", exit.status().message()));
+    if (!task.ended && !task.stop_reason) {
+      RequestStop(key, task, v1::STOP_REASON_SHUTDOWN);
     }
-    task.ended = true;
   }
+  cv_.notify_all();
+}
+
+absl::Status AgentDaemon::WaitDrained(std::chrono::milliseconds timeout) {
+  bool done;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    done = cv_.wait_for(lock, timeout, [this] { return drained_; });
+  }
+  Stop();
+  if (done) return absl::OkStatus();
+  return absl::DeadlineExceededError(absl::StrCat(
+      "the master did not acknowledge every task's end within ",
+      timeout.count(), " ms; the next agent on ", options_.state_dir,
+      " reports them"));
+}
+
+absl::Status AgentDaemon::Drain(std::chrono::milliseconds timeout) {
+  BeginDrain();
+  return WaitDrained(timeout);
 }
 
 int AgentDaemon::task_count() const {
@@ -197,8 +241,38 @@ int AgentDaemon::task_count() const {
 
 bool AgentDaemon::Sleep(std::chrono::milliseconds d) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, d, [this] { return stopping_; });
+  cv_.wait_for(lock, d, [this] { return stopping_ || pushed_ != nullptr; });
   return !stopping_;
+}
+
+absl::Status AgentDaemon::LoadOrCreateToken() {
+  const std::string path = options_.state_dir + "/agent-token";
+  absl::StatusOr<std::optional<std::string>> text =
+      RealFileStore()->Read(path);
+  if (!text.ok()) return text.status();
+  if (text->has_value()) {
+    token_ = std::string(absl::StripAsciiWhitespace(**text));
+    if (token_.size() >= 32) return absl::OkStatus();
+    return absl::DataLossError(absl::StrCat(
+        path, ": expected this agent's token (32 or more hex digits); "
+              "remove the file to make a new identity"));
+  }
+  std::random_device random;
+  std::string bytes(16, '\0');
+  for (char& b : bytes) b = static_cast<char>(random() & 0xff);
+  token_ = absl::BytesToHexString(bytes);
+  // Written with mode 0600 before anything else can read it.
+  const mode_t old_mask = umask(077);
+  absl::Status written =
+      RealFileStore()->WriteAtomically(path, token_ + "\n");
+  umask(old_mask);
+  return written;
+}
+
+std::string AgentDaemon::LeasePath(const TaskKey& key) const {
+  return absl::StrCat(options_.state_dir, "/leases/job-", std::get<0>(key),
+                      "-attempt-", std::get<1>(key), "-rank-",
+                      std::get<2>(key));
 }
 
 void AgentDaemon::AdoptRecorded() {
@@ -208,9 +282,15 @@ void AgentDaemon::AdoptRecorded() {
   std::lock_guard<std::mutex> lock(mu_);
   for (const RecoveredTask& r : found) {
     const TaskHandle& h = r.entry.handle;
+    const TaskKey key{h.job_id, h.attempt, h.rank};
     Task task;
     task.handle = h;
     task.start_time = UnixSeconds(h.start_time);
+    if (r.entry.stop_requested) {
+      task.stop_reason = *r.entry.stop_requested == StopReason::kCancel
+                             ? v1::STOP_REASON_CANCEL
+                             : v1::STOP_REASON_PREEMPT;
+    }
     const std::string name = TaskName(h.job_id, h.attempt, h.rank);
     if (r.alive()) {
       // Records older than the task shim lack the GPUs; the task's own
@@ -223,12 +303,18 @@ void AgentDaemon::AdoptRecorded() {
                          s.ToString()));
         continue;  // stays in the record; retried by the next agent
       }
+      // Renewed with the others from the next heartbeat that succeeds.
+      absl::StatusOr<std::unique_ptr<LeaseFile>> lease =
+          LeaseFile::Open(LeasePath(key));
+      if (lease.ok()) task.lease = *std::move(lease);
       Log(absl::StrCat(name, ": adopted running pid ", h.pid));
     } else {
       SweepDeadTaskGroup(h);
       task.ended = true;
       task.gpus = h.gpus;
-      task.preempted = r.entry.stop_requested.has_value();
+      if (r.exit->fenced && !task.stop_reason) {
+        task.stop_reason = v1::STOP_REASON_FENCED;
+      }
       if (r.exit->signal) {
         task.exit_code = 128 + *r.exit->signal;
       } else {
@@ -238,49 +324,78 @@ void AgentDaemon::AdoptRecorded() {
       Log(absl::StrCat(name, ": exited while no agent ran (",
                        r.exit->Describe(), ")"));
     }
-    tasks_[{h.job_id, h.attempt, h.rank}] = std::move(task);
+    tasks_[key] = std::move(task);
   }
 }
 
-// An exit file no recorded task names was left by a crash between
-// forgetting its task and removing it.
-void AgentDaemon::RemoveStaleExitFiles() {
+// An exit or lease file no recorded task names was left by a crash between
+// forgetting its task and removing it. A lease that has not lapsed yet is
+// kept: it may belong to a task started just before a crash and never
+// recorded (StartTask waits for it to lapse before starting that task).
+void AgentDaemon::RemoveStaleFiles() {
   std::set<std::string> recorded;
   for (const TaskRecordEntry& e : record_->entries()) {
     if (!e.handle.exit_path.empty()) recorded.insert(e.handle.exit_path);
+    recorded.insert(LeasePath({e.handle.job_id, e.handle.attempt,
+                               e.handle.rank}));
   }
   std::error_code ec;
-  const std::filesystem::path dir =
-      std::filesystem::path(options_.state_dir) / "exits";
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+  const std::filesystem::path base(options_.state_dir);
+  for (const auto& entry :
+       std::filesystem::directory_iterator(base / "exits", ec)) {
     std::string path = entry.path().string();
     if (path.ends_with(".tmp")) path.resize(path.size() - 4);  // being written
     if (entry.is_regular_file(ec) && !recorded.contains(path)) {
       std::filesystem::remove(entry.path(), ec);
     }
   }
+  const int64_t now = BootTimeNs();
+  for (const auto& entry :
+       std::filesystem::directory_iterator(base / "leases", ec)) {
+    const std::string path = entry.path().string();
+    if (recorded.contains(path)) continue;
+    absl::StatusOr<std::unique_ptr<LeaseFile>> lease = LeaseFile::Open(path);
+    const int64_t grace_ns =
+        std::chrono::nanoseconds(options_.grace).count() + 1'000'000'000;
+    if (!lease.ok() || now > (*lease)->deadline_ns() + grace_ns ||
+        (*lease)->deadline_ns() == kNoLease) {
+      std::filesystem::remove(entry.path(), ec);
+    }
+  }
 }
 
-// session.json: "<node_id> <heartbeat_interval_ms>".
+// session.json: {"node_id": N, "session": S, "heartbeat_interval_ms": H,
+// "lease_ms": L}.
 void AgentDaemon::LoadSession() {
   absl::StatusOr<std::optional<std::string>> text =
       RealFileStore()->Read(options_.state_dir + "/session.json");
   if (!text.ok() || !text->has_value()) return;
-  std::vector<std::string> parts =
-      absl::StrSplit(**text, absl::ByAnyChar(" \n"), absl::SkipEmpty());
-  int64_t id = 0;
-  int64_t interval_ms = 0;
-  if (parts.size() == 2 && absl::SimpleAtoi(parts[0], &id) &&
-      absl::SimpleAtoi(parts[1], &interval_ms) && id > 0 && interval_ms > 0) {
+  nlohmann::json json = nlohmann::json::parse(**text, nullptr, false);
+  if (!json.is_object()) return;  // an older format: register again
+  const int64_t id = json.value("node_id", int64_t{0});
+  const uint64_t session = json.value("session", uint64_t{0});
+  const int64_t interval_ms = json.value("heartbeat_interval_ms", int64_t{0});
+  const int64_t lease_ms = json.value("lease_ms", int64_t{0});
+  if (id > 0 && session > 0 && interval_ms > 0 && lease_ms > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
     node_id_ = id;
+    session_ = session;
     heartbeat_interval_ = std::chrono::milliseconds(interval_ms);
+    lease_ns_ = lease_ms * 1'000'000;
   }
 }
 
 void AgentDaemon::SaveSession() {
+  nlohmann::json json;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    json["node_id"] = node_id_.load();
+    json["session"] = session_;
+    json["heartbeat_interval_ms"] = heartbeat_interval_.count();
+    json["lease_ms"] = lease_ns_ / 1'000'000;
+  }
   absl::Status s = RealFileStore()->WriteAtomically(
-      options_.state_dir + "/session.json",
-      absl::StrCat(node_id_.load(), " ", heartbeat_interval_.count(), "\n"));
+      options_.state_dir + "/session.json", json.dump() + "\n");
   if (!s.ok()) Log(absl::StrCat("cannot save the session: ", s.ToString()));
 }
 
@@ -291,9 +406,16 @@ std::vector<v1::TaskStatus> AgentDaemon::Statuses() const {
     s.mutable_task()->set_job_id(std::get<0>(key));
     s.mutable_task()->set_attempt(std::get<1>(key));
     s.mutable_task()->set_rank(std::get<2>(key));
-    s.set_state(!task.ended        ? v1::TASK_STATE_RUNNING
-                : task.preempted   ? v1::TASK_STATE_PREEMPTED
+    if (!task.ended) {
+      s.set_state(task.stop_reason ? v1::TASK_STATE_EXITING
+                                   : v1::TASK_STATE_RUNNING);
+    } else {
+      s.set_state(task.stop_reason ? v1::TASK_STATE_PREEMPTED
                                    : v1::TASK_STATE_EXITED);
+    }
+    if (task.stop_reason) {
+      s.set_stop_reason(static_cast<v1::StopReason>(*task.stop_reason));
+    }
     for (int g : task.gpus) s.add_gpu_indexes(g);
     if (task.exit_code) s.set_exit_code(*task.exit_code);
     if (task.start_time) s.set_start_time(*task.start_time);
@@ -303,12 +425,50 @@ std::vector<v1::TaskStatus> AgentDaemon::Statuses() const {
   return out;
 }
 
+void AgentDaemon::RenewLeases(int64_t sent_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (lease_ns_ <= 0) return;
+  lease_deadline_ns_ = sent_ns + lease_ns_;
+  for (auto& [key, task] : tasks_) {
+    if (!task.ended && task.lease) task.lease->Renew(lease_deadline_ns_);
+  }
+}
+
+void AgentDaemon::Acknowledge(const TaskKey& key) {
+  auto it = tasks_.find(key);
+  if (it == tasks_.end() || !it->second.ended) return;
+  Task& task = it->second;
+  if (task.handle) {
+    absl::Status removed = record_->Remove(*task.handle);
+    if (!removed.ok()) {
+      Log(absl::StrCat("task record: ", removed.ToString()));
+      return;  // reported again; removal retried on the next ack
+    }
+    if (!task.handle->exit_path.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove(task.handle->exit_path, ignored);
+    }
+  }
+  if (task.lease) task.lease->Remove();
+  tasks_.erase(it);
+  if (ended_keys_.insert(key).second) {
+    ended_order_.push_back(key);
+    if (ended_order_.size() > kMaxRememberedEnds) {
+      ended_keys_.erase(ended_order_.front());
+      ended_order_.pop_front();
+    }
+  }
+}
+
 bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
   v1::RegisterRequest req;
   req.set_name(options_.node_name);
   req.set_address(options_.advertised_address);
   req.set_log_address(log_address_);
   req.set_gpus(static_cast<int>(gpus_.size()));
+  req.set_agent_token(token_);
+  req.set_grace_seconds(
+      std::chrono::duration<double>(options_.grace).count());
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (v1::TaskStatus& s : Statuses()) *req.add_tasks() = std::move(s);
@@ -316,6 +476,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);
   v1::RegisterResponse resp;
+  const int64_t sent_ns = BootTimeNs();
   grpc::Status s = stub_->get().Register(&ctx, req, &resp);
   if (!s.ok()) {
     Log(absl::StrCat("register with ", options_.master_address,
@@ -323,66 +484,141 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
                      " ms): ", FromGrpc(s).ToString()));
     return false;
   }
-  node_id_ = resp.node_id();
-  if (resp.heartbeat_interval_seconds() > 0) {
-    heartbeat_interval_ = std::chrono::milliseconds(static_cast<int64_t>(
-        resp.heartbeat_interval_seconds() * 1000));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    node_id_ = resp.node_id();
+    session_ = resp.session();
+    session_confirmed_ = true;
+    applied_version_ = 0;
+    pushed_.reset();
+    if (resp.heartbeat_interval_seconds() > 0) {
+      heartbeat_interval_ = std::chrono::milliseconds(static_cast<int64_t>(
+          resp.heartbeat_interval_seconds() * 1000));
+    }
+    lease_ns_ = static_cast<int64_t>(resp.lease_seconds() * 1e9);
+    // The stream reopens for the new session.
+    if (watch_ctx_ != nullptr) watch_ctx_->TryCancel();
+    for (const v1::TaskRef& ref : resp.acknowledged()) {
+      Acknowledge({ref.job_id(), ref.attempt(), ref.rank()});
+    }
   }
+  cv_.notify_all();
   SaveSession();
+  RenewLeases(sent_ns);
+  for (const v1::TaskReportError& e : resp.rejected()) {
+    Log(absl::StrCat("the master refused a report: ", e.message()));
+  }
   Log(absl::StrCat("registered as node ", resp.node_id(), " with ",
                    req.tasks_size(), " task(s); heartbeat every ",
-                   heartbeat_interval_.count(), " ms"));
-  for (const v1::Command& c : resp.commands()) Execute(c);
+                   heartbeat_interval_.count(), " ms, lease ",
+                   resp.lease_seconds(), " s"));
+  ApplyDesired(resp.desired());
   return true;
 }
 
-absl::Status AgentDaemon::Heartbeat() {
+absl::StatusOr<bool> AgentDaemon::Heartbeat() {
   v1::HeartbeatRequest req;
   req.set_node_id(node_id_.load());
   req.set_log_address(log_address_);
   {
     std::lock_guard<std::mutex> lock(mu_);
+    req.set_session(session_);
+    req.set_leaving(draining_);
     for (v1::TaskStatus& s : Statuses()) *req.add_tasks() = std::move(s);
   }
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);
   v1::HeartbeatResponse resp;
+  const int64_t sent_ns = BootTimeNs();
   grpc::Status s = stub_->get().Heartbeat(&ctx, req, &resp);
   if (!s.ok()) return FromGrpc(s);
-  for (const v1::TaskRef& ref : resp.acknowledged()) {
+  RenewLeases(sent_ns);
+  bool again = false;
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = tasks_.find({ref.job_id(), ref.attempt(), ref.rank()});
-    if (it == tasks_.end() || !it->second.ended) continue;
-    if (it->second.handle) {
-      absl::Status removed = record_->Remove(*it->second.handle);
-      if (!removed.ok()) {
-        Log(absl::StrCat("task record: ", removed.ToString()));
-        continue;  // reported again; removal retried on the next ack
-      }
-      if (!it->second.handle->exit_path.empty()) {
-        std::error_code ignored;
-        std::filesystem::remove(it->second.handle->exit_path, ignored);
+    session_confirmed_ = true;
+    for (const v1::TaskRef& ref : resp.acknowledged()) {
+      Acknowledge({ref.job_id(), ref.attempt(), ref.rank()});
+    }
+    leaving_told_ = leaving_told_ || req.leaving();
+    if (req.leaving() && req.tasks_size() == 0 && tasks_.empty()) {
+      // Leaving, and the master heard that nothing runs here any more: it
+      // has taken the node out.
+      drained_ = true;
+    } else if (draining_ && tasks_.empty()) {
+      again = true;  // tell it so at once
+    }
+  }
+  cv_.notify_all();
+  for (const v1::TaskReportError& e : resp.rejected()) {
+    Log(absl::StrCat("the master refused a report: ", e.message()));
+  }
+  return ApplyDesired(resp.desired()) || again;
+}
+
+bool AgentDaemon::ApplyDesired(const v1::DesiredState& desired) {
+  std::set<TaskKey> wanted;
+  std::map<std::pair<int64_t, int>, int> stopping;
+  std::vector<const v1::StartTask*> to_start;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (desired.session() != session_ || desired.version() < applied_version_) {
+      return false;  // of another session, or older than what we applied
+    }
+    applied_version_ = desired.version();
+    for (const v1::StopTask& stop : desired.stop()) {
+      stopping[{stop.job_id(), stop.attempt()}] = stop.reason();
+    }
+    for (const v1::StartTask& run : desired.run()) {
+      const TaskKey key{run.task().job_id(), run.task().attempt(),
+                        run.task().rank()};
+      wanted.insert(key);
+      // Never twice: not while it runs here, nor once it has ended.
+      if (!draining_ && !tasks_.contains(key) && !ended_keys_.contains(key)) {
+        to_start.push_back(&run);
       }
     }
-    tasks_.erase(it);
   }
-  for (const v1::Command& c : resp.commands()) Execute(c);
-  return absl::OkStatus();
+  bool changed = false;
+  for (const v1::StartTask* run : to_start) changed |= StartTask(*run);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, task] : tasks_) {
+    if (task.ended || task.stop_reason) continue;
+    auto stop = stopping.find({std::get<0>(key), std::get<1>(key)});
+    if (stop != stopping.end()) {
+      RequestStop(key, task, stop->second);
+      changed = true;
+    } else if (!wanted.contains(key)) {
+      RequestStop(key, task, v1::STOP_REASON_ORPHAN);
+      changed = true;
+    }
+  }
+  return changed;
 }
 
-void AgentDaemon::Execute(const v1::Command& command) {
-  if (command.has_start()) StartTask(command);
-  if (command.has_stop()) StopTasks(command);
-}
-
-void AgentDaemon::StartTask(const v1::Command& command) {
-  const v1::StartTask& st = command.start();
+bool AgentDaemon::StartTask(const v1::StartTask& st) {
   const TaskKey key{st.task().job_id(), st.task().attempt(), st.task().rank()};
   const std::string name =
       TaskName(st.task().job_id(), st.task().attempt(), st.task().rank());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (tasks_.contains(key)) return;  // a repeated command
+  // A lease file that has not lapsed belongs to a copy of this task that a
+  // previous agent started and crashed before recording: it may still run,
+  // until its shim fences it. Start it only after that.
+  const std::string lease_path = LeasePath(key);
+  if (absl::StatusOr<std::unique_ptr<LeaseFile>> old =
+          LeaseFile::Open(lease_path);
+      old.ok()) {
+    const int64_t lapsed = (*old)->deadline_ns() == kNoLease
+                               ? kNoLease
+                               : (*old)->deadline_ns() +
+                                     std::chrono::nanoseconds(options_.grace)
+                                         .count() +
+                                     1'000'000'000;
+    if (BootTimeNs() < lapsed && (*old)->deadline_ns() != kNoLease) {
+      Log(absl::StrCat(name, ": an unrecorded copy may still run; starting "
+                             "it once that copy's lease has lapsed"));
+      return false;
+    }
+    (*old)->Remove();
   }
   TaskSpec spec;
   spec.job_id = st.task().job_id();
@@ -399,26 +635,43 @@ void AgentDaemon::StartTask(const v1::Command& command) {
   spec.master_port = st.master_port();
   spec.worker_addrs.assign(st.worker_addresses().begin(),
                            st.worker_addresses().end());
+  spec.node_name = options_.node_name;
   spec.log_path = TaskLogPath(options_.state_dir + "/logs", spec.job_id,
                               spec.attempt, spec.rank);
   spec.exit_path =
       absl::StrCat(options_.state_dir, "/exits/job-", spec.job_id,
                    "-attempt-", spec.attempt, "-rank-", spec.rank, ".exit");
+  spec.fence_grace = options_.grace;
   Task task;
   task.gpus = spec.gpus;
-  absl::StatusOr<TaskHandle> handle = launcher_->Start(spec);
+  int64_t deadline;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    deadline = lease_deadline_ns_;
+  }
+  absl::StatusOr<std::unique_ptr<LeaseFile>> lease =
+      LeaseFile::Create(lease_path, deadline);
+  absl::StatusOr<TaskHandle> handle = absl::UnknownError("not started");
+  if (lease.ok()) {
+    spec.lease = (*lease)->word();
+    handle = launcher_->Start(spec);
+  } else {
+    handle = lease.status();
+  }
   if (handle.ok()) {
     // Recorded before it is reported running, so that a restarted agent
     // knows about every task the master may think runs here.
     absl::Status put = record_->Put(TaskRecordEntry{*handle, std::nullopt});
     if (!put.ok()) Log(absl::StrCat(name, ": task record: ", put.ToString()));
     task.handle = *handle;
+    task.lease = *std::move(lease);
     task.start_time = UnixSeconds(handle->start_time);
     Log(absl::StrCat(name, ": started pid ", handle->pid, " on GPUs ",
                      absl::StrJoin(spec.gpus, ","), ", log ", spec.log_path));
   } else {
     // Reported as a task that exited with a failure; the user finds why in
     // the job's log.
+    if (lease.ok()) (*lease)->Remove();
     Log(absl::StrCat(name, ": cannot start: ", handle.status().ToString()));
     std::ofstream(spec.log_path, std::ios::app)
         << "tiresias agent: cannot start the task: "
@@ -431,32 +684,23 @@ void AgentDaemon::StartTask(const v1::Command& command) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   tasks_[key] = std::move(task);
+  return true;
 }
 
-void AgentDaemon::StopTasks(const v1::Command& command) {
-  const v1::StopTask& stop = command.stop();
-  // An orphan is stopped like a cancelled task: it will not resume here.
-  const StopReason reason = stop.reason() == v1::STOP_REASON_PREEMPT
-                                ? StopReason::kPreempt
-                                : StopReason::kCancel;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [key, task] : tasks_) {
-    if (std::get<0>(key) != stop.job_id() ||
-        std::get<1>(key) != stop.attempt() || task.ended || !task.handle) {
-      continue;
-    }
-    const std::string name =
-        TaskName(std::get<0>(key), std::get<1>(key), std::get<2>(key));
-    // Recorded before signalling (see task_record.h).
-    absl::Status marked = record_->MarkStopRequested(*task.handle, reason);
-    if (!marked.ok()) {
-      Log(absl::StrCat(name, ": task record: ", marked.ToString()));
-    }
-    absl::Status s = launcher_->RequestStop(*task.handle, reason,
-                                            options_.grace);
-    Log(absl::StrCat(name, ": stopping (", std::string(StopReasonName(reason)),
-                     s.ok() ? "" : absl::StrCat(": ", s.ToString()), ")"));
+void AgentDaemon::RequestStop(const TaskKey& key, Task& task, int reason) {
+  task.stop_reason = reason;
+  if (!task.handle) return;
+  const std::string name =
+      TaskName(std::get<0>(key), std::get<1>(key), std::get<2>(key));
+  const StopReason how = LauncherReason(reason);
+  // Recorded before signalling (see task_record.h).
+  absl::Status marked = record_->MarkStopRequested(*task.handle, how);
+  if (!marked.ok()) {
+    Log(absl::StrCat(name, ": task record: ", marked.ToString()));
   }
+  absl::Status s = launcher_->RequestStop(*task.handle, how, options_.grace);
+  Log(absl::StrCat(name, ": stopping (", ReasonName(reason),
+                   s.ok() ? "" : absl::StrCat(": ", s.ToString()), ")"));
 }
 
 bool AgentDaemon::PollExits() {
@@ -467,17 +711,25 @@ bool AgentDaemon::PollExits() {
     if (it == tasks_.end()) continue;
     Task& task = it->second;
     task.ended = true;
-    task.preempted = e.outcome == TaskOutcome::kPreempted ||
-                     e.outcome == TaskOutcome::kCancelled;
+    const bool stopped = e.outcome == TaskOutcome::kPreempted ||
+                         e.outcome == TaskOutcome::kCancelled;
+    if (!stopped) {
+      task.stop_reason.reset();  // it ended on its own first
+    } else if (!task.stop_reason) {
+      task.stop_reason = e.fenced ? v1::STOP_REASON_FENCED
+                         : e.outcome == TaskOutcome::kCancelled
+                             ? v1::STOP_REASON_CANCEL
+                             : v1::STOP_REASON_PREEMPT;
+    }
     if (e.signal) {
       task.exit_code = 128 + *e.signal;
     } else if (e.exit_code) {
       task.exit_code = *e.exit_code;
     }
     task.end_time = UnixSeconds(e.end_time);
-    Log(absl::StrCat(TaskName(e.handle.job_id, e.handle.attempt,
-                              e.handle.rank),
-                     ": ", e.Describe()));
+    Log(absl::StrCat(
+        TaskName(e.handle.job_id, e.handle.attempt, e.handle.rank), ": ",
+        e.Describe(), e.fenced ? " (fenced: the agent's lease lapsed)" : ""));
   }
   return !exits.empty();
 }
@@ -487,17 +739,33 @@ void AgentDaemon::Loop() {
   auto next_backoff = [&] {
     backoff = std::min(backoff * 2, options_.max_backoff);
   };
-  // A saved node id is tried with a heartbeat first (see the header).
-  bool registered = node_id_.load() != 0;
+  // A saved session is tried with a heartbeat first (see the header).
+  bool registered;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    registered = session_ != 0;
+  }
   auto last_beat = std::chrono::steady_clock::time_point{};
   bool changed = true;
   while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+    }
     if (!registered) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (draining_ && tasks_.empty()) {  // nothing to hand back
+          drained_ = true;
+          cv_.notify_all();
+          return;
+        }
+      }
       if (Register(backoff)) {
         registered = true;
         backoff = options_.min_backoff;
         last_beat = std::chrono::steady_clock::now();
-        changed = true;
+        changed = true;  // tell the master at once what Register started
       } else {
         if (!Sleep(backoff)) return;
         next_backoff();
@@ -505,28 +773,91 @@ void AgentDaemon::Loop() {
       }
     }
     if (PollExits()) changed = true;
+    std::unique_ptr<v1::DesiredState> pushed;
+    bool leaving_untold;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pushed = std::move(pushed_);
+      leaving_untold = draining_ && !leaving_told_;
+    }
+    if (pushed != nullptr && ApplyDesired(*pushed)) changed = true;
     const auto now = std::chrono::steady_clock::now();
-    if (changed || now - last_beat >= heartbeat_interval_) {
-      absl::Status s = Heartbeat();
+    if (changed || leaving_untold || now - last_beat >= heartbeat_interval_) {
+      absl::StatusOr<bool> s = Heartbeat();
       if (s.ok()) {
         backoff = options_.min_backoff;
         last_beat = now;
-        changed = false;
-      } else if (absl::IsNotFound(s)) {
+        changed = *s;
+        std::lock_guard<std::mutex> lock(mu_);
+        if (drained_) return;
+      } else if (absl::IsNotFound(s.status())) {
         Log(absl::StrCat("master does not know node ", node_id_.load(),
-                         ": registering again"));
+                         " (this session): registering again"));
         registered = false;
         continue;
       } else {
         Log(absl::StrCat("heartbeat to ", options_.master_address,
-                         " failed (tasks keep running; retry in ",
-                         backoff.count(), " ms): ", s.ToString()));
+                         " failed (tasks keep running until the lease "
+                         "lapses; retry in ",
+                         backoff.count(), " ms): ", s.status().ToString()));
         if (!Sleep(backoff)) return;
         next_backoff();
         continue;
       }
     }
-    if (!Sleep(std::min(options_.poll_interval, heartbeat_interval_))) return;
+    const auto to_beat = std::chrono::duration_cast<std::chrono::milliseconds>(
+        last_beat + heartbeat_interval_ - std::chrono::steady_clock::now());
+    if (!Sleep(std::clamp(to_beat, std::chrono::milliseconds(1),
+                          options_.poll_interval))) {
+      return;
+    }
+  }
+}
+
+void AgentDaemon::WatchLoop() {
+  std::chrono::milliseconds backoff = options_.min_backoff;
+  while (true) {
+    v1::WatchDesiredStateRequest req;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      // Only once the master has confirmed the session: a task started
+      // from a push before that would have no lease renewed yet.
+      cv_.wait(lock, [this] { return stopping_ || session_confirmed_; });
+      if (stopping_) return;
+      req.set_node_id(node_id_.load());
+      req.set_session(session_);
+      req.set_after_version(applied_version_);
+    }
+    grpc::ClientContext ctx;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      watch_ctx_ = &ctx;
+    }
+    std::unique_ptr<grpc::ClientReader<v1::DesiredState>> reader =
+        stub_->get().WatchDesiredState(&ctx, req);
+    v1::DesiredState message;
+    while (reader->Read(&message)) {
+      backoff = options_.min_backoff;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (message.session() != session_) continue;
+      if (pushed_ == nullptr || message.version() >= pushed_->version()) {
+        pushed_ = std::make_unique<v1::DesiredState>(std::move(message));
+        message = v1::DesiredState();
+      }
+      cv_.notify_all();
+    }
+    // Why it ended does not matter: cancelled for a new session, the master
+    // away, or the session over (the loop registers again).
+    reader->Finish();
+    std::unique_lock<std::mutex> lock(mu_);
+    watch_ctx_ = nullptr;
+    if (stopping_) return;
+    if (req.session() != session_) continue;  // registered again: reopen now
+    cv_.wait_for(lock, backoff, [&] {
+      return stopping_ || req.session() != session_;
+    });
+    backoff = std::min(backoff * 2, options_.max_backoff);
   }
 }
 

@@ -1,7 +1,6 @@
 // The node agent daemon: runs on every GPU server, registers it with the
-// master, heartbeats the status of the tasks it runs and carries out the
-// master's StartTask / StopTask commands (see proto/tiresias.proto,
-// AgentRegistry).
+// master and converges the tasks it runs to the master's desired state for
+// the node (see proto/tiresias.proto, "Agent protocol").
 //
 //   AgentOptions options;
 //   options.master_address = "10.0.0.1:50051";
@@ -9,26 +8,41 @@
 //   AgentDaemon agent(options);
 //   RETURN_IF_ERROR(agent.Start());  // discovery, record, adoption
 //   ... until SIGTERM ...
-//   agent.Stop();  // stops heartbeating and serving logs; tasks keep running
+//   agent.Drain(timeout);  // hand the jobs back (they checkpoint), then stop
+//
+// Level-triggered: every heartbeat reports every task the agent has, and
+// every answer (and every message of the WatchDesiredState stream, which
+// brings decisions within milliseconds) carries the whole desired state.
+// The agent starts what should run and has never run here, and stops what
+// runs and should not. A desired state of another session, or older than
+// the last one applied, is ignored; a task that ended is never started
+// again (ended launch ids are remembered, kMaxRememberedEnds of them).
+//
+// Lease (lease.h): every task has a lease file its shim watches; the agent
+// renews them all after each heartbeat that succeeds, to the heartbeat's
+// send time + RegisterResponse.lease_seconds. An agent cut off from the
+// master (partitioned, stopped, dead) stops renewing and the shims stop the
+// tasks, before the master gives them to another node.
 //
 // State dir: tasks.json (the task record, task_record.h), session.json (the
-// node id and heartbeat interval of the last registration), and
+// node id, session, heartbeat interval and lease of the last registration),
+// agent-token (this agent's identity: a random secret made on first start,
+// mode 0600; a restarted agent proves with it that it is the same one),
 // logs/job-<id>-attempt-<a>-rank-<r>.log (each task's stdout and stderr,
-// served to the master by an AgentLogs service, log_service.h) and
-// exits/job-<id>-attempt-<a>-rank-<r>.exit (how each task ended, written by
-// its shim, spawn.h; removed once the master has acknowledged the end).
+// served to the master by an AgentLogs service, log_service.h),
+// exits/job-...exit (how each task ended, written by its shim, spawn.h) and
+// leases/job-... (each task's lease); the last two are removed once the
+// master has acknowledged the task's end.
 //
 // Restart: a new agent on the same state dir kills what is left of the
 // process group of each recorded task whose shim is gone, adopts the tasks
-// the record says still run, and first heartbeats with the saved node id:
-// a master that still knows the node keeps its jobs running (no new
-// StartTask). Only if
-// the master answers NOT_FOUND (it restarted, or marked the node down) does
-// the agent Register again, reporting those tasks.
+// the record says still run (and their leases), and first heartbeats with
+// the saved session: a master that still knows it keeps its jobs running.
+// Only if the master answers NOT_FOUND (it restarted, or declared the node
+// lost) does the agent Register again, reporting those tasks.
 //
-// The master being unreachable never stops tasks: the agent keeps them
-// running and retries with exponential backoff, logging one line per
-// backoff step.
+// The master being unreachable does not stop tasks at once: the agent
+// retries with exponential backoff (a line per step) until the lease lapses.
 #ifndef TIRESIAS_AGENT_AGENT_DAEMON_H_
 #define TIRESIAS_AGENT_AGENT_DAEMON_H_
 
@@ -36,11 +50,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -51,14 +67,19 @@
 #include "absl/status/statusor.h"
 #include "agent/gpu_discovery.h"
 #include "agent/launcher.h"
+#include "agent/lease.h"
 #include "agent/task_record.h"
+
+namespace grpc {
+class ClientContext;
+}  // namespace grpc
 
 namespace tiresias {
 
 namespace v1 {
-class RegisterRequest;
+class DesiredState;
+class StartTask;
 class TaskStatus;
-class Command;
 }  // namespace v1
 
 struct AgentOptions {
@@ -73,43 +94,61 @@ struct AgentOptions {
   std::string log_listen;
   std::optional<int> emulate_gpus;  // --gpus N; nullopt: discover
   std::string state_dir;            // created if missing; required
-  // SIGTERM to SIGKILL, for preemption and cancellation.
+  // SIGTERM to SIGKILL, for every stop (preemption, cancellation, fencing,
+  // shutdown). Told to the master, which shortens the lease by it.
   std::chrono::milliseconds grace{30000};
   // How often exits are looked for between heartbeats; an exit is
   // heartbeated at once.
-  std::chrono::milliseconds poll_interval{50};
+  std::chrono::milliseconds poll_interval{10};
   // Retry backoff while the master is unreachable: doubles from min to max.
   std::chrono::milliseconds min_backoff{200};
   std::chrono::milliseconds max_backoff{10000};
   std::chrono::milliseconds rpc_timeout{5000};  // per Register/Heartbeat
   // One line per notable event; null: "tiresias agent: ..." on stderr.
-  // Called from the agent's thread.
+  // Called from the agent's threads.
   std::function<void(std::string_view)> log;
 };
 
-// Thread-safety: Start and Stop from one thread; the accessors from any.
+// Thread-safety: Start, Stop, Drain from one thread; the accessors from any.
 class AgentDaemon {
  public:
+  // Ended launch ids remembered after the master acknowledged them, so
+  // that a late or repeated desired state can never start them again.
+  static constexpr size_t kMaxRememberedEnds = 4096;
+
   explicit AgentDaemon(AgentOptions options);
   ~AgentDaemon();  // Stop()
   AgentDaemon(const AgentDaemon&) = delete;
   AgentDaemon& operator=(const AgentDaemon&) = delete;
 
   // Creates the state dir, discovers GPUs, loads the task record and adopts
-  // the tasks that still run, then starts the agent's thread (register,
-  // heartbeat, commands). Errors (no GPU found, corrupt record, state dir
-  // not writable) leave nothing running. Call once.
+  // the tasks that still run, then starts the agent's threads (register,
+  // heartbeat, desired state). Errors (no GPU found, corrupt record, state
+  // dir not writable) leave nothing running. Call once.
   absl::Status Start();
-  // Stops heartbeating and joins the thread; tasks keep running, for a
-  // restarted agent to re-attach to. Idempotent.
+  // Stops heartbeating and joins the threads; tasks keep running, for a
+  // restarted agent to re-attach to (until their lease lapses).
+  // Idempotent.
   void Stop();
 
-  // After Stop(): stops every task still running (SIGTERM, the grace
-  // period, then SIGKILL), as a cancellation, waiting for each. For a local
-  // cluster being torn down (`tiresias up`); a plain agent leaves its tasks
-  // running for a restarted agent to adopt.
-  void StopAllTasks();
+  // Hands the node's jobs back: tells the master the agent is leaving (it
+  // starts nothing more here and preempts what runs here), stops every
+  // task itself as well (SIGTERM, the grace period, SIGKILL: the jobs
+  // checkpoint), reports their ends, and returns once the master has
+  // acknowledged them all or `timeout` passed, then Stop(). OK if every
+  // end was acknowledged; DeadlineExceeded otherwise (the ends stay in the
+  // task record and are reported by the next agent on this state dir).
+  absl::Status Drain(std::chrono::milliseconds timeout);
+  // Drain in two steps, for stopping several agents at once: BeginDrain
+  // returns at once; WaitDrained waits as Drain does.
+  void BeginDrain();
+  absl::Status WaitDrained(std::chrono::milliseconds timeout);
 
+  // True once a drain has handed every task back (see Drain).
+  bool drained() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return drained_;
+  }
   // The master's id for this node; 0 until registered.
   int64_t node_id() const { return node_id_.load(); }
   // Tasks started (or adopted) and not yet acknowledged as ended.
@@ -120,29 +159,43 @@ class AgentDaemon {
   struct Task {
     std::optional<TaskHandle> handle;  // absent: it failed to start
     std::vector<int> gpus;
+    std::unique_ptr<LeaseFile> lease;  // null: none (failed, or old record)
     bool ended = false;
-    bool preempted = false;  // ended after a stop we sent
+    // Set once we asked it to stop (the master, or our own shutdown), or
+    // its shim fenced it: it is reported PREEMPTED with this reason.
+    std::optional<int> stop_reason;  // a v1::StopReason
     std::optional<int> exit_code;
     std::optional<double> start_time;  // Unix seconds
     std::optional<double> end_time;
   };
 
   void Loop();
+  void WatchLoop();
   void Log(std::string_view line);
-  // Waits `d` or until Stop(); false if stopping.
+  // Waits `d`, until Stop(), or until something for the loop arrives;
+  // false if stopping.
   bool Sleep(std::chrono::milliseconds d);
   // false: not registered (logged, with `retry_in`).
   bool Register(std::chrono::milliseconds retry_in);
-  // OK, NotFound (register again) or another error (master unreachable).
-  absl::Status Heartbeat();
-  void Execute(const v1::Command& command);
-  void StartTask(const v1::Command& command);
-  void StopTasks(const v1::Command& command);
+  // Whether to heartbeat again at once (it started or stopped a task, or
+  // the last task of a draining agent was acknowledged); NotFound (register
+  // again) or another error (master unreachable).
+  absl::StatusOr<bool> Heartbeat();
+  // Renews every task's lease from a call sent at `sent_ns` (boot time).
+  void RenewLeases(int64_t sent_ns);
+  // Applies `desired` if it is of the current session and not older than
+  // the last applied; true if a task was started or stopped.
+  bool ApplyDesired(const v1::DesiredState& desired);
+  bool StartTask(const v1::StartTask& start);
+  void RequestStop(const TaskKey& key, Task& task, int reason);  // mu_ held
+  void Acknowledge(const TaskKey& key);  // mu_ held
   bool PollExits();  // true if a task ended
   void AdoptRecorded();
-  void RemoveStaleExitFiles();
+  void RemoveStaleFiles();
   void SaveSession();
   void LoadSession();
+  absl::Status LoadOrCreateToken();
+  std::string LeasePath(const TaskKey& key) const;
   std::vector<v1::TaskStatus> Statuses() const;  // requires mu_
 
   AgentOptions options_;
@@ -152,15 +205,31 @@ class AgentDaemon {
   std::unique_ptr<class AgentStub> stub_;
   std::unique_ptr<class AgentLogServer> log_server_;
   std::string log_address_;  // what Register and Heartbeat advertise
+  std::string token_;        // this agent's identity (agent-token)
 
-  mutable std::mutex mu_;  // tasks_, stopping_
+  mutable std::mutex mu_;  // everything below up to the threads
   std::condition_variable cv_;
   bool stopping_ = false;
+  bool draining_ = false;
+  bool drained_ = false;  // the master acknowledged every end while draining
   std::map<TaskKey, Task> tasks_;
+  std::set<TaskKey> ended_keys_;       // acknowledged ends remembered
+  std::deque<TaskKey> ended_order_;    // oldest first, to forget
+  uint64_t session_ = 0;               // of the current registration
+  // The master answered a call of this session since this agent started
+  // (a saved session is not confirmed until then).
+  bool session_confirmed_ = false;
+  bool leaving_told_ = false;  // a heartbeat with leaving=true succeeded
+  uint64_t applied_version_ = 0;       // of the last desired state applied
+  std::unique_ptr<v1::DesiredState> pushed_;  // from the stream, not applied
+  grpc::ClientContext* watch_ctx_ = nullptr;  // the open stream's; mu_
+  int64_t lease_ns_ = 0;  // lease length told at Register; 0: unknown
+  int64_t lease_deadline_ns_ = kNoLease;  // of the last renewal
 
   std::atomic<int64_t> node_id_{0};
   std::chrono::milliseconds heartbeat_interval_{2000};
   std::thread thread_;
+  std::thread watch_thread_;
 };
 
 }  // namespace tiresias

@@ -19,13 +19,16 @@ absl::StatusOr<RecordedExit> ParseExitFile(std::string_view text) {
                      absl::ByAnyChar(" \n"), absl::SkipEmpty());
   int value = 0;
   int64_t unix_ns = 0;
-  if (parts.size() != 3 || (parts[0] != "exit" && parts[0] != "signal") ||
+  if ((parts.size() != 3 && (parts.size() != 4 || parts[3] != "fenced")) ||
+      (parts[0] != "exit" && parts[0] != "signal") ||
       !absl::SimpleAtoi(parts[1], &value) || value < 0 ||
       !absl::SimpleAtoi(parts[2], &unix_ns) || unix_ns < 0) {
     return absl::InvalidArgumentError(
-        "expected \"exit <code> <unix ns>\" or \"signal <number> <unix ns>\"");
+        "expected \"exit <code> <unix ns>\" or \"signal <number> <unix "
+        "ns>\", optionally followed by \"fenced\"");
   }
   RecordedExit exit;
+  exit.fenced = parts.size() == 4;
   if (parts[0] == "exit") {
     exit.exit_code = value;
   } else {

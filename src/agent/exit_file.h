@@ -1,6 +1,8 @@
 // The exit file the task shim writes when its task ends (see spawn.h): one
-// line, "exit <code> <unix ns>" or "signal <number> <unix ns>". It is how an
-// agent that restarted while a task ran learns how the task ended.
+// line, "exit <code> <unix ns>" or "signal <number> <unix ns>", followed by
+// " fenced" if the shim stopped the task because its lease lapsed. It is
+// how an agent that restarted while a task ran learns how the task ended,
+// and how any agent learns that a task was fenced.
 #ifndef TIRESIAS_AGENT_EXIT_FILE_H_
 #define TIRESIAS_AGENT_EXIT_FILE_H_
 
@@ -17,6 +19,7 @@ struct RecordedExit {
   std::optional<int> exit_code;  // set if the task exited
   std::optional<int> signal;     // set if a signal killed it
   std::chrono::system_clock::time_point end_time;
+  bool fenced = false;  // the shim stopped it: its lease lapsed
 };
 
 // The exit recorded in `text`; InvalidArgument saying what was expected.

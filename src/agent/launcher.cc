@@ -114,14 +114,17 @@ struct PosixLauncher::State {
   }
 
   TaskExit MakeExit(const Tracked& t, std::optional<int> code,
-                    std::optional<int> sig) {
+                    std::optional<int> sig, bool fenced = false) {
     TaskExit exit;
     exit.handle = t.handle;
     exit.exit_code = code;
     exit.signal = sig;
     exit.end_time = clock->WallNow();
+    exit.fenced = fenced;
     if (t.stop.has_value()) {
       exit.outcome = StopOutcome(*t.stop);
+    } else if (fenced) {
+      exit.outcome = TaskOutcome::kPreempted;
     } else if (code.has_value() && !sig.has_value()) {
       exit.outcome = *code == 0 ? TaskOutcome::kFinished : TaskOutcome::kFailed;
     } else if (sig.has_value()) {
@@ -154,27 +157,36 @@ struct PosixLauncher::State {
     // group before reaping, while the id cannot have been reused. A pid now
     // held by another process may lead another group: leave that alone.
     if (liveness == Liveness::kExited) SweepGroup(t);
-    if (!t.child) {
-      // Its shim recorded how it ended, unless the shim died with it.
-      absl::StatusOr<std::optional<RecordedExit>> recorded =
-          t.handle.exit_path.empty() ? std::optional<RecordedExit>()
-                                     : ReadExitFile(t.handle.exit_path);
+    // Its shim recorded how it ended, unless the shim died with it. For a
+    // child the file also says whether the shim fenced it (the shim then
+    // ends by SIGKILL, not like its task).
+    absl::StatusOr<std::optional<RecordedExit>> recorded;
+    if (t.child) {
+      int status = 0;
+      pid_t rc;
+      do {
+        rc = waitpid(t.handle.pid, &status, 0);
+      } while (rc < 0 && errno == EINTR);
+      recorded = t.handle.exit_path.empty() ? std::optional<RecordedExit>()
+                                            : ReadExitFile(t.handle.exit_path);
+      if (!recorded.ok() || !recorded->has_value()) {
+        if (rc < 0) return MakeExit(t, std::nullopt, std::nullopt);
+        if (WIFEXITED(status)) {
+          return MakeExit(t, WEXITSTATUS(status), std::nullopt);
+        }
+        return MakeExit(t, std::nullopt, WTERMSIG(status));
+      }
+    } else {
+      recorded = t.handle.exit_path.empty() ? std::optional<RecordedExit>()
+                                            : ReadExitFile(t.handle.exit_path);
       if (!recorded.ok() || !recorded->has_value()) {
         return MakeExit(t, std::nullopt, std::nullopt);
       }
-      TaskExit exit = MakeExit(t, (*recorded)->exit_code, (*recorded)->signal);
-      exit.end_time = (*recorded)->end_time;
-      return exit;
     }
-    int status = 0;
-    pid_t rc;
-    do {
-      rc = waitpid(t.handle.pid, &status, 0);
-    } while (rc < 0 && errno == EINTR);
-    if (rc < 0) return MakeExit(t, std::nullopt, std::nullopt);
-    if (WIFEXITED(status))
-      return MakeExit(t, WEXITSTATUS(status), std::nullopt);
-    return MakeExit(t, std::nullopt, WTERMSIG(status));
+    TaskExit exit = MakeExit(t, (*recorded)->exit_code, (*recorded)->signal,
+                             (*recorded)->fenced);
+    exit.end_time = (*recorded)->end_time;
+    return exit;
   }
 
   absl::StatusOr<Tracked*> Find(const TaskHandle& handle) {
@@ -214,8 +226,13 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
     return absl::NotFoundError(absl::StrCat("cannot start ", TaskName(spec),
                                             ": ", path.status().message()));
   }
-  absl::StatusOr<pid_t> pid = SpawnProcess(SpawnRequest{
-      *path, spec.argv, env, spec.working_dir, spec.log_path, spec.exit_path});
+  SpawnRequest request{*path,          spec.argv,      env,
+                       spec.working_dir, spec.log_path, spec.exit_path};
+  request.lease = spec.lease;
+  request.fence_grace_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(spec.fence_grace)
+          .count();
+  absl::StatusOr<pid_t> pid = SpawnProcess(request);
   if (!pid.ok()) {
     return absl::Status(pid.status().code(),
                         absl::StrCat("cannot start ", TaskName(spec), ": ",

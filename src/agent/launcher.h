@@ -14,6 +14,8 @@
 //   cancelled  we stopped it because the job was cancelled;
 //   unknown    an adopted task (started by a previous agent) whose status
 //              is lost: its shim was killed with it, so no exit file.
+// A task its shim fenced (its lease lapsed, see lease.h) is preempted
+// unless we had asked it to stop for another reason first.
 //
 // Each task runs under a shim (spawn.h) that records its exit status in an
 // exit file: an agent that restarted while a task ran reads the status of
@@ -58,6 +60,13 @@ struct TaskSpec {
   // (size world_size). Empty: "master_addr:(master_port + 1 + rank)", which
   // is right when all ranks run on the master_addr machine.
   std::vector<std::string> worker_addrs;
+  std::string node_name;  // TIRESIAS_NODE_NAME; empty: not set
+  // The task's lease (lease.h), watched by its shim, which fences the task
+  // once it lapses; null: never fenced. Must stay mapped while Start runs
+  // (the shim inherits the mapping).
+  const int64_t* lease = nullptr;
+  // SIGTERM to SIGKILL when the shim fences the task.
+  std::chrono::milliseconds fence_grace{0};
 };
 
 enum class StopReason { kPreempt, kCancel };
@@ -93,6 +102,7 @@ struct TaskExit {
   std::optional<int> signal;     // set if a signal killed it
   // When the agent saw the exit (no later than one Poll interval after it).
   std::chrono::system_clock::time_point end_time;
+  bool fenced = false;  // its shim stopped it: its lease lapsed
 
   // "preempted (killed by signal 9)", "failed (exit code 3)".
   std::string Describe() const;

@@ -38,6 +38,8 @@ struct ChildSetup {
   const char* exit_path;      // null: the shim records nothing
   const char* exit_tmp_path;  // exit_path + ".tmp"
   unsigned max_fd;            // highest descriptor that may be open
+  const int64_t* lease;       // null: never fenced
+  int64_t fence_grace_ns;
 };
 
 // Signals a stop may send to the task's group that the shim must outlive,
@@ -61,9 +63,10 @@ void AppendText(char* buf, size_t* n, const char* text) {
 }
 
 // Writes "exit <code> <unix ns>" or "signal <number> <unix ns>" to the exit
-// file, atomically (temporary file, fsync, rename). Best effort: the shim
-// has nobody to report a failure to.
-void WriteExitFile(const ChildSetup& s, int status) {
+// file, with " fenced" after it if the shim stopped the task because its
+// lease lapsed, atomically (temporary file, fsync, rename). Best effort:
+// the shim has nobody to report a failure to.
+void WriteExitFile(const ChildSetup& s, int status, bool fenced) {
   if (s.exit_path == nullptr) return;
   struct timespec now = {};
   clock_gettime(CLOCK_REALTIME, &now);
@@ -80,6 +83,7 @@ void WriteExitFile(const ChildSetup& s, int status) {
   AppendNumber(buf, &n,
                static_cast<unsigned long long>(now.tv_sec) * 1000000000ULL +
                    static_cast<unsigned long long>(now.tv_nsec));
+  if (fenced) AppendText(buf, &n, " fenced");
   AppendText(buf, &n, "\n");
   const int fd =
       open(s.exit_tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -124,6 +128,13 @@ void CloseRange(unsigned low, unsigned high, const ChildSetup& s) {
   for (unsigned fd = low; fd <= last; ++fd) close(static_cast<int>(fd));
 }
 
+// How the task ended: its wait status, and whether the shim fenced it.
+struct TaskEnd {
+  int status = 0;
+  bool fenced = false;
+};
+TaskEnd WaitWatchingLease(const ChildSetup& s, pid_t task);
+
 // The task proper, in the shim's child: dies with the shim (so no task
 // outlives the one process that can report its exit), default signal
 // handling, then exec.
@@ -156,9 +167,11 @@ void CloseRange(unsigned low, unsigned high, const ChildSetup& s) {
   struct sigaction ignore_action = {};
   ignore_action.sa_handler = SIG_IGN;
   for (int sig : kShimIgnores) sigaction(sig, &ignore_action, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Only SIGCHLD is blocked: the shim takes it with sigtimedwait.
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_SETMASK, &chld, nullptr);
   prctl(PR_SET_NAME, "tiresias-shim", 0, 0, 0);
   // All three fds are >= 3 (see AboveStdio), so dup2 never is a no-op that
   // would keep FD_CLOEXEC.
@@ -178,12 +191,52 @@ void CloseRange(unsigned low, unsigned high, const ChildSetup& s) {
   // The agent learns of the exec through the pipe closing: the shim's own
   // end must not keep it open.
   close(s.error_fd);
-  int status = 0;
-  while (waitpid(task, &status, 0) < 0) {
-    if (errno != EINTR) _exit(125);
+  const TaskEnd end = WaitWatchingLease(s, task);
+  WriteExitFile(s, end.status, end.fenced);
+  // Whatever the fenced task left in its group, and the shim itself: no
+  // agent may be alive to sweep the group.
+  if (end.fenced) killpg(0, SIGKILL);
+  ExitLike(end.status);
+}
+
+int64_t BootNs() {
+  struct timespec ts = {};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// Waits for the task, checking its lease every kShimTickNs (woken at once
+// by SIGCHLD, blocked and taken with sigtimedwait). Async-signal-safe.
+TaskEnd WaitWatchingLease(const ChildSetup& s, pid_t task) {
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  bool fencing = false;
+  bool killed = false;
+  int64_t kill_at = 0;
+  for (;;) {
+    int status = 0;
+    const pid_t done = waitpid(task, &status, WNOHANG);
+    if (done == task) return TaskEnd{status, fencing};
+    if (done < 0 && errno != EINTR) _exit(125);
+    int64_t wait_ns = s.lease != nullptr ? kShimTickNs : 1000000000;
+    if (s.lease != nullptr) {
+      const int64_t now = BootNs();
+      if (!fencing && now >= __atomic_load_n(s.lease, __ATOMIC_ACQUIRE)) {
+        fencing = true;
+        kill_at = now + s.fence_grace_ns;
+        killpg(0, SIGTERM);  // the shim ignores it; the task checkpoints
+      }
+      if (fencing && !killed && now >= kill_at) {
+        kill(task, SIGKILL);
+        killed = true;
+      }
+      if (fencing && !killed) wait_ns = std::min(wait_ns, kill_at - now);
+    }
+    struct timespec timeout = {static_cast<time_t>(wait_ns / 1000000000),
+                               static_cast<long>(wait_ns % 1000000000)};
+    sigtimedwait(&chld, nullptr, &timeout);  // SIGCHLD, a timeout or EINTR
   }
-  WriteExitFile(s, status);
-  ExitLike(status);
 }
 
 // The highest descriptor number this process may have open (for closing
@@ -278,7 +331,9 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
       error_write.get(),
       request.exit_path.empty() ? nullptr : request.exit_path.c_str(),
       exit_tmp_path.c_str(),
-      MaxFd()};
+      MaxFd(),
+      request.lease,
+      request.fence_grace_ns};
 
   const pid_t pid = fork();
   if (pid < 0) return Error("fork", "", errno);

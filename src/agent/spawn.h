@@ -14,11 +14,19 @@
 // gets SIGKILL if the shim dies (parent-death signal), so no task outlives
 // the one process that can report its end; what the task started is left
 // to the agent, which kills the group once its leader is gone.
+//
+// Fencing (lease.h): while it waits, the shim checks the task's lease every
+// kShimTick. Once it has lapsed it stops the task on its own: SIGTERM to the
+// group (the task checkpoints), SIGKILL to the task after the grace period,
+// then, once the task is reaped and its exit file written (marked
+// "fenced"), SIGKILL to the whole group, itself included, since no agent
+// may be there to sweep what the task left.
 #ifndef TIRESIAS_AGENT_SPAWN_H_
 #define TIRESIAS_AGENT_SPAWN_H_
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,7 +43,14 @@ struct SpawnRequest {
   // Where the shim records how the task ended (its folder created; a stale
   // file removed first). Empty: not recorded.
   std::string exit_path;
+  // The task's lease (lease.h), mapped shared; null: never fenced.
+  const int64_t* lease = nullptr;
+  // SIGTERM to SIGKILL when fencing, nanoseconds.
+  int64_t fence_grace_ns = 0;
 };
+
+// How often a waiting shim checks its task's lease, nanoseconds.
+inline constexpr int64_t kShimTickNs = 100'000'000;
 
 // Starts the shim and task and returns the shim's pid once the task has
 // exec'd. The shim leads a new process group (pgid == pid) with the task in

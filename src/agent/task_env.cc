@@ -116,6 +116,7 @@ std::vector<std::string> BuildTaskEnvironment(
   env["TF_CONFIG"] = TfConfigJson(spec);
   env["TIRESIAS_JOB_ID"] = absl::StrCat(spec.job_id);
   env["TIRESIAS_ATTEMPT"] = absl::StrCat(spec.attempt);
+  if (!spec.node_name.empty()) env["TIRESIAS_NODE_NAME"] = spec.node_name;
   env["TIRESIAS_CHECKPOINT_DIR"] = spec.checkpoint_dir;
   env["TIRESIAS_RESTART_COUNT"] = absl::StrCat(spec.restart_count);
   std::vector<std::string> entries;

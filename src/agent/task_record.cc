@@ -241,9 +241,11 @@ std::vector<RecoveredTask> CheckRecordedTasks(
         exit.exit_code = r.exit_code;
         exit.signal = r.signal;
         exit.end_time = r.end_time;
+        exit.fenced = r.fenced;
         if (!entry.stop_requested.has_value()) {
-          exit.outcome =
-              r.exit_code == 0 ? TaskOutcome::kFinished : TaskOutcome::kFailed;
+          exit.outcome = r.fenced ? TaskOutcome::kPreempted
+                         : r.exit_code == 0 ? TaskOutcome::kFinished
+                                            : TaskOutcome::kFailed;
         }
       }
       task.exit = exit;

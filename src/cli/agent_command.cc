@@ -9,6 +9,7 @@
 #include <string>
 
 #include "agent/agent_daemon.h"
+#include "cli/master_flags.h"
 
 namespace tiresias {
 namespace {
@@ -21,6 +22,7 @@ struct AgentFlags {
   std::string state_dir;
   std::string log_listen;
   double grace_seconds = 30;
+  bool keep_tasks = false;
 };
 
 std::string DefaultMaster() {
@@ -50,13 +52,9 @@ int RunAgent(const AgentFlags& f) {
   options.grace = std::chrono::milliseconds(
       static_cast<int64_t>(f.grace_seconds * 1000));
   // Blocked before any thread starts, so that every thread inherits the
-  // mask and sigwait below is the only receiver. Tasks get an empty mask
+  // mask and only this thread takes them. Tasks get an empty mask
   // (spawn.h).
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  BlockStopSignals();
   AgentDaemon agent(options);
   absl::Status status = agent.Start();
   if (!status.ok()) {
@@ -64,12 +62,38 @@ int RunAgent(const AgentFlags& f) {
                  std::string(status.message()).c_str());
     return 1;
   }
-  int sig = 0;
-  sigwait(&signals, &sig);
+  const char* signal_name = WaitForStopSignal();
+  if (f.keep_tasks) {
+    std::fprintf(stderr,
+                 "tiresias agent: %s: stopping; tasks keep running for the "
+                 "next agent on %s (until their lease lapses)\n",
+                 signal_name, f.state_dir.c_str());
+    agent.Stop();
+    return 0;
+  }
   std::fprintf(stderr,
-               "tiresias agent: %s: stopping (tasks keep running)\n",
-               sig == SIGINT ? "SIGINT" : "SIGTERM");
-  agent.Stop();
+               "tiresias agent: %s: handing this node's jobs back to the "
+               "master (they checkpoint and resume elsewhere); again to stop "
+               "at once\n",
+               signal_name);
+  agent.BeginDrain();
+  const auto give_up = std::chrono::steady_clock::now() + options.grace +
+                       std::chrono::seconds(10);
+  while (!agent.drained() && std::chrono::steady_clock::now() < give_up) {
+    if (StopSignalWithin(std::chrono::milliseconds(100))) {
+      std::fprintf(stderr,
+                   "tiresias agent: stopping at once; tasks being stopped "
+                   "are reported by the next agent on %s\n",
+                   f.state_dir.c_str());
+      break;
+    }
+  }
+  absl::Status drained = agent.WaitDrained(std::chrono::milliseconds(0));
+  if (!drained.ok()) {
+    std::fprintf(stderr, "tiresias agent: %s\n",
+                 std::string(drained.message()).c_str());
+    return 1;
+  }
   return 0;
 }
 
@@ -82,7 +106,8 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "agent",
       "Run the node agent: register this machine's GPUs with the master and "
-      "run the tasks it assigns, until SIGINT/SIGTERM (tasks keep running).");
+      "run the tasks it assigns, until SIGINT/SIGTERM, which hands the "
+      "node's jobs back (they checkpoint and resume elsewhere).");
   AgentFlags& f = *flags;
   cmd->add_option("--master", f.master,
                   "Master host:port (default $TIRESIAS_MASTER, else "
@@ -102,8 +127,17 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
                   "host:port where the master reads task logs from this agent "
                   "(default: the --address host, a free port)");
   cmd->add_option("--grace", f.grace_seconds,
-                  "Seconds between SIGTERM and SIGKILL when stopping a task")
+                  "Seconds between SIGTERM and SIGKILL when stopping a task. "
+                  "The agent's lease is the master's --node-timeout minus "
+                  "this minus 1 s: if it cannot reach the master for that "
+                  "long, its tasks are stopped before the master reruns "
+                  "them elsewhere")
       ->capture_default_str();
+  cmd->add_flag("--keep-tasks", f.keep_tasks,
+                "On SIGINT/SIGTERM leave the tasks running for the next "
+                "agent on this state dir (an upgrade), instead of handing "
+                "the jobs back; they are stopped if no agent renews their "
+                "lease in time");
   cmd->callback([flags, exit_code] { *exit_code = RunAgent(*flags); });
 }
 

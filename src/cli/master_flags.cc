@@ -32,6 +32,12 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
                      ": expected a positive number of seconds"));
   }
   o.node_timeout = Seconds{f.node_timeout_seconds};
+  if (f.max_gpus_per_node < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-gpus-per-node ", f.max_gpus_per_node,
+                     ": expected a positive number"));
+  }
+  o.max_gpus_per_node = f.max_gpus_per_node;
   return o;
 }
 
@@ -63,7 +69,12 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
   cmd->add_option("--placement", f.placement,
                   "Placement scheme (default: the policy's own)");
   cmd->add_option("--node-timeout", f.node_timeout_seconds,
-                  "Seconds of agent silence before its node is marked down")
+                  "Seconds of agent silence before its node is declared lost "
+                  "and its jobs rerun elsewhere; must exceed an agent's "
+                  "--grace by its lease (see `tiresias agent --help`)")
+      ->capture_default_str();
+  cmd->add_option("--max-gpus-per-node", f.max_gpus_per_node,
+                  "Refuse agents that report more GPUs than this")
       ->capture_default_str();
   cmd->add_option("--http-listen", f.http_listen,
                   "host:port to serve /metrics (Prometheus) and /healthz on "
@@ -131,6 +142,14 @@ sigset_t StopSignals() {
 void BlockStopSignals() {
   sigset_t set = StopSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+bool StopSignalWithin(std::chrono::milliseconds timeout) {
+  sigset_t set = StopSignals();
+  struct timespec ts = {
+      static_cast<time_t>(timeout.count() / 1000),
+      static_cast<long>((timeout.count() % 1000) * 1000000)};
+  return sigtimedwait(&set, nullptr, &ts) > 0;
 }
 
 const char* WaitForStopSignal() {

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <string>
 
 #include <memory>
@@ -23,7 +24,8 @@ struct MasterFlags {
   std::string thresholds = "3600";
   std::string promote_knob = "inf";
   std::string placement;
-  double node_timeout_seconds = 30;
+  double node_timeout_seconds = 60;
+  int max_gpus_per_node = 1024;
   // host:port for /metrics and /healthz over HTTP; empty: not served.
   std::string http_listen;
 };
@@ -62,6 +64,9 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
 // for one and returns its name.
 void BlockStopSignals();
 const char* WaitForStopSignal();
+// True if SIGINT or SIGTERM arrived within `timeout` (signals blocked by
+// BlockStopSignals): the second Ctrl-C that cuts a clean shutdown short.
+bool StopSignalWithin(std::chrono::milliseconds timeout);
 
 }  // namespace tiresias
 

@@ -1,9 +1,12 @@
 // `tiresias up`: a whole local cluster in one command, for trying the
 // system on one machine: a master and A agents with G emulated GPUs each,
 // all in this process. Ctrl-C (or SIGTERM) stops it cleanly: the agents
-// stop their jobs' processes (SIGTERM, so jobs checkpoint), then the master
-// shuts down. The state survives in --state-dir, so `tiresias up` again
-// picks up the jobs that had not finished.
+// hand their jobs back (SIGTERM, so jobs checkpoint; recorded as
+// preemptions, never failures), then the master shuts down. The state
+// survives in --state-dir, so `tiresias up` again resumes the jobs that had
+// not finished.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -88,10 +91,36 @@ int RunUp(const UpFlags& f) {
   std::fprintf(stderr, "tiresias up: %s received, stopping\n",
                WaitForStopSignal());
   if (dashboard.ok()) (*dashboard)->Shutdown();
-  for (auto& a : agents) a->Stop();
-  for (auto& a : agents) a->StopAllTasks();
+  // Every agent leaves at once (so that no job is moved from one leaving
+  // node to another), stopping its tasks as preemptions: the jobs
+  // checkpoint, the master records them preempted, and the next `tiresias
+  // up` on this state dir resumes them.
+  std::fprintf(stderr,
+               "tiresias up: handing the jobs back (they checkpoint); again "
+               "to stop at once\n");
+  for (auto& a : agents) a->BeginDrain();
+  const auto give_up = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(
+                           f.grace_seconds * 1000)) +
+                       std::chrono::seconds(10);
+  auto all_drained = [&] {
+    return std::all_of(agents.begin(), agents.end(),
+                       [](const auto& a) { return a->drained(); });
+  };
+  while (!all_drained() && std::chrono::steady_clock::now() < give_up) {
+    if (StopSignalWithin(std::chrono::milliseconds(100))) break;
+  }
+  int code = 0;
+  for (auto& a : agents) {
+    absl::Status drained = a->WaitDrained(std::chrono::milliseconds(0));
+    if (!drained.ok()) {
+      std::fprintf(stderr, "tiresias up: %s\n",
+                   std::string(drained.message()).c_str());
+      code = 1;
+    }
+  }
   master->Shutdown();
-  return 0;
+  return code;
 }
 
 }  // namespace

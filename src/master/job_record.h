@@ -119,6 +119,9 @@ struct NodeRecord {
   int gpus = 0;
   NodeState state = NodeState::kUp;
   Seconds last_heartbeat{0};  // Unix seconds, master's clock
+  // SHA-256 (hex) of the token of the agent that last registered it; empty
+  // if none is known.
+  std::string agent_token_hash;
 
   bool operator==(const NodeRecord&) const = default;
 };

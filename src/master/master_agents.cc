@@ -1,9 +1,16 @@
-// MasterState: the agent protocol (register, heartbeat, task reports) and
-// failure detection.
-#include <algorithm>
+// MasterState: the agent protocol (register, heartbeat, reconciling what an
+// agent reports with the launches), node identity and leases, and failure
+// detection.
+#include <openssl/evp.h>
 
+#include <algorithm>
+#include <cctype>
+
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/status_macros.h"
+#include "master/agent_reports.h"
 #include "master/master_state.h"
 
 namespace tiresias {
@@ -14,49 +21,120 @@ bool Ended(const v1::TaskStatus& task) {
          task.state() == v1::TASK_STATE_PREEMPTED;
 }
 
-// Moves the node's queued commands into `out`, stops before starts.
-void Drain(std::vector<v1::Command>& queued,
-           google::protobuf::RepeatedPtrField<v1::Command>* out) {
-  std::stable_partition(queued.begin(), queued.end(),
-                        [](const v1::Command& c) { return c.has_stop(); });
-  for (v1::Command& c : queued) *out->Add() = std::move(c);
-  queued.clear();
+// SHA-256 of an agent's token, hex: the master keeps only this.
+std::string HashToken(std::string_view token) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(token.data(), token.size(), digest, &size, EVP_sha256(), nullptr);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), size));
+}
+
+std::string SecondsText(Seconds s) { return absl::StrFormat("%g s", s.count()); }
+
+// Lower-case name of a stop reason, for events: "fenced", "shutdown", ...
+std::string StopReasonWord(v1::StopReason reason) {
+  std::string name = v1::StopReason_Name(reason);
+  constexpr std::string_view kPrefix = "STOP_REASON_";
+  if (name.starts_with(kPrefix)) name.erase(0, kPrefix.size());
+  for (char& c : name) c = static_cast<char>(std::tolower(c));
+  return name;
 }
 
 }  // namespace
 
+template <typename Response>
+MasterState::CheckedReports MasterState::CheckReports(
+    const google::protobuf::RepeatedPtrField<v1::TaskStatus>& tasks, int gpus,
+    Seconds now, Response* resp) {
+  CheckedReports out;
+  for (int i = 0; i < tasks.size(); ++i) {
+    const v1::TaskStatus& task = tasks[i];
+    out.present.insert(
+        {task.task().job_id(), task.task().attempt(), task.task().rank()});
+    std::string error = TaskReportError(task, i, gpus, now);
+    if (error.empty()) {
+      out.valid.push_back(&task);
+    } else {
+      v1::TaskReportError* rejected = resp->add_rejected();
+      *rejected->mutable_task() = task.task();
+      rejected->set_message(std::move(error));
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<v1::RegisterResponse> MasterState::Register(
     const v1::RegisterRequest& req) {
-  if (req.name().empty()) {
-    return absl::InvalidArgumentError("name: must not be empty");
-  }
-  if (req.gpus() < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gpus: expected at least 1, got ", req.gpus()));
+  RETURN_IF_ERROR(ValidateRegisterRequest(req, options_.max_gpus_per_node));
+  // The lease: a lapsed one stops every task (SIGTERM, grace, SIGKILL)
+  // before the node timeout, when the master gives the node's jobs away.
+  const Seconds grace{req.grace_seconds()};
+  const Seconds lease = options_.node_timeout - grace - kFenceMargin;
+  const Seconds min_lease = HeartbeatInterval() * kMinLeaseBeats;
+  if (lease < min_lease) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "grace_seconds: the agent's grace period (", SecondsText(grace),
+        ") does not fit the master's node timeout (",
+        SecondsText(options_.node_timeout),
+        "): the node timeout must exceed lease + grace + ",
+        SecondsText(kFenceMargin), ", and a lease must span ", kMinLeaseBeats,
+        " heartbeats (", SecondsText(min_lease),
+        "); start the agent with --grace <= ",
+        absl::StrFormat("%g", std::max(0.0, (options_.node_timeout -
+                                              kFenceMargin - min_lease)
+                                                 .count())),
+        " or the master with --node-timeout >= ",
+        absl::StrFormat("%g", (grace + kFenceMargin + min_lease).count())));
   }
   std::lock_guard<std::mutex> lock(mu_);
   const Seconds now = clock_->NowUnixSeconds();
-  NodeRecord record{0, req.name(), req.address(), req.gpus(), NodeState::kUp,
-                    now};
+  const std::string token_hash = HashToken(req.agent_token());
+  const std::string name = req.name();
+  for (const auto& [id, info] : nodes_) {
+    if (info.record.name != name) continue;
+    // A node known up before a restart may still be live until the
+    // adoption window ends.
+    const bool live =
+        info.up || (info.record.state == NodeState::kUp && now < adopt_deadline_);
+    if (live && !info.record.agent_token_hash.empty() &&
+        info.record.agent_token_hash != token_hash) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "name: node ", name,
+          " is held by a live agent with another identity (its state "
+          "directory's agent token); stop that agent or give this one "
+          "another --name (a node silent for the node timeout, ",
+          SecondsText(options_.node_timeout), ", is released)"));
+    }
+  }
+  NodeRecord record{0,  name, req.address(), req.gpus(), NodeState::kUp, now};
+  record.agent_token_hash = token_hash;
   ASSIGN_OR_RETURN(record.id, store_->UpsertNode(record));
   NodeInfo& info = nodes_[record.id];
-  // A live node registering again (its agent restarted): whatever it does
-  // not report again is lost.
-  if (info.up) LoseNode(record.id, now, "agent re-registered");
   info.record = record;
   info.log_address = req.log_address();
   info.up = true;
-  info.busy.assign(req.gpus(), LaunchKey{0, 0});
-  for (const v1::TaskStatus& task : req.tasks()) {
-    AdoptOrOrphan(record.id, task, now);
+  info.leaving = false;
+  info.session = ++last_session_;
+  info.orphans.clear();
+  TouchNode(record.id);  // a new session: its desired state is sent anew
+  v1::RegisterResponse resp;
+  CheckedReports reports = CheckReports(req.tasks(), req.gpus(), now, &resp);
+  // After a master restart: the tasks of jobs that were running become
+  // their launches' parts again (no new start), before anything else.
+  for (const v1::TaskStatus* task : reports.valid) {
+    AdoptOrOrphan(record.id, *task, now);
   }
   RETURN_IF_ERROR(Rebuild(now));
+  Reconcile(record.id, reports, now, &resp);
+  ReleaseDeferred(now);
   pass_wanted_ = true;
-  v1::RegisterResponse resp;
-  resp.set_node_id(record.id);
-  resp.set_heartbeat_interval_seconds(options_.heartbeat_interval.count());
-  Drain(outbox_[record.id], resp.mutable_commands());
   RETURN_IF_ERROR(Commit());
+  resp.set_node_id(record.id);
+  resp.set_heartbeat_interval_seconds(HeartbeatInterval().count());
+  resp.set_session(info.session);
+  resp.set_lease_seconds(lease.count());
+  *resp.mutable_desired() = DesiredStateOf(record.id);
   return resp;
 }
 
@@ -66,96 +144,157 @@ void MasterState::AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task,
   const int attempt = task.task().attempt();
   const int rank = task.task().rank();
   const LaunchKey key{job, attempt};
-  NodeInfo& info = nodes_[node_id];
-  auto mark_busy = [&] {
-    for (int gpu : task.gpu_indexes()) {
-      if (gpu >= 0 && gpu < static_cast<int>(info.busy.size())) {
-        info.busy[gpu] = key;
-      }
-    }
-  };
+  const NodeInfo& info = nodes_.at(node_id);
   auto rec = records_.find(job);
-  if (adopting_.contains(job) && rec->second.attempt == attempt && rank >= 0 &&
-      rank < static_cast<int>(rec->second.nodes.size()) &&
-      rec->second.nodes[rank] == info.record.name) {
-    Launch& launch = launches_[key];
-    if (launch.parts.empty()) {
-      launch.job = job;
-      launch.attempt = attempt;
-      launch.parts.resize(rec->second.nodes.size());
-    }
-    Part& part = launch.parts[rank];
-    if (part.node_id == 0) {
-      // Ended tasks are adopted as running too; their end arrives with the
-      // next heartbeat and is accounted then.
-      part.node_id = node_id;
-      part.local_gpus.assign(task.gpu_indexes().begin(),
-                             task.gpu_indexes().end());
-      part.running = true;
-      part.start_time =
-          task.has_start_time() ? Seconds{task.start_time()} : now;
-      mark_busy();
-      return;
-    }
+  if (!adopting_.contains(job) || rec == records_.end() ||
+      rec->second.attempt != attempt || rank < 0 ||
+      rank >= static_cast<int>(rec->second.nodes.size()) ||
+      rec->second.nodes[rank] != info.record.name) {
+    return;  // not a part of a launch being re-adopted: Reconcile decides
   }
-  if (Ended(task)) return;  // reported again by heartbeat and acknowledged
-  mark_busy();  // held until it stops
-  if (orphan_stops_sent_.insert({node_id, key}).second) {
-    QueueStop(node_id, job, attempt, v1::STOP_REASON_ORPHAN);
+  Launch& launch = launches_[key];
+  if (launch.parts.empty()) {
+    launch.job = job;
+    launch.attempt = attempt;
+    launch.parts.resize(rec->second.nodes.size());
+    // Its tasks run: it is active and was durable before the restart.
+    launch.SetPhase(Phase::kActive);
+    launch.durable = true;
   }
+  Part& part = launch.parts[rank];
+  if (part.node_id != 0) return;
+  // Ended tasks are adopted as running too; Reconcile then accounts for
+  // their end.
+  part.node_id = node_id;
+  part.local_gpus.assign(task.gpu_indexes().begin(), task.gpu_indexes().end());
+  part.running = true;
+  part.start_time = task.has_start_time() ? Seconds{task.start_time()} : now;
+  TouchNode(node_id);
 }
 
 absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
     const v1::HeartbeatRequest& req) {
+  RETURN_IF_ERROR(ValidateHeartbeatRequest(req));
   std::lock_guard<std::mutex> lock(mu_);
   auto node = nodes_.find(req.node_id());
-  if (node == nodes_.end() || !node->second.up) {
-    return absl::NotFoundError(
-        absl::StrCat("node_id: node ", req.node_id(),
-                     " is not registered with this master; register again"));
+  if (node == nodes_.end() || !node->second.up ||
+      node->second.session != req.session() || req.session() == 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "node_id: node ", req.node_id(), " (session ", req.session(),
+        ") is not registered with this master; register again"));
   }
+  NodeInfo& info = node->second;
   const Seconds now = clock_->NowUnixSeconds();
-  node->second.record.last_heartbeat = now;
+  info.record.last_heartbeat = now;
   // A restarted agent heartbeats before it would register again, with the
   // new port of its log service.
-  if (!req.log_address().empty()) node->second.log_address = req.log_address();
+  if (!req.log_address().empty()) info.log_address = req.log_address();
   v1::HeartbeatResponse resp;
-  for (const v1::TaskStatus& task : req.tasks()) {
-    HandleTask(req.node_id(), task, now, &resp);
+  CheckedReports reports =
+      CheckReports(req.tasks(), info.record.gpus, now, &resp);
+  Reconcile(req.node_id(), reports, now, &resp);
+  if (req.leaving() && !info.leaving) {
+    // No new launch there; what runs there is preempted (Rebuild), so the
+    // agent stops it and the jobs resume elsewhere.
+    info.leaving = true;
+    RETURN_IF_ERROR(Rebuild(now));
+    pass_wanted_ = true;
   }
-  ReleaseDeferred();  // GPUs freed by these reports may unblock starts
-  Drain(outbox_[req.node_id()], resp.mutable_commands());
+  if (info.leaving && info.orphans.empty() &&
+      std::none_of(reports.valid.begin(), reports.valid.end(),
+                   [](const v1::TaskStatus* t) { return !Ended(*t); })) {
+    // Gone cleanly: nothing of it runs any more.
+    LoseNode(req.node_id(), now, "its agent shut down");
+    info.up = false;
+    info.record.state = NodeState::kDown;
+    RETURN_IF_ERROR(store_->UpsertNode(info.record).status());
+    RETURN_IF_ERROR(Rebuild(now));
+  }
+  ReleaseDeferred(now);
   RETURN_IF_ERROR(Commit());  // acknowledgements only once durable
+  *resp.mutable_desired() = DesiredStateOf(req.node_id());
   return resp;
 }
 
-void MasterState::HandleTask(int64_t node_id, const v1::TaskStatus& task,
-                             Seconds now, v1::HeartbeatResponse* resp) {
+template <typename Response>
+void MasterState::Reconcile(int64_t node_id, const CheckedReports& reports,
+                            Seconds now, Response* resp) {
+  for (const v1::TaskStatus* task : reports.valid) {
+    HandleTask(node_id, *task, now, resp->mutable_acknowledged());
+  }
+  // A part the agent reported running and no longer has ended without a
+  // status (an honest agent reports an end until it is acknowledged): a
+  // system stop.
+  std::vector<std::pair<LaunchKey, int>> vanished;
+  for (const auto& [key, launch] : launches_) {
+    for (size_t rank = 0; rank < launch.parts.size(); ++rank) {
+      const Part& part = launch.parts[rank];
+      if (part.node_id == node_id && !part.ended && part.running &&
+          !reports.present.contains(
+              {key.first, key.second, static_cast<int>(rank)})) {
+        vanished.push_back({key, static_cast<int>(rank)});
+      }
+    }
+  }
+  for (const auto& [key, rank] : vanished) {
+    v1::TaskStatus lost;
+    lost.mutable_task()->set_job_id(key.first);
+    lost.mutable_task()->set_attempt(key.second);
+    lost.mutable_task()->set_rank(rank);
+    lost.set_state(v1::TASK_STATE_PREEMPTED);
+    lost.set_end_time(now.count());
+    google::protobuf::RepeatedPtrField<v1::TaskRef> ignored;
+    HandleTask(node_id, lost, now, &ignored);
+  }
+  // Live tasks no launch part names: not in the desired state, so the
+  // agent stops them; their GPUs are busy until they end.
+  NodeInfo& info = nodes_.at(node_id);
+  const size_t orphans_before = info.orphans.size();
+  info.orphans.clear();
+  for (const v1::TaskStatus* task : reports.valid) {
+    if (Ended(*task)) continue;
+    const LaunchKey key{task->task().job_id(), task->task().attempt()};
+    const int rank = task->task().rank();
+    auto it = launches_.find(key);
+    const bool part_of_launch =
+        it != launches_.end() && it->second.phase != Phase::kDeferred &&
+        rank < static_cast<int>(it->second.parts.size()) &&
+        it->second.parts[rank].node_id == node_id &&
+        !it->second.parts[rank].ended;
+    if (!part_of_launch) {
+      info.orphans[{key.first, key.second, rank}].assign(
+          task->gpu_indexes().begin(), task->gpu_indexes().end());
+    }
+  }
+  if (info.orphans.size() != orphans_before) pass_wanted_ = true;
+}
+
+void MasterState::HandleTask(
+    int64_t node_id, const v1::TaskStatus& task, Seconds now,
+    google::protobuf::RepeatedPtrField<v1::TaskRef>* acks) {
   const LaunchKey key{task.task().job_id(), task.task().attempt()};
   const int rank = task.task().rank();
   const bool ended = Ended(task);
   auto it = launches_.find(key);
-  const bool known = it != launches_.end() && rank >= 0 &&
+  const bool known = it != launches_.end() &&
+                     it->second.phase != Phase::kDeferred &&
                      rank < static_cast<int>(it->second.parts.size()) &&
                      it->second.parts[rank].node_id == node_id;
   if (!known) {
-    if (ended) {
-      *resp->add_acknowledged() = task.task();
-      FreeBusy(node_id, key);
-      orphan_stops_sent_.erase({node_id, key});
-    } else if (orphan_stops_sent_.insert({node_id, key}).second) {
-      QueueStop(node_id, key.first, key.second, v1::STOP_REASON_ORPHAN);
-    }
+    // An orphan (Reconcile lists the live ones); an ended one is done with.
+    if (ended) *acks->Add() = task.task();
     return;
   }
   Launch& launch = it->second;
   Part& part = launch.parts[rank];
   if (part.ended) {
-    if (ended) *resp->add_acknowledged() = task.task();
+    if (ended) *acks->Add() = task.task();
     return;
   }
   if (!ended) {
-    if (task.state() == v1::TASK_STATE_RUNNING && !part.running) {
+    if ((task.state() == v1::TASK_STATE_RUNNING ||
+         task.state() == v1::TASK_STATE_EXITING) &&
+        !part.running) {
       part.running = true;
       part.start_time =
           task.has_start_time() ? Seconds{task.start_time()} : now;
@@ -178,8 +317,9 @@ void MasterState::HandleTask(int64_t node_id, const v1::TaskStatus& task,
   part.ended = true;
   if (task.has_exit_code()) part.exit_code = task.exit_code();
   if (task.has_end_time()) part.end_time = Seconds{task.end_time()};
-  *resp->add_acknowledged() = task.task();
-  FreeBusy(node_id, key);
+  *acks->Add() = task.task();
+  Touch(launch);
+  pass_wanted_ = true;  // its GPUs are free
   OnPartEnded(launch, task, now);  // may erase `launch`
 }
 
@@ -209,7 +349,9 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
     const Seconds shifted =
         std::max(job->run_start(), std::min(*start, now));
     if (shifted > job->run_start()) {
-      (void)ReplaceSchedulerJob(ShiftRunStart(*job, shifted), now);
+      // The job was just found running in the scheduler: Replace cannot
+      // fail.
+      ReplaceSchedulerJob(ShiftRunStart(*job, shifted), now).IgnoreError();
       pass_wanted_ = true;  // its demotion instant moved
     }
     start = shifted;
@@ -239,7 +381,8 @@ void MasterState::AccountStop(const Launch& launch) {
   const Seconds now = clock_->NowUnixSeconds();
   const Seconds at = std::min(*end, now);
   if (at <= job->last_stop()) return;
-  (void)ReplaceSchedulerJob(ShiftStop(*job, at), now);
+  // Found waiting in the scheduler just above: Replace cannot fail.
+  ReplaceSchedulerJob(ShiftStop(*job, at), now).IgnoreError();
   pass_wanted_ = true;
 }
 
@@ -257,16 +400,12 @@ void MasterState::OnStartFailed(Launch& launch, const v1::TaskStatus& task,
                            : node->second.record.name,
       " failed to start (exit code ", kStartFailedExitCode, ")");
   const bool give_up = failures >= kMaxFailedStarts;
-  launch.phase = Phase::kStopping;
-  if (!give_up) launch.stop_reason = v1::STOP_REASON_PREEMPT;
-  for (const Part& part : launch.parts) {
-    if (!part.ended) {
-      QueueStop(part.node_id, launch.job, launch.attempt,
-                give_up ? v1::STOP_REASON_CANCEL : v1::STOP_REASON_PREEMPT);
-    }
-  }
+  StopLaunch(launch,
+             give_up ? v1::STOP_REASON_CANCEL : v1::STOP_REASON_PREEMPT);
   if (give_up) {
-    (void)scheduler_->Remove(launch.job, now, cluster());
+    // Remove only fails for a job the scheduler does not hold: then there
+    // is nothing to remove.
+    scheduler_->Remove(launch.job, now, cluster()).IgnoreError();
     Finalize(rec, JobRecordState::kFailed, now, kStartFailedExitCode,
              absl::StrCat(where, "; ", failures,
                           " failed starts in a row, giving up"));
@@ -274,7 +413,7 @@ void MasterState::OnStartFailed(Launch& launch, const v1::TaskStatus& task,
     const Job* job = scheduler_->Find(launch.job);
     if (job != nullptr && job->running()) {
       cluster().Release(job->id(), job->gpus());
-      (void)ReplaceSchedulerJob(UndoRun(*job, now), now);
+      ReplaceSchedulerJob(UndoRun(*job, now), now).IgnoreError();  // found
     }
     // A job that ran before counts its restart when it starts again.
     if (!rec.first_start_time) ++rec.restarts;
@@ -290,6 +429,59 @@ void MasterState::OnStartFailed(Launch& launch, const v1::TaskStatus& task,
   if (launch.AllEnded()) launches_.erase(key);
 }
 
+void MasterState::OnSystemStop(Launch& launch, int rank, Seconds end,
+                               Seconds now, const std::string& why) {
+  JobRecord& rec = records_.at(launch.job);
+  const Job* job = scheduler_->Find(launch.job);
+  const bool ran = launch.all_running;
+  if (job != nullptr && job->running()) {
+    cluster().Release(job->id(), job->gpus());
+    const Seconds at = std::clamp(end, job->run_start(), now);
+    // Counted up to the reported end if it ran; not at all if it never
+    // fully started. The job was just found running: Replace cannot fail.
+    ReplaceSchedulerJob(ran ? StopRunAt(*job, at) : UndoRun(*job, now), now)
+        .IgnoreError();
+    launch.stop_decided = ran ? at : now;
+  } else {
+    launch.stop_decided = now;
+  }
+  StopLaunch(launch, v1::STOP_REASON_PREEMPT);
+  if (ran) {
+    rec.state = JobRecordState::kPreempted;
+    ++rec.preemptions;
+  } else {
+    rec.state = rec.first_start_time ? JobRecordState::kPreempted
+                                     : JobRecordState::kPending;
+  }
+  AddEvent(launch.job, now, "preempted",
+           absl::StrCat(Describe(launch), "; ",
+                        rank >= 0 ? absl::StrCat("rank ", rank, " ") : "",
+                        "stopped by the system: ", why));
+  MarkDirty(launch.job);
+  pass_wanted_ = true;
+}
+
+bool MasterState::AnyLiveLaunch(JobId job) const {
+  for (auto it = launches_.lower_bound({job, 0});
+       it != launches_.end() && it->first.first == job; ++it) {
+    if (it->second.phase != Phase::kDeferred && !it->second.AllEnded()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void MasterState::MaybeFinishCancel(JobId job, Seconds now,
+                                    const std::string& detail) {
+  auto rec = records_.find(job);
+  const Job* scheduled = scheduler_->Find(job);
+  if (rec == records_.end() || IsFinal(rec->second.state) ||
+      (scheduled != nullptr && !scheduled->finished()) || AnyLiveLaunch(job)) {
+    return;  // still scheduled (not cancelled), or a task still runs
+  }
+  Finalize(rec->second, JobRecordState::kCancelled, now, std::nullopt, detail);
+}
+
 void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
                               Seconds now) {
   const LaunchKey key{launch.job, launch.attempt};
@@ -298,16 +490,14 @@ void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
       adopting_.contains(launch.job) || launch.phase == Phase::kStopping) {
     if (launch.AllEnded()) {
       AccountStop(launch);
-      if (rec_it != records_.end() && !IsFinal(rec_it->second.state) &&
-          launch.stop_reason == v1::STOP_REASON_CANCEL) {
-        Finalize(rec_it->second, JobRecordState::kCancelled, now,
-                 std::nullopt, "its tasks stopped");
-      }
+      const bool cancelling = launch.stop_reason == v1::STOP_REASON_CANCEL;
       launches_.erase(key);
+      if (cancelling) MaybeFinishCancel(key.first, now, "its tasks stopped");
     }
     return;
   }
   JobRecord& rec = rec_it->second;
+  const int rank = task.task().rank();
   const int code = task.has_exit_code() ? task.exit_code() : -1;
   if (task.state() == v1::TASK_STATE_EXITED && code == 0) {
     if (!launch.AllEnded()) return;
@@ -323,7 +513,9 @@ void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
     if (reported && job != nullptr && job->running()) {
       end = std::max(job->run_start(), std::min(*reported, now));
     }
-    (void)scheduler_->Finish(launch.job, end, cluster());
+    // Finish only fails for a job the scheduler does not run: then it has
+    // nothing to free.
+    scheduler_->Finish(launch.job, end, cluster()).IgnoreError();
     Finalize(rec, JobRecordState::kFinished, now, 0, "every task exited 0");
     launches_.erase(key);
     return;
@@ -333,18 +525,29 @@ void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
     OnStartFailed(launch, task, now);  // may erase `launch`
     return;
   }
-  // A non-zero exit, or a stop nobody asked for: the job failed.
-  (void)scheduler_->Remove(launch.job, now, cluster());
+  if (task.state() == v1::TASK_STATE_PREEMPTED) {
+    // Nobody here asked for this stop: the agent shut down or was fenced.
+    OnSystemStop(launch, rank,
+                 task.has_end_time() ? Seconds{task.end_time()} : now, now,
+                 absl::StrCat(
+                     task.stop_reason() == v1::STOP_REASON_UNSPECIFIED
+                         ? "its task vanished from its agent"
+                         : StopReasonWord(task.stop_reason()),
+                     task.has_exit_code()
+                         ? absl::StrCat(", exit code ", task.exit_code())
+                         : ""));
+    if (launch.AllEnded()) {
+      AccountStop(launch);
+      launches_.erase(key);
+    }
+    return;
+  }
+  // A non-zero exit: the job failed.
+  scheduler_->Remove(launch.job, now, cluster()).IgnoreError();  // as above
   Finalize(rec, JobRecordState::kFailed, now,
            task.has_exit_code() ? std::optional<int>(code) : std::nullopt,
-           absl::StrCat("rank ", task.task().rank(), " exit code ", code));
-  launch.phase = Phase::kStopping;
-  for (const Part& part : launch.parts) {
-    if (!part.ended) {
-      QueueStop(part.node_id, launch.job, launch.attempt,
-                v1::STOP_REASON_CANCEL);
-    }
-  }
+           absl::StrCat("rank ", rank, " exit code ", code));
+  StopLaunch(launch, v1::STOP_REASON_CANCEL);
   if (launch.AllEnded()) launches_.erase(key);
 }
 
@@ -353,50 +556,50 @@ void MasterState::LoseNode(int64_t node_id, Seconds now,
   NodeInfo& info = nodes_[node_id];
   for (auto it = launches_.begin(); it != launches_.end();) {
     Launch& launch = it->second;
+    if (launch.phase == Phase::kDeferred) {  // nothing of it was sent
+      ++it;
+      continue;
+    }
     bool affected = false;
     for (Part& part : launch.parts) {
+      // Fenced by construction (its lease lapsed before the node timeout),
+      // or gone cleanly: its task has ended.
       if (part.node_id == node_id && !part.ended) {
         part.ended = true;
+        if (!part.end_time) part.end_time = now;
         affected = true;
       }
     }
+    if (!affected) {
+      ++it;
+      continue;
+    }
+    Touch(launch);
     auto rec = records_.find(launch.job);
-    if (affected && !adopting_.contains(launch.job) &&
-        launch.phase != Phase::kStopping && rec != records_.end() &&
-        !IsFinal(rec->second.state)) {
+    if (!adopting_.contains(launch.job) && launch.phase == Phase::kActive &&
+        rec != records_.end() && !IsFinal(rec->second.state)) {
       AddEvent(launch.job, now, "node_down",
                absl::StrCat(info.record.name, ": ", why));
-      if (launch.phase == Phase::kActive) {
-        rec->second.state = JobRecordState::kPreempted;
-        ++rec->second.preemptions;
-        AddEvent(launch.job, now, "preempted", Describe(launch));
-        MarkDirty(launch.job);
-      }
-      launch.phase = Phase::kStopping;
-      launch.stop_reason = v1::STOP_REASON_PREEMPT;
-      for (Part& part : launch.parts) {
-        if (!part.ended) {
-          QueueStop(part.node_id, launch.job, launch.attempt,
-                    v1::STOP_REASON_PREEMPT);
-        }
-      }
+      OnSystemStop(launch, -1, now, now,
+                   absl::StrCat("node ", info.record.name, " lost (", why, ")"));
     }
-    // A job being cancelled whose last tasks were on this node ends now:
-    // no agent will report them.
-    if (affected && launch.AllEnded() && launch.phase == Phase::kStopping &&
-        launch.stop_reason == v1::STOP_REASON_CANCEL &&
-        rec != records_.end() && !IsFinal(rec->second.state)) {
-      Finalize(rec->second, JobRecordState::kCancelled, now, std::nullopt,
-               absl::StrCat("its tasks were lost with ", info.record.name));
+    if (launch.AllEnded() && !adopting_.contains(launch.job)) {
+      const LaunchKey key = it->first;
+      const bool cancelling = launch.phase == Phase::kStopping &&
+                              launch.stop_reason == v1::STOP_REASON_CANCEL;
+      if (launch.phase == Phase::kStopping) AccountStop(launch);
+      it = launches_.erase(it);
+      if (cancelling) {
+        MaybeFinishCancel(key.first, now,
+                          absl::StrCat("its tasks were lost with ",
+                                       info.record.name));
+      }
+    } else {
+      ++it;
     }
-    it = launch.AllEnded() && !adopting_.contains(launch.job)
-             ? launches_.erase(it)
-             : std::next(it);
   }
-  info.busy.assign(info.busy.size(), LaunchKey{0, 0});
-  outbox_.erase(node_id);
-  std::erase_if(orphan_stops_sent_,
-                [&](const auto& entry) { return entry.first == node_id; });
+  info.orphans.clear();
+  TouchNode(node_id);
   pass_wanted_ = true;
 }
 
@@ -417,7 +620,7 @@ absl::Status MasterState::CheckTimeouts() {
     info.record.state = NodeState::kDown;
     RETURN_IF_ERROR(store_->UpsertNode(info.record).status());
   }
-  if (!adopting_.empty() && now >= adopt_deadline_) {
+  if (!adoption_closed_ && now >= adopt_deadline_) {
     EndAdoptionWindow(now);
     changed = true;
   }
@@ -429,20 +632,21 @@ absl::Status MasterState::CheckTimeouts() {
 }
 
 void MasterState::EndAdoptionWindow(Seconds now) {
+  adoption_closed_ = true;
+  // A part whose node never reported in is fenced by now (its agent's lease
+  // lapsed within the node timeout of the restart): it has ended.
+  for (auto it = launches_.begin(); it != launches_.end();) {
+    Launch& launch = it->second;
+    for (Part& part : launch.parts) {
+      if (part.node_id == 0) part.ended = true;
+    }
+    ++it;
+  }
   for (JobId id : adopting_) {
     JobRecord& rec = records_.at(id);
     auto it = launches_.find({id, rec.attempt});
-    if (it != launches_.end()) {
-      Launch& launch = it->second;
-      launch.phase = Phase::kStopping;
-      launch.stop_reason = v1::STOP_REASON_PREEMPT;
-      for (Part& part : launch.parts) {
-        if (part.node_id == 0) part.ended = true;
-        if (!part.ended) {
-          QueueStop(part.node_id, id, rec.attempt, v1::STOP_REASON_PREEMPT);
-        }
-      }
-      if (launch.AllEnded()) launches_.erase(it);
+    if (it != launches_.end() && it->second.phase == Phase::kActive) {
+      StopLaunch(it->second, v1::STOP_REASON_PREEMPT);
     }
     rec.state = JobRecordState::kPreempted;
     rec.last_stop_time = now;
@@ -450,9 +654,22 @@ void MasterState::EndAdoptionWindow(Seconds now) {
     AddEvent(id, now, "preempted",
              "not re-adopted within the node timeout after a master restart");
     MarkDirty(id);
-    (void)scheduler_->Restore(JobFromRecord(rec), now);
+    // The record was just reloaded from the store; Restore fails only on a
+    // duplicate, and an adopting job is not in the scheduler.
+    scheduler_->Restore(JobFromRecord(rec), now).IgnoreError();
   }
   adopting_.clear();
+  // Launches whose every part has now ended are done with.
+  for (auto it = launches_.begin(); it != launches_.end();) {
+    if (it->second.phase != Phase::kDeferred && it->second.AllEnded()) {
+      const JobId job = it->first.first;
+      const bool cancelling = it->second.stop_reason == v1::STOP_REASON_CANCEL;
+      it = launches_.erase(it);
+      if (cancelling) MaybeFinishCancel(job, now, "its tasks stopped");
+    } else {
+      ++it;
+    }
+  }
 }
 
 }  // namespace tiresias

@@ -1,4 +1,4 @@
-// MasterState: scheduling passes and turning decisions into agent commands.
+// MasterState: scheduling passes, and launches from decision to release.
 #include <algorithm>
 #include <chrono>
 
@@ -25,13 +25,19 @@ absl::Status MasterState::RunPass() {
       StartLaunch(start, now);
     }
   }
-  ReleaseDeferred();
+  ReleaseDeferred(now);
   absl::Status committed = Commit();
   ++passes_;
   pass_seconds_ += std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - began)
                        .count();
   return committed;
+}
+
+void MasterState::StopLaunch(Launch& launch, v1::StopReason reason) {
+  launch.SetPhase(Phase::kStopping);
+  launch.stop_reason = reason;
+  Touch(launch);
 }
 
 void MasterState::PreemptLaunch(JobId id, Seconds now) {
@@ -44,18 +50,15 @@ void MasterState::PreemptLaunch(JobId id, Seconds now) {
     launches_.erase({id, launch->attempt});
     const Job* job = scheduler_->Find(id);
     if (job != nullptr && !job->running() && !job->finished()) {
-      (void)ReplaceSchedulerJob(UndoStoppedRun(*job), now);
+      // Replace only fails for a job the scheduler does not hold, and it
+      // was just found there.
+      ReplaceSchedulerJob(UndoStoppedRun(*job), now).IgnoreError();
     }
     return;
   }
-  launch->phase = Phase::kStopping;
-  launch->stop_reason = v1::STOP_REASON_PREEMPT;
+  if (launch->phase == Phase::kStopping) return;  // already being stopped
   launch->stop_decided = now;
-  for (const Part& part : launch->parts) {
-    if (!part.ended) {
-      QueueStop(part.node_id, id, launch->attempt, v1::STOP_REASON_PREEMPT);
-    }
-  }
+  StopLaunch(*launch, v1::STOP_REASON_PREEMPT);
   rec->second.state = JobRecordState::kPreempted;
   ++rec->second.preemptions;
   AddEvent(id, now, "preempted", Describe(*launch));
@@ -76,100 +79,106 @@ void MasterState::StartLaunch(const StartDecision& start, Seconds now) {
     const int server = cluster_->topology().ServerOf(gpu);
     Part& part = by_server[server];
     part.node_id = node_of_server_[server];
-    part.local_gpus.push_back(gpu - cluster_->topology().server(server).first_gpu);
+    part.local_gpus.push_back(gpu -
+                              cluster_->topology().server(server).first_gpu);
   }
-  rec.nodes.clear();
   for (auto& [server, part] : by_server) {
     std::sort(part.local_gpus.begin(), part.local_gpus.end());
-    rec.nodes.push_back(nodes_[part.node_id].record.name);
     launch.parts.push_back(std::move(part));
   }
   MarkDirty(rec.id);
-  launch_records_.push_back(LaunchRecord{rec.id, launch.attempt, rec.nodes});
-  launches_[{launch.job, launch.attempt}] = std::move(launch);
+  Launch& stored = launches_[{launch.job, launch.attempt}] = std::move(launch);
+  TryRelease(stored, now);
 }
 
-void MasterState::ReleaseDeferred() {
+void MasterState::ReleaseDeferred(Seconds now) {
   for (auto& [key, launch] : launches_) {
-    if (launch.phase == Phase::kDeferred && !adopting_.contains(launch.job)) {
-      TryRelease(launch);
-    }
+    if (launch.phase == Phase::kDeferred) TryRelease(launch, now);
   }
 }
 
-bool MasterState::TryRelease(Launch& launch) {
-  const LaunchKey free{0, 0};
+std::vector<MasterState::LaunchKey> MasterState::BusyGpus(
+    int64_t node_id) const {
+  auto node = nodes_.find(node_id);
+  if (node == nodes_.end()) return {};
+  std::vector<LaunchKey> busy(node->second.record.gpus, LaunchKey{0, 0});
+  auto hold = [&](int gpu, LaunchKey key) {
+    if (gpu >= 0 && gpu < static_cast<int>(busy.size())) busy[gpu] = key;
+  };
+  for (const auto& [key, launch] : launches_) {
+    if (launch.phase == Phase::kDeferred) continue;
+    for (const Part& part : launch.parts) {
+      if (part.node_id != node_id || part.ended) continue;
+      for (int gpu : part.local_gpus) hold(gpu, key);
+    }
+  }
+  for (const auto& [task, gpus] : node->second.orphans) {
+    for (int gpu : gpus) hold(gpu, {std::get<0>(task), std::get<1>(task)});
+  }
+  return busy;
+}
+
+bool MasterState::EarlierAttemptMayRun(const Launch& launch, Seconds now) {
+  for (auto it = launches_.lower_bound({launch.job, 0});
+       it != launches_.end() && it->first.first == launch.job; ++it) {
+    if (it->first.second != launch.attempt && !it->second.AllEnded()) {
+      return true;
+    }
+  }
+  for (const auto& [id, info] : nodes_) {
+    for (const auto& [task, gpus] : info.orphans) {
+      if (std::get<0>(task) == launch.job) return true;
+    }
+  }
+  auto fence = restart_fence_.find(launch.job);
+  if (fence != restart_fence_.end()) {
+    // Nodes that registered with this master reported their tasks: any of
+    // the job's is a launch part or an orphan, checked above.
+    for (const auto& [id, info] : nodes_) {
+      if (info.up) fence->second.erase(info.record.name);
+    }
+    if (!fence->second.empty() && now < adopt_deadline_) return true;
+    restart_fence_.erase(fence);
+  }
+  return false;
+}
+
+bool MasterState::TryRelease(Launch& launch, Seconds now) {
+  if (adopting_.contains(launch.job)) return false;
+  if (EarlierAttemptMayRun(launch, now)) return false;
+  std::map<int64_t, std::vector<LaunchKey>> busy;
   for (const Part& part : launch.parts) {
     auto node = nodes_.find(part.node_id);
-    if (node == nodes_.end() || !node->second.up) return false;
+    if (node == nodes_.end() || !node->second.up || node->second.leaving) {
+      return false;
+    }
+    auto [it, added] = busy.try_emplace(part.node_id);
+    if (added) it->second = BusyGpus(part.node_id);
     for (int gpu : part.local_gpus) {
-      if (gpu >= static_cast<int>(node->second.busy.size()) ||
-          node->second.busy[gpu] != free) {
+      if (gpu >= static_cast<int>(it->second.size()) ||
+          it->second[gpu] != LaunchKey{0, 0}) {
         return false;
       }
     }
   }
-  for (size_t rank = 0; rank < launch.parts.size(); ++rank) {
-    const Part& part = launch.parts[rank];
-    for (int gpu : part.local_gpus) {
-      nodes_[part.node_id].busy[gpu] = {launch.job, launch.attempt};
-    }
-    QueueStart(launch, static_cast<int>(rank));
+  launch.SetPhase(Phase::kActive);
+  undurable_.push_back({launch.job, launch.attempt});
+  // Where it runs: the record (also what a restarted master waits for, see
+  // restart_fence_) and the launches table, written with the release.
+  JobRecord& rec = records_.at(launch.job);
+  rec.nodes.clear();
+  for (const Part& part : launch.parts) {
+    rec.nodes.push_back(nodes_.at(part.node_id).record.name);
   }
-  launch.phase = Phase::kActive;
+  MarkDirty(rec.id);
+  launch_records_.push_back(LaunchRecord{rec.id, launch.attempt, rec.nodes});
   return true;
 }
 
-void MasterState::QueueStart(const Launch& launch, int rank) {
-  const JobRecord& rec = records_.at(launch.job);
-  const Part& part = launch.parts[rank];
-  const int port =
-      options_.base_port + static_cast<int>((16 * launch.job + launch.attempt) % 10000);
-  auto host_of = [&](int64_t node_id) {
-    const std::string& address = nodes_[node_id].record.address;
-    std::string host = address.substr(0, address.rfind(':'));
-    return host.empty() ? std::string("127.0.0.1") : host;
-  };
-  v1::Command command;
-  v1::StartTask* start = command.mutable_start();
-  start->mutable_task()->set_job_id(launch.job);
-  start->mutable_task()->set_attempt(launch.attempt);
-  start->mutable_task()->set_rank(rank);
-  start->set_world_size(static_cast<int>(launch.parts.size()));
-  start->set_local_rank(0);  // one task per node
-  for (int gpu : part.local_gpus) start->add_gpu_indexes(gpu);
-  for (const std::string& arg : rec.spec.command) start->add_command(arg);
-  for (const auto& [k, v] : rec.spec.env) (*start->mutable_env())[k] = v;
-  start->set_checkpoint_dir(
-      rec.spec.checkpoint_dir.empty()
-          ? absl::StrCat(options_.state_dir, "/checkpoints/job-", rec.id)
-          : rec.spec.checkpoint_dir);
-  start->set_restart_count(rec.restarts);
-  start->set_master_addr(host_of(launch.parts[0].node_id));
-  start->set_master_port(port);
-  for (size_t r = 0; r < launch.parts.size(); ++r) {
-    start->add_worker_addresses(absl::StrCat(host_of(launch.parts[r].node_id),
-                                             ":", port + static_cast<int>(r)));
+void MasterState::Touch(const Launch& launch) {
+  for (const Part& part : launch.parts) {
+    if (part.node_id != 0) TouchNode(part.node_id);
   }
-  outbox_[part.node_id].push_back(std::move(command));
-}
-
-void MasterState::QueueStop(int64_t node_id, JobId job, int attempt,
-                            v1::StopReason reason) {
-  v1::Command command;
-  command.mutable_stop()->set_job_id(job);
-  command.mutable_stop()->set_attempt(attempt);
-  command.mutable_stop()->set_reason(reason);
-  outbox_[node_id].push_back(std::move(command));
-}
-
-void MasterState::FreeBusy(int64_t node_id, LaunchKey key) {
-  auto node = nodes_.find(node_id);
-  if (node == nodes_.end()) return;
-  for (LaunchKey& slot : node->second.busy) {
-    if (slot == key) slot = {0, 0};
-  }
-  pass_wanted_ = true;
 }
 
 std::string MasterState::Describe(const Launch& launch) const {

@@ -124,7 +124,15 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
       }
       ++m.nodes_up;
       m.gpus_up += info.record.gpus;
-      for (const LaunchKey& key : info.busy) m.gpus_busy += key.first != 0;
+      for (const LaunchKey& key : BusyGpus(node_id)) {
+        m.gpus_busy += key.first != 0;
+      }
+      for (const auto& [task, gpus] : info.orphans) m.gpus_running += gpus.size();
+    }
+    for (const auto& [key, launch] : launches_) {
+      for (const Part& part : launch.parts) {
+        if (part.running && !part.ended) m.gpus_running += part.local_gpus.size();
+      }
     }
     m.passes = passes_;
     m.pass_seconds = pass_seconds_;

@@ -67,6 +67,11 @@ Job MasterState::ShiftRunStart(const Job& old, Seconds run_start) const {
   return job;
 }
 
+Job MasterState::StopRunAt(const Job& old, Seconds end) const {
+  return BuildWaitingJob(old.spec(), old.first_start(), old.Executed(end),
+                         old.TotalExecuted(end), end, old.queue());
+}
+
 Job MasterState::ShiftStop(const Job& old, Seconds end) const {
   const Seconds extra = end - old.last_stop();
   return BuildWaitingJob(old.spec(), old.first_start(),
@@ -109,7 +114,7 @@ absl::Status MasterState::Rebuild(Seconds now) {
   server_of_node_.clear();
   node_of_server_.clear();
   for (const auto& [id, info] : nodes_) {
-    if (!info.up) continue;
+    if (!info.up || info.leaving) continue;
     server_of_node_[id] = static_cast<int>(servers.size());
     node_of_server_.push_back(id);
     servers.push_back(ServerSpec{0, info.record.gpus, info.record.name});
@@ -150,19 +155,25 @@ absl::Status MasterState::Rebuild(Seconds now) {
         static_cast<int>(gpus.size()) == old.num_gpus() &&
         cluster->Allocate(old.id(), gpus).ok();
     // Kept: the counters as of its run start, then it starts again there.
-    // Lost: it stops now.
-    const Seconds at = keep ? old.run_start() : now;
-    Job job = BuildWaitingJob(old.spec(), old.first_start(), old.Executed(at),
-                              old.TotalExecuted(at),
-                              keep ? old.last_stop() : now, old.queue());
+    // Lost: it stops now; a launch that was never released (deferred) ran
+    // no time at all.
+    Job job = old;
     if (keep) {
+      job = BuildWaitingJob(old.spec(), old.first_start(),
+                            old.Executed(old.run_start()),
+                            old.TotalExecuted(old.run_start()),
+                            old.last_stop(), old.queue());
       job.Start(old.run_start(), gpus);
+    } else if (launch && launch->phase == Phase::kDeferred) {
+      launches_.erase({old.id(), launch->attempt});
+      job = UndoRun(old, now);
     } else {
-      if (launch && launch->phase != Phase::kStopping) {
+      if (launch && launch->phase == Phase::kActive) {
         PreemptLaunch(old.id(), now);
       }
-      MarkDirty(old.id());  // stopped now: its record follows
+      job = StopRunAt(old, now);
     }
+    if (!keep) MarkDirty(old.id());  // stopped now: its record follows
     RETURN_IF_ERROR(sched->Replace(job, now));
   }
 
@@ -184,7 +195,6 @@ absl::Status MasterState::Rebuild(Seconds now) {
     Job job = JobFromRecord(rec);
     job.Start(run_start, gpus);
     RETURN_IF_ERROR(sched->Restore(job, now));
-    launch->second.phase = Phase::kActive;
     launch->second.all_running = true;
     AddEvent(rec.id, now, "adopted", Describe(launch->second));
     MarkDirty(rec.id);

@@ -4,8 +4,11 @@
 #include "master/master_state.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iterator>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -19,10 +22,46 @@ bool MasterState::Launch::AllEnded() const {
                      [](const Part& p) { return p.ended; });
 }
 
+std::string_view MasterState::PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kDeferred:
+      return "deferred";
+    case Phase::kActive:
+      return "active";
+    case Phase::kStopping:
+      return "stopping";
+  }
+  return "?";
+}
+
+void MasterState::Launch::SetPhase(Phase next) {
+  // Forward only: deferred -> active -> stopping (a deferred launch that is
+  // given up is erased, never stopped: nothing of it ran).
+  const bool ok = (phase == Phase::kDeferred && next == Phase::kActive) ||
+                  (phase == Phase::kActive && next == Phase::kStopping) ||
+                  (phase == Phase::kStopping && next == Phase::kStopping);
+  if (!ok) {
+    std::fprintf(stderr,
+                 "tiresias master: invariant: launch %lld/%d moved %s -> %s\n",
+                 static_cast<long long>(job), attempt,
+                 std::string(PhaseName(phase)).c_str(),
+                 std::string(PhaseName(next)).c_str());
+    std::abort();
+  }
+  phase = next;
+}
+
+Seconds MasterState::HeartbeatInterval() const {
+  return std::min(options_.heartbeat_interval, options_.node_timeout / 10);
+}
+
 MasterState::MasterState(MasterOptions options, master::Clock* clock,
                          std::unique_ptr<Store> store)
     : options_(std::move(options)), clock_(clock), store_(std::move(store)) {
   empty_cluster_ = std::make_unique<Cluster>(Topology::Uniform(1, 1, 1));
+  std::random_device random;
+  last_session_ = (static_cast<uint64_t>(random()) << 24) |
+                  (random() & 0xffffff);
 }
 
 MasterState::~MasterState() = default;
@@ -78,6 +117,12 @@ absl::Status MasterState::Load(Seconds now) {
     if (rec.state == JobRecordState::kRunning) {
       adopting_.insert(rec.id);
     } else {
+      // Its last launch may still be stopping on a node that has not
+      // reported in yet: the next one waits for those nodes.
+      if (rec.attempt > 0 && !rec.nodes.empty()) {
+        restart_fence_[rec.id] =
+            std::set<std::string>(rec.nodes.begin(), rec.nodes.end());
+      }
       RETURN_IF_ERROR(scheduler_->Restore(JobFromRecord(rec), now));
       // The scheduler's view of it may differ from the record (a launch
       // lost before it ran); the first write brings the record in line.
@@ -201,10 +246,21 @@ absl::Status MasterState::Commit() {
       write.launches.insert(write.launches.end(), launch_records_.begin(),
                             launch_records_.end());
       launch_records_ = std::move(write.launches);
+      PublishDesired();  // stops need no durability; starts wait for it
       return written;
     }
     if (!write.events.empty()) EventsWritten();
   }
+  // Durable now: released launches may be sent, changed desired states
+  // published.
+  for (const LaunchKey& key : undurable_) {
+    auto it = launches_.find(key);
+    if (it == launches_.end()) continue;
+    it->second.durable = true;
+    Touch(it->second);
+  }
+  undurable_.clear();
+  PublishDesired();
   // Ended jobs leave memory once on disk (a job only ends through a write,
   // once), their counts going to ended_.
   for (const JobRecord& rec : write.jobs) {
@@ -289,20 +345,21 @@ absl::StatusOr<JobRecord> MasterState::CancelJob(JobId id) {
   if (it == records_.end()) {
     ASSIGN_OR_RETURN(JobRecord rec, store_->GetJob(id));  // NotFound
     return absl::FailedPreconditionError(absl::StrCat(
-        "job ", id, " has already ended (", std::string(JobRecordStateName(rec.state)),
-        ")"));
+        "job ", id, " has already ended (",
+        std::string(JobRecordStateName(rec.state)), ")"));
   }
   JobRecord& rec = it->second;
   const Seconds now = clock_->NowUnixSeconds();
-  Launch* launch = CurrentLaunch(id);
-  if (launch && launch->phase == Phase::kStopping &&
-      launch->stop_reason == v1::STOP_REASON_CANCEL) {
-    return rec;  // already being cancelled
+  for (auto l = launches_.lower_bound({id, 0});
+       l != launches_.end() && l->first.first == id; ++l) {
+    if (l->second.phase == Phase::kStopping &&
+        l->second.stop_reason == v1::STOP_REASON_CANCEL &&
+        !l->second.AllEnded()) {
+      return rec;  // already being cancelled
+    }
   }
-  if (adopting_.erase(id) > 0 && launch) {
-    // Parts adopted so far are stopped below like any running launch.
-    launch->phase = Phase::kActive;
-  }
+  adopting_.erase(id);  // its adopted parts are stopped below
+  restart_fence_.erase(id);
   const Job* job = scheduler_->Find(id);
   if (job && !job->finished()) {
     SyncRecord(rec, now);  // its counters as of now, before it leaves
@@ -310,25 +367,27 @@ absl::StatusOr<JobRecord> MasterState::CancelJob(JobId id) {
   }
   MarkDirty(id);
   pass_wanted_ = true;
-  JobRecord result;
-  if (launch && launch->phase == Phase::kActive) {
-    launch->phase = Phase::kStopping;
-    launch->stop_reason = v1::STOP_REASON_CANCEL;
-    for (const Part& part : launch->parts) {
-      if (!part.ended) {
-        QueueStop(part.node_id, id, launch->attempt, v1::STOP_REASON_CANCEL);
-      }
-    }
+  // A launch never released is forgotten (nothing of it ran); every other
+  // launch with a part that has not ended is stopped, and the job ends
+  // cancelled once they all have (MaybeFinishCancel).
+  if (Launch* current = CurrentLaunch(id);
+      current != nullptr && current->phase == Phase::kDeferred) {
+    launches_.erase({id, current->attempt});
+  }
+  bool live = false;
+  for (auto l = launches_.lower_bound({id, 0});
+       l != launches_.end() && l->first.first == id; ++l) {
+    if (l->second.AllEnded()) continue;
+    StopLaunch(l->second, v1::STOP_REASON_CANCEL);
+    live = true;
+  }
+  if (live) {
     AddEvent(id, now, "cancelling", "stopping its tasks");
-    result = rec;
   } else {
-    if (launch && launch->phase == Phase::kDeferred) {
-      launches_.erase({id, launch->attempt});
-    }
     Finalize(rec, JobRecordState::kCancelled, now, std::nullopt,
              "cancelled by user");
-    result = rec;
   }
+  JobRecord result = rec;
   RETURN_IF_ERROR(Commit());
   return result;
 }
@@ -341,14 +400,14 @@ absl::StatusOr<std::vector<v1::Node>> MasterState::ListNodes() {
     NodeToProto(info.record, &node);
     std::set<JobId> jobs;
     int free = 0;
-    for (const LaunchKey& key : info.busy) {
+    for (const LaunchKey& key : BusyGpus(id)) {
       if (key.first == 0) {
         ++free;
       } else {
         jobs.insert(key.first);
       }
     }
-    node.set_gpus_free(info.up ? free : 0);
+    node.set_gpus_free(info.up && !info.leaving ? free : 0);
     for (JobId job : jobs) node.add_job_ids(job);
     out.push_back(std::move(node));
   }
@@ -430,5 +489,38 @@ void MasterState::EventsWritten() {
 }
 
 void MasterState::WakeEventWatchers() { EventsWritten(); }
+
+void MasterState::TouchNode(int64_t node_id) {
+  auto node = nodes_.find(node_id);
+  if (node == nodes_.end()) return;
+  ++node->second.version;
+  desired_changed_ = true;
+}
+
+void MasterState::PublishDesired() {
+  if (!std::exchange(desired_changed_, false)) return;
+  WakeDesiredWatchers();
+}
+
+uint64_t MasterState::DesiredGeneration() {
+  std::lock_guard<std::mutex> lock(desired_mu_);
+  return desired_generation_;
+}
+
+uint64_t MasterState::WaitForDesired(uint64_t seen,
+                                     std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(desired_mu_);
+  desired_cv_.wait_for(lock, timeout,
+                       [&] { return desired_generation_ != seen; });
+  return desired_generation_;
+}
+
+void MasterState::WakeDesiredWatchers() {
+  {
+    std::lock_guard<std::mutex> lock(desired_mu_);
+    ++desired_generation_;
+  }
+  desired_cv_.notify_all();
+}
 
 }  // namespace tiresias

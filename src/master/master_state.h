@@ -8,10 +8,38 @@
 // pure Scheduler (src/sched) that decides on that Cluster.
 //
 // Two views of GPUs. The Scheduler's Cluster says who *should* hold a GPU;
-// the node registry's `busy` table says who *does* (a task was started there
-// and has not reported its end). A start decision whose GPUs are still busy
-// (a preempted job's tasks are still checkpointing) is deferred: its
-// StartTasks are queued only once every GPU it needs is physically free.
+// the launches and the agents' reports say who *does*: a GPU is busy while
+// a released part of a launch on it has not ended, or while its agent
+// reports a task there that no launch names (an orphan, being stopped). A
+// start decision whose GPUs are still busy (a preempted job's tasks are
+// still checkpointing) is deferred, and released only once they are free.
+//
+// The agent protocol is level-triggered (proto/tiresias.proto, "Agent
+// protocol"): nothing is queued for an agent. Its desired state (the tasks
+// that should run on the node, the launches being stopped there) is built
+// from the launches each time it is asked for (DesiredStateOf): in every
+// Heartbeat and Register answer and on the WatchDesiredState stream, which
+// wakes on a per-node version that grows whenever a launch touching the
+// node changes. A launch appears in a desired state only once the write
+// that recorded it (its attempt, its nodes) is durable: persist, then
+// answer.
+//
+// One attempt at a time: a launch is released only when no earlier launch
+// of its job has a part that has not ended, no node reports a live task of
+// the job, and, after a master restart, every node of the job's last launch
+// has reported in (or the post-restart adoption window, one node timeout,
+// has passed: by then a node that never came back has fenced its tasks).
+//
+// Fencing: an agent holds a lease (RegisterResponse.lease_seconds = node
+// timeout - its grace - kFenceMargin), renewed by every heartbeat that
+// succeeds; when it lapses its task shims stop every task. A node is
+// declared lost only after the node timeout, so its tasks are gone by then
+// and its parts can be counted ended.
+//
+// System stops are preemptions: a task reported PREEMPTED that nobody asked
+// to stop (the agent shut down, or was fenced), or that vanished from its
+// agent's report after running, preempts its job; it resumes from its
+// checkpoint like any preempted job.
 //
 // Node set changes (register, node down): the Topology cannot grow in place,
 // so a new Cluster is built. The Scheduler keeps nothing of the topology but
@@ -53,10 +81,11 @@
 // the job fails.
 //
 // Restart recovery: Open() over an existing state dir reloads unfinished
-// jobs. Pending and preempted ones go into the scheduler at once. Running
+// jobs. Pending and preempted ones go into the scheduler at once (their
+// next launch waits for the nodes of their last one, see above). Running
 // ones wait for their agents to Register with their tasks (adopted, no new
-// StartTask) until node_timeout after Open; those not fully adopted by then
-// are stopped where found and become preempted.
+// start) until node_timeout after Open; those not fully adopted by then are
+// stopped where found and become preempted.
 //
 // Thread-safety: every public method takes the one internal mutex.
 #ifndef TIRESIAS_MASTER_MASTER_STATE_H_
@@ -72,6 +101,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -97,11 +128,17 @@ struct MasterOptions {
   QueueConfig queues = QueueConfig::PaperDefault();
   // PROMOTEKNOB; infinity turns it off.
   double promote_knob = std::numeric_limits<double>::infinity();
-  // An agent silent this long is marked down; also how long running jobs
-  // wait to be re-adopted after a master restart.
-  Seconds node_timeout{30};
-  // Told to agents at Register.
+  // An agent silent this long is declared lost (its jobs preempted, its
+  // GPUs given to others); also how long running jobs wait to be re-adopted
+  // after a master restart. It bounds the agents' leases: lease = node
+  // timeout - the agent's grace - kFenceMargin, at least kMinLeaseBeats
+  // heartbeats (Register refuses an agent whose grace does not fit).
+  Seconds node_timeout{60};
+  // Told to agents at Register; capped at node_timeout / 10, so that a
+  // lease spans several heartbeats.
   Seconds heartbeat_interval{2};
+  // Register refuses a node with more GPUs than this.
+  int max_gpus_per_node = 1024;
   // MASTER_PORT of a launch is base_port + (16 x job id + attempt) mod 10000.
   int base_port = 29500;
 };
@@ -168,7 +205,8 @@ class MasterState {
     int64_t nodes_up = 0;
     int64_t nodes_down = 0;
     int64_t gpus_up = 0;    // GPUs of the up nodes
-    int64_t gpus_busy = 0;  // of those, held by a task now
+    int64_t gpus_busy = 0;  // of those, held by a launch now
+    int64_t gpus_running = 0;  // of those, held by a task reported running
     int64_t passes = 0;     // scheduling passes since the master started
     double pass_seconds = 0;  // their total wall time
     int64_t last_event_sequence = 0;
@@ -177,11 +215,34 @@ class MasterState {
   // OK if the master's lock can be taken and its store answers (/healthz).
   absl::Status CheckHealth();
 
-  // Agent protocol (see proto/tiresias.proto). Heartbeat answers NotFound
-  // for a node id not registered since this master started.
+  // Agent protocol (see proto/tiresias.proto). Register: InvalidArgument
+  // for a bad field, AlreadyExists if a live agent with another token holds
+  // the name, FailedPrecondition if the agent's grace leaves no lease within
+  // the node timeout. Heartbeat: NotFound for a node or session not
+  // registered with this master (register again). A task report with an
+  // impossible field is refused alone (in the answer's `rejected`); the rest
+  // of the heartbeat applies.
   absl::StatusOr<v1::RegisterResponse> Register(const v1::RegisterRequest& req);
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
       const v1::HeartbeatRequest& req);
+  // The node's desired state if its version is above `after_version`, else
+  // nullopt. NotFound if the node or session is not (or no longer) live.
+  absl::StatusOr<std::optional<v1::DesiredState>> DesiredStateAfter(
+      int64_t node_id, uint64_t session, uint64_t after_version);
+  // A counter bumped whenever any node's desired state changes (after the
+  // write that made it durable); WaitForDesired(seen, timeout) waits until
+  // it moves, WakeDesiredWatchers() is called, or `timeout` passes.
+  uint64_t DesiredGeneration();
+  uint64_t WaitForDesired(uint64_t seen, std::chrono::milliseconds timeout);
+  void WakeDesiredWatchers();
+
+  // Lease = node timeout - grace - kFenceMargin: covers the task shim's
+  // lease check interval, SIGKILL taking effect, and clock rate drift.
+  static constexpr Seconds kFenceMargin{1};
+  // A lease must span at least this many heartbeat intervals.
+  static constexpr int kMinLeaseBeats = 3;
+  // The heartbeat interval agents are told (options capped, see above).
+  Seconds HeartbeatInterval() const;
 
   // One scheduling pass at the clock's now: start decisions become queued
   // StartTasks (deferred while their GPUs are busy), preemptions StopTasks.
@@ -216,13 +277,23 @@ class MasterState {
   struct Part {
     int64_t node_id = 0;
     std::vector<int> local_gpus;
-    bool running = false;  // reported RUNNING
+    bool running = false;  // reported RUNNING (or later) at some point
     bool ended = false;    // reported ended, or its node was lost
     std::optional<int> exit_code;
     std::optional<Seconds> start_time;  // agent's clock
     std::optional<Seconds> end_time;    // agent's clock
   };
+  // Where a launch is:
+  //   kDeferred  decided; waits for its GPUs and for the job's earlier
+  //              attempts to end; nothing was sent to any agent;
+  //   kActive    released: its parts are in their nodes' desired states
+  //              (once durable) until they end;
+  //   kStopping  its parts that have not ended are being stopped
+  //              (stop_reason says why).
+  // kDeferred -> kActive -> kStopping; kDeferred launches are erased when
+  // preempted or cancelled, the others once every part has ended.
   enum class Phase { kDeferred, kActive, kStopping };
+  static std::string_view PhaseName(Phase phase);
   // One launch (attempt) of a job.
   struct Launch {
     JobId job = 0;
@@ -231,15 +302,26 @@ class MasterState {
     Phase phase = Phase::kDeferred;
     v1::StopReason stop_reason = v1::STOP_REASON_UNSPECIFIED;
     bool all_running = false;  // every part reported RUNNING at some point
+    // The write that released it (its attempt and nodes) is on disk: only
+    // then is it in its nodes' desired states.
+    bool durable = false;
     Seconds stop_decided{0};   // when a preemption was decided
     bool AllEnded() const;
+    void SetPhase(Phase next);  // checks the transition
   };
   using LaunchKey = std::pair<JobId, int>;
+  // A task an agent reported: (job, attempt, rank).
+  using TaskKey = std::tuple<JobId, int, int>;
   struct NodeInfo {
     NodeRecord record;
     std::string log_address;  // its AgentLogs service (Register, Heartbeat)
-    bool up = false;  // registered since this master started and not down
-    std::vector<LaunchKey> busy;  // per local GPU; {0,0} = free
+    bool up = false;  // registered since this master started and not lost
+    bool leaving = false;  // its agent is shutting down: no new launches
+    uint64_t session = 0;  // of its current registration; 0: none
+    uint64_t version = 0;  // of its desired state, within the session
+    // Live tasks its agent reports that no launch part names: being
+    // stopped, and holding their GPUs until they end.
+    std::map<TaskKey, std::vector<int>> orphans;
   };
 
   MasterState(MasterOptions options, master::Clock* clock,
@@ -249,6 +331,9 @@ class MasterState {
   // Requires mu_ (all below).
   absl::StatusOr<std::unique_ptr<Scheduler>> MakeScheduler() const;
   Cluster& cluster();  // the live one, or an empty stand-in
+  // Writes what changed; on success, makes the launches it released
+  // durable (they enter their nodes' desired states). Wakes desired-state
+  // watchers if any desired state changed.
   absl::Status Commit();
   void MarkDirty(JobId id) { dirty_.insert(id); }
   void AddEvent(JobId id, Seconds t, std::string kind, std::string detail);
@@ -263,25 +348,64 @@ class MasterState {
                 std::optional<int> exit_code, std::string detail);
   Launch* CurrentLaunch(JobId id);
 
-  // Scheduling (master_state.cc).
+  // Scheduling (master_launch.cc).
   void StartLaunch(const StartDecision& start, Seconds now);
   void PreemptLaunch(JobId id, Seconds now);
-  void ReleaseDeferred();
-  bool TryRelease(Launch& launch);
-  void QueueStart(const Launch& launch, int rank);
-  void QueueStop(int64_t node_id, JobId job, int attempt,
-                 v1::StopReason reason);
-  void FreeBusy(int64_t node_id, LaunchKey key);
+  // Moves `launch` to kStopping for `reason` (its nodes' desired states
+  // then list it as stopping).
+  void StopLaunch(Launch& launch, v1::StopReason reason);
+  void ReleaseDeferred(Seconds now);
+  bool TryRelease(Launch& launch, Seconds now);
+  // True while another attempt of the job may still run: a launch with a
+  // part that has not ended, a live task of the job reported by an agent,
+  // or (after a restart) a node of its last launch not yet heard from.
+  bool EarlierAttemptMayRun(const Launch& launch, Seconds now);
+  // GPU -> launch (or orphan) holding it, for one node; {0,0}: free.
+  std::vector<LaunchKey> BusyGpus(int64_t node_id) const;
+  // The desired state of the node (of every node of `launch`) changed:
+  // its version grows at once, so that equal versions have equal content;
+  // watchers are woken by the next Commit (PublishDesired).
+  void Touch(const Launch& launch);
+  void TouchNode(int64_t node_id);
+  void PublishDesired();
   std::string Describe(const Launch& launch) const;
 
+  // Desired state (master_desired.cc).
+  v1::DesiredState DesiredStateOf(int64_t node_id) const;
+  void FillStartTask(const Launch& launch, int rank, v1::StartTask* start) const;
+
   // Agents (master_agents.cc).
+  // One agent report's task statuses, checked: those to apply, and every
+  // task named (refused ones too, so that a refused report of a live task
+  // does not read as the task having vanished).
+  struct CheckedReports {
+    std::vector<const v1::TaskStatus*> valid;
+    std::set<TaskKey> present;
+  };
+  // Splits task reports into those to apply and those refused (each added
+  // to `resp`'s `rejected` with its line).
+  template <typename Response>
+  static CheckedReports CheckReports(
+      const google::protobuf::RepeatedPtrField<v1::TaskStatus>& tasks,
+      int gpus, Seconds now, Response* resp);
+  // Applies one agent report: each task, then the parts it no longer has
+  // (ended without a status: a system stop), then its orphans. Adds the
+  // acknowledgements to `resp` (a Register or Heartbeat answer).
+  template <typename Response>
+  void Reconcile(int64_t node_id, const CheckedReports& reports, Seconds now,
+                 Response* resp);
   void HandleTask(int64_t node_id, const v1::TaskStatus& task, Seconds now,
-                  v1::HeartbeatResponse* resp);
+                  google::protobuf::RepeatedPtrField<v1::TaskRef>* acks);
   void OnPartEnded(Launch& launch, const v1::TaskStatus& task, Seconds now);
   // A part exited with kStartFailedExitCode before every part ran: the
   // others are stopped and the job waits again, or fails after
   // kMaxFailedStarts such launches in a row.
   void OnStartFailed(Launch& launch, const v1::TaskStatus& task, Seconds now);
+  // A part of an active launch was stopped by the system, not by us (its
+  // agent shut down or was fenced, or lost it): the job is preempted at
+  // `end`, not failed.
+  void OnSystemStop(Launch& launch, int rank, Seconds end, Seconds now,
+                    const std::string& why);
   // The reported end of a preempted launch: its checkpointing time counts.
   void AccountStop(const Launch& launch);
   void MaybeMarkRunning(Launch& launch, Seconds now);
@@ -289,6 +413,9 @@ class MasterState {
                      Seconds now);
   void LoseNode(int64_t node_id, Seconds now, const std::string& why);
   void EndAdoptionWindow(Seconds now);
+  // A job being cancelled whose last live launch has ended: it ends.
+  void MaybeFinishCancel(JobId job, Seconds now, const std::string& detail);
+  bool AnyLiveLaunch(JobId job) const;
 
   // Node set changes (master_rebuild.cc).
   absl::Status Rebuild(Seconds now);
@@ -301,6 +428,9 @@ class MasterState {
   Job ShiftRunStart(const Job& old, Seconds run_start) const;
   // A waiting job whose last run ended at `end` instead of at last_stop().
   Job ShiftStop(const Job& old, Seconds end) const;
+  // A running job stopped at `end` (>= its run start): waiting from there,
+  // with the run's time counted.
+  Job StopRunAt(const Job& old, Seconds end) const;
   // A running job put back to waiting at `now` with no executed time for
   // its current run (it never really started).
   Job UndoRun(const Job& old, Seconds now) const;
@@ -309,10 +439,12 @@ class MasterState {
   // that never ran before is as submitted.
   Job UndoStoppedRun(const Job& old) const;
 
+  // Constant after construction.
   MasterOptions options_;
   master::Clock* clock_;
   std::unique_ptr<Store> store_;
 
+  // Guarded by mu_.
   std::mutex mu_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Cluster> cluster_;  // null while no node is up
@@ -320,15 +452,26 @@ class MasterState {
   std::map<int64_t, int> server_of_node_;  // node id -> server index
   std::vector<int64_t> node_of_server_;
   std::map<int64_t, NodeInfo> nodes_;
-  std::map<int64_t, std::vector<v1::Command>> outbox_;  // per node
   std::map<LaunchKey, Launch> launches_;
   std::map<JobId, JobRecord> records_;  // unfinished jobs (and just-ended)
   std::set<JobId> adopting_;  // running at restart, not yet re-adopted
+  // Waiting jobs reloaded at a restart, with the nodes of their last launch
+  // that have not reported in since: no new launch until they have, or
+  // until adopt_deadline_.
+  std::map<JobId, std::set<std::string>> restart_fence_;
   Seconds adopt_deadline_{0};
-  std::set<std::pair<int64_t, LaunchKey>> orphan_stops_sent_;
+  bool adoption_closed_ = false;  // EndAdoptionWindow ran
   std::set<JobId> dirty_;
   std::vector<JobEvent> events_;
   std::vector<LaunchRecord> launch_records_;  // written by the next Commit
+  // Released since the last successful Commit: durable once it succeeds.
+  std::vector<LaunchKey> undurable_;
+  // A desired state changed since watchers were last woken.
+  bool desired_changed_ = false;
+  // Sessions handed out are above this; it starts at a random point, so
+  // that a session of an earlier master life is never taken for a current
+  // one.
+  uint64_t last_session_ = 0;
   bool pass_wanted_ = true;
   int64_t passes_ = 0;
   double pass_seconds_ = 0;
@@ -336,6 +479,12 @@ class MasterState {
   // final state and the summed preemptions and promotions (loaded at Open,
   // kept by SubmitJob and Commit).
   JobTotals ended_;
+
+  // Desired-state watchers: never taken before mu_ (taken inside it by
+  // Commit).
+  std::mutex desired_mu_;
+  std::condition_variable desired_cv_;
+  uint64_t desired_generation_ = 0;
 
   // Watchers: never taken before mu_ (taken inside it by EventsWritten).
   void EventsWritten();

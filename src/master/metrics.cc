@@ -45,10 +45,15 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
   absl::StrAppend(&out, "tiresias_nodes{state=\"up\"} ", m.nodes_up, "\n",
                   "tiresias_nodes{state=\"down\"} ", m.nodes_down, "\n");
   Family(&out, "tiresias_gpus", "gauge",
-         "GPUs of the up nodes: held by a task, or free.");
+         "GPUs of the up nodes: held by a launch (assigned, starting, running "
+         "or being stopped), or free.");
   absl::StrAppend(&out, "tiresias_gpus{state=\"busy\"} ", m.gpus_busy, "\n",
                   "tiresias_gpus{state=\"free\"} ", m.gpus_up - m.gpus_busy,
                   "\n");
+  Family(&out, "tiresias_gpus_running", "gauge",
+         "GPUs held by a task its agent reports running: busy GPUs minus "
+         "those assigned to a task not started yet.");
+  absl::StrAppend(&out, "tiresias_gpus_running ", m.gpus_running, "\n");
   Family(&out, "tiresias_scheduling_passes_total", "counter",
          "Scheduling passes since the master started.");
   absl::StrAppend(&out, "tiresias_scheduling_passes_total ", m.passes, "\n");

@@ -125,28 +125,39 @@ TEST(ProtoConvertTest, NodeRoundTrips) {
   EXPECT_EQ(*NodeFromProto(message), node);
 }
 
-TEST(ProtoConvertTest, AgentMessagesCarryWhatTheAgentNeeds) {
-  // The contract compiles into the shapes the agent and master use.
+TEST(ProtoConvertTest, DesiredStateRoundTrips) {
   v1::HeartbeatResponse response;
-  v1::StartTask* start = response.add_commands()->mutable_start();
+  v1::DesiredState* desired = response.mutable_desired();
+  desired->set_session(9);
+  desired->set_version(4);
+  v1::StartTask* start = desired->add_run();
   start->mutable_task()->set_job_id(5);
   start->mutable_task()->set_attempt(2);
   start->mutable_task()->set_rank(1);
-  start->set_world_size(2);
   start->add_gpu_indexes(3);
-  start->set_master_port(29500);
-  v1::StopTask* stop = response.add_commands()->mutable_stop();
+  v1::StopTask* stop = desired->add_stop();
   stop->set_reason(v1::STOP_REASON_ORPHAN);
   std::string bytes;
   ASSERT_TRUE(response.SerializeToString(&bytes));
   v1::HeartbeatResponse parsed;
   ASSERT_TRUE(parsed.ParseFromString(bytes));
-  ASSERT_EQ(parsed.commands_size(), 2);
-  EXPECT_EQ(parsed.commands(0).command_case(), v1::Command::kStart);
-  EXPECT_EQ(parsed.commands(0).start().task().rank(), 1);
-  EXPECT_EQ(parsed.commands(1).stop().reason(), v1::STOP_REASON_ORPHAN);
-  // The services exist with their methods.
-  EXPECT_STREQ(v1::Tiresias::service_full_name(), "tiresias.v1.Tiresias");
+  EXPECT_EQ(parsed.desired().version(), 4u);
+  ASSERT_EQ(parsed.desired().run_size(), 1);
+  EXPECT_EQ(parsed.desired().run(0).task().rank(), 1);
+  EXPECT_EQ(parsed.desired().stop(0).reason(), v1::STOP_REASON_ORPHAN);
+}
+
+TEST(ProtoConvertTest, AgentStringsAreBytesSoBadUtf8ReachesTheMaster) {
+  // proto3 refuses to parse a `string` field holding invalid UTF-8 (gRPC
+  // then answers INTERNAL with no message); the agent's name is `bytes`,
+  // so the master gets it and can say what is wrong with it.
+  v1::RegisterRequest req;
+  req.set_name(std::string("node-\xff\xfe", 7));
+  std::string wire;
+  ASSERT_TRUE(req.SerializeToString(&wire));
+  v1::RegisterRequest parsed;
+  ASSERT_TRUE(parsed.ParseFromString(wire));
+  EXPECT_EQ(parsed.name(), req.name());
   EXPECT_STREQ(v1::AgentRegistry::service_full_name(),
                "tiresias.v1.AgentRegistry");
 }

@@ -19,6 +19,9 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
     MasterState* state, master::Clock* clock, const std::string& address) {
   std::unique_ptr<MasterServer> server(new MasterServer(state, clock));
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default, so a second master on the same port
+  // would bind too and clients would reach either at random.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
                            &server->port_);
   builder.RegisterService(&server->tiresias_service_);
@@ -26,7 +29,9 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || server->port_ == 0) {
     return absl::UnavailableError(
-        absl::StrCat("--listen ", address, ": cannot listen there"));
+        absl::StrCat("--listen ", address,
+                     ": cannot listen there (is another master or program "
+                     "using that port?)"));
   }
   server->thread_ = std::thread([s = server.get()] { s->Loop(); });
   return server;
@@ -50,6 +55,7 @@ void MasterServer::Shutdown() {
   }
   cv_.notify_one();
   tiresias_service_.Stop();  // open WatchEvents streams end now
+  agent_service_.Stop();     // and WatchDesiredState streams
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::seconds(2));

@@ -238,8 +238,40 @@ grpc::Status AgentRegistryService::Heartbeat(grpc::ServerContext*,
   absl::StatusOr<v1::HeartbeatResponse> out = state_->Heartbeat(*req);
   if (!out.ok()) return ToGrpcStatus(out.status());
   *resp = std::move(*out);
-  if (req->tasks_size() > 0 && on_change_) on_change_();
+  // Cheap when nothing changed: the scheduling thread only runs a pass if
+  // the report freed GPUs or changed a job.
+  if (on_change_) on_change_();
   return grpc::Status::OK;
+}
+
+grpc::Status AgentRegistryService::WatchDesiredState(
+    grpc::ServerContext* ctx, const v1::WatchDesiredStateRequest* req,
+    grpc::ServerWriter<v1::DesiredState>* writer) {
+  uint64_t sent = req->after_version();
+  // Read before each look at the state, so that a change made meanwhile
+  // moves it and is not slept past.
+  uint64_t generation = state_->DesiredGeneration();
+  while (true) {
+    if (stopping_.load()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "the master is shutting down");
+    }
+    if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
+    absl::StatusOr<std::optional<v1::DesiredState>> desired =
+        state_->DesiredStateAfter(req->node_id(), req->session(), sent);
+    if (!desired.ok()) return ToGrpcStatus(desired.status());
+    if (desired->has_value()) {
+      sent = (*desired)->version();
+      if (!writer->Write(**desired)) return grpc::Status::CANCELLED;  // gone
+      continue;
+    }
+    generation = state_->WaitForDesired(generation, kWatchPoll);
+  }
+}
+
+void AgentRegistryService::Stop() {
+  stopping_.store(true);
+  state_->WakeDesiredWatchers();
 }
 
 }  // namespace tiresias

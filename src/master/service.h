@@ -87,6 +87,11 @@ class TiresiasService final : public v1::Tiresias::Service {
   std::map<std::string, AgentChannel> stubs_;  // by node name
 };
 
+// The agent protocol. WatchDesiredState pushes a node's desired state each
+// time its version grows (MasterState::DesiredStateAfter), waking on
+// MasterState's desired generation and at least every kWatchPoll to notice a
+// cancel, a stop or an ended session (then NOT_FOUND: register again). Each
+// open stream holds one gRPC thread: one per agent.
 class AgentRegistryService final : public v1::AgentRegistry::Service {
  public:
   AgentRegistryService(MasterState* state, std::function<void()> on_change)
@@ -96,10 +101,20 @@ class AgentRegistryService final : public v1::AgentRegistry::Service {
                         v1::RegisterResponse*) override;
   grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*,
                          v1::HeartbeatResponse*) override;
+  grpc::Status WatchDesiredState(
+      grpc::ServerContext*, const v1::WatchDesiredStateRequest*,
+      grpc::ServerWriter<v1::DesiredState>*) override;
+
+  // Ends every open WatchDesiredState stream promptly (and any opened
+  // later). Call before grpc::Server::Shutdown.
+  void Stop();
+
+  static constexpr std::chrono::milliseconds kWatchPoll{200};
 
  private:
   MasterState* state_;
   std::function<void()> on_change_;
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace tiresias

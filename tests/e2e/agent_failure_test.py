@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""End to end, dead machine: a `tiresias master` (--node-timeout 3) and two
+"""End to end, dead machine: a `tiresias master` (--node-timeout 4) and two
 separate agents x 2 emulated GPUs. A 2-GPU /bin/sh job runs on agent A;
 agent A is killed with SIGKILL and so is its task's process group (the
 machine is gone). After the node timeout the master marks A down, the job
@@ -18,12 +18,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_cluster import (FINAL, events, fail, run_with_cluster,  # noqa: E402
                            read_lines)
 
-NODE_TIMEOUT = 3
+NODE_TIMEOUT = 4
 
 
 def main():
+    # Agents with a 1 s grace: a 2 s lease.
     run_with_cluster(run, "tiresias-agent-", node_timeout=NODE_TIMEOUT,
-                     policy="yarn-cs")
+                     policy="yarn-cs", grace=1)
 
 
 def run(cluster):

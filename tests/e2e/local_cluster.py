@@ -83,10 +83,14 @@ def read_lines(path):
 
 
 class Cluster:
-    def __init__(self, binary, workdir, node_timeout=3, policy="yarn-cs"):
+    # An agent's lease is node_timeout - grace - 1 s, and must span 3
+    # heartbeats (node_timeout / 10 each): the defaults give a 3 s lease.
+    def __init__(self, binary, workdir, node_timeout=6, policy="yarn-cs",
+                 grace=2):
         self.binary = binary
         self.workdir = workdir
         self.node_timeout = node_timeout
+        self.grace = grace
         self.policy = policy
         self.master_dir = os.path.join(workdir, "master")
         self.master = None
@@ -116,7 +120,8 @@ class Cluster:
         self.master.send_signal(signal.SIGKILL)
         self.master.wait(timeout=10)
 
-    def start_agent(self, name, gpus=2, grace=5):
+    def start_agent(self, name, gpus=2, grace=None):
+        grace = self.grace if grace is None else grace
         log = open(os.path.join(self.workdir, name + ".log"), "a")
         proc = subprocess.Popen(
             [self.binary, "agent", "--master", self.address,

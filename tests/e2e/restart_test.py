@@ -23,7 +23,9 @@ RUN_SECS = 12  # long enough to span the crash and the restart
 
 
 def main():
-    run_with_cluster(run, "tiresias-restart-", node_timeout=3, policy="yarn-cs")
+    # A 7 s lease (10 - 2 - 1): the tasks outlive the master's restart.
+    run_with_cluster(run, "tiresias-restart-", node_timeout=10,
+                     policy="yarn-cs", grace=2)
 
 
 def run(cluster):

@@ -68,8 +68,10 @@ TEST_F(MasterServerTest, SubmitListAndRejectOverGrpc) {
     req.set_name("n1");
     req.set_address("127.0.0.1");
     req.set_gpus(2);
+    req.set_agent_token("the-agent-token-of-n1");
     v1::RegisterResponse resp;
-    ASSERT_TRUE(agents->Register(&ctx, req, &resp).ok());
+    grpc::Status registered = agents->Register(&ctx, req, &resp);
+    ASSERT_TRUE(registered.ok()) << registered.error_message();
     EXPECT_GT(resp.node_id(), 0);
   }
   v1::SubmitJobResponse second;

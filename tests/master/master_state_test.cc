@@ -41,7 +41,7 @@ TEST_F(MasterStateTest, JobRunsToCompletion) {
   const int64_t node = Register("n1", 4);
   Pass();
   v1::HeartbeatResponse resp = Beat(node);
-  auto starts = Starts(resp.commands());
+  auto starts = Starts(resp);
   ASSERT_EQ(starts.size(), 1u);
   const v1::StartTask& start = starts[0];
   EXPECT_EQ(start.task().job_id(), id);
@@ -76,7 +76,7 @@ TEST_F(MasterStateTest, FailedTaskFailsTheJob) {
   const JobId id = Submit(Spec(1));
   const int64_t node = Register("n1", 1);
   Pass();
-  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  ASSERT_EQ(Starts(Beat(node)).size(), 1u);
   Beat(node, {Task(id, 1, 0, TASK_STATE_EXITED, {0}, 3)});
   JobRecord rec = Get(id);
   EXPECT_EQ(rec.state, JobRecordState::kFailed);
@@ -118,7 +118,7 @@ TEST_F(MasterStateTest, CancelPendingAndRunning) {
   const JobId running = Submit(Spec(1));
   const JobId pending = Submit(Spec(1));
   Pass();
-  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  ASSERT_EQ(Starts(Beat(node)).size(), 1u);
   Beat(node, {Task(running, 1, 0, TASK_STATE_RUNNING, {0})});
   auto cancelled = master_->CancelJob(pending);
   ASSERT_TRUE(cancelled.ok()) << cancelled.status();
@@ -126,7 +126,7 @@ TEST_F(MasterStateTest, CancelPendingAndRunning) {
   auto stopping = master_->CancelJob(running);
   ASSERT_TRUE(stopping.ok());
   EXPECT_EQ(stopping->state, JobRecordState::kRunning);
-  auto stops = Stops(Beat(node).commands());
+  auto stops = Stops(Beat(node, {Task(running, 1, 0, TASK_STATE_RUNNING, {0})}));
   ASSERT_EQ(stops.size(), 1u);
   EXPECT_EQ(stops[0].reason(), v1::STOP_REASON_CANCEL);
   Beat(node, {Task(running, 1, 0, TASK_STATE_PREEMPTED, {0}, 143)});
@@ -142,7 +142,7 @@ TEST_F(MasterStateTest, DemotedJobIsPreemptedForANewOne) {
   const int64_t node = Register("n1", 2);
   const JobId big = Submit(Spec(2));
   Pass();
-  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  ASSERT_EQ(Starts(Beat(node)).size(), 1u);
   Beat(node, {Task(big, 1, 0, TASK_STATE_RUNNING, {0, 1})});
   clock_.Advance(Seconds{10});  // 20 GPU-seconds: demoted at +5 s
   const JobId small = Submit(Spec(1));
@@ -150,15 +150,15 @@ TEST_F(MasterStateTest, DemotedJobIsPreemptedForANewOne) {
   EXPECT_EQ(Get(big).queue, 1);
   v1::HeartbeatResponse resp =
       Beat(node, {Task(big, 1, 0, TASK_STATE_RUNNING, {0, 1})});
-  auto stops = Stops(resp.commands());
+  auto stops = Stops(resp);
   ASSERT_EQ(stops.size(), 1u);
   EXPECT_EQ(stops[0].job_id(), big);
   EXPECT_EQ(stops[0].reason(), v1::STOP_REASON_PREEMPT);
-  EXPECT_TRUE(Starts(resp.commands()).empty());  // GPUs still busy
+  EXPECT_TRUE(Starts(resp).empty());  // GPUs still busy
   EXPECT_EQ(Get(big).state, JobRecordState::kPreempted);
 
   resp = Beat(node, {Task(big, 1, 0, TASK_STATE_PREEMPTED, {0, 1}, 143)});
-  auto starts = Starts(resp.commands());
+  auto starts = Starts(resp);
   ASSERT_EQ(starts.size(), 1u);
   EXPECT_EQ(starts[0].task().job_id(), small);
   EXPECT_EQ(starts[0].gpu_indexes_size(), 1);
@@ -176,7 +176,7 @@ TEST_F(MasterStateTest, CancelledJobOnALostNodeEnds) {
   const int64_t node = Register("n1", 1);
   const JobId id = Submit(Spec(1));
   Pass();
-  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  ASSERT_EQ(Starts(Beat(node)).size(), 1u);
   Beat(node, {Task(id, 1, 0, TASK_STATE_RUNNING, {0})});
   ASSERT_TRUE(master_->CancelJob(id).ok());
   EXPECT_EQ(Get(id).state, JobRecordState::kRunning);  // being stopped
@@ -194,8 +194,8 @@ TEST_F(MasterStateTest, SilentNodesJobMovesToAnotherNode) {
   const int64_t n2 = Register("n2", 2);
   const JobId id = Submit(Spec(2));
   Pass();
-  auto s1 = Starts(Beat(n1).commands());
-  auto s2 = Starts(Beat(n2).commands());
+  auto s1 = Starts(Beat(n1));
+  auto s2 = Starts(Beat(n2));
   ASSERT_EQ(s1.size() + s2.size(), 1u);
   const int64_t first = s1.empty() ? n2 : n1;
   const int64_t other = s1.empty() ? n1 : n2;
@@ -209,7 +209,7 @@ TEST_F(MasterStateTest, SilentNodesJobMovesToAnotherNode) {
   EXPECT_EQ(rec.state, JobRecordState::kPreempted);
   EXPECT_TRUE(HasEvent(rec, "node_down"));
   Pass();
-  auto again = Starts(Beat(other).commands());
+  auto again = Starts(Beat(other));
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].task().attempt(), 2);
   EXPECT_EQ(again[0].restart_count(), 1);
@@ -231,7 +231,7 @@ TEST_F(MasterStateTest, RestartAdoptsRunningTasksAndStopsOrphans) {
   const JobId id = Submit(Spec(2));
   const JobId waiting = Submit(Spec(2));
   Pass();
-  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  ASSERT_EQ(Starts(Beat(node)).size(), 1u);
   const v1::TaskStatus running =
       Task(id, 1, 0, TASK_STATE_RUNNING, {0, 1}, {}, 1000.0);
   Beat(node, {running});
@@ -244,15 +244,18 @@ TEST_F(MasterStateTest, RestartAdoptsRunningTasksAndStopsOrphans) {
   v1::RegisterResponse reg;
   node = Register("n1", 2,
                   {running, Task(999, 1, 0, TASK_STATE_RUNNING, {})}, &reg);
-  auto stops = Stops(reg.commands());
-  ASSERT_EQ(stops.size(), 1u);
-  EXPECT_EQ(stops[0].job_id(), 999);
-  EXPECT_EQ(stops[0].reason(), v1::STOP_REASON_ORPHAN);
-  EXPECT_TRUE(Starts(reg.commands()).empty());
+  // The adopted task stays in the desired state (no new launch: attempt
+  // 1); the unknown one is left out, so the agent stops it.
+  auto runs = Starts(reg);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].task().job_id(), id);
+  EXPECT_EQ(runs[0].task().attempt(), 1);
+  EXPECT_TRUE(Stops(reg).empty());
   Pass();
   v1::HeartbeatResponse resp = Beat(node, {running});
-  EXPECT_TRUE(Starts(resp.commands()).empty()) << resp.DebugString();
-  EXPECT_TRUE(Stops(resp.commands()).empty()) << resp.DebugString();
+  ASSERT_EQ(Starts(resp).size(), 1u) << resp.DebugString();
+  EXPECT_EQ(Starts(resp)[0].task().attempt(), 1);
+  EXPECT_TRUE(Stops(resp).empty()) << resp.DebugString();
   JobRecord rec = Get(id);
   EXPECT_EQ(rec.state, JobRecordState::kRunning);
   EXPECT_EQ(rec.attempt, 1);
@@ -261,7 +264,7 @@ TEST_F(MasterStateTest, RestartAdoptsRunningTasksAndStopsOrphans) {
   Beat(node, {Task(id, 1, 0, TASK_STATE_EXITED, {0, 1}, 0, 1000.0)});
   EXPECT_EQ(Get(id).state, JobRecordState::kFinished);
   Pass();  // the waiting job gets the freed GPUs
-  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  ASSERT_EQ(Starts(Beat(node)).size(), 1u);
 }
 
 TEST_F(MasterStateTest, UnadoptedRunningJobIsPreemptedAfterTimeout) {
@@ -280,7 +283,7 @@ TEST_F(MasterStateTest, UnadoptedRunningJobIsPreemptedAfterTimeout) {
   ASSERT_TRUE(master_->CheckTimeouts().ok());
   EXPECT_EQ(Get(id).state, JobRecordState::kPreempted);
   Pass();
-  auto starts = Starts(Beat(node).commands());
+  auto starts = Starts(Beat(node));
   ASSERT_EQ(starts.size(), 1u);
   EXPECT_EQ(starts[0].task().attempt(), 2);
 }
@@ -296,8 +299,8 @@ TEST_F(MasterStateTest, FailedGangStartGoesBackToPendingThenFails) {
   std::vector<v1::StartTask> s1;  // n1's starts (from its last beat)
   for (int attempt = 1; attempt <= MasterState::kMaxFailedStarts; ++attempt) {
     Pass();
-    if (attempt == 1) s1 = Starts(Beat(n1).commands());
-    auto s2 = Starts(Beat(n2).commands());
+    if (attempt == 1) s1 = Starts(Beat(n1));
+    auto s2 = Starts(Beat(n2));
     ASSERT_EQ(s1.size(), 1u) << "attempt " << attempt;
     ASSERT_EQ(s2.size(), 1u);
     EXPECT_EQ(s1[0].task().attempt(), attempt);
@@ -313,7 +316,7 @@ TEST_F(MasterStateTest, FailedGangStartGoesBackToPendingThenFails) {
     JobRecord rec = Get(id);
     auto stops = Stops(Beat(n1, {Task(id, attempt, r1, TASK_STATE_RUNNING,
                                       {0, 1}, {}, 1000.0)})
-                           .commands());
+                           );
     ASSERT_EQ(stops.size(), 1u);
     EXPECT_EQ(stops[0].job_id(), id);
     EXPECT_EQ(stops[0].attempt(), attempt);
@@ -326,7 +329,7 @@ TEST_F(MasterStateTest, FailedGangStartGoesBackToPendingThenFails) {
       EXPECT_EQ(stops[0].reason(), v1::STOP_REASON_PREEMPT);
       // Not restarted while n1's part still holds its GPUs.
       Pass();
-      EXPECT_TRUE(Starts(Beat(n2).commands()).empty());
+      EXPECT_TRUE(Starts(Beat(n2)).empty());
     } else {
       EXPECT_EQ(rec.state, JobRecordState::kFailed);
       EXPECT_EQ(rec.exit_code, 127);
@@ -340,12 +343,12 @@ TEST_F(MasterStateTest, FailedGangStartGoesBackToPendingThenFails) {
     // above) goes out with this reply.
     resp = Beat(n1, {Task(id, attempt, r1, TASK_STATE_PREEMPTED, {0, 1}, 143)});
     EXPECT_EQ(resp.acknowledged_size(), 1);
-    s1 = Starts(resp.commands());
+    s1 = Starts(resp);
   }
   EXPECT_TRUE(s1.empty());
   Pass();
-  EXPECT_TRUE(Starts(Beat(n1).commands()).empty());
-  EXPECT_TRUE(Starts(Beat(n2).commands()).empty());
+  EXPECT_TRUE(Starts(Beat(n1)).empty());
+  EXPECT_TRUE(Starts(Beat(n2)).empty());
 }
 
 // The failed-start count is stored: a master restart between failed starts
@@ -356,7 +359,7 @@ TEST_F(MasterStateTest, FailedStartCountSurvivesMasterRestart) {
   const JobId id = Submit(Spec(1, {"no-such-command"}));
   auto fail_to_start = [&](int attempt) {
     Pass();
-    auto starts = Starts(Beat(node).commands());
+    auto starts = Starts(Beat(node));
     ASSERT_EQ(starts.size(), 1u) << "attempt " << attempt;
     EXPECT_EQ(starts[0].task().attempt(), attempt);
     Beat(node, {Task(id, attempt, 0, TASK_STATE_EXITED, {0},
@@ -384,7 +387,7 @@ TEST_F(MasterStateTest, FailedStartCountSurvivesMasterRestart) {
             std::string::npos)
       << rec.events.back().detail;
   Pass();
-  EXPECT_TRUE(Starts(Beat(node).commands()).empty());
+  EXPECT_TRUE(Starts(Beat(node)).empty());
 }
 
 // A launch that fully runs ends the streak, in the store too.
@@ -393,12 +396,12 @@ TEST_F(MasterStateTest, RunningLaunchResetsStoredFailedStarts) {
   const int64_t node = Register("n1", 1);
   const JobId id = Submit(Spec(1));
   Pass();
-  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  ASSERT_EQ(Starts(Beat(node)).size(), 1u);
   Beat(node, {Task(id, 1, 0, TASK_STATE_EXITED, {0},
                    MasterState::kStartFailedExitCode)});
   EXPECT_EQ(Get(id).failed_starts, 1);
   Pass();
-  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  ASSERT_EQ(Starts(Beat(node)).size(), 1u);
   Beat(node, {Task(id, 2, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
   JobRecord rec = Get(id);
   EXPECT_EQ(rec.state, JobRecordState::kRunning);
@@ -443,8 +446,8 @@ TEST_F(MasterStateTest, StartingFromDecisionUntilEveryPartRuns) {
   EXPECT_EQ((*all)[0].state, JobRecordState::kStarting);
   EXPECT_EQ((*all)[1].state, JobRecordState::kPending);
 
-  auto s1 = Starts(Beat(n1).commands());
-  auto s2 = Starts(Beat(n2).commands());
+  auto s1 = Starts(Beat(n1));
+  auto s2 = Starts(Beat(n2));
   ASSERT_EQ(s1.size(), 1u);
   ASSERT_EQ(s2.size(), 1u);
   EXPECT_EQ(Get(id).state, JobRecordState::kStarting);  // sent, no report
@@ -472,7 +475,7 @@ TEST_F(MasterStateTest, DeferredLaunchIsStarting) {
   const int64_t node = Register("n1", 2);
   const JobId big = Submit(Spec(2));
   Pass();
-  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  ASSERT_EQ(Starts(Beat(node)).size(), 1u);
   Beat(node, {Task(big, 1, 0, TASK_STATE_RUNNING, {0, 1}, {}, 1000.0)});
   clock_.Advance(Seconds{10});  // demoted
   const JobId small = Submit(Spec(1));
@@ -481,8 +484,8 @@ TEST_F(MasterStateTest, DeferredLaunchIsStarting) {
   EXPECT_EQ(Get(small).state, JobRecordState::kStarting);
   v1::HeartbeatResponse resp =
       Beat(node, {Task(big, 1, 0, TASK_STATE_RUNNING, {0, 1}, {}, 1000.0)});
-  ASSERT_EQ(Stops(resp.commands()).size(), 1u);
-  EXPECT_TRUE(Starts(resp.commands()).empty());  // deferred: GPUs busy
+  ASSERT_EQ(Stops(resp).size(), 1u);
+  EXPECT_TRUE(Starts(resp).empty());  // deferred: GPUs busy
   EXPECT_EQ(Get(small).state, JobRecordState::kStarting);
   EXPECT_EQ(Ids(master_->ListJobs(JobRecordState::kStarting)),
             (std::vector<JobId>{small}));
@@ -491,7 +494,7 @@ TEST_F(MasterStateTest, DeferredLaunchIsStarting) {
             (std::vector<JobId>{big}));
 
   resp = Beat(node, {Task(big, 1, 0, TASK_STATE_PREEMPTED, {0, 1}, 143)});
-  auto starts = Starts(resp.commands());
+  auto starts = Starts(resp);
   ASSERT_EQ(starts.size(), 1u);
   EXPECT_EQ(starts[0].task().job_id(), small);
   EXPECT_EQ(Get(small).state, JobRecordState::kStarting);
@@ -512,7 +515,7 @@ TEST_F(MasterStateTest, PreemptedDeferredLaunchUpdatesTheRecord) {
   const int64_t node = Register("n1", 1);
   const JobId a = Submit(Spec(1));
   Pass();
-  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  ASSERT_EQ(Starts(Beat(node)).size(), 1u);
   Beat(node, {Task(a, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
   clock_.Advance(Seconds{10});  // 1010
   const JobId b = Submit(Spec(1));
@@ -549,7 +552,7 @@ TEST_F(MasterStateTest, RestartForgetsAStartingLaunch) {
   node = Register("n1", 1);
   Pass();
   EXPECT_EQ(Get(id).state, JobRecordState::kStarting);
-  auto starts = Starts(Beat(node).commands());
+  auto starts = Starts(Beat(node));
   ASSERT_EQ(starts.size(), 1u);
   EXPECT_EQ(starts[0].task().attempt(), 2);
 }
@@ -561,7 +564,7 @@ TEST_F(MasterStateTest, ExecutedTimeFollowsReportedTimes) {
   const int64_t node = Register("n1", 2);
   const JobId id = Submit(Spec(2));
   Pass();  // decided at 1000
-  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  ASSERT_EQ(Starts(Beat(node)).size(), 1u);
   clock_.Advance(Seconds{5});
   Beat(node, {Task(id, 1, 0, TASK_STATE_RUNNING, {0, 1}, {}, 1005.0)});
   JobRecord rec = Get(id);
@@ -588,7 +591,7 @@ TEST_F(MasterStateTest, PreemptedRunCountsUntilReportedEnd) {
   const int64_t node = Register("n1", 2);
   const JobId big = Submit(Spec(2));
   Pass();
-  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  ASSERT_EQ(Starts(Beat(node)).size(), 1u);
   Beat(node, {Task(big, 1, 0, TASK_STATE_RUNNING, {0, 1}, {}, 1000.0)});
   clock_.Advance(Seconds{10});  // 1010
   Submit(Spec(1));
@@ -614,7 +617,7 @@ TEST_F(MasterStateTest, TaskEndedAtFirstReportStillStarts) {
   const int64_t node = Register("n1", 2);
   const JobId id = Submit(Spec(1));
   Pass();  // decided at 1000
-  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  ASSERT_EQ(Starts(Beat(node)).size(), 1u);
   clock_.Advance(Seconds{3});  // 1003: the next heartbeat
   v1::TaskStatus done = Task(id, 1, 0, TASK_STATE_EXITED, {0}, 0, 1001.0);
   done.set_end_time(1002.0);
@@ -640,7 +643,7 @@ TEST_F(MasterStateTest, SpawnFailureAtFirstReportIsNoStart) {
   const int64_t node = Register("n1", 2);
   const JobId id = Submit(Spec(1));
   Pass();
-  ASSERT_EQ(Starts(Beat(node).commands()).size(), 1u);
+  ASSERT_EQ(Starts(Beat(node)).size(), 1u);
   Beat(node, {Task(id, 1, 0, TASK_STATE_EXITED, {0},
                    MasterState::kStartFailedExitCode, 1000.0)});
   JobRecord rec = Get(id);

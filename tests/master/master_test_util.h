@@ -3,6 +3,7 @@
 #ifndef TIRESIAS_TESTS_MASTER_MASTER_TEST_UTIL_H_
 #define TIRESIAS_TESTS_MASTER_MASTER_TEST_UTIL_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,22 +38,22 @@ inline JobRequest Spec(int gpus, std::vector<std::string> command = {"train"}) {
   return spec;
 }
 
-inline std::vector<v1::StartTask> Starts(
-    const google::protobuf::RepeatedPtrField<v1::Command>& commands) {
-  std::vector<v1::StartTask> out;
-  for (const auto& c : commands) {
-    if (c.has_start()) out.push_back(c.start());
-  }
-  return out;
+// The tasks an answer's desired state says should run on the node (all of
+// them, running ones included: the state is level-triggered).
+template <typename Response>
+std::vector<v1::StartTask> Starts(const Response& resp) {
+  return {resp.desired().run().begin(), resp.desired().run().end()};
 }
 
-inline std::vector<v1::StopTask> Stops(
-    const google::protobuf::RepeatedPtrField<v1::Command>& commands) {
-  std::vector<v1::StopTask> out;
-  for (const auto& c : commands) {
-    if (c.has_stop()) out.push_back(c.stop());
-  }
-  return out;
+// The launches an answer's desired state says are being stopped there.
+template <typename Response>
+std::vector<v1::StopTask> Stops(const Response& resp) {
+  return {resp.desired().stop().begin(), resp.desired().stop().end()};
+}
+
+// An agent token (the agent's identity) for a node name.
+inline std::string TokenFor(const std::string& name) {
+  return "token-of-agent-" + name;
 }
 
 class MasterFixture : public testing::Test {
@@ -64,28 +65,45 @@ class MasterFixture : public testing::Test {
     ASSERT_TRUE(state.ok()) << state.status();
     master_ = std::move(*state);
   }
-  int64_t Register(const std::string& name, int gpus,
-                   std::vector<v1::TaskStatus> tasks = {},
-                   v1::RegisterResponse* out = nullptr) {
+  static v1::RegisterRequest RegisterRequest(
+      const std::string& name, int gpus,
+      std::vector<v1::TaskStatus> tasks = {}) {
     v1::RegisterRequest req;
     req.set_name(name);
     req.set_address(name + ".local");
     req.set_gpus(gpus);
+    req.set_agent_token(TokenFor(name));
+    req.set_grace_seconds(1);
     for (auto& t : tasks) *req.add_tasks() = t;
-    auto resp = master_->Register(req);
+    return req;
+  }
+  int64_t Register(const std::string& name, int gpus,
+                   std::vector<v1::TaskStatus> tasks = {},
+                   v1::RegisterResponse* out = nullptr) {
+    auto resp = master_->Register(RegisterRequest(name, gpus, tasks));
     EXPECT_TRUE(resp.ok()) << resp.status();
     if (!resp.ok()) return 0;
+    sessions_[resp->node_id()] = resp->session();
     if (out) *out = *resp;
     return resp->node_id();
   }
+  // A heartbeat of the node's current session.
   v1::HeartbeatResponse Beat(int64_t node,
-                             std::vector<v1::TaskStatus> tasks = {}) {
-    v1::HeartbeatRequest req;
-    req.set_node_id(node);
-    for (auto& t : tasks) *req.add_tasks() = t;
-    auto resp = master_->Heartbeat(req);
+                             std::vector<v1::TaskStatus> tasks = {},
+                             bool leaving = false) {
+    auto resp = master_->Heartbeat(BeatRequest(node, tasks, leaving));
     EXPECT_TRUE(resp.ok()) << resp.status();
     return resp.ok() ? *resp : v1::HeartbeatResponse();
+  }
+  v1::HeartbeatRequest BeatRequest(int64_t node,
+                                   std::vector<v1::TaskStatus> tasks = {},
+                                   bool leaving = false) {
+    v1::HeartbeatRequest req;
+    req.set_node_id(node);
+    req.set_session(sessions_[node]);
+    req.set_leaving(leaving);
+    for (auto& t : tasks) *req.add_tasks() = t;
+    return req;
   }
   JobId Submit(const JobRequest& spec) {
     auto id = master_->SubmitJob(spec);
@@ -103,6 +121,7 @@ class MasterFixture : public testing::Test {
   master::FakeClock clock_{Seconds{1000}};
   MasterOptions options_;
   std::unique_ptr<MasterState> master_;
+  std::map<int64_t, uint64_t> sessions_;  // node id -> its session
 };
 
 }  // namespace tiresias::master_testing

@@ -1,0 +1,84 @@
+// MasterState: what each node should run, derived from the launches every
+// time it is asked for (never queued), so that a repeated, late or lost
+// message costs nothing: the next answer says the same.
+#include "absl/strings/str_cat.h"
+#include "master/master_state.h"
+
+namespace tiresias {
+
+void MasterState::FillStartTask(const Launch& launch, int rank,
+                                v1::StartTask* start) const {
+  const JobRecord& rec = records_.at(launch.job);
+  const Part& part = launch.parts[rank];
+  const int port = options_.base_port +
+                   static_cast<int>((16 * launch.job + launch.attempt) % 10000);
+  auto host_of = [&](int64_t node_id) {
+    auto node = nodes_.find(node_id);
+    const std::string address =
+        node == nodes_.end() ? "" : node->second.record.address;
+    std::string host = address.substr(0, address.rfind(':'));
+    return host.empty() ? std::string("127.0.0.1") : host;
+  };
+  start->mutable_task()->set_job_id(launch.job);
+  start->mutable_task()->set_attempt(launch.attempt);
+  start->mutable_task()->set_rank(rank);
+  start->set_world_size(static_cast<int>(launch.parts.size()));
+  start->set_local_rank(0);  // one task per node
+  for (int gpu : part.local_gpus) start->add_gpu_indexes(gpu);
+  for (const std::string& arg : rec.spec.command) start->add_command(arg);
+  for (const auto& [k, v] : rec.spec.env) (*start->mutable_env())[k] = v;
+  start->set_checkpoint_dir(
+      rec.spec.checkpoint_dir.empty()
+          ? absl::StrCat(options_.state_dir, "/checkpoints/job-", rec.id)
+          : rec.spec.checkpoint_dir);
+  start->set_restart_count(rec.restarts);
+  start->set_master_addr(host_of(launch.parts[0].node_id));
+  start->set_master_port(port);
+  for (size_t r = 0; r < launch.parts.size(); ++r) {
+    start->add_worker_addresses(absl::StrCat(host_of(launch.parts[r].node_id),
+                                             ":", port + static_cast<int>(r)));
+  }
+}
+
+v1::DesiredState MasterState::DesiredStateOf(int64_t node_id) const {
+  v1::DesiredState desired;
+  auto node = nodes_.find(node_id);
+  if (node == nodes_.end()) return desired;
+  desired.set_session(node->second.session);
+  desired.set_version(node->second.version);
+  // O(launches): only decided, unfinished launches are kept, at most one
+  // per job and a few more being stopped.
+  for (const auto& [key, launch] : launches_) {
+    for (size_t rank = 0; rank < launch.parts.size(); ++rank) {
+      const Part& part = launch.parts[rank];
+      if (part.node_id != node_id || part.ended) continue;
+      if (launch.phase == Phase::kActive && launch.durable &&
+          records_.contains(launch.job)) {
+        FillStartTask(launch, static_cast<int>(rank), desired.add_run());
+      } else if (launch.phase == Phase::kStopping) {
+        v1::StopTask* stop = desired.add_stop();
+        stop->set_job_id(launch.job);
+        stop->set_attempt(launch.attempt);
+        stop->set_reason(launch.stop_reason);
+        break;  // one entry per launch
+      }
+    }
+  }
+  return desired;
+}
+
+absl::StatusOr<std::optional<v1::DesiredState>> MasterState::DesiredStateAfter(
+    int64_t node_id, uint64_t session, uint64_t after_version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto node = nodes_.find(node_id);
+  if (node == nodes_.end() || !node->second.up ||
+      node->second.session != session || session == 0) {
+    return absl::NotFoundError(
+        absl::StrCat("node_id ", node_id, " session ", session,
+                     ": not registered with this master; register again"));
+  }
+  if (node->second.version <= after_version) return std::nullopt;
+  return DesiredStateOf(node_id);
+}
+
+}  // namespace tiresias

@@ -241,7 +241,7 @@ int AgentDaemon::task_count() const {
 
 bool AgentDaemon::Sleep(std::chrono::milliseconds d) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, d, [this] { return stopping_ || pushed_ != nullptr; });
+  cv_.wait_for(lock, d, [this] { return stopping_ || poked_; });
   return !stopping_;
 }
 
@@ -490,7 +490,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
     session_ = resp.session();
     session_confirmed_ = true;
     applied_version_ = 0;
-    pushed_.reset();
+    poked_ = false;
     if (resp.heartbeat_interval_seconds() > 0) {
       heartbeat_interval_ = std::chrono::milliseconds(static_cast<int64_t>(
           resp.heartbeat_interval_seconds() * 1000));
@@ -512,7 +512,10 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
                    req.tasks_size(), " task(s); heartbeat every ",
                    heartbeat_interval_.count(), " ms, lease ",
                    resp.lease_seconds(), " s"));
-  ApplyDesired(resp.desired());
+  if (ApplyDesired(resp.desired(), sent_ns)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    poked_ = true;  // report what it started at once
+  }
   return true;
 }
 
@@ -553,10 +556,11 @@ absl::StatusOr<bool> AgentDaemon::Heartbeat() {
   for (const v1::TaskReportError& e : resp.rejected()) {
     Log(absl::StrCat("the master refused a report: ", e.message()));
   }
-  return ApplyDesired(resp.desired()) || again;
+  return ApplyDesired(resp.desired(), sent_ns) || again;
 }
 
-bool AgentDaemon::ApplyDesired(const v1::DesiredState& desired) {
+bool AgentDaemon::ApplyDesired(const v1::DesiredState& desired,
+                               int64_t sent_ns) {
   std::set<TaskKey> wanted;
   std::map<std::pair<int64_t, int>, int> stopping;
   std::vector<const v1::StartTask*> to_start;
@@ -580,7 +584,19 @@ bool AgentDaemon::ApplyDesired(const v1::DesiredState& desired) {
     }
   }
   bool changed = false;
-  for (const v1::StartTask* run : to_start) changed |= StartTask(*run);
+  for (const v1::StartTask* run : to_start) {
+    // Only while the answer is fresh: an agent stopped (SIGSTOP) or slowed
+    // down after sending its report must not start what the master may
+    // have cancelled since. A stale answer asks for another report.
+    if (BootTimeNs() - sent_ns > kMaxStartAgeNs) {
+      Log(absl::StrCat("the master's answer is ",
+                       (BootTimeNs() - sent_ns) / 1'000'000,
+                       " ms old: reporting again before starting anything"));
+      changed = true;
+      break;
+    }
+    changed |= StartTask(*run);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [key, task] : tasks_) {
     if (task.ended || task.stop_reason) continue;
@@ -773,14 +789,14 @@ void AgentDaemon::Loop() {
       }
     }
     if (PollExits()) changed = true;
-    std::unique_ptr<v1::DesiredState> pushed;
     bool leaving_untold;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      pushed = std::move(pushed_);
+      // A push: the desired state changed; report at once and act on the
+      // answer (never on the pushed copy, which may be late).
+      if (std::exchange(poked_, false)) changed = true;
       leaving_untold = draining_ && !leaving_told_;
     }
-    if (pushed != nullptr && ApplyDesired(*pushed)) changed = true;
     const auto now = std::chrono::steady_clock::now();
     if (changed || leaving_untold || now - last_beat >= heartbeat_interval_) {
       absl::StatusOr<bool> s = Heartbeat();
@@ -840,11 +856,11 @@ void AgentDaemon::WatchLoop() {
     while (reader->Read(&message)) {
       backoff = options_.min_backoff;
       std::lock_guard<std::mutex> lock(mu_);
-      if (message.session() != session_) continue;
-      if (pushed_ == nullptr || message.version() >= pushed_->version()) {
-        pushed_ = std::make_unique<v1::DesiredState>(std::move(message));
-        message = v1::DesiredState();
+      if (message.session() != session_ ||
+          message.version() <= applied_version_) {
+        continue;  // nothing new
       }
+      poked_ = true;
       cv_.notify_all();
     }
     // Why it ended does not matter: cancelled for a new session, the master

@@ -11,12 +11,16 @@
 //   agent.Drain(timeout);  // hand the jobs back (they checkpoint), then stop
 //
 // Level-triggered: every heartbeat reports every task the agent has, and
-// every answer (and every message of the WatchDesiredState stream, which
-// brings decisions within milliseconds) carries the whole desired state.
-// The agent starts what should run and has never run here, and stops what
-// runs and should not. A desired state of another session, or older than
-// the last one applied, is ignored; a task that ended is never started
-// again (ended launch ids are remembered, kMaxRememberedEnds of them).
+// every answer carries the whole desired state. The agent starts what
+// should run and has never run here, and stops what runs and should not. A
+// desired state of another session, or older than the last one applied, is
+// ignored; a task that ended is never started again (ended launch ids are
+// remembered, kMaxRememberedEnds of them). The WatchDesiredState stream
+// brings a change within milliseconds, but only as a wake-up: the agent
+// then reports at once and acts on the answer, and starts a task only from
+// an answer to a report it sent less than kMaxStartAgeNs before (checked
+// again before each start). So a late message (an agent stopped with
+// SIGSTOP while one was in flight) never starts a launch cancelled since.
 //
 // Lease (lease.h): every task has a lease file its shim watches; the agent
 // renews them all after each heartbeat that succeeds, to the heartbeat's
@@ -115,6 +119,9 @@ class AgentDaemon {
   // Ended launch ids remembered after the master acknowledged them, so
   // that a late or repeated desired state can never start them again.
   static constexpr size_t kMaxRememberedEnds = 4096;
+  // How fresh an answer must be to start tasks from it (from the sending of
+  // the report it answers), nanoseconds.
+  static constexpr int64_t kMaxStartAgeNs = 1'000'000'000;
 
   explicit AgentDaemon(AgentOptions options);
   ~AgentDaemon();  // Stop()
@@ -183,9 +190,11 @@ class AgentDaemon {
   absl::StatusOr<bool> Heartbeat();
   // Renews every task's lease from a call sent at `sent_ns` (boot time).
   void RenewLeases(int64_t sent_ns);
-  // Applies `desired` if it is of the current session and not older than
-  // the last applied; true if a task was started or stopped.
-  bool ApplyDesired(const v1::DesiredState& desired);
+  // Applies `desired`, the answer to a report sent at `sent_ns` (boot
+  // time), if it is of the current session and not older than the last
+  // applied; true if a task was started or stopped (or a start was put off
+  // because the answer is stale: report again).
+  bool ApplyDesired(const v1::DesiredState& desired, int64_t sent_ns);
   bool StartTask(const v1::StartTask& start);
   void RequestStop(const TaskKey& key, Task& task, int reason);  // mu_ held
   void Acknowledge(const TaskKey& key);  // mu_ held
@@ -221,7 +230,7 @@ class AgentDaemon {
   bool session_confirmed_ = false;
   bool leaving_told_ = false;  // a heartbeat with leaving=true succeeded
   uint64_t applied_version_ = 0;       // of the last desired state applied
-  std::unique_ptr<v1::DesiredState> pushed_;  // from the stream, not applied
+  bool poked_ = false;  // the stream said the desired state changed
   grpc::ClientContext* watch_ctx_ = nullptr;  // the open stream's; mu_
   int64_t lease_ns_ = 0;  // lease length told at Register; 0: unknown
   int64_t lease_deadline_ns_ = kNoLease;  // of the last renewal

@@ -34,17 +34,23 @@ using std::chrono::seconds;
 // A master with a 100 ms heartbeat interval, serving on a free port.
 class AgentDaemonTest : public testing::Test {
  protected:
-  void StartMaster(std::vector<double> thresholds = {3600.0}) {
+  void StartMaster(std::vector<double> thresholds = {3600.0},
+                   Seconds node_timeout = Seconds{60}) {
     std::filesystem::create_directories(dir_.path() / "master");
     MasterOptions options;
     options.state_dir = dir_.File("master");
     options.policy = "tiresias-l";
     options.queues = *QueueConfig::Create(thresholds);
     options.heartbeat_interval = Seconds{0.1};
+    options.node_timeout = node_timeout;
     auto state = MasterState::Open(options, &clock_);
     ASSERT_TRUE(state.ok()) << state.status();
     state_ = *std::move(state);
-    auto server = MasterServer::Start(state_.get(), &clock_, "127.0.0.1:0");
+    ServeOn("127.0.0.1:0");
+  }
+
+  void ServeOn(const std::string& address) {
+    auto server = MasterServer::Start(state_.get(), &clock_, address);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
   }
@@ -66,13 +72,14 @@ class AgentDaemonTest : public testing::Test {
     if (server_) server_->Shutdown();
   }
 
-  AgentOptions Options() {
+  AgentOptions Options(const std::string& name = "node-a") {
     AgentOptions options;
     options.master_address =
         "127.0.0.1:" + std::to_string(server_->port());
-    options.node_name = "node-a";
+    options.node_name = name;
     options.emulate_gpus = 2;
-    options.state_dir = dir_.File("agent");
+    options.state_dir =
+        dir_.File(name == "node-a" ? std::string("agent") : "agent-" + name);
     options.grace = seconds(3);
     options.log = [this](std::string_view line) {
       std::lock_guard<std::mutex> lock(log_mu_);
@@ -81,8 +88,8 @@ class AgentDaemonTest : public testing::Test {
     return options;
   }
 
-  AgentDaemon* StartAgent() {
-    agents_.push_back(std::make_unique<AgentDaemon>(Options()));
+  AgentDaemon* StartAgent(const std::string& name = "node-a") {
+    agents_.push_back(std::make_unique<AgentDaemon>(Options(name)));
     EXPECT_TRUE(agents_.back()->Start().ok());
     EXPECT_TRUE(WaitUntil([&] { return agents_.back()->node_id() != 0; }));
     return agents_.back().get();
@@ -399,6 +406,73 @@ TEST_F(AgentDaemonTest, LogsStayReadableAcrossAnAgentRestartAndNotWhileItIsGone)
   }));
   EXPECT_EQ(resp.data(), "from-the-task\n");
   EXPECT_TRUE(resp.complete());
+}
+
+// 4. Fencing. An agent cut off from the master (here: the master stops
+// serving) stops renewing its tasks' leases; once they lapse the shims stop
+// the tasks (SIGTERM: the job checkpoints), before the master may give the
+// job to another node. When the master is back, the agent reports the
+// fenced task PREEMPTED and the job resumes: a preemption, not a failure.
+TEST_F(AgentDaemonTest, CutOffAgentFencesItsTasksAndTheJobResumes) {
+  StartMaster({3600.0}, Seconds{6});  // lease 6 - 3 (grace) - 1 = 2 s
+  StartAgent();
+  const std::string term = dir_.File("term");
+  JobId id = Submit(1, "trap \"echo $TIRESIAS_ATTEMPT >> " + term +
+                           "; exit 143\" TERM; while true; do sleep 0.02; "
+                           "done");
+  ASSERT_TRUE(WaitState(id, JobRecordState::kRunning));
+  const int port = server_->port();
+  server_->Shutdown();  // unreachable: no heartbeat succeeds any more
+  const auto cut = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitUntil([&] { return !ReadFile(term).empty(); }, seconds(6)))
+      << "the task ran on with its lease lapsed";
+  const auto fenced_after = std::chrono::steady_clock::now() - cut;
+  EXPECT_GE(fenced_after, milliseconds(1500));  // not before the lease ends
+  EXPECT_EQ(ReadFile(term), "1\n");  // attempt 1 got SIGTERM
+  ServeOn("127.0.0.1:" + std::to_string(port));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        JobRecord rec = Job(id);
+        return rec.state == JobRecordState::kRunning && rec.attempt == 2;
+      },
+      seconds(15)))
+      << "the job did not resume: " << JobRecordStateName(Job(id).state);
+  JobRecord rec = Job(id);
+  EXPECT_EQ(rec.preemptions, 1);
+  EXPECT_FALSE(rec.exit_code.has_value());
+  for (const JobEvent& e : rec.events) EXPECT_NE(e.kind, "failed");
+}
+
+// An agent told to stop hands its jobs back: the master preempts them (no
+// new launch there), the agent stops them itself too (SIGTERM: they
+// checkpoint), reports the ends and goes; the jobs resume on another node.
+// Stopping an agent used to leave "failed, exit 143" behind.
+TEST_F(AgentDaemonTest, DrainingAgentHandsItsJobsBackToResumeElsewhere) {
+  StartMaster();
+  AgentDaemon* a = StartAgent("node-a");
+  const std::string term = dir_.File("term");
+  JobId id = Submit(2, "trap \"echo $TIRESIAS_NODE_NAME >> " + term +
+                           "; exit 143\" TERM; while true; do sleep 0.02; "
+                           "done");
+  ASSERT_TRUE(WaitState(id, JobRecordState::kRunning));
+  StartAgent("node-b");
+  ASSERT_TRUE(a->Drain(seconds(10)).ok());
+  EXPECT_EQ(ReadFile(term), "node-a\n");  // checkpointed there, once
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        JobRecord rec = Job(id);
+        return rec.state == JobRecordState::kRunning && rec.attempt == 2;
+      },
+      seconds(10)));
+  JobRecord rec = Job(id);
+  EXPECT_EQ(rec.nodes, std::vector<std::string>{"node-b"});
+  EXPECT_EQ(rec.preemptions, 1);
+  auto nodes = state_->ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  for (const v1::Node& n : *nodes) {
+    EXPECT_EQ(n.state(), n.name() == "node-a" ? v1::NODE_STATE_DOWN
+                                              : v1::NODE_STATE_UP);
+  }
 }
 
 }  // namespace

@@ -200,10 +200,9 @@ absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
     RETURN_IF_ERROR(Rebuild(now));
     pass_wanted_ = true;
   }
-  if (info.leaving && info.orphans.empty() &&
-      std::none_of(reports.valid.begin(), reports.valid.end(),
-                   [](const v1::TaskStatus* t) { return !Ended(*t); })) {
-    // Gone cleanly: nothing of it runs any more.
+  if (info.leaving && req.tasks_size() == 0 && info.orphans.empty()) {
+    // Gone cleanly: nothing of it runs any more, and every end it had was
+    // acknowledged (so the agent, told so, stops reporting).
     LoseNode(req.node_id(), now, "its agent shut down");
     info.up = false;
     info.record.state = NodeState::kDown;
@@ -222,27 +221,38 @@ void MasterState::Reconcile(int64_t node_id, const CheckedReports& reports,
   for (const v1::TaskStatus* task : reports.valid) {
     HandleTask(node_id, *task, now, resp->mutable_acknowledged());
   }
-  // A part the agent reported running and no longer has ended without a
-  // status (an honest agent reports an end until it is acknowledged): a
-  // system stop.
-  std::vector<std::pair<LaunchKey, int>> vanished;
+  // Parts of this node the agent does not report (the report is the
+  // truth):
+  // - one it reported running: ended without a status (an honest agent
+  //   reports an end until it is acknowledged): a system stop;
+  // - one being stopped that never ran: it never will (it left the desired
+  //   state, and the agent starts tasks only from an answer to a report it
+  //   sent moments before), so it has ended.
+  // A part of an active launch that never ran stays: the agent starts it.
+  std::vector<std::pair<LaunchKey, int>> gone;
   for (const auto& [key, launch] : launches_) {
+    if (launch.phase == Phase::kDeferred) continue;
     for (size_t rank = 0; rank < launch.parts.size(); ++rank) {
       const Part& part = launch.parts[rank];
-      if (part.node_id == node_id && !part.ended && part.running &&
-          !reports.present.contains(
+      if (part.node_id != node_id || part.ended ||
+          reports.present.contains(
               {key.first, key.second, static_cast<int>(rank)})) {
-        vanished.push_back({key, static_cast<int>(rank)});
+        continue;
+      }
+      if (part.running || launch.phase == Phase::kStopping) {
+        gone.push_back({key, static_cast<int>(rank)});
       }
     }
   }
-  for (const auto& [key, rank] : vanished) {
+  for (const auto& [key, rank] : gone) {
+    auto it = launches_.find(key);
+    if (it == launches_.end()) continue;  // erased by an earlier one
     v1::TaskStatus lost;
     lost.mutable_task()->set_job_id(key.first);
     lost.mutable_task()->set_attempt(key.second);
     lost.mutable_task()->set_rank(rank);
     lost.set_state(v1::TASK_STATE_PREEMPTED);
-    lost.set_end_time(now.count());
+    if (it->second.parts[rank].running) lost.set_end_time(now.count());
     google::protobuf::RepeatedPtrField<v1::TaskRef> ignored;
     HandleTask(node_id, lost, now, &ignored);
   }

@@ -257,3 +257,95 @@ TEST_F(MasterServerTest, WatchEventsReplaysThenStreamsLive) {
 
 }  // namespace
 }  // namespace tiresias::master_testing
+
+namespace tiresias::master_testing {
+namespace {
+
+// 7. Slow hand-off: decisions used to wait for the agent's next heartbeat.
+// Now the master pushes the node's new desired state on the agent's
+// WatchDesiredState stream as soon as the decision is durable. With a
+// heartbeat interval of minutes (node timeout 1 h) and no heartbeat sent,
+// the start still arrives.
+TEST_F(MasterServerTest, DecisionIsPushedToTheAgentWithoutAHeartbeat) {
+  options_.node_timeout = Seconds{3600};
+  options_.heartbeat_interval = Seconds{600};
+  master::RealClock clock;
+  auto state = MasterState::Open(options_, &clock);
+  ASSERT_TRUE(state.ok()) << state.status();
+  auto server = MasterServer::Start(state->get(), &clock, "127.0.0.1:0");
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel =
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*server)->port()),
+                          grpc::InsecureChannelCredentials());
+  auto clients = v1::Tiresias::NewStub(channel);
+  auto agents = v1::AgentRegistry::NewStub(channel);
+  v1::RegisterResponse reg;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(agents->Register(&ctx, RegisterRequest("n1", 1), &reg).ok());
+  }
+  ASSERT_EQ(reg.heartbeat_interval_seconds(), 360);  // node timeout / 10
+  // The stream, read on another thread.
+  grpc::ClientContext watch_ctx;
+  v1::WatchDesiredStateRequest watch;
+  watch.set_node_id(reg.node_id());
+  watch.set_session(reg.session());
+  watch.set_after_version(reg.desired().version());
+  auto reader = agents->WatchDesiredState(&watch_ctx, watch);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<v1::DesiredState> pushed;
+  std::thread read([&] {
+    v1::DesiredState desired;
+    while (reader->Read(&desired)) {
+      std::lock_guard<std::mutex> lock(mu);
+      pushed.push_back(desired);
+      cv.notify_all();
+    }
+  });
+  v1::SubmitJobResponse submitted;
+  {
+    grpc::ClientContext ctx;
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->set_gpus(1);
+    req.mutable_spec()->add_command("train");
+    ASSERT_TRUE(clients->SubmitJob(&ctx, req, &submitted).ok());
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] {
+      return !pushed.empty() && pushed.back().run_size() == 1;
+    })) << "no desired state with the job was pushed";
+    EXPECT_EQ(pushed.back().run(0).task().job_id(), submitted.job_id());
+    EXPECT_EQ(pushed.back().session(), reg.session());
+    EXPECT_GT(pushed.back().version(), reg.desired().version());
+  }
+  watch_ctx.TryCancel();
+  read.join();
+  (*server)->Shutdown();
+}
+
+// Two masters on one port: gRPC's SO_REUSEPORT let both listen and clients
+// reached either at random. The second is refused now.
+TEST_F(MasterServerTest, SecondMasterOnTheSamePortIsRefused) {
+  master::RealClock clock;
+  auto state = MasterState::Open(options_, &clock);
+  ASSERT_TRUE(state.ok()) << state.status();
+  auto first = MasterServer::Start(state->get(), &clock, "127.0.0.1:0");
+  ASSERT_TRUE(first.ok()) << first.status();
+  MasterOptions other = options_;
+  other.state_dir = dir_.File("other-state");
+  auto other_state = MasterState::Open(other, &clock);
+  ASSERT_TRUE(other_state.ok()) << other_state.status();
+  auto second = MasterServer::Start(
+      other_state->get(), &clock,
+      absl::StrCat("127.0.0.1:", (*first)->port()));
+  ASSERT_FALSE(second.ok()) << "two masters listen on one port";
+  EXPECT_NE(second.status().message().find("cannot listen"),
+            std::string::npos)
+      << second.status();
+  (*first)->Shutdown();
+}
+
+}  // namespace
+}  // namespace tiresias::master_testing

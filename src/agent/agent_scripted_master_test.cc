@@ -1,0 +1,264 @@
+// A real AgentDaemon and real task processes against a scripted master: a
+// gRPC AgentRegistry on loopback whose answers the test sets, so that it
+// can send what a real master sends only under faults: late and reordered
+// desired states, states of another session, a replay of an ended launch,
+// an answer so slow that what it says may be out of date. The ground truth
+// is what the tasks themselves record.
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "agent/agent_daemon.h"
+#include "agent/agent_testing.h"
+#include "gtest/gtest.h"
+#include "proto/tiresias.grpc.pb.h"
+
+namespace tiresias {
+namespace {
+
+using agent_testing::ReadFile;
+using agent_testing::TestDir;
+using agent_testing::WaitUntil;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr uint64_t kSession = 7;
+
+// Answers Register with `registered` and every Heartbeat with `answer`
+// (set by the test), acknowledging every ended task reported.
+class ScriptedMaster final : public v1::AgentRegistry::Service {
+ public:
+  grpc::Status Register(grpc::ServerContext*, const v1::RegisterRequest*,
+                        v1::RegisterResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    resp->set_node_id(1);
+    resp->set_session(kSession);
+    resp->set_heartbeat_interval_seconds(0.05);
+    resp->set_lease_seconds(60);
+    *resp->mutable_desired() = registered_;
+    return grpc::Status::OK;
+  }
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req,
+                         v1::HeartbeatResponse* resp) override {
+    milliseconds delay{0};
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const v1::TaskStatus& t : req->tasks()) {
+        if (t.state() == v1::TASK_STATE_EXITED ||
+            t.state() == v1::TASK_STATE_PREEMPTED) {
+          *resp->add_acknowledged() = t.task();
+        }
+      }
+      *resp->mutable_desired() = answer_;
+      delay = std::exchange(delay_next_, milliseconds(0));
+      last_report_ = *req;
+    }
+    std::this_thread::sleep_for(delay);
+    std::lock_guard<std::mutex> lock(mu_);
+    ++answered_;
+    answered_at_.push_back(std::chrono::system_clock::now());
+    cv_.notify_all();
+    return grpc::Status::OK;
+  }
+  grpc::Status WatchDesiredState(grpc::ServerContext*,
+                                 const v1::WatchDesiredStateRequest*,
+                                 grpc::ServerWriter<v1::DesiredState>*) override {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no pushes here");
+  }
+
+  void SetRegistered(v1::DesiredState d) {
+    std::lock_guard<std::mutex> lock(mu_);
+    registered_ = std::move(d);
+  }
+  // Answers from now on with `d`; returns the answer count before.
+  int Answer(v1::DesiredState d, milliseconds delay_next = milliseconds(0)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    answer_ = std::move(d);
+    delay_next_ = delay_next;
+    return answered_;
+  }
+  // Waits until `n` more heartbeats than `since` have been answered.
+  bool WaitAnswered(int since, int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, seconds(10),
+                        [&] { return answered_ >= since + n; });
+  }
+  v1::HeartbeatRequest last_report() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_report_;
+  }
+  std::chrono::system_clock::time_point answered_at(int i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return answered_at_.at(i);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  v1::DesiredState registered_;
+  v1::DesiredState answer_;
+  milliseconds delay_next_{0};
+  int answered_ = 0;
+  std::vector<std::chrono::system_clock::time_point> answered_at_;
+  v1::HeartbeatRequest last_report_;
+};
+
+class ScriptedMasterTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port_);
+    builder.RegisterService(&master_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+  }
+  void TearDown() override {
+    if (agent_) agent_->Stop();
+    // Whatever a failing test left running.
+    for (const auto& entry :
+         std::filesystem::directory_iterator(dir_.path())) {
+      const std::string name = entry.path().filename().string();
+      if (name.starts_with("pid-")) {
+        const pid_t pid = std::stoi(ReadFile(entry.path().string()));
+        if (pid > 0) kill(pid, SIGKILL);
+      }
+    }
+    server_->Shutdown();
+  }
+
+  void StartAgent() {
+    AgentOptions options;
+    options.master_address = absl::StrCat("127.0.0.1:", port_);
+    options.node_name = "scripted";
+    options.emulate_gpus = 2;
+    options.state_dir = dir_.File("agent");
+    options.grace = milliseconds(200);
+    options.log = [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(log_mu_);
+      log_ += std::string(line) + "\n";
+    };
+    agent_ = std::make_unique<AgentDaemon>(options);
+    ASSERT_TRUE(agent_->Start().ok());
+  }
+
+  // Task (job, attempt 1, rank 0): records "start <unix ns>" in
+  // start-<job>, its pid in pid-<job>, then sleeps.
+  v1::StartTask Run(int64_t job) const {
+    v1::StartTask start;
+    start.mutable_task()->set_job_id(job);
+    start.mutable_task()->set_attempt(1);
+    start.set_world_size(1);
+    start.add_gpu_indexes(0);
+    const std::string marker = dir_.File(absl::StrCat("start-", job));
+    start.add_command("/bin/sh");
+    start.add_command("-c");
+    start.add_command(absl::StrCat("echo start $(date +%s%N) >> ", marker,
+                                   "; echo $$ > ",
+                                   dir_.File(absl::StrCat("pid-", job)),
+                                   "; exec sleep 30"));
+    return start;
+  }
+  static v1::DesiredState State(uint64_t session, uint64_t version,
+                                std::vector<v1::StartTask> runs,
+                                std::vector<v1::StopTask> stops = {}) {
+    v1::DesiredState d;
+    d.set_session(session);
+    d.set_version(version);
+    for (auto& r : runs) *d.add_run() = r;
+    for (auto& s : stops) *d.add_stop() = s;
+    return d;
+  }
+  static v1::StopTask Stop(int64_t job) {
+    v1::StopTask stop;
+    stop.set_job_id(job);
+    stop.set_attempt(1);
+    stop.set_reason(v1::STOP_REASON_CANCEL);
+    return stop;
+  }
+  int Starts(int64_t job) const {
+    const std::string text = ReadFile(dir_.File(absl::StrCat("start-", job)));
+    int n = 0;
+    for (size_t at = text.find("start"); at != std::string::npos;
+         at = text.find("start", at + 1)) {
+      ++n;
+    }
+    return n;
+  }
+  bool Reports(int64_t job) {
+    for (const v1::TaskStatus& t : master_.last_report().tasks()) {
+      if (t.task().job_id() == job) return true;
+    }
+    return false;
+  }
+
+  TestDir dir_;
+  ScriptedMaster master_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<AgentDaemon> agent_;
+  std::mutex log_mu_;
+  std::string log_;
+};
+
+TEST_F(ScriptedMasterTest, LateReorderedOrReplayedStatesNeverRestartAStoppedTask) {
+  master_.SetRegistered(State(kSession, 1, {Run(1)}));
+  master_.Answer(State(kSession, 1, {Run(1)}));
+  StartAgent();
+  ASSERT_TRUE(WaitUntil([&] { return Starts(1) == 1; }));
+  // Cancelled: stopped, reported, acknowledged, forgotten.
+  int since = master_.Answer(State(kSession, 2, {}, {Stop(1)}));
+  ASSERT_TRUE(master_.WaitAnswered(since, 1));
+  ASSERT_TRUE(WaitUntil([&] { return agent_->task_count() == 0; }, seconds(5)));
+  // A late copy of the state that started it (version 1 < 2).
+  since = master_.Answer(State(kSession, 1, {Run(1)}));
+  ASSERT_TRUE(master_.WaitAnswered(since, 5));
+  EXPECT_EQ(Starts(1), 1) << "a late state restarted a cancelled task";
+  // A state of another session (an earlier registration, or a forgery).
+  since = master_.Answer(State(kSession + 1, 9, {Run(2)}));
+  ASSERT_TRUE(master_.WaitAnswered(since, 5));
+  EXPECT_EQ(Starts(2), 0) << "a state of another session was obeyed";
+  // A newer state that replays the ended launch (a confused master).
+  since = master_.Answer(State(kSession, 4, {Run(1)}));
+  ASSERT_TRUE(master_.WaitAnswered(since, 5));
+  EXPECT_EQ(Starts(1), 1) << "an ended launch was started again";
+  EXPECT_FALSE(Reports(1));
+  // And a new launch still starts (the agent is not simply deaf).
+  master_.Answer(State(kSession, 5, {Run(3)}));
+  EXPECT_TRUE(WaitUntil([&] { return Starts(3) == 1; }));
+}
+
+// An answer that arrives more than AgentDaemon::kMaxStartAgeNs after its
+// report was sent may be out of date (the master may have cancelled since):
+// the agent reports again and starts only from a fresh answer.
+TEST_F(ScriptedMasterTest, AnswerTooOldIsNotStartedFrom) {
+  master_.SetRegistered(State(kSession, 1, {}));
+  master_.Answer(State(kSession, 1, {}));
+  StartAgent();
+  ASSERT_TRUE(WaitUntil([&] { return agent_->node_id() != 0; }));
+  const int since =
+      master_.Answer(State(kSession, 2, {Run(1)}), milliseconds(1500));
+  ASSERT_TRUE(master_.WaitAnswered(since, 2));
+  ASSERT_TRUE(WaitUntil([&] { return Starts(1) == 1; }));
+  // Started after the fresh answer, not from the slow one.
+  const std::string text = ReadFile(dir_.File("start-1"));
+  const int64_t started_ns = std::stoll(text.substr(text.find(' ') + 1));
+  const int64_t fresh_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          master_.answered_at(since + 1).time_since_epoch())
+          .count();
+  EXPECT_GE(started_ns, fresh_ns - 5'000'000);
+  std::lock_guard<std::mutex> lock(log_mu_);
+  EXPECT_NE(log_.find("reporting again before starting anything"),
+            std::string::npos)
+      << log_;
+}
+
+}  // namespace
+}  // namespace tiresias

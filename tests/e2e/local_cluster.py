@@ -86,11 +86,12 @@ class Cluster:
     # An agent's lease is node_timeout - grace - 1 s, and must span 3
     # heartbeats (node_timeout / 10 each): the defaults give a 3 s lease.
     def __init__(self, binary, workdir, node_timeout=6, policy="yarn-cs",
-                 grace=2):
+                 grace=2, master_args=()):
         self.binary = binary
         self.workdir = workdir
         self.node_timeout = node_timeout
         self.grace = grace
+        self.master_args = list(master_args)
         self.policy = policy
         self.master_dir = os.path.join(workdir, "master")
         self.master = None
@@ -106,7 +107,7 @@ class Cluster:
             [self.binary, "master", "--listen", address,
              "--state-dir", self.master_dir,
              "--node-timeout", str(self.node_timeout),
-             "--policy", self.policy],
+             "--policy", self.policy] + self.master_args,
             stdout=subprocess.PIPE, stderr=log, text=True)
         line = self.master.stdout.readline()
         if "listening on " not in line:
@@ -168,6 +169,16 @@ class Cluster:
         env = dict(os.environ, TIRESIAS_MASTER=self.address)
         return subprocess.run([self.binary] + list(args), env=env,
                               capture_output=True, text=True, timeout=30)
+
+    def cli_raw_timeout(self, timeout_s, *args):
+        """cli_raw, but None if it takes longer than timeout_s (killed)."""
+        env = dict(os.environ, TIRESIAS_MASTER=self.address)
+        try:
+            return subprocess.run([self.binary] + list(args), env=env,
+                                  capture_output=True, text=True,
+                                  timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
 
     def cli(self, *args):
         out = self.cli_raw(*args)

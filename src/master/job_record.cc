@@ -53,4 +53,32 @@ absl::StatusOr<NodeState> ParseNodeState(std::string_view text) {
       "node state: expected up or down; got \"", std::string(text), "\""));
 }
 
+int64_t ApproxEncodedBytes(const JobRecord& job) {
+  // Each string costs its bytes plus a tag and a length (and, for a map
+  // entry or a list item, its own framing): 8 covers them all.
+  constexpr int64_t kPerString = 8;
+  // Ids, state, counters and times: about 20 fields of at most 11 bytes.
+  constexpr int64_t kNumbers = 256;
+  int64_t bytes = kNumbers;
+  auto add = [&](const std::string& s) {
+    bytes += static_cast<int64_t>(s.size()) + kPerString;
+  };
+  add(job.spec.name);
+  add(job.spec.user);
+  add(job.spec.checkpoint_dir);
+  add(job.spec.model);
+  for (const std::string& arg : job.spec.command) add(arg);
+  for (const auto& [key, value] : job.spec.env) {
+    add(key);
+    add(value);
+  }
+  for (const std::string& node : job.nodes) add(node);
+  for (const JobEvent& event : job.events) {
+    add(event.kind);
+    add(event.detail);
+    bytes += 32;
+  }
+  return bytes;
+}
+
 }  // namespace tiresias

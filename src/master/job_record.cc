@@ -54,11 +54,11 @@ absl::StatusOr<NodeState> ParseNodeState(std::string_view text) {
 }
 
 int64_t ApproxEncodedBytes(const JobRecord& job) {
-  // Each string costs its bytes plus a tag and a length (and, for a map
-  // entry or a list item, its own framing): 8 covers them all.
-  constexpr int64_t kPerString = 8;
-  // Ids, state, counters and times: about 20 fields of at most 11 bytes.
-  constexpr int64_t kNumbers = 256;
+  // Each string costs its bytes plus a tag and a length varint (3 bytes
+  // past 16 KiB); an env entry's own framing is covered by its two strings.
+  constexpr int64_t kPerString = 4;
+  // Ids, state, counters and times with their tags: at most about 120.
+  constexpr int64_t kNumbers = 128;
   int64_t bytes = kNumbers;
   auto add = [&](const std::string& s) {
     bytes += static_cast<int64_t>(s.size()) + kPerString;
@@ -76,7 +76,7 @@ int64_t ApproxEncodedBytes(const JobRecord& job) {
   for (const JobEvent& event : job.events) {
     add(event.kind);
     add(event.detail);
-    bytes += 32;
+    bytes += 24;  // its sequence, job id and time
   }
   return bytes;
 }

@@ -168,8 +168,9 @@ TEST_F(ClusterCliTest, UnreachableMasterNamesTheAddress) {
   }
   // $TIRESIAS_MASTER is the default for --master.
   setenv("TIRESIAS_MASTER", address.c_str(), 1);
-  ProcessResult r =
-      RunProcess({TIRESIAS_BINARY, "submit", "--gpus", "1", "--", "/bin/true"});
+  // (--retry-for 1: submit retries an unreachable master, 30 s by default.)
+  ProcessResult r = RunProcess({TIRESIAS_BINARY, "submit", "--gpus", "1",
+                                "--retry-for", "1", "--", "/bin/true"});
   unsetenv("TIRESIAS_MASTER");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr(address));

@@ -22,6 +22,7 @@
 #include "master/server.h"
 #include "master/store.h"
 #include "master_process.h"
+#include "one_line_error.h"
 #include "nlohmann/json.hpp"
 #include "subprocess.h"
 
@@ -33,7 +34,6 @@ using cli_test::Lines;
 using cli_test::ProcessResult;
 using cli_test::RunProcess;
 using ::testing::HasSubstr;
-using ::testing::Not;
 using ::testing::StartsWith;
 
 class FrontDoorCliTest : public ::testing::Test {
@@ -86,10 +86,7 @@ class FrontDoorCliTest : public ::testing::Test {
 
   ProcessResult Client(const std::string& command,
                        const std::vector<std::string>& args = {}) {
-    std::vector<std::string> argv = {TIRESIAS_BINARY, command, "--master",
-                                     master_->address()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunProcess(argv);
+    return RunClient(TIRESIAS_BINARY, *master_, command, args);
   }
 
   // The JOBID column of a `tiresias jobs` table, header excluded.
@@ -100,15 +97,6 @@ class FrontDoorCliTest : public ::testing::Test {
       ids.push_back(std::stoll(lines[i].substr(0, lines[i].find(' '))));
     }
     return ids;
-  }
-
-  static void ExpectOneLineError(const ProcessResult& r,
-                                 const std::string& part) {
-    EXPECT_NE(r.exit_code, 0) << r.out;
-    EXPECT_NE(r.exit_code, -1) << "crashed or hung: " << r.err;
-    EXPECT_THAT(r.err, StartsWith("tiresias: "));
-    EXPECT_THAT(r.err, HasSubstr(part));
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
 
   test_support::TestDir tmp_{"tiresias-front-door"};

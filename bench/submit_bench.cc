@@ -64,9 +64,9 @@ bool RunClient(const std::string& address, int jobs,
                      std::chrono::seconds(30));
     const auto t0 = std::chrono::steady_clock::now();
     grpc::Status status = stub->SubmitJob(&ctx, req, &resp);
-    latency_s->push_back(std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - t0)
-                             .count());
+    latency_s->push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count());
     if (!status.ok()) {
       std::fprintf(stderr, "submit_bench: %s\n",
                    status.error_message().c_str());
@@ -95,8 +95,7 @@ int main(int argc, char** argv) {
     }
   }
   if (jobs < 1 || clients < 1 || clients > jobs) {
-    std::fprintf(stderr,
-                 "submit_bench: expected --jobs >= --clients >= 1\n");
+    std::fprintf(stderr, "submit_bench: expected --jobs >= --clients >= 1\n");
     return 2;
   }
   const bool temporary = state_dir.empty();

@@ -39,7 +39,8 @@ void PrintJobRow(const v1::Job& job, double now) {
   const double run = job.total_executed_seconds();
   const double wait = std::max(0.0, end - job.submit_time() - run);
   const std::string nodes =
-      job.nodes().empty() ? "-" : cli::Printable(absl::StrJoin(job.nodes(), ","));
+      job.nodes().empty() ? "-"
+                          : cli::Printable(absl::StrJoin(job.nodes(), ","));
   std::printf("%-6lld %-16s %-10s %-10s %5d %4d %15.0f %10s %10s %s\n",
               static_cast<long long>(job.id()),
               cli::Printable(job.spec().name()).c_str(),
@@ -135,7 +136,8 @@ void PrintJob(const v1::Job& job) {
   line("State:", cli::JobStateName(job.state()));
   line("Command:", absl::StrJoin(command, " "));
   line("GPUs:", absl::StrCat(job.spec().gpus()));
-  if (!job.spec().model().empty()) line("Model:", Printable(job.spec().model()));
+  if (!job.spec().model().empty())
+    line("Model:", Printable(job.spec().model()));
   line("Queue:", absl::StrCat(job.queue()));
   line("Attained:", absl::StrFormat("%.0f GPU-s", job.attained_gpu_seconds()));
   line("Executed:", cli::FormatDuration(job.total_executed_seconds()));
@@ -148,9 +150,8 @@ void PrintJob(const v1::Job& job) {
   line("Attempt:", absl::StrCat(job.attempt()));
   line("Preemptions:", absl::StrCat(job.preemptions()));
   line("Promotions:", absl::StrCat(job.promotions()));
-  line("Nodes:", job.nodes().empty()
-                     ? "-"
-                     : Printable(absl::StrJoin(job.nodes(), ",")));
+  line("Nodes:",
+       job.nodes().empty() ? "-" : Printable(absl::StrJoin(job.nodes(), ",")));
   if (!job.spec().checkpoint_dir().empty()) {
     line("Checkpoint dir:", Printable(job.spec().checkpoint_dir()));
   }

@@ -13,10 +13,17 @@ std::string Printable(std::string_view text) {
     const unsigned char c = static_cast<unsigned char>(text[pos]);
     if (c < 0x20 || c == 0x7f) {
       switch (c) {
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default: out += absl::StrFormat("\\x%02x", c);
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          out += absl::StrFormat("\\x%02x", c);
       }
       ++pos;
       continue;

@@ -1,5 +1,7 @@
 #include "cli/printable.h"
 
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace tiresias::cli {
@@ -21,15 +23,15 @@ TEST(PrintableTest, ControlCharactersAreEscaped) {
   EXPECT_EQ(Printable(std::string("nul\0bell\a del\x7f", 14)),
             "nul\\x00bell\\x07 del\\x7f");
   // C1 controls (U+0080..U+009F), e.g. CSI, which some terminals obey.
-  EXPECT_EQ(Printable("\xc2\x9b" "31m"), "\\u009b31m");
+  EXPECT_EQ(Printable(std::string("\xc2\x9b") + "31m"), "\\u009b31m");
   EXPECT_EQ(Printable("next\xc2\x85line"), "next\\u0085line");
 }
 
 TEST(PrintableTest, BytesThatAreNotUtf8AreShownInHex) {
   EXPECT_EQ(Printable("ab\xff\xfe"), "ab\\xff\\xfe");
-  EXPECT_EQ(Printable("\xc3"), "\\xc3");          // truncated sequence
+  EXPECT_EQ(Printable("\xc3"), "\\xc3");           // truncated sequence
   EXPECT_EQ(Printable("\xc0\xaf"), "\\xc0\\xaf");  // overlong '/'
-  EXPECT_EQ(Printable("\x9b"), "\\x9b");          // a lone C1 byte
+  EXPECT_EQ(Printable("\x9b"), "\\x9b");           // a lone C1 byte
 }
 
 }  // namespace

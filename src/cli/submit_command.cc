@@ -107,10 +107,10 @@ bool Retriable(const grpc::Status& status) {
 }
 
 int Submit(const SubmitFlags& f) {
-  const std::string hint =
-      f.command.empty() ? " (give the command after --, e.g. `tiresias "
-                          "submit --gpus 1 -- python3 train.py`)"
-                        : "";
+  const std::string hint = f.command.empty()
+                               ? " (give the command after --, e.g. `tiresias "
+                                 "submit --gpus 1 -- python3 train.py`)"
+                               : "";
   absl::StatusOr<JobRequest> spec = SpecFromFlags(f);
   if (!spec.ok()) return Fail(std::string(spec.status().message()));
   // What the master would refuse is refused here, in the same words.
@@ -132,9 +132,9 @@ int Submit(const SubmitFlags& f) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         give_up - Clock::now());
     if (left < cli::kRpcDeadline) {
-      context->set_deadline(std::chrono::system_clock::now() +
-                            std::max<std::chrono::milliseconds>(
-                                left, std::chrono::seconds(1)));
+      context->set_deadline(
+          std::chrono::system_clock::now() +
+          std::max<std::chrono::milliseconds>(left, std::chrono::seconds(1)));
     }
     v1::SubmitJobResponse resp;
     grpc::Status status = client.stub().SubmitJob(context.get(), req, &resp);

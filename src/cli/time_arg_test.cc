@@ -32,9 +32,9 @@ TEST_F(TimeArgTest, LocalMeansTheMachinesTimeZone) {
 }
 
 TEST_F(TimeArgTest, AnythingElseNamesTheFlagAndTheForms) {
-  for (const char* bad : {"", "yesterday", "-5", "2024-13-01", "2024-02-30",
-                          "2024-01-02T25:00:00", "2024-01-02 03:04:05x",
-                          "1e9"}) {
+  for (const char* bad :
+       {"", "yesterday", "-5", "2024-13-01", "2024-02-30",
+        "2024-01-02T25:00:00", "2024-01-02 03:04:05x", "1e9"}) {
     auto t = ParseTimeArg("--since", bad);
     ASSERT_FALSE(t.ok()) << bad;
     EXPECT_EQ(t.status().message(),

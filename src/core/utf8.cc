@@ -38,8 +38,10 @@ char32_t DecodeUtf8(std::string_view text, size_t pos, int length) {
     return static_cast<char32_t>(static_cast<unsigned char>(text[pos + i]));
   };
   switch (length) {
-    case 1: return byte(0);
-    case 2: return (byte(0) & 0x1F) << 6 | (byte(1) & 0x3F);
+    case 1:
+      return byte(0);
+    case 2:
+      return (byte(0) & 0x1F) << 6 | (byte(1) & 0x3F);
     case 3:
       return (byte(0) & 0x0F) << 12 | (byte(1) & 0x3F) << 6 | (byte(2) & 0x3F);
     default:

@@ -19,14 +19,14 @@ TEST(Utf8Test, WellFormedTextPasses) {
 }
 
 TEST(Utf8Test, MalformedSequencesAreFoundWhereTheyStart) {
-  EXPECT_EQ(FirstInvalidUtf8("ab\xff"), 2u);              // never in UTF-8
-  EXPECT_EQ(FirstInvalidUtf8("a\x80"), 1u);               // stray continuation
-  EXPECT_EQ(FirstInvalidUtf8("\xc0\x80"), 0u);            // overlong NUL
-  EXPECT_EQ(FirstInvalidUtf8("\xe0\x80\xaf"), 0u);        // overlong '/'
-  EXPECT_EQ(FirstInvalidUtf8("x\xed\xa0\x80"), 1u);       // surrogate U+D800
-  EXPECT_EQ(FirstInvalidUtf8("\xf4\x90\x80\x80"), 0u);    // past U+10FFFF
-  EXPECT_EQ(FirstInvalidUtf8("ok\xe2\x82"), 2u);          // truncated
-  EXPECT_EQ(FirstInvalidUtf8("\xc3\xa9\xc3("), 2u);       // bad continuation
+  EXPECT_EQ(FirstInvalidUtf8("ab\xff"), 2u);            // never in UTF-8
+  EXPECT_EQ(FirstInvalidUtf8("a\x80"), 1u);             // stray continuation
+  EXPECT_EQ(FirstInvalidUtf8("\xc0\x80"), 0u);          // overlong NUL
+  EXPECT_EQ(FirstInvalidUtf8("\xe0\x80\xaf"), 0u);      // overlong '/'
+  EXPECT_EQ(FirstInvalidUtf8("x\xed\xa0\x80"), 1u);     // surrogate U+D800
+  EXPECT_EQ(FirstInvalidUtf8("\xf4\x90\x80\x80"), 0u);  // past U+10FFFF
+  EXPECT_EQ(FirstInvalidUtf8("ok\xe2\x82"), 2u);        // truncated
+  EXPECT_EQ(FirstInvalidUtf8("\xc3\xa9\xc3("), 2u);     // bad continuation
 }
 
 TEST(Utf8Test, DecodesCodePoints) {

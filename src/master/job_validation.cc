@@ -19,8 +19,8 @@ absl::Status Refuse(std::string_view field, std::string_view message) {
 // (the agent passes them to execve and setenv; listings print them).
 absl::Status CheckText(std::string_view field, std::string_view text) {
   if (size_t nul = text.find('\0'); nul != std::string_view::npos) {
-    return Refuse(field, absl::StrCat("expected no NUL byte, got one at byte ",
-                                      nul));
+    return Refuse(field,
+                  absl::StrCat("expected no NUL byte, got one at byte ", nul));
   }
   if (size_t bad = FirstInvalidUtf8(text); bad != std::string_view::npos) {
     return Refuse(field,
@@ -88,10 +88,9 @@ absl::Status CheckEnv(const std::map<std::string, std::string>& env) {
     const std::string key_field =
         absl::StrCat("spec.env key ", QuoteForError(key));
     if (key.size() > limits::kMaxEnvKeyBytes) {
-      return Refuse(key_field,
-                    absl::StrCat("expected a name of at most ",
-                                 limits::kMaxEnvKeyBytes, " bytes, got ",
-                                 key.size()));
+      return Refuse(key_field, absl::StrCat("expected a name of at most ",
+                                            limits::kMaxEnvKeyBytes,
+                                            " bytes, got ", key.size()));
     }
     if (!IsEnvName(key)) {
       return Refuse(key_field,
@@ -99,20 +98,19 @@ absl::Status CheckEnv(const std::map<std::string, std::string>& env) {
     }
     const std::string value_field = absl::StrCat("spec.env[\"", key, "\"]");
     if (value.size() > limits::kMaxEnvValueBytes) {
-      return Refuse(value_field,
-                    absl::StrCat("expected a value of at most ",
-                                 limits::kMaxEnvValueBytes, " bytes, got ",
-                                 value.size()));
+      return Refuse(value_field, absl::StrCat("expected a value of at most ",
+                                              limits::kMaxEnvValueBytes,
+                                              " bytes, got ", value.size()));
     }
     absl::Status status = CheckText(value_field, value);
     if (!status.ok()) return status;
     total += key.size() + value.size();
   }
   if (total > limits::kMaxEnvBytes) {
-    return Refuse("spec.env",
-                  absl::StrCat("expected at most ", limits::kMaxEnvBytes,
-                               " bytes of names and values in total, got ",
-                               total));
+    return Refuse(
+        "spec.env",
+        absl::StrCat("expected at most ", limits::kMaxEnvBytes,
+                     " bytes of names and values in total, got ", total));
   }
   return absl::OkStatus();
 }
@@ -158,10 +156,10 @@ absl::Status ValidateRequestId(std::string_view request_id) {
   for (size_t i = 0; i < request_id.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(request_id[i]);
     if (c < 0x20 || c > 0x7E) {
-      return Refuse("request_id",
-                    absl::StrCat("expected printable ASCII, got byte 0x",
-                                 absl::Hex(c, absl::kZeroPad2), " at byte ",
-                                 i));
+      return Refuse(
+          "request_id",
+          absl::StrCat("expected printable ASCII, got byte 0x",
+                       absl::Hex(c, absl::kZeroPad2), " at byte ", i));
     }
   }
   return absl::OkStatus();

@@ -20,7 +20,8 @@ TEST(JobValidationTest, RequestIdsArePrintableAsciiOfBoundedLength) {
   EXPECT_TRUE(ValidateRequestId(std::string(128, 'a')).ok());
   absl::Status status = ValidateRequestId(std::string(129, 'a'));
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(status.message(), "request_id: expected at most 128 bytes, got 129");
+  EXPECT_EQ(status.message(),
+            "request_id: expected at most 128 bytes, got 129");
   status = ValidateRequestId("abc\n");
   EXPECT_EQ(status.message(),
             "request_id: expected printable ASCII, got byte 0x0a at byte 3");

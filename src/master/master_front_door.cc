@@ -87,8 +87,10 @@ void MasterState::WriteSubmitBatch(const std::vector<SubmitWriter*>& batch) {
         writer.result = SubmitResult{job->id, true};
         continue;
       }
-      JobSpec core{.id = job->id, .num_gpus = jobs[i].spec.num_gpus,
-                   .submit_time = now, .duration = std::nullopt,
+      JobSpec core{.id = job->id,
+                   .num_gpus = jobs[i].spec.num_gpus,
+                   .submit_time = now,
+                   .duration = std::nullopt,
                    .model = jobs[i].spec.model};
       // Only a broken invariant (an id the scheduler already holds) fails
       // here; the job is stored and a restarted master would load it.
@@ -161,10 +163,9 @@ absl::StatusOr<JobPage> MasterState::ListJobsPage(const JobListQuery& query) {
       }
     }
     if (!page.more || page.jobs.empty()) return out;
-    const bool full =
-        (query.limit >= 0 &&
-         static_cast<int64_t>(out.jobs.size()) >= query.limit) ||
-        (query.max_bytes >= 0 && bytes >= query.max_bytes);
+    const bool full = (query.limit >= 0 &&
+                       static_cast<int64_t>(out.jobs.size()) >= query.limit) ||
+                      (query.max_bytes >= 0 && bytes >= query.max_bytes);
     if (full) {
       out.more = true;
       return out;

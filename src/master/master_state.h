@@ -389,11 +389,11 @@ class MasterState {
     // As shown: kStarting matches jobs whose launch is in progress (from
     // memory); kPending and kPreempted exclude them.
     std::optional<JobRecordState> state;
-    JobId after_id = 0;  // only ids > after_id (the page cursor)
+    JobId after_id = 0;               // only ids > after_id (the page cursor)
     std::optional<std::string> user;  // exactly
     std::optional<std::string> name;  // exactly
     std::optional<Seconds> submitted_since;  // submit_time >= this
-    int64_t limit = -1;      // at most this many; < 0: no limit
+    int64_t limit = -1;                      // at most this many; < 0: no limit
     int64_t max_bytes = -1;  // as JobQuery::max_bytes; < 0: no limit
   };
   // One page of jobs in id order, as GetJob shows them (live counters,

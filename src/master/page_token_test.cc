@@ -18,8 +18,8 @@ TEST(PageTokenTest, RoundTripsTheLastId) {
 }
 
 TEST(PageTokenTest, AnythingElseIsInvalidArgumentNamingTheField) {
-  for (const char* bad : {"1500", "!!!", "ajE6", "ajE6MTV4", "ajE6LTE",
-                          "\xff\n"}) {
+  for (const char* bad :
+       {"1500", "!!!", "ajE6", "ajE6MTV4", "ajE6LTE", "\xff\n"}) {
     auto id = DecodePageToken(bad);
     ASSERT_FALSE(id.ok()) << bad;
     EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);

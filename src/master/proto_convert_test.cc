@@ -1,13 +1,13 @@
 #include "master/proto_convert.h"
 
-#include <cctype>
-#include <string>
-
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/message_differencer.h>
+
+#include <cctype>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "proto/tiresias.grpc.pb.h"
@@ -124,7 +124,8 @@ TEST(ProtoConvertTest, JobSpecIsWireCompatibleWithItsStringAndMapSchema) {
   entry->mutable_options()->set_map_entry(true);
   field(entry, "key", 1, T::TYPE_STRING, false);
   field(entry, "value", 2, T::TYPE_STRING, false);
-  field(spec, "env", 5, T::TYPE_MESSAGE, true)->set_type_name(".old.JobSpec.EnvEntry");
+  field(spec, "env", 5, T::TYPE_MESSAGE, true)
+      ->set_type_name(".old.JobSpec.EnvEntry");
   pb::DescriptorPool pool;
   const pb::FileDescriptor* old_file = pool.BuildFile(file);
   ASSERT_NE(old_file, nullptr);

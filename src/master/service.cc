@@ -54,9 +54,10 @@ absl::StatusOr<MasterState::JobListQuery> ListQueryFromProto(
     const v1::ListJobsRequest& req) {
   MasterState::JobListQuery query;
   if (req.page_size() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "page_size: expected 0 (the default, ", TiresiasService::kDefaultPageSize,
-        ") to ", TiresiasService::kMaxPageSize, ", got ", req.page_size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size: expected 0 (the default, ",
+                     TiresiasService::kDefaultPageSize, ") to ",
+                     TiresiasService::kMaxPageSize, ", got ", req.page_size()));
   }
   query.limit = req.page_size() == 0
                     ? TiresiasService::kDefaultPageSize
@@ -70,9 +71,9 @@ absl::StatusOr<MasterState::JobListQuery> ListQueryFromProto(
   if (!req.name().empty()) query.name = req.name();
   if (req.has_submitted_since()) {
     if (!std::isfinite(req.submitted_since())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "submitted_since: expected Unix seconds, got ",
-          req.submitted_since()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("submitted_since: expected Unix seconds, got ",
+                       req.submitted_since()));
     }
     query.submitted_since = Seconds{req.submitted_since()};
   }

@@ -162,8 +162,8 @@ absl::StatusOr<std::vector<JobRecord>> Store::ListJobs(
   return std::move(page.jobs);
 }
 
-absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>>
-SqliteStore::CreateJobs(const std::vector<NewJob>& jobs, Seconds submit_time) {
+absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> SqliteStore::CreateJobs(
+    const std::vector<NewJob>& jobs, Seconds submit_time) {
   if (!std::isfinite(submit_time.count())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "submit_time: expected a finite number, got ", submit_time.count()));
@@ -228,16 +228,21 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
             "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0, ?9)")));
     std::optional<std::string_view> request_id;
     if (!job.request_id.empty()) request_id = job.request_id;
-    insert.Bind(1, spec.name).Bind(2, spec.user)
-        .Bind(3, int64_t{spec.num_gpus}).Bind(4, command).Bind(5, env)
-        .Bind(6, spec.checkpoint_dir).Bind(7, spec.model)
-        .Bind(8, submit_time.count()).Bind(9, request_id);
+    insert.Bind(1, spec.name)
+        .Bind(2, spec.user)
+        .Bind(3, int64_t{spec.num_gpus})
+        .Bind(4, command)
+        .Bind(5, env)
+        .Bind(6, spec.checkpoint_dir)
+        .Bind(7, spec.model)
+        .Bind(8, submit_time.count())
+        .Bind(9, request_id);
     absl::Status status = insert.Run();
     if (insert.last_error_code() == SQLITE_CONSTRAINT_UNIQUE) {
       // FindByRequestId looked first under the same lock: only a hand edit
       // gets here.
-      return absl::AlreadyExistsError(absl::StrCat(
-          "request_id \"", job.request_id, "\": already used"));
+      return absl::AlreadyExistsError(
+          absl::StrCat("request_id \"", job.request_id, "\": already used"));
     }
     RETURN_IF_ERROR(status);
   }
@@ -250,9 +255,9 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
 
 absl::StatusOr<std::optional<JobRecord>> SqliteStore::FindByRequestId(
     const std::string& request_id) const {
-  ASSIGN_OR_RETURN(SqliteQuery query,
-                   db_->Prepare(absl::StrCat("SELECT ", kJobColumns,
-                                             " FROM jobs WHERE request_id = ?")));
+  ASSIGN_OR_RETURN(SqliteQuery query, db_->Prepare(absl::StrCat(
+                                          "SELECT ", kJobColumns,
+                                          " FROM jobs WHERE request_id = ?")));
   query.Bind(1, request_id);
   ASSIGN_OR_RETURN(bool row, query.Step());
   if (!row) return std::optional<JobRecord>();
@@ -466,10 +471,9 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
   if (q.name) absl::StrAppend(&where, " AND name = ?3");
   if (q.submitted_since) absl::StrAppend(&where, " AND submit_time >= ?4");
   std::lock_guard<std::mutex> lock(mu_);
-  ASSIGN_OR_RETURN(
-      SqliteQuery query,
-      db_->Prepare(absl::StrCat("SELECT ", kJobColumns, " FROM jobs ", where,
-                                " ORDER BY id LIMIT ?5")));
+  ASSIGN_OR_RETURN(SqliteQuery query, db_->Prepare(absl::StrCat(
+                                          "SELECT ", kJobColumns, " FROM jobs ",
+                                          where, " ORDER BY id LIMIT ?5")));
   query.Bind(1, int64_t{q.after_id});
   if (q.user) query.Bind(2, std::string_view(*q.user));
   if (q.name) query.Bind(3, std::string_view(*q.name));
@@ -535,14 +539,18 @@ absl::StatusOr<int64_t> SqliteStore::UpsertNode(const NodeRecord& node) {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(
       SqliteQuery upsert,
-      db_->Prepare("INSERT INTO nodes (name, address, gpus, state, "
-                   "last_heartbeat, agent_token_hash) VALUES (?, ?, ?, ?, ?, ?) "
-                   "ON CONFLICT (name) DO UPDATE SET address = excluded.address, "
-                   "gpus = excluded.gpus, state = excluded.state, "
-                   "last_heartbeat = excluded.last_heartbeat, "
-                   "agent_token_hash = excluded.agent_token_hash RETURNING id"));
-  upsert.Bind(1, node.name).Bind(2, node.address).Bind(3, int64_t{node.gpus})
-      .Bind(4, NodeStateName(node.state)).Bind(5, node.last_heartbeat.count())
+      db_->Prepare(
+          "INSERT INTO nodes (name, address, gpus, state, "
+          "last_heartbeat, agent_token_hash) VALUES (?, ?, ?, ?, ?, ?) "
+          "ON CONFLICT (name) DO UPDATE SET address = excluded.address, "
+          "gpus = excluded.gpus, state = excluded.state, "
+          "last_heartbeat = excluded.last_heartbeat, "
+          "agent_token_hash = excluded.agent_token_hash RETURNING id"));
+  upsert.Bind(1, node.name)
+      .Bind(2, node.address)
+      .Bind(3, int64_t{node.gpus})
+      .Bind(4, NodeStateName(node.state))
+      .Bind(5, node.last_heartbeat.count())
       .Bind(6, node.agent_token_hash);
   ASSIGN_OR_RETURN(bool row, upsert.Step());
   if (!row) return absl::InternalError("node upsert returned no id");

@@ -125,8 +125,7 @@ class Store {
       const std::vector<NewJob>& jobs, Seconds submit_time) = 0;
 
   // A batch of one job without a request id: its id.
-  absl::StatusOr<JobId> CreateJob(const JobRequest& spec,
-                                  Seconds submit_time);
+  absl::StatusOr<JobId> CreateJob(const JobRequest& spec, Seconds submit_time);
 
   // Applies `write` in one transaction. NotFound (and nothing written) if
   // any job or event names a job that does not exist.

@@ -30,7 +30,8 @@ class StoreQueryTest : public ::testing::Test {
       spec.name = absl::StrCat("n", i % 3);
       spec.user = absl::StrCat("u", i % 2);
       spec.command = {"run"};
-      if (command_bytes > 0) spec.command.push_back(std::string(command_bytes, 'x'));
+      if (command_bytes > 0)
+        spec.command.push_back(std::string(command_bytes, 'x'));
       auto created = store_->CreateJobs({{spec, ""}}, Seconds{1000.0 + i});
       ASSERT_TRUE(created.ok()) << created.status();
     }
@@ -81,11 +82,11 @@ TEST_F(StoreQueryTest, FiltersCombine) {
   job.state = JobRecordState::kCancelled;
   ASSERT_TRUE(store_->UpdateJob(job).ok());
   EXPECT_THAT(Ids({.states = {JobRecordState::kCancelled}}), ElementsAre(4));
-  EXPECT_THAT(Ids({.states = {JobRecordState::kCancelled,
-                              JobRecordState::kPending},
-                   .after_id = 2,
-                   .user = "u0"}),
-              ElementsAre(4, 6, 8));
+  EXPECT_THAT(
+      Ids({.states = {JobRecordState::kCancelled, JobRecordState::kPending},
+           .after_id = 2,
+           .user = "u0"}),
+      ElementsAre(4, 6, 8));
   bool more = false;
   EXPECT_THAT(Ids({.after_id = 1, .user = "u1", .limit = 2}, &more),
               ElementsAre(3, 5));

@@ -102,8 +102,8 @@ TEST(StoreUpgradeTest, VersionThreeFileGetsRequestIdsAndAgentTokenHashes) {
     // are matched by theirs.
     JobRequest spec;
     spec.command = {"true"};
-    auto created = (*store)->CreateJobs({{spec, "r"}, {spec, "r"}},
-                                        Seconds{200});
+    auto created =
+        (*store)->CreateJobs({{spec, "r"}, {spec, "r"}}, Seconds{200});
     ASSERT_TRUE(created.ok()) << created.status();
     EXPECT_EQ((*created)[0]->id, 3);
     EXPECT_EQ((*created)[1]->id, 3);
@@ -112,14 +112,17 @@ TEST(StoreUpgradeTest, VersionThreeFileGetsRequestIdsAndAgentTokenHashes) {
     node.agent_token_hash = "h";
     ASSERT_TRUE((*store)->UpsertNode(node).ok());
   }
-  EXPECT_EQ(QueryText(path, "SELECT value FROM meta WHERE key = "
-                            "'schema_version'"),
+  EXPECT_EQ(QueryText(path,
+                      "SELECT value FROM meta WHERE key = "
+                      "'schema_version'"),
             absl::StrCat(SqliteStore::kSchemaVersion));
-  EXPECT_EQ(QueryText(path, "SELECT count(*) FROM jobs WHERE request_id IS "
-                            "NULL"),
+  EXPECT_EQ(QueryText(path,
+                      "SELECT count(*) FROM jobs WHERE request_id IS "
+                      "NULL"),
             "2");
-  EXPECT_EQ(QueryText(path, "SELECT name FROM sqlite_schema WHERE name = "
-                            "'jobs_by_request_id'"),
+  EXPECT_EQ(QueryText(path,
+                      "SELECT name FROM sqlite_schema WHERE name = "
+                      "'jobs_by_request_id'"),
             "jobs_by_request_id");
   // Upgraded once: reopening keeps what was written.
   auto reopened = SqliteStore::Open(path);

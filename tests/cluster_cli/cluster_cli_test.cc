@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "cli_fixture.h"
 #include "core/testing/test_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "cli_fixture.h"
 #include "master_process.h"
-#include "one_line_error.h"
 #include "nlohmann/json.hpp"
+#include "one_line_error.h"
 #include "subprocess.h"
 
 namespace tiresias::cluster_test {

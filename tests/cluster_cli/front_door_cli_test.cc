@@ -22,8 +22,8 @@
 #include "master/server.h"
 #include "master/store.h"
 #include "master_process.h"
-#include "one_line_error.h"
 #include "nlohmann/json.hpp"
+#include "one_line_error.h"
 #include "subprocess.h"
 
 namespace tiresias::cluster_test {
@@ -186,10 +186,9 @@ TEST_F(FrontDoorCliTest, JobsFiltersByStateUserNameAndSince) {
             (std::vector<int64_t>{4, 5, 6}));
   EXPECT_EQ(TableIds(Client("jobs", {"--since", "2024-01-02T00:00:01"}).out),
             (std::vector<int64_t>{5, 6}));
-  EXPECT_EQ(TableIds(Client("jobs", {"--since", "1704153601", "--user",
-                                     "u0"})
-                         .out),
-            (std::vector<int64_t>{6}));
+  EXPECT_EQ(
+      TableIds(Client("jobs", {"--since", "1704153601", "--user", "u0"}).out),
+      (std::vector<int64_t>{6}));
   ProcessResult none = Client("jobs", {"--user", "nobody"});
   EXPECT_EQ(none.exit_code, 0);
   EXPECT_EQ(Lines(none.out).size(), 1u);  // the header only
@@ -203,15 +202,17 @@ TEST_F(FrontDoorCliTest, JobsFiltersByStateUserNameAndSince) {
 TEST_F(FrontDoorCliTest, SubmitRefusesABadSpecBeforeSendingIt) {
   // Nothing listens there: these fail before any RPC, at once.
   const std::string nowhere = "127.0.0.1:" + std::to_string(UnusedPort());
-  ProcessResult r = RunProcess({TIRESIAS_BINARY, "submit", "--master", nowhere,
-                                "--gpus", "1", "--env", "1A=x", "--",
-                                "/bin/true"});
-  ExpectOneLineError(r, "submit: spec.env key \"1A\": expected a variable "
-                        "name matching [A-Za-z_][A-Za-z0-9_]*");
-  r = RunProcess({TIRESIAS_BINARY, "submit", "--master", nowhere, "--gpus",
-                  "1", "--name", std::string(300, 'n'), "--", "/bin/true"});
-  ExpectOneLineError(r, "submit: spec.name: expected at most 256 bytes, got "
-                        "300");
+  ProcessResult r =
+      RunProcess({TIRESIAS_BINARY, "submit", "--master", nowhere, "--gpus", "1",
+                  "--env", "1A=x", "--", "/bin/true"});
+  ExpectOneLineError(r,
+                     "submit: spec.env key \"1A\": expected a variable "
+                     "name matching [A-Za-z_][A-Za-z0-9_]*");
+  r = RunProcess({TIRESIAS_BINARY, "submit", "--master", nowhere, "--gpus", "1",
+                  "--name", std::string(300, 'n'), "--", "/bin/true"});
+  ExpectOneLineError(r,
+                     "submit: spec.name: expected at most 256 bytes, got "
+                     "300");
 }
 
 TEST_F(FrontDoorCliTest, SubmitRetriesUntilTheMasterComesUpAndCreatesOneJob) {
@@ -219,9 +220,9 @@ TEST_F(FrontDoorCliTest, SubmitRetriesUntilTheMasterComesUpAndCreatesOneJob) {
   const std::string address = absl::StrCat("127.0.0.1:", port);
   ProcessResult submit;
   std::thread client([&] {
-    submit = RunProcess({TIRESIAS_BINARY, "submit", "--master", address,
-                         "--gpus", "1", "--retry-for", "30", "--",
-                         "/bin/true"});
+    submit =
+        RunProcess({TIRESIAS_BINARY, "submit", "--master", address, "--gpus",
+                    "1", "--retry-for", "30", "--", "/bin/true"});
   });
   // The master comes up on that port after the client's first attempts.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
@@ -243,14 +244,15 @@ TEST_F(FrontDoorCliTest, SubmitGivesUpAfterRetryForWithAClearMessage) {
   const std::string nowhere = "127.0.0.1:" + std::to_string(UnusedPort());
   const auto start = std::chrono::steady_clock::now();
   ProcessResult r =
-      RunProcess({TIRESIAS_BINARY, "submit", "--master", nowhere, "--gpus",
-                  "1", "--retry-for", "1", "--name", "mine", "--",
-                  "/bin/true"});
-  const double seconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
-  ExpectOneLineError(r, "submit: gave up after retrying for 1 s: cannot "
-                        "reach the master at " + nowhere);
+      RunProcess({TIRESIAS_BINARY, "submit", "--master", nowhere, "--gpus", "1",
+                  "--retry-for", "1", "--name", "mine", "--", "/bin/true"});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  ExpectOneLineError(r,
+                     "submit: gave up after retrying for 1 s: cannot "
+                     "reach the master at " +
+                         nowhere);
   EXPECT_THAT(r.err, HasSubstr("`tiresias jobs --name mine`"));
   EXPECT_GE(seconds, 0.5);
   EXPECT_LT(seconds, 10);

@@ -3,11 +3,11 @@
 #ifndef TIRESIAS_TESTS_MASTER_FRONT_DOOR_TEST_UTIL_H_
 #define TIRESIAS_TESTS_MASTER_FRONT_DOOR_TEST_UTIL_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "front_door_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "front_door_test_util.h"
 #include "master/store.h"
 
 namespace tiresias::master_testing {
@@ -72,7 +72,8 @@ class ListJobsGrpcTest : public FrontDoorTest {
   }
 };
 
-TEST_F(ListJobsGrpcTest, TwentyThousandJobsComeBackPageByPageInIdOrderNoneTwice) {
+TEST_F(ListJobsGrpcTest,
+       TwentyThousandJobsComeBackPageByPageInIdOrderNoneTwice) {
   CreateStoredJobs(20000);
   Start();
   int pages = 0;

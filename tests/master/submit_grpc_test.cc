@@ -6,10 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-
+#include "front_door_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "front_door_test_util.h"
 
 namespace tiresias::master_testing {
 namespace {
@@ -83,7 +82,8 @@ TEST_F(SubmitGrpcTest, ARetryWithTheSameRequestIdGetsTheSameJobAcrossRestarts) {
 // N clients, each on its own channel, submit back to back: every one gets
 // distinct ids, every job is in the store after reopening it, and fewer
 // transactions than jobs were written.
-TEST_F(SubmitGrpcTest, ConcurrentClientsGetDistinctDurableIdsInSharedTransactions) {
+TEST_F(SubmitGrpcTest,
+       ConcurrentClientsGetDistinctDurableIdsInSharedTransactions) {
   Start();
   constexpr int kClients = 8, kEach = 25;
   std::vector<std::vector<int64_t>> ids(kClients);

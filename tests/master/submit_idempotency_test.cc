@@ -63,7 +63,8 @@ TEST_F(SubmitIdempotencyTest, TheSameRequestIdWithAnotherSpecIsAlreadyExists) {
   EXPECT_EQ(master_->ListJobs()->size(), 1u);
 }
 
-TEST_F(SubmitIdempotencyTest, AMalformedRequestIdIsRefusedBeforeAnythingIsStored) {
+TEST_F(SubmitIdempotencyTest,
+       AMalformedRequestIdIsRefusedBeforeAnythingIsStored) {
   Open();
   auto refused = master_->SubmitJob(Spec(1), std::string(129, 'x'));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);

@@ -19,7 +19,7 @@ using ::testing::StartsWith;
 struct BadSpec {
   std::string what;  // for the failure message
   JobRequest spec;
-  std::string field;  // the message starts with this
+  std::string field;        // the message starts with this
   std::string detail = "";  // and contains this
 };
 
@@ -54,39 +54,46 @@ std::vector<BadSpec> BadSpecs() {
        "spec.checkpoint_dir", "expected at most 4096 bytes, got 4097"},
       {"no command", With([](auto& s) { s.command.clear(); }), "spec.command",
        "must not be empty"},
-      {"empty argv[0]", With([](auto& s) { s.command = {"", "x"}; }),
+      {"empty argv[0]", With([](auto& s) {
+         s.command = {"", "x"};
+       }),
        "spec.command", "must not be empty"},
-      {"too many arguments",
-       With([](auto& s) { s.command.resize(4097, "a"); }), "spec.command",
-       "expected at most 4096 arguments, got 4097"},
-      {"command too big",
-       With([](auto& s) {
+      {"too many arguments", With([](auto& s) { s.command.resize(4097, "a"); }),
+       "spec.command", "expected at most 4096 arguments, got 4097"},
+      {"command too big", With([](auto& s) {
          s.command = {"run", std::string(128 * 1024 - 2, 'x')};
        }),
        "spec.command", "expected at most 131072 bytes in total, got 131073"},
-      {"too many variables",
-       With([](auto& s) {
+      {"too many variables", With([](auto& s) {
          s.env.clear();
          for (int i = 0; i < 1025; ++i) s.env[absl::StrCat("V", i)] = "";
        }),
        "spec.env", "expected at most 1024 variables, got 1025"},
-      {"key with '='", With([](auto& s) { s.env = {{"A=B", "c"}}; }),
+      {"key with '='", With([](auto& s) {
+         s.env = {{"A=B", "c"}};
+       }),
        "spec.env key \"A=B\"", "matching [A-Za-z_][A-Za-z0-9_]*"},
-      {"key starting with a digit",
-       With([](auto& s) { s.env = {{"1A", "c"}}; }), "spec.env key \"1A\"",
-       "matching"},
-      {"empty key", With([](auto& s) { s.env = {{"", "c"}}; }),
+      {"key starting with a digit", With([](auto& s) {
+         s.env = {{"1A", "c"}};
+       }),
+       "spec.env key \"1A\"", "matching"},
+      {"empty key", With([](auto& s) {
+         s.env = {{"", "c"}};
+       }),
        "spec.env key \"\"", "matching"},
-      {"key not UTF-8", With([&](auto& s) { s.env = {{kInvalidUtf8, "c"}}; }),
+      {"key not UTF-8", With([&](auto& s) {
+         s.env = {{kInvalidUtf8, "c"}};
+       }),
        "spec.env key \"ok\\xff\"", "matching"},
-      {"key too long",
-       With([](auto& s) { s.env = {{std::string(257, 'K'), "c"}}; }),
+      {"key too long", With([](auto& s) {
+         s.env = {{std::string(257, 'K'), "c"}};
+       }),
        "spec.env key \"KKKK", "expected a name of at most 256 bytes, got 257"},
-      {"value too long",
-       With([](auto& s) { s.env = {{"K", std::string(32 * 1024 + 1, 'v')}}; }),
+      {"value too long", With([](auto& s) {
+         s.env = {{"K", std::string(32 * 1024 + 1, 'v')}};
+       }),
        "spec.env[\"K\"]", "expected a value of at most 32768 bytes, got 32769"},
-      {"environment too big",
-       With([](auto& s) {
+      {"environment too big", With([](auto& s) {
          s.env.clear();
          for (int i = 0; i < 5; ++i) {
            s.env[absl::StrCat("V", i)] = std::string(30 * 1024, 'v');
@@ -127,7 +134,8 @@ std::vector<BadSpec> BadSpecs() {
 
 class SubmitValidationTest : public MasterFixture {};
 
-TEST_F(SubmitValidationTest, EveryBadSpecIsRefusedNamingItsFieldAndNothingIsStored) {
+TEST_F(SubmitValidationTest,
+       EveryBadSpecIsRefusedNamingItsFieldAndNothingIsStored) {
   Open();
   for (const BadSpec& bad : BadSpecs()) {
     SCOPED_TRACE(bad.what);

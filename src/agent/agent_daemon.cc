@@ -419,7 +419,13 @@ std::vector<v1::TaskStatus> AgentDaemon::Statuses() const {
     for (int g : task.gpus) s.add_gpu_indexes(g);
     if (task.exit_code) s.set_exit_code(*task.exit_code);
     if (task.start_time) s.set_start_time(*task.start_time);
-    if (task.end_time) s.set_end_time(*task.end_time);
+    if (task.end_time) {
+      // The start is read after exec returns, the end by the shim: a task
+      // that ends at once can end "before" it started by microseconds.
+      // The master refuses an end before the start.
+      s.set_end_time(task.start_time ? std::max(*task.end_time, *task.start_time)
+                                     : *task.end_time);
+    }
     out.push_back(std::move(s));
   }
   return out;

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -70,6 +71,10 @@ class AgentDaemonTest : public testing::Test {
     }
     agents_.clear();
     if (server_) server_->Shutdown();
+    if (HasFailure()) {  // what the agents said, to see why
+      std::lock_guard<std::mutex> lock(log_mu_);
+      for (const std::string& line : log_) std::fprintf(stderr, "agent: %s\n", line.c_str());
+    }
   }
 
   AgentOptions Options(const std::string& name = "node-a") {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/agent_daemon.h"
 #include "agent/agent_testing.h"
+#include "agent/task_record.h"
 #include "gtest/gtest.h"
 #include "proto/tiresias.grpc.pb.h"
 
@@ -34,9 +36,10 @@ constexpr uint64_t kSession = 7;
 // (set by the test), acknowledging every ended task reported.
 class ScriptedMaster final : public v1::AgentRegistry::Service {
  public:
-  grpc::Status Register(grpc::ServerContext*, const v1::RegisterRequest*,
+  grpc::Status Register(grpc::ServerContext*, const v1::RegisterRequest* req,
                         v1::RegisterResponse* resp) override {
     std::lock_guard<std::mutex> lock(mu_);
+    registration_ = *req;
     resp->set_node_id(1);
     resp->set_session(kSession);
     resp->set_heartbeat_interval_seconds(0.05);
@@ -89,6 +92,10 @@ class ScriptedMaster final : public v1::AgentRegistry::Service {
     return cv_.wait_for(lock, seconds(10),
                         [&] { return answered_ >= since + n; });
   }
+  v1::RegisterRequest registration() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return registration_;
+  }
   v1::HeartbeatRequest last_report() {
     std::lock_guard<std::mutex> lock(mu_);
     return last_report_;
@@ -107,6 +114,7 @@ class ScriptedMaster final : public v1::AgentRegistry::Service {
   int answered_ = 0;
   std::vector<std::chrono::system_clock::time_point> answered_at_;
   v1::HeartbeatRequest last_report_;
+  v1::RegisterRequest registration_;
 };
 
 class ScriptedMasterTest : public testing::Test {
@@ -258,6 +266,44 @@ TEST_F(ScriptedMasterTest, AnswerTooOldIsNotStartedFrom) {
   EXPECT_NE(log_.find("reporting again before starting anything"),
             std::string::npos)
       << log_;
+}
+
+// A task that ends at once can end "before" it started: the shim stamps the
+// end, the agent reads the clock for the start after exec returns. The
+// master refuses an end before the start (an impossible report), so an
+// agent that sent one had its task's end refused forever and the job never
+// ended (seen under load). The agent reports the end no earlier than the
+// start.
+TEST_F(ScriptedMasterTest, EndIsNeverReportedBeforeTheStart) {
+  // A task a previous agent recorded, started at T, whose shim wrote an end
+  // 3 ms before T; its process is gone.
+  const auto started = std::chrono::system_clock::now();
+  TaskHandle handle;
+  handle.job_id = 5;
+  handle.attempt = 1;
+  handle.pid = 999999;  // no such process
+  handle.pgid = 999999;
+  handle.start_time = started;
+  handle.exit_path = dir_.File("agent/exits/job-5-attempt-1-rank-0.exit");
+  std::filesystem::create_directories(dir_.File("agent/exits"));
+  const int64_t end_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          (started - milliseconds(3)).time_since_epoch())
+          .count();
+  std::ofstream(handle.exit_path) << "exit 0 " << end_ns << "\n";
+  auto record = TaskRecord::Open(dir_.File("agent/tasks.json"));
+  ASSERT_TRUE(record.ok()) << record.status();
+  ASSERT_TRUE(record->Put(TaskRecordEntry{handle, std::nullopt}).ok());
+  master_.SetRegistered(State(kSession, 1, {}));
+  master_.Answer(State(kSession, 1, {}));
+  StartAgent();
+  ASSERT_TRUE(WaitUntil([&] { return agent_->node_id() != 0; }));
+  const v1::RegisterRequest reg = master_.registration();
+  ASSERT_EQ(reg.tasks_size(), 1);
+  const v1::TaskStatus& t = reg.tasks(0);
+  EXPECT_EQ(t.state(), v1::TASK_STATE_EXITED);
+  ASSERT_TRUE(t.has_start_time() && t.has_end_time());
+  EXPECT_GE(t.end_time(), t.start_time());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "nlohmann/json.hpp"
 
 namespace tiresias::cli {
 
@@ -29,10 +30,19 @@ void AddMasterFlag(CLI::App* cmd, std::string* address) {
 
 MasterClient::MasterClient(std::string address)
     : address_(std::move(address)) {
+  Connect(/*fresh=*/false);
+}
+
+void MasterClient::Reconnect() { Connect(/*fresh=*/true); }
+
+void MasterClient::Connect(bool fresh) {
   grpc::ChannelArguments args;
   // The master is on the cluster's network; an http_proxy meant for the
   // outside world must not capture it.
   args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
+  // A connection of its own, without the reconnect backoff (up to two
+  // minutes) that the process-wide pool keeps for an address that failed.
+  if (fresh) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   stub_ = v1::Tiresias::NewStub(grpc::CreateCustomChannel(
       address_, grpc::InsecureChannelCredentials(), args));
 }
@@ -118,15 +128,73 @@ double NowUnixSeconds() {
       .count();
 }
 
+namespace {
+
+// In `json`, the proto3 JSON of `message`: every bytes field's base64 back
+// to its bytes (JobSpec's text fields are bytes on the wire; JSON readers
+// want their text), and each repeated EnvVar to an object, as the map it
+// replaced printed.
+void BytesAsText(const google::protobuf::Message& message,
+                 nlohmann::ordered_json& json) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Descriptor* descriptor = message.GetDescriptor();
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const FieldDescriptor* field = descriptor->field(i);
+    auto it = json.find(field->name());
+    if (it == json.end()) continue;
+    if (field->type() == FieldDescriptor::TYPE_BYTES) {
+      if (!field->is_repeated()) {
+        *it = reflection->GetString(message, field);
+        continue;
+      }
+      for (int k = 0; k < reflection->FieldSize(message, field); ++k) {
+        (*it)[k] = reflection->GetRepeatedString(message, field, k);
+      }
+    } else if (field->type() == FieldDescriptor::TYPE_MESSAGE &&
+               !field->is_map()) {
+      if (!field->is_repeated()) {
+        if (reflection->HasField(message, field)) {
+          BytesAsText(reflection->GetMessage(message, field), *it);
+        }
+      } else if (field->message_type() == v1::EnvVar::descriptor()) {
+        nlohmann::ordered_json env = nlohmann::ordered_json::object();
+        for (int k = 0; k < reflection->FieldSize(message, field); ++k) {
+          const auto& var = static_cast<const v1::EnvVar&>(
+              reflection->GetRepeatedMessage(message, field, k));
+          env[var.key()] = var.value();
+        }
+        *it = std::move(env);
+      } else {
+        for (int k = 0; k < reflection->FieldSize(message, field); ++k) {
+          BytesAsText(reflection->GetRepeatedMessage(message, field, k),
+                      (*it)[k]);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 std::string ToJson(const google::protobuf::Message& message) {
   google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
   options.always_print_primitive_fields = true;
   options.preserve_proto_field_names = true;
   std::string out;
   // Cannot fail for a message we hold (no Any fields to resolve).
-  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
-  return out;
+  if (!google::protobuf::util::MessageToJsonString(message, &out, options)
+           .ok()) {
+    return "{}";
+  }
+  // Ordered: the fields stay in the proto's order, as protobuf prints them.
+  nlohmann::ordered_json json =
+      nlohmann::ordered_json::parse(out, nullptr, false);
+  BytesAsText(message, json);
+  // Text that is not UTF-8 (only an old master could send it) shows as
+  // U+FFFD rather than failing the whole document.
+  return json.dump(2, ' ', false,
+                   nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace tiresias::cli

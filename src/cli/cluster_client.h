@@ -34,8 +34,13 @@ class MasterClient {
   v1::Tiresias::Stub& stub() { return *stub_; }
   // A context carrying kRpcDeadline; fails fast when nothing listens.
   std::unique_ptr<grpc::ClientContext> Context() const;
+  // A new channel that tries to connect at the next call, whatever failed
+  // before (for retries: gRPC otherwise waits out its own backoff).
+  void Reconnect();
 
  private:
+  void Connect(bool fresh);
+
   std::string address_;
   std::unique_ptr<v1::Tiresias::Stub> stub_;
 };
@@ -63,7 +68,9 @@ std::string FormatTime(double unix_seconds);
 double NowUnixSeconds();
 
 // The message as indented JSON with proto field names (snake_case), every
-// field printed. int64 fields are JSON strings, as proto3 JSON mandates.
+// field printed. int64 fields are JSON strings, as proto3 JSON mandates;
+// bytes fields (JobSpec's text) are their text, not base64, and a JobSpec's
+// env is an object {"NAME": "value"}.
 std::string ToJson(const google::protobuf::Message& message);
 
 }  // namespace tiresias::cli

@@ -23,6 +23,7 @@ void AddClusterCommands(CLI::App& app, const std::string& command_line,
 void AddMasterCommand(CLI::App& app, const std::string& command_line,
                       int* exit_code);
 void AddJobCommands(CLI::App& app, int* exit_code);  // submit jobs job cancel
+void AddSubmitCommand(CLI::App& app, int* exit_code);  // submit_command.cc
 void AddNodesCommand(CLI::App& app, int* exit_code);
 void AddLogsCommand(CLI::App& app, int* exit_code);
 void AddUpCommand(CLI::App& app, int* exit_code);  // up_command.cc

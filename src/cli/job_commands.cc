@@ -1,19 +1,20 @@
-// `tiresias submit`, `jobs`, `job` and `cancel`: the job half of the client
-// API, one RPC each.
-#include <pwd.h>
-#include <unistd.h>
-
+// `tiresias jobs`, `job` and `cancel`: the job half of the client API
+// (`submit` is in submit_command.cc). `jobs` pages through ListJobs with the
+// master's filters; `job` and `cancel` are one RPC each.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
+#include "cli/printable.h"
+#include "cli/time_arg.h"
 
 namespace tiresias {
 namespace {
@@ -21,91 +22,102 @@ namespace {
 using cli::Fail;
 using cli::MasterClient;
 
-struct SubmitFlags {
-  std::string master;
-  int gpus = 0;
-  std::string name;
-  std::string checkpoint_dir;
-  std::vector<std::string> env;
-  std::vector<std::string> command;
-};
-
-std::string LoginName() {
-  if (const char* user = std::getenv("USER"); user && user[0]) return user;
-  if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_name) {
-    return pw->pw_name;
-  }
-  return "";
-}
-
-int Submit(const SubmitFlags& f) {
-  v1::SubmitJobRequest req;
-  v1::JobSpec& spec = *req.mutable_spec();
-  spec.set_gpus(f.gpus);
-  spec.set_user(LoginName());
-  spec.set_checkpoint_dir(f.checkpoint_dir);
-  for (const std::string& arg : f.command) spec.add_command(arg);
-  spec.set_name(!f.name.empty() || f.command.empty()
-                    ? f.name
-                    : std::filesystem::path(f.command[0]).filename().string());
-  for (const std::string& kv : f.env) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Fail(absl::StrCat("--env ", kv, ": expected KEY=VALUE"));
-    }
-    (*spec.mutable_env())[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  MasterClient client(f.master);
-  v1::SubmitJobResponse resp;
-  grpc::Status status =
-      client.stub().SubmitJob(client.Context().get(), req, &resp);
-  if (!status.ok()) {
-    std::string line = cli::DescribeRpcError(status, f.master, "submit");
-    if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT &&
-        f.command.empty()) {
-      absl::StrAppend(&line, " (give the command after --, e.g. `tiresias "
-                             "submit --gpus 1 -- python3 train.py`)");
-    }
-    return Fail(line);
-  }
-  std::printf("%lld\n", static_cast<long long>(resp.job_id()));
-  return 0;
-}
+// Jobs asked for per ListJobs call.
+constexpr int kJobsPageSize = 1000;
 
 // WAIT: time not running between submission and now (or the end); RUN: the
-// job's whole executed time. Now is this machine's clock.
-void PrintJobsTable(const v1::ListJobsResponse& resp) {
-  const double now = cli::NowUnixSeconds();
+// job's whole executed time. Now is this machine's clock. User-controlled
+// text goes through cli::Printable: a name cannot forge a row.
+void PrintJobsHeader() {
   std::printf("%-6s %-16s %-10s %-10s %5s %4s %15s %10s %10s %s\n", "JOBID",
               "NAME", "USER", "STATE", "QUEUE", "GPUS", "ATTAINED(GPU-s)",
               "WAIT", "RUN", "NODES");
-  for (const v1::Job& job : resp.jobs()) {
-    const double end = job.has_end_time() ? job.end_time() : now;
-    const double run = job.total_executed_seconds();
-    const double wait = std::max(0.0, end - job.submit_time() - run);
-    const std::string nodes =
-        job.nodes().empty() ? "-" : absl::StrJoin(job.nodes(), ",");
-    std::printf("%-6lld %-16s %-10s %-10s %5d %4d %15.0f %10s %10s %s\n",
-                static_cast<long long>(job.id()), job.spec().name().c_str(),
-                job.spec().user().c_str(),
-                cli::JobStateName(job.state()).c_str(), job.queue(),
-                job.spec().gpus(), job.attained_gpu_seconds(),
-                cli::FormatDuration(wait).c_str(),
-                cli::FormatDuration(run).c_str(), nodes.c_str());
-  }
 }
 
-int ListJobs(const std::string& master, bool json) {
-  MasterClient client(master);
-  v1::ListJobsResponse resp;
-  grpc::Status status =
-      client.stub().ListJobs(client.Context().get(), {}, &resp);
-  if (!status.ok()) return Fail(cli::DescribeRpcError(status, master, "jobs"));
-  if (json) {
-    std::printf("%s\n", cli::ToJson(resp).c_str());
-  } else {
-    PrintJobsTable(resp);
+void PrintJobRow(const v1::Job& job, double now) {
+  const double end = job.has_end_time() ? job.end_time() : now;
+  const double run = job.total_executed_seconds();
+  const double wait = std::max(0.0, end - job.submit_time() - run);
+  const std::string nodes =
+      job.nodes().empty() ? "-"
+                          : cli::Printable(absl::StrJoin(job.nodes(), ","));
+  std::printf("%-6lld %-16s %-10s %-10s %5d %4d %15.0f %10s %10s %s\n",
+              static_cast<long long>(job.id()),
+              cli::Printable(job.spec().name()).c_str(),
+              cli::Printable(job.spec().user()).c_str(),
+              cli::JobStateName(job.state()).c_str(), job.queue(),
+              job.spec().gpus(), job.attained_gpu_seconds(),
+              cli::FormatDuration(wait).c_str(),
+              cli::FormatDuration(run).c_str(), nodes.c_str());
+}
+
+struct JobsFlags {
+  std::string master;
+  bool json = false;
+  std::string state;  // empty: any
+  std::string user;
+  std::string name;
+  std::string since;  // empty: any time
+};
+
+// The request the filter flags describe, or a one-line error naming a flag.
+absl::StatusOr<v1::ListJobsRequest> JobsRequest(const JobsFlags& f) {
+  v1::ListJobsRequest req;
+  // Fewer round trips than the default; the master still ends a page at
+  // its byte budget.
+  req.set_page_size(kJobsPageSize);
+  if (!f.state.empty()) {
+    v1::JobState state;
+    if (!v1::JobState_Parse("JOB_STATE_" + absl::AsciiStrToUpper(f.state),
+                            &state) ||
+        state == v1::JOB_STATE_UNSPECIFIED) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--state ", f.state,
+          ": expected pending, starting, running, preempted, finished, "
+          "failed or cancelled"));
+    }
+    req.set_state(state);
   }
+  req.set_user(f.user);
+  req.set_name(f.name);
+  if (!f.since.empty()) {
+    absl::StatusOr<double> since = cli::ParseTimeArg("--since", f.since);
+    if (!since.ok()) return since.status();
+    req.set_submitted_since(*since);
+  }
+  return req;
+}
+
+// Pages through every job the filters select: a table row per job as each
+// page arrives, or one JSON document {"jobs": [...]} at the end.
+int ListJobs(const JobsFlags& f) {
+  absl::StatusOr<v1::ListJobsRequest> req = JobsRequest(f);
+  if (!req.ok()) return Fail(std::string(req.status().message()));
+  MasterClient client(f.master);
+  const double now = cli::NowUnixSeconds();
+  v1::ListJobsResponse all;  // --json: every page's jobs
+  bool first = true;
+  while (true) {
+    v1::ListJobsResponse page;
+    grpc::Status status =
+        client.stub().ListJobs(client.Context().get(), *req, &page);
+    if (!status.ok()) {
+      return Fail(cli::DescribeRpcError(status, f.master, "jobs"));
+    }
+    if (f.json) {
+      for (v1::Job& job : *page.mutable_jobs()) {
+        *all.add_jobs() = std::move(job);
+      }
+    } else {
+      if (first) PrintJobsHeader();
+      for (const v1::Job& job : page.jobs()) PrintJobRow(job, now);
+      std::fflush(stdout);
+    }
+    first = false;
+    if (page.next_page_token().empty()) break;
+    req->set_page_token(page.next_page_token());
+  }
+  if (f.json) std::printf("%s\n", cli::ToJson(all).c_str());
   return 0;
 }
 
@@ -113,12 +125,19 @@ void PrintJob(const v1::Job& job) {
   auto line = [](const char* key, const std::string& value) {
     std::printf("%-16s %s\n", key, value.c_str());
   };
+  using cli::Printable;
+  std::vector<std::string> command;
+  for (const std::string& arg : job.spec().command()) {
+    command.push_back(Printable(arg));
+  }
   line("Job:", absl::StrCat(job.id()));
-  line("Name:", job.spec().name());
-  line("User:", job.spec().user());
+  line("Name:", Printable(job.spec().name()));
+  line("User:", Printable(job.spec().user()));
   line("State:", cli::JobStateName(job.state()));
-  line("Command:", absl::StrJoin(job.spec().command(), " "));
+  line("Command:", absl::StrJoin(command, " "));
   line("GPUs:", absl::StrCat(job.spec().gpus()));
+  if (!job.spec().model().empty())
+    line("Model:", Printable(job.spec().model()));
   line("Queue:", absl::StrCat(job.queue()));
   line("Attained:", absl::StrFormat("%.0f GPU-s", job.attained_gpu_seconds()));
   line("Executed:", cli::FormatDuration(job.total_executed_seconds()));
@@ -131,17 +150,18 @@ void PrintJob(const v1::Job& job) {
   line("Attempt:", absl::StrCat(job.attempt()));
   line("Preemptions:", absl::StrCat(job.preemptions()));
   line("Promotions:", absl::StrCat(job.promotions()));
-  line("Nodes:", job.nodes().empty() ? "-" : absl::StrJoin(job.nodes(), ","));
+  line("Nodes:",
+       job.nodes().empty() ? "-" : Printable(absl::StrJoin(job.nodes(), ",")));
   if (!job.spec().checkpoint_dir().empty()) {
-    line("Checkpoint dir:", job.spec().checkpoint_dir());
+    line("Checkpoint dir:", Printable(job.spec().checkpoint_dir()));
   }
-  for (const auto& [key, value] : job.spec().env()) {
-    line("Env:", absl::StrCat(key, "=", value));
+  for (const v1::EnvVar& var : job.spec().env()) {
+    line("Env:", Printable(absl::StrCat(var.key(), "=", var.value())));
   }
   std::printf("\nEVENTS\n%-19s  %-10s %s\n", "TIME", "KIND", "DETAIL");
   for (const v1::JobEvent& e : job.events()) {
     std::printf("%-19s  %-10s %s\n", cli::FormatTime(e.time()).c_str(),
-                e.kind().c_str(), e.detail().c_str());
+                Printable(e.kind()).c_str(), Printable(e.detail()).c_str());
   }
 }
 
@@ -202,35 +222,24 @@ CLI::App* AddIdCommand(CLI::App& app, const char* name, const char* help,
 }  // namespace
 
 void AddJobCommands(CLI::App& app, int* exit_code) {
-  auto submit = std::make_shared<SubmitFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "submit",
-      "Submit a job; prints its id. The command comes after --, e.g. "
-      "`tiresias submit --gpus 2 -- python3 train.py --steps 100`.");
-  cli::AddMasterFlag(cmd, &submit->master);
-  cmd->add_option("--gpus", submit->gpus, "GPUs the job needs, all at once")
-      ->required();
-  cmd->add_option("--name", submit->name,
-                  "Label for listings (default: the command's base name)");
-  cmd->add_option("--checkpoint-dir", submit->checkpoint_dir,
-                  "Where the job checkpoints (default: chosen by the master)");
-  // One value per --env: a greedy vector option would swallow the `--`.
-  cmd->add_option("--env", submit->env,
-                  "KEY=VALUE for every task's environment; repeatable")
-      ->allow_extra_args(false);
-  cmd->add_option("command", submit->command, "The command to run, after --");
-  cmd->callback([submit, exit_code] { *exit_code = Submit(*submit); });
+  AddSubmitCommand(app, exit_code);  // submit_command.cc
 
-  auto jobs = std::make_shared<IdFlags>();
-  cmd = app.add_subcommand(
+  auto jobs = std::make_shared<JobsFlags>();
+  CLI::App* cmd = app.add_subcommand(
       "jobs",
-      "List jobs, like squeue. STATE: pending, starting (GPUs assigned, "
-      "tasks being started), running, preempted, finished, failed, "
-      "cancelled");
+      "List jobs, like squeue, in id order (every page the master has). "
+      "STATE: pending, starting (GPUs assigned, tasks being started), "
+      "running, preempted, finished, failed, cancelled");
   cli::AddMasterFlag(cmd, &jobs->master);
-  cmd->add_flag("--json", jobs->json, "Print the list as JSON");
-  cmd->callback(
-      [jobs, exit_code] { *exit_code = ListJobs(jobs->master, jobs->json); });
+  cmd->add_flag("--json", jobs->json,
+                "Print the list as one JSON document {\"jobs\": [...]}");
+  cmd->add_option("--state", jobs->state, "Only jobs in this state");
+  cmd->add_option("--user", jobs->user, "Only this user's jobs");
+  cmd->add_option("--name", jobs->name, "Only jobs with exactly this name");
+  cmd->add_option("--since", jobs->since,
+                  "Only jobs submitted at or after TIME: Unix seconds or a "
+                  "local date YYYY-MM-DD[THH:MM:SS]");
+  cmd->callback([jobs, exit_code] { *exit_code = ListJobs(*jobs); });
 
   auto job = std::make_shared<IdFlags>();
   AddIdCommand(app, "job", "Show one job and its event history", job)

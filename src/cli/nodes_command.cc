@@ -1,10 +1,12 @@
-// `tiresias nodes`: the nodes the master knows, like sinfo.
+// `tiresias nodes`: the nodes the master knows, like sinfo. Node names come
+// from agents: printed through cli::Printable.
 #include <cstdio>
 #include <memory>
 
 #include "absl/strings/str_join.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
+#include "cli/printable.h"
 
 namespace tiresias {
 namespace {
@@ -26,7 +28,7 @@ int ListNodes(const std::string& master, bool json) {
   for (const v1::Node& node : resp.nodes()) {
     const std::string jobs =
         node.job_ids().empty() ? "-" : absl::StrJoin(node.job_ids(), ",");
-    std::printf("%-20s %-6s %4d %4d %s\n", node.name().c_str(),
+    std::printf("%-20s %-6s %4d %4d %s\n", cli::Printable(node.name()).c_str(),
                 cli::NodeStateName(node.state()).c_str(), node.gpus(),
                 node.gpus_free(), jobs.c_str());
   }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
+#include "cli/printable.h"
 
 namespace tiresias {
 namespace {
@@ -49,10 +50,13 @@ void PrintEvent(const v1::JobEvent& event, bool json) {
   if (json) {
     std::printf("%s\n", OneLineJson(event).c_str());
   } else {
+    // Details quote user-controlled text (node names, reasons): one line
+    // per event whatever they hold.
     std::printf("%-19s  %6lld  %-10s %s\n",
                 cli::FormatTime(event.time()).c_str(),
-                static_cast<long long>(event.job_id()), event.kind().c_str(),
-                event.detail().c_str());
+                static_cast<long long>(event.job_id()),
+                cli::Printable(event.kind()).c_str(),
+                cli::Printable(event.detail()).c_str());
   }
   std::fflush(stdout);
 }

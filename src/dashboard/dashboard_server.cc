@@ -21,6 +21,8 @@ namespace {
 using nlohmann::json;
 
 constexpr std::chrono::seconds kMasterDeadline{5};
+// Jobs asked for per ListJobs call (the master's most).
+constexpr int kJobsPageSize = 5000;
 
 // "pending", "running", ... (the proto enum without its prefix).
 std::string StateName(v1::JobState state) {
@@ -117,20 +119,31 @@ struct DashboardServer::Backend {
                         s.error_message());
   }
 
+  // Every job, page by page (ListJobs answers at most a page at a time).
+  grpc::Status AllJobs(json* out) const {
+    v1::ListJobsRequest req;
+    req.set_page_size(kJobsPageSize);
+    while (true) {
+      v1::ListJobsResponse page;
+      grpc::Status s = stub->ListJobs(Context().get(), req, &page);
+      if (!s.ok()) return s;
+      for (const v1::Job& j : page.jobs()) out->push_back(JobJson(j, false));
+      if (page.next_page_token().empty()) return grpc::Status::OK;
+      req.set_page_token(page.next_page_token());
+    }
+  }
+
   void State(httplib::Response& res) const {
-    v1::ListJobsResponse jobs;
-    grpc::Status s =
-        stub->ListJobs(Context().get(), v1::ListJobsRequest(), &jobs);
+    json jobs = json::array();
+    grpc::Status s = AllJobs(&jobs);
     if (!s.ok()) return SendError(res, 502, Failure(s));
     v1::ListNodesResponse nodes;
     s = stub->ListNodes(Context().get(), v1::ListNodesRequest(), &nodes);
     if (!s.ok()) return SendError(res, 502, Failure(s));
     json out = {{"now", NowUnixSeconds()},
                 {"master", master_address},
-                {"jobs", json::array()},
+                {"jobs", std::move(jobs)},
                 {"nodes", json::array()}};
-    for (const v1::Job& j : jobs.jobs())
-      out["jobs"].push_back(JobJson(j, false));
     for (const v1::Node& n : nodes.nodes()) out["nodes"].push_back(NodeJson(n));
     SendJson(res, 200, out);
   }

@@ -4,7 +4,8 @@
 //                         chart of busy GPUs and waiting jobs, a job's events
 //                         on a click (Chart.js and the page's own script
 //                         inlined; nothing is fetched from elsewhere)
-//   GET /api/state        {"now", "master", "jobs": [...], "nodes": [...]}
+//   GET /api/state        {"now", "master", "jobs": [...], "nodes": [...]};
+//                         every job, read from the master page by page
 //   GET /api/jobs/<id>    one job with its command and events
 // An /api request the master cannot answer gets a JSON {"error": "..."} with
 // 404 (unknown job), 400 (malformed id) or 502 (master unreachable or

@@ -53,4 +53,32 @@ absl::StatusOr<NodeState> ParseNodeState(std::string_view text) {
       "node state: expected up or down; got \"", std::string(text), "\""));
 }
 
+int64_t ApproxEncodedBytes(const JobRecord& job) {
+  // Each string costs its bytes plus a tag and a length varint (3 bytes
+  // past 16 KiB); an env entry's own framing is covered by its two strings.
+  constexpr int64_t kPerString = 4;
+  // Ids, state, counters and times with their tags: at most about 120.
+  constexpr int64_t kNumbers = 128;
+  int64_t bytes = kNumbers;
+  auto add = [&](const std::string& s) {
+    bytes += static_cast<int64_t>(s.size()) + kPerString;
+  };
+  add(job.spec.name);
+  add(job.spec.user);
+  add(job.spec.checkpoint_dir);
+  add(job.spec.model);
+  for (const std::string& arg : job.spec.command) add(arg);
+  for (const auto& [key, value] : job.spec.env) {
+    add(key);
+    add(value);
+  }
+  for (const std::string& node : job.nodes) add(node);
+  for (const JobEvent& event : job.events) {
+    add(event.kind);
+    add(event.detail);
+    bytes += 24;  // its sequence, job id and time
+  }
+  return bytes;
+}
+
 }  // namespace tiresias

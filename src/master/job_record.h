@@ -99,12 +99,20 @@ struct JobRecord {
   int failed_starts = 0;
   std::vector<std::string> nodes;  // node names it runs (or last ran) on
   std::optional<int> exit_code;
+  // The client's idempotency key it was submitted with
+  // (SubmitJobRequest.request_id); empty if none. Written once, at creation.
+  std::string request_id;
   // History, oldest first. Filled by Store::GetJob; empty from ListJobs and
   // ignored by writes (events are appended, never rewritten).
   std::vector<JobEvent> events;
 
   bool operator==(const JobRecord&) const = default;
 };
+
+// About the size of the job in an RPC message, in bytes: its strings plus a
+// few bytes of framing each, and its numbers. For cutting pages of jobs to
+// a byte budget (Store::QueryJobs); never below the strings' total.
+int64_t ApproxEncodedBytes(const JobRecord& job);
 
 enum class NodeState { kUp, kDown };
 
@@ -119,8 +127,8 @@ struct NodeRecord {
   int gpus = 0;
   NodeState state = NodeState::kUp;
   Seconds last_heartbeat{0};  // Unix seconds, master's clock
-  // SHA-256 (hex) of the token of the agent that last registered it; empty
-  // if none is known.
+  // SHA-256 (hex) of the token of the agent that last registered it (the
+  // agent protocol's identity; the store keeps it as given). Empty: none.
   std::string agent_token_hash;
 
   bool operator==(const NodeRecord&) const = default;

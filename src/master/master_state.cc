@@ -1,6 +1,7 @@
 // MasterState: opening, the client API, commits and record bookkeeping.
 // Scheduling passes are in master_launch.cc, the agent protocol in
-// master_agents.cc, node set changes in master_rebuild.cc.
+// master_agents.cc, node set changes in master_rebuild.cc, submissions and
+// paged listings in master_front_door.cc.
 #include "master/master_state.h"
 
 #include <algorithm>
@@ -274,35 +275,8 @@ absl::Status MasterState::Commit() {
 }
 
 absl::StatusOr<JobId> MasterState::SubmitJob(const JobRequest& spec) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (spec.num_gpus < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.gpus: expected at least 1 GPU, got ", spec.num_gpus));
-  }
-  if (cluster_ && spec.num_gpus > cluster_->total_gpus()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.gpus: ", spec.num_gpus, " GPUs requested but the cluster has ",
-        cluster_->total_gpus()));
-  }
-  if (spec.command.empty() || spec.command[0].empty()) {
-    return absl::InvalidArgumentError(
-        "spec.command: must not be empty (argv[0] first)");
-  }
-  const Seconds now = clock_->NowUnixSeconds();
-  ASSIGN_OR_RETURN(JobId id, store_->CreateJob(spec, now));
-  ++ended_.jobs;  // counts every job ever accepted
-  EventsWritten();  // its "submitted" event
-  JobRecord rec;
-  rec.id = id;
-  rec.spec = spec;
-  rec.submit_time = now;
-  rec.last_stop_time = now;
-  JobSpec core{.id = id, .num_gpus = spec.num_gpus, .submit_time = now,
-               .duration = std::nullopt, .model = spec.model};
-  RETURN_IF_ERROR(scheduler_->Submit(core, now));
-  records_[id] = std::move(rec);
-  pass_wanted_ = true;
-  return id;
+  ASSIGN_OR_RETURN(SubmitResult result, SubmitJob(spec, ""));
+  return result.id;
 }
 
 absl::StatusOr<JobRecord> MasterState::GetJob(JobId id) {
@@ -314,29 +288,8 @@ absl::StatusOr<JobRecord> MasterState::GetJob(JobId id) {
 
 absl::StatusOr<std::vector<JobRecord>> MasterState::ListJobs(
     std::optional<JobRecordState> state) {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<JobRecord> jobs;
-  if (state == JobRecordState::kStarting) {
-    // Not stored: starting jobs are stored as pending or preempted.
-    ASSIGN_OR_RETURN(jobs, store_->ListJobs(JobRecordState::kPending));
-    ASSIGN_OR_RETURN(std::vector<JobRecord> preempted,
-                     store_->ListJobs(JobRecordState::kPreempted));
-    jobs.insert(jobs.end(), std::make_move_iterator(preempted.begin()),
-                std::make_move_iterator(preempted.end()));
-    std::sort(
-        jobs.begin(), jobs.end(),
-        [](const JobRecord& a, const JobRecord& b) { return a.id < b.id; });
-  } else {
-    ASSIGN_OR_RETURN(jobs, store_->ListJobs(state));
-  }
-  const Seconds now = clock_->NowUnixSeconds();
-  for (JobRecord& rec : jobs) LiveView(rec, now);
-  // What is shown decides: a starting job is no longer pending or preempted.
-  if (state) {
-    std::erase_if(jobs,
-                  [&](const JobRecord& rec) { return rec.state != *state; });
-  }
-  return jobs;
+  ASSIGN_OR_RETURN(JobPage page, ListJobsPage({.state = state}));
+  return std::move(page.jobs);
 }
 
 absl::StatusOr<JobRecord> MasterState::CancelJob(JobId id) {

@@ -51,7 +51,7 @@
 //
 // Durability: every public method that changes a job writes all its changes
 // (records and events) in one Store::Write before it returns; a job id is
-// returned only once Store::CreateJob succeeded. The record of a running job
+// returned only once Store::CreateJobs committed. The record of a running job
 // holds its executed time as of the start of its current run; reads
 // (GetJob, ListJobs) overlay the live value. A write re-reads from the
 // scheduler only the jobs marked dirty (acted on, re-queued at a wakeup, or
@@ -87,13 +87,25 @@
 // start) until node_timeout after Open; those not fully adopted by then are
 // stopped where found and become preempted.
 //
-// Thread-safety: every public method takes the one internal mutex.
+// Submissions (group commit, LevelDB's DBImpl::Write): concurrent SubmitJob
+// calls queue up; the one at the front leads, takes everything queued (at
+// most kMaxSubmitBatch), writes it in ONE store transaction (one fsync)
+// without holding the mutex, then under the mutex puts the new jobs into
+// the scheduler and the records, hands every writer its result and wakes
+// the next leader. A job is answered only once its transaction committed;
+// if it fails, every writer of the batch gets the error and nothing of it
+// is in memory. Request ids (idempotent retries) are matched by the store,
+// also within one batch.
+//
+// Thread-safety: every public method takes the one internal mutex (SubmitJob
+// only around its checks and its in-memory part, never across the fsync).
 #ifndef TIRESIAS_MASTER_MASTER_STATE_H_
 #define TIRESIAS_MASTER_MASTER_STATE_H_
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <memory>
@@ -158,14 +170,17 @@ class MasterState {
   MasterState(const MasterState&) = delete;
   MasterState& operator=(const MasterState&) = delete;
 
-  // Client API. Errors: InvalidArgument naming the field (gpus < 1, gpus
-  // more than the up nodes have, empty command), NotFound for an unknown
-  // id, FailedPrecondition for cancelling an ended job. With no node up,
-  // any positive GPU count is accepted and waits for nodes.
+  // Client API. Errors: InvalidArgument naming the field (a spec past a
+  // limit of job_limits.h or otherwise malformed: ValidateJobRequest; gpus
+  // more than the up nodes have), NotFound for an unknown id,
+  // FailedPrecondition for cancelling an ended job. With no node up, any
+  // positive GPU count is accepted and waits for nodes. SubmitJob(spec) is
+  // SubmitJob(spec, "") (below): always a new job.
   absl::StatusOr<JobId> SubmitJob(const JobRequest& spec);
   absl::StatusOr<JobRecord> GetJob(JobId id);
-  // `state` matches the state shown, kStarting included (a starting job is
-  // not listed as pending or preempted).
+  // Every job (ListJobsPage without limits). `state` matches the state
+  // shown, kStarting included (a starting job is not listed as pending or
+  // preempted).
   absl::StatusOr<std::vector<JobRecord>> ListJobs(
       std::optional<JobRecordState> state = std::nullopt);
   absl::StatusOr<JobRecord> CancelJob(JobId id);
@@ -491,6 +506,84 @@ class MasterState {
   std::mutex watch_mu_;
   std::condition_variable watch_cv_;
   uint64_t event_generation_ = 0;
+
+  // ======================================================================
+  // Client front door: idempotent, group-committed submissions and paged
+  // listings (master_front_door.cc).
+  // ======================================================================
+ public:
+  // Most submissions one transaction holds.
+  static constexpr size_t kMaxSubmitBatch = 1000;
+
+  struct SubmitResult {
+    JobId id = 0;
+    // `request_id` named a job submitted before (with the same spec): `id`
+    // is that job's and nothing new was created.
+    bool existing = false;
+
+    bool operator==(const SubmitResult&) const = default;
+  };
+  // Accepts a job once it is durable (see "Submissions" above). The spec
+  // and `request_id` (empty: none) are validated first, before queueing;
+  // then InvalidArgument as for SubmitJob(spec), AlreadyExists for a
+  // request id used before with another spec (naming that job), or the
+  // store's error for the whole batch. Blocks while another batch is being
+  // written; thread-safe.
+  absl::StatusOr<SubmitResult> SubmitJob(const JobRequest& spec,
+                                         std::string_view request_id);
+
+  // Which jobs ListJobsPage returns: every condition given holds.
+  struct JobListQuery {
+    // As shown: kStarting matches jobs whose launch is in progress (from
+    // memory); kPending and kPreempted exclude them.
+    std::optional<JobRecordState> state;
+    JobId after_id = 0;               // only ids > after_id (the page cursor)
+    std::optional<std::string> user;  // exactly
+    std::optional<std::string> name;  // exactly
+    std::optional<Seconds> submitted_since;  // submit_time >= this
+    int64_t limit = -1;                      // at most this many; < 0: no limit
+    int64_t max_bytes = -1;  // as JobQuery::max_bytes; < 0: no limit
+  };
+  // One page of jobs in id order, as GetJob shows them (live counters,
+  // starting), without events; `more` if jobs after the last one may match
+  // too. Filters and pages are evaluated by the store (SQL), so the cost
+  // follows the page, not the number of jobs; the mutex is held only to
+  // overlay the live view.
+  absl::StatusOr<JobPage> ListJobsPage(const JobListQuery& query);
+
+  // Submission batches written so far and the jobs they held (new or
+  // existing), since Open: batches < jobs shows submissions shared
+  // transactions.
+  struct SubmitStats {
+    int64_t batches = 0;
+    int64_t jobs = 0;
+  };
+  SubmitStats submit_stats();
+
+ private:
+  // One SubmitJob call waiting in submit_queue_ (lives on its caller's
+  // stack until `done`).
+  struct SubmitWriter {
+    const JobRequest* spec;
+    std::string_view request_id;
+    absl::StatusOr<SubmitResult> result;
+    bool done = false;
+    std::condition_variable cv;  // signalled under submit_mu_
+  };
+  // InvalidArgument if the up nodes have fewer GPUs than `spec` asks for.
+  // Takes mu_.
+  absl::Status CheckFitsCluster(const JobRequest& spec);
+  // The leader's work: writes `batch` in one transaction, then (under mu_)
+  // admits the new jobs and sets every writer's result. Holds no lock but
+  // the store's own during the write.
+  void WriteSubmitBatch(const std::vector<SubmitWriter*>& batch);
+  // ListJobsPage for kStarting: from the launches in memory.
+  JobPage ListStartingJobs(const JobListQuery& query);
+
+  // Never held together with mu_ (the leader takes them in turn).
+  std::mutex submit_mu_;
+  std::deque<SubmitWriter*> submit_queue_;  // guarded by submit_mu_
+  SubmitStats submit_stats_;                // guarded by submit_mu_
 };
 
 }  // namespace tiresias

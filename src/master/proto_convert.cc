@@ -51,8 +51,12 @@ void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
   out->set_user(spec.user);
   out->set_gpus(spec.num_gpus);
   out->mutable_command()->Assign(spec.command.begin(), spec.command.end());
-  out->mutable_env()->clear();
-  for (const auto& [key, value] : spec.env) (*out->mutable_env())[key] = value;
+  out->mutable_env()->Clear();
+  for (const auto& [key, value] : spec.env) {
+    v1::EnvVar* var = out->add_env();
+    var->set_key(key);
+    var->set_value(value);
+  }
   out->set_checkpoint_dir(spec.checkpoint_dir);
   out->set_model(spec.model);
 }
@@ -63,7 +67,8 @@ JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
   out.user = spec.user();
   out.num_gpus = spec.gpus();
   out.command.assign(spec.command().begin(), spec.command().end());
-  out.env.insert(spec.env().begin(), spec.env().end());
+  // A name given twice: the last one counts, as it would in a proto map.
+  for (const v1::EnvVar& var : spec.env()) out.env[var.key()] = var.value();
   out.checkpoint_dir = spec.checkpoint_dir();
   out.model = spec.model();
   return out;

@@ -19,8 +19,9 @@ v1::NodeState NodeStateToProto(NodeState state);
 absl::StatusOr<NodeState> NodeStateFromProto(v1::NodeState state);
 
 void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out);
-// Copies the fields as they are; validating them (GPU count, empty command)
-// is the caller's business.
+// Copies the fields as they are (env in name order; of a name given twice,
+// the last value); validating them (ValidateJobRequest) is the caller's
+// business.
 JobRequest JobSpecFromProto(const v1::JobSpec& spec);
 
 void JobEventToProto(const JobEvent& event, v1::JobEvent* out);

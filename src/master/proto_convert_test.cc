@@ -1,5 +1,11 @@
 #include "master/proto_convert.h"
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/dynamic_message.h>
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/message_differencer.h>
+
 #include <cctype>
 #include <string>
 
@@ -54,7 +60,9 @@ TEST(ProtoConvertTest, FullJobRecordRoundTrips) {
   JobToProto(record, &message);
   EXPECT_EQ(message.state(), v1::JOB_STATE_PREEMPTED);
   EXPECT_EQ(message.spec().gpus(), 8);
-  EXPECT_EQ(message.spec().env().at("B"), "two words");
+  ASSERT_EQ(message.spec().env_size(), 3);
+  EXPECT_EQ(message.spec().env(1).key(), "B");
+  EXPECT_EQ(message.spec().env(1).value(), "two words");
   EXPECT_TRUE(message.has_first_start_time());
   auto back = JobFromProto(ThroughWire(message));
   ASSERT_TRUE(back.ok()) << back.status();
@@ -83,6 +91,76 @@ TEST(ProtoConvertTest, AbsentOptionalsStayAbsent) {
   JobToProto(record, &message);
   EXPECT_TRUE(message.has_exit_code());
   EXPECT_EQ(JobFromProto(message)->exit_code, 0);
+}
+
+// JobSpec's text fields became bytes and its env map a list of EnvVar: a
+// message encoded with the old schema (strings and map<string, string>, as
+// an older client sends) parses into the new one with the same values, and
+// back.
+TEST(ProtoConvertTest, JobSpecIsWireCompatibleWithItsStringAndMapSchema) {
+  namespace pb = google::protobuf;
+  pb::FileDescriptorProto file;
+  file.set_name("old_spec.proto");
+  file.set_package("old");
+  file.set_syntax("proto3");
+  pb::DescriptorProto* spec = file.add_message_type();
+  spec->set_name("JobSpec");
+  auto field = [](pb::DescriptorProto* message, const char* name, int number,
+                  pb::FieldDescriptorProto::Type type, bool repeated) {
+    pb::FieldDescriptorProto* f = message->add_field();
+    f->set_name(name);
+    f->set_number(number);
+    f->set_type(type);
+    f->set_label(repeated ? pb::FieldDescriptorProto::LABEL_REPEATED
+                          : pb::FieldDescriptorProto::LABEL_OPTIONAL);
+    return f;
+  };
+  using T = pb::FieldDescriptorProto;
+  field(spec, "name", 1, T::TYPE_STRING, false);
+  field(spec, "gpus", 3, T::TYPE_INT32, false);
+  field(spec, "command", 4, T::TYPE_STRING, true);
+  pb::DescriptorProto* entry = spec->add_nested_type();
+  entry->set_name("EnvEntry");
+  entry->mutable_options()->set_map_entry(true);
+  field(entry, "key", 1, T::TYPE_STRING, false);
+  field(entry, "value", 2, T::TYPE_STRING, false);
+  field(spec, "env", 5, T::TYPE_MESSAGE, true)
+      ->set_type_name(".old.JobSpec.EnvEntry");
+  pb::DescriptorPool pool;
+  const pb::FileDescriptor* old_file = pool.BuildFile(file);
+  ASSERT_NE(old_file, nullptr);
+  pb::DynamicMessageFactory factory(&pool);
+  std::unique_ptr<pb::Message> old(
+      factory.GetPrototype(old_file->FindMessageTypeByName("JobSpec"))->New());
+  ASSERT_TRUE(pb::TextFormat::ParseFromString(
+      R"(name: "train" gpus: 2 command: "python3" command: "t.py"
+         env { key: "LR" value: "0.1" } env { key: "A" value: "b" })",
+      old.get()));
+
+  v1::JobSpec parsed;
+  ASSERT_TRUE(parsed.ParseFromString(old->SerializeAsString()));
+  JobRequest request = JobSpecFromProto(parsed);
+  EXPECT_EQ(request.name, "train");
+  EXPECT_EQ(request.num_gpus, 2);
+  EXPECT_EQ(request.command, (std::vector<std::string>{"python3", "t.py"}));
+  EXPECT_EQ(request.env,
+            (std::map<std::string, std::string>{{"A", "b"}, {"LR", "0.1"}}));
+
+  std::unique_ptr<pb::Message> back(old->New());
+  ASSERT_TRUE(back->ParseFromString(parsed.SerializeAsString()));
+  EXPECT_TRUE(pb::util::MessageDifferencer::Equals(*back, *old))
+      << back->DebugString();
+}
+
+TEST(ProtoConvertTest, ARepeatedEnvNameKeepsTheLastValue) {
+  v1::JobSpec spec;
+  for (const char* value : {"1", "2"}) {
+    v1::EnvVar* var = spec.add_env();
+    var->set_key("X");
+    var->set_value(value);
+  }
+  EXPECT_EQ(JobSpecFromProto(spec).env,
+            (std::map<std::string, std::string>{{"X", "2"}}));
 }
 
 TEST(ProtoConvertTest, EveryJobStateMapsBothWays) {

@@ -3,10 +3,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+#include "master/page_token.h"
 #include "master/proto_convert.h"
 
 namespace tiresias {
@@ -25,10 +28,12 @@ grpc::Status TiresiasService::SubmitJob(grpc::ServerContext*,
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "spec: must be set");
   }
-  absl::StatusOr<JobId> id = state_->SubmitJob(JobSpecFromProto(req->spec()));
-  if (!id.ok()) return ToGrpcStatus(id.status());
-  resp->set_job_id(*id);
-  Changed();
+  absl::StatusOr<MasterState::SubmitResult> submitted =
+      state_->SubmitJob(JobSpecFromProto(req->spec()), req->request_id());
+  if (!submitted.ok()) return ToGrpcStatus(submitted.status());
+  resp->set_job_id(submitted->id);
+  resp->set_existing(submitted->existing);
+  if (!submitted->existing) Changed();
   return grpc::Status::OK;
 }
 
@@ -41,21 +46,69 @@ grpc::Status TiresiasService::GetJob(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
+namespace {
+
+// The request's paging and filters, checked: InvalidArgument naming the
+// field.
+absl::StatusOr<MasterState::JobListQuery> ListQueryFromProto(
+    const v1::ListJobsRequest& req) {
+  MasterState::JobListQuery query;
+  if (req.page_size() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size: expected 0 (the default, ",
+                     TiresiasService::kDefaultPageSize, ") to ",
+                     TiresiasService::kMaxPageSize, ", got ", req.page_size()));
+  }
+  query.limit = req.page_size() == 0
+                    ? TiresiasService::kDefaultPageSize
+                    : std::min(req.page_size(), TiresiasService::kMaxPageSize);
+  query.max_bytes = TiresiasService::kPageBudgetBytes;
+  ASSIGN_OR_RETURN(query.after_id, DecodePageToken(req.page_token()));
+  if (req.has_state() && req.state() != v1::JOB_STATE_UNSPECIFIED) {
+    ASSIGN_OR_RETURN(query.state, JobStateFromProto(req.state()));
+  }
+  if (!req.user().empty()) query.user = req.user();
+  if (!req.name().empty()) query.name = req.name();
+  if (req.has_submitted_since()) {
+    if (!std::isfinite(req.submitted_since())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("submitted_since: expected Unix seconds, got ",
+                       req.submitted_since()));
+    }
+    query.submitted_since = Seconds{req.submitted_since()};
+  }
+  return query;
+}
+
+}  // namespace
+
 grpc::Status TiresiasService::ListJobs(grpc::ServerContext*,
                                        const v1::ListJobsRequest* req,
                                        v1::ListJobsResponse* resp) {
-  std::optional<JobRecordState> filter;
-  if (req->has_state() && req->state() != v1::JOB_STATE_UNSPECIFIED) {
-    absl::StatusOr<JobRecordState> state = JobStateFromProto(req->state());
-    if (!state.ok()) return ToGrpcStatus(state.status());
-    filter = *state;
+  absl::StatusOr<MasterState::JobListQuery> query = ListQueryFromProto(*req);
+  if (!query.ok()) return ToGrpcStatus(query.status());
+  absl::StatusOr<JobPage> page = state_->ListJobsPage(*query);
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  // The store cut the page at about kPageBudgetBytes; this bound on the
+  // exact encoding keeps an answer clear of gRPC's 4 MiB limit even if that
+  // estimate were off.
+  size_t bytes = 0;
+  bool cut = false;
+  for (const JobRecord& job : page->jobs) {
+    v1::Job out;
+    JobToProto(job, &out);
+    out.clear_events();
+    const size_t size = out.ByteSizeLong();
+    if (resp->jobs_size() > 0 && bytes + size > kMaxPageBytes) {
+      cut = true;
+      break;
+    }
+    bytes += size;
+    *resp->add_jobs() = std::move(out);
   }
-  absl::StatusOr<std::vector<JobRecord>> jobs = state_->ListJobs(filter);
-  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
-  for (const JobRecord& job : *jobs) {
-    v1::Job* out = resp->add_jobs();
-    JobToProto(job, out);
-    out->clear_events();
+  if ((page->more || cut) && resp->jobs_size() > 0) {
+    resp->set_next_page_token(
+        EncodePageToken(resp->jobs(resp->jobs_size() - 1).id()));
   }
   return grpc::Status::OK;
 }

@@ -5,6 +5,10 @@
 // FAILED_PRECONDITION, ...) with MasterState's one-line message; no request
 // can crash the master.
 //
+// SubmitJob validates the spec and request id and waits until the job is
+// durable (MasterState's group commit). ListJobs answers one page, filtered
+// and cut by the store (page_size, page_token, a byte budget).
+//
 // WatchEvents streams the stored events with sequence > after_sequence
 // (absent: from now on), then each new one once it is durable, for one job
 // or all, until the client cancels or Stop() (server shutdown: the stream
@@ -61,6 +65,16 @@ class TiresiasService final : public v1::Tiresias::Service {
   // Ends every open WatchEvents stream promptly (and any opened later).
   // Call before grpc::Server::Shutdown so that it need not wait for them.
   void Stop();
+
+  // ListJobs: jobs in a page when the request says 0, and at most.
+  static constexpr int kDefaultPageSize = 500;
+  static constexpr int kMaxPageSize = 5000;
+  // ListJobs ends a page once its jobs reach about this many bytes
+  // (MasterState::JobListQuery::max_bytes), and never lets the encoded jobs
+  // pass kMaxPageBytes: far below gRPC's 4 MiB, whatever the jobs' sizes (a
+  // job is at most about 270 KiB, job_limits.h).
+  static constexpr int64_t kPageBudgetBytes = 2 << 20;
+  static constexpr size_t kMaxPageBytes = 3 << 20;
 
   static constexpr std::chrono::milliseconds kWatchPoll{200};
   static constexpr std::chrono::milliseconds kAgentLogTimeout{5000};

@@ -146,37 +146,134 @@ absl::Status SqliteStore::Migrate(int from_version) {
   return update.Bind(1, absl::StrCat(kSchemaVersion)).Run();
 }
 
-absl::StatusOr<JobId> SqliteStore::CreateJob(const JobRequest& spec,
-                                             Seconds submit_time) {
+absl::StatusOr<JobId> Store::CreateJob(const JobRequest& spec,
+                                       Seconds submit_time) {
+  ASSIGN_OR_RETURN(std::vector<absl::StatusOr<CreatedJob>> created,
+                   CreateJobs({NewJob{spec, ""}}, submit_time));
+  if (!created[0].ok()) return created[0].status();
+  return created[0]->id;
+}
+
+absl::StatusOr<std::vector<JobRecord>> Store::ListJobs(
+    std::optional<JobRecordState> state) const {
+  JobQuery query;
+  if (state) query.states = {*state};
+  ASSIGN_OR_RETURN(JobPage page, QueryJobs(query));
+  return std::move(page.jobs);
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> SqliteStore::CreateJobs(
+    const std::vector<NewJob>& jobs, Seconds submit_time) {
   if (!std::isfinite(submit_time.count())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "submit_time: expected a finite number, got ", submit_time.count()));
   }
-  ASSIGN_OR_RETURN(std::string command,
-                   store_internal::EncodeStrings(spec.command, "command"));
-  ASSIGN_OR_RETURN(std::string env, store_internal::EncodeEnv(spec.env));
+  // Each job's outcome; a refused one is skipped by the transaction.
+  std::vector<absl::StatusOr<CreatedJob>> out(jobs.size(), CreatedJob{});
+  // The JSON columns, encoded before the transaction; a job whose strings
+  // cannot be is refused alone.
+  std::vector<std::pair<std::string, std::string>> encoded(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    absl::StatusOr<std::string> command =
+        store_internal::EncodeStrings(jobs[i].spec.command, "command");
+    absl::StatusOr<std::string> env =
+        store_internal::EncodeEnv(jobs[i].spec.env);
+    if (!command.ok() || !env.ok()) {
+      out[i] = !command.ok() ? command.status() : env.status();
+      continue;
+    }
+    encoded[i] = {std::move(*command), std::move(*env)};
+  }
 
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!out[i].ok()) continue;
+    const NewJob& job = jobs[i];
+    if (!job.request_id.empty()) {
+      // Sees the rows this transaction inserted, so a request id repeated
+      // within the batch finds its first use too.
+      ASSIGN_OR_RETURN(std::optional<JobRecord> used,
+                       FindByRequestId(job.request_id));
+      if (used) {
+        if (used->spec == job.spec) {
+          out[i] = CreatedJob{used->id, true};
+        } else {
+          out[i] = absl::AlreadyExistsError(absl::StrCat(
+              "request_id \"", job.request_id, "\": already used for job ",
+              used->id, ", submitted with a different spec"));
+        }
+        continue;
+      }
+    }
+    ASSIGN_OR_RETURN(JobId id, InsertJobLocked(job, encoded[i].first,
+                                               encoded[i].second, submit_time));
+    out[i] = CreatedJob{id, false};
+  }
+  RETURN_IF_ERROR(CommitLocked(txn));
+  return out;
+}
+
+absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
+                                                   const std::string& command,
+                                                   const std::string& env,
+                                                   Seconds submit_time) {
+  const JobRequest& spec = job.spec;
   {
     ASSIGN_OR_RETURN(
         SqliteQuery insert,
         db_->Prepare(absl::StrCat(
             "INSERT INTO jobs (", kJobColumns,
             ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0, 0, "
-            "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0)")));
-    insert.Bind(1, spec.name).Bind(2, spec.user)
-        .Bind(3, int64_t{spec.num_gpus}).Bind(4, command).Bind(5, env)
-        .Bind(6, spec.checkpoint_dir).Bind(7, spec.model)
-        .Bind(8, submit_time.count());
-    RETURN_IF_ERROR(insert.Run());
+            "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0, ?9)")));
+    std::optional<std::string_view> request_id;
+    if (!job.request_id.empty()) request_id = job.request_id;
+    insert.Bind(1, spec.name)
+        .Bind(2, spec.user)
+        .Bind(3, int64_t{spec.num_gpus})
+        .Bind(4, command)
+        .Bind(5, env)
+        .Bind(6, spec.checkpoint_dir)
+        .Bind(7, spec.model)
+        .Bind(8, submit_time.count())
+        .Bind(9, request_id);
+    absl::Status status = insert.Run();
+    if (insert.last_error_code() == SQLITE_CONSTRAINT_UNIQUE) {
+      // FindByRequestId looked first under the same lock: only a hand edit
+      // gets here.
+      return absl::AlreadyExistsError(
+          absl::StrCat("request_id \"", job.request_id, "\": already used"));
+    }
+    RETURN_IF_ERROR(status);
   }
   JobId id = db_->LastInsertRowId();
   RETURN_IF_ERROR(AppendEventLocked(JobEvent{
       id, 0, submit_time, "submitted",
       absl::StrCat(spec.num_gpus, spec.num_gpus == 1 ? " GPU" : " GPUs")}));
-  RETURN_IF_ERROR(txn.Commit());
   return id;
+}
+
+absl::StatusOr<std::optional<JobRecord>> SqliteStore::FindByRequestId(
+    const std::string& request_id) const {
+  ASSIGN_OR_RETURN(SqliteQuery query, db_->Prepare(absl::StrCat(
+                                          "SELECT ", kJobColumns,
+                                          " FROM jobs WHERE request_id = ?")));
+  query.Bind(1, request_id);
+  ASSIGN_OR_RETURN(bool row, query.Step());
+  if (!row) return std::optional<JobRecord>();
+  ASSIGN_OR_RETURN(JobRecord job, DecodeJob(query, db_->path()));
+  return std::optional<JobRecord>(std::move(job));
+}
+
+absl::Status SqliteStore::CommitLocked(SqliteTransaction& txn) {
+  RETURN_IF_ERROR(txn.Commit());
+  ++commits_;
+  return absl::OkStatus();
+}
+
+int64_t SqliteStore::commits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return commits_;
 }
 
 absl::Status SqliteStore::Write(const StoreWrite& write) {
@@ -207,7 +304,7 @@ absl::Status SqliteStore::Write(const StoreWrite& write) {
   for (const LaunchRecord& launch : write.launches) {
     RETURN_IF_ERROR(InsertLaunchLocked(launch));
   }
-  return txn.Commit();
+  return CommitLocked(txn);
 }
 
 absl::Status SqliteStore::InsertLaunchLocked(const LaunchRecord& launch) {
@@ -357,13 +454,49 @@ absl::StatusOr<JobRecord> SqliteStore::GetJob(JobId id) const {
   return std::move(jobs[0]);
 }
 
-absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs(
-    std::optional<JobRecordState> state) const {
+absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
+  // The conditions, each with its own numbered parameter, so that one
+  // prepared statement serves each combination of filters.
+  std::string where = "WHERE id > ?1";
+  if (!q.states.empty()) {
+    std::string list;
+    for (JobRecordState state : q.states) {
+      // Names come from our own table of states: safe to inline.
+      absl::StrAppend(&list, list.empty() ? "'" : ", '",
+                      std::string(JobRecordStateName(state)), "'");
+    }
+    absl::StrAppend(&where, " AND state IN (", list, ")");
+  }
+  if (q.user) absl::StrAppend(&where, " AND user = ?2");
+  if (q.name) absl::StrAppend(&where, " AND name = ?3");
+  if (q.submitted_since) absl::StrAppend(&where, " AND submit_time >= ?4");
   std::lock_guard<std::mutex> lock(mu_);
-  if (!state) return SelectJobs("", 0);
-  // One prepared statement per state keeps the binding trivial.
-  return SelectJobs(
-      absl::StrCat("WHERE state = '", std::string(JobRecordStateName(*state)), "'"), 0);
+  ASSIGN_OR_RETURN(SqliteQuery query, db_->Prepare(absl::StrCat(
+                                          "SELECT ", kJobColumns, " FROM jobs ",
+                                          where, " ORDER BY id LIMIT ?5")));
+  query.Bind(1, int64_t{q.after_id});
+  if (q.user) query.Bind(2, std::string_view(*q.user));
+  if (q.name) query.Bind(3, std::string_view(*q.name));
+  if (q.submitted_since) query.Bind(4, q.submitted_since->count());
+  // One row past the limit tells whether there is more.
+  query.Bind(5, q.limit < 0 ? int64_t{-1} : q.limit + 1);
+  JobPage page;
+  int64_t bytes = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) return page;
+    ASSIGN_OR_RETURN(JobRecord job, DecodeJob(query, db_->path()));
+    const int64_t size = ApproxEncodedBytes(job);
+    const bool full =
+        (q.limit >= 0 && static_cast<int64_t>(page.jobs.size()) >= q.limit) ||
+        (q.max_bytes >= 0 && !page.jobs.empty() && bytes + size > q.max_bytes);
+    if (full) {
+      page.more = true;
+      return page;
+    }
+    bytes += size;
+    page.jobs.push_back(std::move(job));
+  }
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListUnfinishedJobs()
@@ -406,17 +539,24 @@ absl::StatusOr<int64_t> SqliteStore::UpsertNode(const NodeRecord& node) {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(
       SqliteQuery upsert,
-      db_->Prepare("INSERT INTO nodes (name, address, gpus, state, "
-                   "last_heartbeat) VALUES (?, ?, ?, ?, ?) "
-                   "ON CONFLICT (name) DO UPDATE SET address = excluded.address, "
-                   "gpus = excluded.gpus, state = excluded.state, "
-                   "last_heartbeat = excluded.last_heartbeat RETURNING id"));
-  upsert.Bind(1, node.name).Bind(2, node.address).Bind(3, int64_t{node.gpus})
-      .Bind(4, NodeStateName(node.state)).Bind(5, node.last_heartbeat.count());
+      db_->Prepare(
+          "INSERT INTO nodes (name, address, gpus, state, "
+          "last_heartbeat, agent_token_hash) VALUES (?, ?, ?, ?, ?, ?) "
+          "ON CONFLICT (name) DO UPDATE SET address = excluded.address, "
+          "gpus = excluded.gpus, state = excluded.state, "
+          "last_heartbeat = excluded.last_heartbeat, "
+          "agent_token_hash = excluded.agent_token_hash RETURNING id"));
+  upsert.Bind(1, node.name)
+      .Bind(2, node.address)
+      .Bind(3, int64_t{node.gpus})
+      .Bind(4, NodeStateName(node.state))
+      .Bind(5, node.last_heartbeat.count())
+      .Bind(6, node.agent_token_hash);
   ASSIGN_OR_RETURN(bool row, upsert.Step());
   if (!row) return absl::InternalError("node upsert returned no id");
   int64_t id = upsert.Int(0);
   RETURN_IF_ERROR(upsert.Run());  // finishes (and commits) the statement
+  ++commits_;
   return id;
 }
 

@@ -9,11 +9,14 @@
 //   ASSIGN_OR_RETURN(std::unique_ptr<Store> store,
 //                    SqliteStore::Open(state_dir + "/state.db"));
 //   ASSIGN_OR_RETURN(JobId id, store->CreateJob(request, now));
+//   ASSIGN_OR_RETURN(auto created, store->CreateJobs({{a, "req-1"}, {b, ""}},
+//                                                    now));
 //   record.state = JobRecordState::kRunning;
 //   RETURN_IF_ERROR(store->UpdateJob(record, {{id, 0, now, "started", ""}}));
 //
 // Methods never throw; they are thread-safe (one internal mutex: calls are
-// serialized, each write costs one fsync).
+// serialized, each write costs one fsync; CreateJobs writes a whole batch
+// of submissions with one).
 #ifndef TIRESIAS_MASTER_STORE_H_
 #define TIRESIAS_MASTER_STORE_H_
 
@@ -31,6 +34,7 @@
 namespace tiresias {
 
 class SqliteDb;
+class SqliteTransaction;
 
 // Counts over every job ever stored (for metrics).
 struct JobTotals {
@@ -63,16 +67,65 @@ struct StoreWrite {
   std::vector<LaunchRecord> launches;
 };
 
+// One job for Store::CreateJobs.
+struct NewJob {
+  JobRequest spec;
+  // The client's idempotency key (SubmitJobRequest.request_id); empty: none.
+  std::string request_id;
+};
+
+// What became of one NewJob.
+struct CreatedJob {
+  JobId id = 0;
+  // Its request_id named a job stored before (or earlier in the batch):
+  // `id` is that job's and nothing was written for this one.
+  bool existing = false;
+};
+
+// Which jobs Store::QueryJobs returns: every condition given holds.
+struct JobQuery {
+  // Only jobs stored in one of these states; empty: any. (kStarting is
+  // never stored, so it matches nothing.)
+  std::vector<JobRecordState> states;
+  JobId after_id = 0;               // only ids > after_id (the page cursor)
+  std::optional<std::string> user;  // exactly this user
+  std::optional<std::string> name;  // exactly this name
+  std::optional<Seconds> submitted_since;  // submit_time >= this
+  int64_t limit = -1;  // at most this many jobs; < 0: no limit
+  // The page stops before the job that would take the sum of
+  // ApproxEncodedBytes past this, but always holds at least one job;
+  // < 0: no limit.
+  int64_t max_bytes = -1;
+};
+
+// A page of QueryJobs.
+struct JobPage {
+  std::vector<JobRecord> jobs;  // id order, events empty
+  // True if a job after the last one matches too (the page was cut by
+  // limit or max_bytes): ask again with after_id = the last id.
+  bool more = false;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
 
-  // Records a new pending job submitted at `submit_time`, with a
-  // "submitted" event, and returns its id: greater than every id this store
-  // ever returned, also across restarts. The spec is stored as given; the
-  // caller validates it.
-  virtual absl::StatusOr<JobId> CreateJob(const JobRequest& spec,
-                                          Seconds submit_time) = 0;
+  // Records new pending jobs submitted at `submit_time`, each with a
+  // "submitted" event, in ONE transaction (one fsync for the batch), and
+  // says what became of each, in order. New ids are greater than every id
+  // this store ever returned, also across restarts, and follow the batch's
+  // order. A job whose request_id names a stored job (or one earlier in the
+  // batch) is not written again: with the same spec it gets that job's id
+  // and `existing`; with another spec, AlreadyExists naming that job. A job
+  // that cannot be stored (a string that is not UTF-8) gets InvalidArgument
+  // alone. The outer status fails (and nothing is written) when the
+  // transaction does, or for a non-finite `submit_time`. Specs are stored
+  // as given; the caller validates them.
+  virtual absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> CreateJobs(
+      const std::vector<NewJob>& jobs, Seconds submit_time) = 0;
+
+  // A batch of one job without a request id: its id.
+  absl::StatusOr<JobId> CreateJob(const JobRequest& spec, Seconds submit_time);
 
   // Applies `write` in one transaction. NotFound (and nothing written) if
   // any job or event names a job that does not exist.
@@ -91,9 +144,13 @@ class Store {
 
   // The job with its event history; NotFound if there is none.
   virtual absl::StatusOr<JobRecord> GetJob(JobId id) const = 0;
-  // Jobs in id order, without events; only those in `state` if given.
-  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(
-      std::optional<JobRecordState> state = std::nullopt) const = 0;
+  // One page of the jobs `query` selects, in id order, without events;
+  // filtered and cut by the database, so its cost follows the page, not
+  // the store (indexed by id, and by state, user and name).
+  virtual absl::StatusOr<JobPage> QueryJobs(const JobQuery& query) const = 0;
+  // Every job in id order, without events; only those in `state` if given.
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(
+      std::optional<JobRecordState> state = std::nullopt) const;
   // Pending, running and preempted jobs in id order, without events: what a
   // restarted master reloads into its scheduler.
   virtual absl::StatusOr<std::vector<JobRecord>> ListUnfinishedJobs() const = 0;
@@ -130,8 +187,9 @@ class SqliteStore final : public Store {
  public:
   // The schema version this build writes; Open upgrades files with an older
   // one in place (1 -> 2 adds jobs.failed_starts, 2 -> 3 the launches
-  // table) and refuses newer ones.
-  static constexpr int kSchemaVersion = 3;
+  // table, 3 -> 4 jobs.request_id with its unique index, indexes by user
+  // and by name, and nodes.agent_token_hash) and refuses newer ones.
+  static constexpr int kSchemaVersion = 4;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the
@@ -142,12 +200,11 @@ class SqliteStore final : public Store {
       const std::string& path, SqliteStoreOptions options = {});
   ~SqliteStore() override;
 
-  absl::StatusOr<JobId> CreateJob(const JobRequest& spec,
-                                  Seconds submit_time) override;
+  absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> CreateJobs(
+      const std::vector<NewJob>& jobs, Seconds submit_time) override;
   absl::Status Write(const StoreWrite& write) override;
   absl::StatusOr<JobRecord> GetJob(JobId id) const override;
-  absl::StatusOr<std::vector<JobRecord>> ListJobs(
-      std::optional<JobRecordState> state = std::nullopt) const override;
+  absl::StatusOr<JobPage> QueryJobs(const JobQuery& query) const override;
   absl::StatusOr<std::vector<JobRecord>> ListUnfinishedJobs() const override;
   absl::StatusOr<std::vector<JobEvent>> Events(JobId job) const override;
   absl::StatusOr<std::vector<JobEvent>> EventsAfter(int64_t after_sequence,
@@ -157,6 +214,10 @@ class SqliteStore final : public Store {
       JobId job, int attempt) const override;
   absl::StatusOr<int64_t> UpsertNode(const NodeRecord& node) override;
   absl::StatusOr<std::vector<NodeRecord>> ListNodes() const override;
+
+  // Write transactions committed since Open (each one fsync): what tests
+  // and benchmarks read to see submissions share transactions.
+  int64_t commits() const;
 
  private:
   explicit SqliteStore(std::unique_ptr<SqliteDb> db);
@@ -175,9 +236,18 @@ class SqliteStore final : public Store {
                                                      int64_t arg,
                                                      int64_t limit) const;
   absl::Status CheckJobExists(JobId id) const;
+  // The stored job submitted with `request_id`, if any.
+  absl::StatusOr<std::optional<JobRecord>> FindByRequestId(
+      const std::string& request_id) const;
+  absl::StatusOr<JobId> InsertJobLocked(const NewJob& job,
+                                        const std::string& command,
+                                        const std::string& env,
+                                        Seconds submit_time);
+  absl::Status CommitLocked(SqliteTransaction& txn);
 
   mutable std::mutex mu_;
   std::unique_ptr<SqliteDb> db_;
+  int64_t commits_ = 0;  // guarded by mu_
 };
 
 }  // namespace tiresias

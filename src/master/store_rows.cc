@@ -202,6 +202,7 @@ absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
   r.nodes = in.Strings(21, "nodes");
   r.exit_code = in.OptionalInt(22, "exit_code");
   r.failed_starts = in.Int(23, "failed_starts");
+  if (!row.IsNull(24)) r.request_id = in.Text(24, "request_id");
   if (!in.status().ok()) return in.status();
   return r;
 }
@@ -231,6 +232,7 @@ absl::StatusOr<NodeRecord> DecodeNode(const SqliteQuery& row,
   n.gpus = in.Int(3, "gpus");
   n.state = in.Parsed(ParseNodeState(in.Text(4, "state")), 4, "state");
   n.last_heartbeat = Seconds{in.Real(5, "last_heartbeat")};
+  n.agent_token_hash = in.Text(6, "agent_token_hash");
   if (!in.status().ok()) return in.status();
   return n;
 }

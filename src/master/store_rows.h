@@ -63,6 +63,14 @@ inline constexpr const char* kMigrations[] = {
     "  rank INTEGER NOT NULL,"
     "  node TEXT NOT NULL,"
     "  PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID",
+    // 4: the client's idempotency key of a submission (NULL when it gave
+    // none; NULLs never collide in a unique index), listing filters by
+    // user and by name in id order, and the hash of a node's agent token.
+    "ALTER TABLE jobs ADD COLUMN request_id TEXT;"
+    "CREATE UNIQUE INDEX jobs_by_request_id ON jobs (request_id);"
+    "CREATE INDEX jobs_by_user ON jobs (user, id);"
+    "CREATE INDEX jobs_by_name ON jobs (name, id);"
+    "ALTER TABLE nodes ADD COLUMN agent_token_hash TEXT NOT NULL DEFAULT ''",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =
@@ -73,11 +81,12 @@ inline constexpr char kJobColumns[] =
     "id, name, user, gpus, command, env, checkpoint_dir, model, state, "
     "queue, attained_gpu_seconds, executed_seconds, total_executed_seconds, "
     "submit_time, first_start_time, end_time, last_stop_time, preemptions, "
-    "promotions, restarts, attempt, nodes, exit_code, failed_starts";
+    "promotions, restarts, attempt, nodes, exit_code, failed_starts, "
+    "request_id";
 inline constexpr char kEventColumns[] =
     "sequence, job_id, time, kind, detail";
 inline constexpr char kNodeColumns[] =
-    "id, name, address, gpus, state, last_heartbeat";
+    "id, name, address, gpus, state, last_heartbeat, agent_token_hash";
 
 // JSON text of a string list / map. InvalidArgument naming `field` if a
 // string is not valid UTF-8.

@@ -9,12 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "cli_fixture.h"
 #include "core/testing/test_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "cli_fixture.h"
 #include "master_process.h"
 #include "nlohmann/json.hpp"
+#include "one_line_error.h"
 #include "subprocess.h"
 
 namespace tiresias::cluster_test {
@@ -42,21 +43,7 @@ class ClusterCliTest : public ::testing::Test {
   // `tiresias command --master <the master> args...`.
   ProcessResult Client(const std::string& command,
                        const std::vector<std::string>& args = {}) {
-    std::vector<std::string> argv = {TIRESIAS_BINARY, command, "--master",
-                                     master_->address()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunProcess(argv);
-  }
-
-  // Expects a failure with exactly one "tiresias: " line on stderr.
-  static void ExpectOneLineError(const ProcessResult& r,
-                                 const std::string& part) {
-    EXPECT_NE(r.exit_code, 0) << r.out;
-    EXPECT_NE(r.exit_code, -1) << "crashed or hung: " << r.err;
-    EXPECT_THAT(r.err, StartsWith("tiresias: "));
-    EXPECT_THAT(r.err, HasSubstr(part));
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_EQ(r.out, "");
+    return RunClient(TIRESIAS_BINARY, *master_, command, args);
   }
 
   std::string Submit(const std::vector<std::string>& args) {
@@ -168,8 +155,9 @@ TEST_F(ClusterCliTest, UnreachableMasterNamesTheAddress) {
   }
   // $TIRESIAS_MASTER is the default for --master.
   setenv("TIRESIAS_MASTER", address.c_str(), 1);
-  ProcessResult r =
-      RunProcess({TIRESIAS_BINARY, "submit", "--gpus", "1", "--", "/bin/true"});
+  // (--retry-for 1: submit retries an unreachable master, 30 s by default.)
+  ProcessResult r = RunProcess({TIRESIAS_BINARY, "submit", "--gpus", "1",
+                                "--retry-for", "1", "--", "/bin/true"});
   unsetenv("TIRESIAS_MASTER");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr(address));

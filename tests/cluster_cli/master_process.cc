@@ -93,4 +93,14 @@ int UnusedPort() {
   return ntohs(addr.sin_port);
 }
 
+cli_test::ProcessResult RunClient(const std::string& binary,
+                                  const MasterProcess& master,
+                                  const std::string& command,
+                                  const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {binary, command, "--master",
+                                   master.address()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return cli_test::RunProcess(argv);
+}
+
 }  // namespace tiresias::cluster_test

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "subprocess.h"
+
 namespace tiresias::cluster_test {
 
 class MasterProcess {
@@ -40,6 +42,12 @@ class MasterProcess {
 
 // A 127.0.0.1 port nothing listens on (bound, then closed).
 int UnusedPort();
+
+// Runs `binary command --master <master's address> args...` to its end.
+cli_test::ProcessResult RunClient(const std::string& binary,
+                                  const MasterProcess& master,
+                                  const std::string& command,
+                                  const std::vector<std::string>& args = {});
 
 }  // namespace tiresias::cluster_test
 

@@ -1,0 +1,202 @@
+// `tiresias submit`: checks the spec against the master's limits before
+// sending it (the same ValidateJobRequest), then submits it with a random
+// request id, retrying with that same id while the master is unreachable or
+// slow (UNAVAILABLE, DEADLINE_EXCEEDED), with exponential backoff for up to
+// --retry-for seconds. The request id makes the retries safe: a submission
+// that was accepted but whose answer was lost is found again, not created
+// twice.
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/cluster_client.h"
+#include "cli/cluster_commands.h"
+#include "master/job_validation.h"
+
+namespace tiresias {
+namespace {
+
+using cli::Fail;
+using cli::MasterClient;
+
+// Backoff between attempts: doubles from the first to the most, with
+// +-20% jitter so that many clients do not retry in step.
+constexpr std::chrono::milliseconds kFirstBackoff{100};
+constexpr std::chrono::milliseconds kMostBackoff{4000};
+
+struct SubmitFlags {
+  std::string master;
+  int gpus = 0;
+  std::string name;
+  std::string checkpoint_dir;
+  std::vector<std::string> env;
+  std::vector<std::string> command;
+  double retry_for_seconds = 30;
+};
+
+std::string LoginName() {
+  if (const char* user = std::getenv("USER"); user && user[0]) return user;
+  if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_name) {
+    return pw->pw_name;
+  }
+  return "";
+}
+
+// 128 random bits from std::random_device, as 32 hex digits.
+std::string NewRequestId() {
+  std::random_device random;
+  std::string id;
+  for (int i = 0; i < 4; ++i) {
+    absl::StrAppendFormat(&id, "%08x", static_cast<uint32_t>(random()));
+  }
+  return id;
+}
+
+// The spec the flags describe, or a one-line error about a flag.
+absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f) {
+  JobRequest spec;
+  spec.num_gpus = f.gpus;
+  spec.user = LoginName();
+  spec.checkpoint_dir = f.checkpoint_dir;
+  spec.command = f.command;
+  spec.name = !f.name.empty() || f.command.empty()
+                  ? f.name
+                  : std::filesystem::path(f.command[0]).filename().string();
+  for (const std::string& kv : f.env) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--env ", QuoteForError(kv), ": expected KEY=VALUE"));
+    }
+    spec.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return spec;
+}
+
+v1::SubmitJobRequest ToRequest(const JobRequest& spec) {
+  v1::SubmitJobRequest req;
+  v1::JobSpec& out = *req.mutable_spec();
+  out.set_name(spec.name);
+  out.set_user(spec.user);
+  out.set_gpus(spec.num_gpus);
+  for (const std::string& arg : spec.command) out.add_command(arg);
+  for (const auto& [key, value] : spec.env) {
+    v1::EnvVar* var = out.add_env();
+    var->set_key(key);
+    var->set_value(value);
+  }
+  out.set_checkpoint_dir(spec.checkpoint_dir);
+  out.set_model(spec.model);
+  req.set_request_id(NewRequestId());
+  return req;
+}
+
+bool Retriable(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
+
+int Submit(const SubmitFlags& f) {
+  const std::string hint = f.command.empty()
+                               ? " (give the command after --, e.g. `tiresias "
+                                 "submit --gpus 1 -- python3 train.py`)"
+                               : "";
+  absl::StatusOr<JobRequest> spec = SpecFromFlags(f);
+  if (!spec.ok()) return Fail(std::string(spec.status().message()));
+  // What the master would refuse is refused here, in the same words.
+  if (absl::Status valid = ValidateJobRequest(*spec); !valid.ok()) {
+    return Fail(absl::StrCat("submit: ", valid.message(), hint));
+  }
+  const v1::SubmitJobRequest req = ToRequest(*spec);
+  MasterClient client(f.master);
+  using Clock = std::chrono::steady_clock;
+  const auto retry_for = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::max(0.0, f.retry_for_seconds)));
+  const auto give_up = Clock::now() + retry_for;
+  std::mt19937 jitter(std::random_device{}());
+  std::chrono::milliseconds backoff = kFirstBackoff;
+  bool told = false;
+  while (true) {
+    // No attempt outlives the retry window by much (but each gets 1 s).
+    auto context = client.Context();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        give_up - Clock::now());
+    if (left < cli::kRpcDeadline) {
+      context->set_deadline(
+          std::chrono::system_clock::now() +
+          std::max<std::chrono::milliseconds>(left, std::chrono::seconds(1)));
+    }
+    v1::SubmitJobResponse resp;
+    grpc::Status status = client.stub().SubmitJob(context.get(), req, &resp);
+    if (status.ok()) {
+      std::printf("%lld\n", static_cast<long long>(resp.job_id()));
+      return 0;
+    }
+    std::string line = cli::DescribeRpcError(status, f.master, "submit");
+    if (!Retriable(status)) {
+      if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+        absl::StrAppend(&line, hint);
+      }
+      return Fail(line);
+    }
+    const auto pause = std::chrono::milliseconds(static_cast<int64_t>(
+        backoff.count() *
+        std::uniform_real_distribution<double>(0.8, 1.2)(jitter)));
+    if (Clock::now() + pause >= give_up) {
+      return Fail(absl::StrFormat(
+          "submit: gave up after retrying for %.0f s: %s (if the master "
+          "accepted the job meanwhile, `tiresias jobs --name %s` shows it)",
+          f.retry_for_seconds, line, spec->name));
+    }
+    if (!told && isatty(STDERR_FILENO)) {
+      std::fprintf(stderr,
+                   "tiresias: the master at %s does not answer; retrying for "
+                   "up to %.0f s (Ctrl-C to stop)\n",
+                   f.master.c_str(), f.retry_for_seconds);
+      told = true;
+    }
+    std::this_thread::sleep_for(pause);
+    backoff = std::min(backoff * 2, kMostBackoff);
+    client.Reconnect();
+  }
+}
+
+}  // namespace
+
+void AddSubmitCommand(CLI::App& app, int* exit_code) {
+  auto submit = std::make_shared<SubmitFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "submit",
+      "Submit a job; prints its id. The command comes after --, e.g. "
+      "`tiresias submit --gpus 2 -- python3 train.py --steps 100`. Retries "
+      "safely (the same request id) while the master is unreachable.");
+  cli::AddMasterFlag(cmd, &submit->master);
+  cmd->add_option("--gpus", submit->gpus, "GPUs the job needs, all at once")
+      ->required();
+  cmd->add_option("--name", submit->name,
+                  "Label for listings (default: the command's base name)");
+  cmd->add_option("--checkpoint-dir", submit->checkpoint_dir,
+                  "Where the job checkpoints (default: chosen by the master)");
+  // One value per --env: a greedy vector option would swallow the `--`.
+  cmd->add_option("--env", submit->env,
+                  "KEY=VALUE for every task's environment; repeatable")
+      ->allow_extra_args(false);
+  cmd->add_option("--retry-for", submit->retry_for_seconds,
+                  "Seconds to keep retrying a master that is unreachable or "
+                  "does not answer (default 30)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("command", submit->command, "The command to run, after --");
+  cmd->callback([submit, exit_code] { *exit_code = Submit(*submit); });
+}
+
+}  // namespace tiresias

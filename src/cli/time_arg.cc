@@ -1,0 +1,52 @@
+#include "cli/time_arg.h"
+
+#include <cmath>
+#include <ctime>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/to_absl.h"
+
+namespace tiresias::cli {
+namespace {
+
+// The local time `text` names in `format`, if all of `text` is that and the
+// date exists.
+bool ParseLocal(const std::string& text, const char* format, double* out) {
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), format, &tm);
+  if (end == nullptr || *end != '\0') return false;
+  const std::tm asked = tm;
+  tm.tm_isdst = -1;  // let the zone's rules say
+  const std::time_t t = std::mktime(&tm);
+  if (t == static_cast<std::time_t>(-1)) return false;
+  // mktime normalizes 2024-02-30 to March 1st: not what was written.
+  if (tm.tm_year != asked.tm_year || tm.tm_mon != asked.tm_mon ||
+      tm.tm_mday != asked.tm_mday) {
+    return false;
+  }
+  *out = static_cast<double>(t);
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<double> ParseTimeArg(std::string_view flag,
+                                    std::string_view text) {
+  const std::string value(text);
+  double seconds = 0;
+  if (absl::SimpleAtod(value, &seconds) && std::isfinite(seconds) &&
+      value.find_first_not_of("0123456789.") == std::string::npos) {
+    return seconds;
+  }
+  if (ParseLocal(value, "%Y-%m-%dT%H:%M:%S", &seconds) ||
+      ParseLocal(value, "%Y-%m-%d", &seconds)) {
+    return seconds;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      ToAbsl(flag), " ", value,
+      ": expected Unix seconds or a local date YYYY-MM-DD[THH:MM:SS]"));
+}
+
+}  // namespace tiresias::cli

@@ -1,0 +1,21 @@
+// Instants given on the command line (`tiresias jobs --since TIME`): Unix
+// seconds, or a local date and time as a person writes it.
+#ifndef TIRESIAS_CLI_TIME_ARG_H_
+#define TIRESIAS_CLI_TIME_ARG_H_
+
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace tiresias::cli {
+
+// Unix seconds for `text`: a number ("1700000000", "1700000000.5"), or a
+// date in the local time zone, "YYYY-MM-DD" (its midnight) or
+// "YYYY-MM-DDTHH:MM:SS". InvalidArgument naming `flag` and the accepted
+// forms for anything else, an impossible date ("2024-02-30") included.
+absl::StatusOr<double> ParseTimeArg(std::string_view flag,
+                                    std::string_view text);
+
+}  // namespace tiresias::cli
+
+#endif  // TIRESIAS_CLI_TIME_ARG_H_

@@ -1,0 +1,44 @@
+// The limits a job spec must keep to be accepted (SubmitJob), in one place:
+// the master enforces them (job_validation.h), the CLI checks them before
+// sending, and proto/tiresias.proto and docs/ARCHITECTURE.md quote them.
+//
+// Why limits at all: a spec is stored, listed and sent to agents for the
+// job's whole life, so one has to stay far below gRPC's 4 MiB message limit
+// (a ListJobs page of them too), and a spec the agent would refuse (an
+// environment variable name it cannot set) must be refused at submission,
+// not after three failed starts.
+#ifndef TIRESIAS_MASTER_JOB_LIMITS_H_
+#define TIRESIAS_MASTER_JOB_LIMITS_H_
+
+#include <cstddef>
+
+namespace tiresias::job_limits {
+
+// JobSpec.name, .user, .model, .checkpoint_dir: at most this many bytes.
+inline constexpr size_t kMaxNameBytes = 256;
+inline constexpr size_t kMaxUserBytes = 64;
+inline constexpr size_t kMaxModelBytes = 64;
+inline constexpr size_t kMaxCheckpointDirBytes = 4096;
+
+// JobSpec.command: 1 to kMaxCommandArgs arguments (argv[0] non-empty) of at
+// most kMaxCommandBytes together.
+inline constexpr size_t kMaxCommandArgs = 4096;
+inline constexpr size_t kMaxCommandBytes = 128 * 1024;
+
+// JobSpec.env: at most kMaxEnvEntries variables; each name matches
+// [A-Za-z_][A-Za-z0-9_]* and has at most kMaxEnvKeyBytes, each value at most
+// kMaxEnvValueBytes; names and values together at most kMaxEnvBytes.
+inline constexpr size_t kMaxEnvEntries = 1024;
+inline constexpr size_t kMaxEnvKeyBytes = 256;
+inline constexpr size_t kMaxEnvValueBytes = 32 * 1024;
+inline constexpr size_t kMaxEnvBytes = 128 * 1024;
+
+// SubmitJobRequest.request_id: empty, or at most this many bytes of
+// printable ASCII (0x20..0x7E).
+inline constexpr size_t kMaxRequestIdBytes = 128;
+
+// Every string of a spec: valid UTF-8 without NUL bytes.
+
+}  // namespace tiresias::job_limits
+
+#endif  // TIRESIAS_MASTER_JOB_LIMITS_H_

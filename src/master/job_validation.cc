@@ -1,0 +1,168 @@
+#include "master/job_validation.h"
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "core/to_absl.h"
+#include "core/utf8.h"
+
+namespace tiresias {
+namespace {
+
+namespace limits = job_limits;
+
+absl::Status Refuse(std::string_view field, std::string_view message) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(ToAbsl(field), ": ", ToAbsl(message)));
+}
+
+// No NUL byte and well-formed UTF-8: what every string of a spec must be
+// (the agent passes them to execve and setenv; listings print them).
+absl::Status CheckText(std::string_view field, std::string_view text) {
+  if (size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    return Refuse(field,
+                  absl::StrCat("expected no NUL byte, got one at byte ", nul));
+  }
+  if (size_t bad = FirstInvalidUtf8(text); bad != std::string_view::npos) {
+    return Refuse(field,
+                  absl::StrCat("expected valid UTF-8, got byte 0x",
+                               absl::Hex(static_cast<unsigned char>(text[bad]),
+                                         absl::kZeroPad2),
+                               " at byte ", bad));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckField(std::string_view field, std::string_view text,
+                        size_t max_bytes) {
+  if (text.size() > max_bytes) {
+    return Refuse(field, absl::StrCat("expected at most ", max_bytes,
+                                      " bytes, got ", text.size()));
+  }
+  return CheckText(field, text);
+}
+
+bool IsEnvName(std::string_view name) {
+  if (name.empty()) return false;
+  auto letter = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+  };
+  if (!letter(name[0])) return false;
+  for (char c : name) {
+    if (!letter(c) && !(c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+absl::Status CheckCommand(const std::vector<std::string>& command) {
+  if (command.empty() || command[0].empty()) {
+    return Refuse("spec.command", "must not be empty (argv[0] first)");
+  }
+  if (command.size() > limits::kMaxCommandArgs) {
+    return Refuse("spec.command",
+                  absl::StrCat("expected at most ", limits::kMaxCommandArgs,
+                               " arguments, got ", command.size()));
+  }
+  size_t total = 0;
+  for (const std::string& arg : command) total += arg.size();
+  if (total > limits::kMaxCommandBytes) {
+    return Refuse("spec.command",
+                  absl::StrCat("expected at most ", limits::kMaxCommandBytes,
+                               " bytes in total, got ", total));
+  }
+  for (size_t i = 0; i < command.size(); ++i) {
+    absl::Status status =
+        CheckText(absl::StrCat("spec.command[", i, "]"), command[i]);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckEnv(const std::map<std::string, std::string>& env) {
+  if (env.size() > limits::kMaxEnvEntries) {
+    return Refuse("spec.env",
+                  absl::StrCat("expected at most ", limits::kMaxEnvEntries,
+                               " variables, got ", env.size()));
+  }
+  size_t total = 0;
+  for (const auto& [key, value] : env) {
+    const std::string key_field =
+        absl::StrCat("spec.env key ", QuoteForError(key));
+    if (key.size() > limits::kMaxEnvKeyBytes) {
+      return Refuse(key_field, absl::StrCat("expected a name of at most ",
+                                            limits::kMaxEnvKeyBytes,
+                                            " bytes, got ", key.size()));
+    }
+    if (!IsEnvName(key)) {
+      return Refuse(key_field,
+                    "expected a variable name matching [A-Za-z_][A-Za-z0-9_]*");
+    }
+    const std::string value_field = absl::StrCat("spec.env[\"", key, "\"]");
+    if (value.size() > limits::kMaxEnvValueBytes) {
+      return Refuse(value_field, absl::StrCat("expected a value of at most ",
+                                              limits::kMaxEnvValueBytes,
+                                              " bytes, got ", value.size()));
+    }
+    absl::Status status = CheckText(value_field, value);
+    if (!status.ok()) return status;
+    total += key.size() + value.size();
+  }
+  if (total > limits::kMaxEnvBytes) {
+    return Refuse(
+        "spec.env",
+        absl::StrCat("expected at most ", limits::kMaxEnvBytes,
+                     " bytes of names and values in total, got ", total));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string QuoteForError(std::string_view text) {
+  constexpr size_t kShown = 64;
+  const bool cut = text.size() > kShown;
+  return absl::StrCat("\"", absl::CHexEscape(ToAbsl(text.substr(0, kShown))),
+                      cut ? "...\"" : "\"");
+}
+
+absl::Status ValidateJobRequest(const JobRequest& spec) {
+  if (spec.num_gpus < 1) {
+    return Refuse("spec.gpus",
+                  absl::StrCat("expected at least 1 GPU, got ", spec.num_gpus));
+  }
+  absl::Status status = CheckCommand(spec.command);
+  if (status.ok()) {
+    status = CheckField("spec.name", spec.name, limits::kMaxNameBytes);
+  }
+  if (status.ok()) {
+    status = CheckField("spec.user", spec.user, limits::kMaxUserBytes);
+  }
+  if (status.ok()) {
+    status = CheckField("spec.model", spec.model, limits::kMaxModelBytes);
+  }
+  if (status.ok()) {
+    status = CheckField("spec.checkpoint_dir", spec.checkpoint_dir,
+                        limits::kMaxCheckpointDirBytes);
+  }
+  if (status.ok()) status = CheckEnv(spec.env);
+  return status;
+}
+
+absl::Status ValidateRequestId(std::string_view request_id) {
+  if (request_id.size() > limits::kMaxRequestIdBytes) {
+    return Refuse("request_id",
+                  absl::StrCat("expected at most ", limits::kMaxRequestIdBytes,
+                               " bytes, got ", request_id.size()));
+  }
+  for (size_t i = 0; i < request_id.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(request_id[i]);
+    if (c < 0x20 || c > 0x7E) {
+      return Refuse(
+          "request_id",
+          absl::StrCat("expected printable ASCII, got byte 0x",
+                       absl::Hex(c, absl::kZeroPad2), " at byte ", i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tiresias

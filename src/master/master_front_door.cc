@@ -1,0 +1,213 @@
+// MasterState's client front door: submissions, validated, matched by
+// request id and written in groups (one transaction and one fsync for all
+// the submissions that queued up while the previous group was written), and
+// listings a page at a time.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "master/job_validation.h"
+#include "master/master_state.h"
+
+namespace tiresias {
+
+absl::Status MasterState::CheckFitsCluster(const JobRequest& spec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cluster_ && spec.num_gpus > cluster_->total_gpus()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.gpus: ", spec.num_gpus, " GPUs requested but the cluster has ",
+        cluster_->total_gpus()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MasterState::SubmitResult> MasterState::SubmitJob(
+    const JobRequest& spec, std::string_view request_id) {
+  RETURN_IF_ERROR(ValidateJobRequest(spec));
+  RETURN_IF_ERROR(ValidateRequestId(request_id));
+  RETURN_IF_ERROR(CheckFitsCluster(spec));
+
+  SubmitWriter self;
+  self.spec = &spec;
+  self.request_id = request_id;
+  std::unique_lock<std::mutex> lock(submit_mu_);
+  submit_queue_.push_back(&self);
+  self.cv.wait(lock,
+               [&] { return self.done || submit_queue_.front() == &self; });
+  if (self.done) return std::move(self.result);  // a leader wrote it
+
+  // This writer leads: it takes everything queued behind it, up to the cap.
+  std::vector<SubmitWriter*> batch;
+  for (SubmitWriter* writer : submit_queue_) {
+    if (batch.size() == kMaxSubmitBatch) break;
+    batch.push_back(writer);
+  }
+  lock.unlock();
+  WriteSubmitBatch(batch);  // the fsync, with no lock of ours held
+  lock.lock();
+  ++submit_stats_.batches;
+  submit_stats_.jobs += static_cast<int64_t>(batch.size());
+  for (SubmitWriter* writer : batch) {
+    submit_queue_.pop_front();  // the batch is the queue's front, in order
+    writer->done = true;
+    // Under the lock: the writer cannot return (and destroy its condition
+    // variable) before the notification is made.
+    if (writer != &self) writer->cv.notify_one();
+  }
+  if (!submit_queue_.empty()) submit_queue_.front()->cv.notify_one();
+  return std::move(self.result);
+}
+
+void MasterState::WriteSubmitBatch(const std::vector<SubmitWriter*>& batch) {
+  std::vector<NewJob> jobs;
+  jobs.reserve(batch.size());
+  for (const SubmitWriter* writer : batch) {
+    jobs.push_back(NewJob{*writer->spec, std::string(writer->request_id)});
+  }
+  const Seconds now = clock_->NowUnixSeconds();
+  absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> created =
+      store_->CreateJobs(jobs, now);
+  if (!created.ok()) {
+    // Nothing was stored, so nothing goes into memory.
+    for (SubmitWriter* writer : batch) writer->result = created.status();
+    return;
+  }
+  bool any_new = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      SubmitWriter& writer = *batch[i];
+      const absl::StatusOr<CreatedJob>& job = (*created)[i];
+      if (!job.ok()) {
+        writer.result = job.status();
+        continue;
+      }
+      if (job->existing) {
+        writer.result = SubmitResult{job->id, true};
+        continue;
+      }
+      JobSpec core{.id = job->id,
+                   .num_gpus = jobs[i].spec.num_gpus,
+                   .submit_time = now,
+                   .duration = std::nullopt,
+                   .model = jobs[i].spec.model};
+      // Only a broken invariant (an id the scheduler already holds) fails
+      // here; the job is stored and a restarted master would load it.
+      absl::Status admitted = scheduler_->Submit(core, now);
+      if (!admitted.ok()) {
+        writer.result = admitted;
+        continue;
+      }
+      JobRecord rec;
+      rec.id = job->id;
+      rec.spec = std::move(jobs[i].spec);
+      rec.submit_time = now;
+      rec.last_stop_time = now;
+      rec.request_id = std::move(jobs[i].request_id);
+      records_[rec.id] = std::move(rec);
+      ++ended_.jobs;  // counts every job ever accepted
+      any_new = true;
+      writer.result = SubmitResult{job->id, false};
+    }
+    if (any_new) pass_wanted_ = true;
+  }
+  if (any_new) EventsWritten();  // their "submitted" events
+}
+
+MasterState::SubmitStats MasterState::submit_stats() {
+  std::lock_guard<std::mutex> lock(submit_mu_);
+  return submit_stats_;
+}
+
+absl::StatusOr<JobPage> MasterState::ListJobsPage(const JobListQuery& query) {
+  if (query.state == JobRecordState::kStarting) {
+    return ListStartingJobs(query);
+  }
+  JobQuery stored;
+  // A job shown as pending or preempted is stored so; only starting ones
+  // (stored as either) are shown otherwise, and are dropped below.
+  if (query.state) stored.states = {*query.state};
+  stored.after_id = query.after_id;
+  stored.user = query.user;
+  stored.name = query.name;
+  stored.submitted_since = query.submitted_since;
+  JobPage out;
+  int64_t bytes = 0;
+  while (true) {
+    if (query.limit >= 0) {
+      stored.limit = query.limit - static_cast<int64_t>(out.jobs.size());
+    }
+    if (query.max_bytes >= 0) {
+      stored.max_bytes = std::max<int64_t>(0, query.max_bytes - bytes);
+    }
+    // Read without mu_: the store has its own lock, and the scheduler and
+    // the agents need not wait for SQLite.
+    ASSIGN_OR_RETURN(JobPage page, store_->QueryJobs(stored));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const Seconds now = clock_->NowUnixSeconds();
+      for (JobRecord& rec : page.jobs) {
+        // An unfinished job's record in memory is at least as new as the
+        // row just read.
+        if (auto it = records_.find(rec.id); it != records_.end()) {
+          rec = it->second;
+          rec.events.clear();
+        }
+        LiveView(rec, now);
+        // What is shown decides: a starting job is no longer pending or
+        // preempted, and a job may have moved on since the row was read.
+        if (query.state && rec.state != *query.state) continue;
+        bytes += ApproxEncodedBytes(rec);
+        out.jobs.push_back(std::move(rec));
+      }
+    }
+    if (!page.more || page.jobs.empty()) return out;
+    const bool full = (query.limit >= 0 &&
+                       static_cast<int64_t>(out.jobs.size()) >= query.limit) ||
+                      (query.max_bytes >= 0 && bytes >= query.max_bytes);
+    if (full) {
+      out.more = true;
+      return out;
+    }
+    // Some rows were dropped: fill the page from after the last one read.
+    stored.after_id = page.jobs.back().id;
+  }
+}
+
+JobPage MasterState::ListStartingJobs(const JobListQuery& query) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Seconds now = clock_->NowUnixSeconds();
+  JobPage out;
+  int64_t bytes = 0;
+  // Launches are few (at most one per job holding or awaiting GPUs) and
+  // ordered by job id.
+  for (auto it = launches_.lower_bound({query.after_id + 1, 0});
+       it != launches_.end(); ++it) {
+    auto rec_it = records_.find(it->first.first);
+    if (rec_it == records_.end()) continue;
+    const JobRecord& rec = rec_it->second;
+    if (rec.attempt != it->first.second || !IsStarting(rec)) continue;
+    if ((query.user && rec.spec.user != *query.user) ||
+        (query.name && rec.spec.name != *query.name) ||
+        (query.submitted_since && rec.submit_time < *query.submitted_since)) {
+      continue;
+    }
+    const int64_t size = ApproxEncodedBytes(rec);
+    if ((query.limit >= 0 &&
+         static_cast<int64_t>(out.jobs.size()) >= query.limit) ||
+        (query.max_bytes >= 0 && !out.jobs.empty() &&
+         bytes + size > query.max_bytes)) {
+      out.more = true;
+      return out;
+    }
+    JobRecord shown = rec;
+    shown.events.clear();
+    LiveView(shown, now);
+    bytes += size;
+    out.jobs.push_back(std::move(shown));
+  }
+  return out;
+}
+
+}  // namespace tiresias

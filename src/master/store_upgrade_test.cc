@@ -1,0 +1,139 @@
+// Schema version 4: a file written by version 3 is upgraded in place with
+// jobs.request_id (unique, NULL when absent) and nodes.agent_token_hash.
+#include <sqlite3.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "master/store.h"
+#include "master/test_dir.h"
+
+namespace tiresias {
+namespace {
+
+using master_testing::RawSql;
+using master_testing::TestDir;
+
+// The single text value of `sql` run on the file at `path` ("" if none).
+std::string QueryText(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string value;
+  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW &&
+        sqlite3_column_text(stmt, 0) != nullptr) {
+      value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    }
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return value;
+}
+
+// A state file as version 3 wrote it, spelled out here so that this test
+// keeps checking files that exist in the field whatever the code becomes.
+void WriteVersionThreeFile(const std::string& path) {
+  RawSql(path, R"sql(
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE jobs (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      name TEXT NOT NULL, user TEXT NOT NULL, gpus INTEGER NOT NULL,
+      command TEXT NOT NULL, env TEXT NOT NULL,
+      checkpoint_dir TEXT NOT NULL, model TEXT NOT NULL,
+      state TEXT NOT NULL, queue INTEGER NOT NULL,
+      attained_gpu_seconds REAL NOT NULL, executed_seconds REAL NOT NULL,
+      total_executed_seconds REAL NOT NULL,
+      submit_time REAL NOT NULL, first_start_time REAL, end_time REAL,
+      last_stop_time REAL NOT NULL,
+      preemptions INTEGER NOT NULL, promotions INTEGER NOT NULL,
+      restarts INTEGER NOT NULL, attempt INTEGER NOT NULL,
+      nodes TEXT NOT NULL, exit_code INTEGER,
+      failed_starts INTEGER NOT NULL DEFAULT 0);
+    CREATE INDEX jobs_by_state ON jobs (state, id);
+    CREATE TABLE events (
+      sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+      job_id INTEGER NOT NULL REFERENCES jobs (id),
+      time REAL NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);
+    CREATE INDEX events_by_job ON events (job_id, sequence);
+    CREATE TABLE nodes (
+      id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE,
+      address TEXT NOT NULL, gpus INTEGER NOT NULL, state TEXT NOT NULL,
+      last_heartbeat REAL NOT NULL);
+    CREATE TABLE launches (
+      job_id INTEGER NOT NULL REFERENCES jobs(id),
+      attempt INTEGER NOT NULL, rank INTEGER NOT NULL, node TEXT NOT NULL,
+      PRIMARY KEY (job_id, attempt, rank)) WITHOUT ROWID;
+    PRAGMA application_id = 1414091333;
+    INSERT INTO meta VALUES ('schema_version', '3');
+    INSERT INTO jobs VALUES (1, 'old', 'bob', 2, '["train"]', '{"A":"1"}',
+      '/ckpt', 'vgg16', 'pending', 0, 0.0, 0.0, 0.0, 100.0, NULL, NULL,
+      100.0, 0, 0, 0, 0, '[]', NULL, 1);
+    INSERT INTO jobs VALUES (2, 'older', 'bob', 1, '["true"]', '{}', '', '',
+      'pending', 0, 0.0, 0.0, 0.0, 101.0, NULL, NULL, 101.0, 0, 0, 0, 0,
+      '[]', NULL, 0);
+    INSERT INTO events (job_id, time, kind, detail)
+      VALUES (1, 100.0, 'submitted', '2 GPUs');
+    INSERT INTO nodes (name, address, gpus, state, last_heartbeat)
+      VALUES ('node-1', '10.0.0.1', 8, 'up', 90.0);
+  )sql");
+}
+
+TEST(StoreUpgradeTest, VersionThreeFileGetsRequestIdsAndAgentTokenHashes) {
+  TestDir dir;
+  const std::string path = dir.File("state.db");
+  WriteVersionThreeFile(path);
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto job = (*store)->GetJob(1);
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(job->spec.name, "old");
+    EXPECT_EQ(job->request_id, "");
+    EXPECT_EQ(job->failed_starts, 1);
+    auto nodes = (*store)->ListNodes();
+    ASSERT_TRUE(nodes.ok()) << nodes.status();
+    ASSERT_EQ(nodes->size(), 1u);
+    EXPECT_EQ((*nodes)[0].name, "node-1");
+    EXPECT_EQ((*nodes)[0].agent_token_hash, "");
+
+    // Old jobs have no request id (NULL, so any number of them); new ones
+    // are matched by theirs.
+    JobRequest spec;
+    spec.command = {"true"};
+    auto created =
+        (*store)->CreateJobs({{spec, "r"}, {spec, "r"}}, Seconds{200});
+    ASSERT_TRUE(created.ok()) << created.status();
+    EXPECT_EQ((*created)[0]->id, 3);
+    EXPECT_EQ((*created)[1]->id, 3);
+    EXPECT_TRUE((*created)[1]->existing);
+    NodeRecord node = (*nodes)[0];
+    node.agent_token_hash = "h";
+    ASSERT_TRUE((*store)->UpsertNode(node).ok());
+  }
+  EXPECT_EQ(QueryText(path,
+                      "SELECT value FROM meta WHERE key = "
+                      "'schema_version'"),
+            absl::StrCat(SqliteStore::kSchemaVersion));
+  EXPECT_EQ(QueryText(path,
+                      "SELECT count(*) FROM jobs WHERE request_id IS "
+                      "NULL"),
+            "2");
+  EXPECT_EQ(QueryText(path,
+                      "SELECT name FROM sqlite_schema WHERE name = "
+                      "'jobs_by_request_id'"),
+            "jobs_by_request_id");
+  // Upgraded once: reopening keeps what was written.
+  auto reopened = SqliteStore::Open(path);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ((*reopened)->GetJob(3)->request_id, "r");
+  EXPECT_EQ((*reopened)->ListNodes()->at(0).agent_token_hash, "h");
+}
+
+TEST(StoreUpgradeTest, SchemaVersionIsFour) {
+  EXPECT_EQ(SqliteStore::kSchemaVersion, 4);
+}
+
+}  // namespace
+}  // namespace tiresias

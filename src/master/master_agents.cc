@@ -53,6 +53,19 @@ MasterState::CheckedReports MasterState::CheckReports(
     out.present.insert(
         {task.task().job_id(), task.task().attempt(), task.task().rank()});
     std::string error = TaskReportError(task, i, gpus, now);
+    const JobId job = task.task().job_id();
+    if (error.empty() && job > ended_.max_id) {
+      error = absl::StrCat("tasks[", i, "].task.job_id: no job ", job,
+                           " was ever submitted (the highest id is ",
+                           ended_.max_id, ")");
+    }
+    if (auto rec = records_.find(job);
+        error.empty() && rec != records_.end() &&
+        task.task().attempt() > rec->second.attempt) {
+      error = absl::StrCat("tasks[", i, "].task.attempt: job ", job,
+                           " has been launched ", rec->second.attempt,
+                           " time(s), got attempt ", task.task().attempt());
+    }
     if (error.empty()) {
       out.valid.push_back(&task);
     } else {

@@ -107,6 +107,7 @@ void MasterState::WriteSubmitBatch(const std::vector<SubmitWriter*>& batch) {
       rec.request_id = std::move(jobs[i].request_id);
       records_[rec.id] = std::move(rec);
       ++ended_.jobs;  // counts every job ever accepted
+      ended_.max_id = std::max(ended_.max_id, job->id);
       any_new = true;
       writer.result = SubmitResult{job->id, false};
     }

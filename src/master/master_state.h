@@ -398,9 +398,11 @@ class MasterState {
     std::set<TaskKey> present;
   };
   // Splits task reports into those to apply and those refused (each added
-  // to `resp`'s `rejected` with its line).
+  // to `resp`'s `rejected` with its line): impossible fields, and launches
+  // that never existed (a job id above any ever given, an attempt above
+  // the job's).
   template <typename Response>
-  static CheckedReports CheckReports(
+  CheckedReports CheckReports(
       const google::protobuf::RepeatedPtrField<v1::TaskStatus>& tasks,
       int gpus, Seconds now, Response* resp);
   // Applies one agent report: each task, then the parts it no longer has

@@ -335,7 +335,7 @@ absl::StatusOr<JobTotals> SqliteStore::Totals() const {
   JobTotals totals;
   while (true) {
     ASSIGN_OR_RETURN(bool row, query.Step());
-    if (!row) return totals;
+    if (!row) break;
     absl::StatusOr<JobRecordState> state = ParseJobRecordState(query.Text(0));
     if (!state.ok()) {
       return absl::DataLossError(absl::StrCat(db_->path(), ": jobs: column "
@@ -347,6 +347,14 @@ absl::StatusOr<JobTotals> SqliteStore::Totals() const {
     totals.preemptions += query.Int(2);
     totals.promotions += query.Int(3);
   }
+  // Ids never repeat (AUTOINCREMENT): the highest ever given is in
+  // sqlite_sequence, also when that job is gone.
+  ASSIGN_OR_RETURN(SqliteQuery max,
+                   db_->Prepare("SELECT seq FROM sqlite_sequence WHERE "
+                                "name = 'jobs'"));
+  ASSIGN_OR_RETURN(bool row, max.Step());
+  if (row) totals.max_id = max.Int(0);
+  return totals;
 }
 
 absl::StatusOr<std::vector<std::string>> SqliteStore::LaunchNodes(

@@ -237,6 +237,9 @@ TEST_F(AgentProtocolTest, ImpossibleReportIsRefusedAloneAndWedgesNothing) {
   refused(t, "start_time");
   t = Task(id, 0, 0, TASK_STATE_RUNNING, {0});
   refused(t, "attempt");
+  // Launches that never existed.
+  refused(Task(id + 1000, 1, 0, TASK_STATE_RUNNING, {0}), "task.job_id");
+  refused(Task(id, 7, 0, TASK_STATE_RUNNING, {0}), "task.attempt");
   // The same report, possible this time, is applied.
   Beat(node, {Task(id, 1, 0, TASK_STATE_EXITED, {0}, 0, 1000.0)});
   EXPECT_EQ(Get(id).state, JobRecordState::kFinished);
@@ -384,6 +387,21 @@ TEST_F(AgentProtocolTest, SecondAgentWithALiveNodesNameIsRefused) {
   clock_.Advance(Seconds{31});
   ASSERT_TRUE(master_->CheckTimeouts().ok());
   EXPECT_TRUE(master_->Register(impostor).ok());
+}
+
+// The identity is durable: right after a master restart, before the real
+// agent has re-registered, another agent cannot take its node's name.
+TEST_F(AgentProtocolTest, NodeIdentitySurvivesAMasterRestart) {
+  options_.node_timeout = Seconds{30};
+  Open();
+  const int64_t node = Register("n1", 2);
+  master_.reset();
+  Open();
+  v1::RegisterRequest impostor = RegisterRequest("n1", 2);
+  impostor.set_agent_token("another-agents-token");
+  EXPECT_EQ(master_->Register(impostor).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(Register("n1", 2), node);  // the real one comes back
 }
 
 TEST_F(AgentProtocolTest, GraceThatDoesNotFitTheNodeTimeoutIsRefused) {

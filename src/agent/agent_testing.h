@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "agent/launcher.h"
+#include "agent/proc_table.h"
 #include "core/testing/test_dir.h"
 #include "gtest/gtest.h"
 
@@ -39,6 +40,12 @@ inline TaskSpec SampleTaskSpec() {
   spec.master_addr = "10.0.0.5";
   spec.master_port = 29500;
   return spec;
+}
+
+// True if the process is gone or a zombie.
+inline bool Gone(pid_t pid) {
+  absl::StatusOr<std::optional<ProcStat>> stat = RealProcessTable()->Stat(pid);
+  return stat.ok() && (!stat->has_value() || (*stat)->exited());
 }
 
 // Polls `condition` every 5 ms until it holds or `timeout` passes.

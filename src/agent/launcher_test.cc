@@ -18,16 +18,12 @@
 namespace tiresias {
 namespace {
 
+using agent_testing::Gone;
 using agent_testing::ReadFile;
 using agent_testing::TestDir;
 using agent_testing::WaitUntil;
 using std::chrono::milliseconds;
 using ::testing::HasSubstr;
-
-bool Gone(pid_t pid) {
-  absl::StatusOr<std::optional<ProcStat>> stat = RealProcessTable()->Stat(pid);
-  return stat.ok() && (!stat->has_value() || (*stat)->exited());
-}
 
 pid_t ReadPid(const std::string& path) {
   return static_cast<pid_t>(std::stol(ReadFile(path)));

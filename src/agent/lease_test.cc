@@ -17,17 +17,13 @@
 namespace tiresias {
 namespace {
 
+using agent_testing::Gone;
 using agent_testing::ReadFile;
 using agent_testing::TestDir;
 using agent_testing::WaitUntil;
 using std::chrono::milliseconds;
 
 constexpr int64_t kMs = 1'000'000;
-
-bool Gone(pid_t pid) {
-  absl::StatusOr<std::optional<ProcStat>> stat = RealProcessTable()->Stat(pid);
-  return stat.ok() && (!stat->has_value() || (*stat)->exited());
-}
 
 class LeaseTest : public ::testing::Test {
  protected:

@@ -420,28 +420,16 @@ absl::StatusOr<int64_t> MasterState::LastEventSequence() {
   return hi;
 }
 
-uint64_t MasterState::EventGeneration() {
-  std::lock_guard<std::mutex> lock(watch_mu_);
-  return event_generation_;
-}
+uint64_t MasterState::EventGeneration() { return events_written_.Get(); }
 
 uint64_t MasterState::WaitForEvents(uint64_t seen,
                                     std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(watch_mu_);
-  watch_cv_.wait_for(lock, timeout,
-                     [&] { return event_generation_ != seen; });
-  return event_generation_;
+  return events_written_.WaitChange(seen, timeout);
 }
 
-void MasterState::EventsWritten() {
-  {
-    std::lock_guard<std::mutex> lock(watch_mu_);
-    ++event_generation_;
-  }
-  watch_cv_.notify_all();
-}
+void MasterState::EventsWritten() { events_written_.Bump(); }
 
-void MasterState::WakeEventWatchers() { EventsWritten(); }
+void MasterState::WakeEventWatchers() { events_written_.Bump(); }
 
 void MasterState::TouchNode(int64_t node_id) {
   auto node = nodes_.find(node_id);
@@ -455,25 +443,13 @@ void MasterState::PublishDesired() {
   WakeDesiredWatchers();
 }
 
-uint64_t MasterState::DesiredGeneration() {
-  std::lock_guard<std::mutex> lock(desired_mu_);
-  return desired_generation_;
-}
+uint64_t MasterState::DesiredGeneration() { return desired_changes_.Get(); }
 
 uint64_t MasterState::WaitForDesired(uint64_t seen,
                                      std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(desired_mu_);
-  desired_cv_.wait_for(lock, timeout,
-                       [&] { return desired_generation_ != seen; });
-  return desired_generation_;
+  return desired_changes_.WaitChange(seen, timeout);
 }
 
-void MasterState::WakeDesiredWatchers() {
-  {
-    std::lock_guard<std::mutex> lock(desired_mu_);
-    ++desired_generation_;
-  }
-  desired_cv_.notify_all();
-}
+void MasterState::WakeDesiredWatchers() { desired_changes_.Bump(); }
 
 }  // namespace tiresias

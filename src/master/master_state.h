@@ -122,6 +122,7 @@
 #include "absl/status/statusor.h"
 #include "core/cluster.h"
 #include "master/clock.h"
+#include "master/generation.h"
 #include "master/store.h"
 #include "place/placement.h"
 #include "proto/tiresias.pb.h"
@@ -497,17 +498,11 @@ class MasterState {
   // kept by SubmitJob and Commit).
   JobTotals ended_;
 
-  // Desired-state watchers: never taken before mu_ (taken inside it by
-  // Commit).
-  std::mutex desired_mu_;
-  std::condition_variable desired_cv_;
-  uint64_t desired_generation_ = 0;
-
-  // Watchers: never taken before mu_ (taken inside it by EventsWritten).
-  void EventsWritten();
-  std::mutex watch_mu_;
-  std::condition_variable watch_cv_;
-  uint64_t event_generation_ = 0;
+  // Watchers of desired states (WatchDesiredState) and of events
+  // (WatchEvents): bumped inside mu_, waited on outside it.
+  Generation desired_changes_;
+  Generation events_written_;
+  void EventsWritten();  // bumps events_written_
 
   // ======================================================================
   // Client front door: idempotent, group-committed submissions and paged

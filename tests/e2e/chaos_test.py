@@ -31,7 +31,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_cluster import (FINAL, events, fail, free_port,  # noqa: E402
-                           run_with_cluster)
+                           read_task_records, run_with_cluster)
 
 SEED = int(os.environ.get("TIRESIAS_CHAOS_SEED", "1"))
 CHAOS_SECONDS = float(os.environ.get("TIRESIAS_CHAOS_SECONDS", "80"))
@@ -130,31 +130,6 @@ def cancel(cluster, rng, jobs):
         jobs[job_id]["cancelled"] = True
 
 
-def read_tasks(ground):
-    """Every task's record: job, attempt, node, gpus, start, last, code."""
-    tasks = []
-    for name in os.listdir(ground):
-        if not name.startswith("task-"):
-            continue
-        job, attempt, rank, pid = name[len("task-"):].split("-")
-        with open(os.path.join(ground, name)) as f:
-            lines = f.read().splitlines()
-        start = lines[0].split()
-        last = float(start[1])
-        code = None
-        for line in lines[1:]:
-            parts = line.split()
-            if parts and parts[0] in ("alive", "end"):
-                last = max(last, float(parts[1]))
-            if parts and parts[0] == "end":
-                code = int(parts[2])
-        tasks.append({"job": job, "attempt": int(attempt), "rank": rank,
-                      "pid": pid, "node": start[2],
-                      "gpus": [] if start[3] == "-" else start[3].split(","),
-                      "start": float(start[1]), "last": last, "code": code})
-    return tasks
-
-
 def check(cluster, ground, jobs, all_jobs):
     problems = []
     try:
@@ -162,7 +137,7 @@ def check(cluster, ground, jobs, all_jobs):
             problems += ["seen by a task: " + l for l in f.read().splitlines()]
     except FileNotFoundError:
         pass
-    tasks = read_tasks(ground)
+    tasks = read_task_records(ground)
     # Two attempts of a job alive at once.
     by_job = collections.defaultdict(list)
     for t in tasks:

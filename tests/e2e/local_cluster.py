@@ -82,6 +82,33 @@ def read_lines(path):
         return []
 
 
+def read_task_records(ground):
+    """The records chaos_task.py tasks left in `ground`, by start: dicts of
+    job, attempt, rank, pid, node, gpus, start and last (unix s: its first
+    and last sign of life) and code (its exit code; None if it was
+    killed)."""
+    tasks = []
+    for name in os.listdir(ground):
+        if not name.startswith("task-"):
+            continue
+        job, attempt, rank, pid = name[len("task-"):].split("-")
+        with open(os.path.join(ground, name)) as f:
+            lines = f.read().splitlines()
+        start = lines[0].split()
+        last, code = float(start[1]), None
+        for line in lines[1:]:
+            parts = line.split()
+            if parts and parts[0] in ("alive", "end"):
+                last = max(last, float(parts[1]))
+            if parts and parts[0] == "end":
+                code = int(parts[2])
+        tasks.append({"job": job, "attempt": int(attempt), "rank": rank,
+                      "pid": pid, "node": start[2],
+                      "gpus": [] if start[3] == "-" else start[3].split(","),
+                      "start": float(start[1]), "last": last, "code": code})
+    return sorted(tasks, key=lambda t: t["start"])
+
+
 class Cluster:
     # An agent's lease is node_timeout - grace - 1 s, and must span 3
     # heartbeats (node_timeout / 10 each): the defaults give a 3 s lease.

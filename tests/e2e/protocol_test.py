@@ -29,7 +29,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_cluster import (FINAL, events, fail, free_port,  # noqa: E402
-                           read_lines, run_with_cluster)
+                           read_lines, read_task_records, run_with_cluster)
 
 TASK = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                     "chaos_task.py")
@@ -37,23 +37,8 @@ TASK = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 def task_records(ground):
     """(attempt, start, last alive, end code) of each task, by start."""
-    out = []
-    for name in os.listdir(ground):
-        if not name.startswith("task-"):
-            continue
-        attempt = int(name.split("-")[2])
-        with open(os.path.join(ground, name)) as f:
-            lines = f.read().splitlines()
-        start = float(lines[0].split()[1])
-        last, code = start, None
-        for line in lines[1:]:
-            parts = line.split()
-            if parts and parts[0] in ("alive", "end"):
-                last = max(last, float(parts[1]))
-            if parts and parts[0] == "end":
-                code = int(parts[2])
-        out.append((attempt, start, last, code))
-    return sorted(out, key=lambda r: r[1])
+    return [(t["attempt"], t["start"], t["last"], t["code"])
+            for t in read_task_records(ground)]
 
 
 def violations(ground):

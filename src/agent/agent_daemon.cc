@@ -485,6 +485,18 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
   const int64_t sent_ns = BootTimeNs();
   grpc::Status s = stub_->get().Register(&ctx, req, &resp);
   if (!s.ok()) {
+    if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+        s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+      // This agent, as configured, can never register with this master:
+      // say so and stop, rather than retry forever.
+      std::lock_guard<std::mutex> lock(mu_);
+      fatal_ = absl::FailedPreconditionError(
+          absl::StrCat("the master at ", options_.master_address,
+                       " refuses this agent: ", s.error_message()));
+      stopping_ = true;
+      cv_.notify_all();
+      return false;
+    }
     Log(absl::StrCat("register with ", options_.master_address,
                      " failed (retry in ", retry_in.count(),
                      " ms): ", FromGrpc(s).ToString()));

@@ -151,6 +151,14 @@ class AgentDaemon {
   void BeginDrain();
   absl::Status WaitDrained(std::chrono::milliseconds timeout);
 
+  // Not OK once the master refused this agent's configuration (a grace
+  // that does not fit its node timeout, more GPUs than it allows, a bad
+  // name): the agent has stopped trying; its tasks keep running until
+  // their leases lapse.
+  absl::Status fatal() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fatal_;
+  }
   // True once a drain has handed every task back (see Drain).
   bool drained() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -221,6 +229,7 @@ class AgentDaemon {
   bool stopping_ = false;
   bool draining_ = false;
   bool drained_ = false;  // the master acknowledged every end while draining
+  absl::Status fatal_;     // see fatal()
   std::map<TaskKey, Task> tasks_;
   std::set<TaskKey> ended_keys_;       // acknowledged ends remembered
   std::deque<TaskKey> ended_order_;    // oldest first, to forget

@@ -62,7 +62,16 @@ int RunAgent(const AgentFlags& f) {
                  std::string(status.message()).c_str());
     return 1;
   }
-  const char* signal_name = WaitForStopSignal();
+  const char* signal_name = nullptr;
+  while ((signal_name = StopSignalWithin(std::chrono::milliseconds(100))) ==
+         nullptr) {
+    if (absl::Status fatal = agent.fatal(); !fatal.ok()) {
+      std::fprintf(stderr, "tiresias: agent: %s\n",
+                   std::string(fatal.message()).c_str());
+      agent.Stop();
+      return 1;
+    }
+  }
   if (f.keep_tasks) {
     std::fprintf(stderr,
                  "tiresias agent: %s: stopping; tasks keep running for the "
@@ -80,7 +89,7 @@ int RunAgent(const AgentFlags& f) {
   const auto give_up = std::chrono::steady_clock::now() + options.grace +
                        std::chrono::seconds(10);
   while (!agent.drained() && std::chrono::steady_clock::now() < give_up) {
-    if (StopSignalWithin(std::chrono::milliseconds(100))) {
+    if (StopSignalWithin(std::chrono::milliseconds(100)) != nullptr) {
       std::fprintf(stderr,
                    "tiresias agent: stopping at once; tasks being stopped "
                    "are reported by the next agent on %s\n",

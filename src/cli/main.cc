@@ -1,7 +1,10 @@
 // The `tiresias` command. One file per subcommand.
 #include <CLI/CLI.hpp>
 
+#include <grpc/support/log.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "cli/agent_command.h"
@@ -12,7 +15,20 @@
 #define TIRESIAS_VERSION "dev"
 #endif
 
+namespace {
+
+// gRPC's own log lines (a failed bind, a dropped connection) are for
+// debugging gRPC, not for users, who get one line of ours saying what went
+// wrong. TIRESIAS_GRPC_LOG=1 shows them.
+void QuietGrpcLog(gpr_log_func_args*) {}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (const char* show = std::getenv("TIRESIAS_GRPC_LOG");
+      show == nullptr || std::string(show) != "1") {
+    gpr_set_log_function(QuietGrpcLog);
+  }
   CLI::App app{
       "Tiresias: a GPU cluster manager for distributed deep learning, and "
       "its trace-driven simulator."};

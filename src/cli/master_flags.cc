@@ -108,9 +108,7 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
   absl::StatusOr<std::unique_ptr<MasterServer>> server =
       MasterServer::Start(m.state.get(), clock, f.listen);
   if (!server.ok()) {
-    return absl::Status(server.status().code(),
-                        absl::StrCat("cannot listen on ", f.listen, ": ",
-                                     server.status().message()));
+    return server.status();  // names the address and the likely cause
   }
   m.server = std::move(*server);
   m.address = BoundAddress(f.listen, m.server->port());
@@ -144,12 +142,14 @@ void BlockStopSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-bool StopSignalWithin(std::chrono::milliseconds timeout) {
+const char* StopSignalWithin(std::chrono::milliseconds timeout) {
   sigset_t set = StopSignals();
   struct timespec ts = {
       static_cast<time_t>(timeout.count() / 1000),
       static_cast<long>((timeout.count() % 1000) * 1000000)};
-  return sigtimedwait(&set, nullptr, &ts) > 0;
+  const int signal_number = sigtimedwait(&set, nullptr, &ts);
+  if (signal_number <= 0) return nullptr;
+  return signal_number == SIGINT ? "SIGINT" : "SIGTERM";
 }
 
 const char* WaitForStopSignal() {

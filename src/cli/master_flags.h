@@ -64,9 +64,10 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
 // for one and returns its name.
 void BlockStopSignals();
 const char* WaitForStopSignal();
-// True if SIGINT or SIGTERM arrived within `timeout` (signals blocked by
-// BlockStopSignals): the second Ctrl-C that cuts a clean shutdown short.
-bool StopSignalWithin(std::chrono::milliseconds timeout);
+// "SIGINT" or "SIGTERM" if one arrived within `timeout` (signals blocked by
+// BlockStopSignals), else null: e.g. the second Ctrl-C that cuts a clean
+// shutdown short.
+const char* StopSignalWithin(std::chrono::milliseconds timeout);
 
 }  // namespace tiresias
 

@@ -108,7 +108,7 @@ int RunUp(const UpFlags& f) {
                        [](const auto& a) { return a->drained(); });
   };
   while (!all_drained() && std::chrono::steady_clock::now() < give_up) {
-    if (StopSignalWithin(std::chrono::milliseconds(100))) break;
+    if (StopSignalWithin(std::chrono::milliseconds(100)) != nullptr) break;
   }
   int code = 0;
   for (auto& a : agents) {

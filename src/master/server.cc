@@ -29,9 +29,8 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || server->port_ == 0) {
     return absl::UnavailableError(
-        absl::StrCat("--listen ", address,
-                     ": cannot listen there (is another master or program "
-                     "using that port?)"));
+        absl::StrCat("cannot listen on ", address,
+                     " (is another master or program using that port?)"));
   }
   server->thread_ = std::thread([s = server.get()] { s->Loop(); });
   return server;

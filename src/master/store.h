@@ -29,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "master/auth_records.h"
 #include "master/job_record.h"
 
 namespace tiresias {
@@ -175,6 +176,20 @@ class Store {
   virtual absl::StatusOr<int64_t> UpsertNode(const NodeRecord& node) = 0;
   // Every node in id order.
   virtual absl::StatusOr<std::vector<NodeRecord>> ListNodes() const = 0;
+
+  // Tokens and the audit log (store_security.cc). CreateToken stores
+  // `token` (its id ignored) and returns the id it was given; RevokeToken
+  // marks it revoked at `at` (NotFound if there is no such token; a second
+  // revocation keeps the first time); ListTokens returns every token in id
+  // order, revoked ones included.
+  virtual absl::StatusOr<int64_t> CreateToken(const TokenRecord& token) = 0;
+  virtual absl::Status RevokeToken(int64_t id, Seconds at) = 0;
+  virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens() const = 0;
+  // Appends `record` (its sequence ignored); AuditAfter returns the records
+  // with sequence > `after`, oldest first, at most `limit`.
+  virtual absl::Status AppendAudit(const AuditRecord& record) = 0;
+  virtual absl::StatusOr<std::vector<AuditRecord>> AuditAfter(
+      int64_t after, int limit) const = 0;
 };
 
 struct SqliteStoreOptions {
@@ -189,8 +204,9 @@ class SqliteStore final : public Store {
   // The schema version this build writes; Open upgrades files with an older
   // one in place (1 -> 2 adds jobs.failed_starts, 2 -> 3 the launches
   // table, 3 -> 4 jobs.request_id with its unique index, indexes by user
-  // and by name, and nodes.agent_token_hash) and refuses newer ones.
-  static constexpr int kSchemaVersion = 4;
+  // and by name, and nodes.agent_token_hash, 4 -> 5 the tokens and audit
+  // tables) and refuses newer ones.
+  static constexpr int kSchemaVersion = 5;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the
@@ -215,6 +231,12 @@ class SqliteStore final : public Store {
       JobId job, int attempt) const override;
   absl::StatusOr<int64_t> UpsertNode(const NodeRecord& node) override;
   absl::StatusOr<std::vector<NodeRecord>> ListNodes() const override;
+  absl::StatusOr<int64_t> CreateToken(const TokenRecord& token) override;
+  absl::Status RevokeToken(int64_t id, Seconds at) override;
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens() const override;
+  absl::Status AppendAudit(const AuditRecord& record) override;
+  absl::StatusOr<std::vector<AuditRecord>> AuditAfter(
+      int64_t after, int limit) const override;
 
   // Write transactions committed since Open (each one fsync): what tests
   // and benchmarks read to see submissions share transactions.

@@ -71,6 +71,18 @@ inline constexpr const char* kMigrations[] = {
     "CREATE INDEX jobs_by_user ON jobs (user, id);"
     "CREATE INDEX jobs_by_name ON jobs (name, id);"
     "ALTER TABLE nodes ADD COLUMN agent_token_hash TEXT NOT NULL DEFAULT ''",
+    // 5: bearer tokens (a salted hash of each secret, never the secret) and
+    // the audit log.
+    "CREATE TABLE tokens ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  user TEXT NOT NULL, admin INTEGER NOT NULL,"
+    "  salt TEXT NOT NULL, hash TEXT NOT NULL,"
+    "  created REAL NOT NULL, expires REAL, revoked REAL,"
+    "  description TEXT NOT NULL DEFAULT '');"
+    "CREATE TABLE audit ("
+    "  sequence INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  time REAL NOT NULL, principal TEXT NOT NULL, peer TEXT NOT NULL,"
+    "  action TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT NOT NULL)",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =

@@ -131,8 +131,27 @@ TEST(StoreUpgradeTest, VersionThreeFileGetsRequestIdsAndAgentTokenHashes) {
   EXPECT_EQ((*reopened)->ListNodes()->at(0).agent_token_hash, "h");
 }
 
-TEST(StoreUpgradeTest, SchemaVersionIsFour) {
-  EXPECT_EQ(SqliteStore::kSchemaVersion, 4);
+TEST(StoreUpgradeTest, VersionThreeFileGetsTokensAndAuditTables) {
+  TestDir dir;
+  const std::string path = dir.File("state.db");
+  WriteVersionThreeFile(path);
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  TokenRecord token{.user = "bob", .salt = "s", .hash = "h",
+                    .created = Seconds{10}};
+  auto id = (*store)->CreateToken(token);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*id, 1);
+  EXPECT_TRUE((*store)
+                  ->AppendAudit(AuditRecord{.time = Seconds{11},
+                                            .principal = "bob",
+                                            .action = "a",
+                                            .outcome = "ok"})
+                  .ok());
+}
+
+TEST(StoreUpgradeTest, SchemaVersionIsFive) {
+  EXPECT_EQ(SqliteStore::kSchemaVersion, 5);
 }
 
 }  // namespace

@@ -2,12 +2,16 @@
 // that keeps the WatchDesiredState stream open.
 #include "agent/agent_daemon.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -160,7 +164,13 @@ absl::Status AgentDaemon::Start() {
     return absl::FailedPreconditionError(absl::StrCat(
         "state dir ", options_.state_dir, ": cannot create: ", ec.message()));
   }
+  if (absl::Status s = LockStateDir(); !s.ok()) return s;
   if (absl::Status s = LoadOrCreateToken(); !s.ok()) return s;
+  if (absl::StatusOr<std::optional<std::string>> boot =
+          RealFileStore()->Read("/proc/sys/kernel/random/boot_id");
+      boot.ok() && boot->has_value()) {
+    boot_id_ = std::string(absl::StripAsciiWhitespace(**boot));
+  }
   DiscoveryOptions discovery;
   discovery.emulate = options_.emulate_gpus;
   absl::StatusOr<std::vector<GpuInfo>> gpus = DiscoverGpus(discovery);
@@ -200,6 +210,10 @@ void AgentDaemon::Stop() {
   if (thread_.joinable()) thread_.join();
   if (watch_thread_.joinable()) watch_thread_.join();
   log_server_.reset();
+  if (lock_fd_ >= 0) {  // the next agent on this state dir may start
+    close(lock_fd_);
+    lock_fd_ = -1;
+  }
 }
 
 void AgentDaemon::BeginDrain() {
@@ -207,12 +221,22 @@ void AgentDaemon::BeginDrain() {
   if (draining_) return;
   draining_ = true;
   Log("shutting down: handing this node's jobs back to the master");
+  // The master hears first (the next heartbeat says `leaving`): it
+  // preempts the node's launches, all their ranks on every node at once,
+  // and the answer tells this agent to stop its tasks. Stopping them here
+  // first would let a rank on another node fail on its lost peer before
+  // the master knew why. If the master cannot be reached, the loop stops
+  // them itself (StopAllForShutdown).
+  cv_.notify_all();
+}
+
+void AgentDaemon::StopAllForShutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
   for (auto& [key, task] : tasks_) {
     if (!task.ended && !task.stop_reason) {
       RequestStop(key, task, v1::STOP_REASON_SHUTDOWN);
     }
   }
-  cv_.notify_all();
 }
 
 absl::Status AgentDaemon::WaitDrained(std::chrono::milliseconds timeout) {
@@ -245,6 +269,34 @@ bool AgentDaemon::Sleep(std::chrono::milliseconds d) {
   return !stopping_;
 }
 
+absl::Status AgentDaemon::LockStateDir() {
+  const std::string path = options_.state_dir + "/lock";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {};
+    const ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+    close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "state dir ", options_.state_dir, " is in use by another agent",
+        n > 0 ? absl::StrCat(" (pid ", absl::StripAsciiWhitespace(pid), ")")
+              : std::string(),
+        ": two agents on one state dir would adopt and stop each other's "
+        "tasks; give this one its own --state-dir"));
+  }
+  const std::string text = absl::StrCat(getpid(), "\n");
+  if (ftruncate(fd, 0) != 0 ||
+      pwrite(fd, text.data(), text.size(), 0) !=
+          static_cast<ssize_t>(text.size())) {
+    Log(absl::StrCat(path, ": cannot record this agent's pid"));
+  }
+  lock_fd_ = fd;  // held (and the lock with it) until the agent is gone
+  return absl::OkStatus();
+}
+
 absl::Status AgentDaemon::LoadOrCreateToken() {
   const std::string path = options_.state_dir + "/agent-token";
   absl::StatusOr<std::optional<std::string>> text =
@@ -267,6 +319,14 @@ absl::Status AgentDaemon::LoadOrCreateToken() {
       RealFileStore()->WriteAtomically(path, token_ + "\n");
   umask(old_mask);
   return written;
+}
+
+uint64_t AgentDaemon::NextReportSeq() {
+  // Boot time orders the reports of every agent process of this boot (a
+  // restarted agent's come after its predecessor's); +1 keeps two reports
+  // built in the same nanosecond apart.
+  last_report_seq_ = std::max<uint64_t>(last_report_seq_ + 1, BootTimeNs());
+  return last_report_seq_;
 }
 
 std::string AgentDaemon::LeasePath(const TaskKey& key) const {
@@ -315,6 +375,9 @@ void AgentDaemon::AdoptRecorded() {
       if (r.exit->fenced && !task.stop_reason) {
         task.stop_reason = v1::STOP_REASON_FENCED;
       }
+      if (r.exit->outcome == TaskOutcome::kUnknown && !task.stop_reason) {
+        task.stop_reason = v1::STOP_REASON_LOST;  // see PollExits
+      }
       if (r.exit->signal) {
         task.exit_code = 128 + *r.exit->signal;
       } else {
@@ -355,17 +418,39 @@ void AgentDaemon::RemoveStaleFiles() {
     const std::string path = entry.path().string();
     if (recorded.contains(path)) continue;
     absl::StatusOr<std::unique_ptr<LeaseFile>> lease = LeaseFile::Open(path);
-    const int64_t grace_ns =
-        std::chrono::nanoseconds(options_.grace).count() + 1'000'000'000;
-    if (!lease.ok() || now > (*lease)->deadline_ns() + grace_ns ||
-        (*lease)->deadline_ns() == kNoLease) {
+    int64_t job = 0;
+    int attempt = 0, rank = 0;
+    const bool named =
+        std::sscanf(entry.path().filename().c_str(), "job-%ld-attempt-%d-rank-%d",
+                    &job, &attempt, &rank) == 3;
+    if (!lease.ok() || !named || (*lease)->deadline_ns() == kNoLease ||
+        now > FencedBy((*lease)->deadline_ns())) {
       std::filesystem::remove(entry.path(), ec);
+      continue;
     }
+    // A copy of a task a crashed agent started but never recorded may run
+    // until its shim fences it: reported as a live task (holding its
+    // GPUs, so nothing else is started there and its job's next attempt
+    // waits) until then, then as fenced.
+    Task ghost;
+    ghost.gpus = (*lease)->gpus();
+    ghost.stop_reason = v1::STOP_REASON_FENCED;
+    ghost.lease = *std::move(lease);
+    Log(absl::StrCat(TaskName(job, attempt, rank),
+                     ": an unrecorded copy may run until its lease lapses"));
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.emplace(TaskKey{job, attempt, rank}, std::move(ghost));
   }
 }
 
+int64_t AgentDaemon::FencedBy(int64_t deadline_ns) const {
+  // The shim sees the lapse within a tick, SIGKILLs after the grace.
+  return deadline_ns + std::chrono::nanoseconds(options_.grace).count() +
+         1'000'000'000;
+}
+
 // session.json: {"node_id": N, "session": S, "heartbeat_interval_ms": H,
-// "lease_ms": L}.
+// "lease_ms": L, "grace_ms": G}.
 void AgentDaemon::LoadSession() {
   absl::StatusOr<std::optional<std::string>> text =
       RealFileStore()->Read(options_.state_dir + "/session.json");
@@ -376,6 +461,10 @@ void AgentDaemon::LoadSession() {
   const uint64_t session = json.value("session", uint64_t{0});
   const int64_t interval_ms = json.value("heartbeat_interval_ms", int64_t{0});
   const int64_t lease_ms = json.value("lease_ms", int64_t{0});
+  // A lease is granted for a grace: with another --grace, lease + grace
+  // might pass the node timeout, so register again for a new lease.
+  const int64_t grace_ms = json.value("grace_ms", int64_t{-1});
+  if (grace_ms != options_.grace.count()) return;
   if (id > 0 && session > 0 && interval_ms > 0 && lease_ms > 0) {
     std::lock_guard<std::mutex> lock(mu_);
     node_id_ = id;
@@ -393,6 +482,7 @@ void AgentDaemon::SaveSession() {
     json["session"] = session_;
     json["heartbeat_interval_ms"] = heartbeat_interval_.count();
     json["lease_ms"] = lease_ns_ / 1'000'000;
+    json["grace_ms"] = options_.grace.count();
   }
   absl::Status s = RealFileStore()->WriteAtomically(
       options_.state_dir + "/session.json", json.dump() + "\n");
@@ -475,6 +565,8 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
   req.set_agent_token(token_);
   req.set_grace_seconds(
       std::chrono::duration<double>(options_.grace).count());
+  req.set_boot_id(boot_id_);
+  req.set_report_seq(NextReportSeq());
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (v1::TaskStatus& s : Statuses()) *req.add_tasks() = std::move(s);
@@ -545,6 +637,8 @@ absl::StatusOr<bool> AgentDaemon::Heartbeat() {
     std::lock_guard<std::mutex> lock(mu_);
     req.set_session(session_);
     req.set_leaving(draining_);
+    req.set_boot_id(boot_id_);
+    req.set_report_seq(NextReportSeq());
     for (v1::TaskStatus& s : Statuses()) *req.add_tasks() = std::move(s);
   }
   grpc::ClientContext ctx;
@@ -606,7 +700,8 @@ bool AgentDaemon::ApplyDesired(const v1::DesiredState& desired,
     // Only while the answer is fresh: an agent stopped (SIGSTOP) or slowed
     // down after sending its report must not start what the master may
     // have cancelled since. A stale answer asks for another report.
-    if (BootTimeNs() - sent_ns > kMaxStartAgeNs) {
+    if (BootTimeNs() - sent_ns >
+        std::chrono::nanoseconds(options_.max_answer_age).count()) {
       Log(absl::StrCat("the master's answer is ",
                        (BootTimeNs() - sent_ns) / 1'000'000,
                        " ms old: reporting again before starting anything"));
@@ -683,8 +778,14 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
     std::lock_guard<std::mutex> lock(mu_);
     deadline = lease_deadline_ns_;
   }
+  if (deadline != kNoLease && BootTimeNs() >= deadline) {
+    // Not heard from the master for a whole lease: the node may be
+    // declared lost already. Started once a heartbeat renews the lease.
+    Log(absl::StrCat(name, ": not started: the lease has lapsed"));
+    return false;
+  }
   absl::StatusOr<std::unique_ptr<LeaseFile>> lease =
-      LeaseFile::Create(lease_path, deadline);
+      LeaseFile::Create(lease_path, deadline, spec.gpus);
   absl::StatusOr<TaskHandle> handle = absl::UnknownError("not started");
   if (lease.ok()) {
     spec.lease = (*lease)->word();
@@ -692,11 +793,14 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
   } else {
     handle = lease.status();
   }
+  if (absl::IsAborted(handle.status())) {
+    // The shim found the lease lapsed and did not start it (spawn.h):
+    // not a failed start; it starts once the lease is renewed.
+    (*lease)->Remove();
+    Log(absl::StrCat(name, ": not started: ", handle.status().message()));
+    return false;
+  }
   if (handle.ok()) {
-    // Recorded before it is reported running, so that a restarted agent
-    // knows about every task the master may think runs here.
-    absl::Status put = record_->Put(TaskRecordEntry{*handle, std::nullopt});
-    if (!put.ok()) Log(absl::StrCat(name, ": task record: ", put.ToString()));
     task.handle = *handle;
     task.lease = *std::move(lease);
     task.start_time = UnixSeconds(handle->start_time);
@@ -717,7 +821,20 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
     task.end_time = now;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  tasks_[key] = std::move(task);
+  Task& stored = tasks_[key] = std::move(task);
+  if (stored.handle) {
+    // Recorded before it is reported running, so that a restarted agent
+    // knows about every task the master may think runs here (a copy that
+    // a crash left unrecorded is covered by its lease: RemoveStaleFiles).
+    absl::Status put =
+        record_->Put(TaskRecordEntry{*stored.handle, std::nullopt});
+    if (!put.ok()) {
+      // Unrecorded, it would be invisible to the next agent: not run.
+      Log(absl::StrCat(name, ": task record: ", put.ToString(),
+                       "; stopping it"));
+      RequestStop(key, stored, v1::STOP_REASON_LOST);
+    }
+  }
   return true;
 }
 
@@ -740,6 +857,15 @@ void AgentDaemon::RequestStop(const TaskKey& key, Task& task, int reason) {
 bool AgentDaemon::PollExits() {
   std::vector<TaskExit> exits = launcher_->PollAll();
   std::lock_guard<std::mutex> lock(mu_);
+  bool ended_ghost = false;
+  for (auto& [key, task] : tasks_) {
+    if (!task.handle && !task.ended && task.lease &&
+        BootTimeNs() > FencedBy(task.lease->deadline_ns())) {
+      task.ended = true;  // fenced by now (see RemoveStaleFiles)
+      task.end_time = UnixSeconds(std::chrono::system_clock::now());
+      ended_ghost = true;
+    }
+  }
   for (const TaskExit& e : exits) {
     auto it = tasks_.find({e.handle.job_id, e.handle.attempt, e.handle.rank});
     if (it == tasks_.end()) continue;
@@ -747,7 +873,11 @@ bool AgentDaemon::PollExits() {
     task.ended = true;
     const bool stopped = e.outcome == TaskOutcome::kPreempted ||
                          e.outcome == TaskOutcome::kCancelled;
-    if (!stopped) {
+    if (e.outcome == TaskOutcome::kUnknown) {
+      // Its status is lost (its shim was killed): a system stop, never the
+      // job's failure.
+      task.stop_reason = v1::STOP_REASON_LOST;
+    } else if (!stopped) {
       task.stop_reason.reset();  // it ended on its own first
     } else if (!task.stop_reason) {
       task.stop_reason = e.fenced ? v1::STOP_REASON_FENCED
@@ -765,16 +895,20 @@ bool AgentDaemon::PollExits() {
         TaskName(e.handle.job_id, e.handle.attempt, e.handle.rank), ": ",
         e.Describe(), e.fenced ? " (fenced: the agent's lease lapsed)" : ""));
   }
-  return !exits.empty();
+  return !exits.empty() || ended_ghost;
 }
 
 void AgentDaemon::Loop() {
   std::chrono::milliseconds backoff = options_.min_backoff;
+  bool registered;
   auto next_backoff = [&] {
     backoff = std::min(backoff * 2, options_.max_backoff);
+    // Registered, an unreachable master is retried at heartbeat cadence at
+    // least: a retry that overshot the lease would fence every task for a
+    // master that came back in time.
+    if (registered) backoff = std::min(backoff, heartbeat_interval_);
   };
   // A saved session is tried with a heartbeat first (see the header).
-  bool registered;
   {
     std::lock_guard<std::mutex> lock(mu_);
     registered = session_ != 0;
@@ -793,6 +927,16 @@ void AgentDaemon::Loop() {
           drained_ = true;
           cv_.notify_all();
           return;
+        }
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (draining_ && !tasks_.empty()) {
+          for (auto& [key, task] : tasks_) {
+            if (!task.ended && !task.stop_reason) {
+              RequestStop(key, task, v1::STOP_REASON_SHUTDOWN);
+            }
+          }
         }
       }
       if (Register(backoff)) {
@@ -830,6 +974,14 @@ void AgentDaemon::Loop() {
         registered = false;
         continue;
       } else {
+        bool draining;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          draining = draining_;
+        }
+        // Shutting down and the master cannot be told: stop the tasks here
+        // (they checkpoint); their ends are reported when it can be.
+        if (draining) StopAllForShutdown();
         Log(absl::StrCat("heartbeat to ", options_.master_address,
                          " failed (tasks keep running until the lease "
                          "lapses; retry in ",

@@ -18,7 +18,7 @@
 // remembered, kMaxRememberedEnds of them). The WatchDesiredState stream
 // brings a change within milliseconds, but only as a wake-up: the agent
 // then reports at once and acts on the answer, and starts a task only from
-// an answer to a report it sent less than kMaxStartAgeNs before (checked
+// an answer to a report it sent less than max_answer_age before (checked
 // again before each start). So a late message (an agent stopped with
 // SIGSTOP while one was in flight) never starts a launch cancelled since.
 //
@@ -28,8 +28,9 @@
 // master (partitioned, stopped, dead) stops renewing and the shims stop the
 // tasks, before the master gives them to another node.
 //
-// State dir: tasks.json (the task record, task_record.h), session.json (the
-// node id, session, heartbeat interval and lease of the last registration),
+// State dir: lock (held by the running agent: one agent per state dir),
+// tasks.json (the task record, task_record.h), session.json (the node id,
+// session, heartbeat interval, lease and grace of the last registration),
 // agent-token (this agent's identity: a random secret made on first start,
 // mode 0600; a restarted agent proves with it that it is the same one),
 // logs/job-<id>-attempt-<a>-rank-<r>.log (each task's stdout and stderr,
@@ -108,6 +109,9 @@ struct AgentOptions {
   std::chrono::milliseconds min_backoff{200};
   std::chrono::milliseconds max_backoff{10000};
   std::chrono::milliseconds rpc_timeout{5000};  // per Register/Heartbeat
+  // Tasks are started only from an answer to a report sent less than this
+  // before (an agent stopped or slowed down meanwhile re-reports instead).
+  std::chrono::milliseconds max_answer_age{5000};
   // One line per notable event; null: "tiresias agent: ..." on stderr.
   // Called from the agent's threads.
   std::function<void(std::string_view)> log;
@@ -119,9 +123,6 @@ class AgentDaemon {
   // Ended launch ids remembered after the master acknowledged them, so
   // that a late or repeated desired state can never start them again.
   static constexpr size_t kMaxRememberedEnds = 4096;
-  // How fresh an answer must be to start tasks from it (from the sending of
-  // the report it answers), nanoseconds.
-  static constexpr int64_t kMaxStartAgeNs = 1'000'000'000;
 
   explicit AgentDaemon(AgentOptions options);
   ~AgentDaemon();  // Stop()
@@ -205,6 +206,8 @@ class AgentDaemon {
   bool ApplyDesired(const v1::DesiredState& desired, int64_t sent_ns);
   bool StartTask(const v1::StartTask& start);
   void RequestStop(const TaskKey& key, Task& task, int reason);  // mu_ held
+  // Stops every task not already being stopped, for a shutdown.
+  void StopAllForShutdown();
   void Acknowledge(const TaskKey& key);  // mu_ held
   bool PollExits();  // true if a task ended
   void AdoptRecorded();
@@ -212,6 +215,10 @@ class AgentDaemon {
   void SaveSession();
   void LoadSession();
   absl::Status LoadOrCreateToken();
+  // Holds <state>/lock (flock) for the agent's life: one agent per dir.
+  absl::Status LockStateDir();
+  // When a lease that lapses at `deadline_ns` has certainly been fenced.
+  int64_t FencedBy(int64_t deadline_ns) const;
   std::string LeasePath(const TaskKey& key) const;
   std::vector<v1::TaskStatus> Statuses() const;  // requires mu_
 
@@ -223,6 +230,12 @@ class AgentDaemon {
   std::unique_ptr<class AgentLogServer> log_server_;
   std::string log_address_;  // what Register and Heartbeat advertise
   std::string token_;        // this agent's identity (agent-token)
+  std::string boot_id_;      // this machine's boot; empty if unknown
+  int lock_fd_ = -1;         // <state>/lock, flock'ed
+  // The report_seq of the last report built (RegisterRequest.report_seq).
+  // Only the Loop thread builds reports.
+  uint64_t last_report_seq_ = 0;
+  uint64_t NextReportSeq();
 
   mutable std::mutex mu_;  // everything below up to the threads
   std::condition_variable cv_;

@@ -148,6 +148,7 @@ class ScriptedMasterTest : public testing::Test {
     options.emulate_gpus = 2;
     options.state_dir = dir_.File("agent");
     options.grace = milliseconds(200);
+    options.max_answer_age = milliseconds(1000);
     options.log = [this](std::string_view line) {
       std::lock_guard<std::mutex> lock(log_mu_);
       log_ += std::string(line) + "\n";
@@ -242,7 +243,7 @@ TEST_F(ScriptedMasterTest, LateReorderedOrReplayedStatesNeverRestartAStoppedTask
   EXPECT_TRUE(WaitUntil([&] { return Starts(3) == 1; }));
 }
 
-// An answer that arrives more than AgentDaemon::kMaxStartAgeNs after its
+// An answer that arrives more than AgentOptions::max_answer_age after its
 // report was sent may be out of date (the master may have cancelled since):
 // the agent reports again and starts only from a fresh answer.
 TEST_F(ScriptedMasterTest, AnswerTooOldIsNotStartedFrom) {

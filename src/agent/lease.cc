@@ -10,7 +10,10 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace tiresias {
 namespace {
@@ -36,14 +39,18 @@ int64_t BootTimeNs() {
 }
 
 absl::StatusOr<std::unique_ptr<LeaseFile>> LeaseFile::Create(
-    const std::string& path, int64_t deadline_ns) {
+    const std::string& path, int64_t deadline_ns,
+    const std::vector<int>& gpus) {
   std::error_code ec;
   std::filesystem::create_directories(
       std::filesystem::path(path).parent_path(), ec);
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Errno("cannot create", path);
-  if (ftruncate(fd, sizeof(int64_t)) != 0) {
-    absl::Status s = Errno("cannot size", path);
+  const std::string text = absl::StrJoin(gpus, ",");
+  if (ftruncate(fd, sizeof(int64_t)) != 0 ||
+      pwrite(fd, text.data(), text.size(), sizeof(int64_t)) !=
+          static_cast<ssize_t>(text.size())) {
+    absl::Status s = Errno("cannot write", path);
     close(fd);
     return s;
   }
@@ -51,6 +58,7 @@ absl::StatusOr<std::unique_ptr<LeaseFile>> LeaseFile::Create(
   close(fd);  // the mapping stays
   if (!word.ok()) return word.status();
   std::unique_ptr<LeaseFile> lease(new LeaseFile(path, *word));
+  lease->gpus_ = gpus;
   lease->Renew(deadline_ns);
   return lease;
 }
@@ -69,10 +77,21 @@ absl::StatusOr<std::unique_ptr<LeaseFile>> LeaseFile::Open(
     close(fd);
     return absl::DataLossError(absl::StrCat("lease file ", path, " is short"));
   }
+  std::string text(static_cast<size_t>(st.st_size) - sizeof(int64_t), '\0');
+  const bool read_all =
+      text.empty() || pread(fd, text.data(), text.size(), sizeof(int64_t)) ==
+                          static_cast<ssize_t>(text.size());
   absl::StatusOr<int64_t*> word = Map(fd, path);
   close(fd);
   if (!word.ok()) return word.status();
-  return std::unique_ptr<LeaseFile>(new LeaseFile(path, *word));
+  std::unique_ptr<LeaseFile> lease(new LeaseFile(path, *word));
+  if (read_all) {
+    for (absl::string_view g : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+      int index;
+      if (absl::SimpleAtoi(g, &index)) lease->gpus_.push_back(index);
+    }
+  }
+  return lease;
 }
 
 LeaseFile::~LeaseFile() { munmap(word_, sizeof(int64_t)); }

@@ -24,6 +24,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -36,10 +37,13 @@ int64_t BootTimeNs();
 
 class LeaseFile {
  public:
-  // Creates (or overwrites) the file at `path` holding `deadline_ns`, its
-  // folder too, and maps it.
+  // Creates (or overwrites) the file at `path` holding `deadline_ns` and
+  // the task's GPU indexes (after the deadline, as text: a restarted agent
+  // that finds a lease it has no record of knows which GPUs its task may
+  // hold), its folder too, and maps the deadline.
   static absl::StatusOr<std::unique_ptr<LeaseFile>> Create(
-      const std::string& path, int64_t deadline_ns);
+      const std::string& path, int64_t deadline_ns,
+      const std::vector<int>& gpus = {});
   // Maps an existing lease file (a restarted agent taking over its
   // predecessor's tasks). NotFound if there is none.
   static absl::StatusOr<std::unique_ptr<LeaseFile>> Open(
@@ -54,6 +58,8 @@ class LeaseFile {
   // The mapped word, for the shim forked from this process.
   const int64_t* word() const { return word_; }
   const std::string& path() const { return path_; }
+  // The GPU indexes written at Create (read back by Open).
+  const std::vector<int>& gpus() const { return gpus_; }
   // Deletes the file (the task is over and forgotten).
   void Remove();
 
@@ -61,6 +67,7 @@ class LeaseFile {
   LeaseFile(std::string path, int64_t* word) : path_(std::move(path)), word_(word) {}
   std::string path_;
   int64_t* word_;  // mapped, shared
+  std::vector<int> gpus_;
 };
 
 }  // namespace tiresias

@@ -110,6 +110,32 @@ TEST_F(LeaseTest, TaskThatIgnoresTheFenceIsKilledAfterTheGrace) {
   EXPECT_EQ((*recorded)->signal, SIGKILL);
 }
 
+// An agent stopped between deciding to start a task and forking it may
+// wake after its node was declared lost: the shim does not start a task
+// whose lease has already lapsed, and nothing is left behind.
+TEST_F(LeaseTest, TaskIsNotStartedOnceItsLeaseHasLapsed) {
+  auto lease = LeaseFile::Create(dir_.File("lease"), BootTimeNs() - 1);
+  ASSERT_TRUE(lease.ok());
+  auto handle = launcher_.Start(Spec("touch started", **lease));
+  ASSERT_FALSE(handle.ok());
+  EXPECT_EQ(handle.status().code(), absl::StatusCode::kAborted)
+      << handle.status();
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("started")));
+  EXPECT_TRUE(launcher_.PollAll().empty());
+}
+
+// The GPUs go with the lease file, for a restarted agent that finds a
+// lease it has no record of.
+TEST_F(LeaseTest, LeaseFileKeepsItsTasksGpus) {
+  auto lease = LeaseFile::Create(dir_.File("lease"), 42, {1, 3});
+  ASSERT_TRUE(lease.ok());
+  auto reopened = LeaseFile::Open(dir_.File("lease"));
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ((*reopened)->deadline_ns(), 42);
+  EXPECT_EQ((*reopened)->gpus(), (std::vector<int>{1, 3}));
+}
+
 TEST_F(LeaseTest, ExitFileWithoutFenceParsesAsBefore) {
   auto plain = ParseExitFile("exit 3 1700000000000000000\n");
   ASSERT_TRUE(plain.ok());

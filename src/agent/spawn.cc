@@ -19,7 +19,8 @@ namespace tiresias {
 namespace {
 
 // What the child writes to the error pipe when its setup or exec fails.
-enum ChildStage : int { kSetpgid, kRedirect, kChdir, kExec, kFork };
+enum ChildStage : int { kSetpgid, kRedirect, kChdir, kExec, kFork,
+                        kLeaseLapsed };
 struct ChildError {
   int stage;
   int error;  // errno
@@ -128,6 +129,12 @@ void CloseRange(unsigned low, unsigned high, const ChildSetup& s) {
   for (unsigned fd = low; fd <= last; ++fd) close(static_cast<int>(fd));
 }
 
+int64_t BootNs() {
+  struct timespec ts = {};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 // How the task ended: its wait status, and whether the shim fenced it.
 struct TaskEnd {
   int status = 0;
@@ -184,6 +191,14 @@ TaskEnd WaitWatchingLease(const ChildSetup& s, pid_t task);
   // which closes itself on the task's exec.
   if (s.error_fd > 3) CloseRange(3, s.error_fd - 1, s);
   CloseRange(s.error_fd + 1, ~0U, s);
+  // A lease that lapsed while the agent was stopped or slow between
+  // deciding to start and getting here: the node may already be declared
+  // lost and the job running elsewhere.
+  if (s.lease != nullptr &&
+      BootNs() >= __atomic_load_n(s.lease, __ATOMIC_ACQUIRE)) {
+    errno = 0;
+    Fail(s, kLeaseLapsed);
+  }
   const pid_t shim = getpid();
   const pid_t task = fork();
   if (task < 0) Fail(s, kFork);
@@ -197,12 +212,6 @@ TaskEnd WaitWatchingLease(const ChildSetup& s, pid_t task);
   // agent may be alive to sweep the group.
   if (end.fenced) killpg(0, SIGKILL);
   ExitLike(end.status);
-}
-
-int64_t BootNs() {
-  struct timespec ts = {};
-  clock_gettime(CLOCK_BOOTTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 // Waits for the task, checking its lease every kShimTickNs (woken at once
@@ -228,7 +237,11 @@ TaskEnd WaitWatchingLease(const ChildSetup& s, pid_t task) {
         killpg(0, SIGTERM);  // the shim ignores it; the task checkpoints
       }
       if (fencing && !killed && now >= kill_at) {
-        kill(task, SIGKILL);
+        // The grace is over: the whole group goes now, whatever state the
+        // task is in (one stuck in the kernel may take long to be reaped),
+        // the shim too; the exit file says so first.
+        WriteExitFile(s, SIGKILL, /*fenced=*/true);
+        killpg(0, SIGKILL);
         killed = true;
       }
       if (fencing && !killed) wait_ns = std::min(wait_ns, kill_at - now);
@@ -363,6 +376,10 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
       return Error("chdir to", request.working_dir, failure.error);
     case kFork:
       return Error("fork", "", failure.error);
+    case kLeaseLapsed:
+      return absl::AbortedError(
+          "the agent's lease lapsed before the task could start (the master "
+          "may have given its job to another node)");
     default:
       return Error("exec", request.path, failure.error);
   }

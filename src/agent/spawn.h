@@ -15,12 +15,14 @@
 // the one process that can report its end; what the task started is left
 // to the agent, which kills the group once its leader is gone.
 //
-// Fencing (lease.h): while it waits, the shim checks the task's lease every
-// kShimTick. Once it has lapsed it stops the task on its own: SIGTERM to the
-// group (the task checkpoints), SIGKILL to the task after the grace period,
-// then, once the task is reaped and its exit file written (marked
-// "fenced"), SIGKILL to the whole group, itself included, since no agent
-// may be there to sweep what the task left.
+// Fencing (lease.h): a shim whose lease has already lapsed does not start
+// its task (SpawnProcess answers Aborted). While it waits, the shim checks
+// the lease every kShimTick. Once it has lapsed it stops the task on its
+// own: SIGTERM to the group (the task checkpoints); after the grace period,
+// the exit file ("signal 9 ... fenced") and SIGKILL to the whole group,
+// itself included, since no agent may be there to sweep what is left. A
+// task that ends within the grace is reaped and recorded ("... fenced")
+// and the rest of its group is killed the same way.
 #ifndef TIRESIAS_AGENT_SPAWN_H_
 #define TIRESIAS_AGENT_SPAWN_H_
 

@@ -1,6 +1,9 @@
-// The master's source of wall-clock time, behind an interface so that tests
-// can drive time by hand (STYLE rule 4). Times are Unix seconds as
-// `Seconds`, the unit the store and the RPC contract use.
+// The master's sources of time, behind an interface so that tests can
+// drive time by hand (STYLE rule 4): wall-clock time as Unix seconds
+// (`Seconds`, the unit the store and the RPC contract use), and a
+// monotonic time for every timeout (a node's silence, the adoption window):
+// a wall clock stepped by NTP or an operator must not declare nodes lost
+// before their agents' leases have lapsed.
 //
 // In namespace tiresias::master because the agent has its own, different
 // `tiresias::Clock` (steady + wall + sleep) and a binary may link both.
@@ -19,6 +22,9 @@ class Clock {
   virtual ~Clock() = default;
   // Seconds since the Unix epoch. Thread-safe.
   virtual Seconds NowUnixSeconds() = 0;
+  // Seconds since an arbitrary start; never goes back, never jumps.
+  // Thread-safe.
+  virtual Seconds NowMonotonic() = 0;
 };
 
 // std::chrono::system_clock.
@@ -28,9 +34,14 @@ class RealClock final : public Clock {
     return std::chrono::duration_cast<Seconds>(
         std::chrono::system_clock::now().time_since_epoch());
   }
+  Seconds NowMonotonic() override {
+    return std::chrono::duration_cast<Seconds>(
+        std::chrono::steady_clock::now().time_since_epoch());
+  }
 };
 
-// A clock that moves only when told to. Thread-safe.
+// A clock that moves only when told to (both readings move together; Set
+// moves only the wall clock, as a stepped clock does). Thread-safe.
 class FakeClock final : public Clock {
  public:
   explicit FakeClock(Seconds start = Seconds{1000}) : now_(start) {}
@@ -38,9 +49,14 @@ class FakeClock final : public Clock {
     std::lock_guard<std::mutex> lock(mu_);
     return now_;
   }
+  Seconds NowMonotonic() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return monotonic_;
+  }
   void Advance(Seconds by) {
     std::lock_guard<std::mutex> lock(mu_);
     now_ += by;
+    monotonic_ += by;
   }
   void Set(Seconds to) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -50,6 +66,7 @@ class FakeClock final : public Clock {
  private:
   std::mutex mu_;
   Seconds now_;
+  Seconds monotonic_{0};
 };
 
 }  // namespace tiresias::master

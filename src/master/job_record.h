@@ -97,6 +97,9 @@ struct JobRecord {
   // once a launch has fully run. Stored, so that a master restart does not
   // forget it: the job fails at MasterState::kMaxFailedStarts.
   int failed_starts = 0;
+  // A user cancelled it while its tasks still ran: it ends cancelled once
+  // they have stopped, also if the master restarts meanwhile.
+  bool cancel_requested = false;
   std::vector<std::string> nodes;  // node names it runs (or last ran) on
   std::optional<int> exit_code;
   // The client's idempotency key it was submitted with

@@ -43,16 +43,39 @@ std::string StopReasonWord(v1::StopReason reason) {
 
 }  // namespace
 
+bool MasterState::PlacedOn(JobId job, int attempt, int rank,
+                           const std::string& node) {
+  auto launch = launches_.find({job, attempt});
+  if (launch != launches_.end() &&
+      rank < static_cast<int>(launch->second.parts.size())) {
+    auto n = nodes_.find(launch->second.parts[rank].node_id);
+    if (n != nodes_.end() && n->second.record.name == node) return true;
+  }
+  // An earlier launch: the store recorded where each rank went (rare: only
+  // orphans get here).
+  absl::StatusOr<std::vector<std::string>> ranks =
+      store_->LaunchNodes(job, attempt);
+  if (!ranks.ok()) return true;  // cannot tell: do not refuse the truth
+  if (!ranks->empty()) {
+    return rank < static_cast<int>(ranks->size()) && (*ranks)[rank] == node;
+  }
+  // Launches from before the launches table: the job's last nodes.
+  auto rec = records_.find(job);
+  return rec != records_.end() &&
+         std::find(rec->second.nodes.begin(), rec->second.nodes.end(),
+                   node) != rec->second.nodes.end();
+}
+
 template <typename Response>
 MasterState::CheckedReports MasterState::CheckReports(
-    const google::protobuf::RepeatedPtrField<v1::TaskStatus>& tasks, int gpus,
-    Seconds now, Response* resp) {
+    const google::protobuf::RepeatedPtrField<v1::TaskStatus>& tasks,
+    const NodeRecord& node, Seconds now, Response* resp) {
   CheckedReports out;
   for (int i = 0; i < tasks.size(); ++i) {
     const v1::TaskStatus& task = tasks[i];
     out.present.insert(
         {task.task().job_id(), task.task().attempt(), task.task().rank()});
-    std::string error = TaskReportError(task, i, gpus, now);
+    std::string error = TaskReportError(task, i, node.gpus, now);
     const JobId job = task.task().job_id();
     if (error.empty() && job > ended_.max_id) {
       error = absl::StrCat("tasks[", i, "].task.job_id: no job ", job,
@@ -65,6 +88,13 @@ MasterState::CheckedReports MasterState::CheckReports(
       error = absl::StrCat("tasks[", i, "].task.attempt: job ", job,
                            " has been launched ", rec->second.attempt,
                            " time(s), got attempt ", task.task().attempt());
+    }
+    if (error.empty() && !Ended(task) &&
+        !PlacedOn(job, task.task().attempt(), task.task().rank(),
+                  node.name)) {
+      error = absl::StrCat("tasks[", i, "].task: job ", job, " attempt ",
+                           task.task().attempt(), " rank ", task.task().rank(),
+                           " was never placed on node ", node.name);
     }
     if (error.empty()) {
       out.valid.push_back(&task);
@@ -109,7 +139,8 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
     // A node known up before a restart may still be live until the
     // adoption window ends.
     const bool live =
-        info.up || (info.record.state == NodeState::kUp && now < adopt_deadline_);
+        info.up || (info.record.state == NodeState::kUp &&
+                    clock_->NowMonotonic() < adopt_deadline_);
     if (live && !info.record.agent_token_hash.empty() &&
         info.record.agent_token_hash != token_hash) {
       return absl::AlreadyExistsError(absl::StrCat(
@@ -120,19 +151,33 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
           SecondsText(options_.node_timeout), ", is released)"));
     }
   }
+  bool known = false;
+  for (auto& [id, info] : nodes_) {
+    if (info.record.name != name) continue;
+    known = true;
+    RETURN_IF_ERROR(CheckReportOrder(info, req.boot_id(), req.report_seq()));
+  }
+  if (!known && static_cast<int>(nodes_.size()) >= options_.max_nodes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "name: the master knows ", nodes_.size(),
+        " nodes, its --max-nodes; a new node name is refused"));
+  }
   NodeRecord record{0,  name, req.address(), req.gpus(), NodeState::kUp, now};
   record.agent_token_hash = token_hash;
   ASSIGN_OR_RETURN(record.id, store_->UpsertNode(record));
   NodeInfo& info = nodes_[record.id];
   info.record = record;
   info.log_address = req.log_address();
+  info.report_boot_id = req.boot_id();
+  info.report_seq = req.report_seq();
+  info.last_heard = clock_->NowMonotonic();
   info.up = true;
   info.leaving = false;
   info.session = ++last_session_;
-  info.orphans.clear();
+  SetOrphans(info, {});
   TouchNode(record.id);  // a new session: its desired state is sent anew
   v1::RegisterResponse resp;
-  CheckedReports reports = CheckReports(req.tasks(), req.gpus(), now, &resp);
+  CheckedReports reports = CheckReports(req.tasks(), record, now, &resp);
   // After a master restart: the tasks of jobs that were running become
   // their launches' parts again (no new start), before anything else.
   for (const v1::TaskStatus* task : reports.valid) {
@@ -197,14 +242,15 @@ absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
         ") is not registered with this master; register again"));
   }
   NodeInfo& info = node->second;
+  RETURN_IF_ERROR(CheckReportOrder(info, req.boot_id(), req.report_seq()));
   const Seconds now = clock_->NowUnixSeconds();
   info.record.last_heartbeat = now;
+  info.last_heard = clock_->NowMonotonic();
   // A restarted agent heartbeats before it would register again, with the
   // new port of its log service.
   if (!req.log_address().empty()) info.log_address = req.log_address();
   v1::HeartbeatResponse resp;
-  CheckedReports reports =
-      CheckReports(req.tasks(), info.record.gpus, now, &resp);
+  CheckedReports reports = CheckReports(req.tasks(), info.record, now, &resp);
   Reconcile(req.node_id(), reports, now, &resp);
   if (req.leaving() && !info.leaving) {
     // No new launch there; what runs there is preempted (Rebuild), so the
@@ -226,6 +272,20 @@ absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
   RETURN_IF_ERROR(Commit());  // acknowledgements only once durable
   *resp.mutable_desired() = DesiredStateOf(req.node_id());
   return resp;
+}
+
+absl::Status MasterState::CheckReportOrder(NodeInfo& info,
+                                           const std::string& boot_id,
+                                           uint64_t seq) {
+  if (boot_id.empty()) return absl::OkStatus();
+  if (boot_id == info.report_boot_id && seq <= info.report_seq) {
+    return absl::AbortedError(absl::StrCat(
+        "report_seq: a newer report of this agent was applied (", seq,
+        " <= ", info.report_seq, "): this one is stale"));
+  }
+  info.report_boot_id = boot_id;
+  info.report_seq = seq;
+  return absl::OkStatus();
 }
 
 template <typename Response>
@@ -273,7 +333,7 @@ void MasterState::Reconcile(int64_t node_id, const CheckedReports& reports,
   // agent stops them; their GPUs are busy until they end.
   NodeInfo& info = nodes_.at(node_id);
   const size_t orphans_before = info.orphans.size();
-  info.orphans.clear();
+  std::map<TaskKey, std::vector<int>> orphans;
   for (const v1::TaskStatus* task : reports.valid) {
     if (Ended(*task)) continue;
     const LaunchKey key{task->task().job_id(), task->task().attempt()};
@@ -285,11 +345,48 @@ void MasterState::Reconcile(int64_t node_id, const CheckedReports& reports,
         it->second.parts[rank].node_id == node_id &&
         !it->second.parts[rank].ended;
     if (!part_of_launch) {
-      info.orphans[{key.first, key.second, rank}].assign(
+      orphans[{key.first, key.second, rank}].assign(
           task->gpu_indexes().begin(), task->gpu_indexes().end());
     }
   }
-  if (info.orphans.size() != orphans_before) pass_wanted_ = true;
+  if (orphans.size() != orphans_before) pass_wanted_ = true;
+  SetOrphans(info, std::move(orphans));
+  FinishRestartCancels(now);
+}
+
+void MasterState::SetOrphans(NodeInfo& info,
+                             std::map<TaskKey, std::vector<int>> orphans) {
+  for (const auto& [task, gpus] : info.orphans) {
+    auto count = orphans_by_job_.find(std::get<0>(task));
+    if (count != orphans_by_job_.end() && --count->second <= 0) {
+      orphans_by_job_.erase(count);
+    }
+  }
+  info.orphans = std::move(orphans);
+  for (const auto& [task, gpus] : info.orphans) {
+    ++orphans_by_job_[std::get<0>(task)];
+  }
+}
+
+void MasterState::FinishRestartCancels(Seconds now) {
+  for (auto it = cancelling_after_restart_.begin();
+       it != cancelling_after_restart_.end();) {
+    for (const auto& [id, info] : nodes_) {
+      if (info.up) it->second.erase(info.record.name);
+    }
+    auto rec = records_.find(it->first);
+    const bool heard_all =
+        it->second.empty() || clock_->NowMonotonic() >= adopt_deadline_;
+    if (rec == records_.end() || IsFinal(rec->second.state)) {
+      it = cancelling_after_restart_.erase(it);
+    } else if (heard_all && !orphans_by_job_.contains(it->first)) {
+      Finalize(rec->second, JobRecordState::kCancelled, now, std::nullopt,
+               "its tasks stopped (cancelled before a master restart)");
+      it = cancelling_after_restart_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void MasterState::HandleTask(
@@ -484,6 +581,40 @@ void MasterState::OnSystemStop(Launch& launch, int rank, Seconds end,
   pass_wanted_ = true;
 }
 
+void MasterState::ClassifyEndedGang(Launch& launch, Seconds now) {
+  const LaunchKey key{launch.job, launch.attempt};
+  JobRecord& rec = records_.at(launch.job);
+  const auto [rank, code] = *launch.first_failure;
+  const Job* job = scheduler_->Find(launch.job);
+  if (launch.system_stopped) {
+    // Its failure followed a rank stopped by the system: a preemption.
+    std::optional<Seconds> end;
+    for (const Part& part : launch.parts) {
+      if (part.end_time && (!end || *part.end_time > *end)) end = part.end_time;
+    }
+    if (job != nullptr && job->running()) {
+      cluster().Release(job->id(), job->gpus());
+      const Seconds at = std::clamp(end.value_or(now), job->run_start(), now);
+      // Found running just above: Replace cannot fail.
+      ReplaceSchedulerJob(StopRunAt(*job, at), now).IgnoreError();
+    }
+    rec.state = JobRecordState::kPreempted;
+    ++rec.preemptions;
+    AddEvent(launch.job, now, "preempted",
+             absl::StrCat(Describe(launch), "; a rank was stopped by the "
+                          "system and rank ", rank, " then exited with code ",
+                          code));
+    MarkDirty(launch.job);
+    pass_wanted_ = true;
+  } else {
+    // Remove only fails for a job the scheduler does not hold.
+    scheduler_->Remove(launch.job, now, cluster()).IgnoreError();
+    Finalize(rec, JobRecordState::kFailed, now, code,
+             absl::StrCat("rank ", rank, " exit code ", code));
+  }
+  launches_.erase(key);
+}
+
 bool MasterState::AnyLiveLaunch(JobId job) const {
   for (auto it = launches_.lower_bound({job, 0});
        it != launches_.end() && it->first.first == job; ++it) {
@@ -509,6 +640,21 @@ void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
                               Seconds now) {
   const LaunchKey key{launch.job, launch.attempt};
   auto rec_it = records_.find(launch.job);
+  // A rank ended by a system stop (its agent's shutdown, a fence, a lost
+  // status), not by our own stop: a gang waiting to be classified counts
+  // it (ClassifyEndedGang).
+  const bool system_stop =
+      (task.state() == v1::TASK_STATE_PREEMPTED &&
+       task.stop_reason() != v1::STOP_REASON_PREEMPT &&
+       task.stop_reason() != v1::STOP_REASON_CANCEL &&
+       task.stop_reason() != v1::STOP_REASON_ORPHAN) ||
+      (task.state() == v1::TASK_STATE_EXITED && !task.has_exit_code());
+  if (system_stop) launch.system_stopped = true;
+  if (launch.first_failure && rec_it != records_.end() &&
+      !IsFinal(rec_it->second.state)) {
+    if (launch.AllEnded()) ClassifyEndedGang(launch, now);  // erases it
+    return;
+  }
   if (rec_it == records_.end() || IsFinal(rec_it->second.state) ||
       adopting_.contains(launch.job) || launch.phase == Phase::kStopping) {
     if (launch.AllEnded()) {
@@ -548,12 +694,15 @@ void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
     OnStartFailed(launch, task, now);  // may erase `launch`
     return;
   }
-  if (task.state() == v1::TASK_STATE_PREEMPTED) {
-    // Nobody here asked for this stop: the agent shut down or was fenced.
+  if (system_stop || task.state() == v1::TASK_STATE_PREEMPTED) {
+    // Nobody here asked for this stop: the agent shut down or was fenced,
+    // or the task's status was lost.
     OnSystemStop(launch, rank,
                  task.has_end_time() ? Seconds{task.end_time()} : now, now,
                  absl::StrCat(
-                     task.stop_reason() == v1::STOP_REASON_UNSPECIFIED
+                     task.state() == v1::TASK_STATE_EXITED
+                         ? "its exit status was lost"
+                     : task.stop_reason() == v1::STOP_REASON_UNSPECIFIED
                          ? "its task vanished from its agent"
                          : StopReasonWord(task.stop_reason()),
                      task.has_exit_code()
@@ -565,7 +714,16 @@ void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
     }
     return;
   }
-  // A non-zero exit: the job failed.
+  // A non-zero exit. A gang's other ranks are stopped first: whether the
+  // job failed or was preempted is decided once they have all ended.
+  if (!launch.AllEnded()) {
+    launch.first_failure = std::make_pair(rank, code);
+    StopLaunch(launch, v1::STOP_REASON_PREEMPT);
+    AddEvent(launch.job, now, "rank_failed",
+             absl::StrCat("rank ", rank, " exited with code ", code,
+                          "; stopping the other ranks"));
+    return;
+  }
   scheduler_->Remove(launch.job, now, cluster()).IgnoreError();  // as above
   Finalize(rec, JobRecordState::kFailed, now,
            task.has_exit_code() ? std::optional<int>(code) : std::nullopt,
@@ -597,7 +755,22 @@ void MasterState::LoseNode(int64_t node_id, Seconds now,
       ++it;
       continue;
     }
+    launch.system_stopped = true;  // its ranks there were lost with the node
     Touch(launch);
+    if (launch.first_failure) {
+      auto rec = records_.find(launch.job);
+      if (launch.AllEnded() && rec != records_.end() &&
+          !IsFinal(rec->second.state)) {
+        const LaunchKey next = std::next(it) == launches_.end()
+                                   ? LaunchKey{-1, -1}
+                                   : std::next(it)->first;
+        ClassifyEndedGang(launch, now);  // erases it
+        it = next.first < 0 ? launches_.end() : launches_.find(next);
+      } else {
+        ++it;
+      }
+      continue;
+    }
     auto rec = records_.find(launch.job);
     if (!adopting_.contains(launch.job) && launch.phase == Phase::kActive &&
         rec != records_.end() && !IsFinal(rec->second.state)) {
@@ -621,7 +794,7 @@ void MasterState::LoseNode(int64_t node_id, Seconds now,
       ++it;
     }
   }
-  info.orphans.clear();
+  SetOrphans(info, {});
   TouchNode(node_id);
   pass_wanted_ = true;
 }
@@ -632,7 +805,7 @@ absl::Status MasterState::CheckTimeouts() {
   bool changed = false;
   for (auto& [id, info] : nodes_) {
     if (info.record.state != NodeState::kUp ||
-        now - info.record.last_heartbeat <= options_.node_timeout) {
+        clock_->NowMonotonic() - info.last_heard <= options_.node_timeout) {
       continue;
     }
     if (info.up) {
@@ -643,10 +816,11 @@ absl::Status MasterState::CheckTimeouts() {
     info.record.state = NodeState::kDown;
     RETURN_IF_ERROR(store_->UpsertNode(info.record).status());
   }
-  if (!adoption_closed_ && now >= adopt_deadline_) {
+  if (!adoption_closed_ && clock_->NowMonotonic() >= adopt_deadline_) {
     EndAdoptionWindow(now);
     changed = true;
   }
+  FinishRestartCancels(now);
   if (changed) {
     RETURN_IF_ERROR(Rebuild(now));
     pass_wanted_ = true;

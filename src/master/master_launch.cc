@@ -125,11 +125,7 @@ bool MasterState::EarlierAttemptMayRun(const Launch& launch, Seconds now) {
       return true;
     }
   }
-  for (const auto& [id, info] : nodes_) {
-    for (const auto& [task, gpus] : info.orphans) {
-      if (std::get<0>(task) == launch.job) return true;
-    }
-  }
+  if (orphans_by_job_.contains(launch.job)) return true;
   auto fence = restart_fence_.find(launch.job);
   if (fence != restart_fence_.end()) {
     // Nodes that registered with this master reported their tasks: any of
@@ -137,7 +133,9 @@ bool MasterState::EarlierAttemptMayRun(const Launch& launch, Seconds now) {
     for (const auto& [id, info] : nodes_) {
       if (info.up) fence->second.erase(info.record.name);
     }
-    if (!fence->second.empty() && now < adopt_deadline_) return true;
+    if (!fence->second.empty() && clock_->NowMonotonic() < adopt_deadline_) {
+      return true;
+    }
     restart_fence_.erase(fence);
   }
   return false;

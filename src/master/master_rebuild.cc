@@ -144,9 +144,36 @@ absl::Status MasterState::Rebuild(Seconds now) {
     return true;
   };
 
+  // Jobs running at a master restart, once every task has been reported:
+  // first, since their tasks really hold their GPUs (a launch decided
+  // meanwhile on those GPUs only on paper gives way below).
+  std::set<JobId> adopted;
+  for (auto it = adopting_.begin(); it != adopting_.end();) {
+    JobRecord& rec = records_.at(*it);
+    auto launch = launches_.find({rec.id, rec.attempt});
+    std::vector<GpuId> gpus;
+    if (launch == launches_.end() || !map_gpus(launch->second, &gpus) ||
+        static_cast<int>(gpus.size()) != rec.spec.num_gpus ||
+        !cluster->Allocate(rec.id, gpus).ok()) {
+      ++it;
+      continue;
+    }
+    Seconds run_start = now;
+    for (const Part& part : launch->second.parts) {
+      if (part.start_time) run_start = std::min(run_start, *part.start_time);
+    }
+    Job job = JobFromRecord(rec);
+    job.Start(run_start, gpus);
+    RETURN_IF_ERROR(sched->Restore(job, now));
+    launch->second.all_running = true;
+    AddEvent(rec.id, now, "adopted", Describe(launch->second));
+    MarkDirty(rec.id);
+    adopted.insert(rec.id);
+    it = adopting_.erase(it);
+  }
   // Replace only overwrites an element of jobs(), never adds one.
   for (const Job& old : scheduler_->jobs()) {
-    if (!old.running()) continue;
+    if (!old.running() || adopted.contains(old.id())) continue;
     Launch* launch = CurrentLaunch(old.id());
     std::vector<GpuId> gpus;
     const bool keep =
@@ -177,29 +204,6 @@ absl::Status MasterState::Rebuild(Seconds now) {
     RETURN_IF_ERROR(sched->Replace(job, now));
   }
 
-  // Jobs running at a master restart, once every task has been reported.
-  for (auto it = adopting_.begin(); it != adopting_.end();) {
-    JobRecord& rec = records_.at(*it);
-    auto launch = launches_.find({rec.id, rec.attempt});
-    std::vector<GpuId> gpus;
-    if (launch == launches_.end() || !map_gpus(launch->second, &gpus) ||
-        static_cast<int>(gpus.size()) != rec.spec.num_gpus ||
-        !cluster->Allocate(rec.id, gpus).ok()) {
-      ++it;
-      continue;
-    }
-    Seconds run_start = now;
-    for (const Part& part : launch->second.parts) {
-      if (part.start_time) run_start = std::min(run_start, *part.start_time);
-    }
-    Job job = JobFromRecord(rec);
-    job.Start(run_start, gpus);
-    RETURN_IF_ERROR(sched->Restore(job, now));
-    launch->second.all_running = true;
-    AddEvent(rec.id, now, "adopted", Describe(launch->second));
-    MarkDirty(rec.id);
-    it = adopting_.erase(it);
-  }
   cluster_ = std::move(cluster);
   return absl::OkStatus();
 }

@@ -85,7 +85,15 @@ absl::StatusOr<std::unique_ptr<MasterState>> MasterState::Open(
   std::lock_guard<std::mutex> lock(state->mu_);
   ASSIGN_OR_RETURN(state->scheduler_, state->MakeScheduler());
   RETURN_IF_ERROR(state->Load(clock->NowUnixSeconds()));
+  RETURN_IF_ERROR(state->LoadTokens());
   return state;
+}
+
+absl::Status MasterState::LoadTokens() {
+  ASSIGN_OR_RETURN(std::vector<TokenRecord> tokens, store_->ListTokens());
+  std::lock_guard<std::mutex> lock(auth_mu_);
+  for (TokenRecord& t : tokens) tokens_[t.id] = std::move(t);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Scheduler>> MasterState::MakeScheduler() const {
@@ -109,13 +117,18 @@ absl::Status MasterState::Load(Seconds now) {
   ASSIGN_OR_RETURN(std::vector<NodeRecord> nodes, store_->ListNodes());
   for (NodeRecord& node : nodes) {
     NodeInfo& info = nodes_[node.id];
-    node.last_heartbeat = now;  // the timeout counts from this restart
     info.record = node;
+    info.last_heard = clock_->NowMonotonic();  // the timeout counts from now
   }
   ASSIGN_OR_RETURN(ended_, store_->Totals());
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_->ListUnfinishedJobs());
   for (JobRecord& rec : jobs) {
-    if (rec.state == JobRecordState::kRunning) {
+    if (rec.cancel_requested) {
+      // Cancelled while its tasks ran: it does not run again; it ends once
+      // nothing of it runs (FinishRestartCancels).
+      cancelling_after_restart_[rec.id] =
+          std::set<std::string>(rec.nodes.begin(), rec.nodes.end());
+    } else if (rec.state == JobRecordState::kRunning) {
       adopting_.insert(rec.id);
     } else {
       // Its last launch may still be stopping on a node that has not
@@ -134,7 +147,7 @@ absl::Status MasterState::Load(Seconds now) {
     ended_.promotions -= rec.promotions;
     records_[rec.id] = std::move(rec);
   }
-  adopt_deadline_ = now + options_.node_timeout;
+  adopt_deadline_ = clock_->NowMonotonic() + options_.node_timeout;
   return absl::OkStatus();
 }
 
@@ -303,6 +316,7 @@ absl::StatusOr<JobRecord> MasterState::CancelJob(JobId id) {
   }
   JobRecord& rec = it->second;
   const Seconds now = clock_->NowUnixSeconds();
+  if (rec.cancel_requested) return rec;  // already being cancelled
   for (auto l = launches_.lower_bound({id, 0});
        l != launches_.end() && l->first.first == id; ++l) {
     if (l->second.phase == Phase::kStopping &&
@@ -335,6 +349,7 @@ absl::StatusOr<JobRecord> MasterState::CancelJob(JobId id) {
     live = true;
   }
   if (live) {
+    rec.cancel_requested = true;  // stored: a restart finishes the cancel
     AddEvent(id, now, "cancelling", "stopping its tasks");
   } else {
     Finalize(rec, JobRecordState::kCancelled, now, std::nullopt,

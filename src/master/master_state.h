@@ -123,6 +123,7 @@
 #include "core/cluster.h"
 #include "master/clock.h"
 #include "master/generation.h"
+#include "master/principal.h"
 #include "master/store.h"
 #include "place/placement.h"
 #include "proto/tiresias.pb.h"
@@ -150,8 +151,17 @@ struct MasterOptions {
   // Told to agents at Register; capped at node_timeout / 10, so that a
   // lease spans several heartbeats.
   Seconds heartbeat_interval{2};
-  // Register refuses a node with more GPUs than this.
+  // Register refuses a node with more GPUs than this, and a new node
+  // name beyond max_nodes known nodes.
   int max_gpus_per_node = 1024;
+  int max_nodes = 10000;
+  // Clients must authenticate (a token or a user certificate) and are
+  // authorized per job; agents must present their node's certificate.
+  // false: --insecure, nobody is checked (tests, a trusted laptop).
+  bool require_auth = false;
+  // Listings show other users' jobs without their commands (their
+  // environment is never shown to others).
+  bool hide_others_commands = false;
   // MASTER_PORT of a launch is base_port + (16 x job id + attempt) mod 10000.
   int base_port = 29500;
 };
@@ -252,6 +262,39 @@ class MasterState {
   uint64_t WaitForDesired(uint64_t seen, std::chrono::milliseconds timeout);
   void WakeDesiredWatchers();
 
+  // Authentication and the audit log (master_auth.cc). Tokens live in
+  // memory (loaded at Open, kept by CreateToken and RevokeToken after their
+  // write is durable), so checking one costs no store read and a revocation
+  // takes effect at once. Thread-safe; these take auth_mu_, never mu_.
+  //
+  // The principal a bearer token stands for, or Unauthenticated saying why
+  // (malformed, unknown, revoked or expired); never echoes the secret.
+  absl::StatusOr<Principal> AuthenticateToken(const std::string& token);
+  struct IssuedTokenText {
+    int64_t id = 0;
+    std::string text;  // "tsk_<id>_<secret>": returned once, never stored
+    std::optional<Seconds> expires;
+  };
+  // Issues a token (user: 1..64 printable characters; ttl > 0 or none).
+  absl::StatusOr<IssuedTokenText> CreateToken(const std::string& user,
+                                              bool admin,
+                                              std::optional<Seconds> ttl,
+                                              const std::string& description);
+  // Every token, without salt or hash.
+  std::vector<TokenRecord> ListTokens();
+  // NotFound for an unknown id.
+  absl::Status RevokeToken(int64_t id);
+  // Appends to the audit log. Refusals are written at most
+  // kAuditRefusalsPerSecond a second (an attacker hammering the door must
+  // not turn it into an fsync storm); the ones beyond are counted and the
+  // count goes with the next refusal written. Never fails the caller: a
+  // write that fails is reported on stderr.
+  void Audit(AuditRecord record);
+  static constexpr int kAuditRefusalsPerSecond = 20;
+  absl::StatusOr<std::vector<AuditRecord>> AuditAfter(int64_t after,
+                                                      int limit);
+  const MasterOptions& options() const { return options_; }
+
   // Lease = node timeout - grace - kFenceMargin: covers the task shim's
   // lease check interval, SIGKILL taking effect, and clock rate drift.
   static constexpr Seconds kFenceMargin{1};
@@ -322,6 +365,12 @@ class MasterState {
     // then is it in its nodes' desired states.
     bool durable = false;
     Seconds stop_decided{0};   // when a preemption was decided
+    // A gang whose rank exited non-zero while others ran: they are being
+    // stopped, and the job's fate waits until every rank has ended. It is
+    // a preemption if a rank was stopped by the system (its peers may have
+    // failed because of it), else a failure with the first exit code.
+    std::optional<std::pair<int, int>> first_failure;  // rank, exit code
+    bool system_stopped = false;  // a rank ended by a system stop
     bool AllEnded() const;
     void SetPhase(Phase next);  // checks the transition
   };
@@ -335,6 +384,13 @@ class MasterState {
     bool leaving = false;  // its agent is shutting down: no new launches
     uint64_t session = 0;  // of its current registration; 0: none
     uint64_t version = 0;  // of its desired state, within the session
+    // The newest report applied: its agent's boot and sequence (see
+    // RegisterRequest.report_seq).
+    std::string report_boot_id;
+    uint64_t report_seq = 0;
+    // When the master last heard from it (monotonic: see clock.h); the
+    // node timeout counts from here. record.last_heartbeat is for people.
+    Seconds last_heard{0};
     // Live tasks its agent reports that no launch part names: being
     // stopped, and holding their GPUs until they end.
     std::map<TaskKey, std::vector<int>> orphans;
@@ -402,10 +458,15 @@ class MasterState {
   // to `resp`'s `rejected` with its line): impossible fields, and launches
   // that never existed (a job id above any ever given, an attempt above
   // the job's).
+  // A live task must be a part placed on this node (now, or in a launch
+  // the store recorded there): an agent speaks for its own node only.
   template <typename Response>
   CheckedReports CheckReports(
       const google::protobuf::RepeatedPtrField<v1::TaskStatus>& tasks,
-      int gpus, Seconds now, Response* resp);
+      const NodeRecord& node, Seconds now, Response* resp);
+  // Whether rank `rank` of launch (job, attempt) was ever placed on the
+  // node called `node`.
+  bool PlacedOn(JobId job, int attempt, int rank, const std::string& node);
   // Applies one agent report: each task, then the parts it no longer has
   // (ended without a status: a system stop), then its orphans. Adds the
   // acknowledgements to `resp` (a Register or Heartbeat answer).
@@ -419,6 +480,9 @@ class MasterState {
   // others are stopped and the job waits again, or fails after
   // kMaxFailedStarts such launches in a row.
   void OnStartFailed(Launch& launch, const v1::TaskStatus& task, Seconds now);
+  // Every rank of a gang with a failure has ended: preempts or fails the
+  // job (see Launch::first_failure). Erases `launch`.
+  void ClassifyEndedGang(Launch& launch, Seconds now);
   // A part of an active launch was stopped by the system, not by us (its
   // agent shut down or was fenced, or lost it): the job is preempted at
   // `end`, not failed.
@@ -431,6 +495,10 @@ class MasterState {
                      Seconds now);
   void LoseNode(int64_t node_id, Seconds now, const std::string& why);
   void EndAdoptionWindow(Seconds now);
+  // Aborted if a report of this boot at least as new as (boot_id, seq)
+  // was already applied for the node; else records it as the newest.
+  absl::Status CheckReportOrder(NodeInfo& info, const std::string& boot_id,
+                                uint64_t seq);
   // A job being cancelled whose last live launch has ended: it ends.
   void MaybeFinishCancel(JobId job, Seconds now, const std::string& detail);
   bool AnyLiveLaunch(JobId job) const;
@@ -477,7 +545,17 @@ class MasterState {
   // that have not reported in since: no new launch until they have, or
   // until adopt_deadline_.
   std::map<JobId, std::set<std::string>> restart_fence_;
-  Seconds adopt_deadline_{0};
+  // Jobs whose cancel was requested before a restart while their tasks
+  // ran, with the nodes of their last launch not heard from since: they
+  // end cancelled once those nodes reported in (or adopt_deadline_ passed)
+  // and no node reports a task of theirs (their tasks are orphans: nothing
+  // wants them, so their agents stop them).
+  std::map<JobId, std::set<std::string>> cancelling_after_restart_;
+  // How many orphans each job has over every up node (NodeInfo::orphans).
+  std::map<JobId, int> orphans_by_job_;
+  void SetOrphans(NodeInfo& info, std::map<TaskKey, std::vector<int>> orphans);
+  void FinishRestartCancels(Seconds now);
+  Seconds adopt_deadline_{0};  // monotonic (clock.h)
   bool adoption_closed_ = false;  // EndAdoptionWindow ran
   std::set<JobId> dirty_;
   std::vector<JobEvent> events_;
@@ -497,6 +575,14 @@ class MasterState {
   // final state and the summed preemptions and promotions (loaded at Open,
   // kept by SubmitJob and Commit).
   JobTotals ended_;
+
+  // Guarded by auth_mu_ (a leaf: never held while taking mu_).
+  std::mutex auth_mu_;
+  std::map<int64_t, TokenRecord> tokens_;
+  double audit_window_start_ = 0;  // Unix seconds of the current second
+  int audit_written_in_window_ = 0;
+  int64_t audit_dropped_ = 0;  // refusals not written since the last one
+  absl::Status LoadTokens();
 
   // Watchers of desired states (WatchDesiredState) and of events
   // (WatchEvents): bumped inside mu_, waited on outside it.

@@ -225,7 +225,7 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
         db_->Prepare(absl::StrCat(
             "INSERT INTO jobs (", kJobColumns,
             ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0, 0, "
-            "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0, ?9)")));
+            "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0, ?9, 0)")));
     std::optional<std::string_view> request_id;
     if (!job.request_id.empty()) request_id = job.request_id;
     insert.Bind(1, spec.name)
@@ -388,8 +388,8 @@ absl::Status SqliteStore::UpdateJobLocked(const JobRecord& r) {
           "executed_seconds = ?5, total_executed_seconds = ?6, "
           "first_start_time = ?7, end_time = ?8, last_stop_time = ?9, "
           "preemptions = ?10, promotions = ?11, restarts = ?12, "
-          "attempt = ?13, nodes = ?14, exit_code = ?15, failed_starts = ?16 "
-          "WHERE id = ?1"));
+          "attempt = ?13, nodes = ?14, exit_code = ?15, failed_starts = ?16, "
+          "cancel_requested = ?17 WHERE id = ?1"));
   auto seconds = [](const std::optional<Seconds>& t) {
     return t ? std::optional<double>(t->count()) : std::nullopt;
   };
@@ -402,7 +402,8 @@ absl::Status SqliteStore::UpdateJobLocked(const JobRecord& r) {
       .Bind(9, r.last_stop_time.count()).Bind(10, int64_t{r.preemptions})
       .Bind(11, int64_t{r.promotions}).Bind(12, int64_t{r.restarts})
       .Bind(13, int64_t{r.attempt}).Bind(14, nodes).Bind(15, exit_code)
-      .Bind(16, int64_t{r.failed_starts});
+      .Bind(16, int64_t{r.failed_starts})
+      .Bind(17, int64_t{r.cancel_requested ? 1 : 0});
   RETURN_IF_ERROR(update.Run());
   if (db_->Changes() == 0) return NoSuchJob(r.id);
   return absl::OkStatus();

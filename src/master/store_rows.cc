@@ -203,6 +203,7 @@ absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
   r.exit_code = in.OptionalInt(22, "exit_code");
   r.failed_starts = in.Int(23, "failed_starts");
   if (!row.IsNull(24)) r.request_id = in.Text(24, "request_id");
+  r.cancel_requested = in.Int(25, "cancel_requested") != 0;
   if (!in.status().ok()) return in.status();
   return r;
 }

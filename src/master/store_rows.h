@@ -71,8 +71,11 @@ inline constexpr const char* kMigrations[] = {
     "CREATE INDEX jobs_by_user ON jobs (user, id);"
     "CREATE INDEX jobs_by_name ON jobs (name, id);"
     "ALTER TABLE nodes ADD COLUMN agent_token_hash TEXT NOT NULL DEFAULT ''",
-    // 5: bearer tokens (a salted hash of each secret, never the secret) and
-    // the audit log.
+    // 5: bearer tokens (a salted hash of each secret, never the secret),
+    // the audit log, and a cancel requested while a job's tasks still ran
+    // (a restarted master finishes it).
+    "ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL "
+    "DEFAULT 0;"
     "CREATE TABLE tokens ("
     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
     "  user TEXT NOT NULL, admin INTEGER NOT NULL,"
@@ -94,7 +97,7 @@ inline constexpr char kJobColumns[] =
     "queue, attained_gpu_seconds, executed_seconds, total_executed_seconds, "
     "submit_time, first_start_time, end_time, last_stop_time, preemptions, "
     "promotions, restarts, attempt, nodes, exit_code, failed_starts, "
-    "request_id";
+    "request_id, cancel_requested";
 inline constexpr char kEventColumns[] =
     "sequence, job_id, time, kind, detail";
 inline constexpr char kNodeColumns[] =

@@ -370,6 +370,7 @@ TEST_F(AgentProtocolTest, SecondAgentWithALiveNodesNameIsRefused) {
   const int64_t node = Register("n1", 2, {}, &first);
   v1::RegisterRequest impostor = RegisterRequest("n1", 2);
   impostor.set_agent_token("another-agents-token");
+  impostor.set_boot_id("another-machine");
   auto refused = master_->Register(impostor);
   ASSERT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_NE(refused.status().message().find("n1"), std::string::npos);
@@ -453,6 +454,191 @@ TEST_F(AgentProtocolTest, DesiredStateVersionGrowsWithItsContent) {
                 .status()
                 .code(),
             absl::StatusCode::kNotFound);
+}
+
+// From the review of this protocol: each of these failed before its fix.
+
+// A report that waited at the master after its agent gave up on it (a
+// timeout) and sent newer ones must not be taken for the truth: it would
+// say a task that runs has vanished, and the job would run twice.
+TEST_F(AgentProtocolTest, LateReportIsRefused) {
+  Open();
+  const int64_t n1 = Register("n1", 1);
+  const JobId id = Submit(Spec(1));
+  Pass();
+  v1::HeartbeatRequest stale = BeatRequest(n1, {});  // built, not yet sent
+  Beat(n1);
+  Beat(n1, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  auto late = master_->Heartbeat(stale);
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kAborted)
+      << late.status();
+  Pass();
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kRunning);
+  EXPECT_EQ(rec.attempt, 1);
+  EXPECT_EQ(rec.preemptions, 0);
+}
+
+// A cancel asked for while the tasks ran is stored: a master restarted
+// before they stopped does not adopt the job back and resume it, it
+// finishes the cancel.
+TEST_F(AgentProtocolTest, CancelSurvivesAMasterRestart) {
+  Open();
+  int64_t n1 = Register("n1", 1);
+  const JobId id = Submit(Spec(1));
+  Pass();
+  Beat(n1, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  ASSERT_TRUE(master_->CancelJob(id).ok());
+  master_.reset();
+  Open();
+  n1 = Register("n1", 1, {Task(id, 1, 0, TASK_STATE_EXITING, {0}, {}, 1000.0)});
+  Pass();
+  EXPECT_NE(Get(id).state, JobRecordState::kCancelled);  // still stopping
+  EXPECT_TRUE(Starts(Beat(n1, {Task(id, 1, 0, TASK_STATE_EXITING, {0}, {},
+                                    1000.0)}))
+                  .empty());
+  v1::TaskStatus ended = Task(id, 1, 0, TASK_STATE_PREEMPTED, {0}, 143, 1000.0);
+  ended.set_stop_reason(v1::STOP_REASON_CANCEL);
+  Beat(n1, {ended});
+  Pass();
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kCancelled);
+  EXPECT_EQ(rec.attempt, 1);
+  EXPECT_TRUE(Starts(Beat(n1)).empty());
+}
+
+// A gang: rank 1 fails on its lost peer (exit 1) just before the report
+// that rank 0 was stopped by its agent's shutdown. The job is preempted,
+// not failed: the other ranks are stopped and the job is judged once all
+// have ended.
+TEST_F(AgentProtocolTest, GangRankFailingAfterASystemStopIsAPreemption) {
+  Open();
+  const int64_t n1 = Register("n1", 1);
+  const int64_t n2 = Register("n2", 1);
+  const JobId id = Submit(Spec(2));
+  Pass();
+  const int r1 = Starts(Beat(n1))[0].task().rank();
+  const int r2 = Starts(Beat(n2))[0].task().rank();
+  Beat(n1, {Task(id, 1, r1, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  Beat(n2, {Task(id, 1, r2, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  Beat(n2, {Task(id, 1, r2, TASK_STATE_EXITED, {0}, 1, 1000.0)});
+  EXPECT_EQ(Get(id).state, JobRecordState::kRunning);  // not judged yet
+  v1::TaskStatus shut = Task(id, 1, r1, TASK_STATE_PREEMPTED, {0}, 143, 1000.0);
+  shut.set_stop_reason(v1::STOP_REASON_SHUTDOWN);
+  Beat(n1, {shut}, true);
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kPreempted);
+  EXPECT_EQ(rec.preemptions, 1);
+}
+
+// ... and a gang whose rank really failed still fails, once its other
+// ranks (stopped for it) have ended, with the failing rank's code.
+TEST_F(AgentProtocolTest, GangRankFailingOnItsOwnFailsTheJob) {
+  Open();
+  const int64_t n1 = Register("n1", 1);
+  const int64_t n2 = Register("n2", 1);
+  const JobId id = Submit(Spec(2));
+  Pass();
+  const int r1 = Starts(Beat(n1))[0].task().rank();
+  const int r2 = Starts(Beat(n2))[0].task().rank();
+  const v1::TaskStatus t1 = Task(id, 1, r1, TASK_STATE_RUNNING, {0}, {}, 1000.0);
+  Beat(n1, {t1});
+  Beat(n2, {Task(id, 1, r2, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  Beat(n2, {Task(id, 1, r2, TASK_STATE_EXITED, {0}, 3, 1000.0)});
+  v1::HeartbeatResponse resp = Beat(n1, {t1});
+  ASSERT_EQ(Stops(resp).size(), 1u);  // the other rank is told to stop
+  v1::TaskStatus stopped = Task(id, 1, r1, TASK_STATE_PREEMPTED, {0}, 143,
+                                1000.0);
+  stopped.set_stop_reason(v1::STOP_REASON_PREEMPT);  // our own stop
+  Beat(n1, {stopped});
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kFailed);
+  EXPECT_EQ(rec.exit_code, 3);
+}
+
+// A task whose exit status was lost (its shim killed, the machine
+// rebooted): a system stop, not the job's failure.
+TEST_F(AgentProtocolTest, LostExitStatusIsNotAFailure) {
+  Open();
+  const int64_t n1 = Register("n1", 1);
+  const JobId id = Submit(Spec(1));
+  Pass();
+  Beat(n1, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  Beat(n1, {Task(id, 1, 0, TASK_STATE_EXITED, {0}, std::nullopt, 1000.0)});
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kPreempted);
+  EXPECT_EQ(rec.preemptions, 1);
+}
+
+// After a restart a waiting job may be decided on GPUs that a running
+// 2-node job's tasks really hold, before that job's second node reports
+// in. The running job is adopted all the same; the waiting one gives way.
+TEST_F(AgentProtocolTest, RunningGangIsReadoptedAheadOfAWaitingJob) {
+  options_.node_timeout = Seconds{30};
+  Open();
+  int64_t n1 = Register("n1", 1);
+  int64_t n2 = Register("n2", 1);
+  const JobId id = Submit(Spec(2));
+  Pass();
+  const int r1 = Starts(Beat(n1))[0].task().rank();
+  const int r2 = Starts(Beat(n2))[0].task().rank();
+  const v1::TaskStatus t1 = Task(id, 1, r1, TASK_STATE_RUNNING, {0}, {}, 1000.0);
+  const v1::TaskStatus t2 = Task(id, 1, r2, TASK_STATE_RUNNING, {0}, {}, 1000.0);
+  Beat(n1, {t1});
+  Beat(n2, {t2});
+  const JobId waiting = Submit(Spec(1));
+  Pass();
+  master_.reset();
+  Open();
+  n1 = Register("n1", 1, {t1});
+  Pass();  // the waiting job is decided on n1's GPU, on paper
+  n2 = Register("n2", 1, {t2});
+  Pass();
+  clock_.Advance(Seconds{31});  // past the adoption window
+  Beat(n1, {t1});
+  Beat(n2, {t2});
+  ASSERT_TRUE(master_->CheckTimeouts().ok());
+  Pass();
+  JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kRunning);
+  EXPECT_EQ(rec.preemptions, 0);
+  EXPECT_NE(Get(waiting).state, JobRecordState::kRunning);
+}
+
+// Timeouts run on a monotonic clock: a wall clock stepped forward (NTP, an
+// operator) does not declare nodes lost before their leases lapsed.
+TEST_F(AgentProtocolTest, WallClockStepDoesNotDeclareNodesLost) {
+  options_.node_timeout = Seconds{30};
+  Open();
+  const int64_t n1 = Register("n1", 1);
+  clock_.Set(clock_.NowUnixSeconds() + Seconds{3600});
+  ASSERT_TRUE(master_->CheckTimeouts().ok());
+  auto nodes = master_->ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_EQ((*nodes)[0].state(), v1::NODE_STATE_UP);
+  Beat(n1);
+}
+
+// An agent speaks for its own node: a live task it reports that was never
+// placed there is refused (it would otherwise hold up that job's next
+// attempt anywhere, as an orphan).
+TEST_F(AgentProtocolTest, ReportOfAnotherNodesTaskIsRefused) {
+  Open();
+  const int64_t n1 = Register("n1", 1);
+  const int64_t n2 = Register("n2", 1);
+  const JobId id = Submit(Spec(1));
+  Pass();
+  const int64_t runs_on = RunIds(Beat(n1)).empty() ? n2 : n1;
+  const int64_t other = runs_on == n1 ? n2 : n1;
+  v1::HeartbeatResponse resp =
+      Beat(other, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  ASSERT_EQ(resp.rejected_size(), 1);
+  EXPECT_NE(resp.rejected(0).message().find("never placed on node"),
+            std::string::npos)
+      << resp.rejected(0).message();
+  // Its own node reports it running, and it runs.
+  Beat(runs_on, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  EXPECT_EQ(Get(id).state, JobRecordState::kRunning);
 }
 
 }  // namespace

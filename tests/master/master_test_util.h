@@ -74,6 +74,8 @@ class MasterFixture : public testing::Test {
     req.set_gpus(gpus);
     req.set_agent_token(TokenFor(name));
     req.set_grace_seconds(1);
+    req.set_boot_id("test-boot");
+    req.set_report_seq(NextSeq());
     for (auto& t : tasks) *req.add_tasks() = t;
     return req;
   }
@@ -102,6 +104,8 @@ class MasterFixture : public testing::Test {
     req.set_node_id(node);
     req.set_session(sessions_[node]);
     req.set_leaving(leaving);
+    req.set_boot_id("test-boot");
+    req.set_report_seq(NextSeq());
     for (auto& t : tasks) *req.add_tasks() = t;
     return req;
   }
@@ -122,6 +126,11 @@ class MasterFixture : public testing::Test {
   MasterOptions options_;
   std::unique_ptr<MasterState> master_;
   std::map<int64_t, uint64_t> sessions_;  // node id -> its session
+  // Reports are ordered per boot (RegisterRequest.report_seq).
+  static uint64_t NextSeq() {
+    static uint64_t seq = 0;
+    return ++seq;
+  }
 };
 
 }  // namespace tiresias::master_testing

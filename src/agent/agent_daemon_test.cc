@@ -108,6 +108,13 @@ class AgentDaemonTest : public testing::Test {
   AgentDaemon* StartAgent(const std::string& name = "node-a") {
     return StartAgent(Options(name));
   }
+  // An agent as an operator starts one: root tasks refused. For the tests
+  // of whom tasks run as.
+  AgentOptions OperatorOptions(const std::string& name = "node-a") {
+    AgentOptions options = Options(name);
+    options.allow_root_tasks = false;
+    return options;
+  }
   AgentDaemon* StartAgent(AgentOptions options) {
     agents_.push_back(std::make_unique<AgentDaemon>(std::move(options)));
     EXPECT_TRUE(agents_.back()->Start().ok());
@@ -246,16 +253,13 @@ TEST_F(AgentDaemonTest, JobRunsAsItsOwnersAccount) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (useradd, setuid)";
   ThrowawayUser user;
   ASSERT_TRUE(user.ok());
-  const std::string work = user.OwnedFolder(dir_.path(), "work");
+  const std::string ckpt = user.OwnedFolder(dir_.path(), "work") + "/ckpt";
   StartMaster();
-  AgentOptions options = Options();
-  options.allow_root_tasks = false;
-  StartAgent(std::move(options));
+  StartAgent(OperatorOptions());
   EXPECT_EQ(CountLog("running as root: tasks run as their owner's Unix "
                      "account; root tasks refused"),
             1);
-  JobId id = Submit(1, "id -u; id -g; echo $USER", user.name(),
-                    work + "/ckpt");
+  JobId id = Submit(1, "id -u; id -g; echo $USER", user.name(), ckpt);
   ASSERT_TRUE(WaitState(id, JobRecordState::kFinished)) << LogOf(id, 1);
   EXPECT_EQ(LogOf(id, 1), absl::StrCat(user.uid(), "\n", user.gid(), "\n",
                                        user.name(), "\n"));
@@ -268,9 +272,7 @@ TEST_F(AgentDaemonTest, JobRunsAsItsOwnersAccount) {
 TEST_F(AgentDaemonTest, JobWhoseOwnerItMayNotRunAsFailsToStart) {
   if (geteuid() != 0) GTEST_SKIP() << "an agent not root runs tasks as itself";
   StartMaster();
-  AgentOptions options = Options();
-  options.allow_root_tasks = false;
-  StartAgent(std::move(options));
+  StartAgent(OperatorOptions());
   const JobId nobody = Submit(1, "echo task-ran", "tiresias-no-such-owner");
   const JobId root = Submit(1, "echo task-ran", "root");
   for (JobId id : {nobody, root}) {
@@ -357,19 +359,17 @@ TEST_F(AgentDaemonTest, RestartedAgentAdoptsATaskRunningAsItsOwner) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (useradd, setuid)";
   ThrowawayUser user;
   ASSERT_TRUE(user.ok());
-  const std::string work = user.OwnedFolder(dir_.path(), "work");
+  const std::string ckpt = user.OwnedFolder(dir_.path(), "work") + "/ckpt";
   StartMaster();
-  AgentOptions options = Options();
-  options.allow_root_tasks = false;
-  AgentDaemon* first = StartAgent(options);
-  JobId id = Submit(1, "id -u; sleep 1.5", user.name(), work + "/ckpt");
+  AgentDaemon* first = StartAgent(OperatorOptions());
+  JobId id = Submit(1, "id -u; sleep 1.5", user.name(), ckpt);
   ASSERT_TRUE(WaitState(id, JobRecordState::kRunning));
   first->Stop();
   auto entries = ParseTaskRecord(ReadFile(dir_.File("agent/tasks.json")));
   ASSERT_TRUE(entries.ok() && entries->size() == 1u) << entries.status();
   EXPECT_EQ((*entries)[0].handle.uid, user.uid());
 
-  StartAgent(options);
+  StartAgent(OperatorOptions());
   EXPECT_EQ(CountLog("adopted running pid"), 1);
   ASSERT_TRUE(WaitState(id, JobRecordState::kFinished));
   EXPECT_EQ(Job(id).exit_code, 0);

@@ -5,6 +5,7 @@
 #define TIRESIAS_AGENT_AGENT_TESTING_H_
 
 #include <pwd.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -103,6 +104,29 @@ inline bool RunRetrying(const std::string& command, int tries = 50) {
   return false;
 }
 
+// The pids of every live process (zombies left out: an earlier test's task
+// may wait for init to reap it) running as `uid`, from /proc/<pid>/status,
+// to check that a task that failed to start left nothing behind.
+inline std::vector<pid_t> ProcessesOf(uid_t uid) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream status(entry.path() / "status");
+    bool live = true;
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("State:", 0) == 0) {
+        live = line.find_first_of("ZX", 6) == std::string::npos;
+      }
+      if (line.rfind("Uid:", 0) != 0) continue;
+      std::istringstream ids(line.substr(4));
+      uid_t real = 0;
+      if (live && ids >> real && real == uid) pids.push_back(std::stoi(name));
+    }
+  }
+  return pids;
+}
+
 // A Unix account made for one test (useradd --system --no-create-home
 // --user-group), a member of one more group of its own, both removed
 // (userdel, groupdel) when the object goes, also when the test failed.
@@ -139,6 +163,12 @@ class ThrowawayUser {
     group_gid_ = GidOf(group_);
   }
   ~ThrowawayUser() {
+    // What a failed test left running as the account (userdel refuses an
+    // account in use), by pid.
+    if (uid_ != 0) {
+      for (pid_t pid : ProcessesOf(uid_)) kill(pid, SIGKILL);
+      WaitUntil([&] { return ProcessesOf(uid_).empty(); });
+    }
     // Its user group goes with it (USERGROUPS_ENAB); groupdel catches a
     // system where it does not.
     if (made_user_ && !RunRetrying("userdel " + name_ + " 2>/dev/null", 20)) {
@@ -194,28 +224,6 @@ class ThrowawayUser {
   bool made_user_ = false, made_group_ = false;
 };
 
-// The pids of every live process (zombies left out: an earlier test's task
-// may wait for init to reap it) running as `uid`, from /proc/<pid>/status,
-// to check that a task that failed to start left nothing behind.
-inline std::vector<pid_t> ProcessesOf(uid_t uid) {
-  std::vector<pid_t> pids;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream status(entry.path() / "status");
-    bool live = true;
-    for (std::string line; std::getline(status, line);) {
-      if (line.rfind("State:", 0) == 0) {
-        live = line.find_first_of("ZX", 6) == std::string::npos;
-      }
-      if (line.rfind("Uid:", 0) != 0) continue;
-      std::istringstream ids(line.substr(4));
-      uid_t real = 0;
-      if (live && ids >> real && real == uid) pids.push_back(std::stoi(name));
-    }
-  }
-  return pids;
-}
 
 }  // namespace tiresias::agent_testing
 

@@ -95,6 +95,18 @@ class RunAsLauncherTest : public ::testing::Test {
         << exit.Describe() << "; log: " << ReadFile(spec.log_path);
   }
 
+  // Starts a task that sleeps; returns it and its own pid (the shim's
+  // child).
+  std::pair<TaskHandle, pid_t> StartSleeper(PosixLauncher& launcher) {
+    absl::StatusOr<TaskHandle> handle =
+        launcher.Start(Spec("echo $$ > task.pid; exec sleep 30"));
+    EXPECT_TRUE(handle.ok()) << handle.status();
+    const std::string pid_file = work_ + "/task.pid";
+    EXPECT_TRUE(WaitUntil([&] { return !ReadFile(pid_file).empty(); }));
+    const std::string pid = ReadFile(pid_file);
+    return {handle.value_or(TaskHandle{}), pid.empty() ? 0 : std::stoi(pid)};
+  }
+
   static constexpr const char* kWhoAmI =
       "{ id -u; id -g; id -G; echo \"$HOME $USER $LOGNAME\"; } "
       "> \"$TIRESIAS_CHECKPOINT_DIR/id.txt\"";
@@ -148,17 +160,13 @@ TEST_F(RunAsLauncherTest, LogAndCheckpointDirBelongToTheAccount) {
 
 TEST_F(RunAsLauncherTest, OnlyTheTaskSwitchesItsShimStaysRoot) {
   auto launcher = Launcher();
-  absl::StatusOr<TaskHandle> handle =
-      launcher->Start(Spec("echo $$ > task.pid; exec sleep 30"));
-  ASSERT_TRUE(handle.ok()) << handle.status();
-  ASSERT_TRUE(WaitUntil(
-      [&] { return !ReadFile(work_ + "/task.pid").empty(); }));
-  const pid_t task = std::stoi(ReadFile(work_ + "/task.pid"));
+  const auto [handle, task] = StartSleeper(*launcher);
+  ASSERT_GT(task, 0);
   const uid_t u = user_->uid();
   EXPECT_THAT(UidsOf(task), ElementsAre(u, u, u, u));
-  EXPECT_THAT(UidsOf(handle->pid), ElementsAre(0, 0, 0, 0));
+  EXPECT_THAT(UidsOf(handle.pid), ElementsAre(0, 0, 0, 0));
   // The shim (root) still stops it, and the group with it.
-  EXPECT_EQ(launcher->Stop(*handle, StopReason::kCancel, milliseconds(2000))
+  EXPECT_EQ(launcher->Stop(handle, StopReason::kCancel, milliseconds(2000))
                 ->outcome,
             TaskOutcome::kCancelled);
   EXPECT_TRUE(Gone(task));
@@ -168,16 +176,12 @@ TEST_F(RunAsLauncherTest, OnlyTheTaskSwitchesItsShimStaysRoot) {
 // it must be set after the switch, or the task would outlive its shim.
 TEST_F(RunAsLauncherTest, TaskRunningAsItsAccountDiesWithItsShim) {
   auto launcher = Launcher();
-  absl::StatusOr<TaskHandle> handle =
-      launcher->Start(Spec("echo $$ > task.pid; exec sleep 30"));
-  ASSERT_TRUE(handle.ok()) << handle.status();
-  ASSERT_TRUE(WaitUntil(
-      [&] { return !ReadFile(work_ + "/task.pid").empty(); }));
-  const pid_t task = std::stoi(ReadFile(work_ + "/task.pid"));
-  ASSERT_EQ(kill(handle->pid, SIGKILL), 0);
+  const auto [handle, task] = StartSleeper(*launcher);
+  ASSERT_GT(task, 0);
+  ASSERT_EQ(kill(handle.pid, SIGKILL), 0);
   EXPECT_TRUE(WaitUntil([&] { return Gone(task); }));
   if (!Gone(task)) kill(task, SIGKILL);
-  EXPECT_EQ(WaitExit(*launcher, *handle).signal, SIGKILL);
+  EXPECT_EQ(WaitExit(*launcher, handle).signal, SIGKILL);
 }
 
 TEST_F(RunAsLauncherTest, AnOwnerWithoutAccountDoesNotStart) {

@@ -29,6 +29,7 @@
 #include "agent/file_store.h"
 #include "agent/log_service.h"
 #include "agent/proc_table.h"
+#include "agent/run_as.h"
 #include "nlohmann/json.hpp"
 #include "proto/tiresias.grpc.pb.h"
 #include "proto/tiresias.pb.h"
@@ -165,6 +166,16 @@ absl::Status AgentDaemon::Start() {
         "state dir ", options_.state_dir, ": cannot create: ", ec.message()));
   }
   if (absl::Status s = LockStateDir(); !s.ok()) return s;
+  PosixLauncherOptions launcher_options;
+  launcher_options.run_as.allow_root_tasks = options_.allow_root_tasks;
+  if (!options_.user_map_file.empty()) {
+    absl::StatusOr<UserMap> map = UserMap::Load(options_.user_map_file);
+    if (!map.ok()) {
+      return absl::Status(map.status().code(),
+                          absl::StrCat("user map: ", map.status().message()));
+    }
+    launcher_options.run_as.user_map = *std::move(map);
+  }
   if (absl::Status s = LoadOrCreateToken(); !s.ok()) return s;
   if (absl::StatusOr<std::optional<std::string>> boot =
           RealFileStore()->Read("/proc/sys/kernel/random/boot_id");
@@ -188,7 +199,8 @@ absl::Status AgentDaemon::Start() {
   if (!logs.ok()) return logs.status();
   log_server_ = *std::move(logs);
   log_address_ = absl::StrCat(host, ":", log_server_->port());
-  launcher_ = std::make_unique<PosixLauncher>();
+  Log(DescribeRunAs(launcher_options.run_as));
+  launcher_ = std::make_unique<PosixLauncher>(std::move(launcher_options));
   stub_ = std::make_unique<AgentStub>(options_.master_address);
   Log(absl::StrCat("node ", options_.node_name, ": ", gpus_.size(),
                    " GPU(s), master ", options_.master_address));
@@ -760,6 +772,7 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
   spec.env.insert(st.env().begin(), st.env().end());
   spec.checkpoint_dir = st.checkpoint_dir();
   spec.restart_count = st.restart_count();
+  spec.owner = st.owner();
   spec.master_addr = st.master_addr();
   spec.master_port = st.master_port();
   spec.worker_addrs.assign(st.worker_addresses().begin(),
@@ -804,8 +817,10 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
     task.handle = *handle;
     task.lease = *std::move(lease);
     task.start_time = UnixSeconds(handle->start_time);
-    Log(absl::StrCat(name, ": started pid ", handle->pid, " on GPUs ",
-                     absl::StrJoin(spec.gpus, ","), ", log ", spec.log_path));
+    Log(absl::StrCat(name, ": started pid ", handle->pid,
+                     handle->uid ? absl::StrCat(" as uid ", *handle->uid) : "",
+                     " on GPUs ", absl::StrJoin(spec.gpus, ","), ", log ",
+                     spec.log_path));
   } else {
     // Reported as a task that exited with a failure; the user finds why in
     // the job's log.

@@ -48,6 +48,13 @@
 //
 // The master being unreachable does not stop tasks at once: the agent
 // retries with exponential backoff (a line per step) until the lease lapses.
+//
+// Tasks run as their owner (run_as.h): an agent running as root runs each
+// task as the Unix account of its job's owner (StartTask.owner), mapped by
+// user_map_file if given; a task it must refuse (no owner, no such
+// account, root without allow_root_tasks) is reported as failing to start
+// (exit code 127), the reason in its log. An agent not running as root
+// runs tasks as itself, and says so once at start.
 #ifndef TIRESIAS_AGENT_AGENT_DAEMON_H_
 #define TIRESIAS_AGENT_AGENT_DAEMON_H_
 
@@ -112,6 +119,11 @@ struct AgentOptions {
   // Tasks are started only from an answer to a report sent less than this
   // before (an agent stopped or slowed down meanwhile re-reports instead).
   std::chrono::milliseconds max_answer_age{5000};
+  // Owner -> account map (run_as.h), read at Start (malformed: Start
+  // fails). Empty: every owner runs as the account of the same name.
+  std::string user_map_file;
+  // Run tasks whose account is root (uid 0); refused otherwise.
+  bool allow_root_tasks = false;
   // One line per notable event; null: "tiresias agent: ..." on stderr.
   // Called from the agent's threads.
   std::function<void(std::string_view)> log;
@@ -129,10 +141,11 @@ class AgentDaemon {
   AgentDaemon(const AgentDaemon&) = delete;
   AgentDaemon& operator=(const AgentDaemon&) = delete;
 
-  // Creates the state dir, discovers GPUs, loads the task record and adopts
-  // the tasks that still run, then starts the agent's threads (register,
-  // heartbeat, desired state). Errors (no GPU found, corrupt record, state
-  // dir not writable) leave nothing running. Call once.
+  // Creates the state dir, reads the user map, discovers GPUs, loads the
+  // task record and adopts the tasks that still run, then starts the
+  // agent's threads (register, heartbeat, desired state). Errors (a
+  // malformed user map, no GPU found, corrupt record, state dir not
+  // writable) leave nothing running. Call once.
   absl::Status Start();
   // Stops heartbeating and joins the threads; tasks keep running, for a
   // restarted agent to re-attach to (until their lease lapses).

@@ -3,6 +3,7 @@
 #include "agent/agent_daemon.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -14,10 +15,12 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_cat.h"
 #include "agent/agent_testing.h"
 #include "agent/proc_table.h"
 #include "agent/task_record.h"
 #include "proto/tiresias.grpc.pb.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "master/clock.h"
 #include "master/master_state.h"
@@ -26,9 +29,13 @@
 namespace tiresias {
 namespace {
 
+using agent_testing::MessageOf;
 using agent_testing::ReadFile;
 using agent_testing::TestDir;
+using agent_testing::ThrowawayUser;
 using agent_testing::WaitUntil;
+using ::testing::HasSubstr;
+using ::testing::Not;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -86,6 +93,11 @@ class AgentDaemonTest : public testing::Test {
     options.state_dir =
         dir_.File(name == "node-a" ? std::string("agent") : "agent-" + name);
     options.grace = seconds(3);
+    // The jobs are root's (Submit): these tests are about the agent's
+    // protocol, and their tasks write to the test's folder, which only root
+    // may (CI runs as root); an agent that is not root runs them as itself
+    // anyway. Tests of whom tasks run as set this back to false.
+    options.allow_root_tasks = true;
     options.log = [this](std::string_view line) {
       std::lock_guard<std::mutex> lock(log_mu_);
       log_.push_back(std::string(line));
@@ -94,15 +106,28 @@ class AgentDaemonTest : public testing::Test {
   }
 
   AgentDaemon* StartAgent(const std::string& name = "node-a") {
-    agents_.push_back(std::make_unique<AgentDaemon>(Options(name)));
+    return StartAgent(Options(name));
+  }
+  // An agent as an operator starts one: root tasks refused. For the tests
+  // of whom tasks run as.
+  AgentOptions OperatorOptions(const std::string& name = "node-a") {
+    AgentOptions options = Options(name);
+    options.allow_root_tasks = false;
+    return options;
+  }
+  AgentDaemon* StartAgent(AgentOptions options) {
+    agents_.push_back(std::make_unique<AgentDaemon>(std::move(options)));
     EXPECT_TRUE(agents_.back()->Start().ok());
     EXPECT_TRUE(WaitUntil([&] { return agents_.back()->node_id() != 0; }));
     return agents_.back().get();
   }
 
-  JobId Submit(int gpus, std::string script) {
+  JobId Submit(int gpus, std::string script, std::string user = "root",
+               std::string checkpoint_dir = "") {
     JobRequest req;
     req.name = "t";
+    req.user = std::move(user);
+    req.checkpoint_dir = std::move(checkpoint_dir);
     req.num_gpus = gpus;
     req.command = {"/bin/sh", "-c", std::move(script)};
     auto id = state_->SubmitJob(req);
@@ -208,6 +233,7 @@ TEST_F(AgentDaemonTest, CommandThatCannotStartFailsTheJobNotTheAgent) {
   AgentDaemon* agent = StartAgent();
   JobRequest req;
   req.num_gpus = 1;
+  req.user = "root";  // see Options
   req.command = {"/nonexistent/tiresias-no-such-command"};
   auto bad = state_->SubmitJob(req);
   ASSERT_TRUE(bad.ok()) << bad.status();
@@ -219,6 +245,60 @@ TEST_F(AgentDaemonTest, CommandThatCannotStartFailsTheJobNotTheAgent) {
   JobId good = Submit(1, "echo ok");
   EXPECT_TRUE(WaitState(good, JobRecordState::kFinished));
   EXPECT_TRUE(WaitUntil([&] { return agent->task_count() == 0; }));
+}
+
+// As root (as CI runs), the agent runs a job's task as the Unix account of
+// the job's owner: a throwaway account here, whose ids the task reports.
+TEST_F(AgentDaemonTest, JobRunsAsItsOwnersAccount) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (useradd, setuid)";
+  ThrowawayUser user;
+  ASSERT_TRUE(user.ok());
+  const std::string ckpt = user.OwnedFolder(dir_.path(), "work") + "/ckpt";
+  StartMaster();
+  StartAgent(OperatorOptions());
+  EXPECT_EQ(CountLog("running as root: tasks run as their owner's Unix "
+                     "account; root tasks refused"),
+            1);
+  JobId id = Submit(1, "id -u; id -g; echo $USER", user.name(), ckpt);
+  ASSERT_TRUE(WaitState(id, JobRecordState::kFinished)) << LogOf(id, 1);
+  EXPECT_EQ(LogOf(id, 1), absl::StrCat(user.uid(), "\n", user.gid(), "\n",
+                                       user.name(), "\n"));
+  EXPECT_EQ(CountLog(absl::StrCat(" as uid ", user.uid(), " on GPUs")), 1);
+}
+
+// A task that may not run as its owner (no such account; root, without
+// --allow-root-tasks) fails to start: exit code 127, the reason in the
+// job's log and the agent's. The agent carries on.
+TEST_F(AgentDaemonTest, JobWhoseOwnerItMayNotRunAsFailsToStart) {
+  if (geteuid() != 0) GTEST_SKIP() << "an agent not root runs tasks as itself";
+  StartMaster();
+  StartAgent(OperatorOptions());
+  const JobId nobody = Submit(1, "echo task-ran", "tiresias-no-such-owner");
+  const JobId root = Submit(1, "echo task-ran", "root");
+  for (JobId id : {nobody, root}) {
+    ASSERT_TRUE(WaitState(id, JobRecordState::kFailed)) << id;
+    EXPECT_EQ(Job(id).exit_code, 127);
+    EXPECT_THAT(LogOf(id, 1), HasSubstr("tiresias agent: cannot start the "
+                                        "task: cannot start job "));
+    EXPECT_THAT(LogOf(id, 1), Not(HasSubstr("task-ran")));
+  }
+  EXPECT_THAT(LogOf(nobody, 1),
+              HasSubstr("owner \"tiresias-no-such-owner\": no Unix account"));
+  EXPECT_THAT(LogOf(root, 1), HasSubstr("is root (uid 0)"));
+  // Once per attempt: the master retries a job that failed to start.
+  EXPECT_GE(CountLog("owner \"tiresias-no-such-owner\": no Unix account"), 1);
+  EXPECT_GE(CountLog("--allow-root-tasks"), 1);
+}
+
+TEST_F(AgentDaemonTest, MalformedUserMapStopsTheAgentAtStart) {
+  StartMaster();
+  AgentOptions options = Options();
+  options.user_map_file = dir_.Write("users", "alice alice\nbob\n");
+  AgentDaemon agent(options);
+  absl::Status started = agent.Start();
+  EXPECT_EQ(started.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(MessageOf(started),
+              HasSubstr(options.user_map_file + ":2: expected two fields"));
 }
 
 TEST_F(AgentDaemonTest, PreemptedJobCheckpointsAndResumes) {
@@ -271,6 +351,30 @@ TEST_F(AgentDaemonTest, RestartedAgentAdoptsItsRunningTask) {
   std::string log = LogOf(id, 1);
   EXPECT_EQ(log.find("started"), log.rfind("started"));  // ran once
   EXPECT_TRUE(WaitUntil([&] { return second->task_count() == 0; }));
+}
+
+// Adoption needs nothing new for a task running as its owner: it already
+// runs as its account; the record notes the uid.
+TEST_F(AgentDaemonTest, RestartedAgentAdoptsATaskRunningAsItsOwner) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (useradd, setuid)";
+  ThrowawayUser user;
+  ASSERT_TRUE(user.ok());
+  const std::string ckpt = user.OwnedFolder(dir_.path(), "work") + "/ckpt";
+  StartMaster();
+  AgentDaemon* first = StartAgent(OperatorOptions());
+  JobId id = Submit(1, "id -u; sleep 1.5", user.name(), ckpt);
+  ASSERT_TRUE(WaitState(id, JobRecordState::kRunning));
+  first->Stop();
+  auto entries = ParseTaskRecord(ReadFile(dir_.File("agent/tasks.json")));
+  ASSERT_TRUE(entries.ok() && entries->size() == 1u) << entries.status();
+  EXPECT_EQ((*entries)[0].handle.uid, user.uid());
+
+  StartAgent(OperatorOptions());
+  EXPECT_EQ(CountLog("adopted running pid"), 1);
+  ASSERT_TRUE(WaitState(id, JobRecordState::kFinished));
+  EXPECT_EQ(Job(id).exit_code, 0);
+  EXPECT_EQ(Job(id).attempt, 1);
+  EXPECT_EQ(LogOf(id, 1), absl::StrCat(user.uid(), "\n"));
 }
 
 TEST_F(AgentDaemonTest, TaskThatEndsWhileNoAgentRunsKeepsItsExitCode) {

@@ -149,6 +149,10 @@ class ScriptedMasterTest : public testing::Test {
     options.state_dir = dir_.File("agent");
     options.grace = milliseconds(200);
     options.max_answer_age = milliseconds(1000);
+    // The tasks are root's (Run): this test is about the protocol, and its
+    // tasks write to the test's folder, which only root may (CI runs as
+    // root). An agent that is not root runs them as itself anyway.
+    options.allow_root_tasks = true;
     options.log = [this](std::string_view line) {
       std::lock_guard<std::mutex> lock(log_mu_);
       log_ += std::string(line) + "\n";
@@ -165,6 +169,7 @@ class ScriptedMasterTest : public testing::Test {
     start.mutable_task()->set_attempt(1);
     start.set_world_size(1);
     start.add_gpu_indexes(0);
+    start.set_owner("root");
     const std::string marker = dir_.File(absl::StrCat("start-", job));
     start.add_command("/bin/sh");
     start.add_command("-c");

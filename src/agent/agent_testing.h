@@ -1,14 +1,23 @@
 // Test-only helpers for the agent's tests: a fresh temporary folder per
-// test, small file helpers, and waiting for a condition with a deadline.
+// test, small file helpers, waiting for a condition with a deadline, and a
+// throwaway Unix account for the tests of tasks running as their owner.
 #ifndef TIRESIAS_AGENT_AGENT_TESTING_H_
 #define TIRESIAS_AGENT_AGENT_TESTING_H_
 
+#include <pwd.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "agent/launcher.h"
 #include "agent/proc_table.h"
@@ -26,10 +35,28 @@ inline std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
+// Launcher options for the tests of how tasks start, stop and end, whoever
+// they run as. Run as root (as CI does), a launcher refuses a task without
+// an owner, and root's unless allowed: these tests' tasks are root's
+// (SampleTaskSpec, OwnedByRoot) and root tasks are allowed, so that they
+// run as the test's own user, root or not, and can write to its folder.
+// Whom tasks run as is run_as_launcher_test's subject.
+inline PosixLauncherOptions RootTasksAllowed(PosixLauncherOptions options =
+                                                 {}) {
+  options.run_as.allow_root_tasks = true;
+  return options;
+}
+inline TaskSpec OwnedByRoot(TaskSpec spec) {
+  spec.owner = "root";
+  return spec;
+}
+
 // Rank 1 of a 2-rank launch (job 42, attempt 3, restarted twice) on GPUs 1
-// and 3, rank 0 at 10.0.0.5:29500. Tests add argv and paths.
+// and 3, rank 0 at 10.0.0.5:29500, owned by root (see RootTasksAllowed).
+// Tests add argv and paths.
 inline TaskSpec SampleTaskSpec() {
   TaskSpec spec;
+  spec.owner = "root";
   spec.job_id = 42;
   spec.attempt = 3;
   spec.rank = 1;
@@ -40,6 +67,12 @@ inline TaskSpec SampleTaskSpec() {
   spec.master_addr = "10.0.0.5";
   spec.master_port = 29500;
   return spec;
+}
+
+// A status's message as a std::string, for gMock's string matchers (which
+// do not take Debian abseil's own string_view).
+inline std::string MessageOf(const absl::Status& status) {
+  return std::string(status.message());
 }
 
 // True if the process is gone or a zombie.
@@ -59,6 +92,138 @@ bool WaitUntil(Condition condition,
   }
   return true;
 }
+
+// Runs `command` with /bin/sh, retrying while it fails: useradd and
+// userdel fail while another process holds /etc/passwd's lock (parallel
+// tests). True once it succeeded.
+inline bool RunRetrying(const std::string& command, int tries = 50) {
+  for (int i = 0; i < tries; ++i) {
+    if (std::system(command.c_str()) == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+// The pids of every live process (zombies left out: an earlier test's task
+// may wait for init to reap it) running as `uid`, from /proc/<pid>/status,
+// to check that a task that failed to start left nothing behind.
+inline std::vector<pid_t> ProcessesOf(uid_t uid) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream status(entry.path() / "status");
+    bool live = true;
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("State:", 0) == 0) {
+        live = line.find_first_of("ZX", 6) == std::string::npos;
+      }
+      if (line.rfind("Uid:", 0) != 0) continue;
+      std::istringstream ids(line.substr(4));
+      uid_t real = 0;
+      if (live && ids >> real && real == uid) pids.push_back(std::stoi(name));
+    }
+  }
+  return pids;
+}
+
+// A Unix account made for one test (useradd --system --no-create-home
+// --user-group), a member of one more group of its own, both removed
+// (userdel, groupdel) when the object goes, also when the test failed.
+// Names are unique per process and object ("tiresias-t-<pid>-<n>"), so
+// parallel test runs do not collide. Needs root: construct it only after
+// checking geteuid() == 0.
+class ThrowawayUser {
+ public:
+  ThrowawayUser() {
+    static std::atomic<int> next{0};
+    const std::string suffix =
+        std::to_string(getpid()) + "-" + std::to_string(next++);
+    name_ = "tiresias-t-" + suffix;
+    group_ = "tiresias-g-" + suffix;
+    if (!RunRetrying("groupadd --system " + group_)) {
+      ADD_FAILURE() << "groupadd " << group_ << " failed";
+      return;
+    }
+    made_group_ = true;
+    if (!RunRetrying("useradd --system --no-create-home --user-group "
+                     "--groups " + group_ + " " + name_)) {
+      ADD_FAILURE() << "useradd " << name_ << " failed";
+      return;
+    }
+    made_user_ = true;
+    const passwd* pw = getpwnam(name_.c_str());
+    if (pw == nullptr) {
+      ADD_FAILURE() << "no account " << name_ << " after useradd";
+      return;
+    }
+    uid_ = pw->pw_uid;
+    gid_ = pw->pw_gid;
+    home_ = pw->pw_dir;
+    group_gid_ = GidOf(group_);
+  }
+  ~ThrowawayUser() {
+    // What a failed test left running as the account (userdel refuses an
+    // account in use), by pid.
+    if (uid_ != 0) {
+      for (pid_t pid : ProcessesOf(uid_)) kill(pid, SIGKILL);
+      WaitUntil([&] { return ProcessesOf(uid_).empty(); });
+    }
+    // Its user group goes with it (USERGROUPS_ENAB); groupdel catches a
+    // system where it does not.
+    if (made_user_ && !RunRetrying("userdel " + name_ + " 2>/dev/null", 20)) {
+      ADD_FAILURE() << "userdel " << name_ << " failed";
+    }
+    if (made_user_) RunRetrying("groupdel " + name_ + " 2>/dev/null", 1);
+    if (made_group_ && !RunRetrying("groupdel " + group_, 20)) {
+      ADD_FAILURE() << "groupdel " << group_ << " failed";
+    }
+  }
+  ThrowawayUser(const ThrowawayUser&) = delete;
+  ThrowawayUser& operator=(const ThrowawayUser&) = delete;
+
+  bool ok() const { return uid_ != 0; }
+  const std::string& name() const { return name_; }
+  uid_t uid() const { return uid_; }
+  gid_t gid() const { return gid_; }  // its own group's
+  const std::string& home() const { return home_; }
+  gid_t extra_gid() const { return group_gid_; }  // the other group's
+
+  // Makes `top`/`name` a folder owned by the account, and lets others
+  // search `top` (a test's own temporary folder, mode 0700), so that the
+  // account can reach it. Returns its path.
+  std::string OwnedFolder(const std::filesystem::path& top,
+                          const std::string& name) const {
+    const std::filesystem::path path = top / name;
+    std::filesystem::create_directories(path);
+    EXPECT_EQ(chown(path.c_str(), uid_, gid_), 0) << path;
+    std::filesystem::permissions(top, std::filesystem::perms::others_exec,
+                                 std::filesystem::perm_options::add);
+    return path.string();
+  }
+
+ private:
+  static gid_t GidOf(const std::string& group) {
+    std::ifstream in("/etc/group");
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(group + ":", 0) != 0) continue;
+      std::istringstream fields(line);
+      std::string name, password, gid;
+      std::getline(fields, name, ':');
+      std::getline(fields, password, ':');
+      std::getline(fields, gid, ':');
+      return static_cast<gid_t>(std::stoul(gid));
+    }
+    ADD_FAILURE() << "no group " << group << " in /etc/group";
+    return 0;
+  }
+
+  std::string name_, group_, home_;
+  uid_t uid_ = 0;
+  gid_t gid_ = 0, group_gid_ = 0;
+  bool made_user_ = false, made_group_ = false;
+};
+
 
 }  // namespace tiresias::agent_testing
 

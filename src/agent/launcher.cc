@@ -218,13 +218,26 @@ PosixLauncher::~PosixLauncher() = default;
 
 absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   RETURN_IF_ERROR(ValidateTaskSpec(spec));
+  absl::StatusOr<std::optional<TaskAccount>> account =
+      ResolveTaskAccount(spec.owner, state_->options.run_as);
+  if (!account.ok()) {
+    return absl::Status(account.status().code(),
+                        absl::StrCat("cannot start ", TaskName(spec), ": ",
+                                     account.status().message()));
+  }
+  const TaskAccount* as = account->has_value() ? &**account : nullptr;
   const std::vector<std::string> env =
-      BuildTaskEnvironment(state_->options.base_env, spec);
+      BuildTaskEnvironment(state_->options.base_env, spec, as);
   absl::StatusOr<std::string> path =
       ResolveCommand(spec.argv[0], FindEnv(env, "PATH"), spec.working_dir);
+  // What fails as the account says so.
+  const std::string task_name =
+      as == nullptr ? TaskName(spec)
+                    : absl::StrCat(TaskName(spec), " as ", as->name, " (uid ",
+                                   as->ids.uid, ")");
   if (!path.ok()) {
-    return absl::NotFoundError(absl::StrCat("cannot start ", TaskName(spec),
-                                            ": ", path.status().message()));
+    return absl::NotFoundError(absl::StrCat("cannot start ", task_name, ": ",
+                                            path.status().message()));
   }
   SpawnRequest request{*path,          spec.argv,      env,
                        spec.working_dir, spec.log_path, spec.exit_path};
@@ -232,10 +245,12 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   request.fence_grace_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(spec.fence_grace)
           .count();
+  if (as != nullptr) request.run_as = as->ids;
+  request.checkpoint_dir = spec.checkpoint_dir;
   absl::StatusOr<pid_t> pid = SpawnProcess(request);
   if (!pid.ok()) {
     return absl::Status(pid.status().code(),
-                        absl::StrCat("cannot start ", TaskName(spec), ": ",
+                        absl::StrCat("cannot start ", task_name, ": ",
                                      pid.status().message()));
   }
 
@@ -249,6 +264,7 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   handle.log_path = spec.log_path;
   handle.exit_path = spec.exit_path;
   handle.gpus = spec.gpus;
+  if (as != nullptr) handle.uid = as->ids.uid;
   // The child is not reaped yet, so its /proc entry is there even if it
   // already exited.
   absl::StatusOr<std::optional<ProcStat>> stat = state_->procs->Stat(*pid);

@@ -20,6 +20,9 @@
 // Each task runs under a shim (spawn.h) that records its exit status in an
 // exit file: an agent that restarted while a task ran reads the status of
 // the task it adopted from there.
+//
+// Whom a task runs as (run_as.h): a launcher running as root starts each
+// task as its owner's Unix account, or refuses to start it.
 #ifndef TIRESIAS_AGENT_LAUNCHER_H_
 #define TIRESIAS_AGENT_LAUNCHER_H_
 
@@ -36,6 +39,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "agent/run_as.h"
 
 namespace tiresias {
 
@@ -49,7 +53,11 @@ struct TaskSpec {
   std::vector<int> gpus;          // GpuInfo::index values; empty: no GPU
   std::vector<std::string> argv;  // argv[0] looked up in PATH if bare
   std::map<std::string, std::string> env;  // the user's --env K=V
+  // Created (0700) by the task's process if missing; empty: none.
   std::string checkpoint_dir;
+  // The job's owner (StartTask.owner): whom the task runs as when the
+  // launcher runs as root (ResolveTaskAccount).
+  std::string owner;
   int restart_count = 0;    // times the job was resumed after a preemption
   std::string master_addr;  // rank 0's host, for MASTER_ADDR
   int master_port = 0;      // for MASTER_PORT
@@ -93,6 +101,9 @@ struct TaskHandle {
   std::string log_path;
   std::string exit_path;  // where its shim records its exit; may be empty
   std::vector<int> gpus;  // TaskSpec::gpus
+  // The uid the task runs as, when the launcher switched it to its owner's
+  // account; absent: the launcher's own (or not recorded). Information only.
+  std::optional<uint32_t> uid;
 };
 
 struct TaskExit {
@@ -114,7 +125,9 @@ class ProcessLauncher {
 
   // Starts the task. Returns once the command was exec'd; a command that
   // cannot start (not found, not executable, bad working dir, log not
-  // writable) is an error naming it, with no process left behind.
+  // writable, an owner the task may not run as, a checkpoint dir its
+  // account cannot use) is an error naming it, with no process left
+  // behind.
   virtual absl::StatusOr<TaskHandle> Start(const TaskSpec& spec) = 0;
 
   // Takes charge of a task a previous agent started (from the task record),
@@ -166,6 +179,9 @@ struct PosixLauncherOptions {
   std::chrono::milliseconds kill_wait{5000};
   // How often Stop polls.
   std::chrono::milliseconds poll_interval{10};
+  // Whom tasks run as (run_as.h). The default refuses what it must: as
+  // root, a task runs only as its owner's account, never as uid 0.
+  RunAsPolicy run_as;
 };
 
 // Forks and execs tasks (see spawn.h for the child's setup, task_env.h for

@@ -29,6 +29,8 @@ pid_t ReadPid(const std::string& path) {
   return static_cast<pid_t>(std::stol(ReadFile(path)));
 }
 
+// How tasks start, stop and end; the tasks run as the test's own user
+// (agent_testing::RootTasksAllowed).
 class LauncherTest : public ::testing::Test {
  protected:
   TaskSpec Spec(const std::string& script) const {
@@ -66,8 +68,8 @@ class LauncherTest : public ::testing::Test {
   }
 
   TestDir dir_;
-  PosixLauncher launcher_{PosixLauncherOptions{
-      .base_env = {"PATH=/usr/bin:/bin", "AGENT_VAR=from-agent"}}};
+  PosixLauncher launcher_{agent_testing::RootTasksAllowed(
+      {.base_env = {"PATH=/usr/bin:/bin", "AGENT_VAR=from-agent"}})};
 };
 
 TEST_F(LauncherTest, ChildSeesItsEnvironment) {
@@ -250,7 +252,7 @@ TEST_F(LauncherTest, RequestStopReturnsAtOnceAndPollEscalatesOnTheClock) {
   ManualClock clock;
   PosixLauncherOptions options;
   options.clock = &clock;
-  PosixLauncher launcher(options);
+  PosixLauncher launcher(agent_testing::RootTasksAllowed(options));
   absl::StatusOr<TaskHandle> handle = launcher.Start(
       Spec("trap '' TERM; touch ready; while :; do sleep 0.01; done"));
   ASSERT_TRUE(handle.ok()) << handle.status();

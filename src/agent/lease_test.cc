@@ -39,7 +39,9 @@ class LeaseTest : public ::testing::Test {
   }
 
   TestDir dir_;
-  PosixLauncher launcher_{PosixLauncherOptions{.base_env = {"PATH=/usr/bin:/bin"}}};
+  // Tasks run as the test's own user (agent_testing::RootTasksAllowed).
+  PosixLauncher launcher_{
+      agent_testing::RootTasksAllowed({.base_env = {"PATH=/usr/bin:/bin"}})};
 };
 
 TEST_F(LeaseTest, RenewedLeaseKeepsTheTaskRunning) {

@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,12 +21,41 @@ namespace tiresias {
 namespace {
 
 // What the child writes to the error pipe when its setup or exec fails.
-enum ChildStage : int { kSetpgid, kRedirect, kChdir, kExec, kFork,
-                        kLeaseLapsed };
+enum ChildStage : int {
+  kSetpgid,
+  kRedirect,
+  kChdir,
+  kExec,
+  kFork,
+  kSetgroups,
+  kSetgid,
+  kSetuid,
+  kIdsUnchanged,  // no errno: an id kept its old value, or root came back
+  kCheckpointDir,
+  kLeaseLapsed,   // no errno: the lease lapsed before the task could start
+};
+
 struct ChildError {
   int stage;
   int error;  // errno
 };
+
+// The identity system calls, made raw: glibc's wrappers would run their
+// all-threads setxid protocol, which has no business in a forked child.
+// The 32-bit ABIs that have them need the calls with 32-bit ids.
+#ifdef SYS_setresuid32
+constexpr long kSysSetgroups = SYS_setgroups32;
+constexpr long kSysSetresgid = SYS_setresgid32;
+constexpr long kSysSetresuid = SYS_setresuid32;
+constexpr long kSysGetresgid = SYS_getresgid32;
+constexpr long kSysGetresuid = SYS_getresuid32;
+#else
+constexpr long kSysSetgroups = SYS_setgroups;
+constexpr long kSysSetresgid = SYS_setresgid;
+constexpr long kSysSetresuid = SYS_setresuid;
+constexpr long kSysGetresgid = SYS_getresgid;
+constexpr long kSysGetresuid = SYS_getresuid;
+#endif
 
 // Everything the child needs, prepared before fork: after fork the child of
 // a multi-threaded agent may only make async-signal-safe calls.
@@ -33,6 +64,14 @@ struct ChildSetup {
   char* const* argv;
   char* const* envp;
   const char* working_dir;  // null: stay
+  // The identity the task switches to (SpawnRequest::run_as).
+  bool run_as;
+  uid_t uid;
+  gid_t gid;
+  const gid_t* groups;
+  size_t group_count;
+  // A writable copy (MakeCheckpointDir cuts it at each '/'); null: none.
+  char* checkpoint_dir;
   int stdin_fd;
   int log_fd;
   int error_fd;
@@ -142,12 +181,66 @@ struct TaskEnd {
 };
 TaskEnd WaitWatchingLease(const ChildSetup& s, pid_t task);
 
-// The task proper, in the shim's child: dies with the shim (so no task
-// outlives the one process that can report its exit), default signal
-// handling, then exec.
+// Switches the whole process to s.uid / s.gid / s.groups: groups first,
+// then the gid, then the uid (after which nothing else may change), then a
+// check that no real, effective or saved id kept its old value and that
+// root cannot be taken back.
+void BecomeAccount(const ChildSetup& s) {
+  if (syscall(kSysSetgroups, s.group_count, s.groups) != 0) {
+    Fail(s, kSetgroups);
+  }
+  if (syscall(kSysSetresgid, s.gid, s.gid, s.gid) != 0) Fail(s, kSetgid);
+  if (syscall(kSysSetresuid, s.uid, s.uid, s.uid) != 0) Fail(s, kSetuid);
+  uid_t ruid = 0, euid = 0, suid = 0;
+  gid_t rgid = 0, egid = 0, sgid = 0;
+  if (syscall(kSysGetresuid, &ruid, &euid, &suid) != 0 ||
+      syscall(kSysGetresgid, &rgid, &egid, &sgid) != 0) {
+    Fail(s, kIdsUnchanged);
+  }
+  const bool all_changed = ruid == s.uid && euid == s.uid && suid == s.uid &&
+                           rgid == s.gid && egid == s.gid && sgid == s.gid;
+  if (!all_changed || (s.uid != 0 && syscall(kSysSetresuid, 0, 0, 0) == 0)) {
+    errno = 0;
+    Fail(s, kIdsUnchanged);
+  }
+}
+
+// Creates s.checkpoint_dir if missing (as whoever the task now is), then
+// checks that it is a folder the task can read, write and enter.
+void MakeCheckpointDir(const ChildSetup& s) {
+  char* path = s.checkpoint_dir;
+  for (char* p = path + 1; *p != '\0'; ++p) {
+    if (*p != '/') continue;
+    *p = '\0';
+    const int rc = mkdir(path, 0755);
+    const int error = errno;
+    *p = '/';
+    if (rc != 0 && error != EEXIST) {
+      errno = error;
+      Fail(s, kCheckpointDir);
+    }
+  }
+  if (mkdir(path, 0700) != 0 && errno != EEXIST) Fail(s, kCheckpointDir);
+  struct stat st = {};
+  if (stat(path, &st) != 0) Fail(s, kCheckpointDir);
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    Fail(s, kCheckpointDir);
+  }
+  if (access(path, R_OK | W_OK | X_OK) != 0) Fail(s, kCheckpointDir);
+}
+
+// The task proper, in the shim's child: becomes its account, dies with the
+// shim (so no task outlives the one process that can report its exit),
+// enters its working dir and makes its checkpoint dir as that account,
+// default signal handling, then exec.
 [[noreturn]] void ExecTask(const ChildSetup& s, pid_t shim) {
+  // Before PR_SET_PDEATHSIG: the kernel clears it when the ids change.
+  if (s.run_as) BecomeAccount(s);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (getppid() != shim) _exit(127);  // the shim died before prctl
+  if (s.working_dir != nullptr && chdir(s.working_dir) != 0) Fail(s, kChdir);
+  if (s.checkpoint_dir != nullptr) MakeCheckpointDir(s);
   struct sigaction default_action = {};
   default_action.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &default_action, nullptr);
@@ -186,7 +279,6 @@ TaskEnd WaitWatchingLease(const ChildSetup& s, pid_t task);
       dup2(s.log_fd, 2) < 0) {
     Fail(s, kRedirect);
   }
-  if (s.working_dir != nullptr && chdir(s.working_dir) != 0) Fail(s, kChdir);
   // Close what the agent has open (sockets, files) except the error pipe,
   // which closes itself on the task's exec.
   if (s.error_fd > 3) CloseRange(3, s.error_fd - 1, s);
@@ -293,6 +385,44 @@ absl::Status Error(absl::string_view what, absl::string_view target,
       what, target.empty() ? "" : " ", target, ": ", std::strerror(error)));
 }
 
+// The error SpawnProcess returns for what the child reported.
+absl::Status ChildFailure(const SpawnRequest& request, ChildError failure) {
+  const std::string run_as =
+      request.run_as ? absl::StrCat("cannot run as uid ", request.run_as->uid,
+                                    " gid ", request.run_as->gid, ": ")
+                     : "";
+  switch (failure.stage) {
+    case kSetpgid:
+      return Error("setpgid", "", failure.error);
+    case kRedirect:
+      return Error("redirect output to", request.log_path, failure.error);
+    case kChdir:
+      return Error("chdir to", request.working_dir, failure.error);
+    case kFork:
+      return Error("fork", "", failure.error);
+    case kSetgroups:
+      return Error(absl::StrCat(run_as, "setgroups"), "", failure.error);
+    case kSetgid:
+      return Error(absl::StrCat(run_as, "setresgid"), "", failure.error);
+    case kSetuid:
+      return Error(absl::StrCat(run_as, "setresuid"), "", failure.error);
+    case kIdsUnchanged:
+      return absl::FailedPreconditionError(absl::StrCat(
+          run_as, "the real, effective and saved ids did not all change"));
+    case kCheckpointDir:
+      return absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint dir ", request.checkpoint_dir,
+          ": cannot create it, or read, write and enter it: ",
+          std::strerror(failure.error)));
+    case kLeaseLapsed:
+      return absl::AbortedError(
+          "the agent's lease lapsed before the task could start (the master "
+          "may have given its job to another node)");
+    default:
+      return Error("exec", request.path, failure.error);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
@@ -307,6 +437,13 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
   Fd log(open(request.log_path.c_str(),
               O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
   if (log.get() < 0) return Error("cannot open log", request.log_path, errno);
+  // The account's own file, which other accounts cannot read.
+  if (request.run_as && (fchown(log.get(), request.run_as->uid,
+                                request.run_as->gid) != 0 ||
+                         fchmod(log.get(), 0600) != 0)) {
+    return Error(absl::StrCat("cannot give log to uid ", request.run_as->uid),
+                 request.log_path, errno);
+  }
   Fd null_in(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (null_in.get() < 0) return Error("cannot open", "/dev/null", errno);
   int pipe_fds[2];
@@ -334,19 +471,29 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
     }
     std::filesystem::remove(request.exit_path, ec);  // a stale one
   }
+  std::string checkpoint_dir = request.checkpoint_dir;  // the child cuts it
   const ChildSetup setup{
-      request.path.c_str(),
-      argv.data(),
-      envp.data(),
-      request.working_dir.empty() ? nullptr : request.working_dir.c_str(),
-      null_in.get(),
-      log.get(),
-      error_write.get(),
-      request.exit_path.empty() ? nullptr : request.exit_path.c_str(),
-      exit_tmp_path.c_str(),
-      MaxFd(),
-      request.lease,
-      request.fence_grace_ns};
+      .path = request.path.c_str(),
+      .argv = argv.data(),
+      .envp = envp.data(),
+      .working_dir =
+          request.working_dir.empty() ? nullptr : request.working_dir.c_str(),
+      .run_as = request.run_as.has_value(),
+      .uid = request.run_as ? request.run_as->uid : 0,
+      .gid = request.run_as ? request.run_as->gid : 0,
+      .groups = request.run_as ? request.run_as->groups.data() : nullptr,
+      .group_count = request.run_as ? request.run_as->groups.size() : 0,
+      .checkpoint_dir =
+          checkpoint_dir.empty() ? nullptr : checkpoint_dir.data(),
+      .stdin_fd = null_in.get(),
+      .log_fd = log.get(),
+      .error_fd = error_write.get(),
+      .exit_path =
+          request.exit_path.empty() ? nullptr : request.exit_path.c_str(),
+      .exit_tmp_path = exit_tmp_path.c_str(),
+      .max_fd = MaxFd(),
+      .lease = request.lease,
+      .fence_grace_ns = request.fence_grace_ns};
 
   const pid_t pid = fork();
   if (pid < 0) return Error("fork", "", errno);
@@ -367,22 +514,7 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
     std::filesystem::remove(request.exit_path, ec);
     std::filesystem::remove(exit_tmp_path, ec);
   }
-  switch (failure.stage) {
-    case kSetpgid:
-      return Error("setpgid", "", failure.error);
-    case kRedirect:
-      return Error("redirect output to", request.log_path, failure.error);
-    case kChdir:
-      return Error("chdir to", request.working_dir, failure.error);
-    case kFork:
-      return Error("fork", "", failure.error);
-    case kLeaseLapsed:
-      return absl::AbortedError(
-          "the agent's lease lapsed before the task could start (the master "
-          "may have given its job to another node)");
-    default:
-      return Error("exec", request.path, failure.error);
-  }
+  return ChildFailure(request, failure);
 }
 
 }  // namespace tiresias

@@ -23,18 +23,36 @@
 // itself included, since no agent may be there to sweep what is left. A
 // task that ends within the grace is reaped and recorded ("... fenced")
 // and the rest of its group is killed the same way.
+//
+// Identity (RunAs): the shim keeps the agent's identity (root), which it
+// needs to write the exit file under the agent's state dir and to kill the
+// task's group; only the task's own process switches, after the fork and
+// before anything else it does as the task: setgroups, setresgid,
+// setresuid (raw system calls: the process is a fork of a threaded agent),
+// then a check that real, effective and saved ids all changed. The task's
+// working dir and checkpoint dir are entered and created after the switch,
+// so what the account cannot reach is a start error, not a task that fails
+// later. The log file, opened by the agent, is handed to the account.
 #ifndef TIRESIAS_AGENT_SPAWN_H_
 #define TIRESIAS_AGENT_SPAWN_H_
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 
 namespace tiresias {
+
+// The Unix identity a task runs as, resolved before fork (run_as.h).
+struct RunAs {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups, the whole list
+};
 
 struct SpawnRequest {
   std::string path;               // the file to execve (see ResolveCommand)
@@ -49,6 +67,13 @@ struct SpawnRequest {
   const int64_t* lease = nullptr;
   // SIGTERM to SIGKILL when fencing, nanoseconds.
   int64_t fence_grace_ns = 0;
+  // Whom the task runs as; nullopt: the caller's identity, unchanged.
+  std::optional<RunAs> run_as;
+  // Created by the task's process (as run_as) if missing, with its missing
+  // parents (0755; the folder itself 0700), after the chdir to working_dir;
+  // it must then be a folder the task can read, write and enter. Empty:
+  // none.
+  std::string checkpoint_dir;
 };
 
 // How often a waiting shim checks its task's lease, nanoseconds.
@@ -57,10 +82,11 @@ inline constexpr int64_t kShimTickNs = 100'000'000;
 // Starts the shim and task and returns the shim's pid once the task has
 // exec'd. The shim leads a new process group (pgid == pid) with the task in
 // it. The task has stdin on /dev/null and stdout and stderr appended to
-// log_path (its folder created if missing); default signal dispositions
-// and an empty signal mask; no other file descriptor of the caller. Errors name the step that failed and the errno text; no
-// process is left behind then. Thread-safe (the child only makes
-// async-signal-safe calls).
+// log_path (its folder created if missing; the file given to run_as);
+// default signal dispositions and an empty signal mask; no other file
+// descriptor of the caller. Errors name the step that failed and the errno
+// text; no process is left behind then. Thread-safe (the child only makes async-signal-safe calls). Setting
+// run_as needs the privilege to (CAP_SETUID, CAP_SETGID, CAP_CHOWN).
 absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request);
 
 }  // namespace tiresias

@@ -98,7 +98,8 @@ std::string TfConfigJson(const TaskSpec& spec) {
 }
 
 std::vector<std::string> BuildTaskEnvironment(
-    const std::vector<std::string>& base_env, const TaskSpec& spec) {
+    const std::vector<std::string>& base_env, const TaskSpec& spec,
+    const TaskAccount* account) {
   std::map<std::string, std::string> env;
   for (const std::string& entry : base_env) {
     const size_t eq = entry.find('=');
@@ -106,6 +107,11 @@ std::vector<std::string> BuildTaskEnvironment(
     env[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
   env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+  if (account != nullptr) {
+    env["USER"] = account->name;
+    env["LOGNAME"] = account->name;
+    env["HOME"] = account->home;
+  }
   for (const auto& [name, value] : spec.env) env[name] = value;
   env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(spec.gpus, ",");
   env["MASTER_ADDR"] = spec.master_addr;

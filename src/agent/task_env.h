@@ -25,7 +25,9 @@ std::string TfConfigJson(const TaskSpec& spec);
 
 // "K=V" entries, later layers overriding earlier ones:
 //   1. `base_env` (the agent's environment);
-//   2. CUDA_DEVICE_ORDER=PCI_BUS_ID, so CUDA numbers GPUs as NVML does;
+//   2. CUDA_DEVICE_ORDER=PCI_BUS_ID, so CUDA numbers GPUs as NVML does, and,
+//      when the task runs as `account` (not null), USER and LOGNAME (its
+//      name) and HOME (its home), in place of the agent's;
 //   3. spec.env;
 //   4. what the agent owns, which spec.env cannot override:
 //      CUDA_VISIBLE_DEVICES (spec.gpus joined by ','; empty hides all GPUs),
@@ -34,7 +36,8 @@ std::string TfConfigJson(const TaskSpec& spec);
 //      TIRESIAS_RESTART_COUNT.
 // Sorted by name. `spec` must be valid.
 std::vector<std::string> BuildTaskEnvironment(
-    const std::vector<std::string>& base_env, const TaskSpec& spec);
+    const std::vector<std::string>& base_env, const TaskSpec& spec,
+    const TaskAccount* account = nullptr);
 
 // The value of `name` in "K=V" entries; empty if absent.
 std::string_view FindEnv(const std::vector<std::string>& env,

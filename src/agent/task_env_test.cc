@@ -37,6 +37,25 @@ TEST(TaskEnvTest, LayersAgentSpecAndFrameworkVariables) {
   EXPECT_TRUE(std::is_sorted(env.begin(), env.end()));
 }
 
+// A task running as an account gets its USER, LOGNAME and HOME in place of
+// the agent's; the user's own --env still wins, and ours still win over it.
+TEST(TaskEnvTest, AccountReplacesTheAgentsUserAndHome) {
+  TaskSpec spec = Spec();
+  const TaskAccount account{.name = "alice", .ids = {}, .home = "/home/alice"};
+  const std::vector<std::string> base = {"HOME=/root", "USER=root",
+                                         "LOGNAME=root", "PATH=/usr/bin"};
+  std::vector<std::string> env = BuildTaskEnvironment(base, spec, &account);
+  EXPECT_EQ(FindEnv(env, "USER"), "alice");
+  EXPECT_EQ(FindEnv(env, "LOGNAME"), "alice");
+  EXPECT_EQ(FindEnv(env, "HOME"), "/home/alice");
+  EXPECT_EQ(FindEnv(env, "PATH"), "/usr/bin");
+  spec.env = {{"HOME", "/scratch/alice"}, {"TIRESIAS_JOB_ID", "1"}};
+  env = BuildTaskEnvironment(base, spec, &account);
+  EXPECT_EQ(FindEnv(env, "HOME"), "/scratch/alice");
+  EXPECT_EQ(FindEnv(env, "TIRESIAS_JOB_ID"), "42");
+  EXPECT_EQ(FindEnv(BuildTaskEnvironment(base, Spec()), "USER"), "root");
+}
+
 TEST(TaskEnvTest, NoGpusHidesAllOfThem) {
   TaskSpec spec = Spec();
   spec.gpus.clear();

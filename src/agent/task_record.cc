@@ -1,6 +1,7 @@
 #include "agent/task_record.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "agent/exit_file.h"
@@ -82,6 +83,17 @@ absl::StatusOr<TaskRecordEntry> ParseEntry(const json& task, size_t i) {
       h.gpus.push_back(g.get<int>());
     }
   }
+  // Optional (records written before tasks ran as their owners lack it;
+  // absent too for a task that runs as the agent's own user).
+  auto uid = task.find("uid");
+  if (uid != task.end()) {
+    if (!uid->is_number_unsigned() ||
+        uid->get<uint64_t>() > std::numeric_limits<uint32_t>::max()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tasks[", i, "]: field 'uid': expected a uid"));
+    }
+    h.uid = uid->get<uint32_t>();
+  }
   h.start_time = std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::microseconds(start_us)));
@@ -107,7 +119,7 @@ std::string SerializeTaskRecord(const std::vector<TaskRecordEntry>& entries) {
   json tasks = json::array();
   for (const TaskRecordEntry& e : entries) {
     const TaskHandle& h = e.handle;
-    tasks.push_back({
+    json& task = tasks.emplace_back(json{
         {"job_id", h.job_id},
         {"attempt", h.attempt},
         {"rank", h.rank},
@@ -122,6 +134,7 @@ std::string SerializeTaskRecord(const std::vector<TaskRecordEntry>& entries) {
                                ? json(StopReasonName(*e.stop_requested))
                                : json(nullptr)},
     });
+    if (h.uid.has_value()) task["uid"] = *h.uid;
   }
   return json({{"version", kVersion}, {"tasks", tasks}}).dump(2) + "\n";
 }

@@ -8,8 +8,10 @@
 //     "pid": 4242, "pgid": 4242, "start_time_unix_us": 1700000000000000,
 //     "proc_start_ticks": 123456, "log_path": "/var/log/.../7.log",
 //     "exit_path": "/var/lib/.../exits/...", "gpus": [0, 1],
-//     "stop_requested": null | "preempt" | "cancel"}]}
-// (exit_path and gpus may be absent, in records older than the task shim.)
+//     "stop_requested": null | "preempt" | "cancel", "uid": 1001}]}
+// (exit_path and gpus may be absent, in records older than the task shim;
+// uid, information only, is absent in older records and for tasks that run
+// as the agent's own user.)
 //
 // Record a stop *before* signalling, so that a crash in between still knows
 // the task was being stopped (and reports it preempted, not failed).

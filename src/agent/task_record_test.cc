@@ -101,6 +101,27 @@ TEST(TaskRecordTest, CorruptFileIsDataLossNamingTheFile) {
               HasSubstr("field 'version'"));
 }
 
+// The uid a task runs as is recorded for information; records without it
+// (older agents, tasks run as the agent's own user) load as before.
+TEST(TaskRecordTest, UidIsOptional) {
+  TaskHandle as_account = Handle(7, 0, 1001);
+  as_account.uid = 1234;
+  const std::string text =
+      SerializeTaskRecord({{as_account, std::nullopt},
+                           {Handle(8, 0, 1002), std::nullopt}});
+  nlohmann::json doc = nlohmann::json::parse(text);
+  EXPECT_EQ(doc["tasks"][0]["uid"], 1234);
+  EXPECT_FALSE(doc["tasks"][1].contains("uid"));
+  absl::StatusOr<std::vector<TaskRecordEntry>> parsed = ParseTaskRecord(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ((*parsed)[0].handle.uid, 1234u);
+  EXPECT_FALSE((*parsed)[1].handle.uid.has_value());
+
+  doc["tasks"][0]["uid"] = -1;
+  EXPECT_THAT(std::string(ParseTaskRecord(doc.dump()).status().message()),
+              HasSubstr("tasks[0]: field 'uid': expected a uid"));
+}
+
 class FailingFileStore final : public FileStore {
  public:
   absl::StatusOr<std::optional<std::string>> Read(const std::string&) override {
@@ -136,8 +157,9 @@ TEST(ProcStatTest, ParsesFieldsAfterTheCommandName) {
 
 TEST(CheckRecordedTasksTest, TellsLiveTasksFromExitedAndReusedPids) {
   TestDir dir;
-  PosixLauncher launcher;
-  TaskSpec spec;
+  // Tasks run as the test's own user (agent_testing::RootTasksAllowed).
+  PosixLauncher launcher(agent_testing::RootTasksAllowed());
+  TaskSpec spec = agent_testing::OwnedByRoot({});
   spec.log_path = dir.File("task.log");
   spec.argv = {"/bin/sh", "-c", "exec sleep 30"};
   const TaskHandle live = launcher.Start(spec).value();
@@ -178,8 +200,9 @@ TEST(CheckRecordedTasksTest, TellsLiveTasksFromExitedAndReusedPids) {
 
 TEST(CheckRecordedTasksTest, ExitStatusOfADeadTaskComesFromItsExitFile) {
   TestDir dir;
-  PosixLauncher launcher;
-  TaskSpec spec;
+  // Tasks run as the test's own user (agent_testing::RootTasksAllowed).
+  PosixLauncher launcher(agent_testing::RootTasksAllowed());
+  TaskSpec spec = agent_testing::OwnedByRoot({});
   spec.log_path = dir.File("task.log");
   spec.exit_path = dir.File("exits/task.exit");
   spec.gpus = {2, 5};

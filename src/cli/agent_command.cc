@@ -23,6 +23,8 @@ struct AgentFlags {
   std::string log_listen;
   double grace_seconds = 30;
   bool keep_tasks = false;
+  std::string user_map;
+  bool allow_root_tasks = false;
 };
 
 std::string DefaultMaster() {
@@ -51,6 +53,8 @@ int RunAgent(const AgentFlags& f) {
   options.log_listen = f.log_listen;
   options.grace = std::chrono::milliseconds(
       static_cast<int64_t>(f.grace_seconds * 1000));
+  options.user_map_file = f.user_map;
+  options.allow_root_tasks = f.allow_root_tasks;
   // Blocked before any thread starts, so that every thread inherits the
   // mask and only this thread takes them. Tasks get an empty mask
   // (spawn.h).
@@ -116,7 +120,10 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
       "agent",
       "Run the node agent: register this machine's GPUs with the master and "
       "run the tasks it assigns, until SIGINT/SIGTERM, which hands the "
-      "node's jobs back (they checkpoint and resume elsewhere).");
+      "node's jobs back (they checkpoint and resume elsewhere). Run as "
+      "root, the agent runs each task as its job owner's Unix account "
+      "(see --user-map, --allow-root-tasks); otherwise every task runs as "
+      "the agent's own user.");
   AgentFlags& f = *flags;
   cmd->add_option("--master", f.master,
                   "Master host:port (default $TIRESIAS_MASTER, else "
@@ -147,6 +154,17 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
                 "agent on this state dir (an upgrade), instead of handing "
                 "the jobs back; they are stopped if no agent renews their "
                 "lease in time");
+  cmd->add_option("--user-map", f.user_map,
+                  "File mapping job owners to Unix accounts, one 'OWNER "
+                  "ACCOUNT' pair a line ('#' comments; OWNER '*' for every "
+                  "owner not listed, e.g. '* nobody'). Without it, or for an "
+                  "owner it does not list, a task runs as the account named "
+                  "like its owner. Read at start; a malformed line stops the "
+                  "agent. Used only when the agent runs as root");
+  cmd->add_flag("--allow-root-tasks", f.allow_root_tasks,
+                "Run tasks whose account is root (uid 0). Without it such a "
+                "task fails to start (exit code 127, the reason in its log), "
+                "as does one whose owner is empty or has no account");
   cmd->callback([flags, exit_code] { *exit_code = RunAgent(*flags); });
 }
 

@@ -4,7 +4,9 @@
 // hand their jobs back (SIGTERM, so jobs checkpoint; recorded as
 // preemptions, never failures), then the master shuts down. The state
 // survives in --state-dir, so `tiresias up` again resumes the jobs that had
-// not finished.
+// not finished. Its agents are like any agent: run as root, they run each
+// task as its job owner's Unix account and refuse root tasks unless
+// --allow-root-tasks (agent_daemon.h); otherwise tasks run as this user.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +28,7 @@ struct UpFlags {
   int agents = 2;
   int gpus = 2;
   double grace_seconds = 30;
+  bool allow_root_tasks = false;
 };
 
 int RunUp(const UpFlags& f) {
@@ -51,6 +54,7 @@ int RunUp(const UpFlags& f) {
     o.state_dir = absl::StrCat(f.master.state_dir, "/agent-", i);
     o.grace = std::chrono::milliseconds(
         static_cast<int64_t>(f.grace_seconds * 1000));
+    o.allow_root_tasks = f.allow_root_tasks;
     auto agent = std::make_unique<AgentDaemon>(std::move(o));
     absl::Status started = agent->Start();
     if (!started.ok()) {
@@ -130,7 +134,14 @@ void AddUpCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "up",
       "Run a local cluster in this process: a master and --agents agents "
-      "with --gpus emulated GPUs each, until Ctrl-C.");
+      "with --gpus emulated GPUs each, until Ctrl-C. Started by a user "
+      "other than root, every job runs as that user. Started as root, the "
+      "agents run each job as its owner's Unix account (`tiresias submit` "
+      "sends the login name, $USER), as any agent does: a job whose owner "
+      "has no account here fails to start, and so does one of root unless "
+      "--allow-root-tasks. A job needs a checkpoint dir its account can "
+      "create (the default is under --state-dir; else submit "
+      "--checkpoint-dir).");
   flags->master.state_dir = "./tiresias-up";
   flags->master.http_listen = "127.0.0.1:0";
   AddMasterFlags(cmd, &flags->master);
@@ -142,6 +153,9 @@ void AddUpCommand(CLI::App& app, int* exit_code) {
                   "Seconds between SIGTERM and SIGKILL when a job is "
                   "preempted or stopped")
       ->capture_default_str();
+  cmd->add_flag("--allow-root-tasks", flags->allow_root_tasks,
+                "When started as root, run jobs whose owner is root (uid 0) "
+                "instead of refusing them");
   cmd->callback([flags, exit_code] { *exit_code = RunUp(*flags); });
 }
 

@@ -151,11 +151,14 @@ class Cluster:
     def start_agent(self, name, gpus=2, grace=None):
         grace = self.grace if grace is None else grace
         log = open(os.path.join(self.workdir, name + ".log"), "a")
+        # --allow-root-tasks: run as root (as CI does), the test submits its
+        # jobs as root, and their tasks write to the test's root-owned
+        # folder; an agent that is not root runs them as itself anyway.
         proc = subprocess.Popen(
             [self.binary, "agent", "--master", self.address,
              "--gpus", str(gpus), "--name", name,
              "--state-dir", os.path.join(self.workdir, "agent-" + name),
-             "--grace", str(grace)],
+             "--grace", str(grace), "--allow-root-tasks"],
             stdout=log, stderr=subprocess.STDOUT, text=True)
         self.agents[name] = proc
         return proc

@@ -38,10 +38,12 @@ class Cluster:
     def __init__(self, binary, state_dir, policy):
         self.binary = binary
         self.state_dir = state_dir
+        # --allow-root-tasks: run as root (as CI does), the jobs are root's.
         self.proc = subprocess.Popen(
             [binary, "up", "--agents", "2", "--gpus", "2",
              "--listen", "127.0.0.1:0", "--state-dir", state_dir,
-             "--policy", policy, "--thresholds", "20", "--grace", "20"],
+             "--policy", policy, "--thresholds", "20", "--grace", "20",
+             "--allow-root-tasks"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if "master on " not in line:

@@ -133,9 +133,12 @@ def up_restart(binary):
         address = "127.0.0.1:%d" % free_port()
 
         def up():
+            # --allow-root-tasks: run as root (as CI does), the jobs are
+            # root's.
             proc = subprocess.Popen(
                 [binary, "up", "--agents", "1", "--gpus", "1", "--listen",
-                 address, "--state-dir", state, "--grace", "3"],
+                 address, "--state-dir", state, "--grace", "3",
+                 "--allow-root-tasks"],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             line = proc.stdout.readline()
             if "master on " not in line:

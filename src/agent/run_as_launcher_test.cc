@@ -1,0 +1,275 @@
+// Tasks running as their owner's Unix account, with real processes: a
+// throwaway account made for each test (useradd), a launcher running as
+// root, tasks that say who they are. Needs root; skipped otherwise.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "agent/agent_testing.h"
+#include "agent/launcher.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tiresias {
+namespace {
+
+using agent_testing::Gone;
+using agent_testing::ProcessesOf;
+using agent_testing::MessageOf;
+using agent_testing::ReadFile;
+using agent_testing::TestDir;
+using agent_testing::ThrowawayUser;
+using agent_testing::WaitUntil;
+using std::chrono::milliseconds;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// The real, effective, saved and filesystem uids of `pid` ("Uid:" line of
+// /proc/<pid>/status).
+std::vector<uid_t> UidsOf(pid_t pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::vector<uid_t> uids;
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("Uid:", 0) != 0) continue;
+    std::istringstream ids(line.substr(4));
+    for (uid_t id; ids >> id;) uids.push_back(id);
+  }
+  return uids;
+}
+
+struct stat StatOf(const std::string& path) {
+  struct stat st = {};
+  EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+  return st;
+}
+
+class RunAsLauncherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (useradd, setuid)";
+    user_ = std::make_unique<ThrowawayUser>();
+    ASSERT_TRUE(user_->ok());
+    work_ = user_->OwnedFolder(dir_.path(), "work");
+  }
+
+  // A task of the account's, in its own folder "work", with its checkpoint
+  // dir (not made yet) in there.
+  TaskSpec Spec(const std::string& script) const {
+    TaskSpec spec = agent_testing::SampleTaskSpec();
+    spec.owner = user_->name();
+    spec.argv = {"/bin/sh", "-c", script};
+    spec.checkpoint_dir = work_ + "/ckpt";
+    spec.log_path = dir_.File("logs/task.log");
+    spec.working_dir = work_;
+    return spec;
+  }
+
+  std::unique_ptr<PosixLauncher> Launcher(RunAsPolicy policy = {}) const {
+    return std::make_unique<PosixLauncher>(PosixLauncherOptions{
+        .base_env = {"PATH=/usr/bin:/bin", "HOME=/root", "USER=root"},
+        .run_as = std::move(policy)});
+  }
+
+  TaskExit WaitExit(PosixLauncher& launcher, const TaskHandle& handle) {
+    std::optional<TaskExit> exit;
+    EXPECT_TRUE(WaitUntil([&] {
+      exit = launcher.Poll(handle).value_or(std::nullopt);
+      return exit.has_value();
+    }));
+    return exit.value_or(TaskExit{});
+  }
+
+  // Runs `spec` to its end; the task must finish (exit 0).
+  void RunToTheEnd(PosixLauncher& launcher, const TaskSpec& spec) {
+    absl::StatusOr<TaskHandle> handle = launcher.Start(spec);
+    ASSERT_TRUE(handle.ok()) << handle.status();
+    const TaskExit exit = WaitExit(launcher, *handle);
+    EXPECT_EQ(exit.outcome, TaskOutcome::kFinished)
+        << exit.Describe() << "; log: " << ReadFile(spec.log_path);
+  }
+
+  // Starts a task that sleeps; returns it and its own pid (the shim's
+  // child).
+  std::pair<TaskHandle, pid_t> StartSleeper(PosixLauncher& launcher) {
+    absl::StatusOr<TaskHandle> handle =
+        launcher.Start(Spec("echo $$ > task.pid; exec sleep 30"));
+    EXPECT_TRUE(handle.ok()) << handle.status();
+    const std::string pid_file = work_ + "/task.pid";
+    EXPECT_TRUE(WaitUntil([&] { return !ReadFile(pid_file).empty(); }));
+    const std::string pid = ReadFile(pid_file);
+    return {handle.value_or(TaskHandle{}), pid.empty() ? 0 : std::stoi(pid)};
+  }
+
+  static constexpr const char* kWhoAmI =
+      "{ id -u; id -g; id -G; echo \"$HOME $USER $LOGNAME\"; } "
+      "> \"$TIRESIAS_CHECKPOINT_DIR/id.txt\"";
+
+  TestDir dir_;
+  std::unique_ptr<ThrowawayUser> user_;
+  std::string work_;  // the account's folder
+};
+
+TEST_F(RunAsLauncherTest, TaskRunsAsItsOwnersAccountWithItsGroups) {
+  auto launcher = Launcher();
+  const TaskSpec spec = Spec(kWhoAmI);
+  absl::StatusOr<TaskHandle> handle = launcher->Start(spec);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  EXPECT_EQ(handle->uid, user_->uid());
+  ASSERT_EQ(WaitExit(*launcher, *handle).outcome, TaskOutcome::kFinished)
+      << ReadFile(spec.log_path);
+  std::istringstream said(ReadFile(spec.checkpoint_dir + "/id.txt"));
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string groups_line, env_line;
+  said >> uid >> gid;
+  said.ignore();
+  std::getline(said, groups_line);
+  std::getline(said, env_line);
+  EXPECT_EQ(uid, user_->uid());
+  EXPECT_EQ(gid, user_->gid());
+  std::istringstream groups_in(groups_line);
+  std::vector<gid_t> groups;
+  for (gid_t g; groups_in >> g;) groups.push_back(g);
+  EXPECT_THAT(groups,
+              ::testing::UnorderedElementsAre(user_->gid(), user_->extra_gid()));
+  EXPECT_EQ(env_line, absl::StrCat(user_->home(), " ", user_->name(), " ",
+                                   user_->name()));
+}
+
+TEST_F(RunAsLauncherTest, LogAndCheckpointDirBelongToTheAccount) {
+  auto launcher = Launcher();
+  const TaskSpec spec = Spec("echo hello");
+  RunToTheEnd(*launcher, spec);
+  const struct stat log = StatOf(spec.log_path);
+  EXPECT_EQ(log.st_uid, user_->uid());
+  EXPECT_EQ(log.st_gid, user_->gid());
+  EXPECT_EQ(log.st_mode & 0777, 0600u);
+  EXPECT_EQ(ReadFile(spec.log_path), "hello\n");
+  const struct stat ckpt = StatOf(spec.checkpoint_dir);
+  EXPECT_TRUE(S_ISDIR(ckpt.st_mode));
+  EXPECT_EQ(ckpt.st_uid, user_->uid());
+  EXPECT_EQ(ckpt.st_mode & 0777, 0700u);
+}
+
+TEST_F(RunAsLauncherTest, OnlyTheTaskSwitchesItsShimStaysRoot) {
+  auto launcher = Launcher();
+  const auto [handle, task] = StartSleeper(*launcher);
+  ASSERT_GT(task, 0);
+  const uid_t u = user_->uid();
+  EXPECT_THAT(UidsOf(task), ElementsAre(u, u, u, u));
+  EXPECT_THAT(UidsOf(handle.pid), ElementsAre(0, 0, 0, 0));
+  // The shim (root) still stops it, and the group with it.
+  EXPECT_EQ(launcher->Stop(handle, StopReason::kCancel, milliseconds(2000))
+                ->outcome,
+            TaskOutcome::kCancelled);
+  EXPECT_TRUE(Gone(task));
+}
+
+// The kernel clears the parent-death signal when a process's ids change:
+// it must be set after the switch, or the task would outlive its shim.
+TEST_F(RunAsLauncherTest, TaskRunningAsItsAccountDiesWithItsShim) {
+  auto launcher = Launcher();
+  const auto [handle, task] = StartSleeper(*launcher);
+  ASSERT_GT(task, 0);
+  ASSERT_EQ(kill(handle.pid, SIGKILL), 0);
+  EXPECT_TRUE(WaitUntil([&] { return Gone(task); }));
+  if (!Gone(task)) kill(task, SIGKILL);
+  EXPECT_EQ(WaitExit(*launcher, handle).signal, SIGKILL);
+}
+
+TEST_F(RunAsLauncherTest, AnOwnerWithoutAccountDoesNotStart) {
+  auto launcher = Launcher();
+  TaskSpec spec = Spec("exit 0");
+  spec.owner = user_->name() + "-gone";
+  absl::StatusOr<TaskHandle> handle = launcher->Start(spec);
+  ASSERT_FALSE(handle.ok());
+  EXPECT_EQ(handle.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(MessageOf(handle.status()),
+              HasSubstr("cannot start job 42 rank 1: owner \"" + spec.owner +
+                        "\": no Unix account"));
+  EXPECT_TRUE(launcher->PollAll().empty());
+
+  spec.owner = "";
+  handle = launcher->Start(spec);
+  ASSERT_FALSE(handle.ok());
+  EXPECT_THAT(MessageOf(handle.status()), HasSubstr("no owner"));
+}
+
+TEST_F(RunAsLauncherTest, RootRunsOnlyWithAllowRootTasks) {
+  // "alice" maps to root: refused like root itself.
+  RunAsPolicy policy;
+  policy.user_map = *UserMap::Parse("alice root\n", "users.map");
+  TaskSpec spec = Spec("id -u > \"$TIRESIAS_CHECKPOINT_DIR/uid\"");
+  spec.owner = "alice";
+  spec.checkpoint_dir = dir_.File("root-ckpt");
+  absl::StatusOr<TaskHandle> refused = Launcher(policy)->Start(spec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(MessageOf(refused.status()), HasSubstr("--allow-root-tasks"));
+
+  policy.allow_root_tasks = true;
+  auto launcher = Launcher(policy);
+  RunToTheEnd(*launcher, spec);
+  EXPECT_EQ(ReadFile(spec.checkpoint_dir + "/uid"), "0\n");
+}
+
+TEST_F(RunAsLauncherTest, MappedOwnerRunsAsTheMappedAccount) {
+  RunAsPolicy policy;
+  policy.user_map =
+      *UserMap::Parse(absl::StrCat("alice ", user_->name(), "\n"), "m");
+  TaskSpec spec = Spec(kWhoAmI);
+  spec.owner = "alice";
+  auto launcher = Launcher(policy);
+  RunToTheEnd(*launcher, spec);
+  EXPECT_THAT(ReadFile(spec.checkpoint_dir + "/id.txt"),
+              ::testing::StartsWith(absl::StrCat(user_->uid(), "\n")));
+}
+
+TEST_F(RunAsLauncherTest, WhatTheAccountCannotUseIsAStartError) {
+  auto launcher = Launcher();
+  // Root's folders: the account can neither create in one, nor enter the
+  // other, nor write to the third.
+  std::filesystem::create_directories(dir_.File("roots/readonly"));
+  std::filesystem::create_directories(dir_.File("private"));
+  std::filesystem::permissions(dir_.File("private"),
+                               std::filesystem::perms::owner_all);
+  struct Case {
+    std::string checkpoint_dir, working_dir, says;
+  };
+  const std::string as = absl::StrCat("cannot start job 42 rank 1 as ",
+                                      user_->name(), " (uid ", user_->uid(),
+                                      "): ");
+  const Case cases[] = {
+      {dir_.File("roots/ckpt"), work_,
+       as + "checkpoint dir " + dir_.File("roots/ckpt") +
+           ": cannot create it, or read, write and enter it: "
+           "Permission denied"},
+      {dir_.File("roots/readonly"), work_,
+       as + "checkpoint dir " + dir_.File("roots/readonly") +
+           ": cannot create it, or read, write and enter it: "
+           "Permission denied"},
+      {work_ + "/ckpt", dir_.File("private"),
+       as + "chdir to " + dir_.File("private") + ": Permission denied"},
+  };
+  for (const Case& c : cases) {
+    TaskSpec spec = Spec("touch started");
+    spec.checkpoint_dir = c.checkpoint_dir;
+    spec.working_dir = c.working_dir;
+    absl::StatusOr<TaskHandle> handle = launcher->Start(spec);
+    ASSERT_FALSE(handle.ok()) << c.says;
+    EXPECT_THAT(MessageOf(handle.status()), HasSubstr(c.says));
+    EXPECT_THAT(ProcessesOf(user_->uid()), IsEmpty());  // none left behind
+  }
+  EXPECT_FALSE(std::filesystem::exists(work_ + "/started"));
+  EXPECT_TRUE(launcher->PollAll().empty());
+}
+
+}  // namespace
+}  // namespace tiresias

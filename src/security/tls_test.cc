@@ -269,6 +269,17 @@ TEST_F(TlsTest, ChannelArgumentsPassThrough) {
       << status.error_message();
 }
 
+TEST_F(TlsTest, ServerWithoutACertificateDoesNotStart) {
+  // The contract ServerCredentials states: no cert, no listening port.
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(
+      "127.0.0.1:0",
+      ServerCredentials(Tls(pki_->ca), ClientCerts::kRequestAndVerify), &port);
+  builder.RegisterService(&service_);
+  EXPECT_EQ(builder.BuildAndStart(), nullptr);
+}
+
 TEST_F(TlsTest, BearerSchemeIsMatchedInAnyCase) {
   Serve(ServerCredentials(InsecureTlsConfig(), ClientCerts::kRequestAndVerify));
   // The token the server reads from a call with this authorization value.

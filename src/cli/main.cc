@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "cli/admin_command.h"
 #include "cli/agent_command.h"
 #include "cli/cluster_commands.h"
 #include "cli/simulate.h"
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   tiresias::AddSimulateCommand(app, command_line, &exit_code);
   tiresias::AddClusterCommands(app, command_line, &exit_code);
   tiresias::AddAgentCommand(app, &exit_code);
+  tiresias::AddAdminCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,27 @@
+// `tiresias admin`: offline administration of the cluster's security, run
+// by an operator on the machine that keeps the CA key. One file per group
+// of commands: admin_cert_command.cc holds `ca init` and the `*-cert issue`
+// commands; a later file adds `admin token ...` through the same `admin`
+// App, registered in AddAdminCommands (admin_command.cc).
+#ifndef TIRESIAS_CLI_ADMIN_COMMAND_H_
+#define TIRESIAS_CLI_ADMIN_COMMAND_H_
+
+#include <CLI/CLI.hpp>
+
+namespace tiresias {
+
+// Adds `admin` and every admin command group to `app`. Each callback stores
+// the process exit code in *exit_code (0 on success, 1 after printing one
+// "tiresias: " line on stderr).
+void AddAdminCommands(CLI::App& app, int* exit_code);
+
+// The `admin` subcommand itself (it requires one of its subcommands).
+CLI::App* AddAdminGroup(CLI::App& app);
+
+// `admin ca init`, `admin master-cert issue`, `admin agent-cert issue`,
+// `admin user-cert issue` (admin_cert_command.cc).
+void AddAdminCertCommands(CLI::App* admin, int* exit_code);
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_CLI_ADMIN_COMMAND_H_

@@ -1,0 +1,219 @@
+#include "security/tls.h"
+
+#include <grpc/grpc_security_constants.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "core/to_absl.h"
+#include "security/openssl_util.h"
+#include "security/pem_files.h"
+
+namespace tiresias::security {
+
+namespace {
+
+using internal::X509Ptr;
+
+// Every certificate in a PEM bundle (a CA file may hold an old and a new CA
+// while certificates move from one to the other).
+std::vector<X509Ptr> ParseAllCertificates(std::string_view pem) {
+  std::vector<X509Ptr> certs;
+  internal::BioPtr bio = internal::MemoryBio(pem);
+  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+    certs.emplace_back(cert);
+  }
+  ERR_clear_error();  // the end of the bundle reads as an error
+  return certs;
+}
+
+std::string TimeText(const ASN1_TIME* time) {
+  internal::BioPtr bio(BIO_new(BIO_s_mem()));
+  if (bio == nullptr || ASN1_TIME_print(bio.get(), time) != 1) return "?";
+  char* data = nullptr;
+  const long length = BIO_get_mem_data(bio.get(), &data);
+  return std::string(data, length);
+}
+
+// FailedPrecondition naming `path` when `cert` is not valid now.
+absl::Status CheckValidNow(const X509* cert, const std::string& path) {
+  if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": expired on ", TimeText(X509_get0_notAfter(cert))));
+  }
+  if (X509_cmp_current_time(X509_get0_notBefore(cert)) > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": not valid before ", TimeText(X509_get0_notBefore(cert)),
+        " (is this machine's clock right?)"));
+  }
+  return absl::OkStatus();
+}
+
+// Checks that the key matches the certificate and that one of the CAs
+// signed it, so that a mix-up of files is reported at startup, naming the
+// files, rather than as a failed handshake later.
+absl::Status CheckIdentity(const TlsFiles& files, const TlsConfig& config) {
+  X509Ptr cert = internal::ParseCertificate(config.cert_pem);
+  internal::PkeyPtr key = internal::ParsePrivateKey(config.key_pem);
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError(
+        absl::StrCat(files.key_path, ": does not match the certificate in ",
+                     files.cert_path));
+  }
+  bool signed_by_ca = false;
+  for (const X509Ptr& ca : ParseAllCertificates(config.ca_pem)) {
+    EVP_PKEY* ca_key = X509_get0_pubkey(ca.get());
+    signed_by_ca = signed_by_ca ||
+                   (ca_key != nullptr && X509_verify(cert.get(), ca_key) == 1);
+  }
+  ERR_clear_error();
+  if (!signed_by_ca) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        files.cert_path, ": not signed by the CA in ", files.ca_path));
+  }
+  return CheckValidNow(cert.get(), files.cert_path);
+}
+
+std::string PercentDecode(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    int value = 0;
+    if (text[i] == '%' && i + 2 < text.size() &&
+        absl::ascii_isxdigit(text[i + 1]) &&
+        absl::ascii_isxdigit(text[i + 2])) {
+      for (char c : text.substr(i + 1, 2)) {
+        value = value * 16 + (absl::ascii_isdigit(c)
+                                  ? c - '0'
+                                  : absl::ascii_tolower(c) - 'a' + 10);
+      }
+      out += static_cast<char>(value);
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<TlsConfig> LoadTlsConfig(const TlsFiles& files) {
+  if (files.ca_path.empty()) {
+    return absl::InvalidArgumentError(
+        "CA file: expected the cluster CA's certificate (ca.pem), got no "
+        "path");
+  }
+  if (files.cert_path.empty() != files.key_path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "certificate and key: expected both or neither, got only ",
+        files.cert_path.empty() ? files.key_path : files.cert_path));
+  }
+  TlsConfig config;
+  ASSIGN_OR_RETURN(config.ca_pem,
+                   ReadPem(files.ca_path, PemKind::kCertificate));
+  std::vector<X509Ptr> cas = ParseAllCertificates(config.ca_pem);
+  RETURN_IF_ERROR(CheckValidNow(cas.front().get(), files.ca_path));
+  if (files.cert_path.empty()) return config;
+  ASSIGN_OR_RETURN(config.cert_pem,
+                   ReadPem(files.cert_path, PemKind::kCertificate));
+  ASSIGN_OR_RETURN(config.key_pem,
+                   ReadPem(files.key_path, PemKind::kPrivateKey));
+  RETURN_IF_ERROR(CheckIdentity(files, config));
+  return config;
+}
+
+absl::StatusOr<TlsConfig> LoadTlsDir(const std::string& dir,
+                                     const std::string& base_name) {
+  return LoadTlsConfig(TlsFiles{CertPath(dir, "ca"), CertPath(dir, base_name),
+                                KeyPath(dir, base_name)});
+}
+
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(
+    const TlsConfig& config, ClientCerts policy) {
+  if (config.insecure) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options(
+      policy == ClientCerts::kRequireAndVerify
+          ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+          : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  options.pem_root_certs = config.ca_pem;
+  if (!config.cert_pem.empty()) {
+    options.pem_key_cert_pairs.push_back({config.key_pem, config.cert_pem});
+  }
+  return grpc::SslServerCredentials(options);
+}
+
+std::shared_ptr<grpc::Channel> Dial(const std::string& address,
+                                    const TlsConfig& config,
+                                    const DialOptions& options) {
+  grpc::ChannelArguments args = options.args;
+  if (config.insecure) {
+    return grpc::CreateCustomChannel(address,
+                                     grpc::InsecureChannelCredentials(), args);
+  }
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = config.ca_pem;
+  ssl.pem_private_key = config.key_pem;
+  ssl.pem_cert_chain = config.cert_pem;
+  if (!options.target_name_override.empty()) {
+    args.SetSslTargetNameOverride(options.target_name_override);
+  }
+  return grpc::CreateCustomChannel(address, grpc::SslCredentials(ssl), args);
+}
+
+void AttachToken(grpc::ClientContext* context, const std::string& token) {
+  context->AddMetadata("authorization", "Bearer " + token);
+}
+
+std::optional<std::string> BearerToken(const grpc::ServerContextBase& context) {
+  constexpr std::string_view kScheme = "bearer ";
+  const auto& metadata = context.client_metadata();
+  auto [begin, end] = metadata.equal_range("authorization");
+  for (auto it = begin; it != end; ++it) {
+    const std::string_view value(it->second.data(), it->second.size());
+    if (value.size() <= kScheme.size() ||
+        !absl::EqualsIgnoreCase(
+            tiresias::ToAbsl(value.substr(0, kScheme.size())),
+            tiresias::ToAbsl(kScheme))) {
+      continue;
+    }
+    return std::string(value.substr(kScheme.size()));
+  }
+  return std::nullopt;
+}
+
+std::optional<Identity> PeerIdentity(const grpc::ServerContextBase& context) {
+  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr || !auth->IsPeerAuthenticated()) return std::nullopt;
+  const std::vector<grpc::string_ref> transport =
+      auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME);
+  if (transport.size() != 1 ||
+      transport[0] != GRPC_SSL_TRANSPORT_SECURITY_TYPE) {
+    return std::nullopt;
+  }
+  const std::vector<grpc::string_ref> names =
+      auth->FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME);
+  if (names.size() != 1) return std::nullopt;
+  absl::StatusOr<Identity> identity =
+      ParseIdentity(std::string_view(names[0].data(), names[0].size()));
+  if (!identity.ok()) return std::nullopt;
+  return *identity;
+}
+
+std::string PeerAddress(const grpc::ServerContextBase& context) {
+  const std::string peer = context.peer();
+  for (std::string_view scheme : {"ipv4:", "ipv6:"}) {
+    if (absl::StartsWith(peer, tiresias::ToAbsl(scheme))) {
+      return PercentDecode(std::string_view(peer).substr(scheme.size()));
+    }
+  }
+  return peer;
+}
+
+}  // namespace tiresias::security

@@ -1,0 +1,122 @@
+// TLS credentials, channels and per-call identity in one place (STYLE.md
+// "One place builds RPC channels and credentials"): every gRPC server and
+// client of the cluster gets its credentials from here, so that TLS,
+// proxies and deadlines are one change.
+//
+// Trust model: one cluster CA (pki.h). Servers present a certificate the
+// CA signed; clients check it against the CA alone (never the system's
+// public roots). Clients prove who they are with a CA-signed certificate
+// (mutual TLS, identity in its common name, identity.h) or a bearer token
+// in the call's metadata (tokens.h), or both.
+//
+//   ASSIGN_OR_RETURN(TlsConfig tls, LoadTlsDir("/etc/tiresias", "master"));
+//   builder.AddListeningPort(addr, ServerCredentials(tls,
+//                                       ClientCerts::kRequestAndVerify));
+//   ...
+//   std::shared_ptr<grpc::Channel> ch = Dial("master:50051", client_tls, {});
+//   grpc::ClientContext ctx;  AttachToken(&ctx, token);
+//
+// Functions are thread-safe; TlsConfig is a plain value.
+#ifndef TIRESIAS_SECURITY_TLS_H_
+#define TIRESIAS_SECURITY_TLS_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "security/identity.h"
+#include "security/rpc_status.h"
+
+namespace tiresias::security {
+
+// What one endpoint needs for TLS, as PEM text. insecure: plaintext, the
+// other fields ignored (only with an explicit --insecure, DESIGN.md).
+struct TlsConfig {
+  bool insecure = false;
+  std::string ca_pem;    // the cluster CA: roots for the peer's certificate
+  std::string cert_pem;  // this endpoint's certificate; empty for a client
+  std::string key_pem;   // ... and its private key (with cert_pem)
+};
+
+// A plaintext config, for --insecure.
+inline TlsConfig InsecureTlsConfig() { return TlsConfig{.insecure = true}; }
+
+struct TlsFiles {
+  std::string ca_path;    // required
+  std::string cert_path;  // optional for a client; with key_path
+  std::string key_path;
+};
+
+// Reads and checks the files: the CA is a PEM certificate; cert and key
+// come both or neither, the key matches the certificate, the certificate
+// was signed by (one of) the CA(s) in ca_path and is valid now. Errors name
+// the file and what was expected ("<path>: not a PEM certificate",
+// "<path>: expired on ...", "<path>: not signed by the CA in <ca_path>").
+absl::StatusOr<TlsConfig> LoadTlsConfig(const TlsFiles& files);
+
+// LoadTlsConfig of <dir>/ca.pem, <dir>/<base_name>.pem and
+// <dir>/<base_name>-key.pem, all three required (the layout that
+// `tiresias admin ...-cert issue --out DIR` writes).
+absl::StatusOr<TlsConfig> LoadTlsDir(const std::string& dir,
+                                     const std::string& base_name);
+
+// Whether a TLS server asks clients for a certificate.
+enum class ClientCerts {
+  // Clients may present a certificate; one that does must chain to the CA
+  // or the handshake fails. Clients without one connect, and authenticate
+  // with a bearer token instead.
+  kRequestAndVerify,
+  // Every client must present a CA-signed certificate (agents' log
+  // service: only the master reads it).
+  kRequireAndVerify,
+};
+
+// Credentials for grpc::ServerBuilder::AddListeningPort. A TLS config must
+// hold cert_pem and key_pem (LoadTlsDir guarantees it); without them gRPC
+// cannot listen and BuildAndStart returns null. An insecure config gives
+// InsecureServerCredentials.
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(
+    const TlsConfig& config, ClientCerts policy);
+
+struct DialOptions {
+  // Checks the server's certificate for this name instead of the dialled
+  // host, for reaching a server at an address its certificate does not
+  // list (an IP, a tunnel). Empty: the dialled host.
+  std::string target_name_override;
+  // Other channel arguments (keepalive, message sizes...), passed through.
+  grpc::ChannelArguments args;
+};
+
+// A channel to `address` (host:port). TLS: the CA as the only root, the
+// certificate and key as the client identity when the config has them.
+// Insecure: plaintext. Connects lazily, on the first call. A TLS config
+// must hold ca_pem (LoadTlsConfig guarantees it): with none, gRPC would
+// fall back to the system's public roots.
+std::shared_ptr<grpc::Channel> Dial(const std::string& address,
+                                    const TlsConfig& config,
+                                    const DialOptions& options = {});
+
+// Adds "authorization: Bearer <token>" to the call's metadata. Call before
+// the call starts. Over plaintext the token travels in the clear.
+void AttachToken(grpc::ClientContext* context, const std::string& token);
+
+// The bearer token of a call ("Bearer " matched in any case), or nullopt
+// when it has none or an empty one. Accepts grpc::ServerContext and
+// grpc::CallbackServerContext alike.
+std::optional<std::string> BearerToken(const grpc::ServerContextBase& context);
+
+// The identity in the peer's certificate, only when the call came over TLS
+// and the peer presented a certificate the handshake verified against the
+// CA, and its common name is a tiresias identity; nullopt otherwise.
+std::optional<Identity> PeerIdentity(const grpc::ServerContextBase& context);
+
+// The peer's address for audit logs: "127.0.0.1:5000", "[::1]:5000", or
+// gRPC's own form for other transports ("unix:/path").
+std::string PeerAddress(const grpc::ServerContextBase& context);
+
+}  // namespace tiresias::security
+
+#endif  // TIRESIAS_SECURITY_TLS_H_

@@ -39,9 +39,8 @@ namespace tiresias {
 // The gRPC stub, kept out of the header.
 class AgentStub {
  public:
-  explicit AgentStub(const std::string& address)
-      : stub_(v1::AgentRegistry::NewStub(grpc::CreateChannel(
-            address, grpc::InsecureChannelCredentials()))) {}
+  AgentStub(const std::string& address, const security::TlsConfig& tls)
+      : stub_(v1::AgentRegistry::NewStub(security::Dial(address, tls))) {}
   v1::AgentRegistry::Stub& get() { return *stub_; }
 
  private:
@@ -195,13 +194,13 @@ absl::Status AgentDaemon::Start() {
   absl::StatusOr<std::unique_ptr<AgentLogServer>> logs = AgentLogServer::Start(
       options_.log_listen.empty() ? absl::StrCat(host, ":0")
                                   : options_.log_listen,
-      options_.state_dir + "/logs");
+      options_.state_dir + "/logs", options_.tls);
   if (!logs.ok()) return logs.status();
   log_server_ = *std::move(logs);
   log_address_ = absl::StrCat(host, ":", log_server_->port());
   Log(DescribeRunAs(launcher_options.run_as));
   launcher_ = std::make_unique<PosixLauncher>(std::move(launcher_options));
-  stub_ = std::make_unique<AgentStub>(options_.master_address);
+  stub_ = std::make_unique<AgentStub>(options_.master_address, options_.tls);
   Log(absl::StrCat("node ", options_.node_name, ": ", gpus_.size(),
                    " GPU(s), master ", options_.master_address));
   AdoptRecorded();

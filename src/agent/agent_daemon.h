@@ -81,6 +81,7 @@
 #include "agent/launcher.h"
 #include "agent/lease.h"
 #include "agent/task_record.h"
+#include "security/tls.h"
 
 namespace grpc {
 class ClientContext;
@@ -96,6 +97,10 @@ class TaskStatus;
 
 struct AgentOptions {
   std::string master_address = "127.0.0.1:50051";  // host:port
+  // The agent's identity (its node's certificate) and the cluster's CA,
+  // for talking to the master and serving logs to it alone. Insecure:
+  // plain text (the master must be --insecure too).
+  security::TlsConfig tls = security::InsecureTlsConfig();
   std::string node_name;  // empty: this machine's hostname
   // Host other nodes' job processes reach this one at (MASTER_ADDR).
   std::string advertised_address = "127.0.0.1";

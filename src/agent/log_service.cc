@@ -17,9 +17,17 @@ std::string TaskLogPath(const std::string& logs_dir, int64_t job_id,
                       rank, ".log");
 }
 
-grpc::Status AgentLogService::ReadTaskLog(grpc::ServerContext*,
+grpc::Status AgentLogService::ReadTaskLog(grpc::ServerContext* ctx,
                                           const v1::ReadTaskLogRequest* req,
                                           v1::ReadTaskLogResponse* resp) {
+  if (require_master_) {
+    std::optional<security::Identity> peer = security::PeerIdentity(*ctx);
+    if (!peer || peer->kind != security::IdentityKind::kMaster) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "task logs are served to the master alone (its "
+                          "certificate); ask the master: tiresias logs JOB");
+    }
+  }
   if (req->offset() < 0 || req->max_bytes() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "offset and max_bytes: must be >= 0");
@@ -50,12 +58,16 @@ grpc::Status AgentLogService::ReadTaskLog(grpc::ServerContext*,
 }
 
 absl::StatusOr<std::unique_ptr<AgentLogServer>> AgentLogServer::Start(
-    const std::string& listen, std::string logs_dir) {
+    const std::string& listen, std::string logs_dir,
+    const security::TlsConfig& tls) {
   std::unique_ptr<AgentLogServer> server(
-      new AgentLogServer(std::move(logs_dir)));
+      new AgentLogServer(std::move(logs_dir), !tls.insecure));
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(
+      listen,
+      security::ServerCredentials(tls,
+                                  security::ClientCerts::kRequireAndVerify),
+      &server->port_);
   builder.RegisterService(&server->service_);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {

@@ -5,8 +5,9 @@ namespace tiresias {
 CLI::App* AddAdminGroup(CLI::App& app) {
   CLI::App* admin = app.add_subcommand(
       "admin",
-      "Offline administration of the cluster's security: its certificate "
-      "authority (CA) and the certificates it signs.");
+      "Administration of the cluster's security: its certificate authority "
+      "(CA) and the certificates it signs (offline, where the CA key is), "
+      "and the master's tokens and audit log (an admin token).");
   admin->require_subcommand(1);
   return admin;
 }
@@ -14,6 +15,7 @@ CLI::App* AddAdminGroup(CLI::App& app) {
 void AddAdminCommands(CLI::App& app, int* exit_code) {
   CLI::App* admin = AddAdminGroup(app);
   AddAdminCertCommands(admin, exit_code);
+  AddAdminTokenCommands(admin, exit_code);
 }
 
 }  // namespace tiresias

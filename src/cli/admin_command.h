@@ -22,6 +22,13 @@ CLI::App* AddAdminGroup(CLI::App& app);
 // `admin user-cert issue` (admin_cert_command.cc).
 void AddAdminCertCommands(CLI::App* admin, int* exit_code);
 
+// `admin token create|list|revoke` and `admin audit`: the master's Admin
+// API, with an admin's credentials (admin_token_command.cc).
+void AddAdminTokenCommands(CLI::App* admin, int* exit_code);
+
+// `tiresias whoami` (admin_token_command.cc).
+void AddWhoAmICommand(CLI::App& app, int* exit_code);
+
 }  // namespace tiresias
 
 #endif  // TIRESIAS_CLI_ADMIN_COMMAND_H_

@@ -10,6 +10,7 @@
 
 #include "agent/agent_daemon.h"
 #include "cli/master_flags.h"
+#include "security/tls.h"
 
 namespace tiresias {
 namespace {
@@ -23,6 +24,8 @@ struct AgentFlags {
   std::string log_listen;
   double grace_seconds = 30;
   bool keep_tasks = false;
+  std::string tls_dir;
+  bool insecure = false;
   std::string user_map;
   bool allow_root_tasks = false;
 };
@@ -45,6 +48,31 @@ int RunAgent(const AgentFlags& f) {
     return 1;
   }
   AgentOptions options;
+  if (f.tls_dir.empty() == !f.insecure) {
+    std::fprintf(stderr,
+                 "tiresias: agent: %s\n",
+                 f.insecure ? "--tls-dir and --insecure: give only one"
+                            : "no TLS: give --tls-dir DIR (ca.pem, agent.pem, "
+                              "agent-key.pem from `tiresias admin agent-cert "
+                              "issue NODE`) or --insecure to talk to a master "
+                              "started with --insecure");
+    return 1;
+  }
+  if (!f.insecure) {
+    absl::StatusOr<security::TlsConfig> tls =
+        security::LoadTlsDir(f.tls_dir, "agent");
+    if (!tls.ok()) {
+      std::fprintf(stderr, "tiresias: agent: --tls-dir %s: %s\n",
+                   f.tls_dir.c_str(),
+                   std::string(tls.status().message()).c_str());
+      return 1;
+    }
+    options.tls = *std::move(tls);
+  } else {
+    std::fprintf(stderr,
+                 "tiresias agent: WARNING: --insecure: no TLS; anyone who "
+                 "reaches this machine's log port may read task logs\n");
+  }
   options.master_address = f.master;
   options.node_name = f.name;
   options.advertised_address = f.address;
@@ -149,6 +177,12 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
                   "long, its tasks are stopped before the master reruns "
                   "them elsewhere")
       ->capture_default_str();
+  cmd->add_option("--tls-dir", f.tls_dir,
+                  "TLS: a folder with ca.pem, agent.pem and agent-key.pem "
+                  "(`tiresias admin agent-cert issue NODE`); the "
+                  "certificate's node name must be --name");
+  cmd->add_flag("--insecure", f.insecure,
+                "No TLS: for a master started with --insecure");
   cmd->add_flag("--keep-tasks", f.keep_tasks,
                 "On SIGINT/SIGTERM leave the tasks running for the next "
                 "agent on this state dir (an upgrade), instead of handing "

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 
 #include <google/protobuf/util/json_util.h>
 
@@ -28,8 +29,50 @@ void AddMasterFlag(CLI::App* cmd, std::string* address) {
                   "127.0.0.1:50051)");
 }
 
+absl::StatusOr<ClientCredentials> LoadClientCredentials() {
+  auto env = [](const char* name) -> std::string {
+    const char* value = std::getenv(name);
+    return value != nullptr ? std::string(value) : std::string();
+  };
+  ClientCredentials creds;
+  const std::string ca = env("TIRESIAS_CA");
+  if (ca.empty()) {
+    creds.tls = security::InsecureTlsConfig();
+  } else {
+    absl::StatusOr<security::TlsConfig> tls = security::LoadTlsConfig(
+        security::TlsFiles{ca, env("TIRESIAS_CERT"), env("TIRESIAS_KEY")});
+    if (!tls.ok()) {
+      return absl::Status(tls.status().code(),
+                          absl::StrCat("TIRESIAS_CA, TIRESIAS_CERT, "
+                                       "TIRESIAS_KEY: ",
+                                       tls.status().message()));
+    }
+    creds.tls = *std::move(tls);
+  }
+  creds.token = env("TIRESIAS_TOKEN");
+  const std::string token_file = env("TIRESIAS_TOKEN_FILE");
+  if (creds.token.empty() && !token_file.empty()) {
+    std::ifstream in(token_file);
+    std::string line;
+    if (!in || !std::getline(in, line)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "TIRESIAS_TOKEN_FILE ", token_file, ": cannot read a token from it"));
+    }
+    creds.token = std::string(absl::StripAsciiWhitespace(line));
+  }
+  creds.server_name = env("TIRESIAS_MASTER_NAME");
+  return creds;
+}
+
 MasterClient::MasterClient(std::string address)
     : address_(std::move(address)) {
+  absl::StatusOr<ClientCredentials> creds = LoadClientCredentials();
+  if (!creds.ok()) {
+    std::fprintf(stderr, "tiresias: %s\n",
+                 std::string(creds.status().message()).c_str());
+    std::exit(1);  // a command line tool: nothing to clean up
+  }
+  creds_ = *std::move(creds);
   Connect(/*fresh=*/false);
 }
 
@@ -43,13 +86,17 @@ void MasterClient::Connect(bool fresh) {
   // A connection of its own, without the reconnect backoff (up to two
   // minutes) that the process-wide pool keeps for an address that failed.
   if (fresh) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  stub_ = v1::Tiresias::NewStub(grpc::CreateCustomChannel(
-      address_, grpc::InsecureChannelCredentials(), args));
+  security::DialOptions dial;
+  dial.args = args;
+  dial.target_name_override = creds_.server_name;
+  channel_ = security::Dial(address_, creds_.tls, dial);
+  stub_ = v1::Tiresias::NewStub(channel_);
 }
 
 std::unique_ptr<grpc::ClientContext> MasterClient::Context() const {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() + kRpcDeadline);
+  if (!creds_.token.empty()) security::AttachToken(context.get(), creds_.token);
   return context;
 }
 
@@ -60,9 +107,17 @@ std::string DescribeRpcError(const grpc::Status& status,
       absl::StrReplaceAll(status.error_message(), {{"\n", " "}});
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
-      return absl::StrCat("cannot reach the master at ", address,
-                          " (is `tiresias master` running there? --master or "
-                          "$TIRESIAS_MASTER picks another): ", message);
+      return absl::StrCat(
+          "cannot reach the master at ", address,
+          " (is `tiresias master` running there? --master or "
+          "$TIRESIAS_MASTER picks another; a master with TLS needs "
+          "TIRESIAS_CA, one started with --insecure needs it unset): ",
+          message);
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return absl::StrCat(what, ": the master does not know who you are: ",
+                          message);
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return absl::StrCat(what, ": not allowed: ", message);
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return absl::StrCat("the master at ", address, " did not answer within ",
                           kRpcDeadline.count(), " s");

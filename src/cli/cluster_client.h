@@ -14,6 +14,8 @@
 
 #include "proto/tiresias.grpc.pb.h"
 #include "proto/tiresias.pb.h"
+#include "security/tls.h"
+#include "absl/status/statusor.h"
 
 namespace tiresias::cli {
 
@@ -27,11 +29,32 @@ std::string DefaultMasterAddress();
 void AddMasterFlag(CLI::App* cmd, std::string* address);
 
 // A connection to one master. Cheap to make; connects on the first call.
+// How the client proves who it is, from the environment:
+//   TIRESIAS_CA          the cluster CA (ca.pem): TLS. Unset: plain text, for
+//                        a master started with --insecure.
+//   TIRESIAS_TOKEN       a bearer token (`tiresias admin token create`), or
+//   TIRESIAS_TOKEN_FILE  a file holding one (first line).
+//   TIRESIAS_CERT, TIRESIAS_KEY  a user certificate and key, instead of a
+//                        token (`tiresias admin user-cert issue`).
+//   TIRESIAS_MASTER_NAME the name in the master's certificate, when
+//                        TIRESIAS_MASTER is an address it does not list.
+struct ClientCredentials {
+  security::TlsConfig tls;
+  std::string token;
+  std::string server_name;
+};
+// Errors name the variable and the file.
+absl::StatusOr<ClientCredentials> LoadClientCredentials();
+
 class MasterClient {
  public:
+  // Loads ClientCredentials; a bad one ends the process with its error
+  // (this is a command-line client).
   explicit MasterClient(std::string address);
   const std::string& address() const { return address_; }
   v1::Tiresias::Stub& stub() { return *stub_; }
+  // The channel, for the other services (Admin).
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   // A context carrying kRpcDeadline; fails fast when nothing listens.
   std::unique_ptr<grpc::ClientContext> Context() const;
   // A new channel that tries to connect at the next call, whatever failed
@@ -42,6 +65,8 @@ class MasterClient {
   void Connect(bool fresh);
 
   std::string address_;
+  ClientCredentials creds_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Tiresias::Stub> stub_;
 };
 

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   tiresias::AddClusterCommands(app, command_line, &exit_code);
   tiresias::AddAgentCommand(app, &exit_code);
   tiresias::AddAdminCommands(app, &exit_code);
+  tiresias::AddWhoAmICommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -28,6 +28,18 @@ int RunMaster(const MasterFlags& f) {
   if (!master.ok()) return cli::Fail(std::string(master.status().message()));
   std::printf("tiresias master: listening on %s (state dir %s, policy %s)\n",
               master->address.c_str(), f.state_dir.c_str(), f.policy.c_str());
+  if (f.insecure) {
+    std::fprintf(stderr,
+                 "tiresias master: WARNING: --insecure: no TLS and no "
+                 "authentication; anyone who reaches %s may run anything\n",
+                 master->address.c_str());
+  }
+  if (!master->admin_token_path.empty()) {
+    std::printf("tiresias master: first admin token in %s\n"
+                "  export TIRESIAS_TOKEN_FILE=%s\n",
+                master->admin_token_path.c_str(),
+                master->admin_token_path.c_str());
+  }
   if (master->http) {
     std::printf("tiresias master: metrics on http://%s/metrics\n",
                 master->http_address.c_str());

@@ -1,13 +1,17 @@
 #include "cli/master_flags.h"
 
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "cli/sweep.h"
+#include "security/cert_dirs.h"
+#include "security/pem_files.h"
 #include "core/status_macros.h"
 
 namespace tiresias {
@@ -38,6 +42,13 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
                      ": expected a positive number"));
   }
   o.max_gpus_per_node = f.max_gpus_per_node;
+  if (f.max_nodes < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-nodes ", f.max_nodes, ": expected a positive number"));
+  }
+  o.max_nodes = f.max_nodes;
+  o.require_auth = !f.insecure;
+  o.hide_others_commands = f.hide_commands;
   return o;
 }
 
@@ -76,6 +87,24 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
   cmd->add_option("--max-gpus-per-node", f.max_gpus_per_node,
                   "Refuse agents that report more GPUs than this")
       ->capture_default_str();
+  cmd->add_option("--max-nodes", f.max_nodes,
+                  "Refuse a new node name beyond this many nodes")
+      ->capture_default_str();
+  cmd->add_option("--tls-dir", f.tls_dir,
+                  "TLS: a folder with ca.pem, master.pem and master-key.pem "
+                  "(`tiresias admin ca init` and `admin master-cert issue`)");
+  cmd->add_option("--init-ca", f.init_ca,
+                  "TLS: like --tls-dir, and create a CA and the master's "
+                  "certificate there first if missing (the CA's key stays "
+                  "there: keep the folder safe)");
+  cmd->add_option("--san", f.sans,
+                  "With --init-ca: another host name or IP address clients "
+                  "and agents reach the master at; repeatable");
+  cmd->add_flag("--insecure", f.insecure,
+                "No TLS and no authentication: anyone who reaches the "
+                "master may do anything (a trusted laptop, tests)");
+  cmd->add_flag("--hide-commands", f.hide_commands,
+                "Listings show other users' jobs without their commands");
   cmd->add_option("--http-listen", f.http_listen,
                   "host:port to serve /metrics (Prometheus) and /healthz on "
                   "(port 0 picks a free one; default: not served)");
@@ -86,9 +115,72 @@ void RunningMaster::Shutdown() {
   if (server) server->Shutdown();
 }
 
+absl::StatusOr<security::TlsConfig> MasterTls(const MasterFlags& f) {
+  const int given = !f.tls_dir.empty() + !f.init_ca.empty() + f.insecure;
+  if (given == 0) {
+    return absl::FailedPreconditionError(
+        "no TLS: give --tls-dir DIR (ca.pem, master.pem, master-key.pem from "
+        "`tiresias admin ca init DIR` and `tiresias admin master-cert "
+        "issue`), --init-ca DIR to create them there, or --insecure for "
+        "plain text with no authentication");
+  }
+  if (given > 1) {
+    return absl::InvalidArgumentError(
+        "--tls-dir, --init-ca and --insecure: give only one");
+  }
+  if (f.insecure) return security::InsecureTlsConfig();
+  const std::string dir = f.tls_dir.empty() ? f.init_ca : f.tls_dir;
+  if (!f.init_ca.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::path(dir) / "ca.pem", ec)) {
+      RETURN_IF_ERROR(security::InitCaDir(dir, "tiresias cluster CA"));
+    }
+    if (!std::filesystem::exists(std::filesystem::path(dir) / "master.pem",
+                                 ec)) {
+      security::IssueFilesRequest request;
+      request.identity = {security::IdentityKind::kMaster, ""};
+      request.ca_dir = dir;
+      request.out_dir = dir;
+      request.sans = f.sans;
+      RETURN_IF_ERROR(security::IssueCertFiles(request).status());
+    }
+  }
+  absl::StatusOr<security::TlsConfig> tls = security::LoadTlsDir(dir, "master");
+  if (!tls.ok()) {
+    return absl::Status(tls.status().code(),
+                        absl::StrCat(f.tls_dir.empty() ? "--init-ca "
+                                                       : "--tls-dir ",
+                                     dir, ": ", tls.status().message()));
+  }
+  return tls;
+}
+
+std::string LoginName() {
+  if (const passwd* pw = getpwuid(geteuid()); pw != nullptr && pw->pw_name) {
+    return pw->pw_name;
+  }
+  return "admin";
+}
+
+absl::StatusOr<std::string> BootstrapAdminToken(MasterState& state,
+                                                const std::string& state_dir) {
+  if (!state.ListTokens().empty()) return std::string();
+  ASSIGN_OR_RETURN(MasterState::IssuedTokenText token,
+                   state.CreateToken(LoginName(), /*admin=*/true,
+                                     std::nullopt, "first admin token"));
+  const std::string path =
+      std::filesystem::absolute(std::filesystem::path(state_dir) /
+                                "admin-token")
+          .string();
+  RETURN_IF_ERROR(
+      security::WriteFileAtomically(path, token.text + "\n", 0600));
+  return path;
+}
+
 absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
                                           master::Clock* clock) {
   ASSIGN_OR_RETURN(MasterOptions options, ToOptions(f));
+  ASSIGN_OR_RETURN(security::TlsConfig tls, MasterTls(f));
   std::error_code ec;
   std::filesystem::create_directories(f.state_dir, ec);
   if (ec) {
@@ -96,6 +188,7 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
         "--state-dir ", f.state_dir, ": cannot create: ", ec.message()));
   }
   RunningMaster m;
+  m.tls = tls;
   absl::StatusOr<std::unique_ptr<MasterState>> state =
       MasterState::Open(options, clock);
   if (!state.ok()) {
@@ -105,8 +198,13 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
                                      state.status().message()));
   }
   m.state = std::move(*state);
+  if (options.require_auth) {
+    // A new cluster: its first admin, who issues everyone else's tokens.
+    ASSIGN_OR_RETURN(m.admin_token_path,
+                     BootstrapAdminToken(*m.state, f.state_dir));
+  }
   absl::StatusOr<std::unique_ptr<MasterServer>> server =
-      MasterServer::Start(m.state.get(), clock, f.listen);
+      MasterServer::Start(m.state.get(), clock, f.listen, tls);
   if (!server.ok()) {
     return server.status();  // names the address and the likely cause
   }

@@ -14,6 +14,7 @@
 #include "master/http_server.h"
 #include "master/master_state.h"
 #include "master/server.h"
+#include "security/tls.h"
 
 namespace tiresias {
 
@@ -28,6 +29,18 @@ struct MasterFlags {
   int max_gpus_per_node = 1024;
   // host:port for /metrics and /healthz over HTTP; empty: not served.
   std::string http_listen;
+  // Security: exactly one of these. --tls-dir: ca.pem, master.pem and
+  // master-key.pem (`tiresias admin ca init` and `admin master-cert
+  // issue`); --init-ca: the same, created there if missing (the CA's key
+  // stays there: keep it safe); --insecure: plain text, no
+  // authentication (a warning at start, on /healthz and the dashboard).
+  std::string tls_dir;
+  std::string init_ca;
+  bool insecure = false;
+  std::vector<std::string> sans;  // with --init-ca: more names for the cert
+  bool hide_commands = false;     // listings hide others' commands
+  bool max_nodes_set = false;
+  int max_nodes = 10000;
 };
 
 // Registers --listen, --state-dir, --policy, --thresholds, --promote-knob,
@@ -46,6 +59,10 @@ std::string BoundAddress(const std::string& listen, int port);
 // before destroying the state.
 struct RunningMaster {
   std::unique_ptr<MasterState> state;
+  security::TlsConfig tls;  // the master's; insecure with --insecure
+  // Where a first admin token was written at this start (its state had
+  // none); empty if none was made.
+  std::string admin_token_path;
   std::unique_ptr<MasterServer> server;
   std::string address;  // host:port it listens on
   std::unique_ptr<MasterHttpServer> http;  // null without --http-listen

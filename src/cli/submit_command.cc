@@ -66,7 +66,11 @@ std::string NewRequestId() {
 absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f) {
   JobRequest spec;
   spec.num_gpus = f.gpus;
-  spec.user = LoginName();
+  // A master with TLS knows who you are from your credential (and refuses
+  // a job for anyone else); one started with --insecure is told.
+  absl::StatusOr<cli::ClientCredentials> creds = cli::LoadClientCredentials();
+  if (!creds.ok()) return creds.status();
+  if (creds->tls.insecure) spec.user = LoginName();
   spec.checkpoint_dir = f.checkpoint_dir;
   spec.command = f.command;
   spec.name = !f.name.empty() || f.command.empty()

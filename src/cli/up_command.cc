@@ -9,12 +9,18 @@
 // --allow-root-tasks (agent_daemon.h); otherwise tasks run as this user.
 #include <algorithm>
 #include <chrono>
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "agent/agent_daemon.h"
+#include "core/status_macros.h"
+#include "security/cert_dirs.h"
+#include "security/tls.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/master_flags.h"
@@ -31,6 +37,23 @@ struct UpFlags {
   bool allow_root_tasks = false;
 };
 
+// The TLS identity of `node`'s agent: <ca_dir>/<node>/agent.pem, issued
+// by the CA in `ca_dir` on the first run.
+absl::StatusOr<security::TlsConfig> AgentTls(const std::string& ca_dir,
+                                             const std::string& node) {
+  const std::string dir =
+      (std::filesystem::path(ca_dir) / absl::StrCat("agent-", node)).string();
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::path(dir) / "agent.pem", ec)) {
+    security::IssueFilesRequest request;
+    request.identity = {security::IdentityKind::kAgent, node};
+    request.ca_dir = ca_dir;
+    request.out_dir = dir;
+    RETURN_IF_ERROR(security::IssueCertFiles(request).status());
+  }
+  return security::LoadTlsDir(dir, "agent");
+}
+
 int RunUp(const UpFlags& f) {
   if (f.agents < 1 || f.gpus < 1) {
     return cli::Fail(absl::StrCat("--agents ", f.agents, " --gpus ", f.gpus,
@@ -42,7 +65,19 @@ int RunUp(const UpFlags& f) {
   }
   BlockStopSignals();
   master::RealClock clock;
-  absl::StatusOr<RunningMaster> master = StartMaster(f.master, &clock);
+  // Secure by default: a CA and every certificate under the state folder
+  // (made on the first run, kept after), and the master's first admin
+  // token beside them; --insecure for plain text.
+  MasterFlags master_flags = f.master;
+  const std::string tls_dir =
+      std::filesystem::absolute(std::filesystem::path(f.master.state_dir) /
+                                "tls")
+          .lexically_normal()
+          .string();
+  if (!master_flags.insecure && master_flags.tls_dir.empty()) {
+    master_flags.init_ca = tls_dir;
+  }
+  absl::StatusOr<RunningMaster> master = StartMaster(master_flags, &clock);
   if (!master.ok()) return cli::Fail(std::string(master.status().message()));
 
   std::vector<std::unique_ptr<AgentDaemon>> agents;
@@ -54,7 +89,21 @@ int RunUp(const UpFlags& f) {
     o.state_dir = absl::StrCat(f.master.state_dir, "/agent-", i);
     o.grace = std::chrono::milliseconds(
         static_cast<int64_t>(f.grace_seconds * 1000));
-    o.allow_root_tasks = f.allow_root_tasks;
+    // Started by root, `up` runs root's own jobs as root (the admin token
+    // it makes is root's; other users' jobs run as their accounts).
+    o.allow_root_tasks = f.allow_root_tasks || geteuid() == 0;
+    if (!master_flags.insecure) {
+      absl::StatusOr<security::TlsConfig> tls = AgentTls(
+          master_flags.tls_dir.empty() ? tls_dir : master_flags.tls_dir,
+          o.node_name);
+      if (!tls.ok()) {
+        for (auto& a : agents) a->Stop();
+        master->Shutdown();
+        return cli::Fail(absl::StrCat("agent ", o.node_name, ": ",
+                                      tls.status().message()));
+      }
+      o.tls = *std::move(tls);
+    }
     auto agent = std::make_unique<AgentDaemon>(std::move(o));
     absl::Status started = agent->Start();
     if (!started.ok()) {
@@ -75,10 +124,31 @@ int RunUp(const UpFlags& f) {
       dashboard.ok()
           ? absl::StrCat("http://127.0.0.1:", (*dashboard)->port(), "/")
           : absl::StrCat("(off: ", dashboard.status().message(), ")");
+  // What a client needs, to paste: the CA to trust and the admin's token
+  // (made on the first run; the file stays).
+  std::string exports = absl::StrCat("  export TIRESIAS_MASTER=",
+                                     master->address, "\n");
+  if (!master_flags.insecure) {
+    const std::string token_file =
+        std::filesystem::absolute(std::filesystem::path(f.master.state_dir) /
+                                  "admin-token")
+            .lexically_normal()
+            .string();
+    absl::StrAppend(&exports, "  export TIRESIAS_CA=",
+                    (std::filesystem::path(master_flags.tls_dir.empty()
+                                               ? tls_dir
+                                               : master_flags.tls_dir) /
+                     "ca.pem")
+                        .string(),
+                    "\n", "  export TIRESIAS_TOKEN_FILE=", token_file, "\n");
+  } else {
+    absl::StrAppend(&exports,
+                    "  (--insecure: no TLS, no authentication)\n");
+  }
   std::printf(
       "tiresias up: master on %s, %d agent(s) x %d emulated GPUs, state in "
       "%s\n"
-      "  export TIRESIAS_MASTER=%s\n"
+      "%s"
       "  tiresias submit --gpus 1 -- /usr/bin/python3 examples/train.py "
       "--steps 200 --step-time 0.1\n"
       "  tiresias jobs; tiresias nodes\n"
@@ -87,7 +157,7 @@ int RunUp(const UpFlags& f) {
       "  dashboard: %s\n"
       "Ctrl-C stops the cluster.\n",
       master->address.c_str(), f.agents, f.gpus,
-      f.master.state_dir.c_str(), master->address.c_str(),
+      f.master.state_dir.c_str(), exports.c_str(),
       master->http ? master->http_address.c_str() : "(off)",
       dashboard_url.c_str());
   std::fflush(stdout);

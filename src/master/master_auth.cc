@@ -1,16 +1,19 @@
 // MasterState: bearer tokens and the audit log.
+#include <cmath>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "master/agent_reports.h"
 #include "master/master_state.h"
+#include "core/to_absl.h"
+#include "security/identity.h"
 #include "security/tokens.h"
 
 namespace tiresias {
 namespace {
 
-absl::Status Unauthenticated(std::string_view why) {
+absl::Status Unauthenticated(absl::string_view why) {
   return absl::UnauthenticatedError(
       absl::StrCat(why, "; ask an admin for a token (`tiresias admin token "
                         "create --user YOU`) and set TIRESIAS_TOKEN"));
@@ -46,9 +49,10 @@ absl::StatusOr<Principal> MasterState::AuthenticateToken(
 absl::StatusOr<MasterState::IssuedTokenText> MasterState::CreateToken(
     const std::string& user, bool admin, std::optional<Seconds> ttl,
     const std::string& description) {
-  if (user.empty() || user.size() > 64 || !IsPrintableUtf8(user)) {
+  // Tasks run as the owner's Unix account: a name that could be one.
+  if (absl::Status valid = security::ValidateUserName(user); !valid.ok()) {
     return absl::InvalidArgumentError(
-        "user: expected 1 to 64 printable characters");
+        absl::StrCat("user: ", valid.message()));
   }
   if (description.size() > 256 || !IsPrintableUtf8(description)) {
     return absl::InvalidArgumentError(
@@ -59,19 +63,26 @@ absl::StatusOr<MasterState::IssuedTokenText> MasterState::CreateToken(
         "ttl_seconds: expected a positive number of seconds, or 0 for none");
   }
   const Seconds now = clock_->NowUnixSeconds();
-  security::Secret secret = security::NewSecret();
+  // The store gives the id; the secret, its salt and hash do not depend on
+  // it, so the text is composed once the row exists.
+  const security::IssuedToken issued = security::NewToken(1);
+  ASSIGN_OR_RETURN(const security::ParsedToken parsed,
+                   security::ParseToken(issued.text));
   TokenRecord record;
   record.user = user;
   record.admin = admin;
-  record.salt = secret.salt;
-  record.hash = secret.hash;
+  record.salt = issued.salt;
+  record.hash = issued.hash;
   record.created = now;
   if (ttl) record.expires = now + *ttl;
   record.description = description;
   // Durable first; only then does it authenticate anyone.
   ASSIGN_OR_RETURN(record.id, store_->CreateToken(record));
-  IssuedTokenText out{record.id, security::TokenText(record.id, secret),
-                      record.expires};
+  IssuedTokenText out{
+      record.id,
+      absl::StrCat(ToAbsl(security::kTokenPrefix), record.id, "_",
+                   parsed.secret),
+      record.expires};
   std::lock_guard<std::mutex> lock(auth_mu_);
   tokens_[record.id] = std::move(record);
   return out;

@@ -382,6 +382,12 @@ absl::StatusOr<std::vector<v1::Node>> MasterState::ListNodes() {
   return out;
 }
 
+std::string MasterState::NodeName(int64_t node_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto node = nodes_.find(node_id);
+  return node == nodes_.end() ? std::string() : node->second.record.name;
+}
+
 Seconds MasterState::NextWakeup() {
   std::lock_guard<std::mutex> lock(mu_);
   return scheduler_->NextWakeup();

@@ -241,6 +241,9 @@ class MasterState {
   // OK if the master's lock can be taken and its store answers (/healthz).
   absl::Status CheckHealth();
 
+  // The name of node `node_id`; empty if there is no such node.
+  std::string NodeName(int64_t node_id);
+
   // Agent protocol (see proto/tiresias.proto). Register: InvalidArgument
   // for a bad field, AlreadyExists if a live agent with another token holds
   // the name, FailedPrecondition if the agent's grace leaves no lease within

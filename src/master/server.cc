@@ -9,23 +9,31 @@
 
 namespace tiresias {
 
-MasterServer::MasterServer(MasterState* state, master::Clock* clock)
+MasterServer::MasterServer(MasterState* state, master::Clock* clock,
+                           const security::TlsConfig& tls)
     : state_(state),
       clock_(clock),
-      tiresias_service_(state, [this] { Notify(); }),
-      agent_service_(state, [this] { Notify(); }) {}
+      tiresias_service_(state, [this] { Notify(); }, tls),
+      agent_service_(state, [this] { Notify(); }),
+      admin_service_(state) {}
 
 absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
-    MasterState* state, master::Clock* clock, const std::string& address) {
-  std::unique_ptr<MasterServer> server(new MasterServer(state, clock));
+    MasterState* state, master::Clock* clock, const std::string& address,
+    const security::TlsConfig& tls) {
+  std::unique_ptr<MasterServer> server(new MasterServer(state, clock, tls));
   grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default, so a second master on the same port
   // would bind too and clients would reach either at random.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  // Clients may present a certificate (users may use one instead of a
+  // token); agents must, checked per call (CallAuth::Agent).
+  builder.AddListeningPort(
+      address,
+      security::ServerCredentials(tls, security::ClientCerts::kRequestAndVerify),
+      &server->port_);
   builder.RegisterService(&server->tiresias_service_);
   builder.RegisterService(&server->agent_service_);
+  builder.RegisterService(&server->admin_service_);
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || server->port_ == 0) {
     return absl::UnavailableError(

@@ -22,7 +22,9 @@
 #include "absl/status/statusor.h"
 #include "master/clock.h"
 #include "master/master_state.h"
+#include "master/admin_service.h"
 #include "master/service.h"
+#include "security/tls.h"
 
 namespace tiresias {
 
@@ -30,8 +32,12 @@ class MasterServer {
  public:
   // Listens on `address` ("host:port"; port 0 picks a free one). `state`
   // and `clock` must outlive the server. Unavailable if it cannot bind.
+  // `tls`: the master's identity and the cluster's CA (security/tls.h);
+  // clients may present certificates, agents must (checked per call). An
+  // insecure config serves plain text.
   static absl::StatusOr<std::unique_ptr<MasterServer>> Start(
-      MasterState* state, master::Clock* clock, const std::string& address);
+      MasterState* state, master::Clock* clock, const std::string& address,
+      const security::TlsConfig& tls = security::InsecureTlsConfig());
   ~MasterServer();
 
   int port() const { return port_; }
@@ -42,13 +48,15 @@ class MasterServer {
   void Shutdown();
 
  private:
-  MasterServer(MasterState* state, master::Clock* clock);
+  MasterServer(MasterState* state, master::Clock* clock,
+               const security::TlsConfig& tls);
   void Loop();
 
   MasterState* state_;
   master::Clock* clock_;
   TiresiasService tiresias_service_;
   AgentRegistryService agent_service_;
+  AdminService admin_service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 

@@ -10,7 +10,10 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "master/page_token.h"
+#include "core/status_macros.h"
+#include "core/to_absl.h"
 #include "master/proto_convert.h"
+#include "security/tls.h"
 
 namespace tiresias {
 
@@ -21,15 +24,30 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
                       std::string(status.message()));
 }
 
-grpc::Status TiresiasService::SubmitJob(grpc::ServerContext*,
+grpc::Status TiresiasService::SubmitJob(grpc::ServerContext* ctx,
                                         const v1::SubmitJobRequest* req,
                                         v1::SubmitJobResponse* resp) {
+  absl::StatusOr<Principal> who = auth_.Client(*ctx, "SubmitJob");
+  if (!who.ok()) return ToGrpcStatus(who.status());
   if (!req->has_spec()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "spec: must be set");
   }
+  JobRequest spec = JobSpecFromProto(req->spec());
+  if (state_->options().require_auth) {
+    // The job's owner is whoever submits it.
+    if (spec.user.empty()) {
+      spec.user = who->user;
+    } else if (spec.user != who->user && !who->admin) {
+      return ToGrpcStatus(auth_.Deny(
+          *who, "SubmitJob",
+          absl::StrCat("spec.user: you are ", who->user,
+                       "; only an admin may submit a job for another user (",
+                       spec.user, ")")));
+    }
+  }
   absl::StatusOr<MasterState::SubmitResult> submitted =
-      state_->SubmitJob(JobSpecFromProto(req->spec()), req->request_id());
+      state_->SubmitJob(spec, req->request_id());
   if (!submitted.ok()) return ToGrpcStatus(submitted.status());
   resp->set_job_id(submitted->id);
   resp->set_existing(submitted->existing);
@@ -37,13 +55,40 @@ grpc::Status TiresiasService::SubmitJob(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status TiresiasService::GetJob(grpc::ServerContext*,
+grpc::Status TiresiasService::GetJob(grpc::ServerContext* ctx,
                                      const v1::GetJobRequest* req,
                                      v1::GetJobResponse* resp) {
+  absl::StatusOr<Principal> who = auth_.Client(*ctx, "GetJob");
+  if (!who.ok()) return ToGrpcStatus(who.status());
   absl::StatusOr<JobRecord> job = state_->GetJob(req->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   JobToProto(*job, resp->mutable_job());
+  RedactFor(*who, state_->options().hide_others_commands, resp->mutable_job());
   return grpc::Status::OK;
+}
+
+grpc::Status TiresiasService::WhoAmI(grpc::ServerContext* ctx,
+                                     const v1::WhoAmIRequest*,
+                                     v1::WhoAmIResponse* resp) {
+  absl::StatusOr<Principal> who = auth_.Client(*ctx, "WhoAmI");
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  resp->set_user(who->user);
+  resp->set_admin(who->admin);
+  resp->set_via(who->via);
+  resp->set_insecure(!state_->options().require_auth);
+  return grpc::Status::OK;
+}
+
+absl::StatusOr<Principal> TiresiasService::MayActOnJob(
+    const grpc::ServerContext& ctx, JobId id, std::string_view action) {
+  ASSIGN_OR_RETURN(Principal who, auth_.Client(ctx, action));
+  ASSIGN_OR_RETURN(JobRecord job, state_->GetJob(id));
+  if (!who.MayActOn(job.spec.user)) {
+    return auth_.Deny(who, absl::StrCat(ToAbsl(action), " job ", id),
+                      absl::StrCat("job ", id, " is ", job.spec.user,
+                                   "'s; only its owner or an admin may"));
+  }
+  return who;
 }
 
 namespace {
@@ -82,9 +127,11 @@ absl::StatusOr<MasterState::JobListQuery> ListQueryFromProto(
 
 }  // namespace
 
-grpc::Status TiresiasService::ListJobs(grpc::ServerContext*,
+grpc::Status TiresiasService::ListJobs(grpc::ServerContext* ctx,
                                        const v1::ListJobsRequest* req,
                                        v1::ListJobsResponse* resp) {
+  absl::StatusOr<Principal> who = auth_.Client(*ctx, "ListJobs");
+  if (!who.ok()) return ToGrpcStatus(who.status());
   absl::StatusOr<MasterState::JobListQuery> query = ListQueryFromProto(*req);
   if (!query.ok()) return ToGrpcStatus(query.status());
   absl::StatusOr<JobPage> page = state_->ListJobsPage(*query);
@@ -98,6 +145,10 @@ grpc::Status TiresiasService::ListJobs(grpc::ServerContext*,
     v1::Job out;
     JobToProto(job, &out);
     out.clear_events();
+    // A listing never carries environments (secrets live there): GetJob
+    // shows a job's to its owner.
+    out.mutable_spec()->clear_env();
+    RedactFor(*who, state_->options().hide_others_commands, &out);
     const size_t size = out.ByteSizeLong();
     if (resp->jobs_size() > 0 && bytes + size > kMaxPageBytes) {
       cut = true;
@@ -113,9 +164,11 @@ grpc::Status TiresiasService::ListJobs(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status TiresiasService::CancelJob(grpc::ServerContext*,
+grpc::Status TiresiasService::CancelJob(grpc::ServerContext* ctx,
                                         const v1::CancelJobRequest* req,
                                         v1::CancelJobResponse* resp) {
+  absl::StatusOr<Principal> who = MayActOnJob(*ctx, req->job_id(), "CancelJob");
+  if (!who.ok()) return ToGrpcStatus(who.status());
   absl::StatusOr<JobRecord> job = state_->CancelJob(req->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   JobToProto(*job, resp->mutable_job());
@@ -123,9 +176,11 @@ grpc::Status TiresiasService::CancelJob(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status TiresiasService::ListNodes(grpc::ServerContext*,
+grpc::Status TiresiasService::ListNodes(grpc::ServerContext* ctx,
                                         const v1::ListNodesRequest*,
                                         v1::ListNodesResponse* resp) {
+  absl::StatusOr<Principal> who = auth_.Client(*ctx, "ListNodes");
+  if (!who.ok()) return ToGrpcStatus(who.status());
   absl::StatusOr<std::vector<v1::Node>> nodes = state_->ListNodes();
   if (!nodes.ok()) return ToGrpcStatus(nodes.status());
   for (v1::Node& node : *nodes) *resp->add_nodes() = std::move(node);
@@ -135,6 +190,8 @@ grpc::Status TiresiasService::ListNodes(grpc::ServerContext*,
 grpc::Status TiresiasService::WatchEvents(
     grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
     grpc::ServerWriter<v1::JobEvent>* writer) {
+  absl::StatusOr<Principal> who = auth_.Client(*ctx, "WatchEvents");
+  if (!who.ok()) return ToGrpcStatus(who.status());
   // Catching up reads the log in pages of this many events.
   constexpr int kPage = 512;
   const JobId job = req->job_id();
@@ -194,8 +251,13 @@ std::shared_ptr<v1::AgentLogs::Stub> TiresiasService::AgentLogsStub(
   // serves on a new port).
   if (channel.stub == nullptr || channel.address != address) {
     channel.address = address;
-    channel.stub = std::shared_ptr<v1::AgentLogs::Stub>(v1::AgentLogs::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials())));
+    // As the master (its certificate): an agent serves logs to it alone.
+    // The agent's certificate names its node, which is what is checked
+    // (its address need not be in it).
+    security::DialOptions dial;
+    if (!agent_tls_.insecure) dial.target_name_override = node;
+    channel.stub = std::shared_ptr<v1::AgentLogs::Stub>(
+        v1::AgentLogs::NewStub(security::Dial(address, agent_tls_, dial)));
   }
   return channel.stub;
 }
@@ -203,6 +265,9 @@ std::shared_ptr<v1::AgentLogs::Stub> TiresiasService::AgentLogsStub(
 grpc::Status TiresiasService::ReadJobLog(grpc::ServerContext* server_ctx,
                                          const v1::ReadJobLogRequest* req,
                                          v1::ReadJobLogResponse* resp) {
+  absl::StatusOr<Principal> who =
+      MayActOnJob(*server_ctx, req->job_id(), "ReadJobLog");
+  if (!who.ok()) return ToGrpcStatus(who.status());
   if (req->offset() < 0) {
     return grpc::Status(
         grpc::StatusCode::INVALID_ARGUMENT,
@@ -275,9 +340,12 @@ void TiresiasService::Stop() {
   state_->WakeEventWatchers();
 }
 
-grpc::Status AgentRegistryService::Register(grpc::ServerContext*,
+grpc::Status AgentRegistryService::Register(grpc::ServerContext* ctx,
                                             const v1::RegisterRequest* req,
                                             v1::RegisterResponse* resp) {
+  if (absl::Status s = auth_.Agent(*ctx, req->name(), "Register"); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   absl::StatusOr<v1::RegisterResponse> out = state_->Register(*req);
   if (!out.ok()) return ToGrpcStatus(out.status());
   *resp = std::move(*out);
@@ -285,9 +353,14 @@ grpc::Status AgentRegistryService::Register(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status AgentRegistryService::Heartbeat(grpc::ServerContext*,
+grpc::Status AgentRegistryService::Heartbeat(grpc::ServerContext* ctx,
                                              const v1::HeartbeatRequest* req,
                                              v1::HeartbeatResponse* resp) {
+  if (absl::Status s = auth_.Agent(*ctx, state_->NodeName(req->node_id()),
+                                   "Heartbeat");
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   absl::StatusOr<v1::HeartbeatResponse> out = state_->Heartbeat(*req);
   if (!out.ok()) return ToGrpcStatus(out.status());
   *resp = std::move(*out);
@@ -300,6 +373,11 @@ grpc::Status AgentRegistryService::Heartbeat(grpc::ServerContext*,
 grpc::Status AgentRegistryService::WatchDesiredState(
     grpc::ServerContext* ctx, const v1::WatchDesiredStateRequest* req,
     grpc::ServerWriter<v1::DesiredState>* writer) {
+  if (absl::Status s = auth_.Agent(*ctx, state_->NodeName(req->node_id()),
+                                   "WatchDesiredState");
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   uint64_t sent = req->after_version();
   // Read before each look at the state, so that a change made meanwhile
   // moves it and is not slept past.

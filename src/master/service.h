@@ -32,7 +32,9 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "master/call_auth.h"
 #include "master/master_state.h"
+#include "security/tls.h"
 #include "proto/tiresias.grpc.pb.h"
 
 namespace tiresias {
@@ -43,9 +45,14 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 class TiresiasService final : public v1::Tiresias::Service {
  public:
   // `state` must outlive the service; `on_change` (may be empty) is called
-  // after a request that a scheduling pass should see.
-  TiresiasService(MasterState* state, std::function<void()> on_change)
-      : state_(state), on_change_(std::move(on_change)) {}
+  // after a request that a scheduling pass should see. `agent_tls`: the
+  // master's identity when it reads logs from agents (insecure: none).
+  TiresiasService(MasterState* state, std::function<void()> on_change,
+                  security::TlsConfig agent_tls = security::InsecureTlsConfig())
+      : state_(state),
+        on_change_(std::move(on_change)),
+        agent_tls_(std::move(agent_tls)),
+        auth_(state) {}
 
   grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest*,
                          v1::SubmitJobResponse*) override;
@@ -61,6 +68,8 @@ class TiresiasService final : public v1::Tiresias::Service {
                            grpc::ServerWriter<v1::JobEvent>*) override;
   grpc::Status ReadJobLog(grpc::ServerContext*, const v1::ReadJobLogRequest*,
                           v1::ReadJobLogResponse*) override;
+  grpc::Status WhoAmI(grpc::ServerContext*, const v1::WhoAmIRequest*,
+                      v1::WhoAmIResponse*) override;
 
   // Ends every open WatchEvents stream promptly (and any opened later).
   // Call before grpc::Server::Shutdown so that it need not wait for them.
@@ -94,8 +103,15 @@ class TiresiasService final : public v1::Tiresias::Service {
   std::shared_ptr<v1::AgentLogs::Stub> AgentLogsStub(
       const std::string& node, const std::string& address);
 
+  // The caller, if it may act on job `id` (its owner or an admin); else
+  // Unauthenticated, NotFound or PermissionDenied (audited).
+  absl::StatusOr<Principal> MayActOnJob(const grpc::ServerContext& ctx,
+                                        JobId id, std::string_view action);
+
   MasterState* state_;
   std::function<void()> on_change_;
+  security::TlsConfig agent_tls_;
+  CallAuth auth_;
   std::atomic<bool> stopping_{false};
   std::mutex stubs_mu_;
   std::map<std::string, AgentChannel> stubs_;  // by node name
@@ -109,7 +125,7 @@ class TiresiasService final : public v1::Tiresias::Service {
 class AgentRegistryService final : public v1::AgentRegistry::Service {
  public:
   AgentRegistryService(MasterState* state, std::function<void()> on_change)
-      : state_(state), on_change_(std::move(on_change)) {}
+      : state_(state), on_change_(std::move(on_change)), auth_(state) {}
 
   grpc::Status Register(grpc::ServerContext*, const v1::RegisterRequest*,
                         v1::RegisterResponse*) override;
@@ -128,6 +144,7 @@ class AgentRegistryService final : public v1::AgentRegistry::Service {
  private:
   MasterState* state_;
   std::function<void()> on_change_;
+  CallAuth auth_;
   std::atomic<bool> stopping_{false};
 };
 

@@ -188,7 +188,7 @@ TEST_F(ClusterCliTest, MasterServesMetricsWhenAsked) {
               HasSubstr("tiresias master: metrics on http://127.0.0.1:"));
   ProcessResult r = RunProcess(
       {TIRESIAS_BINARY, "master", "--listen", "127.0.0.1:0", "--state-dir",
-       (dir_ / "other").string(), "--http-listen", "nonsense"});
+       (dir_ / "other").string(), "--http-listen", "nonsense", "--insecure"});
   ExpectOneLineError(r, "--http-listen nonsense: expected host:port");
 }
 

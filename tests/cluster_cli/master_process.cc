@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "master_process.h"
 
 #include <arpa/inet.h>
@@ -20,6 +21,11 @@ MasterProcess::MasterProcess(const std::string& binary,
   std::vector<std::string> argv = {binary, "master", "--listen",
                                    "127.0.0.1:0", "--state-dir", state_dir};
   argv.insert(argv.end(), extra.begin(), extra.end());
+  // Plain text unless the test sets up TLS itself.
+  const bool tls = std::any_of(extra.begin(), extra.end(), [](const auto& a) {
+    return a == "--tls-dir" || a == "--init-ca" || a == "--insecure";
+  });
+  if (!tls) argv.push_back("--insecure");
   std::vector<char*> args;
   for (std::string& a : argv) args.push_back(a.data());
   args.push_back(nullptr);

@@ -131,7 +131,7 @@ class Cluster:
     def start_master(self, address="127.0.0.1:0"):
         log = open(os.path.join(self.workdir, "master.log"), "a")
         self.master = subprocess.Popen(
-            [self.binary, "master", "--listen", address,
+            [self.binary, "master", "--insecure", "--listen", address,
              "--state-dir", self.master_dir,
              "--node-timeout", str(self.node_timeout),
              "--policy", self.policy] + self.master_args,
@@ -155,7 +155,7 @@ class Cluster:
         # jobs as root, and their tasks write to the test's root-owned
         # folder; an agent that is not root runs them as itself anyway.
         proc = subprocess.Popen(
-            [self.binary, "agent", "--master", self.address,
+            [self.binary, "agent", "--insecure", "--master", self.address,
              "--gpus", str(gpus), "--name", name,
              "--state-dir", os.path.join(self.workdir, "agent-" + name),
              "--grace", str(grace), "--allow-root-tasks"],

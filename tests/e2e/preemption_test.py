@@ -40,7 +40,7 @@ class Cluster:
         self.state_dir = state_dir
         # --allow-root-tasks: run as root (as CI does), the jobs are root's.
         self.proc = subprocess.Popen(
-            [binary, "up", "--agents", "2", "--gpus", "2",
+            [binary, "up", "--insecure", "--agents", "2", "--gpus", "2",
              "--listen", "127.0.0.1:0", "--state-dir", state_dir,
              "--policy", policy, "--thresholds", "20", "--grace", "20",
              "--allow-root-tasks"],

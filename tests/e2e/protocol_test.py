@@ -136,7 +136,8 @@ def up_restart(binary):
             # --allow-root-tasks: run as root (as CI does), the jobs are
             # root's.
             proc = subprocess.Popen(
-                [binary, "up", "--agents", "1", "--gpus", "1", "--listen",
+                [binary, "up", "--insecure", "--agents", "1", "--gpus", "1",
+                 "--listen",
                  address, "--state-dir", state, "--grace", "3",
                  "--allow-root-tasks"],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

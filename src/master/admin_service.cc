@@ -1,0 +1,104 @@
+#include "master/admin_service.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "master/service.h"
+
+namespace tiresias {
+
+absl::StatusOr<Principal> AdminService::Admin(const grpc::ServerContext& ctx,
+                                              std::string_view action) {
+  ASSIGN_OR_RETURN(Principal who, auth_.Client(ctx, action));
+  if (!who.admin) {
+    return auth_.Deny(who, action,
+                      "only an admin may manage tokens and read the audit log");
+  }
+  return who;
+}
+
+grpc::Status AdminService::CreateToken(grpc::ServerContext* ctx,
+                                       const v1::CreateTokenRequest* req,
+                                       v1::CreateTokenResponse* resp) {
+  absl::StatusOr<Principal> who = Admin(*ctx, "CreateToken");
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!std::isfinite(req->ttl_seconds()) || req->ttl_seconds() < 0) {
+    return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+        "ttl_seconds: expected 0 (never expires) or a positive number, got ",
+        req->ttl_seconds())));
+  }
+  std::optional<Seconds> ttl;
+  if (req->ttl_seconds() > 0) ttl = Seconds{req->ttl_seconds()};
+  absl::StatusOr<MasterState::IssuedTokenText> token = state_->CreateToken(
+      req->user(), req->admin(), ttl, req->description());
+  if (!token.ok()) return ToGrpcStatus(token.status());
+  auth_.Done(*who, absl::StrCat("CreateToken ", token->id),
+             absl::StrCat("for ", req->user(), req->admin() ? " (admin)" : "",
+                          ttl ? absl::StrCat(", expires in ", ttl->count(), " s")
+                              : ", never expires"));
+  resp->set_id(token->id);
+  resp->set_token(token->text);
+  if (token->expires) resp->set_expires(token->expires->count());
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::ListTokens(grpc::ServerContext* ctx,
+                                      const v1::ListTokensRequest*,
+                                      v1::ListTokensResponse* resp) {
+  absl::StatusOr<Principal> who = Admin(*ctx, "ListTokens");
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  for (const TokenRecord& t : state_->ListTokens()) {
+    v1::TokenInfo* out = resp->add_tokens();
+    out->set_id(t.id);
+    out->set_user(t.user);
+    out->set_admin(t.admin);
+    out->set_created(t.created.count());
+    if (t.expires) out->set_expires(t.expires->count());
+    if (t.revoked) out->set_revoked(t.revoked->count());
+    out->set_description(t.description);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::RevokeToken(grpc::ServerContext* ctx,
+                                       const v1::RevokeTokenRequest* req,
+                                       v1::RevokeTokenResponse*) {
+  absl::StatusOr<Principal> who = Admin(*ctx, "RevokeToken");
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (absl::Status s = state_->RevokeToken(req->id()); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  auth_.Done(*who, absl::StrCat("RevokeToken ", req->id()), "");
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::ListAudit(grpc::ServerContext* ctx,
+                                     const v1::ListAuditRequest* req,
+                                     v1::ListAuditResponse* resp) {
+  absl::StatusOr<Principal> who = Admin(*ctx, "ListAudit");
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (req->limit() < 0 || req->after_sequence() < 0) {
+    return ToGrpcStatus(absl::InvalidArgumentError(
+        "limit, after_sequence: expected >= 0"));
+  }
+  const int limit = req->limit() == 0
+                        ? kMaxAuditEntries
+                        : std::min(req->limit(), kMaxAuditEntries);
+  absl::StatusOr<std::vector<AuditRecord>> records =
+      state_->AuditAfter(req->after_sequence(), limit);
+  if (!records.ok()) return ToGrpcStatus(records.status());
+  for (const AuditRecord& r : *records) {
+    v1::AuditEntry* out = resp->add_entries();
+    out->set_sequence(r.sequence);
+    out->set_time(r.time.count());
+    out->set_principal(r.principal);
+    out->set_peer(r.peer);
+    out->set_action(r.action);
+    out->set_outcome(r.outcome);
+    out->set_detail(r.detail);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace tiresias

@@ -1,0 +1,102 @@
+#include "master/call_auth.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/to_absl.h"
+#include "security/identity.h"
+#include "security/tls.h"
+
+namespace tiresias {
+
+absl::StatusOr<Principal> CallAuth::Client(const grpc::ServerContextBase& ctx,
+                                           std::string_view action) {
+  const std::string peer = security::PeerAddress(ctx);
+  if (!state_->options().require_auth) {
+    return Principal{"", true, "insecure", peer};
+  }
+  if (std::optional<std::string> token = security::BearerToken(ctx)) {
+    absl::StatusOr<Principal> who = state_->AuthenticateToken(*token);
+    if (!who.ok()) {
+      state_->Audit(AuditRecord{.principal = "-",
+                                .peer = peer,
+                                .action = std::string(action),
+                                .outcome = "unauthenticated",
+                                .detail = std::string(who.status().message())});
+      return who.status();
+    }
+    who->peer = peer;
+    return who;
+  }
+  if (std::optional<security::Identity> id = security::PeerIdentity(ctx);
+      id && id->kind == security::IdentityKind::kUser) {
+    return Principal{id->name, false, "certificate", peer};
+  }
+  const std::string why =
+      "no credential: this master requires a bearer token (set "
+      "TIRESIAS_TOKEN or TIRESIAS_TOKEN_FILE; an admin makes one with "
+      "`tiresias admin token create --user YOU`) or a user certificate "
+      "(TIRESIAS_CERT and TIRESIAS_KEY)";
+  state_->Audit(AuditRecord{.principal = "-",
+                            .peer = peer,
+                            .action = std::string(action),
+                            .outcome = "unauthenticated",
+                            .detail = why});
+  return absl::UnauthenticatedError(why);
+}
+
+absl::Status CallAuth::Deny(const Principal& who, std::string_view action,
+                            std::string_view why) {
+  state_->Audit(AuditRecord{.principal = who.Name(),
+                            .peer = who.peer,
+                            .action = std::string(action),
+                            .outcome = "denied",
+                            .detail = std::string(why)});
+  return absl::PermissionDeniedError(
+      absl::StrCat(ToAbsl(action), ": ", ToAbsl(why)));
+}
+
+void CallAuth::Done(const Principal& who, std::string_view action,
+                    std::string_view detail) {
+  state_->Audit(AuditRecord{.principal = who.Name(),
+                            .peer = who.peer,
+                            .action = std::string(action),
+                            .outcome = "ok",
+                            .detail = std::string(detail)});
+}
+
+absl::Status CallAuth::Agent(const grpc::ServerContextBase& ctx,
+                             std::string_view node, std::string_view action) {
+  if (!state_->options().require_auth) return absl::OkStatus();
+  const std::string peer = security::PeerAddress(ctx);
+  std::optional<security::Identity> id = security::PeerIdentity(ctx);
+  if (!id || id->kind != security::IdentityKind::kAgent) {
+    const std::string why =
+        "an agent must present its node's certificate from the cluster's CA "
+        "(`tiresias admin agent-cert issue NODE`)";
+    state_->Audit(AuditRecord{.principal = "-",
+                              .peer = peer,
+                              .action = std::string(action),
+                              .outcome = "unauthenticated",
+                              .detail = why});
+    return absl::UnauthenticatedError(why);
+  }
+  if (id->name != node) {
+    const std::string why =
+        absl::StrCat("the certificate is node ", id->name, "'s, not node ",
+                     ToAbsl(node), "'s: an agent speaks only for its own node");
+    state_->Audit(AuditRecord{.principal = absl::StrCat("agent:", id->name),
+                              .peer = peer,
+                              .action = std::string(action),
+                              .outcome = "denied",
+                              .detail = why});
+    return absl::PermissionDeniedError(why);
+  }
+  return absl::OkStatus();
+}
+
+void RedactFor(const Principal& viewer, bool hide_commands, v1::Job* job) {
+  if (viewer.MayActOn(job->spec().user())) return;
+  job->mutable_spec()->clear_env();
+  if (hide_commands) job->mutable_spec()->clear_command();
+}
+
+}  // namespace tiresias

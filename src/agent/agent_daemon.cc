@@ -589,7 +589,9 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
   grpc::Status s = stub_->get().Register(&ctx, req, &resp);
   if (!s.ok()) {
     if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
-        s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        s.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+        s.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+        s.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
       // This agent, as configured, can never register with this master:
       // say so and stop, rather than retry forever.
       std::lock_guard<std::mutex> lock(mu_);

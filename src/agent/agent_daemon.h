@@ -172,8 +172,8 @@ class AgentDaemon {
 
   // Not OK once the master refused this agent's configuration (a grace
   // that does not fit its node timeout, more GPUs than it allows, a bad
-  // name): the agent has stopped trying; its tasks keep running until
-  // their leases lapse.
+  // name, a certificate for another node or none): the agent has stopped
+  // trying; its tasks keep running until their leases lapse.
   absl::Status fatal() const {
     std::lock_guard<std::mutex> lock(mu_);
     return fatal_;

@@ -171,6 +171,7 @@ absl::StatusOr<std::string> BootstrapAdminToken(MasterState& state,
   const std::string path =
       std::filesystem::absolute(std::filesystem::path(state_dir) /
                                 "admin-token")
+          .lexically_normal()
           .string();
   RETURN_IF_ERROR(
       security::WriteFileAtomically(path, token.text + "\n", 0600));

@@ -8,12 +8,17 @@
 // transaction.
 //
 //   build/bench/submit_bench [--jobs N] [--clients N] [--state-dir DIR]
+//                            [--tls]
 //
 // --jobs is the total over all clients (default 500), --clients the number
 // of client threads (default 1). Without --state-dir it uses a fresh folder
-// under /tmp (removed after). Built with -DSUBMIT_BENCH_NO_STATS it needs
-// nothing newer than MasterServer, so that the same file measures code from
-// before group commit for a before/after ratio (BENCHMARKS.md).
+// under /tmp (removed after). --tls serves as a production master does: TLS
+// with a certificate from a fresh in-memory CA, authentication required,
+// each client a user with its own bearer token on every call (the cost of
+// security on the submission path). Built with -DSUBMIT_BENCH_NO_STATS it
+// needs nothing newer than MasterServer (and has no --tls), so that the
+// same file measures code from before group commit for a before/after ratio
+// (BENCHMARKS.md).
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -32,6 +37,11 @@
 #include "master/master_state.h"
 #include "master/server.h"
 #include "proto/tiresias.grpc.pb.h"
+#ifndef SUBMIT_BENCH_NO_STATS
+#include "security/identity.h"
+#include "security/pki.h"
+#include "security/tls.h"
+#endif
 
 namespace {
 
@@ -45,15 +55,37 @@ double PercentileMs(std::vector<double> v, double q) {
   return v[i] * 1000;
 }
 
+// How clients reach the master: plaintext, or TLS against `ca_pem` with a
+// bearer token per client.
+struct ClientSecurity {
+  bool tls = false;
+  std::string ca_pem;
+  std::vector<std::string> tokens;  // one per client, with tls
+};
+
 // One client: its own channel (a local subchannel pool, so no TCP
 // connection is shared with another client) and `jobs` submissions back to
 // back. Appends each call's latency to `latency_s`; false on an error.
 bool RunClient(const std::string& address, int jobs,
+               const ClientSecurity& security, int client,
                std::vector<double>* latency_s) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  auto stub = tiresias::v1::Tiresias::NewStub(grpc::CreateCustomChannel(
-      address, grpc::InsecureChannelCredentials(), args));
+  std::shared_ptr<grpc::Channel> channel;
+#ifndef SUBMIT_BENCH_NO_STATS
+  if (security.tls) {
+    tiresias::security::TlsConfig tls;
+    tls.ca_pem = security.ca_pem;
+    tiresias::security::DialOptions dial;
+    dial.args = args;
+    channel = tiresias::security::Dial(address, tls, dial);
+  }
+#endif
+  if (!channel) {
+    channel = grpc::CreateCustomChannel(
+        address, grpc::InsecureChannelCredentials(), args);
+  }
+  auto stub = tiresias::v1::Tiresias::NewStub(channel);
   tiresias::v1::SubmitJobRequest req;
   req.mutable_spec()->set_gpus(1);
   req.mutable_spec()->add_command("true");
@@ -62,6 +94,13 @@ bool RunClient(const std::string& address, int jobs,
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::seconds(30));
+#ifndef SUBMIT_BENCH_NO_STATS
+    if (security.tls) {
+      tiresias::security::AttachToken(&ctx, security.tokens[client]);
+    }
+#else
+    (void)client;
+#endif
     const auto t0 = std::chrono::steady_clock::now();
     grpc::Status status = stub->SubmitJob(&ctx, req, &resp);
     latency_s->push_back(
@@ -82,7 +121,21 @@ int main(int argc, char** argv) {
   int jobs = 500;
   int clients = 1;
   std::string state_dir;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  ClientSecurity security;
+  for (int i = 1; i < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--tls")) {
+#ifdef SUBMIT_BENCH_NO_STATS
+      std::fprintf(stderr, "submit_bench: --tls needs the security library\n");
+      return 2;
+#endif
+      security.tls = true;
+      --i;  // a flag without a value
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "submit_bench: %s needs a value\n", argv[i]);
+      return 2;
+    }
     if (!std::strcmp(argv[i], "--jobs")) {
       jobs = std::atoi(argv[i + 1]);
     } else if (!std::strcmp(argv[i], "--clients")) {
@@ -106,13 +159,54 @@ int main(int argc, char** argv) {
   tiresias::master::RealClock clock;
   MasterOptions options;
   options.state_dir = state_dir;
+  options.require_auth = security.tls;
   auto state = MasterState::Open(options, &clock);
   if (!state.ok()) {
     std::fprintf(stderr, "submit_bench: %s\n",
                  std::string(state.status().message()).c_str());
     return 1;
   }
+#ifndef SUBMIT_BENCH_NO_STATS
+  tiresias::security::TlsConfig server_tls =
+      tiresias::security::InsecureTlsConfig();
+  if (security.tls) {
+    auto ca = tiresias::security::CreateCa("submit_bench CA");
+    if (!ca.ok()) {
+      std::fprintf(stderr, "submit_bench: %s\n",
+                   std::string(ca.status().message()).c_str());
+      return 1;
+    }
+    tiresias::security::CertRequest req;
+    req.common_name = tiresias::security::CommonName(
+        {tiresias::security::IdentityKind::kMaster, ""});
+    req.dns_names = {"localhost"};
+    req.ip_addresses = {"127.0.0.1"};
+    req.server_auth = true;
+    req.client_auth = true;
+    auto pair = tiresias::security::IssueCertificate(*ca, req);
+    if (!pair.ok()) {
+      std::fprintf(stderr, "submit_bench: %s\n",
+                   std::string(pair.status().message()).c_str());
+      return 1;
+    }
+    server_tls = {false, ca->cert_pem, pair->cert_pem, pair->key_pem};
+    security.ca_pem = ca->cert_pem;
+    for (int c = 0; c < clients; ++c) {
+      auto token = (*state)->CreateToken(absl::StrCat("bench", c), false,
+                                         std::nullopt, "submit_bench");
+      if (!token.ok()) {
+        std::fprintf(stderr, "submit_bench: %s\n",
+                     std::string(token.status().message()).c_str());
+        return 1;
+      }
+      security.tokens.push_back(token->text);
+    }
+  }
+  auto server =
+      MasterServer::Start(state->get(), &clock, "127.0.0.1:0", server_tls);
+#else
   auto server = MasterServer::Start(state->get(), &clock, "127.0.0.1:0");
+#endif
   if (!server.ok()) {
     std::fprintf(stderr, "submit_bench: %s\n",
                  std::string(server.status().message()).c_str());
@@ -129,7 +223,7 @@ int main(int argc, char** argv) {
     const int mine = jobs / clients + (c < jobs % clients ? 1 : 0);
     threads.emplace_back([&, c, mine] {
       latencies[c].reserve(mine);
-      if (!RunClient(address, mine, &latencies[c])) ok = false;
+      if (!RunClient(address, mine, security, c, &latencies[c])) ok = false;
     });
   }
   for (std::thread& thread : threads) thread.join();
@@ -151,10 +245,11 @@ int main(int argc, char** argv) {
 #endif
   std::printf(
       "%d jobs from %d client%s submitted and durable in %.2f s: %.0f jobs/s; "
-      "latency p50 %.2f ms, p99 %.2f ms, max %.2f ms%s (state dir %s)\n",
+      "latency p50 %.2f ms, p99 %.2f ms, max %.2f ms%s%s (state dir %s)\n",
       jobs, clients, clients == 1 ? "" : "s", total_s, jobs / total_s,
       PercentileMs(latency_s, 0.5), PercentileMs(latency_s, 0.99),
-      PercentileMs(latency_s, 1.0), batching.c_str(), state_dir.c_str());
+      PercentileMs(latency_s, 1.0), batching.c_str(),
+      security.tls ? "; TLS + bearer tokens" : "", state_dir.c_str());
   (*server)->Shutdown();
   server->reset();
   state->reset();

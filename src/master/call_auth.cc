@@ -1,5 +1,7 @@
 #include "master/call_auth.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "core/to_absl.h"
 #include "security/identity.h"
@@ -16,11 +18,8 @@ absl::StatusOr<Principal> CallAuth::Client(const grpc::ServerContextBase& ctx,
   if (std::optional<std::string> token = security::BearerToken(ctx)) {
     absl::StatusOr<Principal> who = state_->AuthenticateToken(*token);
     if (!who.ok()) {
-      state_->Audit(AuditRecord{.principal = "-",
-                                .peer = peer,
-                                .action = std::string(action),
-                                .outcome = "unauthenticated",
-                                .detail = std::string(who.status().message())});
+      Record("-", peer, action, "unauthenticated",
+             std::string(who.status().message()));
       return who.status();
     }
     who->peer = peer;
@@ -35,32 +34,20 @@ absl::StatusOr<Principal> CallAuth::Client(const grpc::ServerContextBase& ctx,
       "TIRESIAS_TOKEN or TIRESIAS_TOKEN_FILE; an admin makes one with "
       "`tiresias admin token create --user YOU`) or a user certificate "
       "(TIRESIAS_CERT and TIRESIAS_KEY)";
-  state_->Audit(AuditRecord{.principal = "-",
-                            .peer = peer,
-                            .action = std::string(action),
-                            .outcome = "unauthenticated",
-                            .detail = why});
+  Record("-", peer, action, "unauthenticated", why);
   return absl::UnauthenticatedError(why);
 }
 
 absl::Status CallAuth::Deny(const Principal& who, std::string_view action,
                             std::string_view why) {
-  state_->Audit(AuditRecord{.principal = who.Name(),
-                            .peer = who.peer,
-                            .action = std::string(action),
-                            .outcome = "denied",
-                            .detail = std::string(why)});
+  Record(who.Name(), who.peer, action, "denied", std::string(why));
   return absl::PermissionDeniedError(
       absl::StrCat(ToAbsl(action), ": ", ToAbsl(why)));
 }
 
 void CallAuth::Done(const Principal& who, std::string_view action,
                     std::string_view detail) {
-  state_->Audit(AuditRecord{.principal = who.Name(),
-                            .peer = who.peer,
-                            .action = std::string(action),
-                            .outcome = "ok",
-                            .detail = std::string(detail)});
+  Record(who.Name(), who.peer, action, "ok", std::string(detail));
 }
 
 absl::Status CallAuth::Agent(const grpc::ServerContextBase& ctx,
@@ -72,25 +59,27 @@ absl::Status CallAuth::Agent(const grpc::ServerContextBase& ctx,
     const std::string why =
         "an agent must present its node's certificate from the cluster's CA "
         "(`tiresias admin agent-cert issue NODE`)";
-    state_->Audit(AuditRecord{.principal = "-",
-                              .peer = peer,
-                              .action = std::string(action),
-                              .outcome = "unauthenticated",
-                              .detail = why});
+    Record("-", peer, action, "unauthenticated", why);
     return absl::UnauthenticatedError(why);
   }
   if (id->name != node) {
     const std::string why =
         absl::StrCat("the certificate is node ", id->name, "'s, not node ",
                      ToAbsl(node), "'s: an agent speaks only for its own node");
-    state_->Audit(AuditRecord{.principal = absl::StrCat("agent:", id->name),
-                              .peer = peer,
-                              .action = std::string(action),
-                              .outcome = "denied",
-                              .detail = why});
+    Record(absl::StrCat("agent:", id->name), peer, action, "denied", why);
     return absl::PermissionDeniedError(why);
   }
   return absl::OkStatus();
+}
+
+void CallAuth::Record(std::string principal, std::string peer,
+                      std::string_view action, std::string outcome,
+                      std::string detail) {
+  state_->Audit(AuditRecord{.principal = std::move(principal),
+                            .peer = std::move(peer),
+                            .action = std::string(action),
+                            .outcome = std::move(outcome),
+                            .detail = std::move(detail)});
 }
 
 void RedactFor(const Principal& viewer, bool hide_commands, v1::Job* job) {

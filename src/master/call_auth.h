@@ -41,6 +41,10 @@ class CallAuth {
                      std::string_view action);
 
  private:
+  // Appends one record of this call to the audit log.
+  void Record(std::string principal, std::string peer, std::string_view action,
+              std::string outcome, std::string detail);
+
   MasterState* state_;
 };
 

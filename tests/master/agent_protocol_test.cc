@@ -18,13 +18,6 @@ using v1::TASK_STATE_EXITING;
 using v1::TASK_STATE_PREEMPTED;
 using v1::TASK_STATE_RUNNING;
 
-bool HasEvent(const JobRecord& rec, const std::string& kind) {
-  for (const JobEvent& e : rec.events) {
-    if (e.kind == kind) return true;
-  }
-  return false;
-}
-
 // The job ids of the tasks an answer says should run.
 template <typename Response>
 std::vector<JobId> RunIds(const Response& resp) {
@@ -33,7 +26,26 @@ std::vector<JobId> RunIds(const Response& resp) {
   return ids;
 }
 
-class AgentProtocolTest : public MasterFixture {};
+class AgentProtocolTest : public MasterFixture {
+ protected:
+  struct OneJob {
+    int64_t node = 0;
+    JobId id = 0;
+    v1::TaskStatus running;  // attempt 1, rank 0, on GPU 0
+  };
+  // Opens the master with one 1-GPU node "n1" and a 1-GPU job decided
+  // there; with report_running, n1 has reported its attempt running.
+  OneJob OneJobOnOneGpu(bool report_running) {
+    Open();
+    OneJob one;
+    one.node = Register("n1", 1);
+    one.id = Submit(Spec(1));
+    Pass();
+    one.running = Task(one.id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0);
+    if (report_running) Beat(one.node, {one.running});
+    return one;
+  }
+};
 
 // 1. Stop before start. The master decides to run a job and the user
 // cancels it before the agent heard of it (the agent was stopped, or slow).
@@ -127,11 +139,9 @@ TEST_F(AgentProtocolTest, NextAttemptWaitsUntilThePreviousOneHasEnded) {
 TEST_F(AgentProtocolTest, AfterARestartAJobWaitsForTheNodesOfItsLastLaunch) {
   options_.queues = *QueueConfig::Create({10.0});
   options_.node_timeout = Seconds{30};
-  Open();
-  int64_t n1 = Register("n1", 1);
-  const JobId a = Submit(Spec(1));
-  Pass();
-  Beat(n1, {Task(a, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  const OneJob one = OneJobOnOneGpu(/*report_running=*/true);
+  int64_t n1 = one.node;
+  const JobId a = one.id;
   clock_.Advance(Seconds{11});
   const JobId b = Submit(Spec(1));
   Pass();  // a preempted on n1: its task is told to stop
@@ -165,11 +175,7 @@ TEST_F(AgentProtocolTest, AfterARestartAJobWaitsForTheNodesOfItsLastLaunch) {
 TEST_F(AgentProtocolTest, AfterARestartANodeThatNeverReturnsIsFencedByTheTimeout) {
   options_.queues = *QueueConfig::Create({10.0});
   options_.node_timeout = Seconds{30};
-  Open();
-  const int64_t n1 = Register("n1", 1);
-  const JobId a = Submit(Spec(1));
-  Pass();
-  Beat(n1, {Task(a, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  const JobId a = OneJobOnOneGpu(/*report_running=*/true).id;
   clock_.Advance(Seconds{11});
   Submit(Spec(1));
   Pass();
@@ -250,11 +256,9 @@ TEST_F(AgentProtocolTest, ImpossibleReportIsRefusedAloneAndWedgesNothing) {
 // asked for that stop, and it is not the user's failure: the job waits and
 // resumes. It used to be "failed, exit 143".
 TEST_F(AgentProtocolTest, StopByTheAgentItselfPreemptsTheJob) {
-  Open();
-  const int64_t node = Register("n1", 1);
-  const JobId id = Submit(Spec(1));
-  Pass();
-  Beat(node, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  const OneJob one = OneJobOnOneGpu(/*report_running=*/true);
+  const int64_t node = one.node;
+  const JobId id = one.id;
   clock_.Advance(Seconds{10});
   v1::TaskStatus stopped = Task(id, 1, 0, TASK_STATE_PREEMPTED, {0}, 143,
                                 1000.0);
@@ -279,11 +283,9 @@ TEST_F(AgentProtocolTest, StopByTheAgentItselfPreemptsTheJob) {
 // A task the agent reported running and then no longer reports at all
 // ended without a status (its agent lost it): also a preemption.
 TEST_F(AgentProtocolTest, TaskMissingFromItsAgentsReportPreemptsTheJob) {
-  Open();
-  const int64_t node = Register("n1", 1);
-  const JobId id = Submit(Spec(1));
-  Pass();
-  Beat(node, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  const OneJob one = OneJobOnOneGpu(/*report_running=*/true);
+  const int64_t node = one.node;
+  const JobId id = one.id;
   Beat(node);  // gone
   JobRecord rec = Get(id);
   EXPECT_EQ(rec.state, JobRecordState::kPreempted);
@@ -294,13 +296,10 @@ TEST_F(AgentProtocolTest, TaskMissingFromItsAgentsReportPreemptsTheJob) {
 // there (the agent stops it, the job waits to resume elsewhere), and takes
 // the node down once nothing runs there.
 TEST_F(AgentProtocolTest, LeavingAgentHandsItsJobsBackAndGoesDown) {
-  Open();
-  const int64_t n1 = Register("n1", 1);
-  const JobId id = Submit(Spec(1));
-  Pass();
-  const v1::TaskStatus running =
-      Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0);
-  Beat(n1, {running});
+  const OneJob one = OneJobOnOneGpu(/*report_running=*/true);
+  const int64_t n1 = one.node;
+  const JobId id = one.id;
+  const v1::TaskStatus& running = one.running;
   v1::HeartbeatResponse resp = Beat(n1, {running}, /*leaving=*/true);
   ASSERT_EQ(Stops(resp).size(), 1u);
   EXPECT_EQ(Stops(resp)[0].reason(), v1::STOP_REASON_PREEMPT);
@@ -462,10 +461,9 @@ TEST_F(AgentProtocolTest, DesiredStateVersionGrowsWithItsContent) {
 // timeout) and sent newer ones must not be taken for the truth: it would
 // say a task that runs has vanished, and the job would run twice.
 TEST_F(AgentProtocolTest, LateReportIsRefused) {
-  Open();
-  const int64_t n1 = Register("n1", 1);
-  const JobId id = Submit(Spec(1));
-  Pass();
+  const OneJob one = OneJobOnOneGpu(/*report_running=*/false);
+  const int64_t n1 = one.node;
+  const JobId id = one.id;
   v1::HeartbeatRequest stale = BeatRequest(n1, {});  // built, not yet sent
   Beat(n1);
   Beat(n1, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
@@ -483,11 +481,9 @@ TEST_F(AgentProtocolTest, LateReportIsRefused) {
 // before they stopped does not adopt the job back and resume it, it
 // finishes the cancel.
 TEST_F(AgentProtocolTest, CancelSurvivesAMasterRestart) {
-  Open();
-  int64_t n1 = Register("n1", 1);
-  const JobId id = Submit(Spec(1));
-  Pass();
-  Beat(n1, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  const OneJob one = OneJobOnOneGpu(/*report_running=*/true);
+  int64_t n1 = one.node;
+  const JobId id = one.id;
   ASSERT_TRUE(master_->CancelJob(id).ok());
   master_.reset();
   Open();
@@ -559,11 +555,9 @@ TEST_F(AgentProtocolTest, GangRankFailingOnItsOwnFailsTheJob) {
 // A task whose exit status was lost (its shim killed, the machine
 // rebooted): a system stop, not the job's failure.
 TEST_F(AgentProtocolTest, LostExitStatusIsNotAFailure) {
-  Open();
-  const int64_t n1 = Register("n1", 1);
-  const JobId id = Submit(Spec(1));
-  Pass();
-  Beat(n1, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  const OneJob one = OneJobOnOneGpu(/*report_running=*/true);
+  const int64_t n1 = one.node;
+  const JobId id = one.id;
   Beat(n1, {Task(id, 1, 0, TASK_STATE_EXITED, {0}, std::nullopt, 1000.0)});
   JobRecord rec = Get(id);
   EXPECT_EQ(rec.state, JobRecordState::kPreempted);

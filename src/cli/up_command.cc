@@ -77,6 +77,8 @@ int RunUp(const UpFlags& f) {
   if (!master_flags.insecure && master_flags.tls_dir.empty()) {
     master_flags.init_ca = tls_dir;
   }
+  // Secure, /metrics wants a token like everything else.
+  if (!master_flags.insecure) master_flags.metrics_token_required = true;
   absl::StatusOr<RunningMaster> master = StartMaster(master_flags, &clock);
   if (!master.ok()) return cli::Fail(std::string(master.status().message()));
 

@@ -218,7 +218,7 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
       options.master_address, grpc::InsecureChannelCredentials()));
   backend.page = DashboardPage(options.master_address, options.refresh_ms);
   const Backend* b = &backend;
-  auto routes = [b](httplib::Server& http) {
+  auto routes = [b](httplib::Server& http, int) {
     http.Get("/", [b](const httplib::Request&, httplib::Response& res) {
       res.set_content(b->page, "text/html; charset=utf-8");
     });

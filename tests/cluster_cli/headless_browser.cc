@@ -6,7 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -14,25 +13,11 @@ namespace tiresias::cluster_test {
 
 using nlohmann::json;
 
-std::string ChromiumPath() {
-  const char* env = std::getenv("TIRESIAS_CHROMIUM");
-  return env != nullptr && *env != '\0' ? env : "/usr/bin/chromium";
-}
-
 HeadlessBrowser::HeadlessBrowser(const std::filesystem::path& profile_dir) {
   std::filesystem::create_directories(profile_dir);
-  std::vector<std::string> argv = {ChromiumPath(),
-                                   "--headless",
-                                   "--no-sandbox",
-                                   "--disable-gpu",
-                                   "--disable-quic",
-                                   "--no-first-run",
-                                   "--disable-background-networking",
-                                   "--disable-component-update",
-                                   "--disable-sync",
-                                   "--remote-debugging-pipe",
-                                   "--user-data-dir=" + profile_dir.string(),
-                                   "about:blank"};
+  std::vector<std::string> argv = HeadlessChromiumArgv(profile_dir);
+  argv.push_back("--remote-debugging-pipe");
+  argv.push_back("about:blank");
   const std::string log = (profile_dir / "chromium.log").string();
   std::vector<char*> args;
   for (std::string& a : argv) args.push_back(a.data());

@@ -20,13 +20,15 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "core/testing/chromium.h"
 #include "nlohmann/json.hpp"
 
 namespace tiresias::cluster_test {
 
-// $TIRESIAS_CHROMIUM if set, else /usr/bin/chromium.
-std::string ChromiumPath();
+using test_support::ChromiumPath;
+using test_support::HeadlessChromiumArgv;
 
 class HeadlessBrowser {
  public:

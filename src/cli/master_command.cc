@@ -41,8 +41,11 @@ int RunMaster(const MasterFlags& f) {
                 master->admin_token_path.c_str());
   }
   if (master->http) {
-    std::printf("tiresias master: metrics on http://%s/metrics\n",
-                master->http_address.c_str());
+    std::printf("tiresias master: metrics on http://%s/metrics%s\n",
+                master->http_address.c_str(),
+                f.metrics_token_required
+                    ? " (send \"Authorization: Bearer <token>\")"
+                    : "");
   }
   std::fflush(stdout);
   std::fprintf(stderr, "tiresias master: %s received, shutting down\n",

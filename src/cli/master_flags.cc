@@ -47,6 +47,11 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
         "--max-nodes ", f.max_nodes, ": expected a positive number"));
   }
   o.max_nodes = f.max_nodes;
+  if (f.metrics_token_required && f.insecure) {
+    return absl::InvalidArgumentError(
+        "--metrics-token-required: an --insecure master checks no tokens; "
+        "give --tls-dir or --init-ca instead of --insecure");
+  }
   o.require_auth = !f.insecure;
   o.hide_others_commands = f.hide_commands;
   return o;
@@ -106,8 +111,15 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
   cmd->add_flag("--hide-commands", f.hide_commands,
                 "Listings show other users' jobs without their commands");
   cmd->add_option("--http-listen", f.http_listen,
-                  "host:port to serve /metrics (Prometheus) and /healthz on "
-                  "(port 0 picks a free one; default: not served)");
+                  "host:port to serve /metrics (Prometheus) and /healthz on, "
+                  "over plain HTTP (port 0 picks a free one; default: not "
+                  "served). /healthz is open to probes and says whether the "
+                  "master runs --insecure");
+  cmd->add_flag("--metrics-token-required", f.metrics_token_required,
+                "/metrics answers only \"Authorization: Bearer <token>\" "
+                "with a token the master accepts (any user's), 401 "
+                "otherwise; the token crosses plain HTTP, so scrape over "
+                "loopback or a trusted network. Not with --insecure");
 }
 
 void RunningMaster::Shutdown() {
@@ -213,7 +225,9 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
   m.address = BoundAddress(f.listen, m.server->port());
   if (!f.http_listen.empty()) {
     absl::StatusOr<std::unique_ptr<MasterHttpServer>> http =
-        MasterHttpServer::Start(m.state.get(), f.http_listen);
+        MasterHttpServer::Start(
+            m.state.get(), f.http_listen,
+            {.metrics_token_required = f.metrics_token_required});
     if (!http.ok()) {
       m.server->Shutdown();
       return absl::Status(http.status().code(),

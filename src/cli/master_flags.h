@@ -29,6 +29,9 @@ struct MasterFlags {
   int max_gpus_per_node = 1024;
   // host:port for /metrics and /healthz over HTTP; empty: not served.
   std::string http_listen;
+  // /metrics answers only requests with a valid bearer token (not with
+  // --insecure, which has no tokens to check).
+  bool metrics_token_required = false;
   // Security: exactly one of these. --tls-dir: ca.pem, master.pem and
   // master-key.pem (`tiresias admin ca init` and `admin master-cert
   // issue`); --init-ca: the same, created there if missing (the CA's key

@@ -77,6 +77,8 @@ int RunUp(const UpFlags& f) {
   if (!master_flags.insecure && master_flags.tls_dir.empty()) {
     master_flags.init_ca = tls_dir;
   }
+  // Secure, /metrics wants a token like everything else.
+  if (!master_flags.insecure) master_flags.metrics_token_required = true;
   absl::StatusOr<RunningMaster> master = StartMaster(master_flags, &clock);
   if (!master.ok()) return cli::Fail(std::string(master.status().message()));
 
@@ -114,10 +116,18 @@ int RunUp(const UpFlags& f) {
     }
     agents.push_back(std::move(agent));
   }
-  // The dashboard, on a free port of this machine.
+  // The dashboard, on a free port of this machine. With TLS it trusts the
+  // cluster CA and nothing else; it has no identity of its own (each
+  // browser logs in with a token).
   DashboardOptions dashboard_options;
   dashboard_options.master_address = master->address;
   dashboard_options.listen = "127.0.0.1:0";
+  if (!master_flags.insecure) {
+    dashboard_options.tls = security::TlsConfig{.ca_pem = master->tls.ca_pem};
+  }
+  dashboard_options.log = [](const std::string& line) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  };
   absl::StatusOr<std::unique_ptr<DashboardServer>> dashboard =
       DashboardServer::Start(dashboard_options);
   const std::string dashboard_url =
@@ -128,12 +138,17 @@ int RunUp(const UpFlags& f) {
   // (made on the first run; the file stays).
   std::string exports = absl::StrCat("  export TIRESIAS_MASTER=",
                                      master->address, "\n");
+  const std::string token_file =
+      std::filesystem::absolute(std::filesystem::path(f.master.state_dir) /
+                                "admin-token")
+          .lexically_normal()
+          .string();
+  std::string metrics_note;
+  std::string dashboard_note;
   if (!master_flags.insecure) {
-    const std::string token_file =
-        std::filesystem::absolute(std::filesystem::path(f.master.state_dir) /
-                                  "admin-token")
-            .lexically_normal()
-            .string();
+    metrics_note = " (send \"Authorization: Bearer <token>\")";
+    dashboard_note = absl::StrCat(" (log in with a token, e.g. the admin's in ",
+                                  token_file, ")");
     absl::StrAppend(&exports, "  export TIRESIAS_CA=",
                     (std::filesystem::path(master_flags.tls_dir.empty()
                                                ? tls_dir
@@ -153,13 +168,13 @@ int RunUp(const UpFlags& f) {
       "--steps 200 --step-time 0.1\n"
       "  tiresias jobs; tiresias nodes\n"
       "  tiresias logs -f JOB\n"
-      "  metrics: http://%s/metrics\n"
-      "  dashboard: %s\n"
+      "  metrics: http://%s/metrics%s\n"
+      "  dashboard: %s%s\n"
       "Ctrl-C stops the cluster.\n",
-      master->address.c_str(), f.agents, f.gpus,
-      f.master.state_dir.c_str(), exports.c_str(),
-      master->http ? master->http_address.c_str() : "(off)",
-      dashboard_url.c_str());
+      master->address.c_str(), f.agents, f.gpus, f.master.state_dir.c_str(),
+      exports.c_str(), master->http ? master->http_address.c_str() : "(off)",
+      metrics_note.c_str(), dashboard_url.c_str(),
+      dashboard.ok() ? dashboard_note.c_str() : "");
   std::fflush(stdout);
 
   std::fprintf(stderr, "tiresias up: %s received, stopping\n",

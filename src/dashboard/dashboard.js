@@ -1,10 +1,13 @@
 // The Tiresias dashboard page (dashboard_server.h). Polls /api/state every
 // body.dataset.refreshMs, renders the summary cards, the jobs and nodes
 // tables and a chart of busy GPUs and waiting jobs since the page opened;
-// a click on a job shows its events (/api/jobs/ID). After each successful
-// render it sets body.dataset.dashboardReady = "1" and
-// body.dataset.jobCount; on a failed poll it shows the error and sets
-// body.dataset.dashboardError.
+// a click on a job shows its command, environment (when the master shows it
+// to this user) and events (/api/jobs/ID); the "insecure" banner follows
+// what the master says (viewer.insecure). After each successful render it
+// sets body.dataset.dashboardReady = "1" and body.dataset.jobCount; on a
+// failed poll it shows the error and sets body.dataset.dashboardError. A
+// logged-in page whose session ended (401) goes back to / (the login form).
+// Every text from the master goes in as text (textContent), never markup.
 (function () {
   'use strict';
 
@@ -166,6 +169,9 @@
   // The JSON at `url`; rejects with the API's error message.
   function getJson(url) {
     return fetch(url).then(function (r) {
+      if (r.status === 401 && document.body.dataset.session === '1') {
+        window.location.replace('/');
+      }
       return r.json().then(function (body) {
         if (!r.ok) throw new Error(body.error || ('HTTP ' + r.status));
         return body;
@@ -183,6 +189,10 @@
           job.state + ', attempt ' + job.attempt + ', ' + job.restarts +
           ' restart(s)';
       $('job-command').textContent = (job.command || []).join(' ');
+      var env = job.env || {};
+      $('job-env').textContent = Object.keys(env).sort().map(function (k) {
+        return k + '=' + env[k];
+      }).join(' ');
       var body = $('events').tBodies[0];
       body.textContent = '';
       (job.events || []).forEach(function (e) {
@@ -204,6 +214,8 @@
   }
 
   function render(state) {
+    var banner = $('insecure-banner');
+    if (banner && state.viewer) banner.hidden = !state.viewer.insecure;
     $('error').style.display = 'none';
     delete document.body.dataset.dashboardError;
     $('updated').textContent = 'updated ' + clock(state.now);

@@ -1,236 +1,300 @@
 #include "dashboard/dashboard_server.h"
 
-#include <grpcpp/grpcpp.h>
 #include <httplib.h>
 
-#include <chrono>
+#include <optional>
+#include <utility>
 
-#include "absl/strings/numbers.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
-#include "core/to_absl.h"
-#include "dashboard/dashboard_assets.h"
+#include "dashboard/dashboard_page.h"
+#include "dashboard/master_reader.h"
+#include "dashboard/request_checks.h"
 #include "nlohmann/json.hpp"
-#include "proto/tiresias.grpc.pb.h"
-#include "report/embedded_assets.h"
-#include "report/html_format.h"
+#include "security/tokens.h"
 
 namespace tiresias {
 namespace {
 
 using nlohmann::json;
 
-constexpr std::chrono::seconds kMasterDeadline{5};
-// Jobs asked for per ListJobs call (the master's most).
-constexpr int kJobsPageSize = 5000;
-
-// "pending", "running", ... (the proto enum without its prefix).
-std::string StateName(v1::JobState state) {
-  std::string name = v1::JobState_Name(state);
-  const std::string prefix = "JOB_STATE_";
-  if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
-  for (char& c : name) c = static_cast<char>(std::tolower(c));
-  return name;
-}
-
-json JobJson(const v1::Job& j, bool with_details) {
-  json out = {
-      {"id", j.id()},
-      {"name", j.spec().name()},
-      {"user", j.spec().user()},
-      {"gpus", j.spec().gpus()},
-      {"state", StateName(j.state())},
-      {"queue", j.queue()},
-      {"attained_gpu_seconds", j.attained_gpu_seconds()},
-      {"executed_seconds", j.executed_seconds()},
-      {"total_executed_seconds", j.total_executed_seconds()},
-      {"submit_time", j.submit_time()},
-      {"last_stop_time", j.last_stop_time()},
-      {"first_start_time",
-       j.has_first_start_time() ? json(j.first_start_time()) : json(nullptr)},
-      {"end_time", j.has_end_time() ? json(j.end_time()) : json(nullptr)},
-      {"preemptions", j.preemptions()},
-      {"promotions", j.promotions()},
-      {"restarts", j.restarts()},
-      {"attempt", j.attempt()},
-      {"nodes", std::vector<std::string>(j.nodes().begin(), j.nodes().end())},
-      {"exit_code", j.has_exit_code() ? json(j.exit_code()) : json(nullptr)},
-  };
-  if (with_details) {
-    out["command"] = std::vector<std::string>(j.spec().command().begin(),
-                                              j.spec().command().end());
-    json events = json::array();
-    for (const v1::JobEvent& e : j.events()) {
-      events.push_back({{"sequence", e.sequence()},
-                        {"time", e.time()},
-                        {"kind", e.kind()},
-                        {"detail", e.detail()}});
-    }
-    out["events"] = std::move(events);
-  }
-  return out;
-}
-
-json NodeJson(const v1::Node& n) {
-  return {{"id", n.id()},
-          {"name", n.name()},
-          {"address", n.address()},
-          {"state", n.state() == v1::NODE_STATE_UP ? "up" : "down"},
-          {"gpus", n.gpus()},
-          {"gpus_free", n.gpus_free()},
-          {"last_heartbeat_time", n.last_heartbeat_time()},
-          {"job_ids",
-           std::vector<int64_t>(n.job_ids().begin(), n.job_ids().end())}};
-}
+constexpr char kSessionCookie[] = "tiresias_session";
+// The cookie's flags. Never Secure: the dashboard serves plain HTTP, and a
+// browser would not send a Secure cookie back over it.
+constexpr char kCookieFlags[] = "; Path=/; HttpOnly; SameSite=Strict";
+// A login form is a few hundred bytes; nothing the dashboard accepts is
+// bigger.
+constexpr size_t kMaxRequestBodyBytes = 16 * 1024;
 
 void SendJson(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_header("Cache-Control", "no-store");
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace),
                   "application/json");
 }
 
-void SendError(httplib::Response& res, int status, const std::string& what) {
-  SendJson(res, status, json{{"error", what}});
+// A page whose inline <script> and <style> carry `nonce`: the only ones the
+// browser runs (markup that slipped in would not), and it may only talk to
+// and post to this dashboard.
+void SendPage(httplib::Response& res, int status, const std::string& html,
+              const std::string& nonce) {
+  res.status = status;
+  res.set_header("Content-Security-Policy",
+                 absl::StrCat("default-src 'none'; script-src 'nonce-", nonce,
+                              "'; style-src 'nonce-", nonce,
+                              "'; connect-src 'self'; img-src 'self' data:; "
+                              "form-action 'self'; frame-ancestors 'none'; "
+                              "base-uri 'none'"));
+  res.set_content(html, "text/html; charset=utf-8");
 }
 
-double NowUnixSeconds() {
-  return std::chrono::duration<double>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+void Redirect(httplib::Response& res, const std::string& cookie) {
+  res.status = 303;
+  res.set_header("Location", "/");
+  if (!cookie.empty()) res.set_header("Set-Cookie", cookie);
 }
 
 }  // namespace
 
-struct DashboardServer::Backend {
-  std::string master_address;
-  std::unique_ptr<v1::Tiresias::Stub> stub;
-  std::string page;
+class DashboardServer::Backend {
+ public:
+  Backend(const DashboardOptions& options, HostAllowList hosts)
+      : options_(options),
+        login_required_(!options.tls.insecure),
+        hosts_(std::move(hosts)),
+        reader_(options.master_address,
+                security::Dial(options.master_address, options.tls,
+                               {.target_name_override = options.master_name})),
+        sessions_(options.session_idle_timeout) {}
 
-  std::unique_ptr<grpc::ClientContext> Context() const {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->set_deadline(std::chrono::system_clock::now() + kMasterDeadline);
-    return ctx;
+  void Routes(httplib::Server& http) {
+    http.set_payload_max_length(kMaxRequestBodyBytes);
+    http.set_default_headers({{"Cache-Control", "no-store"},
+                              {"X-Content-Type-Options", "nosniff"},
+                              {"X-Frame-Options", "DENY"},
+                              // Not no-referrer: browsers then send
+                              // "Origin: null" with the page's own forms.
+                              {"Referrer-Policy", "same-origin"}});
+    http.set_pre_routing_handler([this](const httplib::Request& req,
+                                        httplib::Response& res) {
+      return CheckHost(req, res) ? httplib::Server::HandlerResponse::Unhandled
+                                 : httplib::Server::HandlerResponse::Handled;
+    });
+    http.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
+      Page(req, res);
+    });
+    http.Get("/api/state",
+             [this](const httplib::Request& req, httplib::Response& res) {
+               Api(req, res, [this](const std::string& token) {
+                 return reader_.State(token);
+               });
+             });
+    http.Get(R"(/api/jobs/([^/]+))",
+             [this](const httplib::Request& req, httplib::Response& res) {
+               const std::string id = req.matches[1];
+               Api(req, res, [this, &id](const std::string& token) {
+                 return reader_.Job(token, id);
+               });
+             });
+    http.Post("/login", [this](const httplib::Request& req,
+                               httplib::Response& res) { Login(req, res); });
+    http.Post("/logout", [this](const httplib::Request& req,
+                                httplib::Response& res) { Logout(req, res); });
   }
 
-  std::string Failure(const grpc::Status& s) const {
-    return absl::StrCat("the master at ", master_address, " answered ",
-                        static_cast<int>(s.error_code()), ": ",
-                        s.error_message());
-  }
+ private:
+  using Clock = SessionStore::Clock;
 
-  // Every job, page by page (ListJobs answers at most a page at a time).
-  grpc::Status AllJobs(json* out) const {
-    v1::ListJobsRequest req;
-    req.set_page_size(kJobsPageSize);
-    while (true) {
-      v1::ListJobsResponse page;
-      grpc::Status s = stub->ListJobs(Context().get(), req, &page);
-      if (!s.ok()) return s;
-      for (const v1::Job& j : page.jobs()) out->push_back(JobJson(j, false));
-      if (page.next_page_token().empty()) return grpc::Status::OK;
-      req.set_page_token(page.next_page_token());
+  void Log(const std::string& line) const {
+    if (options_.log) {
+      options_.log(security::RedactTokens("tiresias dashboard: " + line));
     }
   }
 
-  void State(httplib::Response& res) const {
-    json jobs = json::array();
-    grpc::Status s = AllJobs(&jobs);
-    if (!s.ok()) return SendError(res, 502, Failure(s));
-    v1::ListNodesResponse nodes;
-    s = stub->ListNodes(Context().get(), v1::ListNodesRequest(), &nodes);
-    if (!s.ok()) return SendError(res, 502, Failure(s));
-    json out = {{"now", NowUnixSeconds()},
-                {"master", master_address},
-                {"jobs", std::move(jobs)},
-                {"nodes", json::array()}};
-    for (const v1::Node& n : nodes.nodes()) out["nodes"].push_back(NodeJson(n));
-    SendJson(res, 200, out);
+  static std::string Peer(const httplib::Request& req) {
+    return req.remote_addr;
   }
 
-  void Job(const std::string& id_text, httplib::Response& res) const {
-    int64_t id = 0;
-    if (!absl::SimpleAtoi(id_text, &id) || id <= 0) {
-      return SendError(
+  // Answers 403 with one line saying why, and logs it.
+  void Refuse(const httplib::Request& req, httplib::Response& res,
+              const std::string& why) const {
+    Log(absl::StrCat("refused ", req.method, " ", Printable(req.path), " from ",
+                     Peer(req), ": ", why));
+    res.status = 403;
+    res.set_header("Connection", "close");
+    res.set_content(absl::StrCat("forbidden: ", why, "\n"),
+                    "text/plain; charset=utf-8");
+  }
+
+  // DNS rebinding: only requests addressed to one of our own names.
+  bool CheckHost(const httplib::Request& req, httplib::Response& res) const {
+    const std::string host = req.get_header_value("Host");
+    if (hosts_.Allows(host)) return true;
+    Refuse(
+        req, res,
+        absl::StrCat("Host \"", Printable(host),
+                     "\" is not one of this dashboard's names (",
+                     absl::StrJoin(hosts_.names(), ", "),
+                     "); `tiresias dashboard --allowed-host NAME` adds one"));
+    return false;
+  }
+
+  // Cross-site request forgery: a form posted from another site's page.
+  bool CheckOrigin(const httplib::Request& req, httplib::Response& res) const {
+    std::optional<std::string> origin;
+    if (req.has_header("Origin")) origin = req.get_header_value("Origin");
+    const std::string host = req.get_header_value("Host");
+    if (OriginAllowed(origin, host)) return true;
+    Refuse(req, res,
+           absl::StrCat("POST ", req.path, " from another site (Origin \"",
+                        Printable(*origin), "\", expected http://",
+                        Printable(host), ")"));
+    return false;
+  }
+
+  // The browser's session: its id and what it holds.
+  std::optional<std::pair<std::string, Session>> SessionOf(
+      const httplib::Request& req) {
+    const std::string id =
+        CookieValue(req.get_header_value("Cookie"), kSessionCookie);
+    if (id.empty()) return std::nullopt;
+    std::optional<Session> session = sessions_.Find(id, Clock::now());
+    if (!session) return std::nullopt;
+    return std::make_pair(id, *std::move(session));
+  }
+
+  void Page(const httplib::Request& req, httplib::Response& res) {
+    const std::string nonce = security::RandomHex(16);
+    if (!login_required_) {
+      v1::WhoAmIResponse who;
+      const bool insecure = reader_.WhoAmI("", &who).ok() && who.insecure();
+      return SendPage(
+          res, 200,
+          DashboardPage(options_.master_address, options_.refresh_ms,
+                        PageViewer{.insecure = insecure}, nonce),
+          nonce);
+    }
+    auto session = SessionOf(req);
+    if (!session) {
+      return SendPage(res, 200, LoginPage(options_.master_address, "", nonce),
+                      nonce);
+    }
+    SendPage(res, 200,
+             DashboardPage(options_.master_address, options_.refresh_ms,
+                           PageViewer{.logged_in = true,
+                                      .user = session->second.user,
+                                      .admin = session->second.admin},
+                           nonce),
+             nonce);
+  }
+
+  // An /api answer made by `read` with the session's token.
+  template <typename Read>
+  void Api(const httplib::Request& req, httplib::Response& res, Read read) {
+    std::optional<std::pair<std::string, Session>> session;
+    if (login_required_) {
+      session = SessionOf(req);
+      if (!session) {
+        return SendJson(
+            res, 401,
+            json{{"error",
+                  "not logged in (or the session ended): log in at / with a "
+                  "token"}});
+      }
+    }
+    ApiAnswer answer = read(session ? session->second.token : "");
+    if (answer.unauthenticated && session) {
+      sessions_.Remove(session->first);
+      const std::string why = answer.body.value("error", "");
+      Log(absl::StrCat("session of ", session->second.user,
+                       " ended: the master refused its token: ", why));
+      answer.body["error"] =
+          absl::StrCat("logged out: ", why, "; log in again at /");
+    }
+    SendJson(res, answer.status, answer.body);
+  }
+
+  void Login(const httplib::Request& req, httplib::Response& res) {
+    if (!CheckOrigin(req, res)) return;
+    if (!login_required_) return Redirect(res, "");  // nothing to log in to
+    const std::string nonce = security::RandomHex(16);
+    const std::string token(
+        absl::StripAsciiWhitespace(FormField(req.body, "token").value_or("")));
+    if (token.empty()) {
+      return SendPage(
           res, 400,
-          absl::StrCat("job id: expected a positive number, got \"", id_text,
-                       "\""));
+          LoginPage(options_.master_address, "token: enter a token", nonce),
+          nonce);
     }
-    v1::GetJobRequest req;
-    req.set_job_id(id);
-    v1::GetJobResponse resp;
-    grpc::Status s = stub->GetJob(Context().get(), req, &resp);
-    if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
-      return SendError(res, 404, absl::StrCat("job ", id, ": not found"));
+    v1::WhoAmIResponse who;
+    grpc::Status s = reader_.WhoAmI(token, &who);
+    if (!s.ok()) {
+      const bool refused = s.error_code() == grpc::StatusCode::UNAUTHENTICATED;
+      const std::string why = security::RedactTokens(
+          refused ? absl::StrCat("the master refused the token: ",
+                                 s.error_message())
+                  : reader_.Failure(s));
+      Log(absl::StrCat("login refused from ", Peer(req), ": ", why));
+      return SendPage(res, refused ? 401 : 502,
+                      LoginPage(options_.master_address, why, nonce), nonce);
     }
-    if (!s.ok()) return SendError(res, 502, Failure(s));
-    SendJson(res, 200, JobJson(resp.job(), true));
+    if (auto old = SessionOf(req)) sessions_.Remove(old->first);
+    const std::string id = sessions_.Create(
+        Session{.token = token, .user = who.user(), .admin = who.admin()},
+        Clock::now());
+    Log(absl::StrCat("login: ", who.user(), who.admin() ? " (admin)" : "",
+                     " from ", Peer(req)));
+    Redirect(res, absl::StrCat(kSessionCookie, "=", id, kCookieFlags));
   }
+
+  void Logout(const httplib::Request& req, httplib::Response& res) {
+    if (!CheckOrigin(req, res)) return;
+    if (auto session = SessionOf(req)) {
+      sessions_.Remove(session->first);
+      Log(absl::StrCat("logout: ", session->second.user, " from ", Peer(req)));
+    }
+    Redirect(res,
+             absl::StrCat(kSessionCookie, "=", kCookieFlags, "; Max-Age=0"));
+  }
+
+  const DashboardOptions options_;
+  const bool login_required_;
+  const HostAllowList hosts_;
+  const MasterReader reader_;
+  SessionStore sessions_;
 };
 
-std::string DashboardPage(const std::string& master_address, int refresh_ms) {
-  const std::string master = EscapeHtml(master_address);
-  return absl::StrCat(
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      "<meta name=\"viewport\" content=\"width=device-width\">"
-      "<title>Tiresias \xe2\x80\x94 ",
-      master, "</title><style>", ToAbsl(DashboardCss()),
-      "</style></head>\n<body data-refresh-ms=\"", refresh_ms,
-      "\" data-master=\"", master,
-      "\">"
-      "<header><h1>Tiresias</h1><span class=\"sub\">master ",
-      master,
-      "</span><span class=\"sub\" id=\"updated\"></span></header><main>"
-      "<div id=\"error\"></div><div id=\"cards\"></div>"
-      "<section class=\"panel\"><h2>Busy GPUs and waiting jobs</h2>"
-      "<div id=\"history-box\"><canvas id=\"history\" role=\"img\" "
-      "aria-label=\"Busy GPUs and waiting jobs over time\"></canvas></div>"
-      "</section>"
-      "<section class=\"panel\"><h2>Jobs</h2><table id=\"jobs\"><thead><tr>"
-      "<th class=\"num\">ID</th><th>Name</th><th>User</th><th>State</th>"
-      "<th class=\"num\">Queue</th><th class=\"num\">GPUs</th>"
-      "<th class=\"num\">Attained (GPU-s)</th><th class=\"num\">Wait</th>"
-      "<th class=\"num\">Run</th><th class=\"num\">Preempted</th>"
-      "<th>Nodes</th></tr></thead><tbody></tbody></table>"
-      "<p id=\"jobs-empty\" class=\"muted\">No jobs yet.</p></section>"
-      "<section class=\"panel\" id=\"job-detail\"><h2 id=\"job-title\"></h2>"
-      "<code id=\"job-command\"></code><table id=\"events\"><thead><tr>"
-      "<th>Time</th><th>Event</th><th>Detail</th></tr></thead><tbody>"
-      "</tbody></table></section>"
-      "<section class=\"panel\"><h2>Nodes</h2><table id=\"nodes\"><thead><tr>"
-      "<th>Node</th><th>State</th><th class=\"num\">GPUs</th>"
-      "<th class=\"num\">Free</th><th>Jobs</th><th>Last heartbeat</th></tr>"
-      "</thead><tbody></tbody></table>"
-      "<p id=\"nodes-empty\" class=\"muted\">No nodes yet.</p></section>"
-      "</main><script>",
-      ToAbsl(ChartJs()), "</script><script>", ToAbsl(DashboardJs()),
-      "</script></body></html>\n");
-}
-
-DashboardServer::DashboardServer() : backend_(std::make_unique<Backend>()) {}
+DashboardServer::DashboardServer() = default;
 
 absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
     const DashboardOptions& options) {
-  std::unique_ptr<DashboardServer> server(new DashboardServer());
-  Backend& backend = *server->backend_;
-  backend.master_address = options.master_address;
-  backend.stub = v1::Tiresias::NewStub(grpc::CreateChannel(
-      options.master_address, grpc::InsecureChannelCredentials()));
-  backend.page = DashboardPage(options.master_address, options.refresh_ms);
-  const Backend* b = &backend;
-  auto routes = [b](httplib::Server& http) {
-    http.Get("/", [b](const httplib::Request&, httplib::Response& res) {
-      res.set_content(b->page, "text/html; charset=utf-8");
-    });
-    http.Get("/api/state", [b](const httplib::Request&,
-                               httplib::Response& res) { b->State(res); });
-    http.Get(R"(/api/jobs/([^/]+))",
-             [b](const httplib::Request& req, httplib::Response& res) {
-               b->Job(req.matches[1], res);
-             });
+  auto listen_error = [&options](const absl::Status& s) {
+    return absl::Status(
+        s.code(), absl::StrCat("--listen ", options.listen, ": ", s.message()));
   };
-  ASSIGN_OR_RETURN(server->listener_,
-                   HttpListener::Start(options.listen, routes));
+  absl::StatusOr<HostPort> listen = ParseHostPort(options.listen);
+  if (!listen.ok()) return listen_error(listen.status());
+  // The names are checked now; the port is known once bound.
+  RETURN_IF_ERROR(
+      HostAllowList::Make(listen->host, 1, options.allowed_hosts).status());
+  if (!options.tls.insecure && options.tls.ca_pem.empty()) {
+    return absl::InvalidArgumentError(
+        "--ca: a TLS connection to the master needs the cluster's CA");
+  }
+  std::unique_ptr<DashboardServer> server(new DashboardServer());
+  DashboardServer* s = server.get();
+  auto routes = [s, &options, &listen](httplib::Server& http, int port) {
+    // Cannot fail: the same names, checked above, on a real port.
+    absl::StatusOr<HostAllowList> hosts =
+        HostAllowList::Make(listen->host, port, options.allowed_hosts);
+    s->backend_ = std::make_unique<Backend>(options, *std::move(hosts));
+    s->backend_->Routes(http);
+  };
+  absl::StatusOr<std::unique_ptr<HttpListener>> listener =
+      HttpListener::Start(options.listen, routes);
+  if (!listener.ok()) return listen_error(listener.status());
+  server->listener_ = *std::move(listener);
   return server;
 }
 

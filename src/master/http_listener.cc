@@ -11,28 +11,35 @@ namespace tiresias {
 
 HttpListener::HttpListener() : server_(std::make_unique<httplib::Server>()) {}
 
-absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
-    const std::string& address,
-    const std::function<void(httplib::Server&)>& routes) {
+absl::StatusOr<HostPort> ParseHostPort(const std::string& address) {
   const size_t colon = address.rfind(':');
-  int port = -1;
+  HostPort out;
   if (colon == std::string::npos ||
-      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
+      !absl::SimpleAtoi(address.substr(colon + 1), &out.port) || out.port < 0 ||
+      out.port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat(
         "expected host:port (port 0 picks a free one), got \"", address, "\""));
   }
-  std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
+  out.host = address.substr(0, colon);
+  if (out.host.size() >= 2 && out.host.front() == '[' &&
+      out.host.back() == ']') {
+    out.host = out.host.substr(1, out.host.size() - 2);
   }
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
+    const std::string& address, const Routes& routes) {
+  absl::StatusOr<HostPort> parsed = ParseHostPort(address);
+  if (!parsed.ok()) return parsed.status();
+  const std::string& host = parsed->host;
+  const int port = parsed->port;
   std::unique_ptr<HttpListener> listener(new HttpListener());
   httplib::Server& http = *listener->server_;
   http.set_socket_options([](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
-  routes(http);
   const int bound = port == 0 ? http.bind_to_any_port(host)
                               : (http.bind_to_port(host, port) ? port : -1);
   if (bound <= 0) {
@@ -40,6 +47,7 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
         absl::StrCat("cannot listen on ", address, " (in use?)"));
   }
   listener->port_ = bound;
+  routes(http, bound);
   listener->thread_ = std::thread([&http] { http.listen_after_bind(); });
   const auto give_up =
       std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -21,13 +21,24 @@ class Server;
 
 namespace tiresias {
 
+// A listen address taken apart: "host:port" or "[v6]:port" (the brackets
+// dropped from host). InvalidArgument quoting it otherwise, or for a port
+// outside 0..65535.
+struct HostPort {
+  std::string host;
+  int port = 0;
+};
+absl::StatusOr<HostPort> ParseHostPort(const std::string& address);
+
 class HttpListener {
  public:
-  // `routes` registers the handlers before the server binds. Errors:
-  // InvalidArgument for a malformed address, Unavailable if it cannot bind.
+  // `routes` registers the handlers once the server is bound and before it
+  // serves, told the port it is bound to (the one picked for port 0).
+  // Errors: InvalidArgument for a malformed address, Unavailable if it
+  // cannot bind.
+  using Routes = std::function<void(httplib::Server&, int port)>;
   static absl::StatusOr<std::unique_ptr<HttpListener>> Start(
-      const std::string& address,
-      const std::function<void(httplib::Server&)>& routes);
+      const std::string& address, const Routes& routes);
   ~HttpListener();  // Shutdown()
 
   int port() const { return port_; }

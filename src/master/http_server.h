@@ -1,7 +1,17 @@
 // The master's HTTP endpoint, next to its gRPC API: GET /metrics
-// (metrics.h, for Prometheus) and GET /healthz ("ok" while the state store
-// answers). Plain HTTP on its own port (`tiresias master --http-listen`);
-// serves from its own threads and only reads MasterState.
+// (metrics.h, for Prometheus) and GET /healthz. Plain HTTP on its own port
+// (`tiresias master --http-listen`); serves from its own threads and only
+// reads MasterState.
+//
+// /healthz is open to anyone (liveness probes carry no credentials): 200
+// "ok" while the state store answers, else 503 with the reason; the body
+// adds "(insecure: no TLS, no authentication)" on an --insecure master.
+// /metrics is open too unless metrics_token_required: then it needs
+// "Authorization: Bearer <token>", any token the master accepts
+// (MasterState::AuthenticateToken), and answers 401 with
+// "WWW-Authenticate: Bearer" otherwise; every refusal is audited. Over this
+// plain HTTP the token travels in the clear: scrape it over loopback or a
+// network you trust.
 #ifndef TIRESIAS_MASTER_HTTP_SERVER_H_
 #define TIRESIAS_MASTER_HTTP_SERVER_H_
 
@@ -14,12 +24,18 @@
 
 namespace tiresias {
 
+struct MasterHttpOptions {
+  // `tiresias master --metrics-token-required`.
+  bool metrics_token_required = false;
+};
+
 class MasterHttpServer {
  public:
   // Listens on `address` (host:port; port 0 picks a free one). `state`
   // must outlive the server. Unavailable if it cannot bind.
   static absl::StatusOr<std::unique_ptr<MasterHttpServer>> Start(
-      MasterState* state, const std::string& address);
+      MasterState* state, const std::string& address,
+      const MasterHttpOptions& options = {});
   ~MasterHttpServer();  // Shutdown()
 
   int port() const;

@@ -38,6 +38,10 @@ IssuedToken NewToken(int64_t id) {
   return token;
 }
 
+std::string RandomHex(size_t bytes) {
+  return internal::Hex(internal::RandomBytes(bytes));
+}
+
 std::string HashSecret(std::string_view secret, std::string_view salt) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;

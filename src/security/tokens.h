@@ -13,6 +13,7 @@
 #define TIRESIAS_SECURITY_TOKENS_H_
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -57,6 +58,10 @@ bool SecretMatches(std::string_view secret, std::string_view salt,
 // quoting the text otherwise (a duration is no secret).
 absl::StatusOr<std::chrono::seconds> ParseDuration(
     std::string_view text, std::string_view field = "duration");
+
+// `bytes` bytes from the OS's cryptographic random source as 2 x `bytes`
+// lowercase hex digits: an id nobody can guess (a dashboard session).
+std::string RandomHex(size_t bytes);
 
 // `text` with the secret of every token-shaped run ("tsk_<digits>_<hex>")
 // replaced: "tsk_12_<redacted>". For log lines and error messages.

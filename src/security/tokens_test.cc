@@ -105,6 +105,12 @@ TEST(TokensTest, ParseDurationTakesDaysHoursMinutesSeconds) {
               ::testing::StartsWith("--valid-for: expected"));
 }
 
+TEST(TokensTest, RandomHexIsFreshLowercaseHexEachTime) {
+  const std::string a = RandomHex(16);
+  EXPECT_THAT(a, ::testing::MatchesRegex("[0-9a-f]{32}"));
+  EXPECT_NE(a, RandomHex(16));
+}
+
 TEST(TokensTest, RedactTokensHidesEverySecret) {
   const std::string secret(64, 'e');
   EXPECT_EQ(RedactTokens("auth with tsk_12_" + secret + " failed"),

@@ -1,6 +1,7 @@
 // End-to-end tests of `tiresias master` and the client commands: a real
 // master child process on loopback with a real state dir, and the real
 // `tiresias` binary as the client. No agents: jobs stay pending.
+#include <httplib.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -184,8 +185,22 @@ TEST_F(ClusterCliTest, SigtermStopsCleanlyAndRestartKeepsJobs) {
 
 TEST_F(ClusterCliTest, MasterServesMetricsWhenAsked) {
   StartMaster({"--http-listen", "127.0.0.1:0"});
-  EXPECT_THAT(master_->output(),
-              HasSubstr("tiresias master: metrics on http://127.0.0.1:"));
+  const std::string marker = "tiresias master: metrics on http://127.0.0.1:";
+  const size_t at = master_->output().find(marker);
+  ASSERT_NE(at, std::string::npos) << master_->output();
+  // Open to probes, and saying what a probe cannot see: no security.
+  httplib::Client http("127.0.0.1",
+                       std::stoi(master_->output().substr(at + marker.size())));
+  auto health = http.Get("/healthz");
+  ASSERT_TRUE(health) << httplib::to_string(health.error());
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, "ok (insecure: no TLS, no authentication)\n");
+  // An --insecure master has no tokens to ask /metrics for.
+  ExpectOneLineError(
+      RunProcess({TIRESIAS_BINARY, "master", "--listen", "127.0.0.1:0",
+                  "--state-dir", (dir_ / "third").string(), "--http-listen",
+                  "127.0.0.1:0", "--insecure", "--metrics-token-required"}),
+      "--metrics-token-required: an --insecure master checks no tokens");
   ProcessResult r = RunProcess(
       {TIRESIAS_BINARY, "master", "--listen", "127.0.0.1:0", "--state-dir",
        (dir_ / "other").string(), "--http-listen", "nonsense", "--insecure"});

@@ -12,8 +12,10 @@
 
 #include "core/testing/test_dir.h"
 #include "dashboard/dashboard_server.h"
+#include "dashboard_page_checks.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "headless_browser.h"
 #include "master_process.h"
 #include "nlohmann/json.hpp"
 #include "subprocess.h"
@@ -27,11 +29,6 @@ using cli_test::ProcessResult;
 using cli_test::RunProcess;
 using nlohmann::json;
 using ::testing::HasSubstr;
-
-std::string ChromiumPath() {
-  const char* env = std::getenv("TIRESIAS_CHROMIUM");
-  return env != nullptr && *env != '\0' ? env : "/usr/bin/chromium";
-}
 
 class DashboardTest : public ::testing::Test {
  protected:
@@ -121,6 +118,22 @@ TEST_F(DashboardTest, ApiShowsTheMastersJobsAndNodes) {
   EXPECT_EQ(Get("/").first, 200);
 }
 
+// An --insecure master has nobody to log in as: no login, and every page
+// says that anyone who reaches the master may do anything.
+TEST_F(DashboardTest, InsecureMasterNeedsNoLoginAndThePageSaysSo) {
+  Client("submit", {"--gpus", "1", "--name", "small", "--", "/bin/true"});
+  auto [status, page] = Get("/");
+  ASSERT_EQ(status, 200);
+  EXPECT_THAT(page, HasSubstr("id=\"insecure-banner\""));
+  EXPECT_THAT(page, HasSubstr("insecure: no TLS and no authentication"));
+  EXPECT_THAT(page, ::testing::Not(HasSubstr("action=\"/login\"")));
+  std::tie(status, page) = Get("/api/state");
+  ASSERT_EQ(status, 200) << page;
+  const json state = json::parse(page);
+  EXPECT_EQ(state["viewer"]["insecure"], true);
+  EXPECT_EQ(state["jobs"].size(), 1u);
+}
+
 TEST_F(DashboardTest, PageRendersInChromium) {
   Client("submit", {"--gpus", "1", "--name", "small", "--", "/bin/true"});
   Client("submit", {"--gpus", "2", "--name", "big", "--", "/bin/sleep", "9"});
@@ -137,14 +150,12 @@ TEST_F(DashboardTest, PageRendersInChromium) {
   ProcessOptions options;
   options.cwd = dir_;
   options.timeout = std::chrono::seconds(90);
-  ProcessResult r = RunProcess(
-      {chromium, "--headless", "--no-sandbox", "--disable-gpu",
-       "--disable-quic", "--no-first-run", "--disable-background-networking",
-       "--disable-component-update", "--disable-sync",
-       "--user-data-dir=" + (dir_ / "profile").string(),
-       "--virtual-time-budget=5000", "--dump-dom",
-       "http://127.0.0.1:" + std::to_string(dashboard_->port()) + "/"},
-      options);
+  std::vector<std::string> argv = HeadlessChromiumArgv(dir_ / "profile");
+  argv.push_back("--virtual-time-budget=5000");
+  argv.push_back("--dump-dom");
+  argv.push_back("http://127.0.0.1:" + std::to_string(dashboard_->port()) +
+                 "/");
+  ProcessResult r = RunProcess(argv, options);
   ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
   const std::string& dom = r.out;
   const size_t body_at = dom.find("<body");
@@ -154,6 +165,9 @@ TEST_F(DashboardTest, PageRendersInChromium) {
   EXPECT_THAT(body, HasSubstr("data-dashboard-ready=\"1\""));
   EXPECT_THAT(body, HasSubstr("data-job-count=\"2\""));
   EXPECT_THAT(body, ::testing::Not(HasSubstr("data-dashboard-error")));
+  EXPECT_THAT(dom, ::testing::ContainsRegex(
+                       "<div id=\"insecure-banner\"[^>]*>insecure: no TLS "
+                       "and no authentication"));
   // One row per job, unfinished first, with its state.
   const size_t big = dom.find("<tr data-job-id=\"2\"");
   const size_t small = dom.find("<tr data-job-id=\"1\"");
@@ -167,6 +181,41 @@ TEST_F(DashboardTest, PageRendersInChromium) {
                        "<canvas id=\"history\"[^>]*style=\"[^\"]*height"));
 }
 
+// Job names, users and commands are the submitters' text: markup in them
+// must stay text in the page (the user is whatever $USER says on an
+// --insecure master).
+TEST_F(DashboardTest, MarkupInNamesUsersAndCommandsStaysText) {
+  const std::string name =
+      "<img src=x onerror=\"document.body.dataset.xss='name'\">";
+  const std::string user =
+      "<img src=x onerror=\"document.body.dataset.xss='user'\">";
+  const std::string command =
+      "</script><script>document.body.dataset.xss='command'</script>";
+  const char* login = std::getenv("USER");
+  const std::string saved_user = login != nullptr ? login : "";
+  setenv("USER", user.c_str(), 1);
+  Client("submit", {"--gpus", "1", "--name", name, "--", "/bin/echo", command});
+  if (saved_user.empty()) {
+    unsetenv("USER");
+  } else {
+    setenv("USER", saved_user.c_str(), 1);
+  }
+  if (access(ChromiumPath().c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "no Chromium at " << ChromiumPath();
+  }
+  HeadlessBrowser browser(dir_ / "profile");
+  ASSERT_TRUE(browser.Open(
+      "http://127.0.0.1:" + std::to_string(dashboard_->port()) + "/"))
+      << browser.error();
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.dashboardReady === '1'"))
+      << browser.error();
+  EXPECT_EQ(*browser.Evaluate(
+                "Array.from(document.querySelectorAll('#jobs tbody td'))"
+                ".slice(1, 3).map(td => td.textContent)"),
+            (json{name, user}));
+  ExpectJobCommandShownAsText(browser, 1, "/bin/echo " + command);
+}
+
 TEST(DashboardCommandTest, BadListenAddressIsAOneLineError) {
   ProcessResult r = RunProcess({TIRESIAS_BINARY, "dashboard", "--master",
                                 "127.0.0.1:1", "--listen", "nonsense"});
@@ -178,6 +227,19 @@ TEST(DashboardCommandTest, BadListenAddressIsAOneLineError) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+  r = RunProcess({TIRESIAS_BINARY, "dashboard", "--master", "127.0.0.1:1",
+                  "--listen", "127.0.0.1:0", "--allowed-host", "*"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, ::testing::StartsWith(
+                         "tiresias: dashboard: --allowed-host *: expected"));
+}
+
+// Unless told otherwise, the dashboard is reachable from this machine only.
+TEST(DashboardCommandTest, ListensOnLoopbackByDefault) {
+  ProcessResult r = RunProcess({TIRESIAS_BINARY, "dashboard", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--listen TEXT=127.0.0.1:8080"));
+  EXPECT_EQ(DashboardOptions().listen, "127.0.0.1:8080");
 }
 
 }  // namespace

@@ -1,4 +1,3 @@
-#include <algorithm>
 #include "master_process.h"
 
 #include <arpa/inet.h>
@@ -10,14 +9,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 namespace tiresias::cluster_test {
 
-MasterProcess::MasterProcess(const std::string& binary,
-                             const std::string& state_dir,
-                             const std::vector<std::string>& extra) {
+namespace {
+
+std::vector<std::string> MasterArgv(const std::string& binary,
+                                    const std::string& state_dir,
+                                    const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {binary, "master", "--listen",
                                    "127.0.0.1:0", "--state-dir", state_dir};
   argv.insert(argv.end(), extra.begin(), extra.end());
@@ -26,6 +28,21 @@ MasterProcess::MasterProcess(const std::string& binary,
     return a == "--tls-dir" || a == "--init-ca" || a == "--insecure";
   });
   if (!tls) argv.push_back("--insecure");
+  return argv;
+}
+
+}  // namespace
+
+MasterProcess::MasterProcess(const std::string& binary,
+                             const std::string& state_dir,
+                             const std::vector<std::string>& extra,
+                             const std::string& stderr_path)
+    : DaemonProcess(MasterArgv(binary, state_dir, extra), "listening on ",
+                    stderr_path) {}
+
+DaemonProcess::DaemonProcess(std::vector<std::string> argv,
+                             const std::string& marker,
+                             const std::string& stderr_path) {
   std::vector<char*> args;
   for (std::string& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
@@ -33,7 +50,12 @@ MasterProcess::MasterProcess(const std::string& binary,
   if (pipe2(out, O_CLOEXEC) != 0) return;
   pid_ = fork();
   if (pid_ == 0) {
-    dup2(out[1], STDOUT_FILENO);  // stderr stays the test's, for diagnosis
+    dup2(out[1], STDOUT_FILENO);
+    if (!stderr_path.empty()) {
+      const int err = open(stderr_path.c_str(),
+                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+      if (err >= 0) dup2(err, STDERR_FILENO);
+    }
     execv(args[0], args.data());
     _exit(127);
   }
@@ -42,7 +64,6 @@ MasterProcess::MasterProcess(const std::string& binary,
   if (pid_ < 0) return;
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  const std::string marker = "listening on ";
   while (std::chrono::steady_clock::now() < deadline) {
     pollfd p{out_fd_, POLLIN, 0};
     if (poll(&p, 1, 200) <= 0) continue;
@@ -52,14 +73,14 @@ MasterProcess::MasterProcess(const std::string& binary,
     output_.append(buf, static_cast<size_t>(n));
     const size_t at = output_.find(marker);
     if (at == std::string::npos) continue;
-    const size_t end = output_.find_first_of(" \n", at + marker.size());
+    const size_t end = output_.find_first_of(" /\n", at + marker.size());
     if (end == std::string::npos) continue;
     address_ = output_.substr(at + marker.size(), end - at - marker.size());
     return;
   }
 }
 
-MasterProcess::~MasterProcess() {
+DaemonProcess::~DaemonProcess() {
   if (pid_ > 0) {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
@@ -67,7 +88,7 @@ MasterProcess::~MasterProcess() {
   if (out_fd_ >= 0) close(out_fd_);
 }
 
-int MasterProcess::Stop(int signal) {
+int DaemonProcess::Stop(int signal) {
   if (pid_ <= 0) return -1;
   kill(pid_, signal);
   const auto deadline =

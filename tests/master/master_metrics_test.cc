@@ -130,7 +130,8 @@ TEST_F(MasterMetricsTest, ServedOverHttp) {
   res = client.Get("/healthz");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
-  EXPECT_EQ(res->body, "ok\n");
+  // The fixture's master runs without authentication (--insecure).
+  EXPECT_EQ(res->body, "ok (insecure: no TLS, no authentication)\n");
   res = client.Get("/nothing-here");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 404);
@@ -144,6 +145,47 @@ TEST_F(MasterMetricsTest, ServedOverHttp) {
             absl::StatusCode::kInvalidArgument);
   (*http)->Shutdown();
   EXPECT_FALSE(client.Get("/metrics"));  // gone
+}
+
+// --metrics-token-required: /metrics answers any valid token, and only a
+// valid one (a revoked one no longer); /healthz stays open for probes.
+TEST_F(MasterMetricsTest, MetricsNeedAValidTokenWhenRequired) {
+  options_.require_auth = true;
+  Open();
+  Submit(Spec(1));
+  auto token =
+      master_->CreateToken("carol", /*admin=*/false, std::nullopt, "scraper");
+  ASSERT_TRUE(token.ok()) << token.status();
+  auto http = MasterHttpServer::Start(master_.get(), "127.0.0.1:0",
+                                      {.metrics_token_required = true});
+  ASSERT_TRUE(http.ok()) << http.status();
+  httplib::Client client("127.0.0.1", (*http)->port());
+  for (const httplib::Headers& headers :
+       {httplib::Headers{},
+        httplib::Headers{{"Authorization", "Bearer tsk_1_nothex"}},
+        httplib::Headers{{"Authorization", "Token " + token->text}}}) {
+    auto res = client.Get("/metrics", headers);
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 401);
+    EXPECT_EQ(res->get_header_value("WWW-Authenticate"),
+              "Bearer realm=\"tiresias\"");
+    EXPECT_THAT(res->body, ::testing::Not(HasSubstr("tiresias_jobs")));
+  }
+  auto res =
+      client.Get("/metrics", {{"Authorization", "bearer " + token->text}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_THAT(res->body, HasSubstr("tiresias_jobs{state=\"pending\"} 1\n"));
+  ASSERT_TRUE(master_->RevokeToken(token->id).ok());
+  res = client.Get("/metrics", {{"Authorization", "Bearer " + token->text}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  EXPECT_THAT(res->body, HasSubstr("was revoked"));
+  EXPECT_THAT(res->body, ::testing::Not(HasSubstr(token->text)));
+  res = client.Get("/healthz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "ok\n");
 }
 
 TEST_F(MasterMetricsTest, ShutdownRightAfterStartReturns) {

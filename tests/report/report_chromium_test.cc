@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/testing/chromium.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "png_image.h"
@@ -35,11 +36,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr std::chrono::seconds kChromiumTimeout{60};
-
-std::string ChromiumPath() {
-  const char* env = std::getenv("TIRESIAS_CHROMIUM");
-  return env != nullptr && *env != '\0' ? env : "/usr/bin/chromium";
-}
 
 std::string ReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -113,7 +109,7 @@ std::string Tail(const std::string& text, size_t n = 3000) {
 class ReportChromiumTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    chromium_ = ChromiumPath();
+    chromium_ = test_support::ChromiumPath();
     if (access(chromium_.c_str(), X_OK) != 0) {
       GTEST_SKIP() << "no Chromium at " << chromium_
                    << " (apt-get install chromium, or set TIRESIAS_CHROMIUM)";
@@ -143,17 +139,9 @@ class ReportChromiumTest : public ::testing::Test {
                         const std::string& profile) {
     const fs::path profile_dir = dir_ / profile;
     fs::create_directories(profile_dir);
-    std::vector<std::string> argv = {chromium_,
-                                     "--headless",
-                                     "--no-sandbox",
-                                     "--disable-gpu",
-                                     "--disable-quic",
-                                     "--no-first-run",
-                                     "--disable-background-networking",
-                                     "--disable-component-update",
-                                     "--disable-sync",
-                                     "--user-data-dir=" + profile_dir.string(),
-                                     "--virtual-time-budget=5000"};
+    std::vector<std::string> argv =
+        test_support::HeadlessChromiumArgv(profile_dir);
+    argv.push_back("--virtual-time-budget=5000");
     argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
     argv.push_back("file://" + report_.string());
     return RunProcess(argv, dir_, kChromiumTimeout);

@@ -1,0 +1,189 @@
+#include "dashboard/master_reader.h"
+
+#include <cctype>
+#include <chrono>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "security/tls.h"
+#include "security/tokens.h"
+
+namespace tiresias {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::chrono::seconds kMasterDeadline{5};
+// Jobs asked for per ListJobs call (the master's most).
+constexpr int kJobsPageSize = 5000;
+
+// "pending", "running", ... (the proto enum without its prefix).
+std::string StateName(v1::JobState state) {
+  std::string name = v1::JobState_Name(state);
+  const std::string prefix = "JOB_STATE_";
+  if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
+  for (char& c : name) c = static_cast<char>(std::tolower(c));
+  return name;
+}
+
+json JobJson(const v1::Job& j, bool with_details) {
+  json out = {
+      {"id", j.id()},
+      {"name", j.spec().name()},
+      {"user", j.spec().user()},
+      {"gpus", j.spec().gpus()},
+      {"state", StateName(j.state())},
+      {"queue", j.queue()},
+      {"attained_gpu_seconds", j.attained_gpu_seconds()},
+      {"executed_seconds", j.executed_seconds()},
+      {"total_executed_seconds", j.total_executed_seconds()},
+      {"submit_time", j.submit_time()},
+      {"last_stop_time", j.last_stop_time()},
+      {"first_start_time",
+       j.has_first_start_time() ? json(j.first_start_time()) : json(nullptr)},
+      {"end_time", j.has_end_time() ? json(j.end_time()) : json(nullptr)},
+      {"preemptions", j.preemptions()},
+      {"promotions", j.promotions()},
+      {"restarts", j.restarts()},
+      {"attempt", j.attempt()},
+      {"nodes", std::vector<std::string>(j.nodes().begin(), j.nodes().end())},
+      {"exit_code", j.has_exit_code() ? json(j.exit_code()) : json(nullptr)},
+  };
+  if (with_details) {
+    out["command"] = std::vector<std::string>(j.spec().command().begin(),
+                                              j.spec().command().end());
+    json env = json::object();
+    for (const v1::EnvVar& var : j.spec().env()) env[var.key()] = var.value();
+    out["env"] = std::move(env);
+    json events = json::array();
+    for (const v1::JobEvent& e : j.events()) {
+      events.push_back({{"sequence", e.sequence()},
+                        {"time", e.time()},
+                        {"kind", e.kind()},
+                        {"detail", e.detail()}});
+    }
+    out["events"] = std::move(events);
+  }
+  return out;
+}
+
+json NodeJson(const v1::Node& n) {
+  return {{"id", n.id()},
+          {"name", n.name()},
+          {"address", n.address()},
+          {"state", n.state() == v1::NODE_STATE_UP ? "up" : "down"},
+          {"gpus", n.gpus()},
+          {"gpus_free", n.gpus_free()},
+          {"last_heartbeat_time", n.last_heartbeat_time()},
+          {"job_ids",
+           std::vector<int64_t>(n.job_ids().begin(), n.job_ids().end())}};
+}
+
+double NowUnixSeconds() {
+  return std::chrono::duration<double>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+MasterReader::MasterReader(std::string master_address,
+                           std::shared_ptr<grpc::Channel> channel)
+    : master_address_(std::move(master_address)),
+      stub_(v1::Tiresias::NewStub(std::move(channel))) {}
+
+std::unique_ptr<grpc::ClientContext> MasterReader::Context(
+    const std::string& token) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + kMasterDeadline);
+  if (!token.empty()) security::AttachToken(ctx.get(), token);
+  return ctx;
+}
+
+std::string MasterReader::Failure(const grpc::Status& s) const {
+  std::string line =
+      absl::StrCat("the master at ", master_address_, " answered ",
+                   static_cast<int>(s.error_code()), ": ",
+                   absl::StrReplaceAll(s.error_message(), {{"\n", " "}}));
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    absl::StrAppend(&line,
+                    " (is it running? A master with TLS needs the "
+                    "dashboard's --ca; one started with --insecure needs "
+                    "it left out)");
+  }
+  return security::RedactTokens(line);
+}
+
+ApiAnswer MasterReader::Failed(const grpc::Status& s) const {
+  const bool unauthenticated =
+      s.error_code() == grpc::StatusCode::UNAUTHENTICATED;
+  return ApiAnswer{.status = unauthenticated ? 401 : 502,
+                   .body = json{{"error", Failure(s)}},
+                   .unauthenticated = unauthenticated};
+}
+
+grpc::Status MasterReader::WhoAmI(const std::string& token,
+                                  v1::WhoAmIResponse* out) const {
+  return stub_->WhoAmI(Context(token).get(), v1::WhoAmIRequest(), out);
+}
+
+grpc::Status MasterReader::AllJobs(const std::string& token, json* out) const {
+  v1::ListJobsRequest req;
+  req.set_page_size(kJobsPageSize);
+  while (true) {
+    v1::ListJobsResponse page;
+    grpc::Status s = stub_->ListJobs(Context(token).get(), req, &page);
+    if (!s.ok()) return s;
+    for (const v1::Job& j : page.jobs()) out->push_back(JobJson(j, false));
+    if (page.next_page_token().empty()) return grpc::Status::OK;
+    req.set_page_token(page.next_page_token());
+  }
+}
+
+ApiAnswer MasterReader::State(const std::string& token) const {
+  v1::WhoAmIResponse who;
+  grpc::Status s = WhoAmI(token, &who);
+  if (!s.ok()) return Failed(s);
+  json jobs = json::array();
+  s = AllJobs(token, &jobs);
+  if (!s.ok()) return Failed(s);
+  v1::ListNodesResponse nodes;
+  s = stub_->ListNodes(Context(token).get(), v1::ListNodesRequest(), &nodes);
+  if (!s.ok()) return Failed(s);
+  json out = {{"now", NowUnixSeconds()},
+              {"master", master_address_},
+              {"viewer",
+               {{"user", who.user()},
+                {"admin", who.admin()},
+                {"insecure", who.insecure()}}},
+              {"jobs", std::move(jobs)},
+              {"nodes", json::array()}};
+  for (const v1::Node& n : nodes.nodes()) out["nodes"].push_back(NodeJson(n));
+  return ApiAnswer{.status = 200, .body = std::move(out)};
+}
+
+ApiAnswer MasterReader::Job(const std::string& token,
+                            const std::string& id_text) const {
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(id_text, &id) || id <= 0) {
+    return ApiAnswer{
+        .status = 400,
+        .body = json{
+            {"error", absl::StrCat("job id: expected a positive number, got \"",
+                                   id_text, "\"")}}};
+  }
+  v1::GetJobRequest req;
+  req.set_job_id(id);
+  v1::GetJobResponse resp;
+  grpc::Status s = stub_->GetJob(Context(token).get(), req, &resp);
+  if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
+    return ApiAnswer{
+        .status = 404,
+        .body = json{{"error", absl::StrCat("job ", id, ": not found")}}};
+  }
+  if (!s.ok()) return Failed(s);
+  return ApiAnswer{.status = 200, .body = JobJson(resp.job(), true)};
+}
+
+}  // namespace tiresias

@@ -89,6 +89,9 @@ void MasterClient::Connect(bool fresh) {
   security::DialOptions dial;
   dial.args = args;
   dial.target_name_override = creds_.server_name;
+  // Reads, CancelJob and SubmitJob (with its request id) may run twice;
+  // the Admin service's CreateToken may not, so it is not retried.
+  dial.retry_services = {"tiresias.v1.Tiresias"};
   channel_ = security::Dial(address_, creds_.tls, dial);
   stub_ = v1::Tiresias::NewStub(channel_);
 }

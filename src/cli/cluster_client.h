@@ -55,7 +55,8 @@ class MasterClient {
   v1::Tiresias::Stub& stub() { return *stub_; }
   // The channel, for the other services (Admin).
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
-  // A context carrying kRpcDeadline; fails fast when nothing listens.
+  // A context carrying kRpcDeadline; fails within a second when nothing
+  // listens (after the channel's retries, security::DialOptions).
   std::unique_ptr<grpc::ClientContext> Context() const;
   // A new channel that tries to connect at the next call, whatever failed
   // before (for retries: gRPC otherwise waits out its own backoff).

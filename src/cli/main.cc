@@ -23,6 +23,23 @@ namespace {
 // wrong. TIRESIAS_GRPC_LOG=1 shows them.
 void QuietGrpcLog(gpr_log_func_args*) {}
 
+// CLI11 takes the word after an option as its value even when that word is
+// another flag: `--init-ca --state-dir=x` made a folder named
+// "--state-dir=x". Every named option that takes a value refuses one that
+// starts with "--" (positionals, such as a job's command, are left alone).
+void RefuseFlagsAsValues(CLI::App* app) {
+  for (CLI::Option* option : app->get_options()) {
+    if (option->get_type_size() == 0 || !option->nonpositional()) continue;
+    option->check(CLI::Validator(
+        [](std::string& value) -> std::string {
+          if (value.rfind("--", 0) != 0) return "";
+          return "needs a value, and got the flag " + value + " instead";
+        },
+        "", "not-a-flag"));
+  }
+  for (CLI::App* sub : app->get_subcommands({})) RefuseFlagsAsValues(sub);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,6 +60,7 @@ int main(int argc, char** argv) {
   tiresias::AddAgentCommand(app, &exit_code);
   tiresias::AddAdminCommands(app, &exit_code);
   tiresias::AddWhoAmICommand(app, &exit_code);
+  RefuseFlagsAsValues(&app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -65,7 +65,8 @@ class DashboardServer::Backend {
         hosts_(std::move(hosts)),
         reader_(options.master_address,
                 security::Dial(options.master_address, options.tls,
-                               {.target_name_override = options.master_name})),
+                               {.target_name_override = options.master_name,
+                                .retry_services = {"tiresias.v1.Tiresias"}})),
         sessions_(options.session_idle_timeout) {}
 
   void Routes(httplib::Server& http) {

@@ -256,6 +256,7 @@ std::shared_ptr<v1::AgentLogs::Stub> TiresiasService::AgentLogsStub(
     // (its address need not be in it).
     security::DialOptions dial;
     if (!agent_tls_.insecure) dial.target_name_override = node;
+    dial.retry_services = {"tiresias.v1.AgentLogs"};  // reads
     channel.stub = std::shared_ptr<v1::AgentLogs::Stub>(
         v1::AgentLogs::NewStub(security::Dial(address, agent_tls_, dial)));
   }

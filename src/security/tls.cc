@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "core/to_absl.h"
 #include "security/openssl_util.h"
@@ -153,6 +154,19 @@ std::shared_ptr<grpc::Channel> Dial(const std::string& address,
                                     const TlsConfig& config,
                                     const DialOptions& options) {
   grpc::ChannelArguments args = options.args;
+  if (!options.retry_services.empty()) {
+    std::vector<std::string> names;
+    for (const std::string& service : options.retry_services) {
+      names.push_back(absl::StrCat("{\"service\": \"", service, "\"}"));
+    }
+    args.SetServiceConfigJSON(absl::StrCat(
+        "{\"methodConfig\": [{\"name\": [", absl::StrJoin(names, ", "),
+        "], \"retryPolicy\": {\"maxAttempts\": 3, "
+        "\"initialBackoff\": \"0.2s\", \"maxBackoff\": \"0.4s\", "
+        "\"backoffMultiplier\": 2, "
+        "\"retryableStatusCodes\": [\"UNAVAILABLE\"]}}]}"));
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  }
   if (config.insecure) {
     return grpc::CreateCustomChannel(address,
                                      grpc::InsecureChannelCredentials(), args);

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "security/identity.h"
@@ -88,6 +89,20 @@ struct DialOptions {
   std::string target_name_override;
   // Other channel arguments (keepalive, message sizes...), passed through.
   grpc::ChannelArguments args;
+  // Services ("tiresias.v1.Tiresias") whose calls gRPC retries when they
+  // fail UNAVAILABLE: up to 3 attempts, 0.2 s then 0.4 s apart (each
+  // +-20%), with the channel reconnecting 0.1 s after a failed connection
+  // rather than 1 s, so that the retry finds a fresh connection. Only for
+  // services whose every call may safely run twice (reads, idempotent
+  // writes): a call the server ran whose answer the connection lost is run
+  // again.
+  // Why: a channel must ride out one failed connection attempt. gRPC 1.51
+  // (Debian 12) fails a connect to a listening server at random under load
+  // (errno overwritten between connect(2) and its check: grpc/grpc#35064;
+  // BENCHMARKS.md, "With TLS and bearer tokens"), and without retries the
+  // call fails at once. The price: a client of a master that is really
+  // down learns it after the retries (0.6 s), not at once.
+  std::vector<std::string> retry_services;
 };
 
 // A channel to `address` (host:port). TLS: the CA as the only root, the

@@ -3,7 +3,11 @@
 // call) and real clients.
 #include "security/tls.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -368,6 +372,64 @@ TEST_F(LoadTlsTest, ExpiredCertificateIsNamed) {
   const std::string ca = Write("ca.pem", short_ca->cert_pem);
   EXPECT_THAT(std::string(LoadTlsConfig({ca}).status().message()),
               HasSubstr(ca + ": expired on "));
+}
+
+// A free port on 127.0.0.1 (bound, then released), for a server that must
+// start after its client dialled.
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// A channel with retry_services rides out a failed connection attempt (the
+// server not there yet, as after gRPC 1.51's spurious connect failures);
+// without them the call fails at once.
+TEST_F(TlsTest, RetryServicesRideOutAFailedConnection) {
+  address_ = "127.0.0.1:" + std::to_string(FreePort());
+  grpc::Status plain = Call(Dial(address_, InsecureTlsConfig()));
+  EXPECT_EQ(plain.error_code(), grpc::StatusCode::UNAVAILABLE);
+
+  DialOptions options;
+  options.retry_services = {"tiresias.v1.AgentLogs"};
+  std::shared_ptr<grpc::Channel> channel =
+      Dial(address_, InsecureTlsConfig(), options);
+  std::thread later([&] {
+    // Up once the channel's first attempt has failed.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (channel->GetState(/*try_to_connect=*/false) !=
+               GRPC_CHANNEL_TRANSIENT_FAILURE &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(address_, grpc::InsecureServerCredentials());
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  grpc::Status retried = Call(channel);
+  later.join();
+  ASSERT_NE(server_, nullptr);
+  EXPECT_TRUE(retried.ok()) << retried.error_message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+// With nothing listening at all, the retries end and the call fails
+// UNAVAILABLE: a client of a master that is down still hears so.
+TEST_F(TlsTest, RetryServicesStillFailWhenNothingListens) {
+  address_ = "127.0.0.1:" + std::to_string(FreePort());
+  DialOptions options;
+  options.retry_services = {"tiresias.v1.AgentLogs"};
+  grpc::Status status = Call(Dial(address_, InsecureTlsConfig(), options));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
 TEST(RpcStatusTest, ConversionsKeepCodeAndMessage) {

@@ -109,6 +109,30 @@ TEST_F(AdminCertTest, BadNodeNameIsRefusedAndWritesNothing) {
   EXPECT_FALSE(fs::exists(dir_ / "a"));
 }
 
+// An option whose value was forgotten does not take the next flag as its
+// value (`--out --ca-dir=ca` made a folder named "--ca-dir=ca"), in any
+// command; a job's command after -- may still hold flags.
+TEST_F(AdminCertTest, AFlagIsNeverTakenAsAValue) {
+  InitCa();
+  ProcessResult run = Tiresias(
+      {"admin", "master-cert", "issue", "--out", "--ca-dir=ca"});
+  EXPECT_EQ(run.exit_code, 2) << Describe(run);
+  EXPECT_THAT(run.err, StartsWith("tiresias: --out: needs a value, and got "
+                                  "the flag --ca-dir=ca instead\n"));
+  EXPECT_EQ(run.out, "");
+  EXPECT_FALSE(fs::exists(dir_ / "--ca-dir=ca"));
+  ProcessResult master = Tiresias({"master", "--state-dir", "--insecure"});
+  EXPECT_EQ(master.exit_code, 2) << Describe(master);
+  EXPECT_THAT(master.err, HasSubstr("--state-dir: needs a value"));
+  EXPECT_FALSE(fs::exists(dir_ / "--insecure"));
+  // After --, flags belong to the job: submit gets as far as the master.
+  ProcessResult submit =
+      Tiresias({"submit", "--master", "127.0.0.1:1", "--retry-for", "0",
+                "--gpus", "1", "--", "python3", "--version"});
+  EXPECT_EQ(submit.exit_code, 1) << Describe(submit);
+  EXPECT_THAT(submit.err, HasSubstr("cannot reach the master"));
+}
+
 TEST_F(AdminCertTest, ErrorsAreOneLine) {
   InitCa();
   ProcessResult no_ca = Tiresias({"admin", "user-cert", "issue", "bob",

@@ -14,7 +14,8 @@ Usage: chaos_task.py GROUND_DIR WORK_SECONDS [FAIL_CODE]
   (GROUND_DIR/alive-<job>-<attempt>-<rank>-<pid>, checked with kill(pid, 0)
   and /proc/<pid>/cmdline): one means two attempts at once: a violation.
 - It writes GROUND_DIR/task-<job>-<attempt>-<rank>-<pid>: a first line
-  "start <unix s> <node> <gpus>", then every 20 ms it rewrites a fixed-size
+  "start <unix s> <node> <gpus>" (the file appears with it, renamed into
+  place), then every 20 ms it rewrites a fixed-size
   "alive <unix s>" line after it, and at the end a final "end <unix s>
   <code>" line: the task's interval, to within 20 ms even if SIGKILLed.
 - It works WORK_SECONDS in all, across restarts: progress is saved in
@@ -72,10 +73,14 @@ for name in os.listdir(ground):
                   (other_attempt, pid))
 open(os.path.join(ground, "alive-" + me), "w").close()
 
-record = os.open(os.path.join(ground, "task-" + me),
-                 os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+# The record appears with its start line or not at all (written under a
+# temporary name, then renamed): a task killed in between leaves no empty
+# record behind. The descriptor follows the file across the rename.
+record_tmp = os.path.join(ground, "tmp-task-" + me)
+record = os.open(record_tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
 head = ("start %.6f %s %s\n" % (time.time(), node, ",".join(gpus) or "-"))
 os.write(record, head.encode())
+os.rename(record_tmp, os.path.join(ground, "task-" + me))
 alive_at = len(head)
 ALIVE_LEN = len("alive %.6f\n" % time.time())  # fixed until year 2286
 

@@ -90,9 +90,15 @@ def attack_and_use(binary, workdir, state, address, user):
 
     # No credentials at all (plain text to a TLS master), then the CA and
     # no token: both refused, with a line saying what is missing.
-    r = cli(binary, base, "submit", "--gpus", "1", "--", "id")
+    # (A plain-text client cannot tell a TLS master from one that is down:
+    # submit would retry for its default 30 s.)
+    r = cli(binary, base, "submit", "--retry-for", "2", "--gpus", "1", "--",
+            "id")
     if r.returncode == 0:
         fail("a client without credentials submitted a job: %s" % r.stdout)
+    if "TIRESIAS_CA" not in r.stderr:
+        fail("a plain-text client of a TLS master is not told of TIRESIAS_CA:"
+             " %s" % r.stderr)
     r = cli(binary, dict(base, TIRESIAS_CA=ca), "submit", "--gpus", "1", "--",
             "id")
     if r.returncode == 0 or "TIRESIAS_TOKEN" not in r.stderr:

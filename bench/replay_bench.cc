@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_split.h"
 #include "sched/policy.h"
+#include "sched/scheduler.h"
 #include "sim/engine.h"
 #include "trace/cluster_spec.h"
 #include "trace/trace_reader.h"
@@ -44,6 +45,7 @@ struct Flags {
   std::string cluster = "64x8";
   std::string policies = "all";
   int repeat = 3;
+  QueueOrder queue_order = QueueOrder::kStable;
 };
 
 // One policy's measurements; times in milliseconds, minimum over repeats.
@@ -74,7 +76,8 @@ struct Row {
 void Usage() {
   std::fprintf(stderr,
                "usage: tiresias_replay_bench [--trace FILE] [--cluster SPEC] "
-               "[--policy all|NAME,...] [--repeat N]\n"
+               "[--policy all|NAME,...] [--repeat N] "
+               "[--queue-order stable|start-time]\n"
                "defaults: --trace data/philly.csv --cluster 64x8 "
                "--policy all --repeat 3\n");
 }
@@ -98,6 +101,10 @@ Flags ParseFlags(int argc, char** argv) {
       f.cluster = value;
     } else if (arg == "--policy") {
       f.policies = value;
+    } else if (arg == "--queue-order") {
+      absl::StatusOr<QueueOrder> order = ParseQueueOrder(value);
+      if (!order.ok()) Fail(std::string(order.status().message()));
+      f.queue_order = *order;
     } else if (arg == "--repeat") {
       char* end = nullptr;
       const long n = std::strtol(value.c_str(), &end, 10);
@@ -144,6 +151,7 @@ void MeasureOnce(const Flags& flags, const std::string& policy, Row* row,
   RemoveUnfittable(&*jobs, *topology);
   SimConfig config;
   config.policy = policy;
+  config.scheduler.queue_order = flags.queue_order;
   config.record_timeseries = false;
   AssignModels(&*jobs, config.models, /*seed=*/1);
   const double prepare_ms = MillisecondsSince(prepare_start);

@@ -29,6 +29,7 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
   }
   o.queues = *queues;
   ASSIGN_OR_RETURN(o.promote_knob, ParseKnob(f.promote_knob));
+  ASSIGN_OR_RETURN(o.queue_order, ParseQueueOrderFlag(f.queue_order));
   if (!(f.node_timeout_seconds > 0) ||
       !std::isfinite(f.node_timeout_seconds)) {
     return absl::InvalidArgumentError(
@@ -81,6 +82,8 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
       ->capture_default_str();
   cmd->add_option("--promote-knob", f.promote_knob,
                   "PROMOTEKNOB: a number, or inf to turn promotion off")
+      ->capture_default_str();
+  cmd->add_option("--queue-order", f.queue_order, kQueueOrderHelp)
       ->capture_default_str();
   cmd->add_option("--placement", f.placement,
                   "Placement scheme (default: the policy's own)");

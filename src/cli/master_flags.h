@@ -24,6 +24,7 @@ struct MasterFlags {
   std::string policy = "tiresias-l";
   std::string thresholds = "3600";
   std::string promote_knob = "inf";
+  std::string queue_order = "stable";
   std::string placement;
   double node_timeout_seconds = 60;
   int max_gpus_per_node = 1024;

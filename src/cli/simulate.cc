@@ -44,6 +44,7 @@ struct Flags {
   std::string thresholds;
   bool original_simulator = false;
   std::string promote_knob = "inf";
+  std::string queue_order = "stable";
   std::string gittins_samples;
   double arrival_scale = 1.0;
   uint64_t seed = 1;
@@ -81,6 +82,7 @@ absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
   SimConfig base;
   if (f.original_simulator) {
     base.scheduler.queues = QueueConfig::OriginalSimulator();
+    base.scheduler.original_demotion_timing = true;
     base.placement = "count";
     base.preemption_cost = false;
     base.placement_slowdown = false;
@@ -93,6 +95,7 @@ absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
     base.placement = f.placement;
   }
   ASSIGN_OR_RETURN(base.scheduler.promote_knob, ParseKnob(f.promote_knob));
+  ASSIGN_OR_RETURN(base.scheduler.queue_order, ParseQueueOrderFlag(f.queue_order));
   if (!f.gittins_samples.empty()) {
     ASSIGN_OR_RETURN(base.policy_options.gittins_samples,
                      ReadGpuTimeSamples(f.gittins_samples));
@@ -126,6 +129,7 @@ nlohmann::json Parameters(const Flags& f, const SimConfig& base) {
           {"thresholds_gpu_s", thresholds},
           {"promote_knob", std::isinf(knob) ? nlohmann::json("inf")
                                             : nlohmann::json(knob)},
+          {"queue_order", QueueOrderName(base.scheduler.queue_order)},
           {"placement", base.placement.empty() ? "policy default"
                                                : base.placement},
           {"pack_limit", base.placement_options.pack_limit},
@@ -365,9 +369,11 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
   cmd->add_flag("--original-simulator", f.original_simulator,
                 "The original Tiresias simulator's settings: thresholds "
                 "3250,7200, count placement, no preemption cost or "
-                "placement slowdown");
+                "placement slowdown, and its demotion timing");
   cmd->add_option("--promote-knob", f.promote_knob,
                   "PROMOTEKNOB: a number, or inf to turn promotion off")
+      ->capture_default_str();
+  cmd->add_option("--queue-order", f.queue_order, kQueueOrderHelp)
       ->capture_default_str();
   cmd->add_option("--gittins-samples", f.gittins_samples,
                   "Job sizes (GPU-seconds) for tiresias-g, e.g. "
@@ -394,7 +400,7 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
   cmd->add_option("--sweep", f.sweeps,
                   "KEY=V1,V2: run the grid of every combination; keys: "
                   "thresholds (3600 or 3250:7200), knob, arrival-scale, "
-                  "placement, pack-limit. Repeatable.");
+                  "placement, pack-limit, queue-order. Repeatable.");
   cmd->add_option("--threads", f.threads,
                   "Runs in parallel (default: one per core)");
   cmd->callback([flags, command_line, exit_code] {

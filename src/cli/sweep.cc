@@ -15,7 +15,8 @@ namespace {
 
 const std::set<std::string>& SweepKeys() {
   static const std::set<std::string> kKeys = {
-      "thresholds", "knob", "arrival-scale", "placement", "pack-limit"};
+      "thresholds", "knob", "arrival-scale", "placement", "pack-limit",
+      "queue-order"};
   return kKeys;
 }
 
@@ -30,6 +31,15 @@ absl::StatusOr<double> ParsePositive(const std::string& key,
 }
 
 }  // namespace
+
+absl::StatusOr<QueueOrder> ParseQueueOrderFlag(const std::string& text) {
+  absl::StatusOr<QueueOrder> order = ParseQueueOrder(text);
+  if (!order.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--queue-order: ", order.status().message()));
+  }
+  return order;
+}
 
 absl::StatusOr<double> ParseKnob(const std::string& text) {
   if (text == "inf" || text == "infinity") return INFINITY;
@@ -55,8 +65,8 @@ absl::StatusOr<std::vector<GridPoint>> ParseSweeps(
     if (!SweepKeys().contains(key)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "sweep \"", sweep, "\": unknown key \"", key,
-          "\"; expected thresholds, knob, arrival-scale, placement or "
-          "pack-limit"));
+          "\"; expected thresholds, knob, arrival-scale, placement, "
+          "pack-limit or queue-order"));
     }
     if (!seen.insert(key).second) {
       return absl::InvalidArgumentError(
@@ -85,6 +95,8 @@ absl::Status ApplySetting(const Setting& setting, SimConfig* config,
   if (key == "thresholds") {
     ASSIGN_OR_RETURN(config->scheduler.queues,
                      QueueConfig::Parse(absl::StrReplaceAll(value, {{":", ","}})));
+  } else if (key == "queue-order") {
+    ASSIGN_OR_RETURN(config->scheduler.queue_order, ParseQueueOrder(value));
   } else if (key == "knob") {
     ASSIGN_OR_RETURN(config->scheduler.promote_knob, ParseKnob(value));
   } else if (key == "arrival-scale") {

@@ -2,7 +2,8 @@
 // of every combination, each a set of (key, value) settings.
 //
 // Keys: thresholds (a value is one K: 3600, or 3250:7200 for K = 3),
-// knob (a number or inf), arrival-scale, placement, pack-limit.
+// knob (a number or inf), arrival-scale, placement, pack-limit,
+// queue-order (stable or start-time).
 #ifndef TIRESIAS_CLI_SWEEP_H_
 #define TIRESIAS_CLI_SWEEP_H_
 
@@ -31,6 +32,14 @@ absl::Status ApplySetting(const Setting& setting, SimConfig* config,
 // "inf" / "infinity" or a positive number (0 would promote a job the
 // instant it is preempted).
 absl::StatusOr<double> ParseKnob(const std::string& text);
+
+// --queue-order, as `simulate` and `master` take it: its help, and its value
+// parsed with the flag named in the error.
+inline constexpr const char* kQueueOrderHelp =
+    "Order within a Tiresias queue: stable (the original simulator's: a "
+    "running job keeps its place, no preemption within a queue) or "
+    "start-time (FIFO by first start, re-sorted every pass)";
+absl::StatusOr<QueueOrder> ParseQueueOrderFlag(const std::string& text);
 
 }  // namespace tiresias
 

@@ -9,6 +9,7 @@
 #define TIRESIAS_CORE_JOB_H_
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -97,6 +98,12 @@ class Job {
   // Waiting -> back to queue 0 with executed time and waiting time reset.
   void Promote(Seconds now);
   void set_queue(int queue) { queue_ = queue; }
+  // Its place in its queue's list under the scheduler's stable queue order
+  // (QueueOrder::kStable in sched/scheduler.h), lower first; NaN until the
+  // scheduler places it. Kept with the job so that a scheduler rebuilt from
+  // job records orders them as the one that made them.
+  double queue_position() const { return queue_position_; }
+  void set_queue_position(double position) { queue_position_ = position; }
 
  private:
   void StopRun(Seconds now);
@@ -110,6 +117,7 @@ class Job {
   Seconds executed_base_{0};
   Seconds total_executed_base_{0};
   int queue_ = 0;
+  double queue_position_ = std::numeric_limits<double>::quiet_NaN();
   int preemptions_ = 0;
   int promotions_ = 0;
   std::vector<GpuId> gpus_;

@@ -109,6 +109,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> MasterState::MakeScheduler() const {
   SchedulerOptions sched_options;
   sched_options.queues = options_.queues;
   sched_options.promote_knob = options_.promote_knob;
+  sched_options.queue_order = options_.queue_order;
   return std::make_unique<Scheduler>(std::move(policy), std::move(placer),
                                      sched_options);
 }

@@ -142,6 +142,7 @@ struct MasterOptions {
   QueueConfig queues = QueueConfig::PaperDefault();
   // PROMOTEKNOB; infinity turns it off.
   double promote_knob = std::numeric_limits<double>::infinity();
+  QueueOrder queue_order = QueueOrder::kStable;
   // An agent silent this long is declared lost (its jobs preempted, its
   // GPUs given to others); also how long running jobs wait to be re-adopted
   // after a master restart. It bounds the agents' leases: lease = node

@@ -13,6 +13,7 @@ std::unique_ptr<Policy> NewTiresiasLas(const PolicyOptions& options);
 std::unique_ptr<Policy> NewTiresiasGittins(const PolicyOptions& options);
 std::unique_ptr<Policy> NewYarnCs(const PolicyOptions& options);
 std::unique_ptr<Policy> NewFifo(const PolicyOptions& options);
+std::unique_ptr<Policy> NewBestEffort(const PolicyOptions& options);
 std::unique_ptr<Policy> NewSmallestFirst(const PolicyOptions& options);
 std::unique_ptr<Policy> NewSjf(const PolicyOptions& options);
 std::unique_ptr<Policy> NewSrtf(const PolicyOptions& options);

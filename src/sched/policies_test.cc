@@ -48,8 +48,49 @@ TEST(FifoTest, SkipsJobsThatDoNotFit) {
   EXPECT_THAT(Started(h.At(12)), ElementsAre(2));
 }
 
+// 2 servers x 4 GPUs. J1 and J2 (3 GPUs each) fill 3 of each server. J3
+// (2 GPUs) arrives: one GPU is free on each server. Best-effort starts it
+// across both at once; fifo and yarn-cs, which consolidate, wait for a
+// server with two free GPUs (J1 ends at 50).
+TEST(BestEffortTest, StartsAsSoonAsEnoughGpusAreFreeAnywhere) {
+  for (const char* name : {"best-effort", "fifo", "yarn-cs"}) {
+    HarnessOptions o = Policy(name);
+    o.placement = (*MakePolicy(name, {}))->traits().default_placement;
+    Harness h(Topology::Uniform(1, 2, 4), o);
+    h.Submit(1, 3, 0);
+    h.Submit(2, 3, 1);
+    EXPECT_THAT(Started(h.At(1)), ElementsAre(1, 2)) << name;
+    h.Submit(3, 2, 5);
+    if (std::string_view(name) == "best-effort") {
+      EXPECT_THAT(Started(h.At(5)), ElementsAre(3));
+      EXPECT_THAT(h.job(3).gpus(), ElementsAre(3, 7));
+    } else {
+      EXPECT_TRUE(h.At(5).empty()) << name;
+      h.Finish(1, 50);
+      EXPECT_THAT(Started(h.At(50)), ElementsAre(3)) << name;
+    }
+  }
+}
+
+// FIFO order without head-of-line blocking: J2 (4 GPUs) cannot start while
+// J1 runs, and J3 (1 GPU), behind it, starts at once; J2 starts when both
+// are done.
+TEST(BestEffortTest, AJobThatCannotStartDoesNotBlockThoseBehind) {
+  HarnessOptions o = Policy("best-effort");
+  o.placement = "pack";
+  Harness h(Topology::Uniform(1, 2, 2), o);
+  h.Submit(1, 2, 0);
+  h.Submit(2, 4, 1);
+  h.Submit(3, 1, 2);
+  EXPECT_THAT(Started(h.At(2)), ElementsAre(1, 3));
+  h.Finish(1, 10);
+  EXPECT_TRUE(h.At(10).empty());
+  h.Finish(3, 12);
+  EXPECT_THAT(Started(h.At(12)), ElementsAre(2));
+}
+
 TEST(NonPreemptiveTest, NeverPreempts) {
-  for (const char* name : {"yarn-cs", "fifo", "sjf"}) {
+  for (const char* name : {"yarn-cs", "fifo", "best-effort", "sjf"}) {
     Harness h(Topology::Uniform(1, 1, 1), Policy(name));
     h.Submit(1, 1, 0, 1000);
     h.At(0);
@@ -221,7 +262,8 @@ TEST(TiresiasGTest, RekeysWaitingJobsWhenDistributionArrives) {
 TEST(RegistryTest, KnowsEveryPolicyAndRejectsOthers) {
   EXPECT_THAT(PolicyNames(),
               ElementsAre("tiresias-l", "tiresias-g", "yarn-cs", "fifo",
-                          "smallest-first", "sjf", "srtf", "srsf", "las"));
+                          "best-effort", "smallest-first", "sjf", "srtf",
+                          "srsf", "las"));
   for (const std::string& name : PolicyNames()) {
     auto p = MakePolicy(name, {});
     ASSERT_TRUE(p.ok()) << name;
@@ -230,11 +272,14 @@ TEST(RegistryTest, KnowsEveryPolicyAndRejectsOthers) {
   auto bad = MakePolicy("lifo", {});
   EXPECT_EQ(bad.status().message(),
             "unknown policy \"lifo\"; expected one of tiresias-l, tiresias-g, "
-            "yarn-cs, fifo, smallest-first, sjf, srtf, srsf, las");
+            "yarn-cs, fifo, best-effort, smallest-first, sjf, srtf, srsf, "
+            "las");
   EXPECT_EQ((*MakePolicy("tiresias-l", {}))->traits().default_placement,
             "profiled");
   EXPECT_EQ((*MakePolicy("yarn-cs", {}))->traits().default_placement,
             "consolidate");
+  EXPECT_EQ((*MakePolicy("best-effort", {}))->traits().default_placement,
+            "pack");
 }
 
 }  // namespace

@@ -35,8 +35,8 @@ struct PolicyTraits {
   bool head_of_line_blocking = false;
   // Uses the K queues: demotion on crossing a queue bound, PROMOTEKNOB.
   bool multi_level_queues = false;
-  // Keys of running jobs change as they run (las, srtf, srsf, tiresias-g);
-  // see Policy::DriftSlope.
+  // Keys of running jobs change as they run (las, srtf, srsf, tiresias-g
+  // under QueueOrder::kStartTime); see Policy::DriftSlope.
   bool keys_drift_while_running = false;
   // Reads JobSpec::duration (oracle baselines); jobs without one are refused.
   bool needs_duration = false;
@@ -67,6 +67,10 @@ class Policy {
   // +GPUs), fixed for the run; 0 if the key is constant; NaN if it changes
   // any other way (the scheduler then recomputes it before every pass).
   virtual double DriftSlope(const Job& running_job) const { return 0; }
+  // QueueOrder::kStable (multi-level-queue policies): the order of a
+  // queue's waiting jobs, lower first; ties keep the queue's list order.
+  // Running jobs keep their place whatever this says.
+  virtual double WaitingRank(const Job& job, Seconds now) const { return 0; }
   // Tells the policy `job` finished. Returns true when every key may have
   // changed (the scheduler then recomputes them all).
   virtual bool LearnFinished(const Job& job, Seconds now) { return false; }
@@ -78,8 +82,8 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(std::string_view name,
 // Every registered name, in the order they are documented.
 std::vector<std::string> PolicyNames();
 
-// Shared by tiresias-l and tiresias-g: FIFO by first start, then jobs that
-// never ran by submit time.
+// Shared by tiresias-l and tiresias-g under QueueOrder::kStartTime: FIFO by
+// first start, then jobs that never ran by submit time.
 inline double StartOrderClass(const Job& job) { return job.first_start() ? 0 : 1; }
 inline double StartOrderTime(const Job& job) {
   return job.first_start() ? job.first_start()->count()

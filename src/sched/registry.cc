@@ -16,6 +16,7 @@ constexpr Entry kPolicies[] = {
     {"tiresias-g", NewTiresiasGittins},
     {"yarn-cs", NewYarnCs},
     {"fifo", NewFifo},
+    {"best-effort", NewBestEffort},
     {"smallest-first", NewSmallestFirst},
     {"sjf", NewSjf},
     {"srtf", NewSrtf},

@@ -7,13 +7,32 @@
 #include "absl/strings/str_cat.h"
 
 namespace tiresias {
+namespace {
+// Rounding between instants computed two ways (seconds).
+constexpr double kTimeSlack = 1e-6;
+}  // namespace
+
+absl::StatusOr<QueueOrder> ParseQueueOrder(std::string_view text) {
+  if (text == "stable") return QueueOrder::kStable;
+  if (text == "start-time") return QueueOrder::kStartTime;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "queue order \"", std::string(text),
+      "\": expected stable or start-time"));
+}
+
+std::string_view QueueOrderName(QueueOrder order) {
+  return order == QueueOrder::kStable ? "stable" : "start-time";
+}
 
 Scheduler::Scheduler(std::unique_ptr<Policy> policy,
                      std::unique_ptr<Placer> placer, SchedulerOptions options)
     : policy_(std::move(policy)),
       placer_(std::move(placer)),
       options_(std::move(options)),
-      rng_(options_.seed) {}
+      rng_(options_.seed) {
+  stable_ = options_.queue_order == QueueOrder::kStable &&
+            policy_->traits().multi_level_queues;
+}
 
 absl::Status Scheduler::Submit(JobSpec spec, Seconds now) {
   return Admit(Job(std::move(spec)), now);
@@ -43,7 +62,18 @@ absl::Status Scheduler::Admit(Job job, Seconds now) {
   index_of_[spec.id] = index;
   jobs_.push_back(std::move(job));
   slots_.emplace_back();
+  slots_.back().scheme = placer_->SchemeFor(jobs_.back());
   if (!jobs_[index].finished()) {
+    const Tier tier =
+        jobs_[index].running() ? Tier::kRunning : Tier::kWaiting;
+    const double position = jobs_[index].queue_position();
+    if (std::isnan(position)) {
+      Join(index, tier);  // at the back, in the order jobs come
+    } else {
+      slots_[index].tier = tier;  // where the scheduler that made it put it
+      back_pos_ = std::max(back_pos_, position);
+      front_pos_ = std::min(front_pos_, position);
+    }
     Enqueue(index, now);
     ScheduleWakeups(index, now);
     dirty_ = true;
@@ -66,9 +96,24 @@ Scheduler::RunningGroup& Scheduler::GroupFor(double slope) {
   return running_groups_.back();
 }
 
+void Scheduler::Join(uint32_t index, Tier tier, bool front) {
+  slots_[index].tier = tier;
+  jobs_[index].set_queue_position(front ? --front_pos_ : ++back_pos_);
+}
+
 PriorityKey Scheduler::StoredKey(uint32_t index, Seconds now,
                                  double* slope) const {
   const Job& job = jobs_[index];
+  if (stable_) {
+    // Fixed while the job runs: nothing drifts.
+    *slope = 0;
+    const Slot& slot = slots_[index];
+    const double rank =
+        slot.tier == Tier::kWaiting ? policy_->WaitingRank(job, now) : 0;
+    return PriorityKey{static_cast<double>(job.queue()),
+                       static_cast<double>(slot.tier), rank,
+                       job.queue_position(), job.id()};
+  }
   *slope = job.running() ? policy_->DriftSlope(job) : 0;
   if (!std::isfinite(*slope) || *slope == 0) return policy_->Key(job, now);
   // Normalized from the run's start, not from `now`, so the stored key is
@@ -129,10 +174,16 @@ void Scheduler::Rekey(uint32_t index, Seconds now) {
 void Scheduler::ClearWakeups(uint32_t index) {
   Slot& slot = slots_[index];
   if (std::isfinite(slot.demote_at)) demotions_.erase({slot.demote_at, index});
+  if (std::isfinite(slot.jump_at)) {
+    auto group = original_jumps_.find(jobs_[index].num_gpus());
+    group->second.erase({slot.jump_at, index});
+    if (group->second.empty()) original_jumps_.erase(group);
+  }
   if (std::isfinite(slot.promote_at)) {
     promotions_.erase({slot.promote_at, index});
   }
-  slot.demote_at = slot.promote_at = std::numeric_limits<double>::infinity();
+  slot.demote_at = slot.promote_at = slot.jump_at =
+      std::numeric_limits<double>::infinity();
 }
 
 void Scheduler::ScheduleWakeups(uint32_t index, Seconds now) {
@@ -147,6 +198,10 @@ void Scheduler::ScheduleWakeups(uint32_t index, Seconds now) {
       slot.demote_at =
           now.count() + (bound - job.AttainedGpuSeconds(now)) / job.num_gpus();
       demotions_.insert({slot.demote_at, index});
+      if (options_.original_demotion_timing) {
+        slot.jump_at = now.count() + (bound - job.Executed(now).count());
+        original_jumps_[job.num_gpus()].insert({slot.jump_at, index});
+      }
     }
   } else if (job.waiting() && std::isfinite(options_.promote_knob) &&
              job.queue() > 0 && job.Executed(now).count() > 0) {
@@ -156,33 +211,58 @@ void Scheduler::ScheduleWakeups(uint32_t index, Seconds now) {
   }
 }
 
+void Scheduler::Demote(uint32_t index, int queue, Seconds now,
+                       std::vector<JobId>* requeued) {
+  Job& job = jobs_[index];
+  Dequeue(index);
+  job.set_queue(queue);
+  Join(index, Tier::kJoined);  // the tail of its new queue
+  Enqueue(index, now);
+  ScheduleWakeups(index, now);
+  requeued->push_back(job.id());
+}
+
 void Scheduler::ProcessWakeups(Seconds now, std::vector<JobId>* requeued) {
+  if (options_.original_demotion_timing) {
+    // Every job past its bound goes one queue down, in submit order; one
+    // still past the next bound goes on at the next pass.
+    std::vector<uint32_t>& due = scratch_indices_;
+    due.clear();
+    for (auto it = demotions_.begin();
+         it != demotions_.end() && it->first <= now.count() + kTimeSlack;
+         ++it) {
+      due.push_back(it->second);
+    }
+    std::sort(due.begin(), due.end());
+    for (uint32_t index : due) {
+      dirty_ = true;
+      Demote(index, jobs_[index].queue() + 1, now, requeued);
+    }
+  }
   while (true) {
-    const bool demotion_due =
-        !demotions_.empty() && demotions_.begin()->first <= now.count();
+    const bool demotion_due = !options_.original_demotion_timing &&
+                              !demotions_.empty() &&
+                              demotions_.begin()->first <= now.count();
     const bool promotion_due =
         !promotions_.empty() && promotions_.begin()->first <= now.count();
     if (!demotion_due && !promotion_due) return;
     dirty_ = true;
     if (demotion_due) {
       const uint32_t index = demotions_.begin()->second;
-      Job& job = jobs_[index];
+      const Job& job = jobs_[index];
       // At least one queue down, even if rounding leaves the attained service
       // a hair under the bound at the computed instant.
       const int queue = std::min(
           options_.queues.num_queues() - 1,
           std::max(job.queue() + 1,
                    options_.queues.QueueFor(job.AttainedGpuSeconds(now))));
-      Dequeue(index);
-      job.set_queue(queue);
-      Enqueue(index, now);
-      ScheduleWakeups(index, now);
-      requeued->push_back(job.id());
+      Demote(index, queue, now, requeued);
     } else {
       const uint32_t index = promotions_.begin()->second;
       requeued->push_back(jobs_[index].id());
       Dequeue(index);
       jobs_[index].Promote(now);
+      Join(index, Tier::kWaiting);  // the tail of queue 0
       Enqueue(index, now);
       ScheduleWakeups(index, now);
     }
@@ -191,7 +271,24 @@ void Scheduler::ProcessWakeups(Seconds now, std::vector<JobId>* requeued) {
 
 Seconds Scheduler::NextWakeup() const {
   double next = std::numeric_limits<double>::infinity();
-  if (!demotions_.empty()) next = demotions_.begin()->first;
+  if (options_.original_demotion_timing) {
+    // The original's next pass: per job, (bound - executed seconds) / GPUs
+    // after the last pass, rounded down; the earliest per GPU count is its
+    // job with the earliest `jump_at`. Rounding down may bring it before
+    // the true crossing: the pass then demotes no one, as in the original.
+    // If it rounds to the last pass itself: a job past its bound (one queue
+    // down at that pass and past the next bound too) goes on at once; one
+    // not yet past it (tiny bounds only) at the true crossing.
+    const double t = last_schedule_;
+    for (const auto& [gpus, jumps] : original_jumps_) {
+      const auto& [jump_at, index] = *jumps.begin();
+      double at = t + std::floor((jump_at - t) / gpus + kTimeSlack);
+      if (at <= t) at = std::max(t, slots_[index].demote_at);
+      next = std::min(next, at);
+    }
+  } else if (!demotions_.empty()) {
+    next = demotions_.begin()->first;
+  }
   if (!promotions_.empty()) next = std::min(next, promotions_.begin()->first);
   return Seconds{next};
 }
@@ -251,13 +348,14 @@ int Scheduler::MinWaitingGpus() const {
 
 Decisions Scheduler::Schedule(Seconds now, Cluster& cluster) {
   Decisions decisions;
+  last_schedule_ = now.count();
   ProcessWakeups(now, &decisions.requeued);
   if (!dirty_) return decisions;
   dirty_ = false;
   ++pass_;
   const PolicyTraits& traits = policy_->traits();
   // With nothing waiting, every running job keeps running whatever its key.
-  if (traits.keys_drift_while_running && !waiting_.empty()) {
+  if (traits.keys_drift_while_running && !stable_ && !waiting_.empty()) {
     RefreshRunningKeys(now);
   }
   if (traits.preemptive) {
@@ -265,7 +363,29 @@ Decisions Scheduler::Schedule(Seconds now, Cluster& cluster) {
   } else {
     FillFreeGpus(now, cluster, traits.head_of_line_blocking, &decisions);
   }
+  if (stable_) Settle(now, decisions);
   return decisions;
+}
+
+void Scheduler::Settle(Seconds now, const Decisions& decisions) {
+  // Started jobs already joined the running tier at commit, in walk order.
+  // Demoted jobs still running follow them: they were behind the queue's
+  // waiting jobs, which are the ones that started.
+  std::vector<uint32_t>& joined = scratch_indices_;
+  joined.clear();
+  for (JobId id : decisions.requeued) {
+    const uint32_t index = index_of_.at(id);
+    if (slots_[index].tier == Tier::kJoined && jobs_[index].running()) {
+      joined.push_back(index);
+    }
+  }
+  std::sort(joined.begin(), joined.end(), [&](uint32_t a, uint32_t b) {
+    return slots_[a].key < slots_[b].key;
+  });
+  for (uint32_t index : joined) {
+    Join(index, Tier::kRunning);
+    Rekey(index, now);
+  }
 }
 
 void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
@@ -285,18 +405,50 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
   // keeps its GPUs (it always fits: capacity still counts them). A waiting
   // job that fits by count is placed, displacing the lowest-priority running
   // jobs if it must. The walk ends when no waiting job could fit any more.
-  while (w != waiting_.end() && capacity >= min_waiting) {
+  // Jobs displaced during the walk wait from their new place in the order
+  // (scratch_displaced_), so one that fits elsewhere moves in this pass
+  // instead of waiting for the next event.
+  scratch_displaced_.clear();
+  min_waiting_ = min_waiting;
+  while ((w != waiting_.end() || !scratch_displaced_.empty()) &&
+         capacity >= min_waiting_) {
+    const bool from_displaced =
+        !scratch_displaced_.empty() &&
+        (w == waiting_.end() || *scratch_displaced_.begin() < *w);
+    const Entry next = from_displaced ? *scratch_displaced_.begin() : *w;
     Entry running{};
     Cursor* cursor = NextRunning(now, &running);
-    if (cursor && running < *w) {
+    if (cursor && running < next) {
       capacity -= running.gpus;
       Keep(jobs_[running.index].gpus(), cluster);
       ++cursor->it;
       continue;
     }
-    const Entry entry = *w++;
-    if (entry.gpus <= capacity && PlaceInWalk(entry.index, now, cluster)) {
-      capacity -= entry.gpus;
+    if (from_displaced) {
+      scratch_displaced_.erase(scratch_displaced_.begin());
+    } else {
+      ++w;
+    }
+    if (next.gpus <= capacity && PlaceInWalk(next.index, now, cluster)) {
+      capacity -= next.gpus;
+    }
+  }
+  if (stable_) {
+    // The preempted go to the waiting tier in list order: those that had
+    // kept their place ahead of every waiting job, those demoted into the
+    // queue behind them.
+    std::sort(scratch_preempt_.begin(), scratch_preempt_.end(),
+              [&](uint32_t a, uint32_t b) {
+                return slots_[a].key < slots_[b].key;
+              });
+    for (auto it = scratch_preempt_.rbegin(); it != scratch_preempt_.rend();
+         ++it) {
+      if (slots_[*it].tier == Tier::kRunning) {
+        Join(*it, Tier::kWaiting, /*front=*/true);
+      }
+    }
+    for (uint32_t index : scratch_preempt_) {
+      if (slots_[index].tier == Tier::kJoined) Join(index, Tier::kWaiting);
     }
   }
   for (uint32_t index : scratch_preempt_) Preempt(index, now, decisions);
@@ -371,12 +523,17 @@ void Scheduler::Keep(const std::vector<GpuId>& gpus, const Cluster& cluster) {
   for (GpuId g : gpus) ++scratch_kept_[cluster.topology().ServerOf(g)];
 }
 
+namespace {
+// Marks a job set aside that turned out not to be needed.
+constexpr uint32_t kKeptMarker = std::numeric_limits<uint32_t>::max();
+}  // namespace
+
 bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
   const Job& job = jobs_[index];
   // Within a pass, a job behind another that could not be placed even
   // with every running job behind it set aside, under the same scheme and
   // needing at least as many GPUs, cannot be placed either.
-  const std::string_view scheme = placer_->SchemeFor(job);
+  const std::string_view scheme = slots_[index].scheme;
   for (const auto& [failed_scheme, gpus] : scratch_unplaceable_) {
     if (failed_scheme == scheme && job.num_gpus() >= gpus) return false;
   }
@@ -433,6 +590,34 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     }
     return unplaceable();
   }
+  // The last one set aside was needed; of the others, keep every one the
+  // job can do without, highest priority first (as the original
+  // simulator's pass keeps each job that still fits, in order). Those kept
+  // leave the list; the rest are preempted below if the job took their GPUs.
+  if (released.size() > 1) {
+    cluster.Release(job.id(), scratch_gpus_);
+    size_t kept = 0;
+    for (size_t i = released.size() - 1; i-- > 0;) {
+      const Job& other = jobs_[released[i]];
+      absl::Status back = cluster.Allocate(other.id(), other.gpus());
+      assert(back.ok());
+      (void)back;
+      if (cluster.free_gpus() >= job.num_gpus() && place()) {
+        cluster.Release(job.id(), scratch_gpus_);
+        released[i] = kKeptMarker;
+        ++kept;
+      } else {
+        cluster.Release(other.id(), other.gpus());
+      }
+    }
+    if (kept > 0) {
+      released.erase(std::remove(released.begin(), released.end(),
+                                 kKeptMarker),
+                     released.end());
+    }
+    placed = place();
+    assert(placed);
+  }
   Keep(scratch_gpus_, cluster);
   pending_starts_.push_back({index, scratch_gpus_});
   for (uint32_t r : released) {
@@ -446,9 +631,28 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     } else {
       slots_[r].displaced_in_pass = pass_;
       scratch_preempt_.push_back(r);
+      scratch_displaced_.insert(DisplacedEntry(r, now));
+      min_waiting_ = std::min(min_waiting_, other.num_gpus());
     }
   }
   return placed;
+}
+
+Scheduler::Entry Scheduler::DisplacedEntry(uint32_t index, Seconds now) const {
+  const Job& job = jobs_[index];
+  if (!stable_) {
+    // The key it will have waiting: a waiting job's key at `now` is the
+    // running one's read at `now` (its service stops growing from here).
+    return Entry{policy_->Key(job, now), index, job.num_gpus()};
+  }
+  // Behind every job of its queue the walk has yet to reach: as after this
+  // pass, when its queue's list holds the running jobs (those still to
+  // start included) ahead of it. In list order among themselves.
+  constexpr double kAfterTheQueue = 3;  // beyond Tier::kJoined
+  return Entry{PriorityKey{static_cast<double>(job.queue()), kAfterTheQueue,
+                           policy_->WaitingRank(job, now), job.queue_position(),
+                           job.id()},
+               index, job.num_gpus()};
 }
 
 void Scheduler::FillFreeGpus(Seconds now, Cluster& cluster,
@@ -486,6 +690,8 @@ void Scheduler::CommitStart(uint32_t index, Seconds now,
   Dequeue(index);
   const bool resumed = job.first_start().has_value();
   job.Start(now, std::move(gpus));
+  // Behind the queue's running jobs; commits come in walk order.
+  if (stable_) Join(index, Tier::kRunning);
   Enqueue(index, now);
   ScheduleWakeups(index, now);
   decisions->started.push_back(StartDecision{job.id(), job.gpus(), resumed});
@@ -532,7 +738,17 @@ absl::Status Scheduler::Replace(const Job& job, Seconds now) {
   }
   Dequeue(index);
   ClearWakeups(index);
+  const bool was_running = jobs_[index].running();
+  const double position = jobs_[index].queue_position();
   jobs_[index] = job;
+  // Keeps its place unless the correction changed whether it runs.
+  if (std::isnan(job.queue_position())) {
+    jobs_[index].set_queue_position(position);
+  }
+  slots_[index].scheme = placer_->SchemeFor(job);
+  if (stable_ && was_running != job.running()) {
+    Join(index, job.running() ? Tier::kRunning : Tier::kWaiting);
+  }
   Enqueue(index, now);
   ScheduleWakeups(index, now);
   dirty_ = true;

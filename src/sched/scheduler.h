@@ -30,11 +30,13 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/cluster.h"
 #include "core/job.h"
 #include "core/placer.h"
@@ -44,8 +46,41 @@
 
 namespace tiresias {
 
+// How jobs are ordered inside one of the K queues (multi-level-queue
+// policies only: tiresias-l, tiresias-g).
+enum class QueueOrder {
+  // The released Tiresias simulator's (run_sim.py, dlas_sim_jobs): a queue
+  // is a list. A job joins its tail when it arrives, is demoted or is
+  // promoted; after each pass the queue's waiting jobs move behind its
+  // running ones, those just preempted first. So a running job keeps its
+  // place and is never preempted by a peer of its own queue; the queue's
+  // waiting jobs take what its running jobs leave, in list order
+  // (tiresias-g: by Gittins index, then list order). Preemption comes from
+  // a higher queue, or from the queue a job was just demoted into.
+  kStable,
+  // The paper's prose read literally: within a queue, FIFO by first start,
+  // re-sorted every pass, so a waiting job that first started earlier
+  // preempts a running peer (tiresias-g: its index, which changes while
+  // jobs run, re-sorts running jobs too).
+  kStartTime,
+};
+// "stable" or "start-time".
+absl::StatusOr<QueueOrder> ParseQueueOrder(std::string_view text);
+std::string_view QueueOrderName(QueueOrder order);
+
 struct SchedulerOptions {
   QueueConfig queues = QueueConfig::PaperDefault();
+  QueueOrder queue_order = QueueOrder::kStable;
+  // The released Tiresias simulator's demotion timing (run_sim.py,
+  // dlas_sim_jobs), for `simulate --original-simulator`. A job whose
+  // attained service crosses its queue's bound is demoted at the first pass
+  // at or after that instant, one queue per pass, several in submit order;
+  // and the scheduler asks for a pass when the original would: after each
+  // pass, at (bound - executed seconds) / GPUs seconds later, rounded down.
+  // That subtracts seconds from GPU-seconds, so for a multi-GPU job the
+  // pass comes late and the demotion waits for another event. Off: a job is
+  // demoted at the exact instant it crosses.
+  bool original_demotion_timing = false;
   // PROMOTEKNOB: a waiting job whose wait since it last ran reaches
   // knob x its executed time goes back to queue 0, its executed time reset.
   // Infinity turns it off.
@@ -120,6 +155,16 @@ class Scheduler {
   using Wakeup = std::pair<double, uint32_t>;  // (instant seconds, index)
 
   absl::Status Admit(Job job, Seconds now);
+  // QueueOrder::kStable. A queue's list is ordered by (tier, pos): the
+  // running jobs that kept their place, then the waiting ones, then the
+  // running ones demoted into it since the last pass; each tier by
+  // Job::queue_position.
+  enum class Tier : int8_t { kRunning = 0, kWaiting = 1, kJoined = 2 };
+  // Puts the job at the back (or front) of `tier`. The caller re-keys it.
+  void Join(uint32_t index, Tier tier, bool front = false);
+  // After a pass: the started jobs and the demoted jobs still running join
+  // the running tier, the preempted ones the waiting tier, in list order.
+  void Settle(Seconds now, const Decisions& decisions);
   // The key as stored: for a running job with a linear drift, k1 is
   // normalized to time 0 (k1 - slope x now) so its group's order holds.
   PriorityKey StoredKey(uint32_t index, Seconds now, double* slope) const;
@@ -130,6 +175,8 @@ class Scheduler {
   void ScheduleWakeups(uint32_t index, Seconds now);
   void ClearWakeups(uint32_t index);
   void ProcessWakeups(Seconds now, std::vector<JobId>* requeued);
+  void Demote(uint32_t index, int queue, Seconds now,
+              std::vector<JobId>* requeued);
   void RefreshRunningKeys(Seconds now);
   void RekeyAll(Seconds now);
 
@@ -156,6 +203,8 @@ class Scheduler {
                     Decisions* decisions);
   bool TryStart(uint32_t index, Seconds now, Cluster& cluster,
                 Decisions* decisions);
+  // The key a running job displaced during the walk waits with.
+  Entry DisplacedEntry(uint32_t index, Seconds now) const;
   // Marks a running job preempted; the caller has released its GPUs.
   void Preempt(uint32_t index, Seconds now, Decisions* decisions);
   int MinWaitingGpus() const;
@@ -163,6 +212,10 @@ class Scheduler {
   std::unique_ptr<Policy> policy_;
   std::unique_ptr<Placer> placer_;
   SchedulerOptions options_;
+  // QueueOrder::kStable applies (a multi-level-queue policy).
+  bool stable_ = false;
+  // The last queue positions given at the back and at the front.
+  double back_pos_ = 0, front_pos_ = 0;
   Rng rng_;
 
   std::vector<Job> jobs_;
@@ -170,8 +223,14 @@ class Scheduler {
     PriorityKey key;    // as stored (see StoredKey)
     double slope = 0;   // running: its group's drift slope
     double demote_at = std::numeric_limits<double>::infinity();
+    double jump_at = std::numeric_limits<double>::infinity();  // see above
     double promote_at = std::numeric_limits<double>::infinity();
     uint64_t displaced_in_pass = 0;  // pass in which it lost its GPUs
+    // QueueOrder::kStable: its tier in its queue's list; its place in the
+    // tier is Job::queue_position().
+    Tier tier = Tier::kWaiting;
+    // Placer::SchemeFor the job: fixed for a record, read by every walk.
+    std::string_view scheme;
   };
   std::vector<Slot> slots_;  // parallel to jobs_
   absl::flat_hash_map<JobId, uint32_t> index_of_;
@@ -190,6 +249,11 @@ class Scheduler {
   RunningGroup& GroupFor(double slope);
   std::map<int, int> waiting_by_gpus_;  // GPU count -> waiting jobs
   absl::btree_set<Wakeup> demotions_;
+  // original_demotion_timing: per GPU count, (instant its executed seconds
+  // would reach its queue's bound, index) of each running job in a bounded
+  // queue; the original's next pass is the least over these.
+  std::map<int, absl::btree_set<Wakeup>> original_jumps_;
+  double last_schedule_ = 0;  // the `now` of the last Schedule call
   absl::btree_set<Wakeup> promotions_;
   bool dirty_ = false;  // something changed since the last pass
   uint64_t pass_ = 0;   // passes run so far
@@ -204,6 +268,9 @@ class Scheduler {
   std::vector<Cursor> scratch_cursors_;
   std::vector<std::pair<uint32_t, std::vector<GpuId>>> pending_starts_;
   std::vector<uint32_t> scratch_released_;
+  // Running jobs displaced during this walk, by the key they wait with.
+  absl::btree_set<Entry> scratch_displaced_;
+  int min_waiting_ = 0;  // fewest GPUs a job still to be walked needs
   // Per server, GPUs the walk has given to jobs it keeps or starts (the
   // running jobs it passed, the waiting jobs it placed); the rest of a
   // server is free or held by running jobs it may still displace. Kept only

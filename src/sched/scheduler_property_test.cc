@@ -1,8 +1,11 @@
 // Properties of the scheduling core on seeded random workloads, for every
 // policy and placement scheme: no GPU is ever double-booked, every job
 // finishes, a job's executed time is the sum of its run intervals (and its
-// attained service W times that), and the incremental scheduler decides
-// exactly what a fresh one built from a snapshot of the same state decides.
+// attained service W times that), the incremental scheduler decides
+// exactly what a fresh one built from a snapshot of the same state decides,
+// and, under the stable queue order, a job is preempted only for a job of a
+// higher queue (or of the queue it was just demoted into), and a pass with
+// no arrival, completion or queue change decides nothing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -92,9 +95,12 @@ class Driver {
       std::optional<Decisions> expected;
       if (check_snapshot_ && !wakeup_due) expected = FromSnapshot(now);
       Decisions d = scheduler_.Schedule(Seconds{now}, cluster_);
+      last_ = Describe(d);
       if (expected) ExpectSameDecisions(*expected, d);
+      if (stable()) CheckStableOrder(d);
       Apply(d, now);
       CheckAllocation();
+      if (stable()) CheckQuietPassDecidesNothing(now);
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
@@ -115,6 +121,53 @@ class Driver {
   }
 
  private:
+  bool stable() const {
+    return options_.queue_order == QueueOrder::kStable &&
+           scheduler_.policy().traits().multi_level_queues;
+  }
+
+  // Every preempted job is behind a job started in the same pass: in a
+  // lower queue, or in the same queue only if it was demoted into it now.
+  void CheckStableOrder(const Decisions& d) {
+    int top_started = std::numeric_limits<int>::max();
+    for (const StartDecision& s : d.started) {
+      top_started = std::min(top_started, scheduler_.Find(s.job)->queue());
+    }
+    for (JobId id : d.preempted) {
+      const bool demoted_now =
+          std::find(d.requeued.begin(), d.requeued.end(), id) !=
+          d.requeued.end();
+      const int queue = scheduler_.Find(id)->queue();
+      EXPECT_TRUE(queue > top_started ||
+                  (demoted_now && queue == top_started))
+          << "job " << id << " (queue " << queue
+          << ") was preempted by a peer of its queue";
+    }
+  }
+
+  // A pass that only re-reads a running job's record (as the master does
+  // with agents' reports) starts and stops nothing, even under Tiresias-G,
+  // whose index changes as jobs run.
+  void CheckQuietPassDecidesNothing(double now) {
+    for (const Job& job : scheduler_.jobs()) {
+      if (!job.running()) continue;
+      ASSERT_TRUE(scheduler_.Replace(job, Seconds{now}).ok());
+      if (scheduler_.NextWakeup().count() <= now) return;
+      Decisions quiet = scheduler_.Schedule(Seconds{now}, cluster_);
+      EXPECT_TRUE(quiet.empty()) << "a pass with nothing new at " << now
+                                 << " started " << quiet.started.size()
+                                 << " and preempted " << quiet.preempted.size() << Describe(quiet) << " after" << last_;
+      return;
+    }
+  }
+
+  std::string Describe(const Decisions& d) {
+    std::string out;
+    for (auto& s : d.started) { const Job* j = scheduler_.Find(s.job); out += " S" + std::to_string(j->id()) + "/q" + std::to_string(j->queue()) + "/g" + std::to_string(j->num_gpus()) + "/p" + std::to_string(j->queue_position()); }
+    for (auto id : d.preempted) { const Job* j = scheduler_.Find(id); out += " P" + std::to_string(j->id()) + "/q" + std::to_string(j->queue()) + "/g" + std::to_string(j->num_gpus()) + "/p" + std::to_string(j->queue_position()); }
+    out += " free=" + std::to_string(cluster_.free_gpus());
+    return out;
+  }
   void Apply(const Decisions& d, double now) {
     for (JobId id : d.preempted) {
       Close(id, now);
@@ -172,6 +225,7 @@ class Driver {
   SchedulerOptions options_;
   bool check_snapshot_;
   std::map<JobId, double> finish_at_;
+  std::string last_;
   std::map<JobId, std::vector<RunInterval>> intervals_;
 };
 
@@ -179,6 +233,7 @@ struct Case {
   std::string policy;
   std::string placement;
   double knob;
+  QueueOrder order = QueueOrder::kStable;
 };
 
 class SchedulerPropertyTest : public ::testing::TestWithParam<Case> {};
@@ -191,6 +246,7 @@ TEST_P(SchedulerPropertyTest, ConservesWorkAndNeverDoubleBooks) {
     SchedulerOptions options;
     options.queues = *QueueConfig::Create({600, 3000});
     options.promote_knob = c.knob;
+    options.queue_order = c.order;
     options.seed = seed;
     // Snapshot equivalence needs the fresh scheduler to know all the state:
     // not Tiresias-G's learnt samples, not the random placer's stream.
@@ -212,6 +268,11 @@ std::vector<Case> AllCases() {
   }
   cases.push_back({"tiresias-l", "consolidate", 2.0});
   cases.push_back({"tiresias-g", "profiled", 2.0});
+  for (const char* policy : {"tiresias-l", "tiresias-g"}) {
+    cases.push_back({policy, "consolidate", INFINITY, QueueOrder::kStartTime});
+  }
+  cases.push_back(
+      {"tiresias-l", "consolidate", 2.0, QueueOrder::kStartTime});
   return cases;
 }
 
@@ -219,8 +280,10 @@ INSTANTIATE_TEST_SUITE_P(
     AllPoliciesAndSchemes, SchedulerPropertyTest,
     ::testing::ValuesIn(AllCases()),
     [](const ::testing::TestParamInfo<Case>& info) {
-      std::string name = info.param.policy + "_" + info.param.placement +
-                         (std::isinf(info.param.knob) ? "" : "_knob");
+      std::string name =
+          info.param.policy + "_" + info.param.placement +
+          (std::isinf(info.param.knob) ? "" : "_knob") +
+          (info.param.order == QueueOrder::kStable ? "" : "_start_time");
       std::replace(name.begin(), name.end(), '-', '_');
       return name;
     });

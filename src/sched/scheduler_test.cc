@@ -34,9 +34,10 @@ HarnessOptions TiresiasL(std::vector<double> thresholds,
 // are in Q1, where jobs that ran go first.
 // t=1800: A's attained service 2 x 1800 = 3600 reaches the bound: demoted;
 //   D (Q1) takes A's GPUs. E still waits (B, C, D fill the cluster).
-// t=3600: B, C (1 x 3600) and D (2 x 1800) reach the bound together. Q1 holds
-//   only E; Q2 in first-start order is A(0) B(0) C(0) D(1800). E (1) + A (2)
-//   + B (1) fill 4 GPUs: C and D are preempted.
+// t=3600: B, C (1 x 3600) and D (2 x 1800) reach the bound together and
+//   join the tail of Q2, behind A (waiting there since 1800). Q1 holds only
+//   E, which displaces the last of Q2's list, D; then A (2) displaces C.
+//   E (1) + A (2) + B (1) fill 4 GPUs: C and D are preempted.
 TEST(TiresiasLTest, DemotesAtThresholdOverGpusAndStartsNewcomer) {
   Harness h(Topology::Uniform(1, 1, 4), TiresiasL({3600}));
   h.Submit(1, 2, 0);  // A
@@ -91,11 +92,42 @@ TEST(TiresiasLTest, SkipsJobThatDoesNotFit) {
 // 4 GPUs, threshold 100 GPU-s. A (4 GPUs) is demoted at 25 and the four
 // 1-GPU jobs B..E (submitted at 1..4) take over; they would be demoted at
 // 25 + 100 = 125. With PROMOTEKNOB 2, A has waited 2 x its 25 s of executed
-// time at 25 + 50 = 75: it goes back to Q1 with its counters reset, ahead of
-// B..E (it started first), and preempts all four. Its new demotion is at
-// 75 + 100 / 4 = 100. Without the knob, A waits until 125.
+// time at 25 + 50 = 75: it goes back to Q1 with its counters reset. Under
+// the stable order it joins Q1's tail, behind the running B..E, so it waits
+// until they are demoted at 125; then it preempts all four (its new
+// demotion: 125 + 100 / 4 = 150).
 TEST(TiresiasLTest, PromoteKnobReturnsStarvedJobToFirstQueue) {
   Harness h(Topology::Uniform(1, 1, 4), TiresiasL({100}, 2.0));
+  h.Submit(1, 4, 0);
+  h.At(0);
+  for (int id = 2; id <= 5; ++id) h.Submit(id, 1, id - 1);
+  h.At(4);
+  Decisions d = h.At(25);
+  EXPECT_THAT(Preempted(d), ElementsAre(1));
+  EXPECT_EQ(h.next_wakeup(), 75.0);
+
+  d = h.At(75);
+  EXPECT_TRUE(d.empty());
+  EXPECT_THAT(d.requeued, ElementsAre(1));
+  const Job& a = h.job(1);
+  EXPECT_EQ(a.promotions(), 1);
+  EXPECT_EQ(a.queue(), 0);
+  EXPECT_DOUBLE_EQ(a.Executed(Seconds{75}).count(), 0.0);
+  EXPECT_EQ(h.next_wakeup(), 125.0);
+
+  d = h.At(125);
+  EXPECT_THAT(Preempted(d), ElementsAre(2, 3, 4, 5));
+  EXPECT_THAT(Started(d), ElementsAre(1));
+  EXPECT_EQ(h.next_wakeup(), 150.0);
+}
+
+// The same under the start-time order: at 75 A goes ahead of B..E (it
+// started first) and preempts all four at once. Its new demotion is at
+// 75 + 100 / 4 = 100.
+TEST(TiresiasLTest, PromoteKnobUnderStartTimeOrderPreemptsAtOnce) {
+  HarnessOptions options = TiresiasL({100}, 2.0);
+  options.scheduler.queue_order = QueueOrder::kStartTime;
+  Harness h(Topology::Uniform(1, 1, 4), options);
   h.Submit(1, 4, 0);
   h.At(0);
   for (int id = 2; id <= 5; ++id) h.Submit(id, 1, id - 1);
@@ -228,7 +260,9 @@ TEST(SchedulerTest, SkippedJobDoesNotHandVictimsToLowerPriority) {
 // order). A VGG16 job needing 8 GPUs arrives in Q1: it fits by count but
 // needs a whole server, so the lowest-priority Q2 jobs are set aside until
 // one server is free: 8, 7, 6, 5, all on s1. They are preempted; jobs 1-4
-// keep running, and a later 1-GPU job in Q1 takes a free GPU on s0.
+// keep running, and a later 1-GPU job in Q1 takes a free GPU on s0 (GPU 4).
+// The displaced jobs wait behind it, in their list order, and in the same
+// pass 5, 6 and 7 move to s0's three GPUs left; 8 waits.
 TEST(SchedulerTest, HigherQueueJobPreemptsToGetAWholeServer) {
   HarnessOptions o = TiresiasL({100});
   o.placement = "profiled";
@@ -241,10 +275,14 @@ TEST(SchedulerTest, HigherQueueJobPreemptsToGetAWholeServer) {
   h.Submit(101, 1, 21);
   Decisions d = h.At(21);
   EXPECT_THAT(Preempted(d), ElementsAre(5, 6, 7, 8));
-  EXPECT_THAT(Started(d), ElementsAre(100, 101));
+  EXPECT_THAT(Started(d), ElementsAre(5, 6, 7, 100, 101));
   EXPECT_THAT(h.job(100).gpus(),
               ElementsAre(8, 9, 10, 11, 12, 13, 14, 15));
-  for (int id = 1; id <= 4; ++id) EXPECT_TRUE(h.job(id).running()) << id;
+  EXPECT_THAT(h.job(101).gpus(), ElementsAre(4));
+  for (int id = 1; id <= 7; ++id) EXPECT_TRUE(h.job(id).running()) << id;
+  EXPECT_THAT(h.job(5).gpus(), ElementsAre(5));
+  EXPECT_THAT(h.job(7).gpus(), ElementsAre(7));
+  EXPECT_TRUE(h.job(8).waiting());
 }
 
 // A corrected record (the master moving a run's start to when the agent

@@ -1,10 +1,13 @@
 // Discretized 2D-Gittins index (Tiresias-G). Uses a job-size distribution.
 //
-// Same queues as Tiresias-L; within queue i (not the last), jobs are ordered
-// by the Gittins index with quantum D_i = queue i's upper bound, highest
-// first; in the last queue D is infinite and the index reduces to LAS:
-// least attained service first. Ties (and too few samples to trust the
-// distribution) fall back to Tiresias-L's order.
+// Same queues as Tiresias-L. The rank of a job in queue i (not the last) is
+// its Gittins index with quantum D_i = queue i's upper bound, highest first;
+// in the last queue D is infinite and the index reduces to LAS: least
+// attained service first. Under the stable queue order (the default; see
+// QueueOrder in scheduler.h) the rank orders only a queue's waiting jobs,
+// so an index that changes while jobs run never preempts a peer; under
+// start-time it orders every job of the queue. Ties (and too few samples
+// to trust the distribution) fall back to Tiresias-L's order.
 //
 // The distribution is the given samples and, when learning is on, the sizes
 // (GPU-seconds) of jobs as they finish, summarized as at most 2,000
@@ -41,14 +44,12 @@ class TiresiasGittins final : public Policy {
   }
 
   PriorityKey Key(const Job& job, Seconds now) const override {
-    const int q = job.queue();
-    double rank = 0;  // lower runs first
-    if (!tables_.empty()) {
-      const double attained = job.AttainedGpuSeconds(now);
-      rank = queues_.is_last(q) ? attained : -tables_[q].Lookup(attained);
-    }
-    return PriorityKey{static_cast<double>(q), rank, StartOrderClass(job),
-                       StartOrderTime(job), job.id()};
+    return PriorityKey{static_cast<double>(job.queue()), Rank(job, now),
+                       StartOrderClass(job), StartOrderTime(job), job.id()};
+  }
+
+  double WaitingRank(const Job& job, Seconds now) const override {
+    return Rank(job, now);
   }
 
   double DriftSlope(const Job& job) const override {
@@ -71,6 +72,16 @@ class TiresiasGittins final : public Policy {
   }
 
  private:
+  // Lower runs first: the index, highest first, in a bounded queue; the
+  // attained service in the last; 0 (Tiresias-L's order) without a usable
+  // distribution.
+  double Rank(const Job& job, Seconds now) const {
+    if (tables_.empty()) return 0;
+    const int q = job.queue();
+    const double attained = job.AttainedGpuSeconds(now);
+    return queues_.is_last(q) ? attained : -tables_[q].Lookup(attained);
+  }
+
   void Rebuild() {
     tables_.clear();
     built_with_ = samples_.size();

@@ -1,9 +1,12 @@
 // Discretized 2D-LAS (Tiresias-L). Needs no job knowledge.
 //
 // Jobs are ordered by queue (the scheduler demotes a job the instant its
-// attained service crosses its queue's bound), then by first start time, with
-// jobs that never ran after those that did, by submit time. A job that does
-// not fit is skipped so that smaller jobs behind it can run.
+// attained service crosses its queue's bound); within a queue, by the
+// scheduler's queue order (QueueOrder in scheduler.h): by default the
+// original simulator's list, where running jobs keep their place and waiting
+// ones follow in the order they joined; under start-time, by first start
+// time, with jobs that never ran after those that did, by submit time. A job
+// that does not fit is skipped so that smaller jobs behind it can run.
 #include "sched/policies.h"
 
 namespace tiresias {

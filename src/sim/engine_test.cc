@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <string_view>
 
 #include "sim/metrics.h"
 #include "trace/trace_reader.h"
@@ -98,7 +99,8 @@ TEST(EngineTest, SrtfHandComputed) {
 // One trace for every policy, worked out on paper. 2 GPUs, no overheads.
 // J1: 2 GPUs at 0 for 100 s; J2: 1 GPU at 10 for 20 s; J3: 1 GPU at 20 for
 // 50 s. Threshold 60 GPU-s.
-//  Non-preemptive (yarn-cs, fifo, sjf): J1 0-100; J2 100-120, J3 100-150.
+//  Non-preemptive (yarn-cs, fifo, best-effort, sjf): J1 0-100; J2 100-120,
+//    J3 100-150.
 //  srtf, srsf, smallest-first, las: J2 preempts J1 at 10 (shorter, smaller,
 //    less served); J3 joins it at 20; J1 needs both GPUs, so it waits until
 //    J3 ends at 70 and runs 70-160.
@@ -106,11 +108,15 @@ TEST(EngineTest, SrtfHandComputed) {
 //    30; J2 and J3 (Q1) start at 30; J2 ends at 50, J3 at 80; J1 resumes
 //    80-150 (70 s left).
 //  tiresias-g, samples {10,10,10,500,500}: in Q1 (D = 60) G(0) = 3/50 while
-//    G(a) = 0 for a >= 10 (nothing ends within 60 GPU-s). At 10 J2 outranks
-//    J1 (20 GPU-s served): J1 preempted. At 20 J3 (fresh) starts beside J2.
-//    At 30 J2 ends; J1 and J3 tie on index 0 and J1 started first: J3 is
-//    preempted after 10 s and J1 runs until demoted at 30 + (60-20)/2 = 50;
-//    then J3 (Q1) runs 50-90 and J1 finishes 90-160 (70 s left).
+//    G(a) = 0 for a >= 10 (nothing ends within 60 GPU-s). The index orders
+//    only Q1's waiting jobs; J1 runs and keeps its place, so the timeline
+//    is Tiresias-L's.
+//  tiresias-g under the start-time order, where the index orders running
+//    jobs too: at 10 J2 outranks J1 (20 GPU-s served): J1 preempted. At 20
+//    J3 (fresh) starts beside J2. At 30 J2 ends; J1 and J3 tie on index 0
+//    and J1 started first: J3 is preempted after 10 s and J1 runs until
+//    demoted at 30 + (60-20)/2 = 50; then J3 (Q1) runs 50-90 and J1
+//    finishes 90-160 (70 s left).
 TEST(EngineTest, EveryPolicyHandComputed) {
   std::vector<JobSpec> jobs = {Spec(1, 2, 0, 100), Spec(2, 1, 10, 20),
                                Spec(3, 1, 20, 50)};
@@ -120,14 +126,18 @@ TEST(EngineTest, EveryPolicyHandComputed) {
   };
   const Want wants[] = {
       {"yarn-cs", 100, 110, 130},       {"fifo", 100, 110, 130},
-      {"sjf", 100, 110, 130},           {"srtf", 160, 20, 50},
+      {"best-effort", 100, 110, 130},   {"sjf", 100, 110, 130},
+      {"srtf", 160, 20, 50},
       {"srsf", 160, 20, 50},            {"smallest-first", 160, 20, 50},
       {"las", 160, 20, 50},             {"tiresias-l", 150, 40, 60},
-      {"tiresias-g", 160, 20, 70},
+      {"tiresias-g", 150, 40, 60},      {"tiresias-g start-time", 160, 20, 70},
   };
-  ASSERT_EQ(std::size(wants), PolicyNames().size());
+  ASSERT_EQ(std::size(wants), PolicyNames().size() + 1);
   for (const Want& w : wants) {
-    SimConfig c = Config(w.policy, 60);
+    const std::string_view name = w.policy;
+    const bool start_time = name.ends_with(" start-time");
+    SimConfig c = Config(std::string(name.substr(0, name.find(' '))), 60);
+    if (start_time) c.scheduler.queue_order = QueueOrder::kStartTime;
     c.policy_options.gittins_samples = {10, 10, 10, 500, 500};
     c.policy_options.gittins_min_samples = 5;
     auto r = Simulate(jobs, Topology::Uniform(1, 1, 2), c);

@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "cli/admin_command.h"
 #include "cli/agent_command.h"
 #include "cli/cluster_commands.h"
+#include "cli/did_you_mean.h"
 #include "cli/simulate.h"
 
 #ifndef TIRESIAS_VERSION
@@ -40,6 +42,25 @@ void RefuseFlagsAsValues(CLI::App* app) {
   for (CLI::App* sub : app->get_subcommands({})) RefuseFlagsAsValues(sub);
 }
 
+// `tiresias jbos` would get only CLI11's "A subcommand is required": name
+// the word, and the command it looks like.
+bool RefuseUnknownCommand(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return false;
+  const std::string word = argv[1];
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->check_name(word)) return false;
+    names.push_back(sub->get_name());
+  }
+  const std::string nearest = tiresias::NearestName(word, names);
+  std::fprintf(stderr, "tiresias: unknown command \"%s\"%s\n", word.c_str(),
+               nearest.empty()
+                   ? ""
+                   : ("; did you mean \"" + nearest + "\"?").c_str());
+  std::fprintf(stderr, "Run with --help for the commands.\n");
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,6 +82,7 @@ int main(int argc, char** argv) {
   tiresias::AddAdminCommands(app, &exit_code);
   tiresias::AddWhoAmICommand(app, &exit_code);
   RefuseFlagsAsValues(&app);
+  if (RefuseUnknownCommand(app, argc, argv)) return 2;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

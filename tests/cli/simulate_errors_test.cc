@@ -159,5 +159,23 @@ TEST_F(SimulateOutFolderErrorsTest, UnwritableOutFolderIsAnErrorInASweep) {
   EXPECT_EQ(Lines(run.err).size(), 1u) << run.err;
 }
 
+// A mistyped command names the word and the command it looks like; exit 2
+// (a usage error), nothing on stdout.
+TEST_F(CliTest, MistypedCommandSuggestsTheNearestOne) {
+  const fs::path cwd = MakeDir("typo");
+  ProcessResult run = Tiresias({"simualte", "--trace", "x.csv"}, cwd);
+  EXPECT_EQ(run.exit_code, 2) << Describe(run);
+  EXPECT_EQ(run.out, "");
+  EXPECT_THAT(run.err, HasSubstr("unknown command \"simualte\"; did you mean "
+                                 "\"simulate\"?"));
+  run = Tiresias({"jbos"}, cwd);
+  EXPECT_EQ(run.exit_code, 2) << Describe(run);
+  EXPECT_THAT(run.err, HasSubstr("did you mean \"jobs\"?"));
+  run = Tiresias({"frobnicate"}, cwd);
+  EXPECT_EQ(run.exit_code, 2) << Describe(run);
+  EXPECT_THAT(run.err, HasSubstr("unknown command \"frobnicate\"\n"));
+}
+
+
 }  // namespace
 }  // namespace tiresias::cli_test

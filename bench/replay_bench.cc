@@ -122,10 +122,10 @@ Flags ParseFlags(int argc, char** argv) {
 }
 
 std::vector<std::string> PoliciesToRun(const std::string& list) {
-  if (list == "all") return PolicyNames();
+  if (list == "all") return SimulatorPolicyNames();
   std::vector<std::string> names = absl::StrSplit(list, ',');
   for (const std::string& name : names) {
-    absl::Status known = MakePolicy(name, {}).status();
+    absl::Status known = CheckSimulatorPolicy(name);
     if (!known.ok()) Fail(std::string(known.message()));
   }
   return names;

@@ -13,6 +13,7 @@
 #include "security/cert_dirs.h"
 #include "security/pem_files.h"
 #include "core/status_macros.h"
+#include "sched/policy.h"
 
 namespace tiresias {
 
@@ -20,6 +21,12 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
   MasterOptions o;
   o.state_dir = f.state_dir;
   o.policy = f.policy;
+  if (absl::Status known = MakePolicy(f.policy, {}).status(); !known.ok()) {
+    // Before the state is opened, so that the message is about the flag
+    // (a simulator-only baseline such as gandiva is refused here).
+    return absl::InvalidArgumentError(
+        absl::StrCat("--policy ", f.policy, ": ", known.message()));
+  }
   o.placement = f.placement;
   auto queues = QueueConfig::Parse(f.thresholds);
   if (!queues.ok()) {

@@ -113,9 +113,9 @@ absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
 
   std::vector<std::string> policies = absl::StrSplit(f.policies, ',');
   for (const std::string& p : policies) {
-    RETURN_IF_ERROR(MakePolicy(p, {}).status());
+    RETURN_IF_ERROR(CheckSimulatorPolicy(p));
   }
-  RETURN_IF_ERROR(MakePolicy(f.baseline, {}).status());
+  RETURN_IF_ERROR(CheckSimulatorPolicy(f.baseline));
   std::vector<JobSpec> excluded = RemoveUnfittable(&jobs, topology);
   AssignModels(&jobs, base.models, f.seed);
   return Inputs{std::move(jobs), std::move(topology), std::move(base),
@@ -346,7 +346,9 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
   CLI::App* cmd = app.add_subcommand(
       "simulate",
       "Replay a job trace under scheduling policies and compare them.\n"
-      "Policies: " + absl::StrJoin(PolicyNames(), ", ") +
+      "Policies: " + absl::StrJoin(SimulatorPolicyNames(), ", ") +
+          " (gandiva: the original Tiresias simulator's Gandiva, time "
+          "slicing on node sets; it ignores --placement)" +
           ".\nPlacements: " + absl::StrJoin(PlacerNames(), ", ") + ".");
   Flags& f = *flags;
   cmd->add_option("--trace", f.trace,

@@ -31,6 +31,13 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(
   for (const Entry& e : kPolicies) {
     if (e.name == name) return e.make(options);
   }
+  if (name == "gandiva") {  // src/sim/gandiva.h
+    return absl::InvalidArgumentError(
+        "policy \"gandiva\" is a simulator-only baseline: it oversubscribes "
+        "GPUs and time-slices jobs on them, which this scheduler (one job "
+        "per GPU) does not do; run it with `tiresias simulate --policy "
+        "gandiva`");
+  }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown policy \"", std::string(name), "\"; expected one of ",
                    absl::StrJoin(PolicyNames(), ", ")));

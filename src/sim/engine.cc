@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cluster.h"
 #include "core/status_macros.h"
+#include "sim/gandiva.h"
 
 namespace tiresias {
 namespace {
@@ -201,16 +202,7 @@ absl::StatusOr<SimResult> Simulate(const std::vector<JobSpec>& jobs,
                                    const Topology& topology,
                                    const SimConfig& config,
                                    const ProgressFn& progress) {
-  PolicyOptions policy_options = config.policy_options;
-  policy_options.queues = config.scheduler.queues;
-  ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy,
-                   MakePolicy(config.policy, policy_options));
-  const std::string placement =
-      config.placement.empty()
-          ? std::string(policy->traits().default_placement)
-          : config.placement;
-  ASSIGN_OR_RETURN(std::unique_ptr<Placer> placer,
-                   MakePlacer(placement, config.placement_options));
+  RETURN_IF_ERROR(CheckSimulatorPolicy(config.policy));
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (!jobs[i].duration || !(jobs[i].duration->count() >= 0)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -226,9 +218,34 @@ absl::StatusOr<SimResult> Simulate(const std::vector<JobSpec>& jobs,
       return absl::InvalidArgumentError("jobs must be sorted by submit time");
     }
   }
+  // Gandiva time-slices GPUs, which the Scheduler cannot: its own engine.
+  if (config.policy == kGandivaPolicy) {
+    return SimulateGandiva(jobs, topology, config, progress);
+  }
+  PolicyOptions policy_options = config.policy_options;
+  policy_options.queues = config.scheduler.queues;
+  ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy,
+                   MakePolicy(config.policy, policy_options));
+  const std::string placement =
+      config.placement.empty()
+          ? std::string(policy->traits().default_placement)
+          : config.placement;
+  ASSIGN_OR_RETURN(std::unique_ptr<Placer> placer,
+                   MakePlacer(placement, config.placement_options));
   Scheduler scheduler(std::move(policy), std::move(placer), config.scheduler);
   Engine engine(jobs, topology, config, std::move(scheduler), progress);
   return engine.Run();
+}
+
+std::vector<std::string> SimulatorPolicyNames() {
+  std::vector<std::string> names = PolicyNames();
+  names.emplace_back(kGandivaPolicy);
+  return names;
+}
+
+absl::Status CheckSimulatorPolicy(std::string_view name) {
+  if (name == kGandivaPolicy) return absl::OkStatus();
+  return MakePolicy(name, {}).status();
 }
 
 void AssignModels(std::vector<JobSpec>* jobs, const ModelTable& models,

@@ -19,6 +19,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -93,11 +94,20 @@ using ProgressFn = std::function<void(double sim_time, int64_t finished)>;
 
 // Replays `jobs` (sorted by submit time; every job must have a duration and
 // fit the cluster) on `topology`. Fails on a bad configuration (unknown
-// policy or placement) or a job the scheduler refuses.
+// policy or placement) or a job the scheduler refuses. Policy "gandiva"
+// runs on its own engine (gandiva.h), which ignores the placement and the
+// scheduler options.
 absl::StatusOr<SimResult> Simulate(const std::vector<JobSpec>& jobs,
                                    const Topology& topology,
                                    const SimConfig& config,
                                    const ProgressFn& progress = {});
+
+// Every policy the simulator runs: the scheduler's (PolicyNames()) and the
+// simulator-only baselines (gandiva).
+std::vector<std::string> SimulatorPolicyNames();
+// OK if the simulator runs `name`; else the registry's error, naming the
+// known policies.
+absl::Status CheckSimulatorPolicy(std::string_view name);
 
 // Gives every job without a model one drawn uniformly from `models` with a
 // generator seeded by `seed` (the Philly trace names none).

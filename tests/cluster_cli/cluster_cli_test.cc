@@ -217,6 +217,14 @@ TEST_F(ClusterCliTest, MasterRejectsBadFlags) {
                   "no-such-policy"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, StartsWith("tiresias: "));
+  // Gandiva time-slices GPUs, which only the simulator models: refused
+  // before any state is made, saying so.
+  r = RunProcess({TIRESIAS_BINARY, "master", "--listen", "127.0.0.1:0",
+                  "--state-dir", (dir_ / "gandiva").string(), "--policy",
+                  "gandiva", "--insecure"});
+  ExpectOneLineError(r, "--policy gandiva: policy \"gandiva\" is a "
+                        "simulator-only baseline");
+  EXPECT_FALSE(fs::exists(dir_ / "gandiva"));
 }
 
 // Reading logs from agents is tested with a real agent in

@@ -8,5 +8,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
 exec build/src/cli/tiresias simulate \
   --trace data/philly.csv --cluster 88x8 \
-  --policy tiresias-l,tiresias-g,yarn-cs,fifo,best-effort,srtf,srsf \
+  --policy tiresias-l,tiresias-g,yarn-cs,fifo,best-effort,gandiva,srtf,srsf \
   --out out/philly "$@"

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Agreement with the released Tiresias simulator (issue 10).
+
+Replays every case of tests/data/fidelity/reference.csv with
+`tiresias simulate --original-simulator --placement count` and compares our
+figures with the original's (recorded by scripts/run_original_sim.py; the
+original is not needed here). A row agrees when
+
+  average JCT   within 1%
+  p95 JCT       within 3%
+  makespan      within 1%
+  preemptions   within 10%, or within 5 when the reference is that small
+  job count     equal
+
+It prints ours vs the original's per row, names every row that does not
+agree, and fails if any does.
+
+  fidelity_test.py BUILD/src/cli/tiresias [REPO] [--policy P,...] [--trace T,...]
+
+--policy (or TIRESIAS_FIDELITY_POLICY) keeps the rows of these policies,
+ours or the original's names (tiresias-l or dlas-gpu; beware that fifo is
+both the original's name of yarn-cs and ours of its fjf); --trace (or
+TIRESIAS_FIDELITY_TRACE) these traces. For debugging one policy:
+  TIRESIAS_FIDELITY_POLICY=tiresias-l ctest -R fidelity --output-on-failure
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fidelity_data as fd  # noqa: E402
+
+TOLERANCE = {'avg_jct_s': 0.01, 'p95_jct_s': 0.03, 'makespan_s': 0.01,
+             'preemptions': 0.10}
+PREEMPTION_SLACK = 5  # absolute, for references with few preemptions
+METRICS = [('avg_jct_s', 'avg JCT'), ('p95_jct_s', 'p95 JCT'),
+           ('makespan_s', 'makespan'), ('preemptions', 'preempt')]
+
+
+def within(metric, ours, ref):
+    diff = abs(ours - ref)
+    if metric == 'preemptions' and diff <= PREEMPTION_SLACK:
+        return True
+    return diff <= TOLERANCE[metric] * abs(ref)
+
+
+def human(metric, v):
+    if metric == 'preemptions':
+        return '%d' % v
+    if v >= 86400:
+        return '%.2fd' % (v / 86400.0)
+    if v >= 3600:
+        return '%.2fh' % (v / 3600.0)
+    return '%.0fs' % v
+
+
+def ratio(ours, ref):
+    if ref == 0:
+        return '1.000' if ours == 0 else '  inf'
+    return '%.3f' % (ours / float(ref))
+
+
+def split_filter(arg, env):
+    text = arg if arg is not None else os.environ.get(env, '')
+    return {x.strip() for x in text.split(',') if x.strip()}
+
+
+def run_ours(binary, repo, trace, cluster, policies):
+    cmd = [binary, 'simulate', '--trace', trace, '--cluster', cluster,
+           '--original-simulator', '--placement', 'count',
+           '--gittins-samples', os.path.join(repo, fd.GITTINS_SAMPLES),
+           '--policy', ','.join(policies), '--json']
+    out = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError('%s\nexit %d: %s' % (' '.join(cmd), out.returncode,
+                                                out.stderr.strip()))
+    doc = json.loads(out.stdout)
+    return {p['name']: p for p in doc['policies']}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('binary')
+    p.add_argument('repo', nargs='?',
+                   default=os.path.dirname(os.path.dirname(os.path.dirname(
+                       os.path.abspath(__file__)))))
+    p.add_argument('--policy')
+    p.add_argument('--trace')
+    args = p.parse_args()
+    repo = os.path.abspath(args.repo)
+    binary = os.path.abspath(args.binary)
+    policies = split_filter(args.policy, 'TIRESIAS_FIDELITY_POLICY')
+    traces = split_filter(args.trace, 'TIRESIAS_FIDELITY_TRACE')
+    started = time.time()
+
+    rows = fd.read_commented_csv(os.path.join(repo, fd.REFERENCE_CSV))
+    recipes = {r['name']: r for r in
+               fd.read_commented_csv(os.path.join(repo, fd.TRACES_CSV))}
+    rows = [r for r in rows
+            if (not policies or r['policy'] in policies or
+                r['orig_policy'] in policies) and
+            (not traces or r['trace'] in traces)]
+    if not rows:
+        print('no reference rows match the filters')
+        return 1
+
+    failures, compared = [], 0
+    print('ours = tiresias simulate --original-simulator --placement count; '
+          'orig = released simulator (reference.csv); ratio = ours/orig')
+    head = '%-14s %-5s %-31s' % ('trace', 'gpus', 'orig -> ours')
+    for _, label in METRICS:
+        head += ' | %-25s' % ('%s ours/orig' % label)
+    print(head + ' | verdict')
+    with tempfile.TemporaryDirectory(prefix='fidelity-') as tmp:
+        built = {}
+        cases = []
+        for r in rows:
+            key = (r['trace'], r['cluster'])
+            if key not in cases:
+                cases.append(key)
+        for trace, cluster in cases:
+            case_rows = [r for r in rows
+                         if (r['trace'], r['cluster']) == (trace, cluster)]
+            if trace not in built:
+                path = os.path.join(tmp, trace + '.csv')
+                sha = fd.build_trace(repo, recipes[trace], path)
+                built[trace] = (path, sha)
+            path, sha = built[trace]
+            ours_names = [r['policy'] for r in case_rows if r['policy']]
+            error = None
+            if sha != case_rows[0]['trace_sha256']:
+                error = ('trace %s builds to sha256 %s, not the reference\'s '
+                         '%s: the reference no longer applies' % (
+                             trace, sha, case_rows[0]['trace_sha256']))
+            ours = {}
+            if not error and ours_names:
+                try:
+                    ours = run_ours(binary, repo, path,
+                                    os.path.join(repo, fd.DATA_DIR,
+                                                 cluster + '.csv'),
+                                    ours_names)
+                except RuntimeError as e:
+                    error = str(e)
+            for r in case_rows:
+                name = '%s %s -> %s' % ('', r['orig_policy'],
+                                        r['policy'] or '(none)')
+                line = '%-14s %-5s %-31s' % (trace, r['gpus'], name.strip())
+                row_id = '%s on %s GPUs (%s), %s -> %s' % (
+                    trace, r['gpus'], cluster, r['orig_policy'], r['policy'])
+                if not r['policy']:
+                    for metric, _ in METRICS:
+                        line += ' | %-25s' % ('- / %s' % human(
+                            metric, float(r[metric])))
+                    print(line + ' | recorded only')
+                    continue
+                if error:
+                    print(line + ' | ERROR')
+                    failures.append('%s: %s' % (row_id, error))
+                    continue
+                compared += 1
+                got = ours[r['policy']]
+                bad = []
+                if int(got['jobs']) != int(r['jobs']):
+                    bad.append('jobs %s vs %s' % (got['jobs'], r['jobs']))
+                for metric, label in METRICS:
+                    o, ref = float(got[metric]), float(r[metric])
+                    ok = within(metric, o, ref)
+                    line += ' | %-25s' % ('%s / %s %s%s' % (
+                        human(metric, o), human(metric, ref), ratio(o, ref),
+                        '' if ok else ' !'))
+                    if not ok:
+                        bad.append('%s %s vs %s (x%s)' % (
+                            label, human(metric, o), human(metric, ref),
+                            ratio(o, ref).strip()))
+                print(line + ' | ' + ('ok' if not bad else 'FAIL'))
+                if bad:
+                    failures.append('%s: %s' % (row_id, '; '.join(bad)))
+
+    print('\n%d rows compared in %.1f s; tolerances: avg JCT 1%%, p95 3%%, '
+          'makespan 1%%, preemptions 10%% or %d' % (
+              compared, time.time() - started, PREEMPTION_SLACK))
+    if failures:
+        print('%d rows disagree with the released simulator:' % len(failures))
+        for f in failures:
+            print('  FAIL ' + f)
+        return 1
+    print('all rows agree')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

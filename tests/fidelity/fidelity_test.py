@@ -12,6 +12,14 @@ original is not needed here). A row agrees when
   preemptions   within 10%, or within 5 when the reference is that small
   job count     equal
 
+Tiresias-G differs by design: we keep the paper's Gittins index, and order
+only waiting jobs by it, where the released code computes another index
+and re-sorts running jobs by it at every pass (docs/ARCHITECTURE.md,
+"Policies" and "Agreement with the original simulator"). Its rows are held
+to a band instead (EXPLAINED): average JCT within 15%; makespan,
+p95 and preemptions are printed, not checked (the original's index starves
+long jobs more: its makespan runs up to 17% longer on the Philly windows).
+
 It prints ours vs the original's per row, names every row that does not
 agree, and fails if any does.
 
@@ -43,8 +51,17 @@ METRICS = [('avg_jct_s', 'avg JCT'), ('p95_jct_s', 'p95 JCT'),
            ('makespan_s', 'makespan'), ('preemptions', 'preempt')]
 
 
-def within(metric, ours, ref):
+# Policies that differ from the original by design, with the band their
+# rows must stay in (metrics not named are not checked).
+EXPLAINED = {'tiresias-g': {'avg_jct_s': 0.15}}
+
+
+def within(metric, ours, ref, policy=None):
+    """True/False, or None when the metric is not checked for the policy."""
     diff = abs(ours - ref)
+    if policy in EXPLAINED:
+        band = EXPLAINED[policy].get(metric)
+        return None if band is None else diff <= band * abs(ref)
     if metric == 'preemptions' and diff <= PREEMPTION_SLACK:
         return True
     return diff <= TOLERANCE[metric] * abs(ref)
@@ -170,20 +187,22 @@ def main():
                     bad.append('jobs %s vs %s' % (got['jobs'], r['jobs']))
                 for metric, label in METRICS:
                     o, ref = float(got[metric]), float(r[metric])
-                    ok = within(metric, o, ref)
+                    ok = within(metric, o, ref, r['policy'])
                     line += ' | %-25s' % ('%s / %s %s%s' % (
                         human(metric, o), human(metric, ref), ratio(o, ref),
-                        '' if ok else ' !'))
-                    if not ok:
+                        {True: '', False: ' !', None: ' ~'}[ok]))
+                    if ok is False:
                         bad.append('%s %s vs %s (x%s)' % (
                             label, human(metric, o), human(metric, ref),
                             ratio(o, ref).strip()))
-                print(line + ' | ' + ('ok' if not bad else 'FAIL'))
+                verdict = 'ok' if r['policy'] not in EXPLAINED else 'by design'
+                print(line + ' | ' + (verdict if not bad else 'FAIL'))
                 if bad:
                     failures.append('%s: %s' % (row_id, '; '.join(bad)))
 
     print('\n%d rows compared in %.1f s; tolerances: avg JCT 1%%, p95 3%%, '
-          'makespan 1%%, preemptions 10%% or %d' % (
+          'makespan 1%%, preemptions 10%% or %d (tiresias-g, by design: avg '
+          'JCT 15%%; ~ = not checked)' % (
               compared, time.time() - started, PREEMPTION_SLACK))
     if failures:
         print('%d rows disagree with the released simulator:' % len(failures))

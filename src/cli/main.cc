@@ -10,6 +10,7 @@
 #include "cli/admin_command.h"
 #include "cli/agent_command.h"
 #include "cli/cluster_commands.h"
+#include "cli/profile_command.h"
 #include "cli/simulate.h"
 
 #ifndef TIRESIAS_VERSION
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
   tiresias::AddAgentCommand(app, &exit_code);
   tiresias::AddAdminCommands(app, &exit_code);
   tiresias::AddWhoAmICommand(app, &exit_code);
+  tiresias::AddProfileCommand(app, &exit_code);
   RefuseFlagsAsValues(&app);
   try {
     app.parse(argc, argv);

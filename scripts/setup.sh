@@ -12,7 +12,8 @@ packages=(
   libsqlite3-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libcpp-httplib-dev
   chromium zlib1g-dev
-  python3-torch
+  python3-torch python3-torchvision
+  libibverbs-dev
 )
 missing=()
 for p in "${packages[@]}"; do

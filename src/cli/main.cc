@@ -12,6 +12,7 @@
 #include "cli/agent_command.h"
 #include "cli/cluster_commands.h"
 #include "cli/did_you_mean.h"
+#include "cli/profile_command.h"
 #include "cli/simulate.h"
 
 #ifndef TIRESIAS_VERSION
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
   tiresias::AddAgentCommand(app, &exit_code);
   tiresias::AddAdminCommands(app, &exit_code);
   tiresias::AddWhoAmICommand(app, &exit_code);
+  tiresias::AddProfileCommand(app, &exit_code);
   RefuseFlagsAsValues(&app);
   if (RefuseUnknownCommand(app, argc, argv)) return 2;
   try {

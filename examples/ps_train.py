@@ -52,6 +52,9 @@ import subprocess
 import sys
 import time
 
+from job_common import (UsageError, atomic_write, hard_exit, int_type,
+                        read_env as common_read_env, run_main, seconds)
+
 PROG = "ps_train.py"
 MODELS = ("vgg11", "vgg16", "vgg19", "alexnet", "resnet50", "resnet101",
           "resnet152", "inception_v3", "googlenet")
@@ -86,33 +89,7 @@ signal.signal(signal.SIGTERM, _on_signal)
 signal.signal(signal.SIGINT, _on_signal)
 
 
-class UsageError(Exception):
-    """A bad flag or environment variable: reported in one line, exit 2."""
-
-
 # --- flags and environment --------------------------------------------------
-
-def _int_type(minimum):
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not an integer")
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
-        return value
-    return parse
-
-
-def _seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds")
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} is not a finite number >= 0")
-    return value
-
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
@@ -123,94 +100,39 @@ def parse_args(argv):
     p.add_argument("--model", choices=MODELS, default="resnet50",
                    help="torchvision model, built without weights "
                         "(default resnet50)")
-    p.add_argument("--workers", type=_int_type(1), default=2,
+    p.add_argument("--workers", type=int_type(1), default=2,
                    help="worker processes (default 2)")
-    p.add_argument("--servers", type=_int_type(1), default=1,
+    p.add_argument("--servers", type=int_type(1), default=1,
                    help="parameter-server processes (default 1)")
-    p.add_argument("--steps", type=_int_type(1), required=True,
+    p.add_argument("--steps", type=int_type(1), required=True,
                    help="total steps to reach, counting steps done before a "
                         "preemption")
-    p.add_argument("--batch", type=_int_type(1), default=8,
+    p.add_argument("--batch", type=int_type(1), default=8,
                    help="images per step per worker (default 8; ignored with "
                         "--compute-time)")
-    p.add_argument("--compute-time", type=_seconds, default=None,
+    p.add_argument("--compute-time", type=seconds, default=None,
                    help="replace forward and backward by a sleep of this many "
                         "seconds and fixed synthetic gradients")
     p.add_argument("--lr", type=float, default=0.01,
                    help="SGD learning rate (default 0.01)")
-    p.add_argument("--seed", type=_int_type(0), default=0,
+    p.add_argument("--seed", type=int_type(0), default=0,
                    help="seed of the model and the data (default 0)")
-    p.add_argument("--log-every", type=_int_type(1), default=10,
+    p.add_argument("--log-every", type=int_type(1), default=10,
                    help="print progress every K steps (default 10)")
-    p.add_argument("--dist-timeout", type=_seconds, default=300.0,
+    p.add_argument("--dist-timeout", type=seconds, default=300.0,
                    help="seconds rendezvous and each transfer may wait for "
                         "the other ranks (default 300)")
     return p.parse_args(argv)
 
 
-def _env_int(name, default, minimum):
-    text = os.environ.get(name, "")
-    if text.strip() == "":
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"{name} must be an integer, got '{text}'")
-    if value < minimum:
-        raise UsageError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
 def read_env(args):
     world = args.workers + args.servers
-    env = {
-        "world": _env_int("WORLD_SIZE", world, 1),
-        "rank": _env_int("RANK", 0, 0),
-        "restarts": _env_int("TIRESIAS_RESTART_COUNT", 0, 0),
-        "master_addr": os.environ.get("MASTER_ADDR") or "127.0.0.1",
-        "master_port": _env_int("MASTER_PORT", 29500, 1),
-        "ckpt_dir": os.environ.get("TIRESIAS_CHECKPOINT_DIR") or "checkpoints",
-        "job_id": os.environ.get("TIRESIAS_JOB_ID", ""),
-    }
+    env = common_read_env(default_world=world)
     if env["world"] != world:
         raise UsageError(
             f"WORLD_SIZE ({env['world']}) must be --workers + --servers "
             f"({args.workers} + {args.servers} = {world})")
-    if env["rank"] >= env["world"]:
-        raise UsageError(f"RANK ({env['rank']}) must be less than WORLD_SIZE "
-                         f"({env['world']})")
-    if env["master_port"] > 65535:
-        raise UsageError(f"MASTER_PORT must be <= 65535, got {env['master_port']}")
     return env
-
-
-# --- files ------------------------------------------------------------------
-
-def atomic_write(path, write):
-    """Writes path via a temporary file in the same folder: write(f), flush,
-    fsync, rename over path, fsync the folder. Readers see old or new."""
-    folder = os.path.dirname(os.path.abspath(path))
-    tmp = f"{path}.tmp.{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
 
 
 # --- the launcher -------------------------------------------------------------
@@ -469,41 +391,15 @@ def run(args, env):
                          lambda f: f.write((json.dumps(result) + "\n").encode()))
             log(f"final step {step} param_sum {param_sum:.9g}")
     dist.barrier()
-    _exit(0)
-
-
-def _exit(code):
-    """os._exit after flushing: no interpreter shutdown, no destructors
-    (with torch 1.13, tearing down a gloo group after a peer left can
-    hang)."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
+    hard_exit(0)
 
 
 def main(argv):
     args = parse_args(argv)
     if "WORLD_SIZE" not in os.environ and "RANK" not in os.environ:
-        _exit(launch(args, argv))
+        hard_exit(launch(args, argv))
     run(args, read_env(args))
 
 
 if __name__ == "__main__":
-    try:
-        main(sys.argv[1:])
-        _exit(0)
-    except SystemExit as e:  # argparse: usage error (2) or --help (0)
-        _exit(e.code if isinstance(e.code, int) else 2)
-    except UsageError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        _exit(2)
-    except (OSError, RuntimeError, ValueError) as e:
-        msg = str(e).strip().splitlines()
-        print(f"{PROG}: error: {msg[0] if msg else type(e).__name__}",
-              file=sys.stderr)
-        _exit(1)
-    except KeyboardInterrupt:
-        _exit(130)
+    run_main(main, PROG)

@@ -32,6 +32,9 @@ import signal
 import sys
 import time
 
+from job_common import (UsageError, atomic_write, hard_exit, int_type,
+                        read_env, run_main, seconds)
+
 PROG = "train.py"
 
 # --- signals (installed before the slow torch import) ----------------------
@@ -54,131 +57,38 @@ signal.signal(signal.SIGTERM, _on_signal)
 signal.signal(signal.SIGINT, _on_signal)
 
 
-class UsageError(Exception):
-    """A bad flag or environment variable: reported in one line, exit 2."""
-
-
 def log(rank, world, msg):
     print(f"[rank {rank}/{world}] {msg}", flush=True)
 
 
 # --- flags and environment --------------------------------------------------
 
-def _int_type(minimum):
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not an integer")
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
-        return value
-    return parse
-
-
-def _seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds")
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} is not a finite number >= 0")
-    return value
-
-
 def parse_args(argv):
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Tiny DDP training job for Tiresias: checkpoints on "
                     "SIGTERM, resumes from its latest checkpoint.")
-    p.add_argument("--steps", type=_int_type(1), required=True,
+    p.add_argument("--steps", type=int_type(1), required=True,
                    help="total number of training steps to reach, counting "
                         "steps done before a preemption")
-    p.add_argument("--batch-size", type=_int_type(1), default=32,
+    p.add_argument("--batch-size", type=int_type(1), default=32,
                    help="examples per step per process (default 32)")
-    p.add_argument("--step-time", type=_seconds, default=0.0,
+    p.add_argument("--step-time", type=seconds, default=0.0,
                    help="extra seconds to sleep in each step, to make the "
                         "job last (default 0)")
-    p.add_argument("--checkpoint-every", type=_int_type(0), default=50,
+    p.add_argument("--checkpoint-every", type=int_type(0), default=50,
                    help="also checkpoint every K steps; 0: only on SIGTERM "
                         "and at the end (default 50)")
-    p.add_argument("--log-every", type=_int_type(1), default=10,
+    p.add_argument("--log-every", type=int_type(1), default=10,
                    help="print the loss every K steps (default 10)")
     p.add_argument("--lr", type=float, default=0.05,
                    help="SGD learning rate (default 0.05)")
-    p.add_argument("--seed", type=_int_type(0), default=0,
+    p.add_argument("--seed", type=int_type(0), default=0,
                    help="seed of the model and the synthetic data (default 0)")
-    p.add_argument("--dist-timeout", type=_seconds, default=300.0,
+    p.add_argument("--dist-timeout", type=seconds, default=300.0,
                    help="seconds a collective (and the rendezvous) may wait "
                         "for the other ranks (default 300)")
     return p.parse_args(argv)
-
-
-def _env_int(name, default, minimum):
-    text = os.environ.get(name, "")
-    if text.strip() == "":
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"{name} must be an integer, got '{text}'")
-    if value < minimum:
-        raise UsageError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def read_env():
-    env = {
-        "world": _env_int("WORLD_SIZE", 1, 1),
-        "rank": _env_int("RANK", 0, 0),
-        "local_rank": _env_int("LOCAL_RANK", 0, 0),
-        "restarts": _env_int("TIRESIAS_RESTART_COUNT", 0, 0),
-        "master_addr": os.environ.get("MASTER_ADDR") or "127.0.0.1",
-        "master_port": _env_int("MASTER_PORT", 29500, 1),
-        "ckpt_dir": os.environ.get("TIRESIAS_CHECKPOINT_DIR") or "checkpoints",
-        "job_id": os.environ.get("TIRESIAS_JOB_ID", ""),
-    }
-    if env["rank"] >= env["world"]:
-        raise UsageError(f"RANK ({env['rank']}) must be less than WORLD_SIZE "
-                         f"({env['world']})")
-    if env["master_port"] > 65535:
-        raise UsageError(f"MASTER_PORT must be <= 65535, got {env['master_port']}")
-    return env
-
-
-# --- files ------------------------------------------------------------------
-
-def _fsync_dir(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path, write):
-    """Writes path via a temporary file in the same folder: write(f), flush,
-    fsync, rename over path, fsync the folder. Readers see old or new."""
-    folder = os.path.dirname(os.path.abspath(path))
-    tmp = f"{path}.tmp.{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(folder)
 
 
 # --- training ---------------------------------------------------------------
@@ -363,35 +273,8 @@ def main(argv):
     # Exit from here, while this frame still holds the model and process
     # group: with torch 1.13, destroying a DDP model / gloo process group
     # after a peer has gone can hang. Every file written is fsynced.
-    _exit(0)
-
-
-def _exit(code):
-    """os._exit after flushing: no interpreter shutdown, no destructors."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
+    hard_exit(0)
 
 
 if __name__ == "__main__":
-    # Each path calls _exit while the exception (and so main's frame) is
-    # still alive; see the end of main.
-    try:
-        main(sys.argv[1:])
-        _exit(0)
-    except SystemExit as e:  # argparse: usage error (2) or --help (0)
-        _exit(e.code if isinstance(e.code, int) else 2)
-    except UsageError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        _exit(2)
-    except (OSError, RuntimeError, ValueError) as e:
-        # Includes torch.distributed errors (a peer died, rendezvous timeout).
-        msg = str(e).strip().splitlines()
-        print(f"{PROG}: error: {msg[0] if msg else type(e).__name__}",
-              file=sys.stderr)
-        _exit(1)
-    except KeyboardInterrupt:
-        _exit(130)
+    run_main(main, PROG)

@@ -255,7 +255,10 @@ def run(args, env):
                     state = torch.load(f, map_location="cpu")
                 if state.get("model") != args.model or \
                         sorted(state["shard"]) != mine:
-                    raise ValueError("a checkpoint of another model or layout")
+                    raise ValueError(
+                        "a checkpoint of another model or layout (remove "
+                        f"{ckpt_dir}, or set TIRESIAS_CHECKPOINT_DIR, to start "
+                        "afresh)")
                 loaded = state
             except Exception as e:  # noqa: BLE001 -- reported, collectively
                 loaded = {"error": f"cannot load checkpoint {path}: {e}"}

@@ -47,10 +47,14 @@ double Objective(const std::vector<Point>& points, double l2, double a,
 
 std::string_view PackLimitFitName(PackLimitFit fit) {
   switch (fit) {
-    case PackLimitFit::kTooFewSamples: return "too_few_samples";
-    case PackLimitFit::kOneClass: return "one_class";
-    case PackLimitFit::kNoTrend: return "no_trend";
-    case PackLimitFit::kFitted: return "fitted";
+    case PackLimitFit::kTooFewSamples:
+      return "too_few_samples";
+    case PackLimitFit::kOneClass:
+      return "one_class";
+    case PackLimitFit::kNoTrend:
+      return "no_trend";
+    case PackLimitFit::kFitted:
+      return "fitted";
   }
   return "unknown";
 }
@@ -67,9 +71,9 @@ absl::StatusOr<PackLimitClassifier> PackLimitClassifier::Create(
                      ": expected a fraction in [0, 1]"));
   }
   if (options.min_samples < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pack limit min samples ", options.min_samples,
-                     ": expected at least 1"));
+    return absl::InvalidArgumentError(absl::StrCat("pack limit min samples ",
+                                                   options.min_samples,
+                                                   ": expected at least 1"));
   }
   if (!(options.l2 > 0 && std::isfinite(options.l2))) {
     return absl::InvalidArgumentError(absl::StrCat(

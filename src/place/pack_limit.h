@@ -42,7 +42,7 @@ struct PackLimitOptions {
 // One finished run. `spread`: its GPUs spanned servers (kept for the
 // accounting; the label does not depend on it).
 struct PackLimitSample {
-  double skew = 0;    // largest tensor / model, in [0, 1]
+  double skew = 0;  // largest tensor / model, in [0, 1]
   bool spread = false;
   bool costly = false;  // spreading cost more than cost_threshold
 };

@@ -170,7 +170,7 @@ TEST(PackLimitTest, BadOptionsAreRejected) {
 TEST(PackLimitTest, RefreshIsDeterministic) {
   auto fill = [](PackLimitClassifier& c) {
     // A mix with overlap, in a fixed order.
-    const double skews[] = {0.04, 0.09, 0.15, 0.62, 0.72, 0.77,
+    const double skews[] = {0.04, 0.09,  0.15, 0.62, 0.72,  0.77,
                             0.05, 0.146, 0.74, 0.09, 0.618, 0.039};
     for (int i = 0; i < 12; ++i) {
       ASSERT_TRUE(c.AddLabel(skews[i], i % 2, skews[i] > 0.5 || i == 2).ok());

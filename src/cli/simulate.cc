@@ -425,7 +425,8 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
                 "finished jobs (a logistic regression on skew; see "
                 "docs/ARCHITECTURE.md)");
   cmd->add_option("--pack-limit-refresh", f.pack_limit_refresh,
-                  "With --learn-pack-limit: refit every N finished jobs")
+                  "With --learn-pack-limit: refit every N finished jobs "
+                  "(of models with a known skew)")
       ->capture_default_str();
   cmd->add_option("--pack-limit-cost", f.pack_limit_cost,
                   "With --learn-pack-limit: a job is sensitive when "

@@ -114,8 +114,8 @@ class Engine {
 
  private:
   // Adds the finished job `index` to the PACKLIMIT classifier; every
-  // pack_limit_refresh_jobs samples refits it and, when PACKLIMIT moved,
-  // gives the scheduler a `profiled` placer with the new value.
+  // pack_limit_refresh_jobs samples refits it and, when PACKLIMIT crossed a
+  // model's skew, gives the scheduler a `profiled` placer with the new value.
   absl::Status Learn(uint32_t index, SimResult* result) {
     const JobSpec& spec = specs_[index];
     const std::optional<double> skew = ModelSkew(spec.model);

@@ -53,6 +53,9 @@ struct Flags {
   bool no_preemption_cost = false;
   bool no_placement_slowdown = false;
   double pack_limit = 0.5;
+  bool learn_pack_limit = false;
+  int pack_limit_refresh = 10;
+  double pack_limit_cost = 0.10;
   double short_threshold = 800;
   std::vector<std::string> sweeps;
   int threads = 0;
@@ -105,6 +108,21 @@ absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
         "--pack-limit ", f.pack_limit, ": expected a skew between 0 and 1"));
   }
   base.placement_options.pack_limit = f.pack_limit;
+  if (f.learn_pack_limit) {
+    if (f.pack_limit_refresh < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--pack-limit-refresh ", f.pack_limit_refresh,
+                       ": expected a positive number of finished jobs"));
+    }
+    if (!(f.pack_limit_cost >= 0 && f.pack_limit_cost <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--pack-limit-cost ", f.pack_limit_cost,
+                       ": expected a fraction between 0 and 1"));
+    }
+    base.learn_pack_limit = true;
+    base.pack_limit_refresh_jobs = f.pack_limit_refresh;
+    base.pack_limit_learning.cost_threshold = f.pack_limit_cost;
+  }
   if (f.no_preemption_cost) base.preemption_cost = false;
   if (f.no_placement_slowdown) base.placement_slowdown = false;
   base.scheduler.seed = f.seed;
@@ -133,6 +151,11 @@ nlohmann::json Parameters(const Flags& f, const SimConfig& base) {
           {"placement", base.placement.empty() ? "policy default"
                                                : base.placement},
           {"pack_limit", base.placement_options.pack_limit},
+          {"learn_pack_limit", base.learn_pack_limit},
+          {"pack_limit_refresh_jobs", base.pack_limit_refresh_jobs},
+          {"pack_limit_cost_threshold",
+           base.pack_limit_learning.cost_threshold},
+          {"pack_limit_min_samples", base.pack_limit_learning.min_samples},
           {"arrival_scale", f.arrival_scale},
           {"preemption_cost", base.preemption_cost},
           {"placement_slowdown", base.placement_slowdown},
@@ -394,7 +417,20 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
   cmd->add_flag("--no-placement-slowdown", f.no_placement_slowdown,
                 "Spread jobs run at full speed");
   cmd->add_option("--pack-limit", f.pack_limit,
-                  "PACKLIMIT: skew above which `profiled` consolidates")
+                  "PACKLIMIT: skew above which `profiled` consolidates "
+                  "(with --learn-pack-limit, its starting value)")
+      ->capture_default_str();
+  cmd->add_flag("--learn-pack-limit", f.learn_pack_limit,
+                "Runs under `profiled` placement learn PACKLIMIT from "
+                "finished jobs (a logistic regression on skew; see "
+                "docs/ARCHITECTURE.md)");
+  cmd->add_option("--pack-limit-refresh", f.pack_limit_refresh,
+                  "With --learn-pack-limit: refit every N finished jobs "
+                  "(of models with a known skew)")
+      ->capture_default_str();
+  cmd->add_option("--pack-limit-cost", f.pack_limit_cost,
+                  "With --learn-pack-limit: a job is sensitive when "
+                  "spreading makes it more than this fraction slower")
       ->capture_default_str();
   cmd->add_option("--short-threshold", f.short_threshold,
                   "Seconds below which a job is short in the per-bin table")

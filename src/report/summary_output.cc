@@ -21,7 +21,7 @@ nlohmann::json BinsJson(const Summary& s) {
 }
 
 nlohmann::json PolicyJson(const Summary& s) {
-  return {{"name", s.policy},
+  nlohmann::json out = {{"name", s.policy},
           {"placement", s.placement},
           {"jobs", s.jobs},
           {"avg_jct_s", s.avg_jct_s},
@@ -34,6 +34,13 @@ nlohmann::json PolicyJson(const Summary& s) {
           {"preemption_overhead_s", s.preemption_overhead_s},
           {"gpu_utilization", s.gpu_utilization},
           {"bins", BinsJson(s)}};
+  if (s.learnt_pack_limit) {
+    out["pack_limit"] = {{"learnt", *s.learnt_pack_limit},
+                         {"samples", s.pack_limit_samples},
+                         {"fit", s.pack_limit_fit},
+                         {"updates", s.pack_limit_updates}};
+  }
+  return out;
 }
 
 nlohmann::json PairsJson(const std::vector<std::pair<double, double>>& v) {
@@ -118,6 +125,21 @@ std::string FormatSummaryTable(const std::vector<Summary>& summaries,
                                       ratio(s.avg_jct_s, base->avg_jct_s),
                                       ratio(s.p95_jct_s, base->p95_jct_s)));
     }
+    out += "\n";
+  }
+  // Footer: the PACKLIMIT each learning run ended with.
+  for (const Summary& s : summaries) {
+    if (!s.learnt_pack_limit) continue;
+    absl::StrAppend(
+        &out, absl::StrFormat("\n%s: learnt PACKLIMIT %.3f from %d samples "
+                              "(%s, %d placer changes)",
+                              s.policy, *s.learnt_pack_limit,
+                              s.pack_limit_samples, s.pack_limit_fit,
+                              s.pack_limit_updates));
+  }
+  if (std::any_of(summaries.begin(), summaries.end(), [](const Summary& s) {
+        return s.learnt_pack_limit.has_value();
+      })) {
     out += "\n";
   }
   return out;

@@ -33,7 +33,9 @@ struct RunInfo {
 //  "policies": [{"name", "placement", "jobs", "avg_jct_s", "median_jct_s",
 //  "p95_jct_s", "max_jct_s", "avg_queueing_s", "makespan_s", "preemptions",
 //  "preemption_overhead_s", "gpu_utilization", "bins": {"SS": {"jobs",
-//  "avg_jct_s", "p95_jct_s", "avg_queueing_s"}, "SL", "LS", "LL"}}]}
+//  "avg_jct_s", "p95_jct_s", "avg_queueing_s"}, "SL", "LS", "LL"},
+//  and with a learnt PACKLIMIT "pack_limit": {"learnt", "samples", "fit",
+//  "updates"}}]}
 nlohmann::json SummaryJson(const RunInfo& info,
                            const std::vector<Summary>& summaries);
 

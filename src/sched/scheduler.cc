@@ -34,6 +34,17 @@ Scheduler::Scheduler(std::unique_ptr<Policy> policy,
             policy_->traits().multi_level_queues;
 }
 
+void Scheduler::SetPlacer(std::unique_ptr<Placer> placer) {
+  placer_ = std::move(placer);
+  for (uint32_t i = 0; i < jobs_.size(); ++i) {
+    // A finished job's scheme is never read again; no view into the old
+    // placer is kept.
+    slots_[i].scheme =
+        jobs_[i].finished() ? std::string_view() : placer_->SchemeFor(jobs_[i]);
+  }
+  dirty_ = true;
+}
+
 absl::Status Scheduler::Submit(JobSpec spec, Seconds now) {
   return Admit(Job(std::move(spec)), now);
 }

@@ -111,6 +111,10 @@ class Scheduler {
 
   const Policy& policy() const { return *policy_; }
   const Placer& placer() const { return *placer_; }
+  // Swaps the placement scheme (a refreshed PACKLIMIT): every unfinished
+  // job's scheme is read again from `placer`, so the next pass places by it.
+  // Call between passes. O(jobs).
+  void SetPlacer(std::unique_ptr<Placer> placer);
   const SchedulerOptions& options() const { return options_; }
 
   // A new job, waiting in queue 0. Fails on a duplicate id, a non-positive

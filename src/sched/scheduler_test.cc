@@ -332,3 +332,47 @@ TEST(SchedulerTest, PassWithNothingNewDecidesNothing) {
 
 }  // namespace
 }  // namespace tiresias
+
+namespace tiresias {
+namespace {
+
+// Scheduler::SetPlacer (a refreshed PACKLIMIT) applies to jobs already
+// waiting. 2 servers x 4 GPUs, profiled placement. A and B (3 GPUs,
+// ResNet50) take one server each, leaving one free GPU on each. V (2 GPUs,
+// VGG16, skew 0.744) and R (2 GPUs, ResNet50, 0.092) wait.
+//  - PACKLIMIT 0.8: V is packed across the two free GPUs; R finds none.
+//  - PACKLIMIT lowered to 0.4 after V and R were submitted: V must now be
+//    consolidated and cannot be; R is packed across the two. (Had V kept
+//    the scheme read at submission, "pack", its failure would have ruled
+//    out R, a job of the same scheme and size.)
+std::unique_ptr<Placer> Profiled(double pack_limit) {
+  return *MakePlacer("profiled", PlacementOptions{.pack_limit = pack_limit});
+}
+
+void SubmitSetPlacerJobs(Harness& h) {
+  h.Submit(1, 3, 0, std::nullopt, "resnet50");
+  h.Submit(2, 3, 0, std::nullopt, "resnet50");
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2));
+  h.Submit(3, 2, 1, std::nullopt, "vgg16");
+  h.Submit(4, 2, 2, std::nullopt, "resnet50");
+}
+
+TEST(SchedulerTest, SetPlacerReschemesWaitingJobs) {
+  HarnessOptions o = TiresiasL({3600});
+  o.placement = "profiled";
+  Harness fixed(Topology::Uniform(1, 2, 4), o);
+  fixed.scheduler().SetPlacer(Profiled(0.8));
+  SubmitSetPlacerJobs(fixed);
+  EXPECT_THAT(Started(fixed.At(2)), ElementsAre(3));
+
+  Harness learnt(Topology::Uniform(1, 2, 4), o);
+  learnt.scheduler().SetPlacer(Profiled(0.8));
+  SubmitSetPlacerJobs(learnt);
+  learnt.scheduler().SetPlacer(Profiled(0.4));
+  EXPECT_THAT(Started(learnt.At(2)), ElementsAre(4));
+  EXPECT_EQ(learnt.scheduler().placer().SchemeFor(learnt.job(3)),
+            "consolidate");
+}
+
+}  // namespace
+}  // namespace tiresias

@@ -8,10 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "core/cluster.h"
 #include "core/status_macros.h"
+#include "place/model_skew.h"
 #include "sim/gandiva.h"
 
 namespace tiresias {
 namespace {
+
+constexpr std::string_view kProfiledPlacement = "profiled";
 
 // Simulator-side state of a job: how much work is left and how fast it
 // goes. The scheduler's Job holds the rest.
@@ -21,6 +24,7 @@ struct Progress {
   double slowdown = 1;        // current run-time multiplier
   double segment_start = 0;   // start of the current run
   double overhead_total = 0;
+  bool spread = false;        // the current (or last) run spans servers
   uint32_t version = 0;       // bumps on every stop; stale heap entries skip
 };
 
@@ -37,11 +41,13 @@ class Engine {
  public:
   Engine(const std::vector<JobSpec>& specs, const Topology& topology,
          const SimConfig& config, Scheduler scheduler,
+         std::optional<PackLimitClassifier> learner,
          const ProgressFn& progress)
       : specs_(specs),
         config_(config),
         cluster_(topology),
         scheduler_(std::move(scheduler)),
+        learner_(std::move(learner)),
         progress_fn_(progress),
         progress_(specs.size()) {
     index_of_.reserve(specs.size());
@@ -86,6 +92,7 @@ class Engine {
             scheduler_.Finish(specs_[index].id, Seconds{now}, cluster_));
         ++result.events;
         ++finished;
+        if (learner_) RETURN_IF_ERROR(Learn(index, &result));
       }
       if (scheduler_.NextWakeup().count() <= now) ++result.events;
       Decisions decisions = scheduler_.Schedule(Seconds{now}, cluster_);
@@ -97,10 +104,50 @@ class Engine {
       }
     }
     result.last_end = now;
+    if (learner_) {
+      result.learnt_pack_limit = learner_->pack_limit();
+      result.pack_limit_samples = learner_->fitted_samples();
+      result.pack_limit_fit = std::string(PackLimitFitName(learner_->fit()));
+    }
     return Collect(std::move(result));
   }
 
  private:
+  // Adds the finished job `index` to the PACKLIMIT classifier; every
+  // pack_limit_refresh_jobs samples refits it and, when PACKLIMIT crossed a
+  // model's skew, gives the scheduler a `profiled` placer with the new value.
+  absl::Status Learn(uint32_t index, SimResult* result) {
+    const JobSpec& spec = specs_[index];
+    const std::optional<double> skew = ModelSkew(spec.model);
+    if (!skew) return absl::OkStatus();  // nothing to learn from
+    const double slowdown = config_.placement_slowdown
+                                ? config_.models.SpreadSlowdown(spec.model)
+                                : 1.0;
+    RETURN_IF_ERROR(
+        learner_->AddSlowdown(*skew, progress_[index].spread, slowdown));
+    if (learner_->samples().size() % config_.pack_limit_refresh_jobs != 0) {
+      return absl::OkStatus();
+    }
+    const double before = learner_->pack_limit();
+    learner_->Refresh();
+    // A new placer (and the scheduler's O(jobs) re-read of every job's
+    // scheme) only when some model's side of PACKLIMIT changed: the limit
+    // moves a little at every refit.
+    const double after = learner_->pack_limit();
+    bool moved = false;
+    for (const ModelInfo& m : BuiltinModels()) {
+      moved |= (m.skew > before) != (m.skew > after);
+    }
+    if (!moved) return absl::OkStatus();
+    PlacementOptions options = config_.placement_options;
+    options.pack_limit = learner_->pack_limit();
+    ASSIGN_OR_RETURN(std::unique_ptr<Placer> placer,
+                     MakePlacer(kProfiledPlacement, options));
+    scheduler_.SetPlacer(std::move(placer));
+    ++result->pack_limit_updates;
+    return absl::OkStatus();
+  }
+
   void DropStale() {
     while (!completions_.empty() &&
            completions_.top().version !=
@@ -130,7 +177,8 @@ class Engine {
       p.overhead_left = start.resumed && config_.preemption_cost
                             ? config_.models.PreemptionCostSeconds(spec.model)
                             : 0;
-      p.slowdown = config_.placement_slowdown && SpansServers(start.gpus)
+      p.spread = SpansServers(start.gpus);
+      p.slowdown = config_.placement_slowdown && p.spread
                        ? config_.models.SpreadSlowdown(spec.model)
                        : 1.0;
       completions_.push(Completion{
@@ -188,6 +236,7 @@ class Engine {
   const SimConfig& config_;
   Cluster cluster_;
   Scheduler scheduler_;
+  std::optional<PackLimitClassifier> learner_;  // learn_pack_limit only
   const ProgressFn& progress_fn_;
   std::vector<Progress> progress_;
   absl::flat_hash_map<JobId, uint32_t> index_of_;
@@ -232,8 +281,21 @@ absl::StatusOr<SimResult> Simulate(const std::vector<JobSpec>& jobs,
           : config.placement;
   ASSIGN_OR_RETURN(std::unique_ptr<Placer> placer,
                    MakePlacer(placement, config.placement_options));
+  std::optional<PackLimitClassifier> learner;
+  if (config.learn_pack_limit && placement == kProfiledPlacement) {
+    if (config.pack_limit_refresh_jobs < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pack limit refresh every ",
+                       config.pack_limit_refresh_jobs,
+                       " jobs: expected at least 1"));
+    }
+    PackLimitOptions options = config.pack_limit_learning;
+    options.start = config.placement_options.pack_limit;
+    ASSIGN_OR_RETURN(learner, PackLimitClassifier::Create(options));
+  }
   Scheduler scheduler(std::move(policy), std::move(placer), config.scheduler);
-  Engine engine(jobs, topology, config, std::move(scheduler), progress);
+  Engine engine(jobs, topology, config, std::move(scheduler),
+                std::move(learner), progress);
   return engine.Run();
 }
 

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "core/job.h"
 #include "core/topology.h"
+#include "place/pack_limit.h"
 #include "place/placement.h"
 #include "sched/policy.h"
 #include "sched/scheduler.h"
@@ -42,6 +43,18 @@ struct SimConfig {
   ModelTable models = ModelTable::Builtin();
   bool preemption_cost = true;
   bool placement_slowdown = true;
+  // Learn PACKLIMIT as the run goes (runs whose placement is `profiled`;
+  // others ignore it): starting from placement_options.pack_limit, every
+  // finished job of a model with a known skew (place/model_skew.h) adds a
+  // sample, labelled by its model's spread_slowdown in `models` whether it
+  // ran spread or consolidated (the simulator knows what spreading would
+  // have cost; with placement_slowdown off every job costs 1 and PACKLIMIT
+  // stays put). Every `pack_limit_refresh_jobs` samples the classifier
+  // (place/pack_limit.h) refits and, when PACKLIMIT crossed a model's skew,
+  // the scheduler gets a `profiled` placer with the new value. `pack_limit_learning.start` is ignored.
+  bool learn_pack_limit = false;
+  PackLimitOptions pack_limit_learning;
+  int pack_limit_refresh_jobs = 10;
   // Record the cluster time series (busy GPUs, pending and running jobs at
   // every change). Off saves memory when only the summary is wanted.
   bool record_timeseries = false;
@@ -86,6 +99,13 @@ struct SimResult {
   int64_t passes = 0;      // scheduling passes that decided something
   int64_t preemptions = 0;
   double overhead_seconds = 0;
+  // With learn_pack_limit under `profiled`: the last PACKLIMIT, the
+  // samples it was fitted on, the fit's state (PackLimitFitName) and how
+  // many times it moved across a model's skew (and so changed the placer).
+  std::optional<double> learnt_pack_limit;
+  int64_t pack_limit_samples = 0;
+  std::string pack_limit_fit;
+  int64_t pack_limit_updates = 0;
 };
 
 // Called now and then with (simulated time reached, jobs finished); for a

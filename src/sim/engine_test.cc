@@ -246,3 +246,94 @@ TEST(EngineTest, ReplaysOriginalSixtyJobTrace) {
 
 }  // namespace
 }  // namespace tiresias
+
+namespace tiresias {
+namespace {
+
+// PACKLIMIT learnt during a run. 2 servers x 4 GPUs, tiresias-l with one
+// queue (no demotion), `profiled` placement starting at PACKLIMIT 0.8, so a
+// VGG16 job (skew 0.744) is at first packed, not consolidated.
+//  - t = 0, 10, ..., 90: ten 1-GPU, 5 s jobs, VGG16 and ResNet50 (0.092)
+//    in turn, one at a time. Each adds a sample labelled by its model's
+//    spread slowdown (1.50: costly; 1.05: not, at the 10% threshold).
+//    Refresh every 5: at 5 samples too few (min 8); at 10 a fit on 5 + 5
+//    separable, balanced samples, whose boundary is their midpoint
+//    (0.744 + 0.092) / 2 = 0.418.
+//  - t = 1000: two 3-GPU ResNet50 jobs for 1000 s, one per server (pack:
+//    best fit), leaving one free GPU on each.
+//  - t = 1001: a 2-GPU VGG16 job for 100 s. Learning: 0.744 > 0.418, so it
+//    is consolidated and waits for a whole server until 2000; JCT 1099.
+//    Without learning it is packed across both servers and runs 1.5x
+//    slower: JCT 150.
+std::vector<JobSpec> LearningTrace() {
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < 10; ++i) {
+    jobs.push_back(Spec(i + 1, 1, 10.0 * i, 5, i % 2 ? "resnet50" : "vgg16"));
+  }
+  jobs.push_back(Spec(11, 3, 1000, 1000, "resnet50"));
+  jobs.push_back(Spec(12, 3, 1000, 1000, "resnet50"));
+  jobs.push_back(Spec(13, 2, 1001, 100, "vgg16"));
+  return jobs;
+}
+
+SimConfig LearningConfig(bool learn) {
+  SimConfig c = Config("tiresias-l", 1e9);
+  c.placement = "profiled";
+  c.placement_slowdown = true;
+  c.placement_options.pack_limit = 0.8;
+  c.learn_pack_limit = learn;
+  c.pack_limit_refresh_jobs = 5;
+  return c;
+}
+
+TEST(EngineTest, LearntPackLimitFallsBetweenResNetAndVggAndChangesPlacement) {
+  const Topology topo = Topology::Uniform(1, 2, 4);
+  auto learnt = Simulate(LearningTrace(), topo, LearningConfig(true));
+  ASSERT_TRUE(learnt.ok()) << learnt.status();
+  ASSERT_TRUE(learnt->learnt_pack_limit.has_value());
+  EXPECT_NEAR(*learnt->learnt_pack_limit, (0.744 + 0.092) / 2, 1e-9);
+  EXPECT_EQ(learnt->pack_limit_samples, 10);  // the last refit, at 10
+  EXPECT_EQ(learnt->pack_limit_fit, "fitted");
+  EXPECT_EQ(learnt->pack_limit_updates, 1);
+  EXPECT_DOUBLE_EQ(Jct(*learnt, 13), 1099);
+
+  auto fixed = Simulate(LearningTrace(), topo, LearningConfig(false));
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_FALSE(fixed->learnt_pack_limit.has_value());
+  EXPECT_DOUBLE_EQ(Jct(*fixed, 13), 150);
+
+  // The summary carries it for --json and the table's footer.
+  const Summary s = Summarize(*learnt);
+  ASSERT_TRUE(s.learnt_pack_limit.has_value());
+  EXPECT_EQ(*s.learnt_pack_limit, *learnt->learnt_pack_limit);
+  EXPECT_EQ(s.pack_limit_samples, 10);
+}
+
+TEST(EngineTest, LearntPackLimitIsDeterministic) {
+  const Topology topo = Topology::Uniform(1, 2, 4);
+  auto a = Simulate(LearningTrace(), topo, LearningConfig(true));
+  auto b = Simulate(LearningTrace(), topo, LearningConfig(true));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a->learnt_pack_limit, *b->learnt_pack_limit);
+  for (size_t i = 0; i < a->jobs.size(); ++i) {
+    EXPECT_EQ(a->jobs[i].end, b->jobs[i].end) << a->jobs[i].id;
+  }
+}
+
+// Only `profiled` learns; a bad refresh interval is refused.
+TEST(EngineTest, PackLimitLearningOnlyUnderProfiled) {
+  const Topology topo = Topology::Uniform(1, 2, 4);
+  SimConfig pack = LearningConfig(true);
+  pack.placement = "pack";
+  auto r = Simulate(LearningTrace(), topo, pack);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->learnt_pack_limit.has_value());
+
+  SimConfig bad = LearningConfig(true);
+  bad.pack_limit_refresh_jobs = 0;
+  EXPECT_EQ(Simulate(LearningTrace(), topo, bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tiresias

@@ -36,6 +36,10 @@ Summary Summarize(const SimResult& result, const BinOptions& bin_options) {
   s.jobs = static_cast<int64_t>(result.jobs.size());
   s.preemptions = result.preemptions;
   s.preemption_overhead_s = result.overhead_seconds;
+  s.learnt_pack_limit = result.learnt_pack_limit;
+  s.pack_limit_samples = result.pack_limit_samples;
+  s.pack_limit_fit = result.pack_limit_fit;
+  s.pack_limit_updates = result.pack_limit_updates;
   s.makespan_s = result.last_end - result.first_submit;
   if (s.makespan_s > 0 && result.total_gpus > 0) {
     s.gpu_utilization =

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,11 @@ struct Summary {
   double preemption_overhead_s = 0;
   double gpu_utilization = 0;  // busy GPU-seconds / (GPUs x makespan)
   std::map<std::string, BinSummary> bins;  // "SS", "SL", "LS", "LL"
+  // Learnt PACKLIMIT (SimConfig::learn_pack_limit under `profiled`).
+  std::optional<double> learnt_pack_limit;
+  int64_t pack_limit_samples = 0;
+  std::string pack_limit_fit;
+  int64_t pack_limit_updates = 0;
 };
 
 Summary Summarize(const SimResult& result, const BinOptions& bins = {});

@@ -71,6 +71,14 @@ const std::vector<BadInput>& BadInputs() {
       {"PackLimitAboveOne",
        {"--trace", "{trace}", "--cluster", "4x4", "--pack-limit", "2"},
        {"--pack-limit"}},
+      {"PackLimitRefreshZero",
+       {"--trace", "{trace}", "--cluster", "4x4", "--learn-pack-limit",
+        "--pack-limit-refresh", "0"},
+       {"--pack-limit-refresh 0", "positive"}},
+      {"PackLimitCostAboveOne",
+       {"--trace", "{trace}", "--cluster", "4x4", "--learn-pack-limit",
+        "--pack-limit-cost", "1.5"},
+       {"--pack-limit-cost 1.5"}},
   };
   return *kCases;
 }

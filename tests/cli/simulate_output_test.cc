@@ -148,6 +148,35 @@ TEST_F(SimulateOutputTest, JsonHoldsTheContractFields) {
   }
 }
 
+// --learn-pack-limit: the runs under `profiled` (tiresias-l) report the
+// learnt PACKLIMIT, the others (yarn-cs: consolidate) do not; the table
+// has a footer line for it. The 60-job trace's models (drawn from the
+// built-in table) put it between GoogleNet (0.146) and AlexNet (0.618).
+TEST_F(SimulateOutputTest, LearntPackLimitIsInTheJsonAndTheTableFooter) {
+  const std::vector<std::string> args = {
+      "--trace", trace_60_, "--cluster", "4x4", "--policy",
+      "tiresias-l,yarn-cs", "--learn-pack-limit", "--pack-limit", "0.8"};
+  json doc = SimulateJson(args);
+  ASSERT_FALSE(doc.empty());
+  EXPECT_EQ(doc["parameters"]["learn_pack_limit"], true);
+  EXPECT_EQ(doc["parameters"]["pack_limit"], 0.8);
+  json learnt = doc["policies"][0]["pack_limit"];
+  ASSERT_TRUE(learnt.is_object()) << doc["policies"][0].dump();
+  EXPECT_EQ(learnt["samples"], 60);
+  EXPECT_EQ(learnt["fit"], "fitted");
+  EXPECT_GT(learnt["learnt"].get<double>(), 0.146);
+  EXPECT_LT(learnt["learnt"].get<double>(), 0.618);
+  EXPECT_FALSE(doc["policies"][1].contains("pack_limit"));
+
+  std::vector<std::string> table_args = {"simulate"};
+  table_args.insert(table_args.end(), args.begin(), args.end());
+  const ProcessResult run = Tiresias(table_args);
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  EXPECT_NE(run.out.find("tiresias-l: learnt PACKLIMIT 0."), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("from 60 samples (fitted"), std::string::npos);
+}
+
 TEST_F(SimulateOutputTest, OutFolderHoldsReportCsvsAndTheJsonSummary) {
   const fs::path out = dir_ / "out";
   const ProcessResult run = Tiresias(

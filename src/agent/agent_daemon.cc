@@ -176,6 +176,7 @@ absl::Status AgentDaemon::Start() {
     }
     launcher_options.run_as.user_map = *std::move(map);
   }
+  run_as_ = launcher_options.run_as;
   if (absl::Status s = LoadOrCreateToken(); !s.ok()) return s;
   if (absl::StatusOr<std::optional<std::string>> boot =
           RealFileStore()->Read("/proc/sys/kernel/random/boot_id");
@@ -366,6 +367,33 @@ bool AgentDaemon::AddProfiler(const TaskKey& key, TaskSpec& spec) {
   std::filesystem::create_directories(options_.state_dir + "/profiles",
                                       ignored);
   std::filesystem::remove(path, ignored);  // a previous agent's, half written
+  // A task that runs as its owner's account cannot create a file in the
+  // agent's folder: its file is made here, empty, and handed to that
+  // account (the folder only traversable by others, never listable).
+  absl::StatusOr<std::optional<TaskAccount>> account =
+      ResolveTaskAccount(spec.owner, run_as_);
+  if (!account.ok()) return false;  // the launcher refuses the task
+  if (account->has_value()) {
+    std::filesystem::permissions(
+        options_.state_dir + "/profiles",
+        std::filesystem::perms::owner_all |
+            std::filesystem::perms::group_exec |
+            std::filesystem::perms::others_exec,
+        ignored);
+    const int fd =
+        open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+             0600);
+    const bool handed =
+        fd >= 0 && fchown(fd, (*account)->ids.uid, (*account)->ids.gid) == 0;
+    const int err = errno;
+    if (fd >= 0) close(fd);
+    if (!handed) {
+      std::filesystem::remove(path, ignored);
+      Log(absl::StrCat(name, ": not profiled: ", path, ": ",
+                       std::strerror(err)));
+      return false;
+    }
+  }
   auto user_preload = spec.env.find("LD_PRELOAD");
   const std::string existing = user_preload != spec.env.end()
                                    ? user_preload->second

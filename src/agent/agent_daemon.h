@@ -284,6 +284,7 @@ class AgentDaemon {
   bool drained_ = false;  // the master acknowledged every end while draining
   absl::Status fatal_;     // see fatal()
   std::map<TaskKey, Task> tasks_;
+  RunAsPolicy run_as_;  // as the launcher's: whom tasks run as
   std::set<TaskKey> ended_keys_;       // acknowledged ends remembered
   std::deque<TaskKey> ended_order_;    // oldest first, to forget
   uint64_t session_ = 0;               // of the current registration

@@ -3,6 +3,8 @@
 // profiler (profiler_test_job, periodic messages on a Unix socket pair:
 // 4000, 1000, 500 and 500 bytes per iteration, so skew 4000/6000),
 // and a re-submitted job of the same signature starts with that skew.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -23,6 +25,7 @@ namespace tiresias {
 namespace {
 
 using agent_testing::TestDir;
+using agent_testing::ThrowawayUser;
 using agent_testing::WaitUntil;
 using std::chrono::seconds;
 
@@ -30,7 +33,8 @@ class AgentProfileTest : public testing::Test {
  protected:
   void SetUp() override { Start(std::chrono::milliseconds(305000)); }
 
-  void Start(std::chrono::milliseconds profile_read_after) {
+  void Start(std::chrono::milliseconds profile_read_after,
+             bool allow_root_tasks = true) {
     setenv("TIRESIAS_PROFILER_LIB", PROFILER_LIB, 1);
     std::filesystem::create_directories(dir_.path() / "master");
     MasterOptions options;
@@ -53,7 +57,7 @@ class AgentProfileTest : public testing::Test {
     agent.emulate_gpus = 2;
     agent.state_dir = dir_.File("agent");
     agent.grace = seconds(3);
-    agent.allow_root_tasks = true;  // as in agent_daemon_test
+    agent.allow_root_tasks = allow_root_tasks;  // as in agent_daemon_test
     agent.profile_read_after = profile_read_after;
     agent.log = [this](std::string_view line) {
       std::lock_guard<std::mutex> lock(log_mu_);
@@ -192,6 +196,33 @@ TEST_F(AgentProfileWhileRunningTest, RunningTaskReportsItsProfile) {
   EXPECT_TRUE(WaitUntil(
       [&] { return Job(id).state == JobRecordState::kCancelled; },
       seconds(10)));
+}
+
+// A root agent runs a task as its owner's account, which cannot create
+// files in the agent's folder: the agent makes the record file and hands it
+// to the account, and the task is profiled like any other.
+class AgentProfileAsOwnerTest : public AgentProfileTest {
+ protected:
+  void SetUp() override {
+    Start(std::chrono::milliseconds(305000), /*allow_root_tasks=*/false);
+  }
+};
+
+TEST_F(AgentProfileAsOwnerTest, TaskRunningAsItsOwnerIsProfiled) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (useradd, setuid)";
+  ThrowawayUser user;
+  ASSERT_TRUE(user.ok());
+  JobRequest req = Spec();
+  req.user = user.name();
+  req.checkpoint_dir = user.OwnedFolder(dir_.path(), "work") + "/ckpt";
+  const JobId id = Submit(req);
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Job(id).state == JobRecordState::kFinished; },
+      seconds(20)));
+  EXPECT_EQ(CountLog(absl::StrCat(" as uid ", user.uid(), " on GPUs")), 1);
+  ASSERT_TRUE(Job(id).profile.has_value());
+  ASSERT_TRUE(Job(id).profile->tensor_skew.has_value());
+  EXPECT_NEAR(*Job(id).profile->tensor_skew, 4000.0 / 6000.0, 0.01);
 }
 
 }  // namespace

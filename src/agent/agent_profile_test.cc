@@ -34,7 +34,7 @@ class AgentProfileTest : public testing::Test {
   void SetUp() override { Start(std::chrono::milliseconds(305000)); }
 
   void Start(std::chrono::milliseconds profile_read_after,
-             bool allow_root_tasks = true) {
+             bool allow_root_tasks = true, int gpus_per_node = 2) {
     setenv("TIRESIAS_PROFILER_LIB", PROFILER_LIB, 1);
     std::filesystem::create_directories(dir_.path() / "master");
     MasterOptions options;
@@ -54,7 +54,7 @@ class AgentProfileTest : public testing::Test {
     AgentOptions agent;
     agent.master_address = absl::StrCat("127.0.0.1:", server_->port());
     agent.node_name = "node-a";
-    agent.emulate_gpus = 2;
+    agent.emulate_gpus = gpus_per_node;
     agent.state_dir = dir_.File("agent");
     agent.grace = seconds(3);
     agent.allow_root_tasks = allow_root_tasks;  // as in agent_daemon_test
@@ -63,12 +63,24 @@ class AgentProfileTest : public testing::Test {
       std::lock_guard<std::mutex> lock(log_mu_);
       log_.push_back(std::string(line));
     };
+    agent_options_ = agent;
     agent_ = std::make_unique<AgentDaemon>(std::move(agent));
     ASSERT_TRUE(agent_->Start().ok());
     ASSERT_TRUE(WaitUntil([&] { return agent_->node_id() != 0; }));
   }
 
+  // A second node like the first.
+  void StartSecondAgent() {
+    AgentOptions agent = agent_options_;
+    agent.node_name = "node-b";
+    agent.state_dir = dir_.File("agent-b");
+    second_ = std::make_unique<AgentDaemon>(std::move(agent));
+    ASSERT_TRUE(second_->Start().ok());
+    ASSERT_TRUE(WaitUntil([&] { return second_->node_id() != 0; }));
+  }
+
   void TearDown() override {
+    second_.reset();
     agent_.reset();
     if (server_) server_->Shutdown();
     if (HasFailure()) {
@@ -114,7 +126,9 @@ class AgentProfileTest : public testing::Test {
   master::RealClock clock_;
   std::unique_ptr<MasterState> state_;
   std::unique_ptr<MasterServer> server_;
+  AgentOptions agent_options_;
   std::unique_ptr<AgentDaemon> agent_;
+  std::unique_ptr<AgentDaemon> second_;
   std::mutex log_mu_;
   std::vector<std::string> log_;
 };
@@ -196,6 +210,43 @@ TEST_F(AgentProfileWhileRunningTest, RunningTaskReportsItsProfile) {
   EXPECT_TRUE(WaitUntil(
       [&] { return Job(id).state == JobRecordState::kCancelled; },
       seconds(10)));
+}
+
+// A job of two ranks on two nodes: each rank reports a profile, and the
+// master keeps the periodic one with the most bytes per iteration (rank 0:
+// 6000 bytes per iteration; rank 1 sends three 64-byte messages: not
+// periodic), whichever arrives first.
+class AgentProfileTwoRanksTest : public AgentProfileTest {
+ protected:
+  void SetUp() override {
+    Start(std::chrono::milliseconds(305000), true, /*gpus_per_node=*/1);
+    StartSecondAgent();
+  }
+};
+
+TEST_F(AgentProfileTwoRanksTest, MasterKeepsTheWorkersProfile) {
+  JobRequest req = Spec();
+  req.num_gpus = 2;
+  req.command = {"/bin/sh", "-c",
+                 absl::StrCat("if [ \"$RANK\" = 0 ]; then exec ", TEST_JOB,
+                              " periodic 30; else exec ", TEST_JOB,
+                              " many 3; fi")};
+  const JobId id = Submit(req);
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Job(id).state == JobRecordState::kFinished; },
+      seconds(20)));
+  EXPECT_EQ(Job(id).nodes.size(), 2u);
+  ASSERT_TRUE(Job(id).profile.has_value());
+  EXPECT_TRUE(Job(id).profile->periodic);
+  EXPECT_NEAR(Job(id).profile->tensor_skew.value_or(0), 4000.0 / 6000.0,
+              0.01);
+  EXPECT_NEAR(Job(id).profile->bytes_per_iteration.value_or(0), 6000, 60);
+  EXPECT_EQ(CountLog(absl::StrCat("job ", id, " attempt 1 rank 0: profile: "
+                                  "tensor skew")),
+            1);
+  EXPECT_EQ(CountLog(absl::StrCat("job ", id,
+                                  " attempt 1 rank 1: profile: not periodic")),
+            1);
 }
 
 // A root agent runs a task as its owner's account, which cannot create

@@ -31,6 +31,7 @@
 #include "agent/proc_table.h"
 #include "agent/run_as.h"
 #include "nlohmann/json.hpp"
+#include "profiler/profiler.h"
 #include "proto/tiresias.grpc.pb.h"
 #include "proto/tiresias.pb.h"
 
@@ -175,6 +176,7 @@ absl::Status AgentDaemon::Start() {
     }
     launcher_options.run_as.user_map = *std::move(map);
   }
+  run_as_ = launcher_options.run_as;
   if (absl::Status s = LoadOrCreateToken(); !s.ok()) return s;
   if (absl::StatusOr<std::optional<std::string>> boot =
           RealFileStore()->Read("/proc/sys/kernel/random/boot_id");
@@ -345,6 +347,90 @@ std::string AgentDaemon::LeasePath(const TaskKey& key) const {
                       "-attempt-", std::get<1>(key), "-rank-",
                       std::get<2>(key));
 }
+
+std::string AgentDaemon::ProfilePath(const TaskKey& key) const {
+  return absl::StrCat(options_.state_dir, "/profiles/job-", std::get<0>(key),
+                      "-attempt-", std::get<1>(key), "-rank-",
+                      std::get<2>(key), ".prof");
+}
+
+bool AgentDaemon::AddProfiler(const TaskKey& key, TaskSpec& spec) {
+  const std::string name =
+      TaskName(std::get<0>(key), std::get<1>(key), std::get<2>(key));
+  absl::StatusOr<std::string> library = profiler::FindProfilerLibrary();
+  if (!library.ok()) {
+    Log(absl::StrCat(name, ": not profiled: ", library.status().message()));
+    return false;
+  }
+  const std::string path = ProfilePath(key);
+  std::error_code ignored;
+  std::filesystem::create_directories(options_.state_dir + "/profiles",
+                                      ignored);
+  std::filesystem::remove(path, ignored);  // a previous agent's, half written
+  // A task that runs as its owner's account cannot create a file in the
+  // agent's folder: its file is made here, empty, and handed to that
+  // account (the folder only traversable by others, never listable).
+  absl::StatusOr<std::optional<TaskAccount>> account =
+      ResolveTaskAccount(spec.owner, run_as_);
+  if (!account.ok()) return false;  // the launcher refuses the task
+  if (account->has_value()) {
+    std::filesystem::permissions(
+        options_.state_dir + "/profiles",
+        std::filesystem::perms::owner_all |
+            std::filesystem::perms::group_exec |
+            std::filesystem::perms::others_exec,
+        ignored);
+    const int fd =
+        open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+             0600);
+    const bool handed =
+        fd >= 0 && fchown(fd, (*account)->ids.uid, (*account)->ids.gid) == 0;
+    const int err = errno;
+    if (fd >= 0) close(fd);
+    if (!handed) {
+      std::filesystem::remove(path, ignored);
+      Log(absl::StrCat(name, ": not profiled: ", path, ": ",
+                       std::strerror(err)));
+      return false;
+    }
+  }
+  auto user_preload = spec.env.find("LD_PRELOAD");
+  const std::string existing = user_preload != spec.env.end()
+                                   ? user_preload->second
+                                   : std::string(getenv("LD_PRELOAD") != nullptr
+                                                     ? getenv("LD_PRELOAD")
+                                                     : "");
+  for (auto& [k, v] : profiler::ProfilerEnvironment(
+           *library, path, profiler::RecordingLimits{},
+           existing.empty() ? nullptr : existing.c_str())) {
+    spec.env[k] = v;
+  }
+  return true;
+}
+
+namespace {
+
+// The profile in `path` for the master; nullopt if there is none or it
+// cannot be read (only the profile is lost).
+std::optional<v1::TrafficProfile> ReadTaskProfile(const std::string& path) {
+  absl::StatusOr<profiler::Profile> p = profiler::ProfileFromFile(path);
+  if (!p.ok()) return std::nullopt;
+  v1::TrafficProfile out;
+  out.set_periodic(p->periodic);
+  if (p->periodic) {
+    if (p->tensor_skew) out.set_tensor_skew(*p->tensor_skew);
+    if (p->iteration_s) out.set_iteration_s(*p->iteration_s);
+    if (p->bytes_per_iteration) {
+      out.set_bytes_per_iteration(*p->bytes_per_iteration);
+    }
+    if (p->messages_per_iteration) {
+      out.set_messages_per_iteration(*p->messages_per_iteration);
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 void AgentDaemon::AdoptRecorded() {
   std::vector<RecoveredTask> found =
@@ -520,6 +606,7 @@ std::vector<v1::TaskStatus> AgentDaemon::Statuses() const {
     for (int g : task.gpus) s.add_gpu_indexes(g);
     if (task.exit_code) s.set_exit_code(*task.exit_code);
     if (task.start_time) s.set_start_time(*task.start_time);
+    if (task.profile) *s.mutable_profile() = *task.profile;
     if (task.end_time) {
       // The start is read after exec returns, the end by the shim: a task
       // that ends at once can end "before" it started by microseconds.
@@ -555,6 +642,12 @@ void AgentDaemon::Acknowledge(const TaskKey& key) {
       std::error_code ignored;
       std::filesystem::remove(task.handle->exit_path, ignored);
     }
+  }
+  {
+    // Also a record the agent could not read, or one whose task ended
+    // while no agent ran (its profile is lost).
+    std::error_code ignored;
+    std::filesystem::remove(ProfilePath(key), ignored);
   }
   if (task.lease) task.lease->Remove();
   tasks_.erase(it);
@@ -787,6 +880,7 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
   spec.fence_grace = options_.grace;
   Task task;
   task.gpus = spec.gpus;
+  if (st.profile()) task.profiled = AddProfiler(key, spec);
   int64_t deadline;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -872,6 +966,18 @@ void AgentDaemon::RequestStop(const TaskKey& key, Task& task, int reason) {
 
 bool AgentDaemon::PollExits() {
   std::vector<TaskExit> exits = launcher_->PollAll();
+  // Analysed outside the lock (up to 50,000 records per process). Only a
+  // task this agent started under the profiler has a file there.
+  std::map<TaskKey, v1::TrafficProfile> profiles;
+  for (const TaskExit& e : exits) {
+    const TaskKey key{e.handle.job_id, e.handle.attempt, e.handle.rank};
+    std::error_code ignored;
+    if (!std::filesystem::exists(ProfilePath(key), ignored)) continue;
+    if (std::optional<v1::TrafficProfile> p =
+            ReadTaskProfile(ProfilePath(key))) {
+      profiles[key] = *std::move(p);
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   bool ended_ghost = false;
   for (auto& [key, task] : tasks_) {
@@ -910,8 +1016,56 @@ bool AgentDaemon::PollExits() {
     Log(absl::StrCat(
         TaskName(e.handle.job_id, e.handle.attempt, e.handle.rank), ": ",
         e.Describe(), e.fenced ? " (fenced: the agent's lease lapsed)" : ""));
+    if (auto p = profiles.find(it->first); p != profiles.end()) {
+      task.profiled = true;  // the end's reading replaces a running one
+      task.profile =
+          std::make_shared<const v1::TrafficProfile>(std::move(p->second));
+      Log(absl::StrCat(
+          TaskName(e.handle.job_id, e.handle.attempt, e.handle.rank),
+          ": profile: ",
+          task.profile->periodic()
+              ? absl::StrCat("tensor skew ", task.profile->tensor_skew(),
+                             ", iteration ", task.profile->iteration_s(), " s")
+              : "not periodic"));
+    }
   }
   return !exits.empty() || ended_ghost;
+}
+
+bool AgentDaemon::ReadRunningProfiles() {
+  // The preloaded library has stopped recording by then; a process that
+  // started later records on, but its iteration is the same.
+  const double read_after_s =
+      std::chrono::duration<double>(options_.profile_read_after).count();
+  const double now = UnixSeconds(std::chrono::system_clock::now());
+  std::vector<TaskKey> due;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [key, task] : tasks_) {
+      if (task.profiled && !task.ended && !task.profile_read &&
+          task.start_time && now - *task.start_time >= read_after_s) {
+        task.profile_read = true;
+        due.push_back(key);
+      }
+    }
+  }
+  bool read = false;
+  for (const TaskKey& key : due) {
+    std::optional<v1::TrafficProfile> p = ReadTaskProfile(ProfilePath(key));
+    if (!p) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(key);
+    if (it == tasks_.end() || it->second.profile) continue;
+    it->second.profile = std::make_shared<const v1::TrafficProfile>(*p);
+    Log(absl::StrCat(TaskName(std::get<0>(key), std::get<1>(key),
+                              std::get<2>(key)),
+                     ": profile while running: ",
+                     p->periodic() ? absl::StrCat("tensor skew ",
+                                                  p->tensor_skew())
+                                   : "not periodic"));
+    read = true;
+  }
+  return read;
 }
 
 void AgentDaemon::Loop() {
@@ -967,6 +1121,7 @@ void AgentDaemon::Loop() {
       }
     }
     if (PollExits()) changed = true;
+    if (ReadRunningProfiles()) changed = true;
     bool leaving_untold;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -93,6 +93,7 @@ namespace v1 {
 class DesiredState;
 class StartTask;
 class TaskStatus;
+class TrafficProfile;
 }  // namespace v1
 
 struct AgentOptions {
@@ -114,6 +115,10 @@ struct AgentOptions {
   // SIGTERM to SIGKILL, for every stop (preemption, cancellation, fencing,
   // shutdown). Told to the master, which shortens the lease by it.
   std::chrono::milliseconds grace{30000};
+  // When a profiled task still running is read for its profile: once the
+  // profiler has stopped recording it (RecordingLimits::seconds_per_process,
+  // 300 s) and a margin. Tests shorten it.
+  std::chrono::milliseconds profile_read_after{305000};
   // How often exits are looked for between heartbeats; an exit is
   // heartbeated at once.
   std::chrono::milliseconds poll_interval{10};
@@ -201,6 +206,11 @@ class AgentDaemon {
     std::optional<int> exit_code;
     std::optional<double> start_time;  // Unix seconds
     std::optional<double> end_time;
+    // Started under the traffic profiler (StartTask.profile): what it
+    // measured, read once the task ended; absent if nothing could be read.
+    bool profiled = false;
+    bool profile_read = false;  // read while it ran (ReadRunningProfiles)
+    std::shared_ptr<const v1::TrafficProfile> profile;
   };
 
   void Loop();
@@ -228,6 +238,11 @@ class AgentDaemon {
   void StopAllForShutdown();
   void Acknowledge(const TaskKey& key);  // mu_ held
   bool PollExits();  // true if a task ended
+  // Reads the profile of each profiled task still running once its
+  // recording has stopped (the profiler's time limit, plus a margin), so
+  // that a long job is placed by its skew before it ends; true if one was
+  // read (report it).
+  bool ReadRunningProfiles();
   void AdoptRecorded();
   void RemoveStaleFiles();
   void SaveSession();
@@ -238,6 +253,13 @@ class AgentDaemon {
   // When a lease that lapses at `deadline_ns` has certainly been fenced.
   int64_t FencedBy(int64_t deadline_ns) const;
   std::string LeasePath(const TaskKey& key) const;
+  // Where a profiled task's traffic records go:
+  // <state>/profiles/job-J-attempt-A-rank-R.prof.
+  std::string ProfilePath(const TaskKey& key) const;
+  // Adds the profiler's variables to `spec` (a task the master asked to
+  // profile); false (logged) if the library cannot be found: the task runs
+  // unprofiled.
+  bool AddProfiler(const TaskKey& key, TaskSpec& spec);
   std::vector<v1::TaskStatus> Statuses() const;  // requires mu_
 
   AgentOptions options_;
@@ -262,6 +284,7 @@ class AgentDaemon {
   bool drained_ = false;  // the master acknowledged every end while draining
   absl::Status fatal_;     // see fatal()
   std::map<TaskKey, Task> tasks_;
+  RunAsPolicy run_as_;  // as the launcher's: whom tasks run as
   std::set<TaskKey> ended_keys_;       // acknowledged ends remembered
   std::deque<TaskKey> ended_order_;    // oldest first, to forget
   uint64_t session_ = 0;               // of the current registration

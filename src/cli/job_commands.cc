@@ -121,6 +121,25 @@ int ListJobs(const JobsFlags& f) {
   return 0;
 }
 
+// One line: the measured traffic profile, where it came from, or why none.
+std::string FormatJobProfile(const v1::Job& job) {
+  if (!job.has_profile()) return "not measured yet (placed as skewed)";
+  const v1::TrafficProfile& p = job.profile();
+  const std::string from =
+      p.measured_job_id() != 0 && p.measured_job_id() != job.id()
+          ? absl::StrCat(" (from job ", p.measured_job_id(), ")")
+          : "";
+  if (!p.periodic()) return absl::StrCat("not periodic: no skew", from);
+  return absl::StrFormat(
+      "tensor skew %.4f, iteration %s, %s bytes per iteration, periodic%s",
+      p.tensor_skew(),
+      p.has_iteration_s() ? absl::StrFormat("%.4f s", p.iteration_s()) : "-",
+      p.has_bytes_per_iteration()
+          ? absl::StrFormat("%.0f", p.bytes_per_iteration())
+          : "-",
+      from);
+}
+
 void PrintJob(const v1::Job& job) {
   auto line = [](const char* key, const std::string& value) {
     std::printf("%-16s %s\n", key, value.c_str());
@@ -158,6 +177,7 @@ void PrintJob(const v1::Job& job) {
   for (const v1::EnvVar& var : job.spec().env()) {
     line("Env:", Printable(absl::StrCat(var.key(), "=", var.value())));
   }
+  line("Profile:", FormatJobProfile(job));
   std::printf("\nEVENTS\n%-19s  %-10s %s\n", "TIME", "KIND", "DETAIL");
   for (const v1::JobEvent& e : job.events()) {
     std::printf("%-19s  %-10s %s\n", cli::FormatTime(e.time()).c_str(),

@@ -33,6 +33,10 @@ struct JobSpec {
   std::optional<Seconds> duration;
   // Model name ("vgg16", "resnet50", ...); empty when unknown.
   std::string model;
+  // Tensor skew measured from the job's own traffic (the traffic profiler),
+  // in [0, 1]; nullopt until measured. Placement prefers it to the `model`
+  // table (place/profiled.cc).
+  std::optional<double> measured_skew;
 };
 
 enum class JobState { kPending, kRunning, kPreempted, kFinished };
@@ -98,6 +102,12 @@ class Job {
   // Waiting -> back to queue 0 with executed time and waiting time reset.
   void Promote(Seconds now);
   void set_queue(int queue) { queue_ = queue; }
+  // The traffic profiler measured the job: the one part of its spec that
+  // is learnt after submission (a scheduler caches the placement scheme
+  // per job, so the caller passes the job to Scheduler::Replace).
+  void set_measured_skew(std::optional<double> skew) {
+    spec_.measured_skew = skew;
+  }
   // Its place in its queue's list under the scheduler's stable queue order
   // (QueueOrder::kStable in sched/scheduler.h), lower first; NaN until the
   // scheduler places it. Kept with the job so that a scheduler rebuilt from

@@ -1,7 +1,13 @@
 #include "master/job_record.h"
 
+#include <openssl/evp.h>
+
+#include <cmath>
+
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 
 namespace tiresias {
 namespace {
@@ -79,6 +85,67 @@ int64_t ApproxEncodedBytes(const JobRecord& job) {
     bytes += 24;  // its sequence, job id and time
   }
   return bytes;
+}
+
+bool BetterProfile(const JobProfile& a, const JobProfile& b) {
+  if (a.periodic != b.periodic) return a.periodic;
+  return a.bytes_per_iteration.value_or(0) > b.bytes_per_iteration.value_or(0);
+}
+
+std::optional<double> PlacementSkew(const std::optional<JobProfile>& profile) {
+  if (!profile || !profile->periodic) return std::nullopt;
+  return profile->tensor_skew;
+}
+
+std::string EncodeProfile(const JobProfile& p) {
+  nlohmann::json j;
+  j["periodic"] = p.periodic;
+  auto put = [&](const char* key, const std::optional<double>& v) {
+    if (v && std::isfinite(*v)) j[key] = *v;
+  };
+  put("tensor_skew", p.tensor_skew);
+  put("iteration_s", p.iteration_s);
+  put("bytes_per_iteration", p.bytes_per_iteration);
+  put("messages_per_iteration", p.messages_per_iteration);
+  j["measured_job_id"] = p.measured_job_id;
+  return j.dump();
+}
+
+absl::StatusOr<JobProfile> DecodeProfile(std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("periodic") ||
+      !j["periodic"].is_boolean()) {
+    return absl::InvalidArgumentError("profile: expected a JSON object with "
+                                      "a boolean 'periodic'");
+  }
+  JobProfile p;
+  p.periodic = j["periodic"].get<bool>();
+  auto get = [&](const char* key, std::optional<double>* out) {
+    if (j.contains(key) && j[key].is_number()) *out = j[key].get<double>();
+  };
+  get("tensor_skew", &p.tensor_skew);
+  get("iteration_s", &p.iteration_s);
+  get("bytes_per_iteration", &p.bytes_per_iteration);
+  get("messages_per_iteration", &p.messages_per_iteration);
+  if (j.contains("measured_job_id") && j["measured_job_id"].is_number_integer()) {
+    p.measured_job_id = j["measured_job_id"].get<JobId>();
+  }
+  return p;
+}
+
+std::string JobSignature(const JobRequest& spec) {
+  // Length-prefixed fields, so that no two specs run together alike.
+  std::string fields = absl::StrCat(spec.num_gpus, ";", spec.name.size(), ":",
+                                    spec.name, ";", spec.command.size());
+  for (const std::string& arg : spec.command) {
+    absl::StrAppend(&fields, ";", arg.size(), ":", arg);
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(fields.data(), fields.size(), digest, &size, EVP_sha256(),
+             nullptr);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), size));
 }
 
 }  // namespace tiresias

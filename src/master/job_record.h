@@ -33,6 +33,36 @@ struct JobRequest {
   bool operator==(const JobRequest&) const = default;
 };
 
+// A job's traffic as the traffic profiler measured it (proto
+// TrafficProfile). The per-iteration figures are set only when periodic.
+struct JobProfile {
+  bool periodic = false;
+  std::optional<double> tensor_skew;  // largest message / iteration, [0, 1]
+  std::optional<double> iteration_s;
+  std::optional<double> bytes_per_iteration;
+  std::optional<double> messages_per_iteration;
+  JobId measured_job_id = 0;  // the job it was measured on
+
+  bool operator==(const JobProfile&) const = default;
+};
+
+// Whether `a` should replace `b` as a job's profile: periodic beats not;
+// among periodic ones, more bytes per iteration (in a parameter-server job,
+// each rank may report: the worker sends every tensor, so it has the most).
+bool BetterProfile(const JobProfile& a, const JobProfile& b);
+// The skew placement may use: set only for a periodic profile.
+std::optional<double> PlacementSkew(const std::optional<JobProfile>& profile);
+// JSON text of a profile (the store's column) and back; InvalidArgument
+// when `text` is not such JSON.
+std::string EncodeProfile(const JobProfile& profile);
+absl::StatusOr<JobProfile> DecodeProfile(std::string_view text);
+
+// What makes two submissions "the same job" for the profile: its name,
+// command and GPU count (SHA-256, hex; not the environment, which may hold
+// per-submission values). A re-submitted job with the same
+// signature starts with the profile measured before.
+std::string JobSignature(const JobRequest& spec);
+
 // The master's view of a job's life. Richer than the core's JobState: the
 // core only needs "finished", the master says how.
 enum class JobRecordState {
@@ -105,6 +135,9 @@ struct JobRecord {
   // The client's idempotency key it was submitted with
   // (SubmitJobRequest.request_id); empty if none. Written once, at creation.
   std::string request_id;
+  // Its traffic profile, once measured or inherited (by signature); the
+  // store writes it only with Store::SaveProfile.
+  std::optional<JobProfile> profile;
   // History, oldest first. Filled by Store::GetJob; empty from ListJobs and
   // ignored by writes (events are appended, never rewritten).
   std::vector<JobEvent> events;

@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 
 #include "absl/strings/escaping.h"
@@ -412,6 +413,9 @@ void MasterState::HandleTask(
     return;
   }
   if (!ended) {
+    // A long task's profile, read once its recording stopped (repeated in
+    // every report: kept only if better).
+    if (task.has_profile()) OnProfile(launch.job, task.profile(), now);
     if ((task.state() == v1::TASK_STATE_RUNNING ||
          task.state() == v1::TASK_STATE_EXITING) &&
         !part.running) {
@@ -440,7 +444,67 @@ void MasterState::HandleTask(
   *acks->Add() = task.task();
   Touch(launch);
   pass_wanted_ = true;  // its GPUs are free
+  if (task.has_profile()) OnProfile(launch.job, task.profile(), now);
   OnPartEnded(launch, task, now);  // may erase `launch`
+}
+
+void MasterState::OnProfile(JobId job, const v1::TrafficProfile& reported,
+                            Seconds now) {
+  auto it = records_.find(job);
+  if (it == records_.end()) return;
+  JobRecord& rec = it->second;
+  JobProfile measured;
+  measured.periodic = reported.periodic();
+  measured.measured_job_id = job;
+  auto finite = [](double v) { return std::isfinite(v) && v >= 0; };
+  if (measured.periodic) {
+    // An agent's figures: a skew outside [0, 1] or a non-finite number
+    // would mislead placement, so the profile is not kept.
+    if (!reported.has_tensor_skew() || !finite(reported.tensor_skew()) ||
+        reported.tensor_skew() > 1) {
+      return;
+    }
+    measured.tensor_skew = reported.tensor_skew();
+    if (reported.has_iteration_s() && finite(reported.iteration_s())) {
+      measured.iteration_s = reported.iteration_s();
+    }
+    if (reported.has_bytes_per_iteration() &&
+        finite(reported.bytes_per_iteration())) {
+      measured.bytes_per_iteration = reported.bytes_per_iteration();
+    }
+    if (reported.has_messages_per_iteration() &&
+        finite(reported.messages_per_iteration())) {
+      measured.messages_per_iteration = reported.messages_per_iteration();
+    }
+  }
+  // An inherited profile gives way to the job's own; the job's own only to
+  // a better one (another rank: the worker of a parameter-server job).
+  if (rec.profile && rec.profile->measured_job_id == job &&
+      !BetterProfile(measured, *rec.profile)) {
+    return;
+  }
+  const std::optional<double> old_skew = PlacementSkew(rec.profile);
+  rec.profile = measured;
+  absl::Status saved = store_->SaveProfile(job, JobSignature(rec.spec), measured);
+  AddEvent(job, now, "profiled",
+           measured.periodic
+               ? absl::StrFormat("tensor skew %.4f, iteration %.4f s, %.0f "
+                                 "bytes per iteration%s",
+                                 *measured.tensor_skew,
+                                 measured.iteration_s.value_or(0),
+                                 measured.bytes_per_iteration.value_or(0),
+                                 saved.ok() ? "" : " (not stored)")
+               : absl::StrCat("not periodic: no skew",
+                              saved.ok() ? "" : " (not stored)"));
+  const std::optional<double> skew = PlacementSkew(rec.profile);
+  if (skew == old_skew) return;
+  if (const Job* current = scheduler_->Find(job); current != nullptr) {
+    Job updated = *current;
+    updated.set_measured_skew(skew);
+    // Found just above: Replace cannot fail.
+    ReplaceSchedulerJob(updated, now).IgnoreError();
+    pass_wanted_ = true;
+  }
 }
 
 void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {

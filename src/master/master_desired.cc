@@ -33,6 +33,7 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
           : rec.spec.checkpoint_dir);
   start->set_restart_count(rec.restarts);
   start->set_owner(rec.spec.user);
+  start->set_profile(launch.profile);
   start->set_master_addr(host_of(launch.parts[0].node_id));
   start->set_master_port(port);
   for (size_t r = 0; r < launch.parts.size(); ++r) {

@@ -91,7 +91,9 @@ void MasterState::WriteSubmitBatch(const std::vector<SubmitWriter*>& batch) {
                    .num_gpus = jobs[i].spec.num_gpus,
                    .submit_time = now,
                    .duration = std::nullopt,
-                   .model = jobs[i].spec.model};
+                   .model = jobs[i].spec.model,
+                   // Measured before, on a job of the same signature.
+                   .measured_skew = PlacementSkew(job->profile)};
       // Only a broken invariant (an id the scheduler already holds) fails
       // here; the job is stored and a restarted master would load it.
       absl::Status admitted = scheduler_->Submit(core, now);
@@ -105,6 +107,7 @@ void MasterState::WriteSubmitBatch(const std::vector<SubmitWriter*>& batch) {
       rec.submit_time = now;
       rec.last_stop_time = now;
       rec.request_id = std::move(jobs[i].request_id);
+      rec.profile = job->profile;
       records_[rec.id] = std::move(rec);
       ++ended_.jobs;  // counts every job ever accepted
       ended_.max_id = std::max(ended_.max_id, job->id);

@@ -73,6 +73,7 @@ void MasterState::StartLaunch(const StartDecision& start, Seconds now) {
   launch.job = rec.id;
   launch.attempt = ++rec.attempt;
   if (start.resumed) ++rec.restarts;
+  launch.profile = !PlacementSkew(rec.profile).has_value();
   // One task (rank) per node, nodes in the order of their first GPU.
   std::map<int, Part> by_server;
   for (GpuId gpu : start.gpus) {

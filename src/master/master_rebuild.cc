@@ -36,7 +36,8 @@ Job BuildWaitingJob(JobSpec spec, std::optional<Seconds> first_start,
 Job MasterState::JobFromRecord(const JobRecord& rec) const {
   JobSpec spec{.id = rec.id, .num_gpus = rec.spec.num_gpus,
                .submit_time = rec.submit_time, .duration = std::nullopt,
-               .model = rec.spec.model};
+               .model = rec.spec.model,
+               .measured_skew = PlacementSkew(rec.profile)};
   return BuildWaitingJob(spec, rec.first_start_time, rec.executed,
                          rec.total_executed, rec.last_stop_time, rec.queue);
 }

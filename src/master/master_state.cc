@@ -293,6 +293,12 @@ absl::StatusOr<JobId> MasterState::SubmitJob(const JobRequest& spec) {
   return result.id;
 }
 
+std::optional<double> MasterState::PlacementSkewOf(JobId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Job* job = scheduler_->Find(id);
+  return job == nullptr ? std::nullopt : job->spec().measured_skew;
+}
+
 absl::StatusOr<JobRecord> MasterState::GetJob(JobId id) {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(JobRecord rec, store_->GetJob(id));

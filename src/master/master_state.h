@@ -190,6 +190,10 @@ class MasterState {
   // SubmitJob(spec, "") (below): always a new job.
   absl::StatusOr<JobId> SubmitJob(const JobRequest& spec);
   absl::StatusOr<JobRecord> GetJob(JobId id);
+  // The tensor skew the scheduler places unfinished job `id` by
+  // (JobSpec::measured_skew, from its profile); nullopt if none is known
+  // or the job is not in the scheduler.
+  std::optional<double> PlacementSkewOf(JobId id);
   // Every job (ListJobsPage without limits). `state` matches the state
   // shown, kStarting included (a starting job is not listed as pending or
   // preempted).
@@ -375,6 +379,9 @@ class MasterState {
     // failed because of it), else a failure with the first exit code.
     std::optional<std::pair<int, int>> first_failure;  // rank, exit code
     bool system_stopped = false;  // a rank ended by a system stop
+    // Its tasks run under the traffic profiler (StartTask.profile): decided
+    // at the launch, while the job has no periodic profile.
+    bool profile = false;
     bool AllEnded() const;
     void SetPhase(Phase next);  // checks the transition
   };
@@ -480,6 +487,11 @@ class MasterState {
   void HandleTask(int64_t node_id, const v1::TaskStatus& task, Seconds now,
                   google::protobuf::RepeatedPtrField<v1::TaskRef>* acks);
   void OnPartEnded(Launch& launch, const v1::TaskStatus& task, Seconds now);
+  // A rank of `job` reported its traffic profile: kept if it is the job's
+  // first or better (BetterProfile), stored with the job and its
+  // signature, and the scheduler's job given the measured skew (Replace,
+  // so that its cached placement scheme follows).
+  void OnProfile(JobId job, const v1::TrafficProfile& profile, Seconds now);
   // A part exited with kStartFailedExitCode before every part ran: the
   // others are stopped and the job waits again, or fails after
   // kMaxFailedStarts such launches in a row.

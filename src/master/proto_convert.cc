@@ -111,6 +111,19 @@ void JobToProto(const JobRecord& job, v1::Job* out) {
   for (const JobEvent& event : job.events) {
     JobEventToProto(event, out->add_events());
   }
+  if (job.profile) {
+    v1::TrafficProfile* p = out->mutable_profile();
+    p->set_periodic(job.profile->periodic);
+    if (job.profile->tensor_skew) p->set_tensor_skew(*job.profile->tensor_skew);
+    if (job.profile->iteration_s) p->set_iteration_s(*job.profile->iteration_s);
+    if (job.profile->bytes_per_iteration) {
+      p->set_bytes_per_iteration(*job.profile->bytes_per_iteration);
+    }
+    if (job.profile->messages_per_iteration) {
+      p->set_messages_per_iteration(*job.profile->messages_per_iteration);
+    }
+    p->set_measured_job_id(job.profile->measured_job_id);
+  }
 }
 
 absl::StatusOr<JobRecord> JobFromProto(const v1::Job& job) {
@@ -141,6 +154,20 @@ absl::StatusOr<JobRecord> JobFromProto(const v1::Job& job) {
   if (job.has_exit_code()) out.exit_code = job.exit_code();
   for (const v1::JobEvent& event : job.events()) {
     out.events.push_back(JobEventFromProto(event));
+  }
+  if (job.has_profile()) {
+    const v1::TrafficProfile& p = job.profile();
+    JobProfile& profile = out.profile.emplace();
+    profile.periodic = p.periodic();
+    if (p.has_tensor_skew()) profile.tensor_skew = p.tensor_skew();
+    if (p.has_iteration_s()) profile.iteration_s = p.iteration_s();
+    if (p.has_bytes_per_iteration()) {
+      profile.bytes_per_iteration = p.bytes_per_iteration();
+    }
+    if (p.has_messages_per_iteration()) {
+      profile.messages_per_iteration = p.messages_per_iteration();
+    }
+    profile.measured_job_id = p.measured_job_id();
   }
   return out;
 }

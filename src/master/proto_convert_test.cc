@@ -42,6 +42,12 @@ JobRecord FullRecord() {
   r.exit_code = 143;
   r.events = {JobEvent{r.id, 1, Seconds{1.7e9}, "submitted", "8 GPUs"},
               JobEvent{r.id, 9, Seconds{1.7e9 + 5.5}, "started", "node-1"}};
+  r.profile = JobProfile{.periodic = true,
+                         .tensor_skew = 0.0923,
+                         .iteration_s = 0.5,
+                         .bytes_per_iteration = 1.0e8,
+                         .messages_per_iteration = 161,
+                         .measured_job_id = 77};
   return r;
 }
 

@@ -206,9 +206,12 @@ absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> SqliteStore::CreateJobs(
         continue;
       }
     }
-    ASSIGN_OR_RETURN(JobId id, InsertJobLocked(job, encoded[i].first,
-                                               encoded[i].second, submit_time));
-    out[i] = CreatedJob{id, false};
+    ASSIGN_OR_RETURN(std::optional<JobProfile> profile,
+                     ProfileBySignatureLocked(JobSignature(job.spec)));
+    ASSIGN_OR_RETURN(JobId id,
+                     InsertJobLocked(job, encoded[i].first, encoded[i].second,
+                                     submit_time, profile));
+    out[i] = CreatedJob{id, false, profile};
   }
   RETURN_IF_ERROR(CommitLocked(txn));
   return out;
@@ -217,7 +220,8 @@ absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> SqliteStore::CreateJobs(
 absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
                                                    const std::string& command,
                                                    const std::string& env,
-                                                   Seconds submit_time) {
+                                                   Seconds submit_time,
+                                                   const std::optional<JobProfile>& profile) {
   const JobRequest& spec = job.spec;
   {
     ASSIGN_OR_RETURN(
@@ -225,9 +229,11 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
         db_->Prepare(absl::StrCat(
             "INSERT INTO jobs (", kJobColumns,
             ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0, 0, "
-            "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0, ?9, 0)")));
+            "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0, ?9, 0, ?10)")));
     std::optional<std::string_view> request_id;
     if (!job.request_id.empty()) request_id = job.request_id;
+    std::optional<std::string> profile_json;
+    if (profile) profile_json = EncodeProfile(*profile);
     insert.Bind(1, spec.name)
         .Bind(2, spec.user)
         .Bind(3, int64_t{spec.num_gpus})
@@ -236,7 +242,8 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
         .Bind(6, spec.checkpoint_dir)
         .Bind(7, spec.model)
         .Bind(8, submit_time.count())
-        .Bind(9, request_id);
+        .Bind(9, request_id)
+        .Bind(10, profile_json);
     absl::Status status = insert.Run();
     if (insert.last_error_code() == SQLITE_CONSTRAINT_UNIQUE) {
       // FindByRequestId looked first under the same lock: only a hand edit
@@ -251,6 +258,40 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
       id, 0, submit_time, "submitted",
       absl::StrCat(spec.num_gpus, spec.num_gpus == 1 ? " GPU" : " GPUs")}));
   return id;
+}
+
+absl::StatusOr<std::optional<JobProfile>>
+SqliteStore::ProfileBySignatureLocked(const std::string& signature) const {
+  ASSIGN_OR_RETURN(
+      SqliteQuery query,
+      db_->Prepare("SELECT profile FROM profiles WHERE signature = ?"));
+  query.Bind(1, signature);
+  ASSIGN_OR_RETURN(bool row, query.Step());
+  if (!row) return std::nullopt;
+  absl::StatusOr<JobProfile> profile = DecodeProfile(query.Text(0));
+  if (!profile.ok()) {
+    return absl::DataLossError(absl::StrCat(db_->path(), ": profiles: ",
+                                            profile.status().message()));
+  }
+  return *profile;
+}
+
+absl::Status SqliteStore::SaveProfile(JobId job, const std::string& signature,
+                                      const JobProfile& profile) {
+  const std::string json = EncodeProfile(profile);
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
+  {
+    ASSIGN_OR_RETURN(SqliteQuery update,
+                     db_->Prepare("UPDATE jobs SET profile = ? WHERE id = ?"));
+    RETURN_IF_ERROR(update.Bind(1, json).Bind(2, job).Run());
+    if (db_->Changes() == 0) return NoSuchJob(job);
+  }
+  ASSIGN_OR_RETURN(SqliteQuery upsert,
+                   db_->Prepare("INSERT OR REPLACE INTO profiles (signature, "
+                                "job_id, profile) VALUES (?, ?, ?)"));
+  RETURN_IF_ERROR(upsert.Bind(1, signature).Bind(2, job).Bind(3, json).Run());
+  return CommitLocked(txn);
 }
 
 absl::StatusOr<std::optional<JobRecord>> SqliteStore::FindByRequestId(

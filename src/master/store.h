@@ -82,6 +82,9 @@ struct CreatedJob {
   // Its request_id named a job stored before (or earlier in the batch):
   // `id` is that job's and nothing was written for this one.
   bool existing = false;
+  // The profile it starts with: the last one measured of a job with its
+  // signature (JobSignature), if any; unset when `existing`.
+  std::optional<JobProfile> profile;
 };
 
 // Which jobs Store::QueryJobs returns: every condition given holds.
@@ -190,6 +193,13 @@ class Store {
   virtual absl::Status AppendAudit(const AuditRecord& record) = 0;
   virtual absl::StatusOr<std::vector<AuditRecord>> AuditAfter(
       int64_t after, int limit) const = 0;
+
+  // Stores `profile` as job `job`'s (JobRecord::profile; UpdateJob leaves
+  // it alone) and as the last measured for `signature` (JobSignature of its
+  // spec), which jobs created later with that signature start with. One
+  // transaction; NotFound if there is no such job.
+  virtual absl::Status SaveProfile(JobId job, const std::string& signature,
+                                   const JobProfile& profile) = 0;
 };
 
 struct SqliteStoreOptions {
@@ -206,7 +216,7 @@ class SqliteStore final : public Store {
   // table, 3 -> 4 jobs.request_id with its unique index, indexes by user
   // and by name, and nodes.agent_token_hash, 4 -> 5 the tokens and audit
   // tables) and refuses newer ones.
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the
@@ -235,6 +245,8 @@ class SqliteStore final : public Store {
   absl::Status RevokeToken(int64_t id, Seconds at) override;
   absl::StatusOr<std::vector<TokenRecord>> ListTokens() const override;
   absl::Status AppendAudit(const AuditRecord& record) override;
+  absl::Status SaveProfile(JobId job, const std::string& signature,
+                           const JobProfile& profile) override;
   absl::StatusOr<std::vector<AuditRecord>> AuditAfter(
       int64_t after, int limit) const override;
 
@@ -262,10 +274,14 @@ class SqliteStore final : public Store {
   // The stored job submitted with `request_id`, if any.
   absl::StatusOr<std::optional<JobRecord>> FindByRequestId(
       const std::string& request_id) const;
+  // The profile stored for `signature`, if any.
+  absl::StatusOr<std::optional<JobProfile>> ProfileBySignatureLocked(
+      const std::string& signature) const;
   absl::StatusOr<JobId> InsertJobLocked(const NewJob& job,
                                         const std::string& command,
                                         const std::string& env,
-                                        Seconds submit_time);
+                                        Seconds submit_time,
+                                        const std::optional<JobProfile>& profile);
   absl::Status CommitLocked(SqliteTransaction& txn);
 
   mutable std::mutex mu_;

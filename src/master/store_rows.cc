@@ -204,6 +204,9 @@ absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
   r.failed_starts = in.Int(23, "failed_starts");
   if (!row.IsNull(24)) r.request_id = in.Text(24, "request_id");
   r.cancel_requested = in.Int(25, "cancel_requested") != 0;
+  if (!row.IsNull(26)) {
+    r.profile = in.Parsed(DecodeProfile(in.Text(26, "profile")), 26, "profile");
+  }
   if (!in.status().ok()) return in.status();
   return r;
 }

@@ -86,6 +86,14 @@ inline constexpr const char* kMigrations[] = {
     "  sequence INTEGER PRIMARY KEY AUTOINCREMENT,"
     "  time REAL NOT NULL, principal TEXT NOT NULL, peer TEXT NOT NULL,"
     "  action TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT NOT NULL)",
+    // 6: a job's traffic profile (JSON, NULL until measured), and the last
+    // one measured per job signature (name, command, GPU count), which a
+    // re-submitted job starts with.
+    "ALTER TABLE jobs ADD COLUMN profile TEXT;"
+    "CREATE TABLE profiles ("
+    "  signature TEXT PRIMARY KEY,"
+    "  job_id INTEGER NOT NULL REFERENCES jobs(id),"
+    "  profile TEXT NOT NULL) WITHOUT ROWID",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =
@@ -97,7 +105,7 @@ inline constexpr char kJobColumns[] =
     "queue, attained_gpu_seconds, executed_seconds, total_executed_seconds, "
     "submit_time, first_start_time, end_time, last_stop_time, preemptions, "
     "promotions, restarts, attempt, nodes, exit_code, failed_starts, "
-    "request_id, cancel_requested";
+    "request_id, cancel_requested, profile";
 inline constexpr char kEventColumns[] =
     "sequence, job_id, time, kind, detail";
 inline constexpr char kNodeColumns[] =

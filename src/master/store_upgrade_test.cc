@@ -1,5 +1,6 @@
 // Schema version 4: a file written by version 3 is upgraded in place with
-// jobs.request_id (unique, NULL when absent) and nodes.agent_token_hash.
+// jobs.request_id (unique, NULL when absent) and nodes.agent_token_hash;
+// version 6 with jobs.profile and the profiles table.
 #include <sqlite3.h>
 
 #include <string>
@@ -150,8 +151,83 @@ TEST(StoreUpgradeTest, VersionThreeFileGetsTokensAndAuditTables) {
                   .ok());
 }
 
-TEST(StoreUpgradeTest, SchemaVersionIsFive) {
-  EXPECT_EQ(SqliteStore::kSchemaVersion, 5);
+// Schema version 6: old jobs have no profile; a profile saved for one job
+// is stored with it and by its signature, and a job created later with the
+// same name, command and GPU count (another user, env or model) starts
+// with it, also after the file is reopened; another signature does not.
+TEST(StoreUpgradeTest, VersionThreeFileGetsProfilesBySignature) {
+  TestDir dir;
+  const std::string path = dir.File("state.db");
+  WriteVersionThreeFile(path);
+  JobRequest spec;
+  spec.name = "vgg";
+  spec.num_gpus = 4;
+  spec.command = {"python", "ps_train.py"};
+  JobProfile profile{.periodic = true,
+                     .tensor_skew = 0.7427,
+                     .iteration_s = 0.25,
+                     .bytes_per_iteration = 5.5e8,
+                     .messages_per_iteration = 40};
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_EQ((*store)->GetJob(1)->profile, std::nullopt);
+    auto first = (*store)->CreateJob(spec, Seconds{200});
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_EQ((*store)->GetJob(*first)->profile, std::nullopt);
+    profile.measured_job_id = *first;
+    ASSERT_TRUE(
+        (*store)->SaveProfile(*first, JobSignature(spec), profile).ok());
+    EXPECT_EQ((*store)->GetJob(*first)->profile, profile);
+    EXPECT_TRUE(absl::IsNotFound(
+        (*store)->SaveProfile(99, JobSignature(spec), profile)));
+    // Updating the job's other columns leaves its profile alone.
+    JobRecord rec = *(*store)->GetJob(*first);
+    rec.queue = 1;
+    ASSERT_TRUE((*store)->UpdateJob(rec, {}).ok());
+    EXPECT_EQ((*store)->GetJob(*first)->profile, profile);
+  }
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  JobRequest again = spec;
+  again.user = "someone-else";
+  again.model = "resnet50";
+  again.env = {{"SEED", "2"}};
+  JobRequest other = spec;
+  other.num_gpus = 2;
+  auto created =
+      (*store)->CreateJobs({{again, ""}, {other, ""}}, Seconds{300});
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ((*created)[0]->profile, profile);
+  EXPECT_EQ((*store)->GetJob((*created)[0]->id)->profile, profile);
+  EXPECT_EQ((*created)[1]->profile, std::nullopt);
+  EXPECT_EQ((*store)->GetJob((*created)[1]->id)->profile, std::nullopt);
+  EXPECT_NE(JobSignature(spec), JobSignature(other));
+  EXPECT_EQ(JobSignature(spec), JobSignature(again));
+}
+
+// Each rank of a parameter-server job may report; the worker (periodic,
+// most bytes per iteration) wins, and only a periodic profile places.
+TEST(JobProfileTest, WorkerProfileWinsAndOnlyPeriodicOnesPlace) {
+  const JobProfile none{.periodic = false};
+  const JobProfile server{.periodic = true, .tensor_skew = 0.29,
+                          .bytes_per_iteration = 5.5e4};
+  const JobProfile worker{.periodic = true, .tensor_skew = 0.74,
+                          .bytes_per_iteration = 5.3e8};
+  EXPECT_TRUE(BetterProfile(server, none));
+  EXPECT_FALSE(BetterProfile(none, server));
+  EXPECT_TRUE(BetterProfile(worker, server));
+  EXPECT_FALSE(BetterProfile(server, worker));
+  EXPECT_FALSE(BetterProfile(worker, worker));
+  EXPECT_EQ(PlacementSkew(worker), 0.74);
+  EXPECT_EQ(PlacementSkew(none), std::nullopt);
+  EXPECT_EQ(PlacementSkew(std::nullopt), std::nullopt);
+  EXPECT_EQ(*DecodeProfile(EncodeProfile(worker)), worker);
+  EXPECT_FALSE(DecodeProfile("{}").ok());
+}
+
+TEST(StoreUpgradeTest, SchemaVersionIsSix) {
+  EXPECT_EQ(SqliteStore::kSchemaVersion, 6);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // Tensor-size skew of well-known models: the share of the model's bytes in
 // its single largest tensor. High skew means a few huge tensors dominate
 // parameter traffic, so spreading such a job across servers slows it down
-// (NSDI'19 Tiresias, Section 4.2). Until the traffic profiler measures a
-// model, the built-in table below stands in.
+// (NSDI'19 Tiresias, Section 4.2). The skew the traffic profiler measured
+// from a job's own traffic (JobSpec::measured_skew) comes first; until a
+// job is measured, the built-in table below stands in for its --model hint.
 #ifndef TIRESIAS_PLACE_MODEL_SKEW_H_
 #define TIRESIAS_PLACE_MODEL_SKEW_H_
 

@@ -161,6 +161,35 @@ TEST(ProfiledTest, ConsolidatesOnlySkewedModels) {
   EXPECT_EQ(out, *PlaceWith("consolidate", c, 4));
 }
 
+// The skew measured from a job's traffic overrides its --model hint, both
+// ways, and a measured skew alone is enough. SchemeFor is what the
+// scheduler caches per job, and Place follows it.
+TEST(ProfiledTest, MeasuredSkewOverridesModelTable) {
+  auto profiled = *MakePlacer("profiled");
+  auto scheme = [&](const std::string& model, std::optional<double> measured) {
+    JobSpec spec{1, 4, Seconds{0}, std::nullopt, model};
+    spec.measured_skew = measured;
+    return std::string(profiled->SchemeFor(Job(spec)));
+  };
+  // The table says vgg16 is skewed (0.744); it measured 0.1: packed.
+  EXPECT_EQ(scheme("vgg16", std::nullopt), "consolidate");
+  EXPECT_EQ(scheme("vgg16", 0.1), "pack");
+  // The table says resnet50 is not (0.092); it measured 0.9: consolidated.
+  EXPECT_EQ(scheme("resnet50", std::nullopt), "pack");
+  EXPECT_EQ(scheme("resnet50", 0.9), "consolidate");
+  // No hint: measured low, packed; not measured, consolidated (safe).
+  EXPECT_EQ(scheme("", 0.2), "pack");
+  EXPECT_EQ(scheme("", std::nullopt), "consolidate");
+  // Place follows the scheme.
+  Cluster c(Mixed());
+  JobSpec spec{1, 4, Seconds{0}, std::nullopt, "vgg16"};
+  spec.measured_skew = 0.1;
+  Rng rng(1);
+  std::vector<GpuId> out;
+  ASSERT_TRUE(profiled->Place(c, Job(spec), rng, &out));
+  EXPECT_EQ(out, *PlaceWith("pack", c, 4));
+}
+
 TEST(ModelSkewTest, PaperRanges) {
   for (const ModelInfo& m : BuiltinModels()) {
     bool high = m.name.starts_with("vgg") || m.name == "alexnet";

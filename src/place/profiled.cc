@@ -1,7 +1,8 @@
-// Profile-guided placement (Tiresias): consolidate a job whose model skew is
-// above PACKLIMIT; otherwise pack it into whatever GPUs are free. A model
-// with no known skew is consolidated: the safe choice when its sensitivity
-// is unknown.
+// Profile-guided placement (Tiresias): consolidate a job whose tensor skew is
+// above PACKLIMIT; otherwise pack it into whatever GPUs are free. The skew is
+// the one measured from the job's traffic (JobSpec::measured_skew) when
+// known, else the built-in table's for its `model` hint; a job with neither
+// is consolidated: the safe choice when its sensitivity is unknown.
 #include "place/model_skew.h"
 #include "place/placement.h"
 
@@ -31,7 +32,9 @@ class ProfiledPlacer final : public Placer {
 
  private:
   const Placer& SchemeOf(const Job& job) const {
-    std::optional<double> skew = ModelSkew(job.spec().model);
+    std::optional<double> skew = job.spec().measured_skew
+                                     ? job.spec().measured_skew
+                                     : ModelSkew(job.spec().model);
     return !skew || *skew > pack_limit_ ? *consolidate_ : *pack_;
   }
 

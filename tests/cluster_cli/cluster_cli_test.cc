@@ -84,6 +84,7 @@ TEST_F(ClusterCliTest, SubmitListShowNodesCancel) {
   EXPECT_THAT(job.out, HasSubstr("/usr/bin/python3 train.py --steps 5"));
   EXPECT_THAT(job.out, HasSubstr("A=b"));
   EXPECT_THAT(job.out, HasSubstr("C=d=e"));
+  EXPECT_THAT(job.out, HasSubstr("Profile:         not measured yet"));
   EXPECT_THAT(job.out, HasSubstr("EVENTS"));
   EXPECT_THAT(job.out, HasSubstr("submitted"));
 

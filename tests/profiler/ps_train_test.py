@@ -102,7 +102,7 @@ def case_skew_vgg16(workdir):
     # One worker is enough for the skew (and keeps two cores' loopback
     # traffic at 1.1 GB per step); two servers split its tensors.
     data = check_skew(workdir, "vgg16",
-                      ["--workers", "1", "--servers", "2", "--steps", "4",
+                      ["--workers", "1", "--servers", "2", "--steps", "6",
                        "--compute-time", "0.02"], 0.6, 0.8)
     # Round-robin puts the weights (even tensors: fc6 among them) on server
     # 0 and the biases on server 1: the load skew across servers is extreme.

@@ -198,17 +198,7 @@ class Engine {
   void Record(double now, SimResult* result) {
     TimePoint point{now, cluster_.busy_gpus(), scheduler_.num_waiting(),
                     scheduler_.num_running()};
-    auto& series = result->timeseries;
-    if (!series.empty()) {
-      const TimePoint& last = series.back();
-      if (last.busy_gpus == point.busy_gpus &&
-          last.pending_jobs == point.pending_jobs &&
-          last.running_jobs == point.running_jobs) {
-        return;
-      }
-      if (last.time == now) series.pop_back();
-    }
-    series.push_back(point);
+    AppendTimePoint(point, &result->timeseries);
   }
 
   absl::StatusOr<SimResult> Collect(SimResult result) {
@@ -246,6 +236,19 @@ class Engine {
 };
 
 }  // namespace
+
+void AppendTimePoint(const TimePoint& point, std::vector<TimePoint>* series) {
+  if (!series->empty()) {
+    const TimePoint& last = series->back();
+    if (last.busy_gpus == point.busy_gpus &&
+        last.pending_jobs == point.pending_jobs &&
+        last.running_jobs == point.running_jobs) {
+      return;
+    }
+    if (last.time == point.time) series->pop_back();
+  }
+  series->push_back(point);
+}
 
 absl::StatusOr<SimResult> Simulate(const std::vector<JobSpec>& jobs,
                                    const Topology& topology,

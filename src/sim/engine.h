@@ -86,6 +86,10 @@ struct TimePoint {
   int running_jobs;
 };
 
+// Appends `point` to a time series unless nothing changed since the last
+// point; a second point at the same instant replaces the first.
+void AppendTimePoint(const TimePoint& point, std::vector<TimePoint>* series);
+
 struct SimResult {
   std::string policy;
   std::string placement;

@@ -377,17 +377,7 @@ class GandivaEngine {
     TimePoint point{now, static_cast<int>(busy_gpus_),
                     static_cast<int>(pending_.size() + in_sets_ - running_),
                     static_cast<int>(running_)};
-    auto& series = result_.timeseries;
-    if (!series.empty()) {
-      const TimePoint& last = series.back();
-      if (last.busy_gpus == point.busy_gpus &&
-          last.pending_jobs == point.pending_jobs &&
-          last.running_jobs == point.running_jobs) {
-        return;
-      }
-      if (last.time == now) series.pop_back();
-    }
-    series.push_back(point);
+    AppendTimePoint(point, &result_.timeseries);
   }
 
   absl::StatusOr<SimResult> Collect() {

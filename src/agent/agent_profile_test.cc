@@ -41,6 +41,9 @@ class AgentProfileTest : public testing::Test {
     options.state_dir = dir_.File("master");
     options.policy = "tiresias-l";
     options.placement = "profiled";
+    // One measured run per placement is enough here: a re-submission of a
+    // measured job runs unprofiled.
+    options.profiled_runs_per_placement = 1;
     options.queues = *QueueConfig::Create({3600.0});
     options.heartbeat_interval = Seconds{0.1};
     options.node_timeout = Seconds{60};
@@ -158,7 +161,7 @@ TEST_F(AgentProfileTest, FirstLaunchIsProfiledAndAResubmissionStartsWithTheSkew)
   }));
 
   // The same name, command and GPU count: placed with the skew at once,
-  // and its launch is not profiled again.
+  // and its launch (consolidated, as the first) is not profiled again.
   const JobId again = Submit(Spec());
   ASSERT_TRUE(Job(again).profile.has_value());
   EXPECT_EQ(Job(again).profile, done.profile);

@@ -25,6 +25,7 @@ void AddMasterCommand(CLI::App& app, const std::string& command_line,
 void AddJobCommands(CLI::App& app, int* exit_code);  // submit jobs job cancel
 void AddSubmitCommand(CLI::App& app, int* exit_code);  // submit_command.cc
 void AddNodesCommand(CLI::App& app, int* exit_code);
+void AddStatusCommand(CLI::App& app, int* exit_code);  // nodes_command.cc
 void AddLogsCommand(CLI::App& app, int* exit_code);
 void AddUpCommand(CLI::App& app, int* exit_code);  // up_command.cc
 void AddWatchCommand(CLI::App& app, int* exit_code);  // watch_command.cc

@@ -28,6 +28,25 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
         absl::StrCat("--policy ", f.policy, ": ", known.message()));
   }
   o.placement = f.placement;
+  if (!(f.pack_limit >= 0 && f.pack_limit <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--pack-limit ", f.pack_limit, ": expected a skew between 0 and 1"));
+  }
+  o.placement_options.pack_limit = f.pack_limit;
+  o.learn_pack_limit = !f.fixed_pack_limit;
+  if (!(f.pack_limit_refresh_seconds > 0) ||
+      !std::isfinite(f.pack_limit_refresh_seconds)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--pack-limit-refresh ", f.pack_limit_refresh_seconds,
+                     ": expected a positive number of seconds"));
+  }
+  o.pack_limit_refresh = Seconds{f.pack_limit_refresh_seconds};
+  if (!(f.pack_limit_cost >= 0 && f.pack_limit_cost <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--pack-limit-cost ", f.pack_limit_cost,
+                     ": expected a fraction between 0 and 1"));
+  }
+  o.pack_limit_learning.cost_threshold = f.pack_limit_cost;
   auto queues = QueueConfig::Parse(f.thresholds);
   if (!queues.ok()) {
     return absl::InvalidArgumentError(
@@ -94,6 +113,22 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
       ->capture_default_str();
   cmd->add_option("--placement", f.placement,
                   "Placement scheme (default: the policy's own)");
+  cmd->add_option("--pack-limit", f.pack_limit,
+                  "PACKLIMIT: `profiled` placement consolidates a job whose "
+                  "measured tensor skew is above it; its start value, then "
+                  "learnt from measured runs (see --fixed-pack-limit)")
+      ->capture_default_str();
+  cmd->add_flag("--fixed-pack-limit", f.fixed_pack_limit,
+                "Keep --pack-limit; do not learn it from the runs measured "
+                "(they are recorded all the same)");
+  cmd->add_option("--pack-limit-refresh", f.pack_limit_refresh_seconds,
+                  "Seconds between refits of the PACKLIMIT classifier while "
+                  "new runs are measured")
+      ->capture_default_str();
+  cmd->add_option("--pack-limit-cost", f.pack_limit_cost,
+                  "Spreading a job is costly when its spread iteration time "
+                  "exceeds its consolidated one by more than this fraction")
+      ->capture_default_str();
   cmd->add_option("--node-timeout", f.node_timeout_seconds,
                   "Seconds of agent silence before its node is declared lost "
                   "and its jobs rerun elsewhere; must exceed an agent's "

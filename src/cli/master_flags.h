@@ -26,6 +26,12 @@ struct MasterFlags {
   std::string promote_knob = "inf";
   std::string queue_order = "stable";
   std::string placement;
+  // PACKLIMIT of `profiled` placement: its start value, learnt from the
+  // cluster's measured runs unless fixed_pack_limit.
+  double pack_limit = 0.5;
+  bool fixed_pack_limit = false;
+  double pack_limit_refresh_seconds = 60;
+  double pack_limit_cost = 0.10;
   double node_timeout_seconds = 60;
   int max_gpus_per_node = 1024;
   // host:port for /metrics and /healthz over HTTP; empty: not served.

@@ -415,7 +415,7 @@ void MasterState::HandleTask(
   if (!ended) {
     // A long task's profile, read once its recording stopped (repeated in
     // every report: kept only if better).
-    if (task.has_profile()) OnProfile(launch.job, task.profile(), now);
+    if (task.has_profile()) OnProfile(launch, task.profile(), now);
     if ((task.state() == v1::TASK_STATE_RUNNING ||
          task.state() == v1::TASK_STATE_EXITING) &&
         !part.running) {
@@ -444,12 +444,13 @@ void MasterState::HandleTask(
   *acks->Add() = task.task();
   Touch(launch);
   pass_wanted_ = true;  // its GPUs are free
-  if (task.has_profile()) OnProfile(launch.job, task.profile(), now);
+  if (task.has_profile()) OnProfile(launch, task.profile(), now);
   OnPartEnded(launch, task, now);  // may erase `launch`
 }
 
-void MasterState::OnProfile(JobId job, const v1::TrafficProfile& reported,
-                            Seconds now) {
+void MasterState::OnProfile(Launch& launch,
+                            const v1::TrafficProfile& reported, Seconds now) {
+  const JobId job = launch.job;
   auto it = records_.find(job);
   if (it == records_.end()) return;
   JobRecord& rec = it->second;
@@ -477,6 +478,7 @@ void MasterState::OnProfile(JobId job, const v1::TrafficProfile& reported,
       measured.messages_per_iteration = reported.messages_per_iteration();
     }
   }
+  RecordPlacementRun(launch, measured, now);
   // An inherited profile gives way to the job's own; the job's own only to
   // a better one (another rank: the worker of a parameter-server job).
   if (rec.profile && rec.profile->measured_job_id == job &&
@@ -865,6 +867,7 @@ void MasterState::LoseNode(int64_t node_id, Seconds now,
 
 absl::Status MasterState::CheckTimeouts() {
   std::lock_guard<std::mutex> lock(mu_);
+  MaybeRefitPackLimit();
   const Seconds now = clock_->NowUnixSeconds();
   bool changed = false;
   for (auto& [id, info] : nodes_) {

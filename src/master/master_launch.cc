@@ -73,7 +73,6 @@ void MasterState::StartLaunch(const StartDecision& start, Seconds now) {
   launch.job = rec.id;
   launch.attempt = ++rec.attempt;
   if (start.resumed) ++rec.restarts;
-  launch.profile = !PlacementSkew(rec.profile).has_value();
   // One task (rank) per node, nodes in the order of their first GPU.
   std::map<int, Part> by_server;
   for (GpuId gpu : start.gpus) {
@@ -87,6 +86,7 @@ void MasterState::StartLaunch(const StartDecision& start, Seconds now) {
     std::sort(part.local_gpus.begin(), part.local_gpus.end());
     launch.parts.push_back(std::move(part));
   }
+  launch.profile = WantsProfile(rec, launch.parts.size() > 1);
   MarkDirty(rec.id);
   Launch& stored = launches_[{launch.job, launch.attempt}] = std::move(launch);
   TryRelease(stored, now);

@@ -101,6 +101,14 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
           IsFinal(state) && ended != ended_.by_state.end() ? ended->second : 0;
     }
     m.jobs_submitted = ended_.jobs;
+    m.placement = placement_;
+    m.pack_limit_learning = LearnsPackLimit();
+    m.pack_limit = m.pack_limit_learning
+                       ? pack_runs_->pack_limit()
+                       : options_.placement_options.pack_limit;
+    m.pack_limit_runs = pack_runs_->runs();
+    m.pack_limit_samples = pack_runs_->samples();
+    m.pack_limit_fit = std::string(PackLimitFitName(pack_runs_->fit()));
     m.preemptions = ended_.preemptions;
     m.promotions = ended_.promotions;
     // The state as shown (starting overlaid); a waiting job's stored queue

@@ -84,6 +84,7 @@ absl::StatusOr<std::unique_ptr<MasterState>> MasterState::Open(
       new MasterState(std::move(options), clock, std::move(store)));
   std::lock_guard<std::mutex> lock(state->mu_);
   ASSIGN_OR_RETURN(state->scheduler_, state->MakeScheduler());
+  RETURN_IF_ERROR(state->LoadPlacementRuns());
   RETURN_IF_ERROR(state->Load(clock->NowUnixSeconds()));
   RETURN_IF_ERROR(state->LoadTokens());
   return state;
@@ -96,7 +97,7 @@ absl::Status MasterState::LoadTokens() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Scheduler>> MasterState::MakeScheduler() const {
+absl::StatusOr<std::unique_ptr<Scheduler>> MasterState::MakeScheduler() {
   PolicyOptions policy_options;
   policy_options.queues = options_.queues;
   ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy,
@@ -106,6 +107,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> MasterState::MakeScheduler() const {
                               : options_.placement;
   ASSIGN_OR_RETURN(std::unique_ptr<Placer> placer,
                    MakePlacer(placement, options_.placement_options));
+  placement_ = placement;
   SchedulerOptions sched_options;
   sched_options.queues = options_.queues;
   sched_options.promote_knob = options_.promote_knob;

@@ -125,6 +125,7 @@
 #include "master/generation.h"
 #include "master/principal.h"
 #include "master/store.h"
+#include "place/pack_limit_runs.h"
 #include "place/placement.h"
 #include "proto/tiresias.pb.h"
 #include "sched/queues.h"
@@ -165,6 +166,20 @@ struct MasterOptions {
   bool hide_others_commands = false;
   // MASTER_PORT of a launch is base_port + (16 x job id + attempt) mod 10000.
   int base_port = 29500;
+  // PACKLIMIT learnt from measured runs (place/pack_limit_runs.h): each
+  // launch's iteration time, from its traffic profile, with its placement
+  // (spread over servers or not) is kept in the store whatever the
+  // placement scheme; with `profiled` placement and learn_pack_limit, the
+  // classifier is refitted at most every pack_limit_refresh while new runs
+  // came in, and placement follows its PACKLIMIT. It starts at
+  // placement_options.pack_limit (pack_limit_learning.start is ignored).
+  bool learn_pack_limit = true;
+  Seconds pack_limit_refresh{60};
+  PackLimitOptions pack_limit_learning;
+  // A launch is profiled while its job has no periodic profile, and while
+  // fewer than this many runs of its signature were measured with the
+  // launch's placement (so that both placements get measured).
+  int profiled_runs_per_placement = 3;
 };
 
 class MasterState {
@@ -241,6 +256,16 @@ class MasterState {
     int64_t passes = 0;     // scheduling passes since the master started
     double pass_seconds = 0;  // their total wall time
     int64_t last_event_sequence = 0;
+    // Placement, and PACKLIMIT: the value placement uses (learnt or
+    // configured), the runs measured, those that are classifier samples
+    // (their signature measured both ways), and why it has its value
+    // (PackLimitFitName); `learning`: it follows the classifier.
+    std::string placement;
+    double pack_limit = 0;
+    int64_t pack_limit_runs = 0;
+    int64_t pack_limit_samples = 0;
+    std::string pack_limit_fit;
+    bool pack_limit_learning = false;
   };
   absl::StatusOr<Metrics> SnapshotMetrics();
   // OK if the master's lock can be taken and its store answers (/healthz).
@@ -380,8 +405,11 @@ class MasterState {
     std::optional<std::pair<int, int>> first_failure;  // rank, exit code
     bool system_stopped = false;  // a rank ended by a system stop
     // Its tasks run under the traffic profiler (StartTask.profile): decided
-    // at the launch, while the job has no periodic profile.
+    // at the launch (WantsProfile).
     bool profile = false;
+    // The best profile a rank of it reported (BetterProfile): its run for
+    // PACKLIMIT learning.
+    std::optional<JobProfile> measured;
     bool AllEnded() const;
     void SetPhase(Phase next);  // checks the transition
   };
@@ -412,7 +440,8 @@ class MasterState {
   absl::Status Load(Seconds now);  // restart recovery
 
   // Requires mu_ (all below).
-  absl::StatusOr<std::unique_ptr<Scheduler>> MakeScheduler() const;
+  // Also sets placement_.
+  absl::StatusOr<std::unique_ptr<Scheduler>> MakeScheduler();
   Cluster& cluster();  // the live one, or an empty stand-in
   // Writes what changed; on success, makes the launches it released
   // durable (they enter their nodes' desired states). Wakes desired-state
@@ -491,7 +520,25 @@ class MasterState {
   // first or better (BetterProfile), stored with the job and its
   // signature, and the scheduler's job given the measured skew (Replace,
   // so that its cached placement scheme follows).
-  void OnProfile(JobId job, const v1::TrafficProfile& profile, Seconds now);
+  void OnProfile(Launch& launch, const v1::TrafficProfile& profile,
+                 Seconds now);
+
+  // PACKLIMIT learning (master_pack_limit.cc). Open: the runs stored, the
+  // classifier fitted on them and placement given its PACKLIMIT.
+  absl::Status LoadPlacementRuns();
+  // Whether a launch of `rec` placed `spread` (or not) runs profiled.
+  bool WantsProfile(const JobRecord& rec, bool spread) const;
+  // A rank of `launch` reported periodic profile `measured`: if it is the
+  // launch's best, the launch's run is (re)recorded, durably.
+  void RecordPlacementRun(Launch& launch, const JobProfile& measured,
+                          Seconds now);
+  // Refits when new runs came in and pack_limit_refresh passed since the
+  // last refit (CheckTimeouts calls it every second).
+  void MaybeRefitPackLimit();
+  // Gives the scheduler a `profiled` placer with the learnt PACKLIMIT, when
+  // that is the placement and learning is on.
+  absl::Status ApplyPackLimit();
+  bool LearnsPackLimit() const;
   // A part exited with kStartFailedExitCode before every part ran: the
   // others are stopped and the job waits again, or fails after
   // kMaxFailedStarts such launches in a row.
@@ -549,6 +596,9 @@ class MasterState {
   // Guarded by mu_.
   std::mutex mu_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::string placement_;  // the scheme's name (options or policy default)
+  std::optional<PackLimitRuns> pack_runs_;  // set at Open
+  Seconds last_pack_refit_{0};  // monotonic
   std::unique_ptr<Cluster> cluster_;  // null while no node is up
   std::unique_ptr<Cluster> empty_cluster_;
   std::map<int64_t, int> server_of_node_;  // node id -> server index

@@ -64,6 +64,21 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
   Family(&out, "tiresias_events_total", "counter",
          "Job events recorded (the last event sequence number).");
   absl::StrAppend(&out, "tiresias_events_total ", m.last_event_sequence, "\n");
+  Family(&out, "tiresias_pack_limit", "gauge",
+         "PACKLIMIT: jobs with a higher tensor skew are consolidated "
+         "(profiled placement). Learnt when learning=\"true\".");
+  absl::StrAppend(&out, "tiresias_pack_limit{placement=\"", m.placement,
+                  "\",learning=\"", m.pack_limit_learning ? "true" : "false",
+                  "\",fit=\"", m.pack_limit_fit, "\"} ",
+                  absl::StrFormat("%.17g", m.pack_limit), "\n");
+  Family(&out, "tiresias_pack_limit_runs", "gauge",
+         "Launches whose iteration time was measured with their placement.");
+  absl::StrAppend(&out, "tiresias_pack_limit_runs ", m.pack_limit_runs, "\n");
+  Family(&out, "tiresias_pack_limit_samples", "gauge",
+         "Measured runs the PACKLIMIT classifier was last fitted on (their "
+         "job measured both spread and consolidated).");
+  absl::StrAppend(&out, "tiresias_pack_limit_samples ", m.pack_limit_samples,
+                  "\n");
   return out;
 }
 

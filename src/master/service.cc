@@ -187,6 +187,31 @@ grpc::Status TiresiasService::ListNodes(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+grpc::Status TiresiasService::GetClusterStatus(
+    grpc::ServerContext* ctx, const v1::GetClusterStatusRequest*,
+    v1::ClusterStatus* resp) {
+  absl::StatusOr<Principal> who = auth_.Client(*ctx, "GetClusterStatus");
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  absl::StatusOr<MasterState::Metrics> m = state_->SnapshotMetrics();
+  if (!m.ok()) return ToGrpcStatus(m.status());
+  resp->set_policy(state_->options().policy);
+  resp->set_placement(m->placement);
+  resp->set_nodes_up(m->nodes_up);
+  resp->set_nodes_down(m->nodes_down);
+  resp->set_gpus(m->gpus_up);
+  resp->set_gpus_busy(m->gpus_busy);
+  for (const auto& [state, count] : m->jobs_by_state) {
+    (*resp->mutable_jobs())[std::string(JobRecordStateName(state))] = count;
+  }
+  v1::PackLimitStatus* pack = resp->mutable_pack_limit();
+  pack->set_value(m->pack_limit);
+  pack->set_learning(m->pack_limit_learning);
+  pack->set_runs(m->pack_limit_runs);
+  pack->set_samples(m->pack_limit_samples);
+  pack->set_fit(m->pack_limit_fit);
+  return grpc::Status::OK;
+}
+
 grpc::Status TiresiasService::WatchEvents(
     grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
     grpc::ServerWriter<v1::JobEvent>* writer) {

@@ -64,6 +64,9 @@ class TiresiasService final : public v1::Tiresias::Service {
                          v1::CancelJobResponse*) override;
   grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
                          v1::ListNodesResponse*) override;
+  grpc::Status GetClusterStatus(grpc::ServerContext*,
+                                const v1::GetClusterStatusRequest*,
+                                v1::ClusterStatus*) override;
   grpc::Status WatchEvents(grpc::ServerContext*, const v1::WatchEventsRequest*,
                            grpc::ServerWriter<v1::JobEvent>*) override;
   grpc::Status ReadJobLog(grpc::ServerContext*, const v1::ReadJobLogRequest*,

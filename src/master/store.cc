@@ -260,40 +260,6 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
   return id;
 }
 
-absl::StatusOr<std::optional<JobProfile>>
-SqliteStore::ProfileBySignatureLocked(const std::string& signature) const {
-  ASSIGN_OR_RETURN(
-      SqliteQuery query,
-      db_->Prepare("SELECT profile FROM profiles WHERE signature = ?"));
-  query.Bind(1, signature);
-  ASSIGN_OR_RETURN(bool row, query.Step());
-  if (!row) return std::nullopt;
-  absl::StatusOr<JobProfile> profile = DecodeProfile(query.Text(0));
-  if (!profile.ok()) {
-    return absl::DataLossError(absl::StrCat(db_->path(), ": profiles: ",
-                                            profile.status().message()));
-  }
-  return *profile;
-}
-
-absl::Status SqliteStore::SaveProfile(JobId job, const std::string& signature,
-                                      const JobProfile& profile) {
-  const std::string json = EncodeProfile(profile);
-  std::lock_guard<std::mutex> lock(mu_);
-  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
-  {
-    ASSIGN_OR_RETURN(SqliteQuery update,
-                     db_->Prepare("UPDATE jobs SET profile = ? WHERE id = ?"));
-    RETURN_IF_ERROR(update.Bind(1, json).Bind(2, job).Run());
-    if (db_->Changes() == 0) return NoSuchJob(job);
-  }
-  ASSIGN_OR_RETURN(SqliteQuery upsert,
-                   db_->Prepare("INSERT OR REPLACE INTO profiles (signature, "
-                                "job_id, profile) VALUES (?, ?, ?)"));
-  RETURN_IF_ERROR(upsert.Bind(1, signature).Bind(2, job).Bind(3, json).Run());
-  return CommitLocked(txn);
-}
-
 absl::StatusOr<std::optional<JobRecord>> SqliteStore::FindByRequestId(
     const std::string& request_id) const {
   ASSIGN_OR_RETURN(SqliteQuery query, db_->Prepare(absl::StrCat(

@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "master/auth_records.h"
 #include "master/job_record.h"
+#include "place/pack_limit_runs.h"
 
 namespace tiresias {
 
@@ -70,6 +71,14 @@ struct StoreWrite {
 };
 
 // One job for Store::CreateJobs.
+// A launch's measured speed (Store::AddPlacementRun).
+struct PlacementRunRecord {
+  JobId job = 0;
+  int attempt = 0;
+  Seconds time{0};  // when it was measured
+  PlacementRun run;
+};
+
 struct NewJob {
   JobRequest spec;
   // The client's idempotency key (SubmitJobRequest.request_id); empty: none.
@@ -200,6 +209,15 @@ class Store {
   // transaction; NotFound if there is no such job.
   virtual absl::Status SaveProfile(JobId job, const std::string& signature,
                                    const JobProfile& profile) = 0;
+
+  // A launch's measured speed with its placement (one row per job and
+  // attempt: a second for the same launch replaces the first), and every
+  // one stored, oldest first: what the master's PACKLIMIT is learnt from
+  // (place/pack_limit_runs.h). InvalidArgument for an empty signature or
+  // a non-finite number.
+  virtual absl::Status AddPlacementRun(const PlacementRunRecord& run) = 0;
+  virtual absl::StatusOr<std::vector<PlacementRunRecord>> ListPlacementRuns()
+      const = 0;
 };
 
 struct SqliteStoreOptions {
@@ -215,8 +233,9 @@ class SqliteStore final : public Store {
   // one in place (1 -> 2 adds jobs.failed_starts, 2 -> 3 the launches
   // table, 3 -> 4 jobs.request_id with its unique index, indexes by user
   // and by name, and nodes.agent_token_hash, 4 -> 5 the tokens and audit
-  // tables) and refuses newer ones.
-  static constexpr int kSchemaVersion = 6;
+  // tables, 5 -> 6 job profiles, 6 -> 7 placement runs) and refuses newer
+  // ones.
+  static constexpr int kSchemaVersion = 7;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the
@@ -247,6 +266,9 @@ class SqliteStore final : public Store {
   absl::Status AppendAudit(const AuditRecord& record) override;
   absl::Status SaveProfile(JobId job, const std::string& signature,
                            const JobProfile& profile) override;
+  absl::Status AddPlacementRun(const PlacementRunRecord& run) override;
+  absl::StatusOr<std::vector<PlacementRunRecord>> ListPlacementRuns()
+      const override;
   absl::StatusOr<std::vector<AuditRecord>> AuditAfter(
       int64_t after, int limit) const override;
 

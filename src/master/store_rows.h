@@ -94,6 +94,15 @@ inline constexpr const char* kMigrations[] = {
     "  signature TEXT PRIMARY KEY,"
     "  job_id INTEGER NOT NULL REFERENCES jobs(id),"
     "  profile TEXT NOT NULL) WITHOUT ROWID",
+    // 7: each launch's measured iteration time with its placement (spread
+    // over servers or not), which PACKLIMIT is learnt from.
+    "CREATE TABLE placement_runs ("
+    "  job_id INTEGER NOT NULL REFERENCES jobs(id),"
+    "  attempt INTEGER NOT NULL,"
+    "  signature TEXT NOT NULL,"
+    "  skew REAL NOT NULL, spread INTEGER NOT NULL,"
+    "  iteration_s REAL NOT NULL, time REAL NOT NULL,"
+    "  PRIMARY KEY (job_id, attempt)) WITHOUT ROWID",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =

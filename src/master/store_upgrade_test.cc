@@ -1,7 +1,10 @@
 // Schema version 4: a file written by version 3 is upgraded in place with
 // jobs.request_id (unique, NULL when absent) and nodes.agent_token_hash;
-// version 6 with jobs.profile and the profiles table.
+// version 6 with jobs.profile and the profiles table, and version 7 with
+// placement_runs.
 #include <sqlite3.h>
+
+#include <cmath>
 
 #include <string>
 
@@ -226,8 +229,65 @@ TEST(JobProfileTest, WorkerProfileWinsAndOnlyPeriodicOnesPlace) {
   EXPECT_FALSE(DecodeProfile("{}").ok());
 }
 
-TEST(StoreUpgradeTest, SchemaVersionIsSix) {
-  EXPECT_EQ(SqliteStore::kSchemaVersion, 6);
+// Schema version 7: placement runs are kept per launch (a second report of
+// the same launch replaces the first), listed oldest first across a reopen,
+// and a bad one is refused with nothing written.
+TEST(StoreUpgradeTest, VersionThreeFileKeepsPlacementRuns) {
+  TestDir dir;
+  const std::string path = dir.File("state.db");
+  WriteVersionThreeFile(path);
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_TRUE((*store)->ListPlacementRuns()->empty());
+    ASSERT_TRUE((*store)
+                    ->AddPlacementRun({.job = 1, .attempt = 2,
+                                       .time = Seconds{50},
+                                       .run = {"vgg", 0.74, true, 1.5}})
+                    .ok());
+    ASSERT_TRUE((*store)
+                    ->AddPlacementRun({.job = 1, .attempt = 1,
+                                       .time = Seconds{40},
+                                       .run = {"vgg", 0.74, false, 1.0}})
+                    .ok());
+    // The same launch again: replaced.
+    ASSERT_TRUE((*store)
+                    ->AddPlacementRun({.job = 1, .attempt = 2,
+                                       .time = Seconds{60},
+                                       .run = {"vgg", 0.74, true, 1.6}})
+                    .ok());
+    EXPECT_EQ((*store)
+                  ->AddPlacementRun(
+                      {.job = 1, .attempt = 3, .time = Seconds{70},
+                       .run = {"vgg", std::nan(""), true, 1.6}})
+                  .code(),
+              absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ((*store)
+                  ->AddPlacementRun({.job = 1, .attempt = 3,
+                                     .time = Seconds{70},
+                                     .run = {"", 0.5, true, 1.6}})
+                  .code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto runs = (*store)->ListPlacementRuns();
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].attempt, 1);
+  EXPECT_FALSE((*runs)[0].run.spread);
+  EXPECT_EQ((*runs)[0].run.iteration_s, 1.0);
+  EXPECT_EQ((*runs)[1].job, 1);
+  EXPECT_EQ((*runs)[1].attempt, 2);
+  EXPECT_EQ((*runs)[1].time, Seconds{60});
+  EXPECT_EQ((*runs)[1].run.signature, "vgg");
+  EXPECT_EQ((*runs)[1].run.skew, 0.74);
+  EXPECT_TRUE((*runs)[1].run.spread);
+  EXPECT_EQ((*runs)[1].run.iteration_s, 1.6);
+}
+
+TEST(StoreUpgradeTest, SchemaVersionIsSeven) {
+  EXPECT_EQ(SqliteStore::kSchemaVersion, 7);
 }
 
 }  // namespace

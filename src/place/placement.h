@@ -44,6 +44,8 @@ std::unique_ptr<Placer> NewConsolidatePlacer();
 std::unique_ptr<Placer> NewSpreadPlacer();
 std::unique_ptr<Placer> NewPackPlacer();
 std::unique_ptr<Placer> NewRandomPlacer();
+// The name MakePlacer knows profile-guided placement by.
+inline constexpr std::string_view kProfiledPlacement = "profiled";
 std::unique_ptr<Placer> NewProfiledPlacer(const PlacementOptions& options);
 std::unique_ptr<Placer> NewCountPlacer();
 

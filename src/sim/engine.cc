@@ -14,8 +14,6 @@
 namespace tiresias {
 namespace {
 
-constexpr std::string_view kProfiledPlacement = "profiled";
-
 // Simulator-side state of a job: how much work is left and how fast it
 // goes. The scheduler's Job holds the rest.
 struct Progress {

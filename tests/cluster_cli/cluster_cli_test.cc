@@ -208,6 +208,48 @@ TEST_F(ClusterCliTest, MasterServesMetricsWhenAsked) {
   ExpectOneLineError(r, "--http-listen nonsense: expected host:port");
 }
 
+// `tiresias status`: the cluster at a glance, PACKLIMIT with where it
+// comes from; the same as JSON; a bad PACKLIMIT flag is refused.
+TEST_F(ClusterCliTest, StatusShowsThePackLimitAndWhereItComesFrom) {
+  StartMaster({"--placement", "profiled", "--pack-limit", "0.6"});
+  Submit({"--gpus", "1", "--", "sleep", "1"});
+  ProcessResult status = Client("status");
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr("policy     tiresias-l\n"));
+  EXPECT_THAT(status.out, HasSubstr("placement  profiled\n"));
+  EXPECT_THAT(status.out, HasSubstr("nodes      0 up, 0 down\n"));
+  EXPECT_THAT(status.out, HasSubstr("jobs       1 pending, 0 starting"));
+  EXPECT_THAT(status.out,
+              HasSubstr("PACKLIMIT  0.6000, start value (0 samples: too few "
+                        "samples; 0 runs measured)\n"));
+  ProcessResult json = Client("status", {"--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  nlohmann::json parsed = nlohmann::json::parse(json.out);
+  EXPECT_EQ(parsed["pack_limit"]["value"], 0.6);
+  EXPECT_EQ(parsed["pack_limit"]["learning"], true);
+  EXPECT_EQ(parsed["pack_limit"]["fit"], "too_few_samples");
+  EXPECT_EQ(parsed["jobs"]["pending"], "1");
+  master_.reset();
+
+  StartMaster({"--placement", "pack", "--fixed-pack-limit"});
+  status = Client("status");
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr("PACKLIMIT  0.5000, not used (placement "
+                                    "pack); 0 runs measured\n"));
+  for (const char* bad : {"1.5", "-0.1", "nan"}) {
+    ExpectOneLineError(
+        RunProcess({TIRESIAS_BINARY, "master", "--listen", "127.0.0.1:0",
+                    "--state-dir", (dir_ / "bad").string(), "--insecure",
+                    "--pack-limit", bad}),
+        "--pack-limit ");
+  }
+  ExpectOneLineError(
+      RunProcess({TIRESIAS_BINARY, "master", "--listen", "127.0.0.1:0",
+                  "--state-dir", (dir_ / "bad").string(), "--insecure",
+                  "--pack-limit-refresh", "0"}),
+      "--pack-limit-refresh 0: expected a positive number of seconds");
+}
+
 TEST_F(ClusterCliTest, MasterRejectsBadFlags) {
   ProcessResult r = RunProcess(
       {TIRESIAS_BINARY, "master", "--listen", "127.0.0.1:0", "--state-dir",

@@ -88,6 +88,12 @@ TEST(PrometheusTest, RendersEveryFamilyWithHelpAndType) {
   m.passes = 5;
   m.pass_seconds = 0.25;
   m.last_event_sequence = 40;
+  m.placement = "profiled";
+  m.pack_limit = 0.25;
+  m.pack_limit_learning = true;
+  m.pack_limit_fit = "fitted";
+  m.pack_limit_runs = 6;
+  m.pack_limit_samples = 4;
   const std::string text = RenderPrometheusMetrics(m);
   for (const char* line :
        {"# TYPE tiresias_jobs gauge\n", "tiresias_jobs{state=\"pending\"} 2\n",
@@ -101,7 +107,10 @@ TEST(PrometheusTest, RendersEveryFamilyWithHelpAndType) {
         "tiresias_gpus{state=\"free\"} 5\n",
         "tiresias_scheduling_passes_total 5\n",
         "tiresias_scheduling_pass_seconds_total 0.25\n",
-        "tiresias_events_total 40\n"}) {
+        "tiresias_events_total 40\n",
+        "tiresias_pack_limit{placement=\"profiled\",learning=\"true\","
+        "fit=\"fitted\"} 0.25\n",
+        "tiresias_pack_limit_runs 6\n", "tiresias_pack_limit_samples 4\n"}) {
     EXPECT_THAT(text, HasSubstr(line));
   }
   // Every sample belongs to a family announced before it.

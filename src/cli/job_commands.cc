@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
+#include "cli/job_text.h"
 #include "cli/printable.h"
 #include "cli/time_arg.h"
 
@@ -119,25 +120,6 @@ int ListJobs(const JobsFlags& f) {
   }
   if (f.json) std::printf("%s\n", cli::ToJson(all).c_str());
   return 0;
-}
-
-// One line: the measured traffic profile, where it came from, or why none.
-std::string FormatJobProfile(const v1::Job& job) {
-  if (!job.has_profile()) return "not measured yet (placed as skewed)";
-  const v1::TrafficProfile& p = job.profile();
-  const std::string from =
-      p.measured_job_id() != 0 && p.measured_job_id() != job.id()
-          ? absl::StrCat(" (from job ", p.measured_job_id(), ")")
-          : "";
-  if (!p.periodic()) return absl::StrCat("not periodic: no skew", from);
-  return absl::StrFormat(
-      "tensor skew %.4f, iteration %s, %s bytes per iteration, periodic%s",
-      p.tensor_skew(),
-      p.has_iteration_s() ? absl::StrFormat("%.4f s", p.iteration_s()) : "-",
-      p.has_bytes_per_iteration()
-          ? absl::StrFormat("%.0f", p.bytes_per_iteration())
-          : "-",
-      from);
 }
 
 void PrintJob(const v1::Job& job) {

@@ -2,8 +2,8 @@
 // body.dataset.refreshMs, renders the summary cards, the jobs and nodes
 // tables and a chart of busy GPUs and waiting jobs since the page opened;
 // a click on a job shows its command, environment (when the master shows it
-// to this user) and events (/api/jobs/ID); the "insecure" banner follows
-// what the master says (viewer.insecure). After each successful render it
+// to this user), traffic profile and events (/api/jobs/ID); the "insecure"
+// banner follows what the master says (viewer.insecure). After each successful render it
 // sets body.dataset.dashboardReady = "1" and body.dataset.jobCount; on a
 // failed poll it shows the error and sets body.dataset.dashboardError. A
 // logged-in page whose session ended (401) goes back to / (the login form).
@@ -193,6 +193,7 @@
       $('job-env').textContent = Object.keys(env).sort().map(function (k) {
         return k + '=' + env[k];
       }).join(' ');
+      $('job-profile').textContent = 'Traffic profile: ' + job.profile;
       var body = $('events').tBodies[0];
       body.textContent = '';
       (job.events || []).forEach(function (e) {

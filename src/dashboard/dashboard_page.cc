@@ -66,6 +66,7 @@ std::string DashboardPage(const std::string& master_address, int refresh_ms,
       "<p id=\"jobs-empty\" class=\"muted\">No jobs yet.</p></section>"
       "<section class=\"panel\" id=\"job-detail\"><h2 id=\"job-title\"></h2>"
       "<code id=\"job-command\"></code><code id=\"job-env\"></code>"
+      "<p id=\"job-profile\"></p>"
       "<table id=\"events\"><thead><tr>"
       "<th>Time</th><th>Event</th><th>Detail</th></tr></thead><tbody>"
       "</tbody></table></section>"

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "cli/job_text.h"
 #include "security/tls.h"
 #include "security/tokens.h"
 
@@ -56,6 +57,7 @@ json JobJson(const v1::Job& j, bool with_details) {
     json env = json::object();
     for (const v1::EnvVar& var : j.spec().env()) env[var.key()] = var.value();
     out["env"] = std::move(env);
+    out["profile"] = FormatJobProfile(j);
     json events = json::array();
     for (const v1::JobEvent& e : j.events()) {
       events.push_back({{"sequence", e.sequence()},

@@ -29,6 +29,9 @@ inline void ExpectJobCommandShownAsText(HeadlessBrowser& browser, int job_id,
   EXPECT_EQ(
       browser.Evaluate("document.getElementById('job-command').textContent"),
       command);
+  EXPECT_EQ(
+      browser.Evaluate("document.getElementById('job-profile').textContent"),
+      "Traffic profile: not measured yet (placed as skewed)");
   EXPECT_EQ(browser.Evaluate("document.querySelectorAll('main img').length"),
             0);
   EXPECT_EQ(browser.Evaluate("document.body.dataset.xss === undefined"), true);

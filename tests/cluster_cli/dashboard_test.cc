@@ -96,6 +96,7 @@ TEST_F(DashboardTest, ApiShowsTheMastersJobsAndNodes) {
   ASSERT_EQ(status, 200) << body;
   const json job = json::parse(body);
   EXPECT_EQ(job["command"], (json{"/bin/sleep", "9"}));
+  EXPECT_EQ(job["profile"], "not measured yet (placed as skewed)");
   ASSERT_EQ(job["events"].size(), 1u);
   EXPECT_EQ(job["events"][0]["kind"], "submitted");
 

@@ -1,0 +1,18 @@
+// Text of a job's fields that the CLI (`tiresias job`) and the dashboard
+// show alike. Pure.
+#ifndef TIRESIAS_CLI_JOB_TEXT_H_
+#define TIRESIAS_CLI_JOB_TEXT_H_
+
+#include <string>
+
+#include "proto/tiresias.pb.h"
+
+namespace tiresias {
+
+// One line: the job's measured traffic profile, where it came from (an
+// earlier job of its signature), or why there is none.
+std::string FormatJobProfile(const v1::Job& job);
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_CLI_JOB_TEXT_H_

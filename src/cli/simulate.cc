@@ -233,6 +233,8 @@ absl::Status WriteOutputs(const std::string& dir, const RunInfo& info,
   }
   RETURN_IF_ERROR(WriteFileAtomically(
       dir + "/summary.json", SummaryJson(info, summaries).dump(2) + "\n"));
+  RETURN_IF_ERROR(
+      WriteFileAtomically(dir + "/summary.csv", SummaryCsv(summaries)));
   return WriteHtmlReport(ReportJson(info, summaries, results),
                          dir + "/report.html");
 }
@@ -357,6 +359,8 @@ absl::Status Simulate(const Flags& f, const std::string& command_line) {
               FormatCount(in.jobs.size()).c_str(), info.cluster_description.c_str(),
               static_cast<unsigned long long>(f.seed));
   std::fputs(FormatSummaryTable(summaries, f.baseline).c_str(), stdout);
+  std::printf("\n");
+  std::fputs(FormatFairnessTable(summaries).c_str(), stdout);
   if (!f.out.empty()) std::printf("\nwrote %s/report.html\n", f.out.c_str());
   return absl::OkStatus();
 }

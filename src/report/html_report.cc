@@ -302,6 +302,48 @@ std::string RenderBins(const json& data) {
   return html;
 }
 
+// Fairness (sim/fairness.h), one row per policy.
+std::string RenderFairness(const json& data) {
+  const json& policies = Policies(data);
+  std::string html =
+      "<section id=\"fairness\">\n<h2>Fairness</h2>\n<div "
+      "class=\"table-wrap\"><table>\n<thead><tr><th>Policy</th>"
+      "<th class=\"num\">Avg slowdown</th>"
+      "<th class=\"num\">p95 slowdown</th>"
+      "<th class=\"num\">Max slowdown</th><th class=\"num\">Max FTF</th>"
+      "<th class=\"num\">Jobs with FTF &gt; 1</th>"
+      "<th class=\"num\">Jain (slowdown)</th>"
+      "<th class=\"num\">Longest wait</th></tr></thead>\n<tbody>\n";
+  auto fixed = [](std::optional<double> v, int digits) {
+    return NumCell(v ? absl::StrFormat("%.*f", digits, *v)
+                     : std::string(kNoValue));
+  };
+  for (size_t i = 0; i < policies.size(); ++i) {
+    const std::string name = PolicyName(policies[i], i);
+    const json& f = Member(policies[i], "fairness");
+    absl::StrAppend(&html, "<tr data-policy=\"", EscapeHtml(name), "\"><td>",
+                    EscapeHtml(name), "</td>");
+    html += fixed(Number(f, "avg_slowdown"), 2);
+    html += fixed(Number(f, "p95_slowdown"), 2);
+    html += fixed(Number(f, "max_slowdown"), 1);
+    html += fixed(Number(f, "ftf_max"), 2);
+    std::optional<double> over = Number(f, "ftf_over_1_share");
+    html += NumCell(over ? FormatPercent(*over) : std::string(kNoValue));
+    html += fixed(Number(f, "jain_slowdown"), 3);
+    html += DurationCell(Number(f, "longest_wait_s"));
+    html += "</tr>\n";
+  }
+  html +=
+      "</tbody>\n</table></div>\n<p class=\"note\">Slowdown: a job's "
+      "completion time over its run time alone. FTF: finish-time fairness "
+      "(Themis), completion time over the run time the job would have with "
+      "1/N of the cluster, N the average number of active jobs over its "
+      "life; above 1, the job did worse than an equal share. Jain's index "
+      "over slowdowns is 1 when every job is slowed down alike.</p>\n"
+      "</section>\n";
+  return html;
+}
+
 // The data block, then an error hook installed before Chart.js runs, then
 // Chart.js, then the page's script.
 std::string RenderScripts(const json& data) {
@@ -364,6 +406,7 @@ std::string RenderHtmlReport(const json& data) {
   html += RenderSummary(data);
   html += RenderCharts(data);
   html += RenderBins(data);
+  html += RenderFairness(data);
   html +=
       "</main>\n<noscript><p class=\"note\">The charts need JavaScript "
       "(no network: it is all in this file).</p></noscript>\n";

@@ -123,6 +123,31 @@ TEST(RenderHtmlReportTest, ShowsHumanFriendlyValues) {
                               "3.6 d; avg queueing 5.0 h\">25 h</td>"));
 }
 
+// The fairness table: one row per policy from its "fairness" object, a dash
+// where a field is missing.
+TEST(RenderHtmlReportTest, ShowsFairnessPerPolicy) {
+  json data = TwoPolicies();
+  data["policies"][0]["fairness"] = {{"avg_slowdown", 1.25},
+                                     {"p95_slowdown", 2.5},
+                                     {"max_slowdown", 40.0},
+                                     {"ftf_max", 3.0},
+                                     {"ftf_over_1_share", 0.125},
+                                     {"jain_slowdown", 0.5},
+                                     {"longest_wait_s", 7200.0}};
+  const std::string html = RenderHtmlReport(data);
+  const size_t at = html.find("<section id=\"fairness\">");
+  ASSERT_NE(at, std::string::npos);
+  const std::string section = html.substr(at, html.find("</section>", at) - at);
+  EXPECT_THAT(section,
+              HasSubstr("<tr data-policy=\"fast\"><td>fast</td>"
+                        "<td class=\"num\">1.25</td><td class=\"num\">2.50"
+                        "</td><td class=\"num\">40.0</td><td class=\"num\">"
+                        "3.00</td><td class=\"num\">12.5%</td>"
+                        "<td class=\"num\">0.500</td>"));
+  EXPECT_THAT(section, HasSubstr(">2.0 h</td>"));
+  EXPECT_EQ(Count(section, "<tr data-policy="), 2u);
+}
+
 TEST(NormalizedAvgJctsTest, DividesByTheBaseline) {
   const std::vector<std::optional<double>> normalized =
       NormalizedAvgJcts(TwoPolicies());

@@ -20,6 +20,17 @@ nlohmann::json BinsJson(const Summary& s) {
   return bins;
 }
 
+nlohmann::json FairnessJson(const FairnessSummary& f) {
+  return {{"avg_slowdown", f.avg_slowdown},
+          {"max_slowdown", f.max_slowdown},
+          {"p95_slowdown", f.p95_slowdown},
+          {"ftf_max", f.ftf_max},
+          {"ftf_over_1_share", f.ftf_over_1_share},
+          {"jain_slowdown", f.jain_slowdown},
+          {"longest_wait_s", f.longest_wait_s},
+          {"jobs_without_duration", f.jobs_without_duration}};
+}
+
 nlohmann::json PolicyJson(const Summary& s) {
   nlohmann::json out = {{"name", s.policy},
           {"placement", s.placement},
@@ -33,7 +44,8 @@ nlohmann::json PolicyJson(const Summary& s) {
           {"preemptions", s.preemptions},
           {"preemption_overhead_s", s.preemption_overhead_s},
           {"gpu_utilization", s.gpu_utilization},
-          {"bins", BinsJson(s)}};
+          {"bins", BinsJson(s)},
+          {"fairness", FairnessJson(s.fairness)}};
   if (s.learnt_pack_limit) {
     out["pack_limit"] = {{"learnt", *s.learnt_pack_limit},
                          {"samples", s.pack_limit_samples},
@@ -145,17 +157,69 @@ std::string FormatSummaryTable(const std::vector<Summary>& summaries,
   return out;
 }
 
+std::string FormatFairnessTable(const std::vector<Summary>& summaries) {
+  std::string out = absl::StrFormat(
+      "%-15s %-12s %9s %9s %9s %8s %8s %6s %12s\n", "fairness", "placement",
+      "avg slow", "p95 slow", "max slow", "FTF max", "FTF>1", "Jain",
+      "longest wait");
+  for (const Summary& s : summaries) {
+    const FairnessSummary& f = s.fairness;
+    absl::StrAppend(
+        &out, absl::StrFormat("%-15s %-12s %9.2f %9.2f %9.1f %8.2f %8s %6.3f "
+                              "%12s\n",
+                              s.policy, s.placement, f.avg_slowdown,
+                              f.p95_slowdown, f.max_slowdown, f.ftf_max,
+                              FormatPercent(f.ftf_over_1_share),
+                              f.jain_slowdown,
+                              FormatDuration(f.longest_wait_s)));
+  }
+  return out;
+}
+
+std::string SummaryCsv(const std::vector<Summary>& summaries) {
+  std::string out =
+      "policy,placement,jobs,avg_jct_s,median_jct_s,p95_jct_s,max_jct_s,"
+      "avg_queueing_s,makespan_s,preemptions,preemption_overhead_s,"
+      "gpu_utilization,avg_slowdown,p95_slowdown,max_slowdown,ftf_max,"
+      "ftf_over_1_share,jain_slowdown,longest_wait_s\n";
+  for (const Summary& s : summaries) {
+    const FairnessSummary& f = s.fairness;
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("%s,%s,%d,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%d,"
+                        "%.10g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.10g\n",
+                        s.policy, s.placement, s.jobs, s.avg_jct_s,
+                        s.median_jct_s, s.p95_jct_s, s.max_jct_s,
+                        s.avg_queueing_s, s.makespan_s, s.preemptions,
+                        s.preemption_overhead_s, s.gpu_utilization,
+                        f.avg_slowdown, f.p95_slowdown, f.max_slowdown,
+                        f.ftf_max, f.ftf_over_1_share, f.jain_slowdown,
+                        f.longest_wait_s));
+  }
+  return out;
+}
+
 std::string JobsCsv(const SimResult& result) {
   std::string out =
       "id,gpus,model,submit_s,first_start_s,end_s,jct_s,queueing_s,"
-      "executed_s,overhead_s,preemptions,promotions,final_queue\n";
-  for (const JobResult& j : result.jobs) {
+      "executed_s,overhead_s,preemptions,promotions,final_queue,slowdown,"
+      "ftf,active_jobs\n";
+  const std::vector<JobFairness> fairness = PerJobFairness(result.jobs);
+  auto optional = [](const std::optional<double>& v) {
+    return v ? absl::StrFormat("%.6g", *v) : std::string();
+  };
+  for (size_t i = 0; i < result.jobs.size(); ++i) {
+    const JobResult& j = result.jobs[i];
+    const JobFairness& f = fairness[i];
     absl::StrAppend(
         &out,
-        absl::StrFormat("%d,%d,%s,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.6g,%d,%d,%d\n",
-                        j.id, j.gpus, j.model, j.submit, j.first_start, j.end,
-                        j.jct(), j.queueing(), j.executed, j.overhead,
-                        j.preemptions, j.promotions, j.final_queue));
+        absl::StrFormat(
+            "%d,%d,%s,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.6g,%d,%d,%d,%s,"
+            "%s,%.6g\n",
+            j.id, j.gpus, j.model, j.submit, j.first_start, j.end, j.jct(),
+            j.queueing(), j.executed, j.overhead, j.preemptions, j.promotions,
+            j.final_queue, optional(f.slowdown), optional(f.ftf),
+            f.active_jobs));
   }
   return out;
 }

@@ -34,8 +34,10 @@ struct RunInfo {
 //  "p95_jct_s", "max_jct_s", "avg_queueing_s", "makespan_s", "preemptions",
 //  "preemption_overhead_s", "gpu_utilization", "bins": {"SS": {"jobs",
 //  "avg_jct_s", "p95_jct_s", "avg_queueing_s"}, "SL", "LS", "LL"},
-//  and with a learnt PACKLIMIT "pack_limit": {"learnt", "samples", "fit",
-//  "updates"}}]}
+//  "fairness": {"avg_slowdown", "max_slowdown", "p95_slowdown", "ftf_max",
+//  "ftf_over_1_share", "jain_slowdown", "longest_wait_s",
+//  "jobs_without_duration"} (sim/fairness.h), and with a learnt PACKLIMIT
+//  "pack_limit": {"learnt", "samples", "fit", "updates"}}]}
 nlohmann::json SummaryJson(const RunInfo& info,
                            const std::vector<Summary>& summaries);
 
@@ -50,8 +52,17 @@ nlohmann::json ReportJson(const RunInfo& info,
 std::string FormatSummaryTable(const std::vector<Summary>& summaries,
                                const std::string& baseline);
 
+// The fairness table (sim/fairness.h), one row per policy: average, p95 and
+// max slowdown, the largest finish-time fairness and the share of jobs
+// above 1, Jain's index over slowdowns, the longest wait.
+std::string FormatFairnessTable(const std::vector<Summary>& summaries);
+
+// One row per policy: the summary's scalar fields, fairness included.
+std::string SummaryCsv(const std::vector<Summary>& summaries);
+
 // id,gpus,model,submit_s,first_start_s,end_s,jct_s,queueing_s,executed_s,
-// overhead_s,preemptions,promotions,final_queue
+// overhead_s,preemptions,promotions,final_queue,slowdown,ftf,active_jobs
+// (slowdown and ftf empty for a job of duration 0).
 std::string JobsCsv(const SimResult& result);
 // time_s,busy_gpus,pending_jobs,running_jobs
 std::string TimeseriesCsv(const SimResult& result);

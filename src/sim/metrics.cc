@@ -62,6 +62,7 @@ Summary Summarize(const SimResult& result, const BinOptions& bin_options) {
   s.median_jct_s = Percentile(jct, 0.5);
   s.p95_jct_s = Percentile(jct, 0.95);
   s.max_jct_s = jct.empty() ? 0 : jct.back();
+  s.fairness = SummarizeFairness(result.jobs, PerJobFairness(result.jobs));
   for (auto& [bin, values] : by_bin) {
     auto& [bin_jct, bin_queueing] = values;
     BinSummary b;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sim/engine.h"
+#include "sim/fairness.h"
 
 namespace tiresias {
 
@@ -44,6 +45,7 @@ struct Summary {
   double preemption_overhead_s = 0;
   double gpu_utilization = 0;  // busy GPU-seconds / (GPUs x makespan)
   std::map<std::string, BinSummary> bins;  // "SS", "SL", "LS", "LL"
+  FairnessSummary fairness;  // sim/fairness.h
   // Learnt PACKLIMIT (SimConfig::learn_pack_limit under `profiled`).
   std::optional<double> learnt_pack_limit;
   int64_t pack_limit_samples = 0;

@@ -104,7 +104,7 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
   cmd->add_option("--policy", f.policy, "Scheduling policy")
       ->capture_default_str();
   cmd->add_option("--thresholds", f.thresholds,
-                  "Queue bounds in GPU-seconds: 3600 (K=2) or 3250,7200 (K=3)")
+                  "Queue bounds in GPU-seconds: 3600 (K=2) or 3250:7200 (K=3)")
       ->capture_default_str();
   cmd->add_option("--promote-knob", f.promote_knob,
                   "PROMOTEKNOB: a number, or inf to turn promotion off")

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +22,7 @@
 #include "report/html_format.h"
 #include "report/html_report.h"
 #include "report/summary_output.h"
+#include "report/sweep_report.h"
 #include "sim/engine.h"
 #include "sim/metrics.h"
 #include "trace/cluster_spec.h"
@@ -61,21 +63,31 @@ struct Flags {
   int threads = 0;
 };
 
+// The jobs and cluster of runs with one (cluster, seed, arrival scale):
+// the trace's jobs that fit, with models drawn for those without one.
+struct Prepared {
+  Topology topology;
+  std::vector<JobSpec> jobs;
+  int64_t excluded = 0;  // jobs larger than the cluster
+};
+
 // One simulation of the grid: a policy under one combination of settings.
 struct Run {
   GridPoint point;
   SimConfig config;
-  const std::vector<JobSpec>* jobs = nullptr;
+  const Prepared* prepared = nullptr;
+  // A run with the same policy and the same value of every swept key that
+  // matters to it (KeyMatters): not run, its result is that run's.
+  int same_as = -1;
   absl::StatusOr<SimResult> result = absl::UnknownError("not run");
   std::atomic<double> fraction{0};
 };
 
 struct Inputs {
-  std::vector<JobSpec> jobs;
-  Topology topology;
+  std::vector<JobSpec> jobs;  // as read
+  Topology topology;          // --cluster's
   SimConfig base;
   std::vector<std::string> policies;
-  int64_t excluded = 0;
 };
 
 absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
@@ -134,10 +146,20 @@ absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
     RETURN_IF_ERROR(CheckSimulatorPolicy(p));
   }
   RETURN_IF_ERROR(CheckSimulatorPolicy(f.baseline));
-  std::vector<JobSpec> excluded = RemoveUnfittable(&jobs, topology);
-  AssignModels(&jobs, base.models, f.seed);
   return Inputs{std::move(jobs), std::move(topology), std::move(base),
-                std::move(policies), static_cast<int64_t>(excluded.size())};
+                std::move(policies)};
+}
+
+// The trace's jobs on one cluster with one seed and arrival scale.
+absl::StatusOr<std::unique_ptr<Prepared>> Prepare(const Inputs& in,
+                                                  const RunInputs& r) {
+  ASSIGN_OR_RETURN(Topology topology, ParseClusterSpec(r.cluster));
+  auto p = std::make_unique<Prepared>(Prepared{std::move(topology), in.jobs});
+  p->excluded = static_cast<int64_t>(
+      RemoveUnfittable(&p->jobs, p->topology).size());
+  AssignModels(&p->jobs, in.base.models, r.seed);
+  RETURN_IF_ERROR(ScaleArrivals(&p->jobs, r.arrival_scale));
+  return p;
 }
 
 nlohmann::json Parameters(const Flags& f, const SimConfig& base) {
@@ -165,8 +187,7 @@ nlohmann::json Parameters(const Flags& f, const SimConfig& base) {
 }
 
 // Runs every run on `threads` threads, with a progress line on a terminal.
-void RunAll(std::vector<std::unique_ptr<Run>>& runs, const Topology& topology,
-            int threads) {
+void RunAll(std::vector<std::unique_ptr<Run>>& runs, int threads) {
   std::atomic<size_t> next{0};
   std::atomic<int> done{0};
   auto started = std::chrono::steady_clock::now();
@@ -176,14 +197,24 @@ void RunAll(std::vector<std::unique_ptr<Run>>& runs, const Topology& topology,
     double elapsed = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - started)
                          .count();
-    return absl::StrFormat("simulating: %d of %d runs done, %.0f%%, %.1f s",
-                           done.load(), runs.size(),
-                           100 * total / runs.size(), elapsed);
+    const double fraction = total / runs.size();
+    const std::string eta =
+        fraction > 0.02 ? absl::StrFormat(", about %.0f s left",
+                                          elapsed * (1 - fraction) / fraction)
+                        : "";
+    return absl::StrFormat("simulating: %d of %d runs done, %.0f%%, %.1f s%s",
+                           done.load(), runs.size(), 100 * fraction, elapsed,
+                           eta);
   });
   auto worker = [&] {
     for (size_t i = next++; i < runs.size(); i = next++) {
       Run& run = *runs[i];
-      const auto& jobs = *run.jobs;
+      if (run.same_as >= 0) {
+        run.fraction = 1;
+        ++done;
+        continue;
+      }
+      const auto& jobs = run.prepared->jobs;
       const double first = jobs.empty() ? 0 : jobs.front().submit_time.count();
       const double span =
           jobs.empty() ? 1
@@ -191,7 +222,7 @@ void RunAll(std::vector<std::unique_ptr<Run>>& runs, const Topology& topology,
       ProgressFn progress = [&run, first, span](double t, int64_t) {
         run.fraction = std::min(0.99, (t - first) / span);
       };
-      run.result = Simulate(jobs, topology, run.config, progress);
+      run.result = Simulate(jobs, run.prepared->topology, run.config, progress);
       run.fraction = 1;
       ++done;
     }
@@ -239,80 +270,78 @@ absl::Status WriteOutputs(const std::string& dir, const RunInfo& info,
                          dir + "/report.html");
 }
 
-std::string SweepTable(const std::vector<std::unique_ptr<Run>>& runs,
-                       const std::vector<Summary>& summaries,
-                       const std::string& baseline) {
-  std::string out;
-  std::vector<std::string> keys;
-  for (const auto& [key, value] : runs.front()->point) keys.push_back(key);
-  for (const std::string& k : keys) absl::StrAppend(&out, absl::StrFormat("%-14s", k));
-  absl::StrAppend(&out, absl::StrFormat("%-15s %9s %9s %9s %8s %6s %12s\n",
-                                        "policy", "avg JCT", "p95 JCT",
-                                        "avg wait", "preempt", "util",
-                                        "avg/" + baseline));
-  for (size_t i = 0; i < runs.size(); ++i) {
-    double base_avg = 0;
-    for (size_t j = 0; j < runs.size(); ++j) {
-      if (runs[j]->point == runs[i]->point && summaries[j].policy == baseline) {
-        base_avg = summaries[j].avg_jct_s;
-      }
-    }
-    for (const auto& [key, value] : runs[i]->point) {
-      absl::StrAppend(&out, absl::StrFormat("%-14s", value));
-    }
-    const Summary& s = summaries[i];
-    absl::StrAppend(
-        &out,
-        absl::StrFormat("%-15s %9s %9s %9s %8s %6s %12s\n", s.policy,
-                        FormatDuration(s.avg_jct_s), FormatDuration(s.p95_jct_s),
-                        FormatDuration(s.avg_queueing_s),
-                        FormatCount(s.preemptions),
-                        FormatPercent(s.gpu_utilization),
-                        base_avg > 0
-                            ? absl::StrFormat("%.2f", s.avg_jct_s / base_avg)
-                            : std::string(kNoValue)));
-  }
-  return out;
-}
-
-absl::Status Simulate(const Flags& f, const std::string& command_line) {
-  ASSIGN_OR_RETURN(Inputs in, LoadInputs(f));
-  ASSIGN_OR_RETURN(std::vector<GridPoint> grid, ParseSweeps(f.sweeps));
-  if (in.excluded > 0) {
-    std::fprintf(stderr,
-                 "tiresias: %lld jobs need more GPUs than the cluster's %d "
-                 "and are excluded\n",
-                 static_cast<long long>(in.excluded),
-                 in.topology.total_gpus());
-  }
-  // Jobs per arrival scale, shared by the runs that use it.
-  std::map<double, std::vector<JobSpec>> scaled;
-  std::vector<std::unique_ptr<Run>> runs;
+// The runs of the grid, each with its prepared inputs (shared by the runs
+// with the same cluster, seed and arrival scale) and, when an earlier run
+// has the same policy and every swept key that matters to it, same_as.
+absl::Status PlanRuns(const Flags& f, const Inputs& in,
+                      const std::vector<GridPoint>& grid,
+                      std::map<std::string, std::unique_ptr<Prepared>>* prepared,
+                      std::vector<std::unique_ptr<Run>>* runs) {
+  std::map<std::string, int> first_run;
   for (const GridPoint& point : grid) {
     for (const std::string& policy : in.policies) {
       auto run = std::make_unique<Run>();
       run->point = point;
       run->config = in.base;
       run->config.policy = policy;
-      double scale = f.arrival_scale;
+      RunInputs inputs{f.arrival_scale, f.seed, f.cluster};
       for (const Setting& s : point) {
-        RETURN_IF_ERROR(ApplySetting(s, &run->config, &scale));
+        RETURN_IF_ERROR(ApplySetting(s, &run->config, &inputs));
       }
-      auto [it, fresh] = scaled.try_emplace(scale, in.jobs);
-      if (fresh) RETURN_IF_ERROR(ScaleArrivals(&it->second, scale));
-      run->jobs = &it->second;
-      runs.push_back(std::move(run));
+      const std::string key = absl::StrCat(inputs.cluster, "|", inputs.seed,
+                                           "|", inputs.arrival_scale);
+      std::unique_ptr<Prepared>& slot = (*prepared)[key];
+      if (!slot) {
+        ASSIGN_OR_RETURN(slot, Prepare(in, inputs));
+      }
+      run->prepared = slot.get();
+      std::string identity = policy;
+      for (const Setting& s : point) {
+        if (KeyMatters(s.first, policy, run->config)) {
+          absl::StrAppend(&identity, "|", s.first, "=", s.second);
+        }
+      }
+      auto [it, fresh] = first_run.try_emplace(identity, runs->size());
+      if (!fresh) run->same_as = it->second;
+      runs->push_back(std::move(run));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status Simulate(const Flags& f, const std::string& command_line) {
+  ASSIGN_OR_RETURN(Inputs in, LoadInputs(f));
+  ASSIGN_OR_RETURN(std::vector<GridPoint> grid, ParseSweeps(f.sweeps));
+  std::map<std::string, std::unique_ptr<Prepared>> prepared;
+  std::vector<std::unique_ptr<Run>> runs;
+  RETURN_IF_ERROR(PlanRuns(f, in, grid, &prepared, &runs));
+  std::set<std::string> told;  // clusters whose exclusions were reported
+  for (const auto& run : runs) {
+    const Prepared& p = *run->prepared;
+    if (p.excluded > 0 && told.insert(p.topology.Describe()).second) {
+      std::fprintf(stderr,
+                   "tiresias: %lld jobs need more GPUs than the cluster's %d "
+                   "and are excluded\n",
+                   static_cast<long long>(p.excluded),
+                   p.topology.total_gpus());
+    }
+  }
+  int to_run = 0;
+  for (const auto& run : runs) to_run += run->same_as < 0;
   const int threads =
       f.threads > 0 ? f.threads
                     : std::max(1u, std::thread::hardware_concurrency());
-  RunAll(runs, in.topology, std::min<int>(threads, runs.size()));
+  RunAll(runs, std::max(1, std::min(threads, to_run)));
 
   std::vector<Summary> summaries;
   std::vector<const SimResult*> results;
   const BinOptions bins{.short_max_seconds = f.short_threshold};
   for (const auto& run : runs) {
+    if (run->same_as >= 0) {
+      summaries.push_back(summaries[run->same_as]);
+      results.push_back(results[run->same_as]);
+      continue;
+    }
     if (!run->result.ok()) return run->result.status();
     summaries.push_back(Summarize(*run->result, bins));
     results.push_back(&*run->result);
@@ -325,27 +354,36 @@ absl::Status Simulate(const Flags& f, const std::string& command_line) {
                in.topology.total_gpus(),
                f.seed,
                f.baseline,
-               in.excluded,
+               runs.front()->prepared->excluded,
                Parameters(f, in.base)};
   if (!f.sweeps.empty()) {
-    nlohmann::json sweep = nlohmann::json::array();
+    std::vector<SweepRun> sweep;
     for (size_t i = 0; i < runs.size(); ++i) {
-      nlohmann::json settings = nlohmann::json::object();
-      for (const auto& [k, v] : runs[i]->point) settings[k] = v;
-      sweep.push_back({{"settings", settings},
-                       {"summary", SummaryJson(info, {summaries[i]})["policies"][0]}});
+      SweepRun& r = sweep.emplace_back();
+      r.settings = runs[i]->point;
+      r.summary = summaries[i];
+      r.same_as = runs[i]->same_as;
+      r.excluded_jobs = runs[i]->prepared->excluded;
+      for (const auto& [key, value] : runs[i]->point) {
+        if (!KeyMatters(key, runs[i]->config.policy, runs[i]->config)) {
+          r.ignored_keys.insert(key);
+        }
+      }
     }
-    nlohmann::json doc = SummaryJson(info, {});
-    doc.erase("policies");
-    doc["sweep"] = sweep;
+    const nlohmann::json doc = SweepJson(info, sweep);
     if (!f.out.empty()) {
       RETURN_IF_ERROR(EnsureFolder(f.out));
       RETURN_IF_ERROR(
           WriteFileAtomically(f.out + "/sweep.json", doc.dump(2) + "\n"));
+      RETURN_IF_ERROR(WriteFileAtomically(f.out + "/sweep.csv", SweepCsv(sweep)));
+      RETURN_IF_ERROR(WriteSweepReport(doc, f.out + "/sweep.html"));
     }
     std::fputs(f.json ? (doc.dump(2) + "\n").c_str()
-                      : SweepTable(runs, summaries, f.baseline).c_str(),
+                      : FormatSweepTable(sweep, f.baseline).c_str(),
                stdout);
+    if (!f.out.empty() && !f.json) {
+      std::printf("\nwrote %s/sweep.html\n", f.out.c_str());
+    }
     return absl::OkStatus();
   }
   if (!f.out.empty()) {
@@ -356,7 +394,8 @@ absl::Status Simulate(const Flags& f, const std::string& command_line) {
     return absl::OkStatus();
   }
   std::printf("trace %s: %s jobs; cluster %s; seed %llu\n\n", f.trace.c_str(),
-              FormatCount(in.jobs.size()).c_str(), info.cluster_description.c_str(),
+              FormatCount(runs.front()->prepared->jobs.size()).c_str(),
+              info.cluster_description.c_str(),
               static_cast<unsigned long long>(f.seed));
   std::fputs(FormatSummaryTable(summaries, f.baseline).c_str(), stdout);
   std::printf("\n");
@@ -393,11 +432,11 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
                   "Policy the normalized columns divide by")
       ->capture_default_str();
   cmd->add_option("--thresholds", f.thresholds,
-                  "Queue bounds in GPU-seconds: 3600 (K=2) or 3250,7200 "
+                  "Queue bounds in GPU-seconds: 3600 (K=2) or 3250:7200 "
                   "(K=3); default 3600");
   cmd->add_flag("--original-simulator", f.original_simulator,
                 "The original Tiresias simulator's settings: thresholds "
-                "3250,7200, count placement, no preemption cost or "
+                "3250:7200, count placement, no preemption cost or "
                 "placement slowdown, and its demotion timing");
   cmd->add_option("--promote-knob", f.promote_knob,
                   "PROMOTEKNOB: a number, or inf to turn promotion off")
@@ -441,8 +480,12 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
       ->capture_default_str();
   cmd->add_option("--sweep", f.sweeps,
                   "KEY=V1,V2: run the grid of every combination; keys: "
-                  "thresholds (3600 or 3250:7200), knob, arrival-scale, "
-                  "placement, pack-limit, queue-order. Repeatable.");
+                  "seed, cluster (88x8), arrival-scale, placement, "
+                  "pack-limit, thresholds (3600 or 3250:7200), promote-knob "
+                  "(or knob), queue-order. Repeatable. A policy runs once "
+                  "per value of the keys that matter to it. With --out: "
+                  "sweep.json, sweep.csv and sweep.html (a plot per metric, "
+                  "min-max band over seeds)");
   cmd->add_option("--threads", f.threads,
                   "Runs in parallel (default: one per core)");
   cmd->callback([flags, command_line, exit_code] {

@@ -1,9 +1,11 @@
 // Parameter sweeps for `tiresias simulate --sweep KEY=V1,V2,...`: the grid
-// of every combination, each a set of (key, value) settings.
+// of every combination, each a set of (key, value) settings. Commas
+// separate a key's values; a K-queue list is written with colons, here as
+// in --thresholds (3250:7200 is one K = 3 setting).
 //
-// Keys: thresholds (a value is one K: 3600, or 3250:7200 for K = 3),
-// knob (a number or inf), arrival-scale, placement, pack-limit,
-// queue-order (stable or start-time).
+// Keys: seed, cluster (a --cluster spec: 88x8; no commas), arrival-scale,
+// placement, pack-limit, thresholds, promote-knob (a number or inf; `knob`
+// is the same key), queue-order (stable or start-time).
 #ifndef TIRESIAS_CLI_SWEEP_H_
 #define TIRESIAS_CLI_SWEEP_H_
 
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sched/policy.h"
 #include "sim/engine.h"
 
 namespace tiresias {
@@ -24,10 +27,25 @@ using GridPoint = std::vector<Setting>;
 absl::StatusOr<std::vector<GridPoint>> ParseSweeps(
     const std::vector<std::string>& sweeps);
 
-// Applies one setting to `config` (and to the arrival scale, which acts on
-// the trace rather than the config). Values are validated here.
+// What a run is made of besides its SimConfig: they act on the trace and
+// the cluster rather than the scheduler.
+struct RunInputs {
+  double arrival_scale = 1;
+  uint64_t seed = 1;     // models drawn for jobs without one; the scheduler's
+  std::string cluster;   // a --cluster spec
+};
+
+// Applies one setting to `config` or `inputs`. Values are validated here.
 absl::Status ApplySetting(const Setting& setting, SimConfig* config,
-                          double* arrival_scale);
+                          RunInputs* inputs);
+
+// Whether sweeping `key` can change the result of `policy` under `config`
+// (its placement resolved against the policy's default): the queue keys
+// matter only to policies with K queues, pack-limit only under `profiled`
+// placement, and gandiva ignores placement and queues. A run whose every
+// swept key that matters equals an earlier run's is not run again.
+bool KeyMatters(const std::string& key, const std::string& policy,
+                const SimConfig& config);
 
 // "inf" / "infinity" or a positive number (0 would promote a job the
 // instant it is preempted).

@@ -23,7 +23,14 @@ extern const std::size_t kReportPageJsSize;
 extern const char kReportPageCss[];
 extern const std::size_t kReportPageCssSize;
 
+// sweep.html's script: src/report/sweep_page.js.
+extern const char kSweepPageJs[];
+extern const std::size_t kSweepPageJsSize;
+
 inline std::string_view ChartJs() { return {kChartJs, kChartJsSize}; }
+inline std::string_view SweepPageJs() {
+  return {kSweepPageJs, kSweepPageJsSize};
+}
 inline std::string_view ReportPageJs() {
   return {kReportPageJs, kReportPageJsSize};
 }

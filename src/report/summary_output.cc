@@ -176,25 +176,29 @@ std::string FormatFairnessTable(const std::vector<Summary>& summaries) {
   return out;
 }
 
+std::string SummaryCsvColumns() {
+  return "policy,placement,jobs,avg_jct_s,median_jct_s,p95_jct_s,max_jct_s,"
+         "avg_queueing_s,makespan_s,preemptions,preemption_overhead_s,"
+         "gpu_utilization,avg_slowdown,p95_slowdown,max_slowdown,ftf_max,"
+         "ftf_over_1_share,jain_slowdown,longest_wait_s";
+}
+
+std::string SummaryCsvRow(const Summary& s) {
+  const FairnessSummary& f = s.fairness;
+  return absl::StrFormat(
+      "%s,%s,%d,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%d,%.10g,%.6g,%.6g,%.6g,"
+      "%.6g,%.6g,%.6g,%.6g,%.10g",
+      s.policy, s.placement, s.jobs, s.avg_jct_s, s.median_jct_s, s.p95_jct_s,
+      s.max_jct_s, s.avg_queueing_s, s.makespan_s, s.preemptions,
+      s.preemption_overhead_s, s.gpu_utilization, f.avg_slowdown,
+      f.p95_slowdown, f.max_slowdown, f.ftf_max, f.ftf_over_1_share,
+      f.jain_slowdown, f.longest_wait_s);
+}
+
 std::string SummaryCsv(const std::vector<Summary>& summaries) {
-  std::string out =
-      "policy,placement,jobs,avg_jct_s,median_jct_s,p95_jct_s,max_jct_s,"
-      "avg_queueing_s,makespan_s,preemptions,preemption_overhead_s,"
-      "gpu_utilization,avg_slowdown,p95_slowdown,max_slowdown,ftf_max,"
-      "ftf_over_1_share,jain_slowdown,longest_wait_s\n";
+  std::string out = SummaryCsvColumns() + "\n";
   for (const Summary& s : summaries) {
-    const FairnessSummary& f = s.fairness;
-    absl::StrAppend(
-        &out,
-        absl::StrFormat("%s,%s,%d,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%d,"
-                        "%.10g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.10g\n",
-                        s.policy, s.placement, s.jobs, s.avg_jct_s,
-                        s.median_jct_s, s.p95_jct_s, s.max_jct_s,
-                        s.avg_queueing_s, s.makespan_s, s.preemptions,
-                        s.preemption_overhead_s, s.gpu_utilization,
-                        f.avg_slowdown, f.p95_slowdown, f.max_slowdown,
-                        f.ftf_max, f.ftf_over_1_share, f.jain_slowdown,
-                        f.longest_wait_s));
+    absl::StrAppend(&out, SummaryCsvRow(s), "\n");
   }
   return out;
 }

@@ -59,6 +59,9 @@ std::string FormatFairnessTable(const std::vector<Summary>& summaries);
 
 // One row per policy: the summary's scalar fields, fairness included.
 std::string SummaryCsv(const std::vector<Summary>& summaries);
+// Its header (without a newline) and one row (without a newline).
+std::string SummaryCsvColumns();
+std::string SummaryCsvRow(const Summary& summary);
 
 // id,gpus,model,submit_s,first_start_s,end_s,jct_s,queueing_s,executed_s,
 // overhead_s,preemptions,promotions,final_queue,slowdown,ftf,active_jobs

@@ -29,16 +29,22 @@ absl::StatusOr<QueueConfig> QueueConfig::Create(std::vector<double> thresholds) 
 }
 
 absl::StatusOr<QueueConfig> QueueConfig::Parse(std::string_view text) {
+  if (text.find(',') != std::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "thresholds \"", std::string(text),
+        "\": separate a K-queue list's thresholds with ':', e.g. 3250:7200 "
+        "(K = 3); ',' separates the values of a --sweep"));
+  }
   std::vector<double> values;
   for (absl::string_view part :
-       absl::StrSplit(ToAbsl(text), ',')) {
+       absl::StrSplit(ToAbsl(text), ':')) {
     part = absl::StripAsciiWhitespace(part);
     double v = 0;
     auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     if (part.empty() || ec != std::errc() || ptr != part.data() + part.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "thresholds \"", std::string(text),
-          "\": expected GPU-seconds separated by commas, e.g. 3250,7200"));
+          "\": expected GPU-seconds separated by ':', e.g. 3250:7200"));
     }
     values.push_back(v);
   }

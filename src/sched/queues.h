@@ -21,7 +21,10 @@ class QueueConfig {
   static QueueConfig OriginalSimulator() { return QueueConfig({3250.0, 7200.0}); }
   // Thresholds must be positive and strictly ascending.
   static absl::StatusOr<QueueConfig> Create(std::vector<double> thresholds);
-  // Parses "3600" or "3250,7200".
+  // Parses "3600" or "3250:7200" (K = 3): colons separate one setting's
+  // thresholds everywhere (--thresholds, --sweep thresholds=..., the
+  // master), since commas separate a sweep's values. A comma is refused
+  // with a message that says so.
   static absl::StatusOr<QueueConfig> Parse(std::string_view text);
 
   int num_queues() const { return static_cast<int>(thresholds_.size()) + 1; }

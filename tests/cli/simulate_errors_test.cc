@@ -47,7 +47,7 @@ const std::vector<BadInput>& BadInputs() {
        {"--trace", "{trace}", "--cluster", "4x4", "--baseline", "nope"},
        {"nope"}},
       {"DescendingThresholds",
-       {"--trace", "{trace}", "--cluster", "4x4", "--thresholds", "7200,3250"},
+       {"--trace", "{trace}", "--cluster", "4x4", "--thresholds", "7200:3250"},
        {"7200", "3250"}},
       {"NegativePromoteKnob",
        {"--trace", "{trace}", "--cluster", "4x4", "--promote-knob", "-1"},

@@ -245,18 +245,22 @@ TEST_F(SimulateOutputTest, SweepRunsEveryCombination) {
   ASSERT_EQ(run.exit_code, 0) << Describe(run);
   const Table table = ParseTable(run.out);
   ASSERT_GE(table.header.size(), 3u) << run.out;
-  EXPECT_EQ(table.header[0], "knob");
+  EXPECT_EQ(table.header[0], "promote-knob");  // `knob` is its other name
   EXPECT_EQ(table.header[1], "thresholds");
-  ASSERT_EQ(table.rows.size(), 8u) << run.out;
+  // Tiresias-L at each of the 4 points; YARN-CS, which has no queues, once,
+  // with "-" for the keys that do not matter to it.
+  ASSERT_EQ(table.rows.size(), 5u) << run.out;
   std::set<std::tuple<std::string, std::string, std::string>> points;
   for (const auto& row : table.rows) {
     ASSERT_GE(row.size(), 3u);
     points.insert({row[0], row[1], row[2]});
     if (row[2] == "yarn-cs") {
+      EXPECT_EQ(row[0], "-");
+      EXPECT_EQ(row[1], "-");
       EXPECT_EQ(row.back(), "1.00");
     }
   }
-  EXPECT_EQ(points.size(), 8u) << "a combination is missing or repeated";
+  EXPECT_EQ(points.size(), 5u) << "a combination is missing or repeated";
 
   json doc = SimulateJson(args);
   ASSERT_TRUE(doc["sweep"].is_array()) << doc.dump(2);
@@ -268,18 +272,63 @@ TEST_F(SimulateOutputTest, SweepRunsEveryCombination) {
     ASSERT_TRUE(entry["summary"].is_object()) << entry.dump();
     json s = entry["summary"];
     EXPECT_EQ(s["jobs"], 60);
-    const std::string knob = entry["settings"]["knob"];
+    const std::string knob = entry["settings"]["promote-knob"];
     const std::string thresholds = entry["settings"]["thresholds"];
     if (s["name"] == "yarn-cs") yarn_avg.insert(s["avg_jct_s"].get<double>());
     if (s["name"] == "tiresias-l" && knob == "inf") {
       tiresias_avg[thresholds] = s["avg_jct_s"];
     }
   }
-  // YARN-CS has no queues, so the settings leave it alone; Tiresias-L's
-  // queue bound does change its schedule.
+  // YARN-CS has no queues, so the settings leave it alone (it ran once, the
+  // other three points say which run they are); Tiresias-L's queue bound
+  // does change its schedule.
   EXPECT_EQ(yarn_avg.size(), 1u);
+  int shared = 0;
+  for (const json& entry : doc["sweep"]) shared += !entry["same_as"].is_null();
+  EXPECT_EQ(shared, 3);
   ASSERT_EQ(tiresias_avg.size(), 2u);
   EXPECT_NE(tiresias_avg["1800"], tiresias_avg["3600"]);
+}
+
+// Seeds and clusters can be swept; --out gets sweep.json, sweep.csv (one
+// row per run that ran) and sweep.html (a canvas per metric); a K-queue
+// list has one syntax, with colons, and a comma in --thresholds is refused.
+TEST_F(SimulateOutputTest, SweepsSeedAndClusterAndWritesPlots) {
+  const fs::path out = dir_ / "sweep";
+  const ProcessResult run = Tiresias(
+      {"simulate", "--trace", trace_60_, "--cluster", "4x4", "--policy",
+       "tiresias-l,yarn-cs", "--sweep", "seed=1,2", "--sweep",
+       "cluster=4x4,8x4", "--sweep", "thresholds=1800,1800:3600", "--out",
+       out.string()});
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  // tiresias-l: 2 x 2 x 2 = 8 runs; yarn-cs: 2 x 2 (thresholds ignored).
+  const std::vector<std::string> csv = Lines(ReadFile(out / "sweep.csv"));
+  ASSERT_EQ(csv.size(), 1u + 8u + 4u) << ReadFile(out / "sweep.csv");
+  EXPECT_THAT(csv[0], StartsWith("seed,cluster,thresholds,policy,placement,"));
+  json doc = json::parse(ReadFile(out / "sweep.json"));
+  ASSERT_EQ(doc["sweep"].size(), 16u);
+  std::map<std::string, std::set<double>> yarn_by_cluster;
+  for (const json& e : doc["sweep"]) {
+    if (e["summary"]["name"] == "yarn-cs" && e["settings"]["seed"] == "1") {
+      yarn_by_cluster[e["settings"]["cluster"]].insert(
+          e["summary"]["avg_jct_s"].get<double>());
+    }
+  }
+  ASSERT_EQ(yarn_by_cluster.size(), 2u);
+  EXPECT_NE(*yarn_by_cluster["4x4"].begin(), *yarn_by_cluster["8x4"].begin())
+      << "a larger cluster should change the schedule";
+  const std::string html = ReadFile(out / "sweep.html");
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_THAT(html, HasSubstr("<canvas id=\"sweep-" + std::to_string(i)));
+  }
+  EXPECT_THAT(html, HasSubstr("mean of 2 seeds"));
+
+  const ProcessResult comma =
+      Tiresias({"simulate", "--trace", trace_60_, "--cluster", "4x4",
+                "--thresholds", "3250,7200"});
+  EXPECT_NE(comma.exit_code, 0);
+  EXPECT_THAT(comma.err, HasSubstr("separate a K-queue list's thresholds "
+                                   "with ':', e.g. 3250:7200"));
 }
 
 // Jobs of data/60_job.csv that need more than `gpus` GPUs, counted here.

@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "png_image.h"
 #include "report/html_report.h"
+#include "report/sweep_report.h"
 #include "report/report_test_input.h"
 
 namespace tiresias {
@@ -149,7 +150,7 @@ class ReportChromiumTest : public ::testing::Test {
 
   // Loads the report, returns the DOM after its scripts ran; asserts that
   // Chromium exited cleanly and the page reports every chart drawn.
-  std::string DumpRenderedDom() {
+  std::string DumpRenderedDom(int charts = kReportChartCount) {
     const RunResult run = RunChromium({"--dump-dom"}, "profile-dom");
     EXPECT_FALSE(run.timed_out)
         << "Chromium ran past " << kChromiumTimeout.count() << " s; stderr:\n"
@@ -167,7 +168,7 @@ class ReportChromiumTest : public ::testing::Test {
     EXPECT_THAT(body, Not(HasSubstr("data-charts-error"))) << "stderr:\n"
                                                            << Tail(run.err);
     EXPECT_THAT(body, HasSubstr("data-charts-rendered=\"" +
-                                std::to_string(kReportChartCount) + "\""))
+                                std::to_string(charts) + "\""))
         << "stderr:\n"
         << Tail(run.err);
     return dom;
@@ -219,6 +220,33 @@ TEST_F(ReportChromiumTest, DrawsDegenerateInputsWithoutErrors) {
   DumpRenderedDom();
   Rewrite(nlohmann::json::object());
   DumpRenderedDom();
+}
+
+// sweep.html: a plot per metric (8), bands over two seeds, a policy that
+// ignores the swept key (its runs shared), markup in a policy name.
+TEST_F(ReportChromiumTest, DrawsEverySweepPlotWithoutErrors) {
+  std::vector<SweepRun> runs;
+  for (const char* seed : {"1", "2"}) {
+    for (const char* knob : {"inf", "8"}) {
+      for (const char* policy : {"tiresias-l", "yarn-cs", "<b>x</b>"}) {
+        SweepRun& r = runs.emplace_back();
+        r.settings = {{"seed", seed}, {"promote-knob", knob}};
+        r.summary.policy = policy;
+        r.summary.avg_jct_s = 100 + 10 * runs.size();
+        r.summary.p95_jct_s = 1000;
+        if (std::string(policy) == "yarn-cs") {
+          r.ignored_keys = {"promote-knob"};
+          if (std::string(knob) == "8") r.same_as = 0;
+        }
+      }
+    }
+  }
+  RunInfo info;
+  info.trace = "</script><b>trace</b>";
+  ASSERT_TRUE(WriteSweepReport(SweepJson(info, runs), report_.string()).ok());
+  const std::string dom = DumpRenderedDom(8);
+  EXPECT_THAT(dom, HasSubstr("mean of 2 seeds"));
+  EXPECT_THAT(dom, Not(HasSubstr("<b>trace</b>")));
 }
 
 TEST_F(ReportChromiumTest, TakesANonTrivialScreenshot) {

@@ -285,7 +285,8 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "submit",
       "Submit a job; prints its id. The command comes after --, e.g. "
-      "`tiresias submit --gpus 2 -- python3 train.py --steps 100`. Retries "
+      "`tiresias submit --gpus 2 -- python3 train.py --steps 100`. With "
+      "--file JOBS.jsonl, every job of the file, all or none. Retries "
       "safely (the same request id) while the master is unreachable.");
   cli::AddMasterFlag(cmd, &submit->master);
   cmd->add_option("--gpus", submit->gpus,

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include <google/protobuf/util/json_util.h>
+#include <grpc/grpc.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -73,12 +74,29 @@ MasterClient::MasterClient(std::string address)
     std::exit(1);  // a command line tool: nothing to clean up
   }
   creds_ = *std::move(creds);
-  Connect(/*fresh=*/false);
+}
+
+MasterClient::MasterClient(std::string address, ClientCredentials creds)
+    : address_(std::move(address)), creds_(std::move(creds)) {}
+
+v1::Tiresias::Stub& MasterClient::stub() {
+  if (stub_ == nullptr) Connect(/*fresh=*/false);
+  return *stub_;
+}
+
+std::shared_ptr<grpc::Channel> MasterClient::channel() {
+  if (channel_ == nullptr) Connect(/*fresh=*/false);
+  return channel_;
 }
 
 void MasterClient::Reconnect() { Connect(/*fresh=*/true); }
 
 void MasterClient::Connect(bool fresh) {
+  // gRPC starts once per process and is never shut down: its shutdown, when
+  // the last channel goes, joins its threads, which cost every command
+  // about a millisecond; the process's exit frees it all the same.
+  static const bool kGrpcStarted = (grpc_init(), true);
+  (void)kGrpcStarted;  // only its initialization matters
   grpc::ChannelArguments args;
   // The master is on the cluster's network; an http_proxy meant for the
   // outside world must not capture it.
@@ -89,8 +107,9 @@ void MasterClient::Connect(bool fresh) {
   security::DialOptions dial;
   dial.args = args;
   dial.target_name_override = creds_.server_name;
-  // Reads, CancelJob and SubmitJob (with its request id) may run twice;
-  // the Admin service's CreateToken may not, so it is not retried.
+  // Reads, CancelJob, SubmitJob and SubmitJobs (with their request ids)
+  // may run twice; the Admin service's CreateToken may not, so it is not
+  // retried.
   dial.retry_services = {"tiresias.v1.Tiresias"};
   channel_ = security::Dial(address_, creds_.tls, dial);
   stub_ = v1::Tiresias::NewStub(channel_);

@@ -51,10 +51,16 @@ class MasterClient {
   // Loads ClientCredentials; a bad one ends the process with its error
   // (this is a command-line client).
   explicit MasterClient(std::string address);
+  // With credentials the caller loaded (each load reads and checks the PEM
+  // files: do it once per command).
+  MasterClient(std::string address, ClientCredentials creds);
   const std::string& address() const { return address_; }
-  v1::Tiresias::Stub& stub() { return *stub_; }
-  // The channel, for the other services (Admin).
-  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+  const ClientCredentials& credentials() const { return creds_; }
+  // The stub and the channel (for the other services, Admin) are made on
+  // the first use, once; a command that fails before calling the master
+  // never starts gRPC.
+  v1::Tiresias::Stub& stub();
+  std::shared_ptr<grpc::Channel> channel();
   // A context carrying kRpcDeadline; fails within a second when nothing
   // listens (after the channel's retries, security::DialOptions).
   std::unique_ptr<grpc::ClientContext> Context() const;
@@ -67,7 +73,7 @@ class MasterClient {
 
   std::string address_;
   ClientCredentials creds_;
-  std::shared_ptr<grpc::Channel> channel_;
+  std::shared_ptr<grpc::Channel> channel_;  // null until first used
   std::unique_ptr<v1::Tiresias::Stub> stub_;
 };
 

@@ -18,6 +18,12 @@ namespace tiresias {
 void AddClusterCommands(CLI::App& app, const std::string& command_line,
                         int* exit_code);
 
+// Only the client subcommands, those that talk to a master (`submit`,
+// `jobs`, `job`, `cancel`, `nodes`, `logs`, `watch`): what the small
+// `tiresias` front binary runs itself (front_main.cc). In
+// client_commands.cc.
+void AddClientCommands(CLI::App& app, int* exit_code);
+
 // The pieces, one per file (master_command.cc, job_commands.cc,
 // nodes_command.cc, logs_command.cc).
 void AddMasterCommand(CLI::App& app, const std::string& command_line,

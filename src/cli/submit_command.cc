@@ -5,6 +5,11 @@
 // --retry-for seconds. The request id makes the retries safe: a submission
 // that was accepted but whose answer was lost is found again, not created
 // twice.
+//
+// `tiresias submit --file JOBS.jsonl` submits a file of job specs (one JSON
+// object per line, job_file.h) in one SubmitJobs request: every line is
+// checked first, then the master writes them all in one transaction, or
+// none; it prints the new ids, one per line (or --json).
 #include <pwd.h>
 #include <unistd.h>
 
@@ -14,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -21,6 +27,8 @@
 #include "absl/strings/str_format.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
+#include "cli/job_file.h"
+#include "master/job_limits.h"
 #include "master/job_validation.h"
 
 namespace tiresias {
@@ -36,7 +44,9 @@ constexpr std::chrono::milliseconds kMostBackoff{4000};
 
 struct SubmitFlags {
   std::string master;
-  int gpus = 0;
+  std::string file;  // --file: the jobs come from there instead
+  bool json = false;
+  std::optional<int> gpus;
   std::string name;
   std::string checkpoint_dir;
   std::vector<std::string> env;
@@ -63,14 +73,17 @@ std::string NewRequestId() {
 }
 
 // The spec the flags describe, or a one-line error about a flag.
-absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f) {
+// A master with TLS knows who you are from your credential (and refuses a
+// job for anyone else); one started with --insecure is told.
+std::string OwnerToSend(const cli::ClientCredentials& creds) {
+  return creds.tls.insecure ? LoginName() : "";
+}
+
+absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
+                                         const cli::ClientCredentials& creds) {
   JobRequest spec;
-  spec.num_gpus = f.gpus;
-  // A master with TLS knows who you are from your credential (and refuses
-  // a job for anyone else); one started with --insecure is told.
-  absl::StatusOr<cli::ClientCredentials> creds = cli::LoadClientCredentials();
-  if (!creds.ok()) return creds.status();
-  if (creds->tls.insecure) spec.user = LoginName();
+  spec.num_gpus = f.gpus.value_or(0);
+  spec.user = OwnerToSend(creds);
   spec.checkpoint_dir = f.checkpoint_dir;
   spec.command = f.command;
   spec.name = !f.name.empty() || f.command.empty()
@@ -110,19 +123,14 @@ bool Retriable(const grpc::Status& status) {
          status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
 }
 
-int Submit(const SubmitFlags& f) {
-  const std::string hint = f.command.empty()
-                               ? " (give the command after --, e.g. `tiresias "
-                                 "submit --gpus 1 -- python3 train.py`)"
-                               : "";
-  absl::StatusOr<JobRequest> spec = SpecFromFlags(f);
-  if (!spec.ok()) return Fail(std::string(spec.status().message()));
-  // What the master would refuse is refused here, in the same words.
-  if (absl::Status valid = ValidateJobRequest(*spec); !valid.ok()) {
-    return Fail(absl::StrCat("submit: ", valid.message(), hint));
-  }
-  const v1::SubmitJobRequest req = ToRequest(*spec);
-  MasterClient client(f.master);
+// Calls `call` with a fresh context until it succeeds, fails for good, or
+// --retry-for runs out (retrying UNAVAILABLE and DEADLINE_EXCEEDED with
+// backoff and a new connection). The status of the last attempt; *line
+// says why it failed, for the user.
+template <typename Call>
+grpc::Status CallWithRetry(MasterClient& client, const SubmitFlags& f,
+                           const std::string& gave_up_hint, Call call,
+                           std::string* line) {
   using Clock = std::chrono::steady_clock;
   const auto retry_for = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(std::max(0.0, f.retry_for_seconds)));
@@ -140,27 +148,17 @@ int Submit(const SubmitFlags& f) {
           std::chrono::system_clock::now() +
           std::max<std::chrono::milliseconds>(left, std::chrono::seconds(1)));
     }
-    v1::SubmitJobResponse resp;
-    grpc::Status status = client.stub().SubmitJob(context.get(), req, &resp);
-    if (status.ok()) {
-      std::printf("%lld\n", static_cast<long long>(resp.job_id()));
-      return 0;
-    }
-    std::string line = cli::DescribeRpcError(status, f.master, "submit");
-    if (!Retriable(status)) {
-      if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
-        absl::StrAppend(&line, hint);
-      }
-      return Fail(line);
-    }
+    grpc::Status status = call(context.get());
+    if (status.ok()) return status;
+    *line = cli::DescribeRpcError(status, f.master, "submit");
+    if (!Retriable(status)) return status;
     const auto pause = std::chrono::milliseconds(static_cast<int64_t>(
         backoff.count() *
         std::uniform_real_distribution<double>(0.8, 1.2)(jitter)));
     if (Clock::now() + pause >= give_up) {
-      return Fail(absl::StrFormat(
-          "submit: gave up after retrying for %.0f s: %s (if the master "
-          "accepted the job meanwhile, `tiresias jobs --name %s` shows it)",
-          f.retry_for_seconds, line, spec->name));
+      *line = absl::StrFormat("submit: gave up after retrying for %.0f s: %s%s",
+                              f.retry_for_seconds, *line, gave_up_hint);
+      return status;
     }
     if (!told && isatty(STDERR_FILENO)) {
       std::fprintf(stderr,
@@ -175,6 +173,111 @@ int Submit(const SubmitFlags& f) {
   }
 }
 
+int Submit(const SubmitFlags& f) {
+  const std::string hint = f.command.empty()
+                               ? " (give the command after --, e.g. `tiresias "
+                                 "submit --gpus 1 -- python3 train.py`)"
+                               : "";
+  if (!f.gpus) return Fail("submit: --gpus is required (or --file JOBS.jsonl)");
+  // Read and checked once; the client below uses them.
+  absl::StatusOr<cli::ClientCredentials> creds = cli::LoadClientCredentials();
+  if (!creds.ok()) return Fail(std::string(creds.status().message()));
+  absl::StatusOr<JobRequest> spec = SpecFromFlags(f, *creds);
+  if (!spec.ok()) return Fail(std::string(spec.status().message()));
+  // What the master would refuse is refused here, in the same words.
+  if (absl::Status valid = ValidateJobRequest(*spec); !valid.ok()) {
+    return Fail(absl::StrCat("submit: ", valid.message(), hint));
+  }
+  const v1::SubmitJobRequest req = ToRequest(*spec);
+  MasterClient client(f.master, *std::move(creds));
+  v1::SubmitJobResponse resp;
+  std::string line;
+  grpc::Status status = CallWithRetry(
+      client, f,
+      absl::StrCat(" (if the master accepted the job meanwhile, `tiresias "
+                   "jobs --name ",
+                   spec->name, "` shows it)"),
+      [&](grpc::ClientContext* context) {
+        return client.stub().SubmitJob(context, req, &resp);
+      },
+      &line);
+  if (!status.ok()) {
+    if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+      absl::StrAppend(&line, hint);
+    }
+    return Fail(line);
+  }
+  if (f.json) {
+    std::printf("%s\n", cli::ToJson(resp).c_str());
+  } else {
+    std::printf("%lld\n", static_cast<long long>(resp.job_id()));
+  }
+  return 0;
+}
+
+int SubmitFile(const SubmitFlags& f) {
+  if (f.gpus || !f.name.empty() || !f.checkpoint_dir.empty() ||
+      !f.env.empty() || !f.command.empty()) {
+    return Fail(
+        "submit: --file takes every job from the file; give no --gpus, "
+        "--name, --env, --checkpoint-dir or command with it");
+  }
+  absl::StatusOr<cli::ClientCredentials> creds = cli::LoadClientCredentials();
+  if (!creds.ok()) return Fail(std::string(creds.status().message()));
+  absl::StatusOr<std::vector<cli::JobFileEntry>> entries =
+      cli::ReadJobFile(f.file, OwnerToSend(*creds));
+  if (!entries.ok()) return Fail(std::string(entries.status().message()));
+  v1::SubmitJobsRequest req;
+  req.mutable_jobs()->Reserve(static_cast<int>(entries->size()));
+  for (const cli::JobFileEntry& entry : *entries) {
+    *req.add_jobs() = ToRequest(entry.spec).spec();
+  }
+  req.set_request_id(NewRequestId());
+  if (req.ByteSizeLong() > job_limits::kMaxRequestBytes) {
+    return Fail(absl::StrFormat(
+        "%s: the %d jobs take %.1f MiB; one submission carries at most %d "
+        "MiB: split the file",
+        f.file, entries->size(), req.ByteSizeLong() / 1048576.0,
+        job_limits::kMaxRequestBytes >> 20));
+  }
+  MasterClient client(f.master, *std::move(creds));
+  v1::SubmitJobsResponse resp;
+  std::string line;
+  grpc::Status status = CallWithRetry(
+      client, f,
+      absl::StrCat(" (if the master accepted the jobs meanwhile, `tiresias "
+                   "jobs` lists them: running the same command again "
+                   "submits them again)"),
+      [&](grpc::ClientContext* context) {
+        return client.stub().SubmitJobs(context, req, &resp);
+      },
+      &line);
+  if (!status.ok()) {
+    const std::string& message = status.error_message();
+    if (message.rfind("jobs[", 0) == 0) {
+      // One job refused: name its line. Nothing was submitted.
+      return Fail(absl::StrCat(
+          cli::LocateJobError(message, f.file, *entries),
+          " (refused by the master; no job of the file was submitted)"));
+    }
+    return Fail(line);
+  }
+  if (resp.job_ids_size() != static_cast<int>(entries->size())) {
+    return Fail(absl::StrCat("submit: the master answered ",
+                             resp.job_ids_size(), " ids for ",
+                             entries->size(), " jobs"));
+  }
+  if (f.json) {
+    std::printf("%s\n", cli::ToJson(resp).c_str());
+    return 0;
+  }
+  std::string out;
+  out.reserve(resp.job_ids_size() * 8);
+  for (int64_t id : resp.job_ids()) absl::StrAppend(&out, id, "\n");
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 void AddSubmitCommand(CLI::App& app, int* exit_code) {
@@ -182,11 +285,13 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "submit",
       "Submit a job; prints its id. The command comes after --, e.g. "
-      "`tiresias submit --gpus 2 -- python3 train.py --steps 100`. Retries "
+      "`tiresias submit --gpus 2 -- python3 train.py --steps 100`. With "
+      "--file JOBS.jsonl, every job of the file, all or none. Retries "
       "safely (the same request id) while the master is unreachable.");
   cli::AddMasterFlag(cmd, &submit->master);
-  cmd->add_option("--gpus", submit->gpus, "GPUs the job needs, all at once")
-      ->required();
+  cmd->add_option("--gpus", submit->gpus,
+                  "GPUs the job needs, all at once (required, but with "
+                  "--file)");
   cmd->add_option("--name", submit->name,
                   "Label for listings (default: the command's base name)");
   cmd->add_option("--checkpoint-dir", submit->checkpoint_dir,
@@ -199,8 +304,18 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
                   "Seconds to keep retrying a master that is unreachable or "
                   "does not answer (default 30)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--file", submit->file,
+                  "Submit every job of JOBS.jsonl (- for standard input) "
+                  "together, all or none: one JSON object per line with the "
+                  "fields gpus, command (an array), name, env (an object), "
+                  "checkpoint_dir; prints their ids, one per line");
+  cmd->add_flag("--json", submit->json,
+                "Print the answer as JSON: {\"job_id\": ...} or, with "
+                "--file, {\"job_ids\": [...]}");
   cmd->add_option("command", submit->command, "The command to run, after --");
-  cmd->callback([submit, exit_code] { *exit_code = Submit(*submit); });
+  cmd->callback([submit, exit_code] {
+    *exit_code = submit->file.empty() ? Submit(*submit) : SubmitFile(*submit);
+  });
 }
 
 }  // namespace tiresias

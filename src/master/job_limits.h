@@ -39,6 +39,18 @@ inline constexpr size_t kMaxRequestIdBytes = 128;
 
 // Every string of a spec: valid UTF-8 without NUL bytes.
 
+// SubmitJobsRequest: 1 to kMaxJobsPerSubmission specs, and a request_id of
+// at most kMaxBulkRequestIdBytes (job I is stored with "<request_id>#<I>",
+// which stays within kMaxRequestIdBytes).
+inline constexpr size_t kMaxJobsPerSubmission = 100000;
+inline constexpr size_t kMaxBulkRequestIdBytes = 120;
+
+// The largest request the master reads (gRPC's default is 4 MiB): room for
+// kMaxJobsPerSubmission specs of a few hundred bytes each. A bigger
+// request is refused by gRPC (RESOURCE_EXHAUSTED) before any of it is read
+// into a message; the CLI checks first and names the file.
+inline constexpr size_t kMaxRequestBytes = 64 << 20;
+
 }  // namespace tiresias::job_limits
 
 #endif  // TIRESIAS_MASTER_JOB_LIMITS_H_

@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/to_absl.h"
+#include "master/job_limits.h"
 #include "master/job_validation.h"
 #include "master/master_state.h"
 
@@ -31,23 +34,89 @@ absl::StatusOr<MasterState::SubmitResult> MasterState::SubmitJob(
   SubmitWriter self;
   self.spec = &spec;
   self.request_id = request_id;
+  QueueAndWrite(self);
+  return std::move(self.result);
+}
+
+namespace {
+
+// "spec.gpus: ..." (ValidateJobRequest, CheckFitsCluster) as
+// "jobs[3].gpus: ...": SubmitJobs names the job by its index.
+absl::Status ForJob(size_t index, const absl::Status& status) {
+  absl::string_view message = status.message();
+  if (absl::StartsWith(message, "spec.")) message.remove_prefix(5);
+  return absl::Status(status.code(),
+                      absl::StrCat("jobs[", index, "].", message));
+}
+
+}  // namespace
+
+absl::StatusOr<MasterState::BulkSubmitResult> MasterState::SubmitJobs(
+    const std::vector<JobRequest>& specs, std::string_view request_id) {
+  if (specs.empty()) {
+    return absl::InvalidArgumentError("jobs: expected at least one job");
+  }
+  if (specs.size() > job_limits::kMaxJobsPerSubmission) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("jobs: ", specs.size(), " jobs; at most ",
+                     job_limits::kMaxJobsPerSubmission, " in one request"));
+  }
+  RETURN_IF_ERROR(ValidateRequestId(request_id));
+  if (request_id.size() > job_limits::kMaxBulkRequestIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request_id: expected at most ", job_limits::kMaxBulkRequestIdBytes,
+        " bytes for SubmitJobs, got ", request_id.size()));
+  }
+  // Every spec is checked before any is queued: all or nothing.
+  std::vector<NewJob> jobs;
+  jobs.reserve(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (absl::Status valid = ValidateJobRequest(specs[i]); !valid.ok()) {
+      return ForJob(i, valid);
+    }
+    if (absl::Status fits = CheckFitsCluster(specs[i]); !fits.ok()) {
+      return ForJob(i, fits);
+    }
+    jobs.push_back(NewJob{
+        specs[i], request_id.empty()
+                      ? std::string()
+                      : absl::StrCat(ToAbsl(request_id), "#", i)});
+  }
+  SubmitWriter self;
+  self.bulk = &jobs;  // lives until QueueAndWrite returns
+  QueueAndWrite(self);
+  return std::move(self.bulk_result);
+}
+
+void MasterState::QueueAndWrite(SubmitWriter& self) {
   std::unique_lock<std::mutex> lock(submit_mu_);
   submit_queue_.push_back(&self);
   self.cv.wait(lock,
                [&] { return self.done || submit_queue_.front() == &self; });
-  if (self.done) return std::move(self.result);  // a leader wrote it
+  if (self.done) return;  // a leader wrote it
 
-  // This writer leads: it takes everything queued behind it, up to the cap.
+  // This writer leads: it takes everything queued behind it, up to the
+  // cap, stopping before a bulk writer; a bulk writer goes alone.
   std::vector<SubmitWriter*> batch;
   for (SubmitWriter* writer : submit_queue_) {
     if (batch.size() == kMaxSubmitBatch) break;
+    if (!batch.empty() && (writer->bulk != nullptr || self.bulk != nullptr)) {
+      break;
+    }
     batch.push_back(writer);
   }
   lock.unlock();
-  WriteSubmitBatch(batch);  // the fsync, with no lock of ours held
+  // The fsync, with no lock of ours held.
+  if (self.bulk != nullptr) {
+    WriteBulk(self);
+  } else {
+    WriteSubmitBatch(batch);
+  }
   lock.lock();
   ++submit_stats_.batches;
-  submit_stats_.jobs += static_cast<int64_t>(batch.size());
+  submit_stats_.jobs += self.bulk != nullptr
+                            ? static_cast<int64_t>(self.bulk->size())
+                            : static_cast<int64_t>(batch.size());
   for (SubmitWriter* writer : batch) {
     submit_queue_.pop_front();  // the batch is the queue's front, in order
     writer->done = true;
@@ -56,7 +125,31 @@ absl::StatusOr<MasterState::SubmitResult> MasterState::SubmitJob(
     if (writer != &self) writer->cv.notify_one();
   }
   if (!submit_queue_.empty()) submit_queue_.front()->cv.notify_one();
-  return std::move(self.result);
+}
+
+absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
+                                      Seconds now) {
+  JobSpec core{.id = created.id,
+               .num_gpus = job.spec.num_gpus,
+               .submit_time = now,
+               .duration = std::nullopt,
+               .model = job.spec.model,
+               // Measured before, on a job of the same signature.
+               .measured_skew = PlacementSkew(created.profile)};
+  // Only a broken invariant (an id the scheduler already holds) fails
+  // here; the job is stored and a restarted master would load it.
+  RETURN_IF_ERROR(scheduler_->Submit(core, now));
+  JobRecord rec;
+  rec.id = created.id;
+  rec.spec = std::move(job.spec);
+  rec.submit_time = now;
+  rec.last_stop_time = now;
+  rec.request_id = std::move(job.request_id);
+  rec.profile = created.profile;
+  records_[rec.id] = std::move(rec);
+  ++ended_.jobs;  // counts every job ever accepted
+  ended_.max_id = std::max(ended_.max_id, created.id);
+  return absl::OkStatus();
 }
 
 void MasterState::WriteSubmitBatch(const std::vector<SubmitWriter*>& batch) {
@@ -87,36 +180,53 @@ void MasterState::WriteSubmitBatch(const std::vector<SubmitWriter*>& batch) {
         writer.result = SubmitResult{job->id, true};
         continue;
       }
-      JobSpec core{.id = job->id,
-                   .num_gpus = jobs[i].spec.num_gpus,
-                   .submit_time = now,
-                   .duration = std::nullopt,
-                   .model = jobs[i].spec.model,
-                   // Measured before, on a job of the same signature.
-                   .measured_skew = PlacementSkew(job->profile)};
-      // Only a broken invariant (an id the scheduler already holds) fails
-      // here; the job is stored and a restarted master would load it.
-      absl::Status admitted = scheduler_->Submit(core, now);
-      if (!admitted.ok()) {
+      if (absl::Status admitted = AdmitLocked(std::move(jobs[i]), *job, now);
+          !admitted.ok()) {
         writer.result = admitted;
         continue;
       }
-      JobRecord rec;
-      rec.id = job->id;
-      rec.spec = std::move(jobs[i].spec);
-      rec.submit_time = now;
-      rec.last_stop_time = now;
-      rec.request_id = std::move(jobs[i].request_id);
-      rec.profile = job->profile;
-      records_[rec.id] = std::move(rec);
-      ++ended_.jobs;  // counts every job ever accepted
-      ended_.max_id = std::max(ended_.max_id, job->id);
       any_new = true;
       writer.result = SubmitResult{job->id, false};
     }
     if (any_new) pass_wanted_ = true;
   }
   if (any_new) EventsWritten();  // their "submitted" events
+}
+
+void MasterState::WriteBulk(SubmitWriter& writer) {
+  std::vector<NewJob>& jobs = *writer.bulk;
+  const Seconds now = clock_->NowUnixSeconds();
+  absl::StatusOr<std::vector<CreatedJob>> created =
+      store_->CreateJobsAllOrNothing(jobs, now);
+  if (!created.ok()) {
+    writer.bulk_result = created.status();  // nothing was stored
+    return;
+  }
+  BulkSubmitResult result;
+  result.ids.reserve(created->size());
+  result.existing = true;
+  absl::Status admitted;
+  bool any_new = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < created->size() && admitted.ok(); ++i) {
+      const CreatedJob& job = (*created)[i];
+      result.ids.push_back(job.id);
+      if (job.existing) continue;
+      result.existing = false;
+      // Fails only on a broken invariant (see AdmitLocked): the jobs are
+      // stored and a restarted master loads them; say so, not hide it.
+      admitted = AdmitLocked(std::move(jobs[i]), job, now);
+      any_new = any_new || admitted.ok();
+    }
+    if (any_new) pass_wanted_ = true;
+  }
+  if (any_new) EventsWritten();  // their "submitted" events
+  if (!admitted.ok()) {
+    writer.bulk_result = admitted;
+  } else {
+    writer.bulk_result = std::move(result);
+  }
 }
 
 MasterState::SubmitStats MasterState::submit_stats() {

@@ -681,6 +681,23 @@ class MasterState {
   absl::StatusOr<SubmitResult> SubmitJob(const JobRequest& spec,
                                          std::string_view request_id);
 
+  struct BulkSubmitResult {
+    std::vector<JobId> ids;  // one per spec, in order
+    // `request_id` named a request accepted before: `ids` are its jobs.
+    bool existing = false;
+  };
+  // Accepts `specs` together, all or none (SubmitJobs), once durable: every
+  // spec is validated (and fitted to the cluster) before anything is
+  // queued, then they are written in one transaction of their own, in
+  // turn with the other submissions. Job I is stored with the request id
+  // "<request_id>#<I>" (none if `request_id` is empty). InvalidArgument for
+  // the first spec refused, "jobs[I].field: ..." (or "jobs: ..." for none,
+  // or more than job_limits::kMaxJobsPerSubmission); AlreadyExists
+  // "jobs[I]: ..."; or the store's error; nothing is created on any error.
+  // Thread-safe.
+  absl::StatusOr<BulkSubmitResult> SubmitJobs(
+      const std::vector<JobRequest>& specs, std::string_view request_id);
+
   // Which jobs ListJobsPage returns: every condition given holds.
   struct JobListQuery {
     // As shown: kStarting matches jobs whose launch is in progress (from
@@ -713,12 +730,24 @@ class MasterState {
   // One SubmitJob call waiting in submit_queue_ (lives on its caller's
   // stack until `done`).
   struct SubmitWriter {
-    const JobRequest* spec;
+    const JobRequest* spec = nullptr;
     std::string_view request_id;
     absl::StatusOr<SubmitResult> result;
+    // A SubmitJobs request instead (spec unset): written alone, all or
+    // nothing.
+    std::vector<NewJob>* bulk = nullptr;  // moved from by the leader
+    absl::StatusOr<BulkSubmitResult> bulk_result;
     bool done = false;
     std::condition_variable cv;  // signalled under submit_mu_
   };
+  // Queues `self` and waits until a leader wrote it, or leads: writes the
+  // writers at the queue's front (a bulk one alone) and wakes them.
+  void QueueAndWrite(SubmitWriter& self);
+  // The leader's work for a bulk writer: one all-or-nothing transaction.
+  void WriteBulk(SubmitWriter& writer);
+  // Puts a job the store just created into memory and the scheduler.
+  // Requires mu_.
+  absl::Status AdmitLocked(NewJob job, const CreatedJob& created, Seconds now);
   // InvalidArgument if the up nodes have fewer GPUs than `spec` asks for.
   // Takes mu_.
   absl::Status CheckFitsCluster(const JobRequest& spec);

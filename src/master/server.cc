@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "master/job_limits.h"
 
 namespace tiresias {
 
@@ -25,6 +26,9 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
   // gRPC sets SO_REUSEPORT by default, so a second master on the same port
   // would bind too and clients would reach either at random.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Room for a SubmitJobs of many jobs (gRPC's default is 4 MiB).
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(job_limits::kMaxRequestBytes));
   // Clients may present a certificate (users may use one instead of a
   // token); agents must, checked per call (CallAuth::Agent).
   builder.AddListeningPort(

@@ -12,6 +12,7 @@
 #include "master/page_token.h"
 #include "core/status_macros.h"
 #include "core/to_absl.h"
+#include "master/job_limits.h"
 #include "master/proto_convert.h"
 #include "security/tls.h"
 
@@ -24,6 +25,27 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
                       std::string(status.message()));
 }
 
+namespace {
+
+// The spec's owner: whoever submits it, unless an admin names another.
+// `field` names the spec's user field in a refusal.
+absl::Status SetOwner(CallAuth& auth, const Principal& who,
+                      std::string_view method, std::string_view field,
+                      JobRequest& spec) {
+  if (spec.user.empty()) {
+    spec.user = who.user;
+    return absl::OkStatus();
+  }
+  if (spec.user == who.user || who.admin) return absl::OkStatus();
+  return auth.Deny(
+      who, method,
+      absl::StrCat(ToAbsl(field), ": you are ", who.user,
+                   "; only an admin may submit a job for another user (",
+                   spec.user, ")"));
+}
+
+}  // namespace
+
 grpc::Status TiresiasService::SubmitJob(grpc::ServerContext* ctx,
                                         const v1::SubmitJobRequest* req,
                                         v1::SubmitJobResponse* resp) {
@@ -35,21 +57,39 @@ grpc::Status TiresiasService::SubmitJob(grpc::ServerContext* ctx,
   }
   JobRequest spec = JobSpecFromProto(req->spec());
   if (state_->options().require_auth) {
-    // The job's owner is whoever submits it.
-    if (spec.user.empty()) {
-      spec.user = who->user;
-    } else if (spec.user != who->user && !who->admin) {
-      return ToGrpcStatus(auth_.Deny(
-          *who, "SubmitJob",
-          absl::StrCat("spec.user: you are ", who->user,
-                       "; only an admin may submit a job for another user (",
-                       spec.user, ")")));
-    }
+    absl::Status owner = SetOwner(auth_, *who, "SubmitJob", "spec.user", spec);
+    if (!owner.ok()) return ToGrpcStatus(owner);
   }
   absl::StatusOr<MasterState::SubmitResult> submitted =
       state_->SubmitJob(spec, req->request_id());
   if (!submitted.ok()) return ToGrpcStatus(submitted.status());
   resp->set_job_id(submitted->id);
+  resp->set_existing(submitted->existing);
+  if (!submitted->existing) Changed();
+  return grpc::Status::OK;
+}
+
+grpc::Status TiresiasService::SubmitJobs(grpc::ServerContext* ctx,
+                                         const v1::SubmitJobsRequest* req,
+                                         v1::SubmitJobsResponse* resp) {
+  absl::StatusOr<Principal> who = auth_.Client(*ctx, "SubmitJobs");
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  std::vector<JobRequest> specs;
+  specs.reserve(req->jobs_size());
+  for (int i = 0; i < req->jobs_size(); ++i) {
+    specs.push_back(JobSpecFromProto(req->jobs(i)));
+    if (state_->options().require_auth) {
+      absl::Status owner =
+          SetOwner(auth_, *who, "SubmitJobs",
+                   absl::StrCat("jobs[", i, "].user"), specs.back());
+      if (!owner.ok()) return ToGrpcStatus(owner);
+    }
+  }
+  absl::StatusOr<MasterState::BulkSubmitResult> submitted =
+      state_->SubmitJobs(specs, req->request_id());
+  if (!submitted.ok()) return ToGrpcStatus(submitted.status());
+  resp->mutable_job_ids()->Reserve(static_cast<int>(submitted->ids.size()));
+  for (JobId id : submitted->ids) resp->add_job_ids(id);
   resp->set_existing(submitted->existing);
   if (!submitted->existing) Changed();
   return grpc::Status::OK;

@@ -6,7 +6,8 @@
 // can crash the master.
 //
 // SubmitJob validates the spec and request id and waits until the job is
-// durable (MasterState's group commit). ListJobs answers one page, filtered
+// durable (MasterState's group commit); SubmitJobs does so for many specs,
+// all or none, in one transaction of their own. ListJobs answers one page, filtered
 // and cut by the store (page_size, page_token, a byte budget).
 //
 // WatchEvents streams the stored events with sequence > after_sequence
@@ -56,6 +57,8 @@ class TiresiasService final : public v1::Tiresias::Service {
 
   grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest*,
                          v1::SubmitJobResponse*) override;
+  grpc::Status SubmitJobs(grpc::ServerContext*, const v1::SubmitJobsRequest*,
+                          v1::SubmitJobsResponse*) override;
   grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest*,
                       v1::GetJobResponse*) override;
   grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*,

@@ -164,6 +164,28 @@ absl::StatusOr<std::vector<JobRecord>> Store::ListJobs(
 
 absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> SqliteStore::CreateJobs(
     const std::vector<NewJob>& jobs, Seconds submit_time) {
+  return CreateJobsImpl(jobs, submit_time, /*all_or_nothing=*/false);
+}
+
+absl::StatusOr<std::vector<CreatedJob>> SqliteStore::CreateJobsAllOrNothing(
+    const std::vector<NewJob>& jobs, Seconds submit_time) {
+  ASSIGN_OR_RETURN(std::vector<absl::StatusOr<CreatedJob>> created,
+                   CreateJobsImpl(jobs, submit_time, /*all_or_nothing=*/true));
+  std::vector<CreatedJob> out;
+  out.reserve(created.size());
+  // Every one is OK: CreateJobsImpl fails as a whole otherwise.
+  for (absl::StatusOr<CreatedJob>& job : created) out.push_back(*std::move(job));
+  return out;
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>>
+SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
+                            Seconds submit_time, bool all_or_nothing) {
+  // With all_or_nothing, job i's refusal is the whole call's.
+  auto refuse_all = [](size_t i, const absl::Status& status) {
+    return absl::Status(status.code(),
+                        absl::StrCat("jobs[", i, "]: ", status.message()));
+  };
   if (!std::isfinite(submit_time.count())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "submit_time: expected a finite number, got ", submit_time.count()));
@@ -180,6 +202,7 @@ absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> SqliteStore::CreateJobs(
         store_internal::EncodeEnv(jobs[i].spec.env);
     if (!command.ok() || !env.ok()) {
       out[i] = !command.ok() ? command.status() : env.status();
+      if (all_or_nothing) return refuse_all(i, out[i].status());
       continue;
     }
     encoded[i] = {std::move(*command), std::move(*env)};
@@ -202,6 +225,8 @@ absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> SqliteStore::CreateJobs(
           out[i] = absl::AlreadyExistsError(absl::StrCat(
               "request_id \"", job.request_id, "\": already used for job ",
               used->id, ", submitted with a different spec"));
+          // Returning drops the transaction: it rolls back.
+          if (all_or_nothing) return refuse_all(i, out[i].status());
         }
         continue;
       }

@@ -138,6 +138,13 @@ class Store {
   virtual absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> CreateJobs(
       const std::vector<NewJob>& jobs, Seconds submit_time) = 0;
 
+  // CreateJobs, all or nothing (SubmitJobs): if any job cannot be stored
+  // (AlreadyExists, InvalidArgument as above), nothing is written and the
+  // error is that job's, its message starting "jobs[I]: " (I its index in
+  // `jobs`). Otherwise what became of each job, in order.
+  virtual absl::StatusOr<std::vector<CreatedJob>> CreateJobsAllOrNothing(
+      const std::vector<NewJob>& jobs, Seconds submit_time) = 0;
+
   // A batch of one job without a request id: its id.
   absl::StatusOr<JobId> CreateJob(const JobRequest& spec, Seconds submit_time);
 
@@ -248,6 +255,8 @@ class SqliteStore final : public Store {
 
   absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> CreateJobs(
       const std::vector<NewJob>& jobs, Seconds submit_time) override;
+  absl::StatusOr<std::vector<CreatedJob>> CreateJobsAllOrNothing(
+      const std::vector<NewJob>& jobs, Seconds submit_time) override;
   absl::Status Write(const StoreWrite& write) override;
   absl::StatusOr<JobRecord> GetJob(JobId id) const override;
   absl::StatusOr<JobPage> QueryJobs(const JobQuery& query) const override;
@@ -278,6 +287,12 @@ class SqliteStore final : public Store {
 
  private:
   explicit SqliteStore(std::unique_ptr<SqliteDb> db);
+
+  // CreateJobs; with `all_or_nothing`, the first job refused rolls the
+  // transaction back and is the outer error ("jobs[I]: ...").
+  absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> CreateJobsImpl(
+      const std::vector<NewJob>& jobs, Seconds submit_time,
+      bool all_or_nothing);
 
   // Each requires mu_ held.
   absl::Status InitSchema();

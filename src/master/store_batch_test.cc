@@ -165,5 +165,44 @@ TEST(StoreBatchTest, NodeAgentTokenHashRoundTripsAndSurvivesReopening) {
   EXPECT_EQ(store->ListNodes()->at(0).agent_token_hash, "");
 }
 
+// SubmitJobs's write: a refused job in the middle leaves nothing behind,
+// not even a used id; a good batch is one transaction; its retry (the same
+// request ids) finds every job.
+TEST(StoreBatchTest, AllOrNothingWritesNothingWhenOneJobIsRefused) {
+  TestDir dir;
+  auto store = MustOpen(dir.File("state.db"));
+  MustCreate(*store, {{Request("earlier"), "used"}});  // job 1
+  const int64_t before = store->commits();
+  std::vector<NewJob> jobs = {{Request("a"), "b#0"},
+                              {Request("other spec"), "used"},
+                              {Request("c"), "b#2"}};
+  auto refused = store->CreateJobsAllOrNothing(jobs, Seconds{20});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("jobs[1]: request_id \"used\": already used for job 1"));
+  EXPECT_EQ(store->commits(), before);
+  auto all = store->ListJobs(std::nullopt);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 1u);  // job "a" of the refused batch is not there
+
+  jobs[1] = {Request("b"), "b#1"};
+  auto created = store->CreateJobsAllOrNothing(jobs, Seconds{21});
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(store->commits(), before + 1);
+  ASSERT_EQ(created->size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ((*created)[i].id, i + 2);  // the refused batch took no id
+    EXPECT_FALSE((*created)[i].existing);
+  }
+  auto retry = store->CreateJobsAllOrNothing(jobs, Seconds{22});
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ((*retry)[i].id, i + 2);
+    EXPECT_TRUE((*retry)[i].existing);
+  }
+  EXPECT_EQ(store->ListJobs(std::nullopt)->size(), 4u);
+}
+
 }  // namespace
 }  // namespace tiresias

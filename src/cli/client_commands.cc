@@ -1,0 +1,15 @@
+// AddClientCommands, apart from AddClusterCommands (cluster_commands.cc) so
+// that the front binary links none of the daemons' commands.
+#include "cli/cluster_commands.h"
+
+namespace tiresias {
+
+void AddClientCommands(CLI::App& app, int* exit_code) {
+  AddJobCommands(app, exit_code);
+  AddNodesCommand(app, exit_code);
+  AddStatusCommand(app, exit_code);
+  AddLogsCommand(app, exit_code);
+  AddWatchCommand(app, exit_code);
+}
+
+}  // namespace tiresias

@@ -1,0 +1,236 @@
+#include "cli/job_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/to_absl.h"
+#include "master/job_validation.h"
+#include "nlohmann/json.hpp"
+
+namespace tiresias::cli {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char* kFields = "gpus, command, name, env, checkpoint_dir";
+
+// A JSON value for a message: its text, cut to about 40 bytes.
+std::string Shown(const Json& value) {
+  std::string text =
+      value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
+absl::Status FieldError(absl::string_view field, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+}
+
+absl::StatusOr<std::string> StringField(const Json& value,
+                                        absl::string_view field) {
+  if (!value.is_string()) {
+    return FieldError(field,
+                      absl::StrCat("expected a string, got ", Shown(value)));
+  }
+  return value.get<std::string>();
+}
+
+// One line's object as a spec, without the limits (ValidateJobRequest
+// checks those after). Errors are "FIELD: what was expected".
+absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
+                                          const std::string& user) {
+  if (!object.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected a JSON object {\"gpus\": N, \"command\": [...]}, got ",
+        Shown(object)));
+  }
+  JobRequest spec;
+  spec.user = user;
+  bool has_gpus = false, has_command = false, has_name = false;
+  for (const auto& [key, value] : object.items()) {
+    if (key == "gpus") {
+      // 2.0 is a number JSON writers produce for 2; 2.5 is not a count.
+      const bool integral =
+          value.is_number_integer() ||
+          (value.is_number_float() &&
+           value.get<double>() == static_cast<double>(static_cast<int64_t>(
+                                      value.get<double>())));
+      if (!value.is_number() || !integral || value.get<double>() > 1e9 ||
+          value.get<double>() < -1e9) {
+        return FieldError(key, absl::StrCat("expected a whole number of GPUs, "
+                                            "got ",
+                                            Shown(value)));
+      }
+      spec.num_gpus = static_cast<int>(value.get<double>());
+      has_gpus = true;
+    } else if (key == "command") {
+      if (!value.is_array()) {
+        return FieldError(key, absl::StrCat("expected an array of strings "
+                                            "(argv), got ",
+                                            Shown(value)));
+      }
+      for (size_t i = 0; i < value.size(); ++i) {
+        if (!value[i].is_string()) {
+          return FieldError(absl::StrCat(key, "[", i, "]"),
+                            absl::StrCat("expected a string, got ",
+                                         Shown(value[i])));
+        }
+        spec.command.push_back(value[i].get<std::string>());
+      }
+      has_command = true;
+    } else if (key == "name") {
+      auto name = StringField(value, key);
+      if (!name.ok()) return name.status();
+      spec.name = *std::move(name);
+      has_name = true;
+    } else if (key == "checkpoint_dir") {
+      auto dir = StringField(value, key);
+      if (!dir.ok()) return dir.status();
+      spec.checkpoint_dir = *std::move(dir);
+    } else if (key == "env") {
+      if (!value.is_object()) {
+        return FieldError(key, absl::StrCat("expected an object {\"NAME\": "
+                                            "\"value\"}, got ",
+                                            Shown(value)));
+      }
+      for (const auto& [name, text] : value.items()) {
+        auto one = StringField(text, absl::StrCat("env[\"", name, "\"]"));
+        if (!one.ok()) return one.status();
+        spec.env[name] = *std::move(one);
+      }
+    } else {
+      return FieldError(key, absl::StrCat("unknown field; expected one of ",
+                                          kFields));
+    }
+  }
+  if (!has_gpus) return FieldError("gpus", "required (a number of GPUs)");
+  if (!has_command) {
+    return FieldError("command", "required (an array of strings, argv)");
+  }
+  if (!has_name && !spec.command.empty()) {
+    spec.name = std::filesystem::path(spec.command[0]).filename().string();
+  }
+  return spec;
+}
+
+// ValidateJobRequest names fields "spec.X"; the file's are plain "X".
+std::string WithoutSpecPrefix(absl::string_view message) {
+  if (message.rfind("spec.", 0) == 0) message.remove_prefix(5);
+  return std::string(message);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<JobFileEntry>> ParseJobFile(std::string_view text,
+                                                       const std::string& path,
+                                                       const std::string& user) {
+  std::vector<JobFileEntry> entries;
+  int line_number = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_number;
+    if (absl::StripAsciiWhitespace(ToAbsl(line)).empty()) continue;
+    auto located = [&](absl::string_view what) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", line_number, ": ", what));
+    };
+    if (entries.size() == kMaxJobsPerFile) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": more than ", kMaxJobsPerFile,
+          " jobs (line ", line_number,
+          " is one too many); one submission carries at most ",
+          kMaxJobsPerFile, ": split the file"));
+    }
+    Json object = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (object.is_discarded()) {
+      // Parsed again for the place of the error (rare, so twice is fine).
+      std::string detail = "not valid JSON";
+      try {
+        (void)Json::parse(line);
+      } catch (const Json::parse_error& e) {
+        detail = absl::StrCat("not valid JSON at byte ", e.byte);
+      }
+      return located(absl::StrCat(
+          detail, "; expected one JSON object per line, e.g. "
+                  "{\"gpus\": 1, \"command\": [\"python3\", \"train.py\"]}"));
+    }
+    absl::StatusOr<JobRequest> spec = SpecFromObject(object, user);
+    if (!spec.ok()) return located(spec.status().message());
+    if (absl::Status valid = ValidateJobRequest(*spec); !valid.ok()) {
+      return located(WithoutSpecPrefix(valid.message()));
+    }
+    entries.push_back(JobFileEntry{*std::move(spec), line_number});
+  }
+  if (entries.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": no jobs in the file; expected one JSON object per line, "
+              "e.g. {\"gpus\": 1, \"command\": [\"python3\", \"train.py\"]}"));
+  }
+  return entries;
+}
+
+absl::StatusOr<std::vector<JobFileEntry>> ReadJobFile(const std::string& path,
+                                                      const std::string& user) {
+  std::string text;
+  if (path == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin),
+                std::istreambuf_iterator<char>());
+    if (std::cin.bad()) {
+      return absl::FailedPreconditionError(
+          "standard input (--file -): cannot read it");
+    }
+    return ParseJobFile(text, "<stdin>", user);
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": cannot read it: it is a directory"));
+  }
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": cannot read it: ",
+        errno != 0 ? std::strerror(errno) : "cannot open"));
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": cannot read it: read error"));
+  }
+  return ParseJobFile(buffer.str(), path, user);
+}
+
+std::string LocateJobError(std::string_view message, const std::string& path,
+                           const std::vector<JobFileEntry>& entries) {
+  constexpr std::string_view kPrefix = "jobs[";
+  if (message.rfind(kPrefix, 0) != 0) return std::string(message);
+  const size_t close = message.find(']');
+  size_t index = 0;
+  if (close == std::string_view::npos ||
+      !absl::SimpleAtoi(
+          ToAbsl(message.substr(kPrefix.size(), close - kPrefix.size())),
+          &index) ||
+      index >= entries.size()) {
+    return std::string(message);
+  }
+  std::string_view rest = message.substr(close + 1);
+  if (rest.rfind(".", 0) == 0) rest.remove_prefix(1);
+  if (rest.rfind(": ", 0) == 0) rest.remove_prefix(2);
+  return absl::StrCat(path, ":", entries[index].line, ": ", ToAbsl(rest));
+}
+
+}  // namespace tiresias::cli

@@ -1,0 +1,161 @@
+#include "cli/job_file.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tiresias::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Message(const absl::Status& status) {
+  return std::string(status.message());
+}
+
+TEST(JobFile, ParsesEveryFieldAndKeepsLineNumbersAcrossBlankLines) {
+  const std::string text =
+      "{\"gpus\": 2, \"command\": [\"/usr/bin/python3\", \"train.py\"], "
+      "\"env\": {\"SEED\": \"1\"}, \"checkpoint_dir\": \"/ckpt/a\"}\n"
+      "\n"
+      "   \n"
+      "{\"gpus\": 1.0, \"command\": [\"sleep\", \"1\"], \"name\": \"nap\"}\r\n";
+  auto entries = ParseJobFile(text, "jobs.jsonl", "alice");
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  ASSERT_EQ(entries->size(), 2u);
+  const JobRequest& first = (*entries)[0].spec;
+  EXPECT_EQ((*entries)[0].line, 1);
+  EXPECT_EQ(first.num_gpus, 2);
+  EXPECT_EQ(first.command,
+            (std::vector<std::string>{"/usr/bin/python3", "train.py"}));
+  EXPECT_EQ(first.name, "python3");  // the command's base name, as `submit`
+  EXPECT_EQ(first.env.at("SEED"), "1");
+  EXPECT_EQ(first.checkpoint_dir, "/ckpt/a");
+  EXPECT_EQ(first.user, "alice");
+  EXPECT_EQ((*entries)[1].line, 4);
+  EXPECT_EQ((*entries)[1].spec.name, "nap");
+  EXPECT_EQ((*entries)[1].spec.num_gpus, 1);
+}
+
+TEST(JobFile, NamesTheLineAndFieldOfTheFirstBadLine) {
+  const std::string good = "{\"gpus\": 1, \"command\": [\"true\"]}\n";
+  struct Case {
+    std::string line;
+    std::string expected;
+  } cases[] = {
+      {"{\"gpus\": 0, \"command\": [\"true\"]}",
+       "jobs.jsonl:3: gpus: expected at least 1 GPU, got 0"},
+      {"{\"gpus\": \"two\", \"command\": [\"true\"]}",
+       "jobs.jsonl:3: gpus: expected a whole number of GPUs, got \"two\""},
+      {"{\"gpus\": 2.5, \"command\": [\"true\"]}",
+       "jobs.jsonl:3: gpus: expected a whole number of GPUs, got 2.5"},
+      {"{\"command\": [\"true\"]}",
+       "jobs.jsonl:3: gpus: required (a number of GPUs)"},
+      {"{\"gpus\": 1}",
+       "jobs.jsonl:3: command: required (an array of strings, argv)"},
+      {"{\"gpus\": 1, \"command\": \"true\"}",
+       "jobs.jsonl:3: command: expected an array of strings (argv), got "
+       "\"true\""},
+      {"{\"gpus\": 1, \"command\": [\"true\", 7]}",
+       "jobs.jsonl:3: command[1]: expected a string, got 7"},
+      {"{\"gpus\": 1, \"command\": []}",
+       "jobs.jsonl:3: command: must not be empty (argv[0] first)"},
+      {"{\"gpus\": 1, \"command\": [\"true\"], \"env\": {\"A=B\": \"x\"}}",
+       "jobs.jsonl:3: env key \"A=B\": expected a variable name"},
+      {"{\"gpus\": 1, \"command\": [\"true\"], \"env\": [\"A=1\"]}",
+       "jobs.jsonl:3: env: expected an object"},
+      {"{\"gpus\": 1, \"command\": [\"true\"], \"gpu\": 2}",
+       "jobs.jsonl:3: gpu: unknown field; expected one of gpus, command, "
+       "name, env, checkpoint_dir"},
+      {"{\"gpus\": 1, \"command\": [\"true\"]",
+       "jobs.jsonl:3: not valid JSON at byte"},
+      {"[1, 2]", "jobs.jsonl:3: expected a JSON object"},
+  };
+  for (const Case& c : cases) {
+    auto entries =
+        ParseJobFile(good + good + c.line + "\n" + good, "jobs.jsonl", "");
+    ASSERT_FALSE(entries.ok()) << c.line;
+    EXPECT_EQ(entries.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(Message(entries.status()), HasSubstr(c.expected)) << c.line;
+  }
+}
+
+TEST(JobFile, RefusesAFileWithoutJobs) {
+  for (const std::string text : {"", "\n\n  \n"}) {
+    auto entries = ParseJobFile(text, "empty.jsonl", "");
+    ASSERT_FALSE(entries.ok());
+    EXPECT_THAT(Message(entries.status()),
+                HasSubstr("empty.jsonl: no jobs in the file"));
+  }
+}
+
+TEST(JobFile, RefusesMoreJobsThanOneSubmissionCarries) {
+  std::string text;
+  for (size_t i = 0; i <= kMaxJobsPerFile; ++i) {
+    text += "{\"gpus\":1,\"command\":[\"true\"]}\n";
+  }
+  auto entries = ParseJobFile(text, "huge.jsonl", "");
+  ASSERT_FALSE(entries.ok());
+  EXPECT_THAT(Message(entries.status()),
+              HasSubstr(absl::StrCat("huge.jsonl: more than ",
+                                     kMaxJobsPerFile, " jobs (line ",
+                                     kMaxJobsPerFile + 1)));
+  // Exactly the limit is fine.
+  text.resize(text.size() - std::string("{\"gpus\":1,\"command\":[\"true\"]}\n")
+                                .size());
+  auto all = ParseJobFile(text, "huge.jsonl", "");
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), kMaxJobsPerFile);
+}
+
+TEST(JobFile, ReadNamesAFileItCannotRead) {
+  auto missing = ReadJobFile("/nonexistent/jobs.jsonl", "");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(Message(missing.status()),
+            "/nonexistent/jobs.jsonl: cannot read it: No such file or "
+            "directory");
+  auto dir = ReadJobFile("/tmp", "");
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(Message(dir.status()), "/tmp: cannot read it: it is a directory");
+  if (geteuid() != 0) {  // root reads a mode-000 file anyway
+    const std::string path =
+        absl::StrCat(testing::TempDir(), "/unreadable-", getpid(), ".jsonl");
+    std::ofstream(path) << "{\"gpus\":1,\"command\":[\"true\"]}\n";
+    chmod(path.c_str(), 0);
+    auto denied = ReadJobFile(path, "");
+    ASSERT_FALSE(denied.ok());
+    EXPECT_EQ(Message(denied.status()),
+              absl::StrCat(path, ": cannot read it: Permission denied"));
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(JobFile, LocatesAMastersRefusalOnItsLine) {
+  auto entries = ParseJobFile(
+      "{\"gpus\":1,\"command\":[\"true\"]}\n\n{\"gpus\":9,\"command\":[\"x\"]}",
+      "jobs.jsonl", "");
+  ASSERT_TRUE(entries.ok());
+  EXPECT_EQ(LocateJobError("jobs[1].gpus: 9 GPUs requested but the cluster "
+                           "has 8",
+                           "jobs.jsonl", *entries),
+            "jobs.jsonl:3: gpus: 9 GPUs requested but the cluster has 8");
+  EXPECT_EQ(LocateJobError("jobs[0]: request_id \"r#0\": already used",
+                           "jobs.jsonl", *entries),
+            "jobs.jsonl:1: request_id \"r#0\": already used");
+  // Out of range or not about one job: unchanged.
+  EXPECT_EQ(LocateJobError("jobs[2].gpus: x", "jobs.jsonl", *entries),
+            "jobs[2].gpus: x");
+  EXPECT_EQ(LocateJobError("store: disk full", "jobs.jsonl", *entries),
+            "store: disk full");
+}
+
+}  // namespace
+}  // namespace tiresias::cli

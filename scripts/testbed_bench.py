@@ -19,7 +19,10 @@
     command and GPU count of one of them, so it starts with the skew
     measured before (the master's profile signature). Reports the average
     JCT (end - submit, from the master's records) and GPU fragmentation
-    (from the master's start and end events), see summarize().
+    (from the master's start and end events), see summarize(). Stops
+    waiting --cutoff seconds (600) after submitting: a job not ended by
+    then counts as ending then, so the average is a lower bound, and the
+    summary says how many were unfinished.
 
 Everything is judged from the master's records and the jobs' own
 result.json files, never from a model. Prints a table and, with --out,
@@ -106,9 +109,11 @@ class Testbed:
     def job(self, job_id):
         return json.loads(self.cli("job", job_id, "--json"))
 
-    def wait(self, ids, timeout_s):
+    def wait(self, ids, timeout_s, partial=False):
+        """The jobs once all have ended (fails if one did not finish). At
+        timeout_s: fails, or with `partial` returns them as they are."""
         deadline = time.time() + timeout_s
-        while time.time() < deadline:
+        while True:
             jobs = {j: self.job(j) for j in ids}
             if all(j["state"] in FINAL for j in jobs.values()):
                 bad = [i for i, j in jobs.items()
@@ -116,8 +121,11 @@ class Testbed:
                 if bad:
                     fail(f"job(s) {bad} did not finish; see {self.dir}")
                 return jobs
+            if time.time() >= deadline:
+                if partial:
+                    return jobs
+                fail(f"jobs {ids} not done after {timeout_s} s; see {self.dir}")
             time.sleep(1)
-        fail(f"jobs {ids} not done after {timeout_s} s; see {self.dir}")
 
     def result(self, job_id):
         path = os.path.join(self.dir, "master", "checkpoints",
@@ -161,8 +169,9 @@ def iteration(args):
 ALLOC = re.compile(r"(\S+) GPUs ([0-9,]+)")
 
 
-def gpu_intervals(jobs):
-    """(start, end, {node: gpus}) of every attempt, from the events."""
+def gpu_intervals(jobs, now=None):
+    """(start, end, {node: gpus}) of every attempt, from the events; an
+    attempt still running ends at `now` (if given)."""
     out = []
     for job in jobs.values():
         open_run = None
@@ -175,20 +184,28 @@ def gpu_intervals(jobs):
                                "cancelled") and open_run:
                 out.append((open_run[0], e["time"], open_run[1]))
                 open_run = None
+        if open_run and now is not None:
+            out.append((open_run[0], now, open_run[1]))
     return out
 
 
-def summarize(jobs, nodes, gpus_per_node):
+def summarize(jobs, nodes, gpus_per_node, now=None):
     """Average JCT; fragmentation and idle-while-waiting, time-averaged
     over the run (first submit to last end), from the master's events:
       fragmentation: free GPUs on servers that are partly busy, as a share
         of all GPUs (GPUs a consolidated job cannot use);
       idle_while_waiting: free GPUs as a share of all GPUs, over the time
         some job was waiting;
-      utilization: busy GPUs as a share of all GPUs."""
+      utilization: busy GPUs as a share of all GPUs.
+    With `now` (a cut-off), a job not ended by then counts as ending then:
+    its JCT, and so the average, is a lower bound ("unfinished")."""
     total = len(nodes) * gpus_per_node
-    intervals = gpu_intervals(jobs)
-    runs = {jid: gpu_intervals({jid: j}) for jid, j in jobs.items()}
+    unfinished = sum(1 for j in jobs.values() if not j.get("end_time"))
+    if now is not None:
+        jobs = {i: dict(j, end_time=j.get("end_time") or now)
+                for i, j in jobs.items()}
+    intervals = gpu_intervals(jobs, now)
+    runs = {jid: gpu_intervals({jid: j}, now) for jid, j in jobs.items()}
     t0 = min(j["submit_time"] for j in jobs.values())
     t1 = max(j["end_time"] for j in jobs.values())
     points = sorted({t0, t1} | {a for a, _, _ in intervals} |
@@ -217,7 +234,8 @@ def summarize(jobs, nodes, gpus_per_node):
             idle_wait += (b - a) * (total - in_use) / total
     span = t1 - t0
     jcts = [j["end_time"] - j["submit_time"] for j in jobs.values()]
-    return {"jobs": len(jobs), "avg_jct_s": sum(jcts) / len(jcts),
+    return {"jobs": len(jobs), "unfinished": unfinished,
+            "avg_jct_s": sum(jcts) / len(jcts),
             "max_jct_s": max(jcts), "makespan_s": span,
             "fragmentation": frag / span, "utilization": busy / span,
             "idle_while_waiting": idle_wait / wait_time if wait_time else 0.0,
@@ -238,23 +256,29 @@ def workload(args):
                 fail(f"warm-up job {jid} ({name}) has no measured skew")
         ids = [tb.submit(name, *KINDS[name], args.compute_time)
                for name in WORKLOAD]
-        jobs = tb.wait(ids, 900)
+        jobs = tb.wait(ids, args.cutoff, partial=True)
+        cutoff = time.time()
         inherited = sum(1 for j in jobs.values()
                         if (j.get("profile") or {}).get("tensor_skew")
                         is not None)
         nodes = [n["name"] for n in
                  json.loads(tb.cli("nodes", "--json"))["nodes"]]
-        summary = summarize(jobs, nodes, args.gpus)
+        summary = summarize(jobs, nodes, args.gpus, now=cutoff)
     summary.update({"placement": args.placement, "rate": args.rate,
                     "servers": args.servers, "gpus": args.gpus,
                     "compute_time": args.compute_time,
                     "jobs_with_skew": inherited,
+                    "cutoff_s": args.cutoff,
                     "per_job": [{"id": j["id"], "name": j["spec"]["name"],
-                                 "jct_s": j["end_time"] - j["submit_time"],
+                                 "state": j["state"],
+                                 "jct_s": (j.get("end_time") or cutoff) -
+                                          j["submit_time"],
                                  "nodes": j["nodes"]}
                                 for j in jobs.values()]})
+    bound = (f" (at least: {summary['unfinished']} unfinished at the "
+             f"{args.cutoff:.0f} s cut-off)" if summary["unfinished"] else "")
     print(f"{args.placement}: {summary['jobs']} jobs, avg JCT "
-          f"{summary['avg_jct_s']:.1f} s, makespan {summary['makespan_s']:.1f} s, "
+          f"{summary['avg_jct_s']:.1f} s{bound}, makespan {summary['makespan_s']:.1f} s, "
           f"fragmentation {summary['fragmentation']:.3f}, idle while waiting "
           f"{summary['idle_while_waiting']:.3f}, utilization "
           f"{summary['utilization']:.3f}; {inherited} of them started with a "
@@ -279,6 +303,10 @@ def main():
             s.add_argument("--placement", required=True)
             s.add_argument("--servers", type=int, default=3)
             s.add_argument("--gpus", type=int, default=4)
+            s.add_argument("--cutoff", type=float, default=600,
+                           help="seconds after submitting to stop waiting; "
+                                "jobs not ended by then count as ending "
+                                "then (a lower bound on JCT; default 600)")
     args = p.parse_args()
     if os.geteuid() != 0:
         fail("needs root (scripts/testbed.sh makes network namespaces)")

@@ -19,6 +19,7 @@ Imported from ps_train.py's folder; keep it beside it.
 
 import datetime
 import os
+import time
 
 from job_common import UsageError
 
@@ -72,6 +73,13 @@ def exchange_counts(env, count, timeout_s):
                           datetime.timedelta(seconds=timeout_s))
     store.set(f"gpus/{env['rank']}", str(count))
     counts = [int(store.get(f"gpus/{n}")) for n in range(env["world"])]
+    # Node 0 serves the store: it must not exit (a refused layout) before
+    # every node has read the counts, or they see a reset connection.
+    store.add("read", 1)
+    if env["rank"] == 0:
+        store.wait([f"gpus/{n}" for n in range(env["world"])])
+        while store.add("read", 0) < env["world"]:
+            time.sleep(0.01)
     return store, counts
 
 

@@ -52,6 +52,7 @@ import subprocess
 import sys
 import time
 
+import gpu_ranks
 from job_common import (UsageError, atomic_write, hard_exit, int_type,
                         read_env as common_read_env, run_main, seconds)
 
@@ -119,6 +120,11 @@ def parse_args(argv):
                    help="seed of the model and the data (default 0)")
     p.add_argument("--log-every", type=int_type(1), default=10,
                    help="print progress every K steps (default 10)")
+    p.add_argument("--rank-per-gpu", action="store_true",
+                   help="under a Tiresias agent (one task per node), start "
+                        "one rank per granted GPU on this node: the job's "
+                        "GPUs must number --workers + --servers; servers are "
+                        "dealt round-robin over the nodes (gpu_ranks.py)")
     p.add_argument("--dist-timeout", type=seconds, default=300.0,
                    help="seconds rendezvous and each transfer may wait for "
                         "the other ranks (default 300)")
@@ -143,16 +149,24 @@ def free_port():
         return s.getsockname()[1]
 
 
-def launch(args, argv):
-    """Starts the W + P processes here and waits; exits with the first
-    failure's code (stopping the others), else 0."""
+def local_envs(args):
+    """The W + P ranks' environments on this machine, with a free port."""
     world = args.workers + args.servers
     port = free_port()
+    envs = []
     for rank in range(world):
         env = dict(os.environ)
         env.update({"WORLD_SIZE": str(world), "RANK": str(rank),
                     "LOCAL_RANK": str(rank), "MASTER_ADDR": "127.0.0.1",
                     "MASTER_PORT": str(port)})
+        envs.append(env)
+    return envs
+
+
+def launch(argv, envs):
+    """Starts one copy of this script per environment and waits; returns
+    the first failure's code (stopping the others), else 0."""
+    for env in envs:
         _children.append(subprocess.Popen(
             [sys.executable, os.path.abspath(__file__)] + argv, env=env))
     if _stop_requested:  # a signal that came while starting them
@@ -350,6 +364,8 @@ def run(args, env):
         log(f"training {args.model} from step {step} to {args.steps}: "
             f"{len(mine) if is_server else len(params)} tensors")
     t0 = time.monotonic()
+    t_first = None  # after this run's first step: warm-up excluded
+    first_step = step
     stopped = False
     while True:
         stop, = all_reduce([1.0 if _stop_requested else 0.0], dist.ReduceOp.MAX)
@@ -377,9 +393,12 @@ def run(args, env):
             wait(pushes)
             wait(pulls)
         step += 1
+        if t_first is None:
+            t_first = time.monotonic()
         if step % args.log_every == 0 or step == 1:
             log(f"step {step} ({(time.monotonic() - t0) / max(step, 1):.3f} s/step)")
 
+    t_end = time.monotonic()
     checkpoint("stop requested" if stopped else "finished")
     if stopped:
         log(f"stopped at step {step} of {args.steps}; exiting")
@@ -387,8 +406,12 @@ def run(args, env):
         local = sum(float(t.double().sum()) for t in shard.values())
         param_sum, = all_reduce([local], dist.ReduceOp.SUM)
         if rank == 0:
+            timed = step - first_step - 1  # steps after this run's first
+            step_s = ((t_end - t_first) / timed
+                      if timed > 0 else None)
             result = {"steps": step, "model": args.model, "workers": workers,
                       "servers": servers, "param_sum": param_sum,
+                      "step_s": step_s, "timed_steps": max(timed, 0),
                       "restarts": env["restarts"], "job_id": env["job_id"]}
             atomic_write(os.path.join(ckpt_dir, "result.json"),
                          lambda f: f.write((json.dumps(result) + "\n").encode()))
@@ -400,7 +423,14 @@ def run(args, env):
 def main(argv):
     args = parse_args(argv)
     if "WORLD_SIZE" not in os.environ and "RANK" not in os.environ:
-        hard_exit(launch(args, argv))
+        hard_exit(launch(argv, local_envs(args)))
+    if args.rank_per_gpu and not os.environ.get(gpu_ranks.CHILD_VAR):
+        # A node task: start this node's ranks, keep the store while they run.
+        node_env = common_read_env()
+        store, envs = gpu_ranks.child_envs(node_env, args, args.dist_timeout)
+        code = launch(argv, envs)
+        del store
+        hard_exit(code)
     run(args, read_env(args))
 
 

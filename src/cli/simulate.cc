@@ -25,6 +25,7 @@
 #include "report/sweep_report.h"
 #include "sim/engine.h"
 #include "sim/metrics.h"
+#include "sim/slowdown_file.h"
 #include "trace/cluster_spec.h"
 #include "trace/samples_reader.h"
 #include "trace/trace_reader.h"
@@ -54,6 +55,7 @@ struct Flags {
   bool json = false;
   bool no_preemption_cost = false;
   bool no_placement_slowdown = false;
+  std::string slowdown_file;
   double pack_limit = 0.5;
   bool learn_pack_limit = false;
   int pack_limit_refresh = 10;
@@ -137,6 +139,10 @@ absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
   }
   if (f.no_preemption_cost) base.preemption_cost = false;
   if (f.no_placement_slowdown) base.placement_slowdown = false;
+  if (!f.slowdown_file.empty()) {
+    ASSIGN_OR_RETURN(base.models,
+                     ApplySlowdownFile(base.models, f.slowdown_file));
+  }
   base.scheduler.seed = f.seed;
   base.record_timeseries = !f.out.empty();
   RETURN_IF_ERROR(ValidateArrivalScale(f.arrival_scale));
@@ -165,7 +171,7 @@ absl::StatusOr<std::unique_ptr<Prepared>> Prepare(const Inputs& in,
 nlohmann::json Parameters(const Flags& f, const SimConfig& base) {
   nlohmann::json thresholds = base.scheduler.queues.thresholds();
   const double knob = base.scheduler.promote_knob;
-  return {{"format", f.format},
+  nlohmann::json params = {{"format", f.format},
           {"thresholds_gpu_s", thresholds},
           {"promote_knob", std::isinf(knob) ? nlohmann::json("inf")
                                             : nlohmann::json(knob)},
@@ -184,6 +190,17 @@ nlohmann::json Parameters(const Flags& f, const SimConfig& base) {
           {"gittins_samples", f.gittins_samples},
           {"short_threshold_s", f.short_threshold},
           {"sweeps", f.sweeps}};
+  if (!f.slowdown_file.empty()) {
+    // Only with a file, so that default outputs stay as they were.
+    nlohmann::json factors = nlohmann::json::object();
+    for (const ModelPerf& m : base.models.models()) {
+      factors[m.name] = {{"spread_slowdown", m.spread_slowdown},
+                         {"source", m.source}};
+    }
+    params["slowdown_file"] = f.slowdown_file;
+    params["spread_slowdowns"] = factors;
+  }
+  return params;
 }
 
 // Runs every run on `threads` threads, with a progress line on a terminal.
@@ -459,6 +476,12 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
                 "Preemption is free (as in the original simulator)");
   cmd->add_flag("--no-placement-slowdown", f.no_placement_slowdown,
                 "Spread jobs run at full speed");
+  cmd->add_option("--slowdown-file", f.slowdown_file,
+                  "CSV model,spread_slowdown,source of measured spread "
+                  "slowdowns replacing the built-in ones (which are the "
+                  "paper's, not measured here), e.g. "
+                  "data/spread_slowdown_testbed.csv: VGG16 and ResNet50 "
+                  "measured on the emulated testbed (BENCHMARKS.md)");
   cmd->add_option("--pack-limit", f.pack_limit,
                   "PACKLIMIT: skew above which `profiled` consolidates "
                   "(with --learn-pack-limit, its starting value)")

@@ -12,7 +12,10 @@ ModelTable ModelTable::Builtin() {
   // 778. size: fp32 parameters. spread_slowdown: VGG and AlexNet lose 30% to
   // 55% of their speed when their one huge fully connected tensor crosses
   // the network; ResNet, Inception and GoogleNet lose a few percent
-  // (Tiresias, NSDI'19, Sections 2.3 and 4.2).
+  // (Tiresias, NSDI'19, Sections 2.3 and 4.2). These slowdowns are read off
+  // the paper, not measured here (ModelPerf::source says so); the testbed's
+  // measured ones for vgg16 and resnet50 are in
+  // data/spread_slowdown_testbed.csv (simulate --slowdown-file).
   ModelTable t;
   t.models_ = {
       {"vgg11", 22, 507, 1.55},     {"vgg16", 32, 528, 1.50},

@@ -12,6 +12,15 @@
 // Placement: a model whose tensor sizes are skewed (VGG, AlexNet) runs
 // `spread_slowdown` times slower when its GPUs span more than one server;
 // low-skew models (ResNet, Inception, GoogleNet) barely slow down.
+//
+// Where the factors come from: the built-in ones are read off the paper's
+// prose (Sections 2.3 and 4.2), not measured here; each row's `source`
+// says so. Factors measured on this project's emulated testbed
+// (scripts/testbed.sh, BENCHMARKS.md "Testbed") are in
+// data/spread_slowdown_testbed.csv and replace the built-in ones with
+// `simulate --slowdown-file` (sim/slowdown_file.h). They are not the
+// default: they hold for that testbed's links and compute time, and the
+// README's Philly tables and the fidelity test use the built-in table.
 #ifndef TIRESIAS_SIM_PERF_MODEL_H_
 #define TIRESIAS_SIM_PERF_MODEL_H_
 
@@ -28,6 +37,12 @@ struct ModelPerf {
   int tensors = 0;
   double size_mb = 0;
   double spread_slowdown = 1.0;  // >= 1: run time multiplier across servers
+  // Where spread_slowdown comes from: kPaperSource for the built-in rows,
+  // the file's text for rows a --slowdown-file replaced.
+  std::string source = std::string(kPaperSource);
+
+  static constexpr std::string_view kPaperSource =
+      "paper (NSDI'19 Sections 2.3, 4.2): not measured here";
 };
 
 class ModelTable {

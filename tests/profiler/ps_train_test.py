@@ -3,7 +3,7 @@
 real processes, real gloo on 127.0.0.1, the real preloaded profiler.
 
 Usage: ps_train_test.py CASE   (run from the repository root; ctest does)
-CASE: skew_vgg16 | skew_resnet50 | on_off | preempt | bad_flags
+CASE: skew_vgg16 | skew_resnet50 | on_off | preempt | bad_flags | rank_per_gpu
 
 Exits 0 on success, 1 on failure, 77 (ctest SKIP_RETURN_CODE) when
 $TRAIN_PYTHON (default /usr/bin/python3) cannot import torch and
@@ -219,7 +219,54 @@ def case_bad_flags(workdir):
           "--servers" in run.stderr, f"world size: {run.stderr}")
 
 
+def node_tasks(workdir, args, gpus_per_node, port):
+    """Runs ps_train.py as an agent would with --rank-per-gpu: one task per
+    node (WORLD_SIZE = nodes), each granted gpus_per_node[i] GPUs. Returns
+    [(exit code, stderr)] per node."""
+    procs = []
+    for rank, gpus in enumerate(gpus_per_node):
+        env = clean_env(WORLD_SIZE=str(len(gpus_per_node)), RANK=str(rank),
+                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                        CUDA_VISIBLE_DEVICES=",".join(map(str, range(gpus))),
+                        TIRESIAS_CHECKPOINT_DIR=os.path.join(workdir,
+                                                             "checkpoints"))
+        procs.append(subprocess.Popen(
+            [PYTHON, SCRIPT, "--rank-per-gpu"] + args, cwd=workdir, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    return [(p.wait(timeout=120), p.communicate()[1]) for p in procs]
+
+
+def case_rank_per_gpu(workdir):
+    """Two node tasks of 1 and 2 GPUs start one rank per GPU (1 server, 2
+    workers) and train to the weights of the same job on one machine; a
+    job whose GPUs do not number W + P is refused in one line."""
+    args = ["--model", "resnet50", "--workers", "2", "--servers", "1",
+            "--steps", "3", "--compute-time", "0.05"]
+    plain = os.path.join(workdir, "plain")
+    nodes = os.path.join(workdir, "nodes")
+    os.makedirs(plain)
+    os.makedirs(nodes)
+    run_plain(plain, args)
+    port = 20000 + os.getpid() % 20000
+    runs = node_tasks(nodes, args, [1, 2], port)
+    for rank, (code, err) in enumerate(runs):
+        check(code == 0, f"node task {rank} exited {code}:\n{err[-3000:]}")
+    a, b = result(plain), result(nodes)
+    print(f"param_sum {a['param_sum']!r} on one machine, {b['param_sum']!r} "
+          f"as 1 + 2 GPUs; step_s {b['step_s']}")
+    check(a["param_sum"] == b["param_sum"] and b["steps"] == 3, f"{a} {b}")
+    check(b["step_s"] > 0 and b["timed_steps"] == 2, f"step_s: {b}")
+    wrong = os.path.join(workdir, "wrong")
+    os.makedirs(wrong)
+    runs = node_tasks(wrong, args, [1, 1], port + 2)
+    for code, err in runs:
+        check(code == 2 and "--rank-per-gpu needs --workers" in err and
+              "Traceback" not in err and len(err.strip().splitlines()) == 1,
+              f"2 GPUs for 3 ranks: exit {code}: {err[-2000:]}")
+
+
 CASES = {
+    "rank_per_gpu": case_rank_per_gpu,
     "skew_vgg16": case_skew_vgg16,
     "skew_resnet50": case_skew_resnet50,
     "on_off": case_on_off,

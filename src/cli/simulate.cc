@@ -76,11 +76,14 @@ struct Inputs {
   SimConfig base;
   std::vector<std::string> policies;
   int64_t excluded = 0;
+  std::vector<std::string> trace_notes;  // rows the reader left out, why
 };
 
 absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
   ASSIGN_OR_RETURN(TraceFormat format, ParseTraceFormat(f.format));
-  ASSIGN_OR_RETURN(std::vector<JobSpec> jobs, ReadTrace(f.trace, format));
+  std::vector<std::string> trace_notes;
+  ASSIGN_OR_RETURN(std::vector<JobSpec> jobs,
+                   ReadTrace(f.trace, format, &trace_notes));
   ASSIGN_OR_RETURN(Topology topology, ParseClusterSpec(f.cluster));
   SimConfig base;
   if (f.original_simulator) {
@@ -136,8 +139,9 @@ absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
   RETURN_IF_ERROR(CheckSimulatorPolicy(f.baseline));
   std::vector<JobSpec> excluded = RemoveUnfittable(&jobs, topology);
   AssignModels(&jobs, base.models, f.seed);
-  return Inputs{std::move(jobs), std::move(topology), std::move(base),
-                std::move(policies), static_cast<int64_t>(excluded.size())};
+  return Inputs{std::move(jobs),     std::move(topology),
+                std::move(base),     std::move(policies),
+                static_cast<int64_t>(excluded.size()), std::move(trace_notes)};
 }
 
 nlohmann::json Parameters(const Flags& f, const SimConfig& base) {
@@ -276,6 +280,9 @@ std::string SweepTable(const std::vector<std::unique_ptr<Run>>& runs,
 absl::Status Simulate(const Flags& f, const std::string& command_line) {
   ASSIGN_OR_RETURN(Inputs in, LoadInputs(f));
   ASSIGN_OR_RETURN(std::vector<GridPoint> grid, ParseSweeps(f.sweeps));
+  for (const std::string& note : in.trace_notes) {
+    std::fprintf(stderr, "tiresias: %s\n", note.c_str());
+  }
   if (in.excluded > 0) {
     std::fprintf(stderr,
                  "tiresias: %lld jobs need more GPUs than the cluster's %d "
@@ -375,8 +382,13 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
           ".\nPlacements: " + absl::StrJoin(PlacerNames(), ", ") + ".");
   Flags& f = *flags;
   cmd->add_option("--trace", f.trace,
-                  "Trace CSV (Tiresias or Philly format)")->required();
-  cmd->add_option("--format", f.format, "auto, tiresias or philly")
+                  "Trace: Tiresias or Philly CSV, Gavel .trace, Helios "
+                  "cluster_log.csv, PAI 2020 pai_job_table.csv (its "
+                  "pai_task_table.csv beside it) or their folder")
+      ->required();
+  cmd->add_option("--trace-format,--format", f.format,
+                  "auto (from the header or the first line), tiresias, "
+                  "philly, gavel, helios or pai")
       ->capture_default_str();
   cmd->add_option("--cluster", f.cluster,
                   "NxG, RxNxG, a Tiresias cluster spec CSV or the Philly "

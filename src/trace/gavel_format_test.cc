@@ -13,6 +13,7 @@ namespace tiresias {
 namespace {
 
 using testing::ElementsAre;
+using trace_testing::DataPath;
 using trace_testing::ScratchDir;
 
 // A 10-field line (Gavel today): job_type, command, working_directory,
@@ -147,6 +148,25 @@ TEST(ReadGavelTest, BadLinesNameLineAndField) {
             absl::StrCat(wrong_shape,
                          ":1: expected a Gavel trace line of 10, 9 or 7 "
                          "tab-separated fields, got 3"));
+}
+
+TEST(ShippedTracesTest, GavelArtifactTrace) {
+  std::vector<std::string> notes;
+  absl::StatusOr<std::vector<JobSpec>> jobs = ReadTrace(
+      DataPath("gavel_artifact_evaluation.trace"), TraceFormat::kAuto, &notes);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 15u);
+  int gpus = 0;
+  for (size_t i = 0; i < jobs->size(); ++i) {
+    EXPECT_EQ((*jobs)[i].id, static_cast<JobId>(i));  // all arrive at 0
+    EXPECT_EQ((*jobs)[i].submit_time.count(), 0);
+    gpus += (*jobs)[i].num_gpus;
+  }
+  EXPECT_EQ(gpus, 18);  // three jobs of 2 GPUs, twelve of 1
+  // Line 1: ResNet-50 (batch size 64), 2,931 steps at 4.39477 steps/s.
+  EXPECT_NEAR((*jobs)[0].duration->count(), 666.9, 0.1);
+  EXPECT_EQ((*jobs)[0].model, "resnet50");
+  EXPECT_TRUE(notes.empty());  // every pair measured, no line skipped
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ namespace tiresias {
 namespace {
 
 using testing::ElementsAre;
+using trace_testing::DataPath;
 using trace_testing::ScratchDir;
 
 constexpr char kHeader[] =
@@ -107,6 +108,28 @@ TEST(ReadHeliosTest, BadLinesNameLineAndColumn) {
   EXPECT_EQ(jobs.status().message(),
             absl::StrCat(none_kept,
                          ": no jobs kept: no COMPLETED job with GPUs"));
+}
+
+TEST(ShippedTracesTest, HeliosExample) {
+  std::vector<std::string> notes;
+  absl::StatusOr<std::vector<JobSpec>> jobs =
+      ReadTrace(DataPath("examples/helios_cluster_log.csv"), TraceFormat::kAuto,
+                &notes);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  std::vector<JobId> ids;
+  std::vector<double> submits, durations;
+  std::vector<int> gpus;
+  for (const JobSpec& job : *jobs) {
+    ids.push_back(job.id);
+    submits.push_back(job.submit_time.count());
+    durations.push_back(job.duration->count());
+    gpus.push_back(job.num_gpus);
+  }
+  EXPECT_THAT(ids, ElementsAre(100001, 100002, 100005, 100006, 100008));
+  EXPECT_THAT(submits, ElementsAre(0, 300, 1800, 3600, 5400));
+  EXPECT_THAT(gpus, ElementsAre(1, 8, 2, 16, 4));
+  EXPECT_THAT(durations, ElementsAre(3600, 21600, 1200, 86400, 7200));
+  EXPECT_EQ(notes.size(), 3u);
 }
 
 }  // namespace

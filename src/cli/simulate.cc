@@ -90,11 +90,14 @@ struct Inputs {
   Topology topology;          // --cluster's
   SimConfig base;
   std::vector<std::string> policies;
+  std::vector<std::string> trace_notes;  // rows the reader left out, why
 };
 
 absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
   ASSIGN_OR_RETURN(TraceFormat format, ParseTraceFormat(f.format));
-  ASSIGN_OR_RETURN(std::vector<JobSpec> jobs, ReadTrace(f.trace, format));
+  std::vector<std::string> trace_notes;
+  ASSIGN_OR_RETURN(std::vector<JobSpec> jobs,
+                   ReadTrace(f.trace, format, &trace_notes));
   ASSIGN_OR_RETURN(Topology topology, ParseClusterSpec(f.cluster));
   SimConfig base;
   if (f.original_simulator) {
@@ -153,7 +156,7 @@ absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
   }
   RETURN_IF_ERROR(CheckSimulatorPolicy(f.baseline));
   return Inputs{std::move(jobs), std::move(topology), std::move(base),
-                std::move(policies)};
+                std::move(policies), std::move(trace_notes)};
 }
 
 // The trace's jobs on one cluster with one seed and arrival scale.
@@ -332,6 +335,9 @@ absl::Status Simulate(const Flags& f, const std::string& command_line) {
   std::map<std::string, std::unique_ptr<Prepared>> prepared;
   std::vector<std::unique_ptr<Run>> runs;
   RETURN_IF_ERROR(PlanRuns(f, in, grid, &prepared, &runs));
+  for (const std::string& note : in.trace_notes) {
+    std::fprintf(stderr, "tiresias: %s\n", note.c_str());
+  }
   std::set<std::string> told;  // clusters whose exclusions were reported
   for (const auto& run : runs) {
     const Prepared& p = *run->prepared;
@@ -435,8 +441,13 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
           ".\nPlacements: " + absl::StrJoin(PlacerNames(), ", ") + ".");
   Flags& f = *flags;
   cmd->add_option("--trace", f.trace,
-                  "Trace CSV (Tiresias or Philly format)")->required();
-  cmd->add_option("--format", f.format, "auto, tiresias or philly")
+                  "Trace: Tiresias or Philly CSV, Gavel .trace, Helios "
+                  "cluster_log.csv, PAI 2020 pai_job_table.csv (its "
+                  "pai_task_table.csv beside it) or their folder")
+      ->required();
+  cmd->add_option("--trace-format,--format", f.format,
+                  "auto (from the header or the first line), tiresias, "
+                  "philly, gavel, helios or pai")
       ->capture_default_str();
   cmd->add_option("--cluster", f.cluster,
                   "NxG, RxNxG, a Tiresias cluster spec CSV or the Philly "

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -33,7 +34,51 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
+// (H. Hinnant's days_from_civil). Requires a valid date.
+int64_t DaysFromCivil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;  // [0, 399]
+  const int64_t doy =
+      (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;        // [0, 365]
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;  // [0, 146096]
+  return era * 146097 + doe - 719468;
+}
+
+int DaysInMonth(int year, int month) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30,
+                                  31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return month == 2 && leap ? 29 : kDays[month - 1];
+}
+
 }  // namespace
+
+bool ParseDateTime(std::string_view text, int64_t* seconds) {
+  static constexpr std::string_view kPattern = "dddd-dd-dd dd:dd:dd";
+  if (text.size() != kPattern.size()) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool digit = text[i] >= '0' && text[i] <= '9';
+    if (kPattern[i] == 'd' ? !digit : text[i] != kPattern[i]) return false;
+  }
+  auto number = [&](size_t at, size_t len) {
+    int value = 0;
+    for (size_t i = at; i < at + len; ++i) value = value * 10 + (text[i] - '0');
+    return value;
+  };
+  const int year = number(0, 4), month = number(5, 2), day = number(8, 2);
+  const int hour = number(11, 2), minute = number(14, 2),
+            second = number(17, 2);
+  if (month < 1 || month > 12 || day < 1 || day > DaysInMonth(year, month) ||
+      hour > 23 || minute > 59 || second > 59) {
+    return false;
+  }
+  *seconds = DaysFromCivil(year, month, day) * 86400 + hour * 3600 +
+             minute * 60 + second;
+  return true;
+}
+
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -87,8 +132,8 @@ std::string Quote(std::string_view text, size_t max_shown) {
   return absl::StrCat("\"", absl::CHexEscape(ToAbsl(text)), "\"");
 }
 
-CsvReader::CsvReader(std::string path, std::string_view text)
-    : path_(std::move(path)), text_(text) {
+CsvReader::CsvReader(std::string path, std::string_view text, char separator)
+    : path_(std::move(path)), text_(text), separator_(separator) {
   constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
   if (text_.substr(0, kByteOrderMark.size()) == kByteOrderMark) {
     pos_ = kByteOrderMark.size();
@@ -114,7 +159,7 @@ bool CsvReader::NextNonBlankLine(std::string_view* line) {
 void CsvReader::Split(std::string_view line) {
   fields_.clear();
   while (true) {
-    size_t comma = line.find(',');
+    size_t comma = line.find(separator_);
     if (comma == std::string_view::npos) {
       fields_.push_back(Trim(line));
       return;
@@ -133,6 +178,18 @@ absl::Status CsvReader::ReadHeader() {
   Split(line);
   header_ = fields_;
   return absl::OkStatus();
+}
+
+void CsvReader::SetColumns(std::vector<std::string_view> names) {
+  header_ = std::move(names);
+}
+
+std::vector<std::string_view> CsvReader::PeekFirstLine() const {
+  CsvReader copy = *this;
+  std::string_view line;
+  if (!copy.NextNonBlankLine(&line)) return {};
+  copy.Split(line);
+  return copy.fields_;
 }
 
 int CsvReader::FindColumn(std::string_view name) const {

@@ -2,15 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <limits>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "trace/csv.h"
+#include "trace/formats.h"
 
 namespace tiresias {
 namespace {
@@ -20,54 +19,9 @@ using trace_internal::CsvReader;
 constexpr char kTiresiasHeader[] =
     "job_id,num_gpu,submit_time,iterations,model_name,duration,interval";
 constexpr char kPhillyHeader[] = "timestamp,duration,num_gpus,gpu_time,cluster";
-constexpr std::string_view kSecondsExpected =
-    "a non-negative number of seconds";
-
-// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
-// (H. Hinnant's days_from_civil). Requires a valid date.
-int64_t DaysFromCivil(int64_t y, int m, int d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;  // [0, 399]
-  const int64_t doy =
-      (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;        // [0, 365]
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;  // [0, 146096]
-  return era * 146097 + doe - 719468;
-}
-
-int DaysInMonth(int year, int month) {
-  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30,
-                                  31, 31, 30, 31, 30, 31};
-  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-  return month == 2 && leap ? 29 : kDays[month - 1];
-}
-
-// Parses exactly "YYYY-MM-DD HH:MM:SS" into seconds since 1970-01-01
-// 00:00:00 on the same (zone-less) clock. False on any other shape or on an
-// impossible date or time.
-bool ParseTimestamp(std::string_view text, int64_t* seconds) {
-  static constexpr std::string_view kPattern = "dddd-dd-dd dd:dd:dd";
-  if (text.size() != kPattern.size()) return false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const bool digit = text[i] >= '0' && text[i] <= '9';
-    if (kPattern[i] == 'd' ? !digit : text[i] != kPattern[i]) return false;
-  }
-  auto number = [&](size_t at, size_t len) {
-    int value = 0;
-    for (size_t i = at; i < at + len; ++i) value = value * 10 + (text[i] - '0');
-    return value;
-  };
-  const int year = number(0, 4), month = number(5, 2), day = number(8, 2);
-  const int hour = number(11, 2), minute = number(14, 2),
-            second = number(17, 2);
-  if (month < 1 || month > 12 || day < 1 || day > DaysInMonth(year, month) ||
-      hour > 23 || minute > 59 || second > 59) {
-    return false;
-  }
-  *seconds = DaysFromCivil(year, month, day) * 86400 + hour * 3600 +
-             minute * 60 + second;
-  return true;
-}
+constexpr char kHeliosHeader[] =
+    "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,"
+    "end_time,duration,queue";
 
 // Stable sort by submit time. Sorts (time, index) keys rather than JobSpecs,
 // which are big to move around; the keys are unique, so std::sort is stable.
@@ -87,124 +41,113 @@ std::vector<JobSpec> SortedBySubmitTime(std::vector<JobSpec> jobs) {
   return sorted;
 }
 
-absl::StatusOr<std::vector<JobSpec>> ReadTiresiasRows(CsvReader& csv) {
-  constexpr std::string_view kWhat = "Tiresias trace";
-  ASSIGN_OR_RETURN(const int id_col, csv.RequireColumn("job_id", kWhat));
-  ASSIGN_OR_RETURN(const int gpu_col, csv.RequireColumn("num_gpu", kWhat));
-  ASSIGN_OR_RETURN(const int submit_col,
-                   csv.RequireColumn("submit_time", kWhat));
-  ASSIGN_OR_RETURN(const int duration_col,
-                   csv.RequireColumn("duration", kWhat));
-  const int model_col = csv.FindColumn("model_name");  // optional
-
-  std::vector<JobSpec> jobs;
-  absl::flat_hash_map<JobId, int> line_of_id;
-  while (true) {
-    ASSIGN_OR_RETURN(const bool more, csv.Next());
-    if (!more) break;
-    JobSpec job;
-    ASSIGN_OR_RETURN(job.id, csv.NonNegativeInt64(id_col));
-    auto [it, inserted] = line_of_id.try_emplace(job.id, csv.line_number());
-    if (!inserted) {
-      return csv.LineError(absl::StrCat("column 'job_id': duplicate job id ",
-                                        job.id, ", first on line ",
-                                        it->second));
-    }
-    ASSIGN_OR_RETURN(job.num_gpus, csv.PositiveInt(gpu_col));
-    ASSIGN_OR_RETURN(const double submit,
-                     csv.NonNegativeDouble(submit_col, kSecondsExpected));
-    ASSIGN_OR_RETURN(const double duration,
-                     csv.NonNegativeDouble(duration_col, kSecondsExpected));
-    job.submit_time = Seconds(submit);
-    job.duration = Seconds(duration);
-    if (model_col >= 0)
-      job.model =
-          absl::AsciiStrToLower(trace_internal::ToAbsl(csv.field(model_col)));
-    jobs.push_back(std::move(job));
+// An empty result is an error; otherwise the jobs sorted.
+absl::StatusOr<std::vector<JobSpec>> Finish(
+    const std::string& path, absl::StatusOr<std::vector<JobSpec>> jobs) {
+  if (!jobs.ok()) return jobs.status();
+  if (jobs->empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": no jobs after the header"));
   }
-  return jobs;
+  return SortedBySubmitTime(*std::move(jobs));
 }
 
-absl::StatusOr<std::vector<JobSpec>> ReadPhillyRows(CsvReader& csv) {
-  constexpr std::string_view kWhat = "Philly trace";
-  ASSIGN_OR_RETURN(const int time_col, csv.RequireColumn("timestamp", kWhat));
-  ASSIGN_OR_RETURN(const int duration_col,
-                   csv.RequireColumn("duration", kWhat));
-  ASSIGN_OR_RETURN(const int gpu_col, csv.RequireColumn("num_gpus", kWhat));
-  ASSIGN_OR_RETURN(const int gpu_time_col,
-                   csv.RequireColumn("gpu_time", kWhat));
-  ASSIGN_OR_RETURN(const int cluster_col, csv.RequireColumn("cluster", kWhat));
-
-  std::vector<JobSpec> jobs;
-  std::vector<int64_t> submit_seconds;  // on the trace's wall clock
-  int64_t earliest = std::numeric_limits<int64_t>::max();
-  while (true) {
-    ASSIGN_OR_RETURN(const bool more, csv.Next());
-    if (!more) break;
-    int64_t submit;
-    if (!ParseTimestamp(csv.field(time_col), &submit)) {
-      return csv.ColumnError(time_col,
-                             "a valid date and time YYYY-MM-DD HH:MM:SS");
-    }
-    ASSIGN_OR_RETURN(const double duration,
-                     csv.NonNegativeDouble(duration_col, kSecondsExpected));
-    JobSpec job;
-    job.id = static_cast<JobId>(jobs.size());
-    job.duration = Seconds(duration);
-    ASSIGN_OR_RETURN(job.num_gpus, csv.PositiveInt(gpu_col));
-    RETURN_IF_ERROR(csv.NonNegativeDouble(gpu_time_col,
-                                          "a non-negative number of "
-                                          "GPU-seconds")
-                        .status());
-    RETURN_IF_ERROR(csv.NonEmpty(cluster_col).status());
-    earliest = std::min(earliest, submit);
-    submit_seconds.push_back(submit);
-    jobs.push_back(std::move(job));
+// Tells the format from the first non-blank line: a header naming the
+// columns, or (Gavel, PAI: no header) the shape of a data line.
+absl::StatusOr<TraceFormat> Detect(const std::string& path,
+                                   std::string_view text) {
+  CsvReader csv(path, text);
+  RETURN_IF_ERROR(csv.ReadHeader());
+  if (trace_internal::LooksLikeGavel(
+          CsvReader(path, text, '\t').PeekFirstLine())) {
+    return TraceFormat::kGavel;
   }
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    jobs[i].submit_time =
-        Seconds(static_cast<double>(submit_seconds[i] - earliest));
+  // Helios's header has job_id too: check it before Tiresias's.
+  if (csv.FindColumn("gpu_num") >= 0 && csv.FindColumn("state") >= 0) {
+    return TraceFormat::kHelios;
   }
-  return jobs;
+  if (csv.FindColumn("job_id") >= 0) return TraceFormat::kTiresias;
+  if (csv.FindColumn("timestamp") >= 0) return TraceFormat::kPhilly;
+  switch (trace_internal::LooksLikePai(csv.header())) {
+    case trace_internal::PaiTable::kJob:
+      return TraceFormat::kPai;
+    case trace_internal::PaiTable::kTask:
+      return csv.LineError(
+          "this looks like a PAI task table (pai_task_table.csv); give the "
+          "job table (pai_job_table.csv) or the folder holding both");
+    case trace_internal::PaiTable::kNone:
+      break;
+  }
+  return csv.LineError(absl::StrCat(
+      "unknown trace header ", trace_internal::Quote(csv.header_text()),
+      "; understood: Tiresias \"", kTiresiasHeader, "\", Philly \"",
+      kPhillyHeader, "\", Helios \"", kHeliosHeader,
+      "\", a PAI 2020 pai_job_table.csv or a tab-separated Gavel trace"));
 }
 
 }  // namespace
 
 absl::StatusOr<TraceFormat> ParseTraceFormat(std::string_view name) {
-  if (name == "auto") return TraceFormat::kAuto;
-  if (name == "tiresias") return TraceFormat::kTiresias;
-  if (name == "philly") return TraceFormat::kPhilly;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown trace format ", trace_internal::Quote(name),
-                   "; expected auto, tiresias or philly"));
+  static constexpr std::pair<std::string_view, TraceFormat> kNames[] = {
+      {"auto", TraceFormat::kAuto},       {"tiresias", TraceFormat::kTiresias},
+      {"philly", TraceFormat::kPhilly},   {"gavel", TraceFormat::kGavel},
+      {"helios", TraceFormat::kHelios},   {"pai", TraceFormat::kPai}};
+  for (const auto& [known, format] : kNames) {
+    if (name == known) return format;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown trace format ", trace_internal::Quote(name),
+      "; expected auto, tiresias, philly, gavel, helios or pai"));
 }
 
 absl::StatusOr<std::vector<JobSpec>> ReadTrace(const std::string& path,
-                                               TraceFormat format) {
+                                               TraceFormat format,
+                                               std::vector<std::string>* notes) {
+  std::vector<std::string> ignored_notes;
+  if (notes == nullptr) notes = &ignored_notes;
+  std::error_code error;
+  if ((format == TraceFormat::kAuto || format == TraceFormat::kPai) &&
+      std::filesystem::is_directory(path, error)) {
+    return Finish(path, trace_internal::ReadPaiTrace(path, notes));
+  }
   ASSIGN_OR_RETURN(const std::string text, trace_internal::ReadWholeFile(path));
+  if (format == TraceFormat::kAuto) {
+    ASSIGN_OR_RETURN(format, Detect(path, text));
+  }
+  switch (format) {
+    case TraceFormat::kGavel:
+      return Finish(path, trace_internal::ReadGavelTrace(path, text, notes));
+    case TraceFormat::kPai:
+      return Finish(path, trace_internal::ReadPaiTrace(path, notes));
+    default:
+      break;
+  }
   CsvReader csv(path, text);
   RETURN_IF_ERROR(csv.ReadHeader());
-  if (format == TraceFormat::kAuto) {
-    if (csv.FindColumn("job_id") >= 0) {
-      format = TraceFormat::kTiresias;
-    } else if (csv.FindColumn("timestamp") >= 0) {
-      format = TraceFormat::kPhilly;
-    } else {
-      return csv.LineError(absl::StrCat(
-          "unknown trace header ", trace_internal::Quote(csv.header_text()),
-          "; understood: Tiresias \"", kTiresiasHeader, "\" or Philly \"",
-          kPhillyHeader, "\""));
+  switch (format) {
+    case TraceFormat::kTiresias:
+      return Finish(path, trace_internal::ReadTiresiasRows(csv));
+    case TraceFormat::kPhilly:
+      return Finish(path, trace_internal::ReadPhillyRows(csv));
+    default:
+      return Finish(path, trace_internal::ReadHeliosRows(csv, notes));
+  }
+}
+
+namespace trace_internal {
+
+void NoteSkipped(std::string_view format,
+                 const std::map<std::string, int64_t>& skipped,
+                 std::vector<std::string>* notes) {
+  for (const auto& [reason, count] : skipped) {
+    if (count > 0) {
+      notes->push_back(absl::StrCat(ToAbsl(format), ": skipped ", count, " ",
+                                    reason));
     }
   }
-  std::vector<JobSpec> jobs;
-  if (format == TraceFormat::kTiresias) {
-    ASSIGN_OR_RETURN(jobs, ReadTiresiasRows(csv));
-  } else {
-    ASSIGN_OR_RETURN(jobs, ReadPhillyRows(csv));
-  }
-  if (jobs.empty()) return csv.FileError("no jobs after the header");
-  return SortedBySubmitTime(std::move(jobs));
 }
+
+}  // namespace trace_internal
 
 absl::Status ValidateArrivalScale(double factor) {
   if (!std::isfinite(factor) || factor <= 0) {

@@ -34,15 +34,18 @@ std::vector<double> SubmitTimes(const std::vector<JobSpec>& jobs) {
   return times;
 }
 
-TEST(ParseTraceFormatTest, KnowsTheThreeNames) {
+TEST(ParseTraceFormatTest, KnowsTheSixNames) {
   EXPECT_EQ(*ParseTraceFormat("auto"), TraceFormat::kAuto);
   EXPECT_EQ(*ParseTraceFormat("tiresias"), TraceFormat::kTiresias);
   EXPECT_EQ(*ParseTraceFormat("philly"), TraceFormat::kPhilly);
+  EXPECT_EQ(*ParseTraceFormat("gavel"), TraceFormat::kGavel);
+  EXPECT_EQ(*ParseTraceFormat("helios"), TraceFormat::kHelios);
+  EXPECT_EQ(*ParseTraceFormat("pai"), TraceFormat::kPai);
   absl::StatusOr<TraceFormat> bad = ParseTraceFormat("Philly");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "unknown trace format \"Philly\"; expected auto, tiresias or "
-            "philly");
+            "unknown trace format \"Philly\"; expected auto, tiresias, "
+            "philly, gavel, helios or pai");
 }
 
 TEST(ReadTiresiasTest, ReadsEveryFieldAndSortsStably) {
@@ -336,8 +339,11 @@ TEST(ReadTraceErrorsTest, WholeFileProblems) {
                 unknown,
                 ":2: unknown trace header \"id,gpus,time\"; understood: "
                 "Tiresias \"job_id,num_gpu,submit_time,iterations,model_name,"
-                "duration,interval\" or Philly \"timestamp,duration,num_gpus,"
-                "gpu_time,cluster\""));
+                "duration,interval\", Philly \"timestamp,duration,num_gpus,"
+                "gpu_time,cluster\", Helios \"job_id,user,vc,gpu_num,cpu_num,"
+                "node_num,state,submit_time,start_time,end_time,duration,"
+                "queue\", a PAI 2020 pai_job_table.csv or a tab-separated "
+                "Gavel trace"));
 
   std::string lacking =
       dir.Write("l.csv", "job_id,num_gpu,submit_time\n0,1,0\n");

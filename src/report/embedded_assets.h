@@ -23,13 +23,19 @@ extern const std::size_t kReportPageJsSize;
 extern const char kReportPageCss[];
 extern const std::size_t kReportPageCssSize;
 
-// sweep.html's script: src/report/sweep_page.js.
+// sweep.html's script: src/report/sweep_page.js; and what both pages'
+// scripts share, inlined before them: src/report/report_format.js.
 extern const char kSweepPageJs[];
 extern const std::size_t kSweepPageJsSize;
+extern const char kReportFormatJs[];
+extern const std::size_t kReportFormatJsSize;
 
 inline std::string_view ChartJs() { return {kChartJs, kChartJsSize}; }
 inline std::string_view SweepPageJs() {
   return {kSweepPageJs, kSweepPageJsSize};
+}
+inline std::string_view ReportFormatJs() {
+  return {kReportFormatJs, kReportFormatJsSize};
 }
 inline std::string_view ReportPageJs() {
   return {kReportPageJs, kReportPageJsSize};

@@ -344,9 +344,9 @@ std::string RenderFairness(const json& data) {
   return html;
 }
 
-// The data block, then an error hook installed before Chart.js runs, then
-// Chart.js, then the page's script.
-std::string RenderScripts(const json& data) {
+}  // namespace
+
+std::string ChartScripts(const json& data, std::string_view page_js) {
   std::string html = "<script type=\"application/json\" id=\"report-data\">";
   html += JsonForScriptBlock(data);
   html +=
@@ -358,12 +358,12 @@ std::string RenderScripts(const json& data) {
       "third_party/chartjs/ */\n";
   html += ChartJs();
   html += "\n</script>\n<script>\n";
-  html += ReportPageJs();
+  html += ReportFormatJs();
+  html += "\n";
+  html += page_js;
   html += "\n</script>\n";
   return html;
 }
-
-}  // namespace
 
 std::vector<std::optional<double>> NormalizedAvgJcts(const json& data) {
   const json& policies = Policies(data);
@@ -410,7 +410,7 @@ std::string RenderHtmlReport(const json& data) {
   html +=
       "</main>\n<noscript><p class=\"note\">The charts need JavaScript "
       "(no network: it is all in this file).</p></noscript>\n";
-  html += RenderScripts(data);
+  html += ChartScripts(data, ReportPageJs());
   html += "</body>\n</html>\n";
   return html;
 }

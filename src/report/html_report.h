@@ -48,6 +48,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -62,6 +63,11 @@ inline constexpr int kReportChartCount = 3;
 // The full page for `data` (schema above). Never fails: a non-object input
 // gives a page with no policies.
 std::string RenderHtmlReport(const nlohmann::json& data);
+
+// What a report page ends with: `data` in the JSON block #report-data, an
+// error hook that sets body.dataset.chartsError, Chart.js, report_format.js
+// and then `page_js` (the page's own script). Shared with sweep.html.
+std::string ChartScripts(const nlohmann::json& data, std::string_view page_js);
 
 // Renders `data` and writes it to `path` durably: a temporary file in the
 // same folder, fsync, rename over `path`, fsync of the folder. Readers see

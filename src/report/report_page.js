@@ -19,19 +19,7 @@
   var NICE_LABELS = ['1 s', '10 s', '1 min', '10 min', '1 h', '10 h', '1 d',
                      '10 d', '100 d', '1000 d'];
 
-  // Mirrors FormatDuration in html_format.cc.
-  function formatDuration(seconds) {
-    if (!isFinite(seconds) || seconds < 0) return '\u2014';
-    if (seconds === 0) return '0 s';
-    function withUnit(amount, unit) {
-      return (amount < 9.95 ? amount.toFixed(1) : amount.toFixed(0)) + ' ' +
-             unit;
-    }
-    if (seconds < 59.5) return withUnit(seconds, 's');
-    if (seconds < 59.5 * 60) return withUnit(seconds / 60, 'min');
-    if (seconds < 48 * 3600) return withUnit(seconds / 3600, 'h');
-    return withUnit(seconds / 86400, 'd');
-  }
+  var formatDuration = TiresiasFormat.formatDuration;  // report_format.js
 
   function isNumber(v) { return typeof v === 'number' && isFinite(v); }
 

@@ -12,19 +12,7 @@
   var DASHES = [[], [6, 3], [2, 2], [8, 3, 2, 3], [12, 4], [3, 5]];
   var MARKERS = ['circle', 'rect', 'triangle', 'rectRot', 'star', 'crossRot'];
 
-  // Mirrors FormatDuration in html_format.cc.
-  function formatDuration(seconds) {
-    if (!isFinite(seconds) || seconds < 0) return '\u2014';
-    if (seconds === 0) return '0 s';
-    function withUnit(amount, unit) {
-      return (amount < 9.95 ? amount.toFixed(1) : amount.toFixed(0)) + ' ' +
-             unit;
-    }
-    if (seconds < 59.5) return withUnit(seconds, 's');
-    if (seconds < 59.5 * 60) return withUnit(seconds / 60, 'min');
-    if (seconds < 48 * 3600) return withUnit(seconds / 3600, 'h');
-    return withUnit(seconds / 86400, 'd');
-  }
+  var formatDuration = TiresiasFormat.formatDuration;  // report_format.js
 
   function withAlpha(hex, alpha) {
     var n = parseInt(hex.slice(1), 16);

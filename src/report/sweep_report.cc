@@ -9,6 +9,7 @@
 #include "report/embedded_assets.h"
 #include "report/files.h"
 #include "report/html_format.h"
+#include "report/html_report.h"
 
 namespace tiresias {
 namespace {
@@ -236,20 +237,9 @@ std::string RenderSweepReport(const json& doc) {
   html +=
       "</section>\n<p class=\"note\">sweep.csv and sweep.json beside this "
       "page hold every number. A policy that no swept key affects ran once "
-      "per value of the others.</p>\n</main>\n"
-      "<script type=\"application/json\" id=\"report-data\">";
-  html += JsonForScriptBlock(data);
-  html +=
-      "</script>\n"
-      "<script>window.addEventListener('error', function (e) {"
-      " document.body.dataset.chartsError ="
-      " String(e.message || 'script error'); });</script>\n"
-      "<script>\n/* Chart.js, MIT License, vendored from npm in "
-      "third_party/chartjs/ */\n";
-  html += ChartJs();
-  html += "\n</script>\n<script>\n";
-  html += SweepPageJs();
-  html += "\n</script>\n</body>\n</html>\n";
+      "per value of the others.</p>\n</main>\n";
+  html += ChartScripts(data, SweepPageJs());
+  html += "</body>\n</html>\n";
   return html;
 }
 

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "core/job.h"
 #include "trace/csv.h"
@@ -40,6 +41,11 @@ PaiTable LooksLikePai(const std::vector<std::string_view>& first_line);
 // job table whose task table lies beside it (see trace_reader.h).
 absl::StatusOr<std::vector<JobSpec>> ReadPaiTrace(
     const std::string& path, std::vector<std::string>* notes);
+
+// The job id in column `col` of the current row, refused (naming the line
+// it was first seen on) if an earlier row of `seen` had it.
+absl::StatusOr<JobId> UniqueJobId(CsvReader& csv, int col,
+                                  absl::flat_hash_map<JobId, int>* seen);
 
 // Adds "skipped N <reason>" lines to `notes` for each nonzero count, in the
 // map's order, with the format's name: "Helios: skipped 3 jobs in state

@@ -37,13 +37,7 @@ absl::StatusOr<std::vector<JobSpec>> ReadHeliosRows(
     ASSIGN_OR_RETURN(const bool more, csv.Next());
     if (!more) break;
     JobSpec job;
-    ASSIGN_OR_RETURN(job.id, csv.NonNegativeInt64(id_col));
-    auto [it, inserted] = line_of_id.try_emplace(job.id, csv.line_number());
-    if (!inserted) {
-      return csv.LineError(absl::StrCat("column 'job_id': duplicate job id ",
-                                        job.id, ", first on line ",
-                                        it->second));
-    }
+    ASSIGN_OR_RETURN(job.id, UniqueJobId(csv, id_col, &line_of_id));
     int gpus;
     if (!ParseInt(csv.field(gpu_col), &gpus) || gpus < 0) {
       return csv.ColumnError(gpu_col, "a non-negative integer");

@@ -35,13 +35,7 @@ absl::StatusOr<std::vector<JobSpec>> ReadTiresiasRows(CsvReader& csv) {
     ASSIGN_OR_RETURN(const bool more, csv.Next());
     if (!more) break;
     JobSpec job;
-    ASSIGN_OR_RETURN(job.id, csv.NonNegativeInt64(id_col));
-    auto [it, inserted] = line_of_id.try_emplace(job.id, csv.line_number());
-    if (!inserted) {
-      return csv.LineError(absl::StrCat("column 'job_id': duplicate job id ",
-                                        job.id, ", first on line ",
-                                        it->second));
-    }
+    ASSIGN_OR_RETURN(job.id, UniqueJobId(csv, id_col, &line_of_id));
     ASSIGN_OR_RETURN(job.num_gpus, csv.PositiveInt(gpu_col));
     ASSIGN_OR_RETURN(const double submit,
                      csv.NonNegativeDouble(submit_col, kSecondsExpected));
@@ -98,6 +92,17 @@ absl::StatusOr<std::vector<JobSpec>> ReadPhillyRows(CsvReader& csv) {
         Seconds(static_cast<double>(submit_seconds[i] - earliest));
   }
   return jobs;
+}
+
+absl::StatusOr<JobId> UniqueJobId(CsvReader& csv, int col,
+                                  absl::flat_hash_map<JobId, int>* seen) {
+  ASSIGN_OR_RETURN(const JobId id, csv.NonNegativeInt64(col));
+  auto [it, inserted] = seen->try_emplace(id, csv.line_number());
+  if (!inserted) {
+    return csv.LineError(absl::StrCat("column 'job_id': duplicate job id ",
+                                      id, ", first on line ", it->second));
+  }
+  return id;
 }
 
 }  // namespace tiresias::trace_internal

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
+#include "cli/job_wait.h"
 #include "nlohmann/json.hpp"
 
 namespace tiresias {
@@ -109,7 +110,7 @@ int Logs(const LogsFlags& f) {
         // The job ended after its last launch that wrote a log.
         if (job.has_value() && no_log_yet && cli::IsFinal(job->state()) &&
             followed) {
-          return 0;
+          return cli::JobExitCode(*job);
         }
         const bool wait = job.has_value() ? !cli::IsFinal(job->state())
                                           : transient;  // master unreachable
@@ -158,7 +159,16 @@ int Logs(const LogsFlags& f) {
         }
         continue;
       }
-      if (f.attempt != 0 || cli::IsFinal(resp.job_state())) return 0;
+      if (f.attempt != 0) return 0;
+      if (cli::IsFinal(resp.job_state())) {
+        // Followed to its end: exit as the job did (job_wait.h).
+        v1::Job ended;
+        const grpc::Status got = GetJob(client, f.id, &ended);
+        if (!got.ok()) {
+          return cli::Fail(cli::DescribeRpcError(got, client.address(), what));
+        }
+        return cli::JobExitCode(ended);
+      }
     }
     std::this_thread::sleep_for(kFollowPoll);
   }
@@ -179,7 +189,8 @@ void AddLogsCommand(CLI::App& app, int* exit_code) {
                   "-f, every launch from then on)");
   cmd->add_option("--rank", f->rank, "Task rank")->capture_default_str();
   cmd->add_flag("-f,--follow", f->follow,
-                "Keep printing what is appended until the job ends");
+                "Keep printing what is appended until the job ends, then "
+                "exit as the job did (its exit code; 125 if cancelled)");
   cmd->add_flag("--json", f->json,
                 "One JSON object per piece of log: job_id, attempt, rank, "
                 "node, offset, text");

@@ -28,6 +28,7 @@
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/job_file.h"
+#include "cli/job_wait.h"
 #include "master/job_limits.h"
 #include "master/job_validation.h"
 
@@ -52,6 +53,7 @@ struct SubmitFlags {
   std::vector<std::string> env;
   std::vector<std::string> command;
   double retry_for_seconds = 30;
+  bool wait = false;  // --wait: until the job ends, exit with its code
 };
 
 std::string LoginName() {
@@ -212,10 +214,16 @@ int Submit(const SubmitFlags& f) {
   } else {
     std::printf("%lld\n", static_cast<long long>(resp.job_id()));
   }
-  return 0;
+  if (!f.wait) return 0;
+  std::fflush(stdout);  // the id first: a script may read it while waiting
+  return cli::WaitForJob(client, resp.job_id());
 }
 
 int SubmitFile(const SubmitFlags& f) {
+  if (f.wait) {
+    return Fail("submit: --wait waits for one job, not with --file (poll "
+                "`tiresias jobs --json` for a file's jobs)");
+  }
   if (f.gpus || !f.name.empty() || !f.checkpoint_dir.empty() ||
       !f.env.empty() || !f.command.empty()) {
     return Fail(
@@ -312,6 +320,11 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", submit->json,
                 "Print the answer as JSON: {\"job_id\": ...} or, with "
                 "--file, {\"job_ids\": [...]}");
+  cmd->add_flag("--wait", submit->wait,
+                "After printing the id, wait until the job ends and exit with "
+                "its exit code: 0 finished, the job's code if it failed "
+                "(128 + N if signal N ended it), 125 if it was cancelled; "
+                "Ctrl-C stops waiting, not the job");
   cmd->add_option("command", submit->command, "The command to run, after --");
   cmd->callback([submit, exit_code] {
     *exit_code = submit->file.empty() ? Submit(*submit) : SubmitFile(*submit);

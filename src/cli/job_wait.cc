@@ -1,0 +1,61 @@
+#include "cli/job_wait.h"
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace tiresias::cli {
+namespace {
+
+constexpr std::chrono::seconds kUnreachableFor{120};
+constexpr std::chrono::milliseconds kFirstPoll{100};
+constexpr std::chrono::milliseconds kMaxPoll{1000};
+
+}  // namespace
+
+int JobExitCode(const v1::Job& job) {
+  switch (job.state()) {
+    case v1::JOB_STATE_FINISHED:
+      return job.has_exit_code() ? job.exit_code() : 0;
+    case v1::JOB_STATE_CANCELLED:
+      return kCancelledExitCode;
+    default:
+      return job.has_exit_code() && job.exit_code() != 0 ? job.exit_code()
+                                                          : 1;
+  }
+}
+
+int WaitForJob(MasterClient& client, int64_t id) {
+  const std::string what = absl::StrCat("job ", id);
+  auto poll = kFirstPoll;
+  auto last_ok = std::chrono::steady_clock::now();
+  while (true) {
+    v1::GetJobRequest req;
+    req.set_job_id(id);
+    v1::GetJobResponse resp;
+    const grpc::Status status =
+        client.stub().GetJob(client.Context().get(), req, &resp);
+    const auto now = std::chrono::steady_clock::now();
+    if (status.ok()) {
+      last_ok = now;
+      if (IsFinal(resp.job().state())) {
+        const int code = JobExitCode(resp.job());
+        if (resp.job().state() != v1::JOB_STATE_FINISHED || code != 0) {
+          std::fprintf(stderr, "tiresias: job %lld %s, exit code %d\n",
+                       static_cast<long long>(id),
+                       JobStateName(resp.job().state()).c_str(), code);
+        }
+        return code;
+      }
+    } else if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
+               now - last_ok > kUnreachableFor) {
+      return Fail(DescribeRpcError(status, client.address(), what));
+    }
+    std::this_thread::sleep_for(poll);
+    poll = std::min(kMaxPoll, poll * 2);
+  }
+}
+
+}  // namespace tiresias::cli

@@ -61,6 +61,7 @@ struct Flags {
   int pack_limit_refresh = 10;
   double pack_limit_cost = 0.10;
   double short_threshold = 800;
+  double warmup_hours = 0;
   std::vector<std::string> sweeps;
   int threads = 0;
 };
@@ -149,6 +150,11 @@ absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
   base.scheduler.seed = f.seed;
   base.record_timeseries = !f.out.empty();
   RETURN_IF_ERROR(ValidateArrivalScale(f.arrival_scale));
+  if (!(f.warmup_hours >= 0) || !std::isfinite(f.warmup_hours)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--warmup ", f.warmup_hours,
+                     ": expected a non-negative number of hours"));
+  }
 
   std::vector<std::string> policies = absl::StrSplit(f.policies, ',');
   for (const std::string& p : policies) {
@@ -192,6 +198,7 @@ nlohmann::json Parameters(const Flags& f, const SimConfig& base) {
           {"placement_slowdown", base.placement_slowdown},
           {"gittins_samples", f.gittins_samples},
           {"short_threshold_s", f.short_threshold},
+          {"warmup_h", f.warmup_hours},
           {"sweeps", f.sweeps}};
   if (!f.slowdown_file.empty()) {
     // Only with a file, so that default outputs stay as they were.
@@ -366,7 +373,8 @@ absl::Status Simulate(const Flags& f, const std::string& command_line) {
       continue;
     }
     if (!run->result.ok()) return run->result.status();
-    summaries.push_back(Summarize(*run->result, bins));
+    summaries.push_back(
+        Summarize(*run->result, bins, f.warmup_hours * 3600));
     results.push_back(&*run->result);
   }
   RunInfo info{command_line,
@@ -378,7 +386,8 @@ absl::Status Simulate(const Flags& f, const std::string& command_line) {
                f.seed,
                f.baseline,
                runs.front()->prepared->excluded,
-               Parameters(f, in.base)};
+               Parameters(f, in.base),
+               f.warmup_hours * 3600};
   if (!f.sweeps.empty()) {
     std::vector<SweepRun> sweep;
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -511,6 +520,11 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
       ->capture_default_str();
   cmd->add_option("--short-threshold", f.short_threshold,
                   "Seconds below which a job is short in the per-bin table")
+      ->capture_default_str();
+  cmd->add_option("--warmup", f.warmup_hours,
+                  "Hours: jobs submitted in the trace's first H hours still "
+                  "run but are left out of every job metric (JCT, queueing, "
+                  "bins, fairness, the CDFs)")
       ->capture_default_str();
   cmd->add_option("--sweep", f.sweeps,
                   "KEY=V1,V2: run the grid of every combination; keys: "

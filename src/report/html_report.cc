@@ -136,6 +136,13 @@ std::string RenderMeta(const json& data) {
   add_text("Cluster", cluster_text, false);
   add_text("Seed", Text(data, "seed"), false);
   add_text("Baseline", Text(data, "baseline"), false);
+  if (auto warmup = Number(data, "warmup_s"); warmup && *warmup > 0) {
+    add_text("Warm-up",
+             absl::StrCat("jobs submitted in the first ",
+                          FormatDuration(*warmup),
+                          " ran but are left out of the metrics"),
+             false);
+  }
   add_text("Version", Text(data, "version"), false);
   if (rows.empty()) return "";
   std::string html = "<dl class=\"meta\">\n";
@@ -159,13 +166,13 @@ std::string SummaryRow(const json& policy, const std::string& name,
   html += DurationCell(Number(policy, "avg_jct_s"));
   html += DurationCell(Number(policy, "median_jct_s"));
   std::optional<double> max_jct = Number(policy, "max_jct_s");
-  html += DurationCell(Number(policy, "p95_jct_s"), "",
-                       max_jct ? "max " + FormatDuration(*max_jct) : "");
+  html += DurationCell(Number(policy, "p95_jct_s"));
+  html += DurationCell(max_jct);
   html += DurationCell(Number(policy, "avg_queueing_s"));
   html += DurationCell(Number(policy, "makespan_s"));
   std::optional<double> overhead = Number(policy, "preemption_overhead_s");
-  html += CountCell(Number(policy, "preemptions"),
-                    overhead ? "overhead " + FormatDuration(*overhead) : "");
+  html += CountCell(Number(policy, "preemptions"));
+  html += DurationCell(overhead);
   std::optional<double> utilization = Number(policy, "gpu_utilization");
   html += NumCell(utilization ? FormatPercent(*utilization)
                               : std::string(kNoValue));
@@ -191,8 +198,10 @@ std::string RenderSummary(const json& data) {
       "class=\"table-wrap\"><table>\n<thead><tr>"
       "<th>Policy</th><th class=\"num\">Jobs</th>"
       "<th class=\"num\">Avg JCT</th><th class=\"num\">Median JCT</th>"
-      "<th class=\"num\">p95 JCT</th><th class=\"num\">Avg queueing</th>"
+      "<th class=\"num\">p95 JCT</th><th class=\"num\">Max JCT</th>"
+      "<th class=\"num\">Avg queueing</th>"
       "<th class=\"num\">Makespan</th><th class=\"num\">Preemptions</th>"
+      "<th class=\"num\">Preemption overhead</th>"
       "<th class=\"num\">GPU utilization</th>";
   if (has_baseline) {
     absl::StrAppend(&html, "<th class=\"num\">Avg JCT vs ",
@@ -240,12 +249,27 @@ std::string RenderCharts(const json& data) {
       "Logarithmic x axis: delays under 1&nbsp;s, including the many zero "
       "delays, are drawn at 1&nbsp;s.");
   html += RenderFigure(
-      "utilization", "Busy GPUs over time",
-      gpus ? absl::StrCat("GPUs running a job, of ", FormatCount(*gpus),
-                          " in the cluster; x in hours since the start of "
-                          "the trace.")
-           : std::string("GPUs running a job; x in hours since the start of "
-                         "the trace."));
+      "jct-tail", "Job completion time, the tail (1 &minus; CDF)",
+      "Fraction of jobs whose completion time exceeds x, both axes "
+      "logarithmic: the slowest jobs, which a CDF squeezes into its top.");
+  html += RenderFigure(
+      "queueing-tail", "Queueing delay, the tail (1 &minus; CDF)",
+      "Fraction of jobs that waited longer than x, both axes logarithmic.");
+  html += RenderFigure(
+      "jct-ratio", "Per-job JCT against the baseline (CDF)",
+      "For each job, its completion time over its completion time under the "
+      "baseline policy; left of 1, the job finished sooner. Logarithmic x "
+      "axis.");
+  html += RenderFigure(
+      "utilization", "Busy GPUs and waiting jobs over time",
+      absl::StrCat(
+          gpus ? absl::StrCat("GPUs running a job, of ", FormatCount(*gpus),
+                              " in the cluster (the dashed capacity line)")
+               : std::string("GPUs running a job"),
+          "; waiting jobs (dotted) on the right axis; x in hours since the "
+          "start of the trace."));
+  html += RenderFigure("bins-chart", "Average JCT per bin",
+                       "The per-bin table below as bars (logarithmic axis).");
   html += "</section>\n";
   return html;
 }

@@ -58,7 +58,7 @@ namespace tiresias {
 
 // The number of charts a report page draws (the value of
 // data-charts-rendered once it has drawn them).
-inline constexpr int kReportChartCount = 3;
+inline constexpr int kReportChartCount = 7;
 
 // The full page for `data` (schema above). Never fails: a non-object input
 // gives a page with no policies.

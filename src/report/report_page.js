@@ -38,6 +38,11 @@
     return out;
   }
 
+  // Line patterns by policy, so lines that lie on top of each other (e.g.
+  // srtf and srsf) still show: colour, dash and width differ.
+  var DASHES = [[], [8, 4], [2, 3], [10, 3, 2, 3], [14, 5], [4, 4],
+                [1, 4], [12, 3, 3, 3, 3, 3]];
+
   function makeDatasets(data, key, xScale, minX) {
     var policies = Array.isArray(data.policies) ? data.policies : [];
     return policies.map(function (policy, i) {
@@ -51,8 +56,8 @@
         data: points,
         borderColor: color,
         backgroundColor: color,
-        borderWidth: 2,
-        borderDash: isBaseline ? [7, 4] : [],
+        borderWidth: i < 2 ? 2.5 : 2,
+        borderDash: DASHES[i % DASHES.length],
         pointRadius: points.length <= 40 ? 2.5 : 0,
         pointHoverRadius: 4,
         fill: false,
@@ -152,6 +157,68 @@
 
   function percent(y) { return (y * 100).toFixed(1) + '%'; }
 
+  // Log-axis ticks at `nice` values only (powers of ten, nice durations).
+  function niceTicks(nice) {
+    return function (scale) {
+      scale.ticks = nice.filter(function (v) {
+        return v >= scale.min * 0.999 && v <= scale.max * 1.001;
+      }).map(function (v) { return {value: v}; });
+    };
+  }
+  var DECADES = [1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10, 100, 1e3, 1e4,
+                 1e5, 1e6];
+
+  function tailAxis() {
+    return {
+      type: 'logarithmic',
+      title: {display: true, text: 'Fraction of jobs above x (log scale)'},
+      afterBuildTicks: niceTicks(DECADES),
+      ticks: {callback: function (v) {
+        return Number(v) >= 0.01 ? percent(Number(v)) :
+            Number(v).toExponential(0);
+      }}
+    };
+  }
+
+  // The summary's per-bin average JCT as grouped bars, a group per bin.
+  function drawBins(data) {
+    var canvas = document.getElementById('bins-chart');
+    if (!canvas) throw new Error('no canvas #bins-chart');
+    var policies = Array.isArray(data.policies) ? data.policies : [];
+    var bins = ['SS', 'SL', 'LS', 'LL'];
+    var datasets = policies.map(function (policy, i) {
+      var b = policy && policy.bins ? policy.bins : {};
+      return {
+        label: policy && typeof policy.name === 'string' ?
+            policy.name : 'policy ' + (i + 1),
+        data: bins.map(function (k) {
+          return b[k] && isNumber(b[k].avg_jct_s) && b[k].avg_jct_s > 0 ?
+              b[k].avg_jct_s : null;
+        }),
+        backgroundColor: PALETTE[i % PALETTE.length]
+      };
+    });
+    return new Chart(canvas, {
+      type: 'bar',
+      data: {labels: bins, datasets: datasets},
+      options: {
+        animation: false, responsive: true, maintainAspectRatio: false,
+        scales: {
+          y: {type: 'logarithmic',
+              title: {display: true, text: 'Average JCT (log scale)'},
+              afterBuildTicks: niceTicks(NICE_SECONDS),
+              ticks: {callback: function (v) {
+                var i = NICE_SECONDS.indexOf(Number(v));
+                return i >= 0 ? NICE_LABELS[i] : formatDuration(Number(v));
+              }}}
+        },
+        plugins: {tooltip: {callbacks: {label: function (ctx) {
+          return ctx.dataset.label + ': ' + formatDuration(ctx.parsed.y);
+        }}}}
+      }
+    });
+  }
+
   function drawAll() {
     if (typeof Chart === 'undefined') throw new Error('Chart.js not loaded');
     var block = document.getElementById('report-data');
@@ -179,18 +246,68 @@
       return percent(y) + ' of jobs waited at most ' + formatDuration(x);
     }));
 
+    var jctTail = makeDatasets(data, 'jct_tail', 1, MIN_LOG_SECONDS);
+    charts.push(makeChart('jct-tail', jctTail, {
+      x: logDurationAxis(jct, 'Job completion time (log scale)'),
+      y: tailAxis()
+    }, function (x, y) {
+      return percent(y) + ' of jobs took longer than ' + formatDuration(x);
+    }));
+    var queueingTail =
+        makeDatasets(data, 'queueing_tail', 1, MIN_LOG_SECONDS);
+    charts.push(makeChart('queueing-tail', queueingTail, {
+      x: logDurationAxis(queueing, 'Queueing delay (log scale)'),
+      y: tailAxis()
+    }, function (x, y) {
+      return percent(y) + ' of jobs waited longer than ' + formatDuration(x);
+    }));
+
+    var ratio = makeDatasets(data, 'jct_ratio_cdf', 1);
+    charts.push(makeChart('jct-ratio', ratio, {
+      x: {type: 'logarithmic', afterBuildTicks: niceTicks(DECADES),
+          ticks: {callback: function (v) { return Number(v) + 'x'; }},
+          title: {display: true, text: 'JCT / the baseline\'s JCT, per job ' +
+                  '(log scale; below 1: faster than under ' +
+                  (data.baseline || 'the baseline') + ')'}},
+      y: fractionAxis()
+    }, function (x, y) {
+      return percent(y) + ' of jobs at most ' + x.toPrecision(3) + 'x';
+    }));
+
+    // Busy GPUs per policy, the cluster's capacity, and waiting jobs on a
+    // second axis; the x axis ends with the data.
     var busy = makeDatasets(data, 'utilization', 1 / 3600);
+    var waiting = makeDatasets(data, 'waiting', 1 / 3600).map(function (d) {
+      d.label = d.label + ': waiting jobs';
+      d.yAxisID = 'y2';
+      d.borderWidth = 1;
+      d.borderDash = [2, 2];
+      return d;
+    });
     var gpus = data.cluster && isNumber(data.cluster.gpus) ?
         data.cluster.gpus : undefined;
-    charts.push(makeChart('utilization', busy, {
+    var span = extent(busy.concat(waiting));
+    var lines = busy.concat(waiting);
+    if (gpus && span.lo <= span.hi) {
+      lines.push({label: 'capacity (' + gpus + ' GPUs)',
+                  data: [{x: span.lo, y: gpus}, {x: span.hi, y: gpus}],
+                  borderColor: '#333', borderWidth: 1, borderDash: [6, 3],
+                  pointRadius: 0, fill: false});
+    }
+    charts.push(makeChart('utilization', lines, {
       x: {type: 'linear', min: 0,
+          max: span.lo <= span.hi ? span.hi : undefined,
           title: {display: true, text: 'Time since trace start (hours)'}},
       y: {type: 'linear', min: 0, suggestedMax: gpus,
           title: {display: true,
-                  text: gpus ? 'Busy GPUs (of ' + gpus + ')' : 'Busy GPUs'}}
+                  text: gpus ? 'Busy GPUs (of ' + gpus + ')' : 'Busy GPUs'}},
+      y2: {type: 'linear', min: 0, position: 'right',
+           grid: {drawOnChartArea: false},
+           title: {display: true, text: 'Waiting jobs'}}
     }, function (x, y) {
-      return y + ' GPUs busy at ' + x.toFixed(2) + ' h';
+      return y.toFixed(1) + ' at ' + x.toFixed(2) + ' h';
     }));
+    charts.push(drawBins(data));
     return charts.length;
   }
 

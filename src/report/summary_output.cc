@@ -1,6 +1,7 @@
 #include "report/summary_output.h"
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -77,6 +78,7 @@ nlohmann::json SummaryJson(const RunInfo& info,
           {"version", info.version},
           {"baseline", info.baseline},
           {"excluded_jobs", info.excluded_jobs},
+          {"warmup_s", info.warmup_s},
           {"parameters", info.parameters},
           {"policies", policies}};
 }
@@ -86,16 +88,33 @@ nlohmann::json ReportJson(const RunInfo& info,
                           const std::vector<const SimResult*>& results) {
   nlohmann::json data = SummaryJson(info, summaries);
   data["title"] = "Tiresias simulation";
+  // The baseline's JCT by job id, for the per-job ratios.
+  std::map<JobId, double> base_jct;
+  for (const SimResult* r : results) {
+    if (r->policy != info.baseline) continue;
+    for (const JobResult& j : r->jobs) base_jct[j.id] = j.jct();
+  }
   for (size_t i = 0; i < results.size(); ++i) {
-    std::vector<double> jct, queueing;
+    std::vector<double> jct, queueing, ratio;
     for (const JobResult& j : results[i]->jobs) {
+      if (!CountsInMetrics(*results[i], j, info.warmup_s)) continue;
       jct.push_back(j.jct());
       queueing.push_back(j.queueing());
+      auto base = base_jct.find(j.id);
+      if (base != base_jct.end() && base->second > 0) {
+        ratio.push_back(j.jct() / base->second);
+      }
     }
     nlohmann::json& p = data["policies"][i];
+    p["jct_tail"] = PairsJson(Tail(jct, 20));
+    p["queueing_tail"] = PairsJson(Tail(queueing, 20));
     p["jct_cdf"] = PairsJson(Cdf(std::move(jct), 400));
     p["queueing_cdf"] = PairsJson(Cdf(std::move(queueing), 400));
     p["utilization"] = PairsJson(UtilizationSeries(*results[i], 800));
+    p["waiting"] = PairsJson(WaitingSeries(*results[i], 800));
+    if (!base_jct.empty()) {
+      p["jct_ratio_cdf"] = PairsJson(Cdf(std::move(ratio), 400));
+    }
   }
   return data;
 }

@@ -26,10 +26,14 @@ struct RunInfo {
   std::string baseline;  // policy the normalized columns divide by
   int64_t excluded_jobs = 0;  // jobs larger than the cluster
   nlohmann::json parameters = nlohmann::json::object();
+  // Jobs submitted in the first warmup_s seconds are left out of the
+  // metrics (Summarize's warmup_s); the CDFs follow.
+  double warmup_s = 0;
 };
 
 // {"trace", "cluster": {"servers", "gpus", "description"}, "seed",
-//  "command", "version", "baseline", "excluded_jobs", "parameters",
+//  "command", "version", "baseline", "excluded_jobs", "warmup_s",
+//  "parameters",
 //  "policies": [{"name", "placement", "jobs", "avg_jct_s", "median_jct_s",
 //  "p95_jct_s", "max_jct_s", "avg_queueing_s", "makespan_s", "preemptions",
 //  "preemption_overhead_s", "gpu_utilization", "bins": {"SS": {"jobs",
@@ -41,8 +45,10 @@ struct RunInfo {
 nlohmann::json SummaryJson(const RunInfo& info,
                            const std::vector<Summary>& summaries);
 
-// SummaryJson plus, per policy, the downsampled JCT and queueing CDFs and
-// busy GPUs over time: the input of RenderHtmlReport (html_report.h).
+// SummaryJson plus, per policy, the downsampled JCT and queueing CDFs (of
+// the jobs counted) and their tails (Tail, 20 points a decade), busy GPUs and waiting jobs over time, and the CDF of
+// each job's JCT over its JCT under the baseline ("jct_ratio_cdf", when the
+// baseline is among the results): the input of RenderHtmlReport.
 nlohmann::json ReportJson(const RunInfo& info,
                           const std::vector<Summary>& summaries,
                           const std::vector<const SimResult*>& results);

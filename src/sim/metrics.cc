@@ -29,11 +29,16 @@ std::string BinOf(const JobResult& job, const BinOptions& options) {
 
 }  // namespace
 
-Summary Summarize(const SimResult& result, const BinOptions& bin_options) {
+bool CountsInMetrics(const SimResult& result, const JobResult& job,
+                     double warmup_s) {
+  return job.submit >= result.first_submit + warmup_s;
+}
+
+Summary Summarize(const SimResult& result, const BinOptions& bin_options,
+                  double warmup_s) {
   Summary s;
   s.policy = result.policy;
   s.placement = result.placement;
-  s.jobs = static_cast<int64_t>(result.jobs.size());
   s.preemptions = result.preemptions;
   s.preemption_overhead_s = result.overhead_seconds;
   s.learnt_pack_limit = result.learnt_pack_limit;
@@ -49,7 +54,10 @@ Summary Summarize(const SimResult& result, const BinOptions& bin_options) {
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>
       by_bin;
   for (const char* bin : {"SS", "SL", "LS", "LL"}) by_bin[bin];
+  std::vector<JobResult> counted;
   for (const JobResult& job : result.jobs) {
+    if (!CountsInMetrics(result, job, warmup_s)) continue;
+    counted.push_back(job);
     jct.push_back(job.jct());
     queueing.push_back(job.queueing());
     auto& [bin_jct, bin_queueing] = by_bin[BinOf(job, bin_options)];
@@ -62,7 +70,17 @@ Summary Summarize(const SimResult& result, const BinOptions& bin_options) {
   s.median_jct_s = Percentile(jct, 0.5);
   s.p95_jct_s = Percentile(jct, 0.95);
   s.max_jct_s = jct.empty() ? 0 : jct.back();
-  s.fairness = SummarizeFairness(result.jobs, PerJobFairness(result.jobs));
+  s.jobs = static_cast<int64_t>(counted.size());
+  // N (active jobs over a job's life) counts warm-up jobs too: they held
+  // the cluster.
+  const std::vector<JobFairness> all = PerJobFairness(result.jobs);
+  std::vector<JobFairness> kept;
+  for (size_t i = 0; i < result.jobs.size(); ++i) {
+    if (CountsInMetrics(result, result.jobs[i], warmup_s)) {
+      kept.push_back(all[i]);
+    }
+  }
+  s.fairness = SummarizeFairness(counted, kept);
   for (auto& [bin, values] : by_bin) {
     auto& [bin_jct, bin_queueing] = values;
     BinSummary b;
@@ -74,6 +92,29 @@ Summary Summarize(const SimResult& result, const BinOptions& bin_options) {
     s.bins[bin] = b;
   }
   return s;
+}
+
+std::vector<std::pair<double, double>> Tail(std::vector<double> values,
+                                            int per_decade) {
+  std::vector<std::pair<double, double>> points;
+  if (values.empty() || per_decade < 1) return points;
+  std::sort(values.begin(), values.end());
+  const double n = static_cast<double>(values.size());
+  size_t last = values.size();  // index of the last point taken
+  for (int k = 0;; ++k) {
+    const double above = std::pow(10.0, -static_cast<double>(k) / per_decade);
+    // The point with floor(above x n) values above it (n - 1 at most).
+    const double count_above = std::floor(above * n + 1e-9);
+    if (count_above < 1) break;
+    const double c = std::min(count_above, n - 1);
+    if (c < 1) break;  // nothing above: off a log axis
+    const size_t i = static_cast<size_t>(n - 1 - c);
+    if (i != last) {
+      points.push_back({values[i], c / n});
+      last = i;
+    }
+  }
+  return points;
 }
 
 std::vector<std::pair<double, double>> Cdf(std::vector<double> values,
@@ -90,8 +131,14 @@ std::vector<std::pair<double, double>> Cdf(std::vector<double> values,
   return points;
 }
 
-std::vector<std::pair<double, double>> UtilizationSeries(
-    const SimResult& result, int max_points) {
+namespace {
+
+// `value` of the time series averaged over at most `max_points` equal
+// windows spanning the run.
+template <typename Value>
+std::vector<std::pair<double, double>> SeriesMeans(const SimResult& result,
+                                                   int max_points,
+                                                   Value value) {
   std::vector<std::pair<double, double>> points;
   const auto& series = result.timeseries;
   const double start = result.first_submit, end = result.last_end;
@@ -106,11 +153,25 @@ std::vector<std::pair<double, double>> UtilizationSeries(
       const double from = std::max(lo, series[j].time);
       const double to =
           j + 1 < series.size() ? std::min(hi, series[j + 1].time) : hi;
-      if (to > from) area += series[j].busy_gpus * (to - from);
+      if (to > from) area += value(series[j]) * (to - from);
     }
     points.push_back({lo, area / width});
   }
   return points;
+}
+
+}  // namespace
+
+std::vector<std::pair<double, double>> UtilizationSeries(
+    const SimResult& result, int max_points) {
+  return SeriesMeans(result, max_points,
+                     [](const TimePoint& p) { return p.busy_gpus; });
+}
+
+std::vector<std::pair<double, double>> WaitingSeries(const SimResult& result,
+                                                     int max_points) {
+  return SeriesMeans(result, max_points,
+                     [](const TimePoint& p) { return p.pending_jobs; });
 }
 
 }  // namespace tiresias

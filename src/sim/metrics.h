@@ -53,7 +53,16 @@ struct Summary {
   int64_t pack_limit_updates = 0;
 };
 
-Summary Summarize(const SimResult& result, const BinOptions& bins = {});
+// `warmup_s`: jobs submitted in the run's first warmup_s seconds are left
+// out of every job metric (JCT, queueing, bins, fairness); they still ran,
+// and makespan and utilization are the whole run's.
+Summary Summarize(const SimResult& result, const BinOptions& bins = {},
+                  double warmup_s = 0);
+
+// The jobs of `result` the metrics count: those submitted at or after
+// first_submit + warmup_s.
+bool CountsInMetrics(const SimResult& result, const JobResult& job,
+                     double warmup_s);
 
 // Nearest-rank percentile of `sorted` (ascending, non-empty), q in [0, 1].
 double Percentile(const std::vector<double>& sorted, double q);
@@ -63,10 +72,20 @@ double Percentile(const std::vector<double>& sorted, double q);
 std::vector<std::pair<double, double>> Cdf(std::vector<double> values,
                                            int max_points);
 
+// The tail of `values` as (value, fraction of values above it) points, at
+// fractions spaced evenly on a log scale (`per_decade` a decade) from the
+// smallest value down to 1/n: what a 1 - CDF plot on log axes needs, which
+// a rank-spaced CDF leaves at its top.
+std::vector<std::pair<double, double>> Tail(std::vector<double> values,
+                                            int per_decade);
+
 // Busy GPUs over time, averaged over at most `max_points` equal windows
 // spanning the run: each point is (window start, mean busy GPUs).
 std::vector<std::pair<double, double>> UtilizationSeries(
     const SimResult& result, int max_points);
+// The same for waiting (pending) jobs.
+std::vector<std::pair<double, double>> WaitingSeries(const SimResult& result,
+                                                     int max_points);
 
 }  // namespace tiresias
 

@@ -70,5 +70,31 @@ TEST(MetricsTest, UtilizationSeriesAveragesWindows) {
               ElementsAre(Pair(0, 2.0), Pair(50, 0.0)));
 }
 
+// 1..100, a point a decade: 99% of values are above 1, 10% above 90, 1%
+// above 99; the largest value (nothing above it) is off a log axis.
+TEST(TailTest, LogSpacedFractionsDownToOneValue) {
+  std::vector<double> values;
+  for (int i = 100; i >= 1; --i) values.push_back(i);
+  const auto tail = Tail(values, 1);
+  ASSERT_EQ(tail.size(), 3u);
+  EXPECT_EQ(tail[0], (std::pair<double, double>{1, 0.99}));
+  EXPECT_EQ(tail[1], (std::pair<double, double>{90, 0.1}));
+  EXPECT_EQ(tail[2], (std::pair<double, double>{99, 0.01}));
+  EXPECT_TRUE(Tail({}, 10).empty());
+  EXPECT_TRUE(Tail({5}, 10).empty());  // one value: none above it
+  // Ten a decade over 100,000 values: 51 fractions, of which those that
+  // floor to the same count of values above are one point (3 of 3.98 and
+  // 3.16; 1 of 1.99, 1.58, 1.26 and 1.00): 47, fractions descending.
+  std::vector<double> many(100000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<double>(i);
+  const auto fine = Tail(many, 10);
+  EXPECT_EQ(fine.size(), 47u);
+  for (size_t i = 1; i < fine.size(); ++i) {
+    EXPECT_LT(fine[i].second, fine[i - 1].second);
+    EXPECT_GT(fine[i].first, fine[i - 1].first);
+  }
+  EXPECT_DOUBLE_EQ(fine.back().second, 1e-5);
+}
+
 }  // namespace
 }  // namespace tiresias

@@ -10,6 +10,7 @@
 #include "cli_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "report/html_report.h"
 
 namespace tiresias::cli_test {
 namespace {
@@ -17,8 +18,9 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// The charts the page draws: JCT CDF, queueing CDF, GPU utilization.
-constexpr int kCharts = 3;
+// The charts the page draws: JCT and queueing CDFs and tails, per-job JCT
+// against the baseline, busy GPUs and waiting jobs, per-bin bars.
+constexpr int kCharts = kReportChartCount;
 
 std::string ChromiumPath() {
   const char* env = std::getenv("TIRESIAS_CHROMIUM");

@@ -253,24 +253,25 @@ TEST_F(ReportChromiumTest, TakesANonTrivialScreenshot) {
   const fs::path png_path = dir_ / "report.png";
   const RunResult run =
       RunChromium({"--screenshot=" + png_path.string(),
-                   "--window-size=1200,2400", "--hide-scrollbars"},
+                   "--window-size=1200,4800", "--hide-scrollbars"},
                   "profile-png");
   ASSERT_FALSE(run.timed_out) << "stderr:\n" << Tail(run.err);
   ASSERT_EQ(run.exit_code, 0) << "stderr:\n" << Tail(run.err);
   ASSERT_TRUE(fs::exists(png_path)) << "stderr:\n" << Tail(run.err);
   const std::string png = ReadFile(png_path);
-  // A blank 1200x2400 page compresses to a few KB; text and tables alone
-  // to about 130 KB; with three charts' lines it is larger still.
+  // A blank page compresses to a few KB; text and tables alone to about
+  // 130 KB; with the charts' lines it is larger still.
   EXPECT_GT(png.size(), 60u * 1024) << "suspiciously small screenshot";
   absl::StatusOr<report_test::PngImage> image = report_test::DecodePng(png);
   ASSERT_TRUE(image.ok()) << image.status();
   EXPECT_EQ(image->width, 1200u);
-  EXPECT_EQ(image->height, 2400u);
+  EXPECT_EQ(image->height, 4800u);
 
   // Each policy's line colour (report_page.js's palette, in policy order)
-  // must cover many pixels (give or take anti-aliasing): three charts of ~1000
-  // px wide lines. Nothing else on the page uses these colours; a page whose
-  // charts did not draw has none of them.
+  // must cover many pixels (give or take anti-aliasing): the charts' ~1000 px
+  // wide lines, dashed and dotted by policy (the third is dotted). Nothing
+  // else on the page uses these colours; a page whose charts did not draw
+  // has none of them.
   const char* const kLineColors[] = {"#4e79a7", "#f28e2b", "#e15759"};
   for (const char* hex : kLineColors) {
     const report_test::Rgb color = report_test::ParseHexColor(hex);

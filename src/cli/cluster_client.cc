@@ -1,5 +1,8 @@
 #include "cli/cluster_client.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -173,6 +176,15 @@ std::string NodeStateName(v1::NodeState state) {
   if (name.rfind("NODE_STATE_", 0) == 0) name = name.substr(11);
   return name.empty() ? absl::StrCat("state ", static_cast<int>(state))
                       : absl::AsciiStrToLower(name);
+}
+
+std::string OwnerToSend(const ClientCredentials& creds) {
+  if (!creds.tls.insecure) return "";
+  if (const char* user = std::getenv("USER"); user && user[0]) return user;
+  if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_name) {
+    return pw->pw_name;
+  }
+  return "";
 }
 
 bool IsFinal(v1::JobState state) {

@@ -46,6 +46,12 @@ struct ClientCredentials {
 // Errors name the variable and the file.
 absl::StatusOr<ClientCredentials> LoadClientCredentials();
 
+// The owner a submission names: empty for a master with TLS, which knows
+// who you are from your credential (and refuses a job for anyone else);
+// for one started with --insecure, the login name ($USER, else the
+// password database's name of this uid).
+std::string OwnerToSend(const ClientCredentials& creds);
+
 class MasterClient {
  public:
   // Loads ClientCredentials; a bad one ends the process with its error

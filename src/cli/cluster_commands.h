@@ -36,6 +36,8 @@ void AddLogsCommand(CLI::App& app, int* exit_code);
 void AddUpCommand(CLI::App& app, int* exit_code);  // up_command.cc
 void AddWatchCommand(CLI::App& app, int* exit_code);  // watch_command.cc
 void AddDashboardCommand(CLI::App& app, int* exit_code);  // dashboard_command.cc
+// `replay` and `compare` (replay_command.cc).
+void AddReplayCommands(CLI::App& app, int* exit_code);
 
 }  // namespace tiresias
 

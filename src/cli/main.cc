@@ -26,5 +26,6 @@ int main(int argc, char** argv) {
   tiresias::AddAdminCommands(app, &exit_code);
   tiresias::AddWhoAmICommand(app, &exit_code);
   tiresias::AddProfileCommand(app, &exit_code);
+  tiresias::AddReplayCommands(app, &exit_code);
   return tiresias::cli::ParseAndRun(app, argc, argv, exit_code);
 }

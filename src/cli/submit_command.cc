@@ -56,14 +56,6 @@ struct SubmitFlags {
   bool wait = false;  // --wait: until the job ends, exit with its code
 };
 
-std::string LoginName() {
-  if (const char* user = std::getenv("USER"); user && user[0]) return user;
-  if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_name) {
-    return pw->pw_name;
-  }
-  return "";
-}
-
 // 128 random bits from std::random_device, as 32 hex digits.
 std::string NewRequestId() {
   std::random_device random;
@@ -75,17 +67,11 @@ std::string NewRequestId() {
 }
 
 // The spec the flags describe, or a one-line error about a flag.
-// A master with TLS knows who you are from your credential (and refuses a
-// job for anyone else); one started with --insecure is told.
-std::string OwnerToSend(const cli::ClientCredentials& creds) {
-  return creds.tls.insecure ? LoginName() : "";
-}
-
 absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
                                          const cli::ClientCredentials& creds) {
   JobRequest spec;
   spec.num_gpus = f.gpus.value_or(0);
-  spec.user = OwnerToSend(creds);
+  spec.user = cli::OwnerToSend(creds);
   spec.checkpoint_dir = f.checkpoint_dir;
   spec.command = f.command;
   spec.name = !f.name.empty() || f.command.empty()
@@ -233,7 +219,7 @@ int SubmitFile(const SubmitFlags& f) {
   absl::StatusOr<cli::ClientCredentials> creds = cli::LoadClientCredentials();
   if (!creds.ok()) return Fail(std::string(creds.status().message()));
   absl::StatusOr<std::vector<cli::JobFileEntry>> entries =
-      cli::ReadJobFile(f.file, OwnerToSend(*creds));
+      cli::ReadJobFile(f.file, cli::OwnerToSend(*creds));
   if (!entries.ok()) return Fail(std::string(entries.status().message()));
   v1::SubmitJobsRequest req;
   req.mutable_jobs()->Reserve(static_cast<int>(entries->size()));

@@ -50,6 +50,49 @@ bool RefuseUnknownCommand(const CLI::App& app, int argc, char** argv) {
   return true;
 }
 
+// `simulate --polcy fifo` would get CLI11's "The following arguments were
+// not expected: fifo --polcy": name the flag, the command, and the flag it
+// looks like. Walks the words up to a bare "--" (a job's command follows),
+// following subcommand names, and checks each "--name" or "--name=value"
+// against the options of the command reached so far.
+bool RefuseUnknownFlag(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* command = &app;
+  std::string path = "tiresias";
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") return false;
+    if (word.rfind("--", 0) != 0) {
+      for (const CLI::App* sub : command->get_subcommands({})) {
+        if (sub->check_name(word)) {
+          command = sub;
+          path += " " + sub->get_name();
+          break;
+        }
+      }
+      continue;
+    }
+    const std::string name = word.substr(2, word.find('=') - 2);
+    std::vector<std::string> known;
+    bool found = false;
+    for (const CLI::Option* option : command->get_options()) {
+      for (const std::string& lname : option->get_lnames()) {
+        found |= lname == name;
+        known.push_back("--" + lname);
+      }
+    }
+    if (found) continue;
+    const std::string nearest = NearestName("--" + name, known);
+    std::fprintf(stderr, "tiresias: unknown option \"--%s\" for `%s`%s\n",
+                 name.c_str(), path.c_str(),
+                 nearest.empty()
+                     ? ""
+                     : ("; did you mean \"" + nearest + "\"?").c_str());
+    std::fprintf(stderr, "Run `%s --help` for its options.\n", path.c_str());
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void QuietGrpcLogs() {
@@ -68,6 +111,7 @@ std::string CommandLine(int argc, char** argv) {
 int ParseAndRun(CLI::App& app, int argc, char** argv, const int& exit_code) {
   RefuseFlagsAsValues(&app);
   if (RefuseUnknownCommand(app, argc, argv)) return 2;
+  if (RefuseUnknownFlag(app, argc, argv)) return 2;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

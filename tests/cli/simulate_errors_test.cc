@@ -184,6 +184,38 @@ TEST_F(CliTest, MistypedCommandSuggestsTheNearestOne) {
   EXPECT_THAT(run.err, HasSubstr("unknown command \"frobnicate\"\n"));
 }
 
+// A mistyped flag is named with its command and the flag it looks like,
+// whatever the command (the simulator's, a client's, a nested one), before
+// anything runs; words after a bare "--" are the job's and are left alone.
+TEST_F(CliTest, MistypedFlagNamesItAndSuggestsTheNearestOne) {
+  const fs::path cwd = MakeDir("flag-typo");
+  ProcessResult run = Tiresias(
+      {"simulate", "--trace", "x.csv", "--cluster", "2x2", "--polcy", "fifo"},
+      cwd);
+  EXPECT_EQ(run.exit_code, 2) << Describe(run);
+  EXPECT_EQ(run.out, "");
+  EXPECT_THAT(run.err, HasSubstr("unknown option \"--polcy\" for `tiresias "
+                                 "simulate`; did you mean \"--policy\"?"));
+  run = Tiresias({"submit", "--gpus", "1", "--nmae", "foo", "--", "sleep",
+                  "1"},
+                 cwd);
+  EXPECT_EQ(run.exit_code, 2) << Describe(run);
+  EXPECT_THAT(run.err, HasSubstr("unknown option \"--nmae\" for `tiresias "
+                                 "submit`; did you mean \"--name\"?"));
+  run = Tiresias({"admin", "token", "create", "--usr=bob"}, cwd);
+  EXPECT_EQ(run.exit_code, 2) << Describe(run);
+  EXPECT_THAT(run.err, HasSubstr("unknown option \"--usr\" for `tiresias "
+                                 "admin token create`; did you mean "
+                                 "\"--user\"?"));
+  // After "--": the job's own flags, not checked (the master is
+  // unreachable, which is the error then).
+  run = Tiresias({"submit", "--gpus", "1", "--master", "127.0.0.1:1",
+                  "--retry-for", "0", "--", "sleep", "--whatever"},
+                 cwd);
+  EXPECT_THAT(run.err, ::testing::Not(HasSubstr("unknown option")));
+  EXPECT_THAT(run.err, HasSubstr("cannot reach the master"));
+}
+
 
 }  // namespace
 }  // namespace tiresias::cli_test

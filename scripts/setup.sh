@@ -28,5 +28,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 jobs=$(nproc)
+# A build folder made for another source folder (a clone that was moved or
+# copied) or by another generator is stale, not an error: start it afresh.
+if [ -f build/CMakeCache.txt ]; then
+  cached_src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build/CMakeCache.txt)
+  cached_gen=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' build/CMakeCache.txt)
+  if [ "$cached_src" != "$(pwd -P)" ] || [ "$cached_gen" != "Ninja" ]; then
+    echo "setup: build/ was made for ${cached_src:-another folder} (${cached_gen:-?}); rebuilding it here"
+    rm -rf build
+  fi
+fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$jobs"

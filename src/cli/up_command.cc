@@ -25,6 +25,7 @@
 #include "cli/cluster_commands.h"
 #include "cli/master_flags.h"
 #include "dashboard/dashboard_server.h"
+#include "master/http_listener.h"
 
 namespace tiresias {
 namespace {
@@ -35,6 +36,8 @@ struct UpFlags {
   int gpus = 2;
   double grace_seconds = 30;
   bool allow_root_tasks = false;
+  // Where the dashboard serves (host:port; port 0 picks a free one).
+  std::string dashboard_listen = "127.0.0.1:0";
 };
 
 // The TLS identity of `node`'s agent: <ca_dir>/<node>/agent.pem, issued
@@ -62,6 +65,12 @@ int RunUp(const UpFlags& f) {
   if (!(f.grace_seconds >= 0)) {
     return cli::Fail(absl::StrCat("--grace ", f.grace_seconds,
                                   ": expected a non-negative number"));
+  }
+  if (absl::Status listen = ParseHostPort(f.dashboard_listen).status();
+      !listen.ok()) {
+    return cli::Fail(
+        absl::StrCat("--dashboard-listen ", f.dashboard_listen, ": ",
+                     listen.message()));
   }
   BlockStopSignals();
   master::RealClock clock;
@@ -121,7 +130,7 @@ int RunUp(const UpFlags& f) {
   // browser logs in with a token).
   DashboardOptions dashboard_options;
   dashboard_options.master_address = master->address;
-  dashboard_options.listen = "127.0.0.1:0";
+  dashboard_options.listen = f.dashboard_listen;
   if (!master_flags.insecure) {
     dashboard_options.tls = security::TlsConfig{.ca_pem = master->tls.ca_pem};
   }
@@ -132,7 +141,9 @@ int RunUp(const UpFlags& f) {
       DashboardServer::Start(dashboard_options);
   const std::string dashboard_url =
       dashboard.ok()
-          ? absl::StrCat("http://127.0.0.1:", (*dashboard)->port(), "/")
+          ? absl::StrCat("http://", BoundAddress(f.dashboard_listen,
+                                                 (*dashboard)->port()),
+                         "/")
           : absl::StrCat("(off: ", dashboard.status().message(), ")");
   // What a client needs, to paste: the CA to trust and the admin's token
   // (made on the first run; the file stays).
@@ -237,6 +248,11 @@ void AddUpCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--grace", flags->grace_seconds,
                   "Seconds between SIGTERM and SIGKILL when a job is "
                   "preempted or stopped")
+      ->capture_default_str();
+  cmd->add_option("--dashboard-listen", flags->dashboard_listen,
+                  "host:port the dashboard serves on (port 0 picks a free "
+                  "one; it answers only to this host's own names, see "
+                  "`tiresias dashboard --help`)")
       ->capture_default_str();
   cmd->add_flag("--allow-root-tasks", flags->allow_root_tasks,
                 "When started as root, run jobs whose owner is root (uid 0) "

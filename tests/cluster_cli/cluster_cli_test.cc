@@ -268,6 +268,11 @@ TEST_F(ClusterCliTest, MasterRejectsBadFlags) {
   ExpectOneLineError(r, "--policy gandiva: policy \"gandiva\" is a "
                         "simulator-only baseline");
   EXPECT_FALSE(fs::exists(dir_ / "gandiva"));
+  // `up` checks where its dashboard would listen before starting anything.
+  r = RunProcess({TIRESIAS_BINARY, "up", "--insecure", "--state-dir",
+                  (dir_ / "up").string(), "--dashboard-listen", "nonsense"});
+  ExpectOneLineError(r, "--dashboard-listen nonsense: expected host:port");
+  EXPECT_FALSE(fs::exists(dir_ / "up"));
 }
 
 // Reading logs from agents is tested with a real agent in

@@ -11,7 +11,8 @@
     job measured it (result.json's step_s: steps after its first).
 
   testbed_bench.py workload --placement P [--rate 1gbit] [--servers 3]
-      [--gpus 4] [--out FILE]
+      [--gpus 4] [--compute-time 0.1] [--steps vgg16-3=8,resnet50-3=20]
+      [--cutoff 600] [--out FILE]
     The mixed workload (WORKLOAD below) on a fresh testbed whose master
     places with P. First one job of each kind runs alone (its first launch
     is profiled by the agent, so the master learns its tensor skew); then
@@ -22,7 +23,11 @@
     (from the master's start and end events), see summarize(). Stops
     waiting --cutoff seconds (600) after submitting: a job not ended by
     then counts as ending then, so the average is a lower bound, and the
-    summary says how many were unfinished.
+    summary says how many were unfinished. Also samples the machine's
+    CPU (/proc/stat, once a second, submission to end: cpu_busy,
+    cpu_saturated_s_share, cpu_samples) and keeps each job's step_s from
+    its result.json, to tell whether the cores rather than the links are
+    what the jobs wait on.
 
 Everything is judged from the master's records and the jobs' own
 result.json files, never from a model. Prints a table and, with --out,
@@ -35,6 +40,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -242,7 +248,59 @@ def summarize(jobs, nodes, gpus_per_node, now=None):
             "waiting_s": wait_time}
 
 
+def cpu_times():
+    """(busy, total) jiffies of all CPUs, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
+    total = sum(v[:8])  # guest time is already in user
+    return total - idle, total
+
+
+class CpuSampler(threading.Thread):
+    """The machine's CPU busy share, once a second, while the workload
+    runs: whether the 2 cores (and not the links) are what the jobs wait
+    on. Reports the average and the share of seconds at >= 95% busy."""
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.samples, self.times = [], []
+        self.stop = threading.Event()
+
+    def run(self):
+        last = cpu_times()
+        while not self.stop.wait(1.0):
+            now = cpu_times()
+            if now[1] > last[1]:
+                self.samples.append((now[0] - last[0]) / (now[1] - last[1]))
+                self.times.append(time.time())
+            last = now
+
+    def summary(self):
+        self.stop.set()
+        self.join()
+        n = len(self.samples) or 1
+        return {"cpu_busy": sum(self.samples) / n,
+                "cpu_saturated_s_share": sum(1 for x in self.samples
+                                             if x >= 0.95) / n,
+                "cpu_samples": [[round(t, 1), round(x, 3)] for t, x in
+                                zip(self.times, self.samples)]}
+
+
+def parse_steps(text):
+    """--steps vgg16-3=4,resnet50-3=8: steps per job kind."""
+    steps = {}
+    for item in filter(None, (text or "").split(",")):
+        name, _, n = item.partition("=")
+        if name not in KINDS or not n.isdigit() or int(n) < 2:
+            fail(f"--steps: bad item {item!r} (KIND=N, N >= 2, kinds "
+                 f"{', '.join(KINDS)})")
+        steps[name] = int(n)
+    return steps
+
+
 def workload(args):
+    for name, n in parse_steps(args.steps).items():
+        KINDS[name] = KINDS[name][:4] + (n,)
     with Testbed("tbwork", args.dir, args.servers, args.gpus, args.rate,
                  args.placement) as tb:
         # Warm-up: one job of each kind, alone, profiled on its first launch.
@@ -254,35 +312,54 @@ def workload(args):
                   flush=True)
             if skew is None:
                 fail(f"warm-up job {jid} ({name}) has no measured skew")
+        cpu = CpuSampler()
+        cpu.start()
         ids = [tb.submit(name, *KINDS[name], args.compute_time)
                for name in WORKLOAD]
         jobs = tb.wait(ids, args.cutoff, partial=True)
         cutoff = time.time()
+        cpu = cpu.summary()
+
+        def step_s(jid):
+            try:
+                return tb.result(jid)["step_s"]
+            except (OSError, ValueError, KeyError):
+                return None
+        steps = {j: step_s(j) for j in ids}
         inherited = sum(1 for j in jobs.values()
                         if (j.get("profile") or {}).get("tensor_skew")
                         is not None)
         nodes = [n["name"] for n in
                  json.loads(tb.cli("nodes", "--json"))["nodes"]]
         summary = summarize(jobs, nodes, args.gpus, now=cutoff)
+    summary.update(cpu)
     summary.update({"placement": args.placement, "rate": args.rate,
                     "servers": args.servers, "gpus": args.gpus,
                     "compute_time": args.compute_time,
                     "jobs_with_skew": inherited,
                     "cutoff_s": args.cutoff,
+                    "steps": {k: v[4] for k, v in KINDS.items()},
                     "per_job": [{"id": j["id"], "name": j["spec"]["name"],
                                  "state": j["state"],
                                  "jct_s": (j.get("end_time") or cutoff) -
                                           j["submit_time"],
-                                 "nodes": j["nodes"]}
-                                for j in jobs.values()]})
+                                 "nodes": j["nodes"],
+                                 "submit": j["submit_time"],
+                                 "starts": [e["time"] for e in
+                                            j.get("events", []) if e["kind"]
+                                            in ("started", "resumed")],
+                                 "end": j.get("end_time"),
+                                 "step_s": steps[jid]}
+                                for jid, j in jobs.items()]})
     bound = (f" (at least: {summary['unfinished']} unfinished at the "
              f"{args.cutoff:.0f} s cut-off)" if summary["unfinished"] else "")
     print(f"{args.placement}: {summary['jobs']} jobs, avg JCT "
           f"{summary['avg_jct_s']:.1f} s{bound}, makespan {summary['makespan_s']:.1f} s, "
           f"fragmentation {summary['fragmentation']:.3f}, idle while waiting "
           f"{summary['idle_while_waiting']:.3f}, utilization "
-          f"{summary['utilization']:.3f}; {inherited} of them started with a "
-          f"measured skew")
+          f"{summary['utilization']:.3f}, CPU busy {summary['cpu_busy']:.2f} "
+          f"(saturated {summary['cpu_saturated_s_share']:.2f} of the time); "
+          f"{inherited} of them started with a measured skew")
     return summary
 
 
@@ -303,6 +380,9 @@ def main():
             s.add_argument("--placement", required=True)
             s.add_argument("--servers", type=int, default=3)
             s.add_argument("--gpus", type=int, default=4)
+            s.add_argument("--steps",
+                           help="steps per job kind, e.g. "
+                                "vgg16-3=4,resnet50-3=8 (default 8 and 20)")
             s.add_argument("--cutoff", type=float, default=600,
                            help="seconds after submitting to stop waiting; "
                                 "jobs not ended by then count as ending "

@@ -218,6 +218,20 @@ std::string RenderSummary(const json& data) {
   if (policies.empty()) {
     html += "<p class=\"note\">No policies in the input.</p>\n";
   }
+  // A PACKLIMIT learnt during a run (--learn-pack-limit), as the printed
+  // table's footer says it.
+  for (size_t i = 0; i < policies.size(); ++i) {
+    const json& pack = Member(policies[i], "pack_limit");
+    std::optional<double> learnt = Number(pack, "learnt");
+    if (!learnt) continue;
+    absl::StrAppend(
+        &html, "<p class=\"note\" data-pack-limit>",
+        EscapeHtml(PolicyName(policies[i], i)),
+        absl::StrFormat(": learnt PACKLIMIT %.3f from %s samples (", *learnt,
+                        Text(pack, "samples")),
+        EscapeHtml(Text(pack, "fit")), ", ", EscapeHtml(Text(pack, "updates")),
+        " placer changes)</p>\n");
+  }
   if (!baseline.empty() && !has_baseline) {
     absl::StrAppend(&html, "<p class=\"note\">Baseline policy &ldquo;",
                     EscapeHtml(baseline),

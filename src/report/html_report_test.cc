@@ -148,6 +148,19 @@ TEST(RenderHtmlReportTest, ShowsFairnessPerPolicy) {
   EXPECT_EQ(Count(section, "<tr data-policy="), 2u);
 }
 
+// A learnt PACKLIMIT is said under the summary table, as the printed
+// table's footer says it.
+TEST(RenderHtmlReportTest, SaysTheLearntPackLimit) {
+  json data = TwoPolicies();
+  data["policies"][1]["pack_limit"] = {
+      {"learnt", 0.384}, {"samples", 120}, {"fit", "fitted"}, {"updates", 2}};
+  const std::string html = RenderHtmlReport(data);
+  EXPECT_THAT(html, HasSubstr("<p class=\"note\" data-pack-limit>slow: "
+                              "learnt PACKLIMIT 0.384 from 120 samples "
+                              "(fitted, 2 placer changes)</p>"));
+  EXPECT_EQ(Count(html, "data-pack-limit"), 1u);
+}
+
 TEST(NormalizedAvgJctsTest, DividesByTheBaseline) {
   const std::vector<std::optional<double>> normalized =
       NormalizedAvgJcts(TwoPolicies());

@@ -58,8 +58,8 @@ def save(*_):
     os.replace(path + ".tmp", path)
     sys.exit(0)
 signal.signal(signal.SIGTERM, save)
-while time.monotonic() - start < left:
-    time.sleep(min(0.05, left - (time.monotonic() - start)) if left > 0 else 0)
+while (rest := left - (time.monotonic() - start)) > 0:
+    time.sleep(min(0.05, rest))
 )PY";
 
 struct ReplayFlags {

@@ -82,6 +82,8 @@ struct Run {
   // A run with the same policy and the same value of every swept key that
   // matters to it (KeyMatters): not run, its result is that run's.
   int same_as = -1;
+  std::set<std::string> ignored_keys;  // swept keys that do not matter
+
   absl::StatusOr<SimResult> result = absl::UnknownError("not run");
   std::atomic<double> fraction{0};
 };
@@ -326,6 +328,8 @@ absl::Status PlanRuns(const Flags& f, const Inputs& in,
       for (const Setting& s : point) {
         if (KeyMatters(s.first, policy, run->config)) {
           absl::StrAppend(&identity, "|", s.first, "=", s.second);
+        } else {
+          run->ignored_keys.insert(s.first);
         }
       }
       auto [it, fresh] = first_run.try_emplace(identity, runs->size());
@@ -396,11 +400,7 @@ absl::Status Simulate(const Flags& f, const std::string& command_line) {
       r.summary = summaries[i];
       r.same_as = runs[i]->same_as;
       r.excluded_jobs = runs[i]->prepared->excluded;
-      for (const auto& [key, value] : runs[i]->point) {
-        if (!KeyMatters(key, runs[i]->config.policy, runs[i]->config)) {
-          r.ignored_keys.insert(key);
-        }
-      }
+      r.ignored_keys = runs[i]->ignored_keys;
     }
     const nlohmann::json doc = SweepJson(info, sweep);
     if (!f.out.empty()) {

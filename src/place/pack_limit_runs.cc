@@ -63,11 +63,17 @@ std::map<std::string, PackLimitRuns::Signature> PackLimitRuns::BySignature()
   return out;
 }
 
+std::optional<double> PackLimitRuns::Slowdown(const Signature& s) {
+  if (s.spread.empty() || s.consolidated.empty()) return std::nullopt;
+  return Median(s.spread) / Median(s.consolidated);
+}
+
 std::map<std::string, double> PackLimitRuns::Slowdowns() const {
   std::map<std::string, double> out;
   for (const auto& [signature, s] : BySignature()) {
-    if (s.spread.empty() || s.consolidated.empty()) continue;
-    out[signature] = Median(s.spread) / Median(s.consolidated);
+    if (std::optional<double> slowdown = Slowdown(s)) {
+      out[signature] = *slowdown;
+    }
   }
   return out;
 }
@@ -77,14 +83,14 @@ bool PackLimitRuns::Refit() {
   // Create cannot fail: options_ made classifier_ before.
   PackLimitClassifier fresh = *PackLimitClassifier::Create(options_);
   for (const auto& [signature, s] : BySignature()) {
-    if (s.spread.empty() || s.consolidated.empty()) continue;
-    const double slowdown = Median(s.spread) / Median(s.consolidated);
+    const std::optional<double> slowdown = Slowdown(s);
+    if (!slowdown) continue;
     // Checked at Add: a skew in [0, 1] and a positive slowdown.
     for (size_t i = 0; i < s.consolidated.size(); ++i) {
-      fresh.AddSlowdown(s.skew, /*spread=*/false, slowdown).IgnoreError();
+      fresh.AddSlowdown(s.skew, /*spread=*/false, *slowdown).IgnoreError();
     }
     for (size_t i = 0; i < s.spread.size(); ++i) {
-      fresh.AddSlowdown(s.skew, /*spread=*/true, slowdown).IgnoreError();
+      fresh.AddSlowdown(s.skew, /*spread=*/true, *slowdown).IgnoreError();
     }
   }
   fresh.Refresh();

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,6 +83,8 @@ class PackLimitRuns {
     std::vector<double> spread;
   };
   std::map<std::string, Signature> BySignature() const;
+  // Median spread over median consolidated; nullopt unless seen both ways.
+  static std::optional<double> Slowdown(const Signature& s);
 
   PackLimitOptions options_;
   PackLimitClassifier classifier_;

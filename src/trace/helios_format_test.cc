@@ -13,6 +13,7 @@ namespace tiresias {
 namespace {
 
 using testing::ElementsAre;
+using trace_testing::Columns;
 using trace_testing::DataPath;
 using trace_testing::ScratchDir;
 
@@ -42,14 +43,8 @@ TEST(ReadHeliosTest, KeepsCompletedGpuJobsWithSubmitTimesFromTheFirst) {
       ReadTrace(path, TraceFormat::kAuto, &notes);
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   ASSERT_EQ(jobs->size(), 3u);
-  std::vector<JobId> ids;
-  std::vector<double> submits, durations;
-  std::vector<int> gpus;
+  const auto [ids, submits, durations, gpus] = Columns(*jobs);
   for (const JobSpec& job : *jobs) {
-    ids.push_back(job.id);
-    submits.push_back(job.submit_time.count());
-    durations.push_back(job.duration->count());
-    gpus.push_back(job.num_gpus);
     EXPECT_EQ(job.model, "");
   }
   EXPECT_THAT(ids, ElementsAre(1425515, 1425511, 1425516));
@@ -116,15 +111,7 @@ TEST(ShippedTracesTest, HeliosExample) {
       ReadTrace(DataPath("examples/helios_cluster_log.csv"), TraceFormat::kAuto,
                 &notes);
   ASSERT_TRUE(jobs.ok()) << jobs.status();
-  std::vector<JobId> ids;
-  std::vector<double> submits, durations;
-  std::vector<int> gpus;
-  for (const JobSpec& job : *jobs) {
-    ids.push_back(job.id);
-    submits.push_back(job.submit_time.count());
-    durations.push_back(job.duration->count());
-    gpus.push_back(job.num_gpus);
-  }
+  const auto [ids, submits, durations, gpus] = Columns(*jobs);
   EXPECT_THAT(ids, ElementsAre(100001, 100002, 100005, 100006, 100008));
   EXPECT_THAT(submits, ElementsAre(0, 300, 1800, 3600, 5400));
   EXPECT_THAT(gpus, ElementsAre(1, 8, 2, 16, 4));

@@ -14,6 +14,7 @@ namespace tiresias {
 namespace {
 
 using testing::ElementsAre;
+using trace_testing::Columns;
 using trace_testing::DataPath;
 using trace_testing::ScratchDir;
 
@@ -163,15 +164,7 @@ TEST(ShippedTracesTest, PaiExample) {
   absl::StatusOr<std::vector<JobSpec>> jobs =
       ReadTrace(DataPath("examples/pai"), TraceFormat::kAuto, &notes);
   ASSERT_TRUE(jobs.ok()) << jobs.status();
-  std::vector<JobId> ids;
-  std::vector<double> submits, durations;
-  std::vector<int> gpus;
-  for (const JobSpec& job : *jobs) {
-    ids.push_back(job.id);
-    submits.push_back(job.submit_time.count());
-    durations.push_back(job.duration->count());
-    gpus.push_back(job.num_gpus);
-  }
+  const auto [ids, submits, durations, gpus] = Columns(*jobs);
   EXPECT_THAT(ids, ElementsAre(0, 1, 3));  // job_a, job_b, job_d
   EXPECT_THAT(submits, ElementsAre(0, 60, 400));
   EXPECT_THAT(gpus, ElementsAre(1, 1, 8));  // 100%; 2 x 50%; 4 x 200%

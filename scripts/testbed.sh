@@ -135,11 +135,20 @@ load_state() {  # 1 if there is no instance recorded in DIR
   source "$(STATE)"
 }
 
-# A recorded pid is ours only while it is alive and still a tiresias
-# process: a stale state file must not make us signal a reused pid.
+# A child we just started is running until it exits (a zombie has exited).
+# Its command line is no test: between fork and exec, and inside each exec of
+# nohup -> setsid -> tiresias -> tiresias-full, it is the script's or empty.
+running() {
+  local state
+  [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null || return 1
+  state=$(sed -E 's/.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+  case "$state" in Z | X | x) return 1 ;; esac
+}
+
+# A pid recorded in the state file is ours only while it is running and still
+# a tiresias process: a stale state file must not make us signal a reused pid.
 alive() {
-  [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null &&
-    tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q tiresias
+  running "${1:-}" && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q tiresias
 }
 
 # --- links ------------------------------------------------------------------------
@@ -199,7 +208,7 @@ start_master() {
   for _ in $(seq 100); do
     line=$(grep -m1 "listening on " "$DIR/master.out" || true)
     [ -n "$line" ] && break
-    alive "$MASTER_PID" || die "tiresias master exited at start: $(tail -n 3 "$DIR/master.log" | tr '\n' ' ')"
+    running "$MASTER_PID" || die "tiresias master exited at start: $(tail -n 3 "$DIR/master.log" | tr '\n' ' ')"
     sleep 0.1
   done
   [ -n "$line" ] || die "tiresias master did not say where it listens within 10 s (see $DIR/master.log)"
@@ -225,7 +234,7 @@ wait_nodes_up() {
     up=$(TIRESIAS_MASTER=$MASTER "$TIRESIAS" nodes 2>/dev/null | awk 'NR>1 && $2=="up"' | wc -l)
     [ "$up" -ge "$SERVERS" ] && return 0
     for pid in $AGENT_PIDS; do
-      alive "$pid" || die "an agent exited at start (pid $pid); see $DIR/agent-*.log"
+      running "$pid" || die "an agent exited at start (pid $pid); see $DIR/agent-*.log"
     done
     sleep 0.2
   done

@@ -20,7 +20,9 @@ void QuietGrpcLog(gpr_log_func_args*) {}
 // starts with "--" (positionals, such as a job's command, are left alone).
 void RefuseFlagsAsValues(CLI::App* app) {
   for (CLI::Option* option : app->get_options()) {
-    if (option->get_type_size() == 0 || !option->nonpositional()) continue;
+    if (option->get_items_expected_max() == 0 || !option->nonpositional()) {
+      continue;  // a flag (its type size is 1 all the same) or positional
+    }
     option->check(CLI::Validator(
         [](std::string& value) -> std::string {
           if (value.rfind("--", 0) != 0) return "";

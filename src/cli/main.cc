@@ -11,6 +11,7 @@
 #include "cli/app.h"
 #include "cli/cluster_commands.h"
 #include "cli/profile_command.h"
+#include "cli/shell_help.h"
 #include "cli/simulate.h"
 
 int main(int argc, char** argv) {
@@ -27,5 +28,6 @@ int main(int argc, char** argv) {
   tiresias::AddWhoAmICommand(app, &exit_code);
   tiresias::AddProfileCommand(app, &exit_code);
   tiresias::AddReplayCommands(app, &exit_code);
+  tiresias::cli::AddShellHelpCommands(app, TIRESIAS_VERSION, &exit_code);
   return tiresias::cli::ParseAndRun(app, argc, argv, exit_code);
 }

@@ -9,7 +9,9 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "cli/shell_help.h"
 #include "cli/sweep.h"
+#include "place/placement.h"
 #include "security/cert_dirs.h"
 #include "security/pem_files.h"
 #include "core/status_macros.h"
@@ -102,7 +104,8 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
                   "Folder for state.db and default checkpoints (created if "
                   "missing)")->capture_default_str();
   cmd->add_option("--policy", f.policy, "Scheduling policy")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::ChoicesHint(PolicyNames()));
   cmd->add_option("--thresholds", f.thresholds,
                   "Queue bounds in GPU-seconds: 3600 (K=2) or 3250:7200 (K=3)")
       ->capture_default_str();
@@ -112,7 +115,8 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
   cmd->add_option("--queue-order", f.queue_order, kQueueOrderHelp)
       ->capture_default_str();
   cmd->add_option("--placement", f.placement,
-                  "Placement scheme (default: the policy's own)");
+                  "Placement scheme (default: the policy's own)")
+      ->check(cli::ChoicesHint(PlacerNames()));
   cmd->add_option("--pack-limit", f.pack_limit,
                   "PACKLIMIT: `profiled` placement consolidates a job whose "
                   "measured tensor skew is above it; its start value, then "

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/progress.h"
+#include "cli/shell_help.h"
 #include "cli/sweep.h"
 #include "core/status_macros.h"
 #include "report/files.h"
@@ -462,9 +463,15 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
                   "NxG, RxNxG, a Tiresias cluster spec CSV or the Philly "
                   "machine list")->required();
   cmd->add_option("--policy", f.policies, "Comma-separated policies")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::ChoicesHint([] {
+        std::vector<std::string> names = PolicyNames();
+        names.push_back("gandiva");
+        return names;
+      }()));
   cmd->add_option("--placement", f.placement,
-                  "Placement for every policy (default: each policy's own)");
+                  "Placement for every policy (default: each policy's own)")
+      ->check(cli::ChoicesHint(PlacerNames()));
   cmd->add_option("--baseline", f.baseline,
                   "Policy the normalized columns divide by")
       ->capture_default_str();

@@ -9,8 +9,11 @@
 #   1. `tiresias --version`: mean wall and CPU time of 50 runs;
 #   2. CLI submissions/s from a shell loop, one CLI process per job, with 1
 #      and 8 clients (--jobs in all, default 400), and the CPU time per
-#      `submit`: the client's (all its threads) and the cluster process's
-#      share (master + idle agent), from getrusage and /proc;
+#      `submit`: the client's (all its threads), the control processes'
+#      (control_channel.h) and the cluster process's share (master + idle
+#      agent), from getrusage and /proc; as users run it (the control
+#      channel on) and with TIRESIAS_CONTROL_PERSIST=0 (each command its
+#      own connection);
 #   3. `submit --file` of --file-jobs jobs (default 10,000): jobs/s;
 #   4. GPU busy fraction: --busy-jobs (default 200) back-to-back 1 s jobs on
 #      8 emulated GPUs, from the jobs' own clock readings.
@@ -40,9 +43,13 @@ done
 tiresias="$build/src/cli/tiresias"
 [[ -x "$tiresias" ]] || { echo "cli_bench.sh: no $tiresias (build first)" >&2; exit 1; }
 work="$(mktemp -d /tmp/tiresias-cli-bench.XXXXXX)"
+# This run's control processes live here, apart from the user's own.
+export TIRESIAS_CONTROL_DIR="$work/ctl"
+mkdir -m 700 "$TIRESIAS_CONTROL_DIR"
 up_pid=""
 cleanup() {
   if [[ -n "$up_pid" ]]; then kill -INT "$up_pid" 2>/dev/null || true; wait "$up_pid" 2>/dev/null || true; fi
+  pkill -f "__control $work/ctl" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -86,6 +93,27 @@ def up_cpu():
     fields = open(f"/proc/{up_pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / tick
 
+# The control processes (src/cli/control_channel.h) the CLI starts for
+# this run's endpoints (TIRESIAS_CONTROL_DIR is this run's own folder): CPU
+# by pid, so one started during a loop counts from zero.
+control_dir = os.environ["TIRESIAS_CONTROL_DIR"]
+def control_cpu():
+    total = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            if len(cmd) > 2 and cmd[1] == b"__control" and cmd[2].decode().startswith(control_dir):
+                fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+                total[pid] = (int(fields[11]) + int(fields[12])) / tick
+        except OSError:
+            pass
+    return total
+
+def control_delta(before, after):
+    return sum(cpu - before.get(pid, 0) for pid, cpu in after.items())
+
 def children_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -96,36 +124,48 @@ def version(binary, n=50):
         subprocess.run([binary, "--version"], stdout=subprocess.DEVNULL, check=True)
     return (time.perf_counter() - t0) / n * 1e3, (children_cpu() - c0) / n * 1e3
 
-def loop(binary, clients, n):
+def loop(binary, clients, n, env):
     each = n // clients
     script = (f'for i in $(seq {each}); do "{binary}" submit --gpus 8 --name b '
               f'-- sleep 1 >/dev/null || exit 1; done')
-    t0, c0, u0 = time.perf_counter(), children_cpu(), up_cpu()
-    procs = [subprocess.Popen(["bash", "-c", script]) for _ in range(clients)]
+    t0, c0, u0, k0 = time.perf_counter(), children_cpu(), up_cpu(), control_cpu()
+    procs = [subprocess.Popen(["bash", "-c", script], env=dict(os.environ, **env))
+             for _ in range(clients)]
     if any(p.wait() != 0 for p in procs):
         sys.exit("cli_bench: a submission failed")
     wall = time.perf_counter() - t0
     done = each * clients
-    return done / wall, (children_cpu() - c0) / done * 1e3, (up_cpu() - u0) / done * 1e3
+    return (done / wall, (children_cpu() - c0) / done * 1e3,
+            (up_cpu() - u0) / done * 1e3, control_delta(k0, control_cpu()) / done * 1e3)
 
-binaries = [("new", new)] + ([("baseline", old)] if old else [])
+# new: as users run it (the control channel on, its default); direct: the
+# same binary with it off, each command its own TLS connection; baseline:
+# another build, with its own defaults.
+binaries = [("new", new, {}), ("direct", new, {"TIRESIAS_CONTROL_PERSIST": "0"})]
+binaries += [("baseline", old, {})] if old else []
 results = {}
 for rnd in range(2):  # A B A B: both see the same machine
-    for name, b in binaries:
+    for name, b, env in binaries:
         results.setdefault((name, "version"), []).append(version(b))
-        results.setdefault((name, 1), []).append(loop(b, 1, jobs // 2))
-        results.setdefault((name, 8), []).append(loop(b, 8, jobs // 2))
+        results.setdefault((name, 1), []).append(loop(b, 1, jobs // 2, env))
+        results.setdefault((name, 8), []).append(loop(b, 8, jobs // 2, env))
 
 def mean(rows, i):
     return sum(r[i] for r in rows) / len(rows)
 
-for name, _ in binaries:
+for name, _, _ in binaries:
     v = results[(name, "version")]
     print(f"{name:8} --version: {mean(v,0):6.2f} ms wall, {mean(v,1):5.2f} ms CPU (mean of {50*len(v)})")
     for c in (1, 8):
         r = results[(name, c)]
         print(f"{name:8} submit loop, {c} client(s): {mean(r,0):6.1f} jobs/s; "
-              f"CPU per submit {mean(r,1):5.2f} ms client + {mean(r,2):4.2f} ms cluster")
+              f"CPU per submit {mean(r,1):5.2f} ms client + {mean(r,3):4.2f} ms control "
+              f"+ {mean(r,2):4.2f} ms cluster")
+for key, label, i, better in ((1, "jobs/s, 1 client", 0, "higher"),
+                              (8, "jobs/s, 8 clients", 0, "higher"),
+                              (1, "client CPU per submit", 1, "lower")):
+    print(f"ratio new/direct, {label}: "
+          f"{mean(results[('new', key)], i) / mean(results[('direct', key)], i):.2f} ({better} is better)")
 if old:
     for key, label, i, better in (("version", "--version CPU", 1, "lower"),
                                   (1, "jobs/s, 1 client", 0, "higher"),

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <algorithm>
 #include <fstream>
 
 #include <google/protobuf/util/json_util.h>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "core/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace tiresias::cli {
@@ -33,6 +35,21 @@ void AddMasterFlag(CLI::App* cmd, std::string* address) {
                   "127.0.0.1:50051)");
 }
 
+absl::Status LoadPendingTls(ClientCredentials* creds) {
+  if (!creds->tls_pending) return absl::OkStatus();
+  absl::StatusOr<security::TlsConfig> tls =
+      security::LoadTlsConfig(creds->tls_files);
+  if (!tls.ok()) {
+    return absl::Status(tls.status().code(),
+                        absl::StrCat("TIRESIAS_CA, TIRESIAS_CERT, "
+                                     "TIRESIAS_KEY: ",
+                                     tls.status().message()));
+  }
+  creds->tls = *std::move(tls);
+  creds->tls_pending = false;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ClientCredentials> LoadClientCredentials() {
   auto env = [](const char* name) -> std::string {
     const char* value = std::getenv(name);
@@ -43,15 +60,10 @@ absl::StatusOr<ClientCredentials> LoadClientCredentials() {
   if (ca.empty()) {
     creds.tls = security::InsecureTlsConfig();
   } else {
-    absl::StatusOr<security::TlsConfig> tls = security::LoadTlsConfig(
-        security::TlsFiles{ca, env("TIRESIAS_CERT"), env("TIRESIAS_KEY")});
-    if (!tls.ok()) {
-      return absl::Status(tls.status().code(),
-                          absl::StrCat("TIRESIAS_CA, TIRESIAS_CERT, "
-                                       "TIRESIAS_KEY: ",
-                                       tls.status().message()));
-    }
-    creds.tls = *std::move(tls);
+    creds.tls_files =
+        security::TlsFiles{ca, env("TIRESIAS_CERT"), env("TIRESIAS_KEY")};
+    creds.tls_pending = true;
+    if (!control::Enabled()) RETURN_IF_ERROR(LoadPendingTls(&creds));
   }
   creds.token = env("TIRESIAS_TOKEN");
   const std::string token_file = env("TIRESIAS_TOKEN_FILE");
@@ -82,7 +94,70 @@ MasterClient::MasterClient(std::string address)
 MasterClient::MasterClient(std::string address, ClientCredentials creds)
     : address_(std::move(address)), creds_(std::move(creds)) {}
 
-v1::Tiresias::Stub& MasterClient::stub() {
+namespace {
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? std::string(value) : std::string();
+}
+}  // namespace
+
+const control::Endpoint* MasterClient::ControlEndpoint() {
+  if (!endpoint_looked_up_) {
+    endpoint_looked_up_ = true;
+    if (control::Enabled()) {
+      endpoint_ = control::EndpointFor(
+          address_, Env("TIRESIAS_CA"), Env("TIRESIAS_CERT"),
+          Env("TIRESIAS_KEY"), creds_.server_name);
+    }
+  }
+  return endpoint_ ? &*endpoint_ : nullptr;
+}
+
+std::optional<grpc::Status> MasterStub::ViaControl(
+    const char* method, const grpc::ClientContext& context,
+    const google::protobuf::Message& request,
+    google::protobuf::Message* response) {
+  const control::Endpoint* endpoint = client_->ControlEndpoint();
+  if (endpoint == nullptr) return std::nullopt;
+  control::Request call;
+  call.method = absl::StrCat("/tiresias.v1.Tiresias/", method);
+  call.token = client_->creds_.token;
+  const auto deadline = context.deadline();
+  call.timeout_seconds =
+      deadline == std::chrono::system_clock::time_point::max()
+          ? std::chrono::duration<double>(kRpcDeadline).count()
+          : std::max(0.001, std::chrono::duration<double>(
+                                deadline - std::chrono::system_clock::now())
+                                .count());
+  if (!request.SerializeToString(&call.body)) return std::nullopt;
+  absl::StatusOr<control::Response> answer = control::Call(*endpoint, call);
+  if (!answer.ok() || control::NotForwarded(*answer)) {
+    // No control process (or it went away, or is of another version): the
+    // call is made directly, and a loop's next command may start one.
+    control::NoteDirectCall(*endpoint, client_->address_);
+    return std::nullopt;
+  }
+  // Its answers stand, UNAVAILABLE included: it tried the same address
+  // with the same credentials, reconnecting within a second.
+  if (answer->code != 0) {
+    return grpc::Status(static_cast<grpc::StatusCode>(answer->code),
+                        answer->message);
+  }
+  if (!response->ParseFromString(answer->body)) {
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        "the control process returned an unreadable answer");
+  }
+  return grpc::Status::OK;
+}
+
+v1::Tiresias::Stub& MasterStub::Direct() { return client_->grpc_stub(); }
+
+std::unique_ptr<grpc::ClientReader<v1::JobEvent>> MasterStub::WatchEvents(
+    grpc::ClientContext* context, const v1::WatchEventsRequest& request) {
+  return Direct().WatchEvents(context, request);
+}
+
+v1::Tiresias::Stub& MasterClient::grpc_stub() {
   if (stub_ == nullptr) Connect(/*fresh=*/false);
   return *stub_;
 }
@@ -100,6 +175,11 @@ void MasterClient::Connect(bool fresh) {
   // about a millisecond; the process's exit frees it all the same.
   static const bool kGrpcStarted = (grpc_init(), true);
   (void)kGrpcStarted;  // only its initialization matters
+  if (absl::Status loaded = LoadPendingTls(&creds_); !loaded.ok()) {
+    std::fprintf(stderr, "tiresias: %s\n",
+                 std::string(loaded.message()).c_str());
+    std::exit(1);  // as the constructor does with a bad credential
+  }
   grpc::ChannelArguments args;
   // The master is on the cluster's network; an http_proxy meant for the
   // outside world must not capture it.

@@ -8,10 +8,12 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <grpcpp/grpcpp.h>
 
+#include "cli/control_channel.h"
 #include "proto/tiresias.grpc.pb.h"
 #include "proto/tiresias.pb.h"
 #include "security/tls.h"
@@ -39,18 +41,112 @@ void AddMasterFlag(CLI::App* cmd, std::string* address);
 //   TIRESIAS_MASTER_NAME the name in the master's certificate, when
 //                        TIRESIAS_MASTER is an address it does not list.
 struct ClientCredentials {
+  // With TIRESIAS_CA set, tls.insecure is false, and tls holds the PEM text
+  // once loaded: at once, or, in a process that may use the control channel,
+  // on its first direct connection (tls_files then says what to load), so a
+  // call that the control process carries never reads or parses them.
   security::TlsConfig tls;
+  security::TlsFiles tls_files;
+  bool tls_pending = false;
   std::string token;
   std::string server_name;
 };
 // Errors name the variable and the file.
 absl::StatusOr<ClientCredentials> LoadClientCredentials();
+// Loads and checks the PEM files of credentials whose TLS is pending.
+absl::Status LoadPendingTls(ClientCredentials* creds);
 
 // The owner a submission names: empty for a master with TLS, which knows
 // who you are from your credential (and refuses a job for anyone else);
 // for one started with --insecure, the login name ($USER, else the
 // password database's name of this uid).
 std::string OwnerToSend(const ClientCredentials& creds);
+
+class MasterClient;
+
+// The Tiresias service as the commands call it, with the generated stub's
+// signatures: each unary method goes over the control channel
+// (control_channel.h) when one serves this master and these credentials,
+// and directly otherwise (or when the control process fails or cannot
+// reach the master); the streaming WatchEvents always goes directly. A new
+// unary RPC needs its one-line method here.
+class MasterStub {
+ public:
+  explicit MasterStub(MasterClient* client) : client_(client) {}
+  grpc::Status SubmitJob(grpc::ClientContext* context,
+                         const v1::SubmitJobRequest& request,
+                         v1::SubmitJobResponse* response) {
+    return Unary("SubmitJob", context, request, response,
+                 &v1::Tiresias::Stub::SubmitJob);
+  }
+  grpc::Status SubmitJobs(grpc::ClientContext* context,
+                          const v1::SubmitJobsRequest& request,
+                          v1::SubmitJobsResponse* response) {
+    return Unary("SubmitJobs", context, request, response,
+                 &v1::Tiresias::Stub::SubmitJobs);
+  }
+  grpc::Status GetJob(grpc::ClientContext* context,
+                      const v1::GetJobRequest& request,
+                      v1::GetJobResponse* response) {
+    return Unary("GetJob", context, request, response,
+                 &v1::Tiresias::Stub::GetJob);
+  }
+  grpc::Status ListJobs(grpc::ClientContext* context,
+                        const v1::ListJobsRequest& request,
+                        v1::ListJobsResponse* response) {
+    return Unary("ListJobs", context, request, response,
+                 &v1::Tiresias::Stub::ListJobs);
+  }
+  grpc::Status CancelJob(grpc::ClientContext* context,
+                         const v1::CancelJobRequest& request,
+                         v1::CancelJobResponse* response) {
+    return Unary("CancelJob", context, request, response,
+                 &v1::Tiresias::Stub::CancelJob);
+  }
+  grpc::Status ListNodes(grpc::ClientContext* context,
+                         const v1::ListNodesRequest& request,
+                         v1::ListNodesResponse* response) {
+    return Unary("ListNodes", context, request, response,
+                 &v1::Tiresias::Stub::ListNodes);
+  }
+  grpc::Status ReadJobLog(grpc::ClientContext* context,
+                          const v1::ReadJobLogRequest& request,
+                          v1::ReadJobLogResponse* response) {
+    return Unary("ReadJobLog", context, request, response,
+                 &v1::Tiresias::Stub::ReadJobLog);
+  }
+  grpc::Status WhoAmI(grpc::ClientContext* context,
+                      const v1::WhoAmIRequest& request,
+                      v1::WhoAmIResponse* response) {
+    return Unary("WhoAmI", context, request, response,
+                 &v1::Tiresias::Stub::WhoAmI);
+  }
+  grpc::Status GetClusterStatus(grpc::ClientContext* context,
+                                const v1::GetClusterStatusRequest& request,
+                                v1::ClusterStatus* response) {
+    return Unary("GetClusterStatus", context, request, response,
+                 &v1::Tiresias::Stub::GetClusterStatus);
+  }
+  std::unique_ptr<grpc::ClientReader<v1::JobEvent>> WatchEvents(
+      grpc::ClientContext* context, const v1::WatchEventsRequest& request);
+
+ private:
+  template <typename Request, typename Response>
+  grpc::Status Unary(const char* method, grpc::ClientContext* context,
+                     const Request& request, Response* response,
+                     grpc::Status (v1::Tiresias::Stub::*direct)(
+                         grpc::ClientContext*, const Request&, Response*));
+  // The call over the control channel; nullopt when it should be made
+  // directly (no control process, or it failed or found the master
+  // unreachable: the direct call has the client's own reconnects).
+  std::optional<grpc::Status> ViaControl(const char* method,
+                                         const grpc::ClientContext& context,
+                                         const google::protobuf::Message& request,
+                                         google::protobuf::Message* response);
+  v1::Tiresias::Stub& Direct();
+
+  MasterClient* client_;
+};
 
 class MasterClient {
  public:
@@ -60,12 +156,16 @@ class MasterClient {
   // With credentials the caller loaded (each load reads and checks the PEM
   // files: do it once per command).
   MasterClient(std::string address, ClientCredentials creds);
+  MasterClient(const MasterClient&) = delete;  // stub() points back here
+  MasterClient& operator=(const MasterClient&) = delete;
   const std::string& address() const { return address_; }
   const ClientCredentials& credentials() const { return creds_; }
   // The stub and the channel (for the other services, Admin) are made on
   // the first use, once; a command that fails before calling the master
   // never starts gRPC.
-  v1::Tiresias::Stub& stub();
+  MasterStub& stub() { return stub_wrapper_; }
+  // The generated stub on this process's own channel.
+  v1::Tiresias::Stub& grpc_stub();
   std::shared_ptr<grpc::Channel> channel();
   // A context carrying kRpcDeadline; fails within a second when nothing
   // listens (after the channel's retries, security::DialOptions).
@@ -77,8 +177,15 @@ class MasterClient {
  private:
   void Connect(bool fresh);
 
+  friend class MasterStub;
+  // The control endpoint: looked up on the first call, once.
+  const control::Endpoint* ControlEndpoint();
+
   std::string address_;
   ClientCredentials creds_;
+  bool endpoint_looked_up_ = false;
+  std::optional<control::Endpoint> endpoint_;
+  MasterStub stub_wrapper_{this};
   std::shared_ptr<grpc::Channel> channel_;  // null until first used
   std::unique_ptr<v1::Tiresias::Stub> stub_;
 };
@@ -110,6 +217,19 @@ double NowUnixSeconds();
 // bytes fields (JobSpec's text) are their text, not base64, and a JobSpec's
 // env is an object {"NAME": "value"}.
 std::string ToJson(const google::protobuf::Message& message);
+
+template <typename Request, typename Response>
+grpc::Status MasterStub::Unary(
+    const char* method, grpc::ClientContext* context, const Request& request,
+    Response* response,
+    grpc::Status (v1::Tiresias::Stub::*direct)(grpc::ClientContext*,
+                                               const Request&, Response*)) {
+  if (std::optional<grpc::Status> status =
+          ViaControl(method, *context, request, response)) {
+    return *status;
+  }
+  return (Direct().*direct)(context, request, response);
+}
 
 }  // namespace tiresias::cli
 

@@ -22,6 +22,7 @@
 #include "cli/admin_command.h"
 #include "cli/app.h"
 #include "cli/cluster_commands.h"
+#include "cli/control_channel.h"
 
 namespace {
 
@@ -63,7 +64,12 @@ int ExecFull(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "__control") {
+    const int code = tiresias::cli::control::Serve(argc, argv);
+    _exit(code);  // its detached threads are done or idle
+  }
   if (argc < 2 || !RunsHere(argv[1])) return ExecFull(argv);
+  tiresias::cli::control::Enable();
   tiresias::cli::QuietGrpcLogs();
   CLI::App app{tiresias::cli::kAppDescription};
   app.set_version_flag("--version", TIRESIAS_VERSION);

@@ -291,6 +291,13 @@ void Page(const CLI::App& app, const std::string& path,
                                         "where the master asks for one."},
         {"TIRESIAS_MASTER_NAME", "The name the master's certificate must "
                                  "carry, when it is not the address's host."},
+        {"TIRESIAS_CONTROL_PERSIST",
+         "Seconds the control process that a loop of commands starts (one "
+         "connection to the master, shared) stays without a call; default "
+         "10, 0 turns it off."},
+        {"TIRESIAS_CONTROL_DIR",
+         "Where its socket lives (default $XDG_RUNTIME_DIR/tiresias, else "
+         "/tmp/tiresias-UID); must be a folder of yours closed to others."},
         {"TIRESIAS_GRPC_LOG", "1 shows gRPC's own log lines."},
     };
     for (const auto& [name, text] : kEnvironment) {

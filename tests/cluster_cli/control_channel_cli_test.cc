@@ -1,0 +1,297 @@
+// The control channel (src/cli/control_channel.h) end to end: the real
+// `tiresias` binary against a real master with TLS and tokens. Judged from
+// what happened, not from what the CLI printed: which processes exist, the
+// jobs the master holds and whose they are, and calls made from a network
+// namespace with no route to the master, which only the control process
+// can have carried.
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/control_channel.h"
+#include "cli_fixture.h"
+#include "core/testing/test_dir.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "master_process.h"
+#include "nlohmann/json.hpp"
+#include "subprocess.h"
+
+namespace tiresias::cluster_test {
+namespace {
+
+namespace fs = std::filesystem;
+using cli_test::Lines;
+using cli_test::ProcessResult;
+using cli_test::RunProcess;
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+
+// The pids of control processes serving sockets under `dir`, from /proc.
+std::vector<pid_t> ControlProcesses(const fs::path& dir) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)),
+                        std::istreambuf_iterator<char>());
+    std::vector<std::string> argv;
+    size_t start = 0;
+    for (size_t end; (end = cmdline.find('\0', start)) != std::string::npos;
+         start = end + 1) {
+      argv.push_back(cmdline.substr(start, end - start));
+    }
+    if (argv.size() == 4 && argv[1] == "__control" &&
+        argv[2].rfind(dir.string(), 0) == 0) {
+      pids.push_back(std::stoi(name));
+    }
+  }
+  return pids;
+}
+
+bool WaitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+class ControlChannelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* name :
+         {"TIRESIAS_MASTER", "TIRESIAS_CA", "TIRESIAS_TOKEN",
+          "TIRESIAS_TOKEN_FILE", "TIRESIAS_CERT", "TIRESIAS_KEY",
+          "TIRESIAS_MASTER_NAME", "TIRESIAS_CONTROL_PERSIST"}) {
+      unsetenv(name);
+    }
+    master_ = std::make_unique<MasterProcess>(
+        TIRESIAS_BINARY, (dir_ / "state").string(),
+        std::vector<std::string>{"--init-ca", (dir_ / "tls").string()},
+        (dir_ / "master.log").string());
+    ASSERT_FALSE(master_->address().empty()) << master_->output();
+    std::ifstream token_file(dir_ / "state" / "admin-token");
+    std::getline(token_file, admin_);
+    control_dir_ = dir_ / "ctl";
+    fs::create_directories(control_dir_);
+    fs::permissions(control_dir_, fs::perms::owner_all);
+    setenv("TIRESIAS_CONTROL_DIR", control_dir_.c_str(), 1);
+    setenv("TIRESIAS_MASTER", master_->address().c_str(), 1);
+    setenv("TIRESIAS_CA", (dir_ / "tls" / "ca.pem").c_str(), 1);
+  }
+
+  void TearDown() override {
+    for (pid_t pid : ControlProcesses(control_dir_)) kill(pid, SIGKILL);
+    master_.reset();
+    unsetenv("TIRESIAS_CONTROL_DIR");
+    unsetenv("TIRESIAS_CONTROL_PERSIST");
+  }
+
+  // `tiresias args...` with `token`, optionally inside a new network
+  // namespace (`unshare -n`: no route to the master, only the Unix socket).
+  ProcessResult Cli(const std::string& token,
+                    const std::vector<std::string>& args,
+                    bool no_network = false) {
+    setenv("TIRESIAS_TOKEN", token.c_str(), 1);
+    std::vector<std::string> argv;
+    if (no_network) argv = {"/usr/bin/unshare", "-n"};
+    argv.push_back(TIRESIAS_BINARY);
+    argv.insert(argv.end(), args.begin(), args.end());
+    ProcessResult r = RunProcess(argv);
+    unsetenv("TIRESIAS_TOKEN");
+    return r;
+  }
+
+  ProcessResult Submit(const std::string& token, const std::string& name,
+                       bool no_network = false) {
+    return Cli(token,
+               {"submit", "--gpus", "1", "--name", name, "--retry-for", "0",
+                "--", "sleep", "1"},
+               no_network);
+  }
+
+  std::string CreateToken(const std::string& user) {
+    ProcessResult r =
+        Cli(admin_, {"admin", "token", "create", "--user", user, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out, nullptr, false).value("token", "");
+  }
+
+  // name -> owner of every job on the master.
+  std::map<std::string, std::string> Owners() {
+    ProcessResult r = Cli(admin_, {"jobs", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::map<std::string, std::string> owners;
+    const json listing = json::parse(r.out, nullptr, false);
+    for (const json& job : listing["jobs"]) {
+      owners[job["spec"]["name"]] = job["spec"]["user"];
+    }
+    return owners;
+  }
+
+  // A loop's first commands: the second, within kLoopWindow of the first,
+  // starts the control process.
+  pid_t StartControlProcess(bool first_command = true) {
+    EXPECT_EQ(Submit(admin_, "warm-1").exit_code, 0);
+    if (first_command) {
+      EXPECT_TRUE(ControlProcesses(control_dir_).empty())
+          << "one command alone must not leave a process behind";
+    }
+    EXPECT_EQ(Submit(admin_, "warm-2").exit_code, 0);
+    EXPECT_TRUE(WaitFor([&] { return ControlProcesses(control_dir_).size() == 1; },
+                        std::chrono::seconds(10)));
+    const std::vector<pid_t> pids = ControlProcesses(control_dir_);
+    return pids.empty() ? -1 : pids[0];
+  }
+
+  bool CanUnshareNetwork() {
+    return RunProcess({"/usr/bin/unshare", "-n", "/bin/true"}).exit_code == 0;
+  }
+
+  test_support::TestDir tmp_{"tiresias-control"};
+  const fs::path& dir_ = tmp_.path();
+  fs::path control_dir_;
+  std::unique_ptr<MasterProcess> master_;
+  std::string admin_;
+};
+
+TEST_F(ControlChannelTest, ALoopsCommandsGoThroughOneControlProcess) {
+  const pid_t control = StartControlProcess();
+  ASSERT_GT(control, 0);
+  if (!CanUnshareNetwork()) GTEST_SKIP() << "no network namespaces here";
+  // From a namespace without the master's network, only the control
+  // process can carry these.
+  for (int i = 0; i < 3; ++i) {
+    ProcessResult r = Submit(admin_, absl::StrCat("isolated-", i), true);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+  ProcessResult jobs = Cli(admin_, {"jobs"}, /*no_network=*/true);
+  EXPECT_EQ(jobs.exit_code, 0) << jobs.err;
+  EXPECT_THAT(jobs.out, HasSubstr("isolated-2"));
+  EXPECT_EQ(Owners().count("isolated-0"), 1u);
+  EXPECT_EQ(ControlProcesses(control_dir_), std::vector<pid_t>{control});
+}
+
+// The control process keeps no token: each call carries its caller's, so
+// two users' jobs are theirs, and a bad token is refused as it would be.
+TEST_F(ControlChannelTest, EachCallIsItsCallersWithItsOwnToken) {
+  const std::string alice = CreateToken("alice");
+  const std::string bob = CreateToken("bob");
+  ASSERT_GT(StartControlProcess(), 0);
+  const bool isolated = CanUnshareNetwork();
+  EXPECT_EQ(Submit(alice, "by-alice", isolated).exit_code, 0);
+  EXPECT_EQ(Submit(bob, "by-bob", isolated).exit_code, 0);
+  ProcessResult forged = Submit("tsk_1_" + std::string(64, '0'), "forged", isolated);
+  EXPECT_EQ(forged.exit_code, 1);
+  EXPECT_THAT(forged.err, HasSubstr("does not know who you are"));
+  ProcessResult other = Cli(bob, {"cancel", "1"}, isolated);  // admin's job
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_THAT(other.err, HasSubstr("not allowed"));
+  const std::map<std::string, std::string> owners = Owners();
+  EXPECT_EQ(owners.at("by-alice"), "alice");
+  EXPECT_EQ(owners.at("by-bob"), "bob");
+  EXPECT_EQ(owners.count("forged"), 0u);
+}
+
+// The socket's folder keeps other users out; if it did not, the control
+// process would still answer no one but its own user.
+TEST_F(ControlChannelTest, AnotherUsersProcessGetsNoAnswer) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  ASSERT_GT(StartControlProcess(), 0);
+  std::string socket_path;
+  for (const auto& entry : fs::directory_iterator(control_dir_)) {
+    if (entry.path().extension() == ".sock") socket_path = entry.path();
+  }
+  ASSERT_FALSE(socket_path.empty());
+  chmod(dir_.c_str(), 0711);
+  chmod(control_dir_.c_str(), 0711);
+  chmod(socket_path.c_str(), 0777);
+  const std::string frame = cli::control::EncodeRequest(
+      {"/tiresias.v1.Tiresias/SubmitJob", admin_, 5, ""});
+  const pid_t child = fork();
+  if (child == 0) {
+    signal(SIGPIPE, SIG_IGN);  // it may close before we finish writing
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, socket_path.c_str(), sizeof addr.sun_path - 1);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      _exit(4);
+    }
+    (void)!write(fd, frame.data(), frame.size());
+    char byte;
+    // Closed without a byte of answer: 0; an answer: 5.
+    _exit(read(fd, &byte, 1) <= 0 ? 0 : 5);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  chmod(control_dir_.c_str(), 0700);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // And our own commands stop using a folder that was opened up ...
+  chmod(control_dir_.c_str(), 0711);
+  if (CanUnshareNetwork()) {
+    ProcessResult r = Submit(admin_, "via-open-folder", true);
+    EXPECT_NE(r.exit_code, 0) << "used a control socket in a folder open to others";
+  }
+  chmod(control_dir_.c_str(), 0700);
+  EXPECT_EQ(Owners().count("via-open-folder"), 0u);
+}
+
+TEST_F(ControlChannelTest, ItExitsWhenIdleAndCommandsCarryOnDirectly) {
+  setenv("TIRESIAS_CONTROL_PERSIST", "1", 1);
+  const pid_t control = StartControlProcess();
+  ASSERT_GT(control, 0);
+  EXPECT_TRUE(WaitFor([&] { return ControlProcesses(control_dir_).empty(); },
+                      std::chrono::seconds(10)));
+  for (const auto& entry : fs::directory_iterator(control_dir_)) {
+    EXPECT_NE(entry.path().extension(), ".sock") << entry.path();
+  }
+  // Killed at the worst moment instead: the next command still works.
+  const pid_t again = StartControlProcess(/*first_command=*/false);
+  ASSERT_GT(again, 0);
+  kill(again, SIGKILL);
+  EXPECT_EQ(Submit(admin_, "after-kill").exit_code, 0);
+  EXPECT_EQ(Owners().count("after-kill"), 1u);
+}
+
+TEST_F(ControlChannelTest, OffWithPersistZero) {
+  setenv("TIRESIAS_CONTROL_PERSIST", "0", 1);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Submit(admin_, "off").exit_code, 0);
+  EXPECT_TRUE(ControlProcesses(control_dir_).empty());
+  EXPECT_TRUE(fs::is_empty(control_dir_));
+}
+
+// A stopped master: through the control process the command says what it
+// says directly (cannot reach, not a timeout).
+TEST_F(ControlChannelTest, AStoppedMasterIsReportedAsDirectly) {
+  ASSERT_GT(StartControlProcess(), 0);
+  const std::string address = master_->address();
+  ASSERT_EQ(master_->Stop(SIGTERM), 0);
+  ProcessResult r = Submit(admin_, "nobody-home");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("cannot reach the master at " + address));
+}
+
+}  // namespace
+}  // namespace tiresias::cluster_test

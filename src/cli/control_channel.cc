@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -372,6 +373,15 @@ void NoteDirectCall(const Endpoint& endpoint, const std::string& address) {
     close(fd);
   }
   if (!recent) return;
+  // Everything the child needs is made before fork: between fork and exec
+  // it only makes system calls.
+  const std::string socket_path = endpoint.socket;
+  char* argv[] = {const_cast<char*>("tiresias"),
+                  const_cast<char*>("__control"),
+                  const_cast<char*>(socket_path.c_str()),
+                  const_cast<char*>(address.c_str()), nullptr};
+  const int max_fd =
+      static_cast<int>(std::min<long>(sysconf(_SC_OPEN_MAX), 65536));
   const pid_t child = fork();
   if (child < 0) return;
   if (child > 0) {
@@ -384,14 +394,8 @@ void NoteDirectCall(const Endpoint& endpoint, const std::string& address) {
   if (fork() != 0) _exit(0);
   const int null = open("/dev/null", O_RDWR);
   for (int i = 0; i < 3; ++i) dup2(null, i);
-  const int max_fd = static_cast<int>(sysconf(_SC_OPEN_MAX));
-  for (int i = 3; i < max_fd && i < 65536; ++i) close(i);
+  for (int i = 3; i < max_fd; ++i) close(i);
   signal(SIGPIPE, SIG_IGN);
-  const std::string socket_path = endpoint.socket;
-  char* argv[] = {const_cast<char*>("tiresias"),
-                  const_cast<char*>("__control"),
-                  const_cast<char*>(socket_path.c_str()),
-                  const_cast<char*>(address.c_str()), nullptr};
   execv("/proc/self/exe", argv);
   _exit(127);
 }

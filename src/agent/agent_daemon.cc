@@ -872,6 +872,9 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
   spec.worker_addrs.assign(st.worker_addresses().begin(),
                            st.worker_addresses().end());
   spec.node_name = options_.node_name;
+  spec.working_dir = st.workdir();
+  spec.output_path = st.output();
+  spec.error_path = st.error();
   spec.log_path = TaskLogPath(options_.state_dir + "/logs", spec.job_id,
                               spec.attempt, spec.rank);
   spec.exit_path =

@@ -247,6 +247,12 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
           .count();
   if (as != nullptr) request.run_as = as->ids;
   request.checkpoint_dir = spec.checkpoint_dir;
+  request.output_path = spec.output_path;
+  // The same file twice would be two descriptions appending in turn: one
+  // pipe keeps the task's order.
+  if (spec.error_path != spec.output_path) {
+    request.error_path = spec.error_path;
+  }
   absl::StatusOr<pid_t> pid = SpawnProcess(request);
   if (!pid.ok()) {
     return absl::Status(pid.status().code(),

@@ -64,6 +64,12 @@ struct TaskSpec {
   std::string log_path;     // stdout and stderr are appended here
   std::string exit_path;    // the shim's exit file; empty: none
   std::string working_dir;  // empty: the agent's
+  // Files the task's stdout and stderr are also appended to (besides
+  // log_path, which `tiresias logs` serves), opened by the task's account
+  // after the chdir, so a relative one is relative to working_dir. Empty
+  // output_path: none; empty error_path: stderr goes with stdout.
+  std::string output_path;
+  std::string error_path;
   // host:port of each rank's worker, for TF_CONFIG's cluster.worker list
   // (size world_size). Empty: "master_addr:(master_port + 1 + rank)", which
   // is right when all ranks run on the master_addr machine.

@@ -3,9 +3,12 @@
 #include "agent/launcher.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "agent/agent_testing.h"
@@ -177,6 +180,75 @@ TEST_F(LauncherTest, LogGetsStdoutAndStderrAppended) {
   EXPECT_EQ(WaitExit(StartOk(Spec(script))).outcome, TaskOutcome::kFinished);
   EXPECT_EQ(WaitExit(StartOk(Spec(script))).outcome, TaskOutcome::kFinished);
   EXPECT_EQ(ReadFile(dir_.File("logs/42/rank1.log")), "out\nerr\nout\nerr\n");
+}
+
+// submit --output / --error: the user's files get exactly their stream,
+// appended (a resumed attempt adds to them), relative to the working dir;
+// the task log (what `tiresias logs` serves) still gets both.
+TEST_F(LauncherTest, OutputAndErrorFilesGetTheirStreamAndTheLogBoth) {
+  TaskSpec spec = Spec("echo o1; echo e1 >&2; echo o2");
+  spec.output_path = "out.txt";
+  spec.error_path = dir_.File("err.txt");
+  EXPECT_EQ(WaitExit(StartOk(spec)).outcome, TaskOutcome::kFinished);
+  EXPECT_EQ(WaitExit(StartOk(spec)).outcome, TaskOutcome::kFinished);
+  EXPECT_EQ(ReadFile(dir_.File("out.txt")), "o1\no2\no1\no2\n");
+  EXPECT_EQ(ReadFile(dir_.File("err.txt")), "e1\ne1\n");
+  // Two pipes: each stream's order is kept, not their interleaving.
+  std::vector<std::string> log_lines;
+  std::istringstream log(ReadFile(spec.log_path));
+  for (std::string line; std::getline(log, line);) log_lines.push_back(line);
+  std::sort(log_lines.begin(), log_lines.end());
+  EXPECT_EQ(log_lines,
+            (std::vector<std::string>{"e1", "e1", "o1", "o1", "o2", "o2"}));
+  struct stat st = {};
+  ASSERT_EQ(stat(dir_.File("out.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+// Without --error, stderr goes with stdout, in the order the task wrote.
+TEST_F(LauncherTest, OutputAloneGetsBothStreamsInOrder) {
+  TaskSpec spec = Spec("echo o1; echo e1 >&2; echo o2; echo e2 >&2");
+  spec.output_path = "both-42.txt";
+  spec.error_path = "both-42.txt";  // the same file: one pipe, in order
+  EXPECT_EQ(WaitExit(StartOk(spec)).outcome, TaskOutcome::kFinished);
+  EXPECT_EQ(ReadFile(dir_.File("both-42.txt")), "o1\ne1\no2\ne2\n");
+  EXPECT_EQ(ReadFile(spec.log_path), "o1\ne1\no2\ne2\n");
+  spec.error_path = "";
+  spec.output_path = "big.txt";
+  // More than a pipe holds, written just before the task exits: none lost.
+  spec.argv = {"/bin/sh", "-c", "head -c 1000000 /dev/zero | tr '\\0' x"};
+  EXPECT_EQ(WaitExit(StartOk(spec)).outcome, TaskOutcome::kFinished);
+  EXPECT_EQ(std::filesystem::file_size(dir_.File("big.txt")), 1000000u);
+  EXPECT_EQ(ReadFile(dir_.File("big.txt")), std::string(1000000, 'x'));
+}
+
+TEST_F(LauncherTest, ErrorAloneLeavesStdoutToTheLog) {
+  TaskSpec spec = Spec("echo o1; echo e1 >&2");
+  spec.error_path = "err.txt";
+  EXPECT_EQ(WaitExit(StartOk(spec)).outcome, TaskOutcome::kFinished);
+  EXPECT_EQ(ReadFile(dir_.File("err.txt")), "e1\n");
+  EXPECT_THAT(ReadFile(spec.log_path), HasSubstr("o1\n"));
+  EXPECT_THAT(ReadFile(spec.log_path), HasSubstr("e1\n"));
+}
+
+TEST_F(LauncherTest, AnOutputFileThatCannotBeOpenedIsAStartError) {
+  TaskSpec spec = Spec("touch started");
+  spec.output_path = "missing/out-%j.txt";
+  absl::StatusOr<TaskHandle> handle = launcher_.Start(spec);
+  ASSERT_FALSE(handle.ok());
+  EXPECT_THAT(
+      std::string(handle.status().message()),
+      HasSubstr("cannot open output file (--output) " + dir_.path().string() +
+                "/missing/out-%j.txt: No such file or directory"));
+  spec.output_path = "";
+  spec.error_path = dir_.path().string();  // a directory
+  handle = launcher_.Start(spec);
+  ASSERT_FALSE(handle.ok());
+  EXPECT_THAT(std::string(handle.status().message()),
+              HasSubstr("cannot open error file (--error) " +
+                        dir_.path().string() + ": Is a directory"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("started")));
+  EXPECT_TRUE(launcher_.PollAll().empty());
 }
 
 TEST_F(LauncherTest, PreemptedJobCheckpointsOnTerm) {

@@ -232,6 +232,27 @@ TEST_F(RunAsLauncherTest, MappedOwnerRunsAsTheMappedAccount) {
               ::testing::StartsWith(absl::StrCat(user_->uid(), "\n")));
 }
 
+// The user's output file is opened by the task's account: it owns it, and
+// a file the account may not write to is a start error.
+TEST_F(RunAsLauncherTest, OutputFilesAreTheAccountsOwn) {
+  auto launcher = Launcher();
+  TaskSpec spec = Spec("echo out; echo err >&2");
+  spec.output_path = "out.txt";
+  RunToTheEnd(*launcher, spec);
+  EXPECT_EQ(ReadFile(work_ + "/out.txt"), "out\nerr\n");
+  const struct stat st = StatOf(work_ + "/out.txt");
+  EXPECT_EQ(st.st_uid, user_->uid());
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::ofstream(dir_.File("roots-file")) << "root's\n";
+  spec.output_path = dir_.File("roots-file");
+  absl::StatusOr<TaskHandle> handle = launcher->Start(spec);
+  ASSERT_FALSE(handle.ok());
+  EXPECT_THAT(MessageOf(handle.status()),
+              HasSubstr("cannot open output file (--output) " +
+                        dir_.File("roots-file") + ": Permission denied"));
+  EXPECT_EQ(ReadFile(dir_.File("roots-file")), "root's\n");
+}
+
 TEST_F(RunAsLauncherTest, WhatTheAccountCannotUseIsAStartError) {
   auto launcher = Launcher();
   // Root's folders: the account can neither create in one, nor enter the

@@ -1,9 +1,12 @@
 #include "agent/spawn.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -32,7 +35,10 @@ enum ChildStage : int {
   kSetuid,
   kIdsUnchanged,  // no errno: an id kept its old value, or root came back
   kCheckpointDir,
-  kLeaseLapsed,   // no errno: the lease lapsed before the task could start
+  kLeaseLapsed,  // no errno: the lease lapsed before the task could start
+  kOutputFile,   // opening SpawnRequest::output_path
+  kErrorFile,    // opening SpawnRequest::error_path
+  kTeeSetup,     // the pipes and socket of the copy to the user's files
 };
 
 struct ChildError {
@@ -80,6 +86,23 @@ struct ChildSetup {
   unsigned max_fd;            // highest descriptor that may be open
   const int64_t* lease;       // null: never fenced
   int64_t fence_grace_ns;
+  // The user's output files (SpawnRequest); null: none.
+  const char* output_path;
+  const char* error_path;
+};
+
+// The shim's copy of the task's output to the user's files, when it has
+// any (SpawnRequest::output_path, error_path). The task's stdout (and its
+// stderr, without an error file) is `out_read`'s pipe, its stderr with an
+// error file `err_read`'s; the shim appends what it reads to the task log
+// (its own stdout) and to the file the task's process opened and passed
+// back. -1: not there (or at its end).
+struct Tee {
+  int out_read = -1;
+  int out_file = -1;
+  int err_read = -1;
+  int err_file = -1;
+  int sigchld = -1;  // a signalfd for SIGCHLD, to wait on with the pipes
 };
 
 // Signals a stop may send to the task's group that the shim must outlive,
@@ -179,7 +202,7 @@ struct TaskEnd {
   int status = 0;
   bool fenced = false;
 };
-TaskEnd WaitWatchingLease(const ChildSetup& s, pid_t task);
+TaskEnd WaitWatchingLease(const ChildSetup& s, pid_t task, Tee& tee);
 
 // Switches the whole process to s.uid / s.gid / s.groups: groups first,
 // then the gid, then the uid (after which nothing else may change), then a
@@ -230,17 +253,70 @@ void MakeCheckpointDir(const ChildSetup& s) {
   if (access(path, R_OK | W_OK | X_OK) != 0) Fail(s, kCheckpointDir);
 }
 
+// The descriptors the shim made for the copy to the user's files, before
+// forking the task: [0] its end, [1] the task's. -1: none.
+struct TeeEnds {
+  int socket[2] = {-1, -1};    // the user's files go to the shim over it
+  int out_pipe[2] = {-1, -1};  // the task's stdout (and stderr, alone)
+  int err_pipe[2] = {-1, -1};  // the task's stderr, with an error file
+};
+
+// In the task's process, as its account and in its working dir: opens the
+// user's output files (appending; created 0600, less the umask), hands
+// them to the shim (SCM_RIGHTS) and puts the pipes on stdout and stderr.
+void OpenUserFiles(const ChildSetup& s, const TeeEnds& ends) {
+  int files[2];
+  int count = 0;
+  for (const char* path : {s.output_path, s.error_path}) {
+    if (path == nullptr) continue;
+    const int fd =
+        open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd < 0) Fail(s, path == s.output_path ? kOutputFile : kErrorFile);
+    files[count++] = fd;
+  }
+  char byte = 'f';
+  struct iovec iov = {&byte, 1};
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(files))] = {};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = CMSG_SPACE(count * sizeof(int));
+  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(count * sizeof(int));
+  memcpy(CMSG_DATA(cmsg), files, count * sizeof(int));
+  ssize_t sent;
+  do {
+    sent = sendmsg(ends.socket[1], &msg, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent != 1) Fail(s, kTeeSetup);
+  for (int i = 0; i < count; ++i) close(files[i]);
+  // dup2 clears close-on-exec on the copy; the originals close at exec.
+  if (ends.out_pipe[1] >= 0 &&
+      (dup2(ends.out_pipe[1], 1) < 0 ||
+       (ends.err_pipe[1] < 0 && dup2(ends.out_pipe[1], 2) < 0))) {
+    Fail(s, kTeeSetup);
+  }
+  if (ends.err_pipe[1] >= 0 && dup2(ends.err_pipe[1], 2) < 0) {
+    Fail(s, kTeeSetup);
+  }
+}
+
 // The task proper, in the shim's child: becomes its account, dies with the
 // shim (so no task outlives the one process that can report its exit),
-// enters its working dir and makes its checkpoint dir as that account,
-// default signal handling, then exec.
-[[noreturn]] void ExecTask(const ChildSetup& s, pid_t shim) {
+// enters its working dir, makes its checkpoint dir and opens the user's
+// output files as that account, default signal handling, then exec.
+[[noreturn]] void ExecTask(const ChildSetup& s, pid_t shim,
+                           const TeeEnds& ends) {
   // Before PR_SET_PDEATHSIG: the kernel clears it when the ids change.
   if (s.run_as) BecomeAccount(s);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (getppid() != shim) _exit(127);  // the shim died before prctl
   if (s.working_dir != nullptr && chdir(s.working_dir) != 0) Fail(s, kChdir);
   if (s.checkpoint_dir != nullptr) MakeCheckpointDir(s);
+  if (ends.socket[1] >= 0) OpenUserFiles(s, ends);
   struct sigaction default_action = {};
   default_action.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &default_action, nullptr);
@@ -249,6 +325,130 @@ void MakeCheckpointDir(const ChildSetup& s) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   execve(s.path, s.argv, s.envp);
   Fail(s, kExec);
+}
+
+// Writes all of buf[0, n) to `fd`, best effort: a user's file that fills
+// its disk must not stop the copy to the task log.
+void WriteAll(int fd, const char* buf, ssize_t n) {
+  while (n > 0) {
+    const ssize_t w = write(fd, buf, static_cast<size_t>(n));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    buf += w;
+    n -= w;
+  }
+}
+
+// In the shim, after forking the task: closes the task's ends and takes the
+// user's files from the task's process. Without them (the process failed
+// first: the agent hears why through the error pipe) no copy is made.
+Tee ReceiveUserFiles(const TeeEnds& ends) {
+  Tee tee;
+  if (ends.socket[0] < 0) return tee;
+  for (int fd : {ends.socket[1], ends.out_pipe[1], ends.err_pipe[1]}) {
+    if (fd >= 0) close(fd);
+  }
+  int files[2] = {-1, -1};
+  char byte = 0;
+  struct iovec iov = {&byte, 1};
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(files))] = {};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t got;
+  do {
+    got = recvmsg(ends.socket[0], &msg, MSG_CMSG_CLOEXEC);
+  } while (got < 0 && errno == EINTR);
+  close(ends.socket[0]);
+  int count = 0;
+  struct cmsghdr* cmsg = got == 1 ? CMSG_FIRSTHDR(&msg) : nullptr;
+  if (cmsg != nullptr && cmsg->cmsg_level == SOL_SOCKET &&
+      cmsg->cmsg_type == SCM_RIGHTS) {
+    count = static_cast<int>((cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+    memcpy(files, CMSG_DATA(cmsg), std::min(count, 2) * sizeof(int));
+  }
+  const int expected = (ends.out_pipe[0] >= 0) + (ends.err_pipe[0] >= 0);
+  if (count != expected) {
+    for (int i = 0; i < std::min(count, 2); ++i) close(files[i]);
+    for (int fd : {ends.out_pipe[0], ends.err_pipe[0]}) {
+      if (fd >= 0) close(fd);
+    }
+    return tee;
+  }
+  int next = 0;
+  if (ends.out_pipe[0] >= 0) {
+    tee.out_read = ends.out_pipe[0];
+    tee.out_file = files[next++];
+  }
+  if (ends.err_pipe[0] >= 0) {
+    tee.err_read = ends.err_pipe[0];
+    tee.err_file = files[next++];
+  }
+  // Reads never block: once the task has ended, what it left is drained
+  // even if something it started still holds the pipe.
+  for (int fd : {tee.out_read, tee.err_read}) {
+    if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  tee.sigchld = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+  return tee;
+}
+
+// Most bytes CopyAvailable copies in one call: a task that writes without
+// pause must not keep the shim from checking its lease, nor (once it has
+// ended) something it left behind from letting the shim end.
+constexpr ssize_t kMostCopiedAtOnce = 1 << 20;
+
+// Copies what is in the pipe `*read_fd` now (up to kMostCopiedAtOnce) to
+// the task log (the shim's stdout) and `file`; at its end (or an error)
+// closes it and sets -1.
+void CopyAvailable(int* read_fd, int file) {
+  char buf[16384];
+  for (ssize_t copied = 0; copied < kMostCopiedAtOnce;) {
+    const ssize_t n = read(*read_fd, buf, sizeof(buf));
+    if (n > 0) {
+      WriteAll(STDOUT_FILENO, buf, n);
+      WriteAll(file, buf, n);
+      copied += n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    close(*read_fd);  // its end, or a broken pipe
+    *read_fd = -1;
+    return;
+  }
+}
+
+// Waits up to wait_ns for the task's SIGCHLD (blocked), copying its output
+// meanwhile when there is a tee.
+void WaitForEvent(Tee& tee, int64_t wait_ns) {
+  if (tee.out_read < 0 && tee.err_read < 0) {
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    struct timespec timeout = {static_cast<time_t>(wait_ns / 1000000000),
+                               static_cast<long>(wait_ns % 1000000000)};
+    sigtimedwait(&chld, nullptr, &timeout);  // SIGCHLD, a timeout or EINTR
+    return;
+  }
+  struct pollfd fds[3] = {{tee.sigchld, POLLIN, 0},
+                          {tee.out_read, POLLIN, 0},
+                          {tee.err_read, POLLIN, 0}};
+  // A negative fd is ignored by poll; round the wait up to a millisecond.
+  const int rc = poll(fds, 3, static_cast<int>((wait_ns + 999999) / 1000000));
+  if (rc <= 0) return;
+  if (fds[0].revents != 0) {
+    struct signalfd_siginfo info[4];
+    ssize_t ignored = read(tee.sigchld, info, sizeof(info));
+    (void)ignored;  // only a wake-up: waitpid tells what happened
+  }
+  if (fds[1].revents != 0) CopyAvailable(&tee.out_read, tee.out_file);
+  if (fds[2].revents != 0) CopyAvailable(&tee.err_read, tee.err_file);
 }
 
 // The forked child: the shim. It leads the task's process group, forks the
@@ -291,14 +491,24 @@ void MakeCheckpointDir(const ChildSetup& s) {
     errno = 0;
     Fail(s, kLeaseLapsed);
   }
+  TeeEnds ends;
+  if (s.output_path != nullptr || s.error_path != nullptr) {
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends.socket) != 0 ||
+        (s.output_path != nullptr && pipe2(ends.out_pipe, O_CLOEXEC) != 0) ||
+        (s.error_path != nullptr && pipe2(ends.err_pipe, O_CLOEXEC) != 0)) {
+      Fail(s, kTeeSetup);
+    }
+  }
   const pid_t shim = getpid();
   const pid_t task = fork();
   if (task < 0) Fail(s, kFork);
-  if (task == 0) ExecTask(s, shim);
+  if (task == 0) ExecTask(s, shim, ends);
   // The agent learns of the exec through the pipe closing: the shim's own
-  // end must not keep it open.
+  // end must not keep it open. Nor may the shim keep the task's ends of
+  // the tee, or it would never see their end.
   close(s.error_fd);
-  const TaskEnd end = WaitWatchingLease(s, task);
+  Tee tee = ReceiveUserFiles(ends);
+  const TaskEnd end = WaitWatchingLease(s, task, tee);
   WriteExitFile(s, end.status, end.fenced);
   // Whatever the fenced task left in its group, and the shim itself: no
   // agent may be alive to sweep the group.
@@ -308,17 +518,19 @@ void MakeCheckpointDir(const ChildSetup& s) {
 
 // Waits for the task, checking its lease every kShimTickNs (woken at once
 // by SIGCHLD, blocked and taken with sigtimedwait). Async-signal-safe.
-TaskEnd WaitWatchingLease(const ChildSetup& s, pid_t task) {
-  sigset_t chld;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
+TaskEnd WaitWatchingLease(const ChildSetup& s, pid_t task, Tee& tee) {
   bool fencing = false;
   bool killed = false;
   int64_t kill_at = 0;
   for (;;) {
     int status = 0;
     const pid_t done = waitpid(task, &status, WNOHANG);
-    if (done == task) return TaskEnd{status, fencing};
+    if (done == task) {
+      // What the task wrote before it ended is all in the pipes now.
+      if (tee.out_read >= 0) CopyAvailable(&tee.out_read, tee.out_file);
+      if (tee.err_read >= 0) CopyAvailable(&tee.err_read, tee.err_file);
+      return TaskEnd{status, fencing};
+    }
     if (done < 0 && errno != EINTR) _exit(125);
     int64_t wait_ns = s.lease != nullptr ? kShimTickNs : 1000000000;
     if (s.lease != nullptr) {
@@ -338,9 +550,7 @@ TaskEnd WaitWatchingLease(const ChildSetup& s, pid_t task) {
       }
       if (fencing && !killed) wait_ns = std::min(wait_ns, kill_at - now);
     }
-    struct timespec timeout = {static_cast<time_t>(wait_ns / 1000000000),
-                               static_cast<long>(wait_ns % 1000000000)};
-    sigtimedwait(&chld, nullptr, &timeout);  // SIGCHLD, a timeout or EINTR
+    WaitForEvent(tee, wait_ns);
   }
 }
 
@@ -385,6 +595,15 @@ absl::Status Error(absl::string_view what, absl::string_view target,
       what, target.empty() ? "" : " ", target, ": ", std::strerror(error)));
 }
 
+// `path` as the task saw it: relative ones in the working dir.
+std::string PathInWorkingDir(const SpawnRequest& request,
+                             const std::string& path) {
+  if (path.empty() || path[0] == '/' || request.working_dir.empty()) {
+    return path;
+  }
+  return absl::StrCat(request.working_dir, "/", path);
+}
+
 // The error SpawnProcess returns for what the child reported.
 absl::Status ChildFailure(const SpawnRequest& request, ChildError failure) {
   const std::string run_as =
@@ -398,6 +617,17 @@ absl::Status ChildFailure(const SpawnRequest& request, ChildError failure) {
       return Error("redirect output to", request.log_path, failure.error);
     case kChdir:
       return Error("chdir to", request.working_dir, failure.error);
+    case kOutputFile:
+      return Error("cannot open output file (--output)",
+                   PathInWorkingDir(request, request.output_path),
+                   failure.error);
+    case kErrorFile:
+      return Error("cannot open error file (--error)",
+                   PathInWorkingDir(request, request.error_path),
+                   failure.error);
+    case kTeeSetup:
+      return Error("set up the copy of the output to the user's files", "",
+                   failure.error);
     case kFork:
       return Error("fork", "", failure.error);
     case kSetgroups:
@@ -493,7 +723,11 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
       .exit_tmp_path = exit_tmp_path.c_str(),
       .max_fd = MaxFd(),
       .lease = request.lease,
-      .fence_grace_ns = request.fence_grace_ns};
+      .fence_grace_ns = request.fence_grace_ns,
+      .output_path =
+          request.output_path.empty() ? nullptr : request.output_path.c_str(),
+      .error_path =
+          request.error_path.empty() ? nullptr : request.error_path.c_str()};
 
   const pid_t pid = fork();
   if (pid < 0) return Error("fork", "", errno);

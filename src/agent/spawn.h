@@ -33,6 +33,14 @@
 // working dir and checkpoint dir are entered and created after the switch,
 // so what the account cannot reach is a start error, not a task that fails
 // later. The log file, opened by the agent, is handed to the account.
+//
+// The user's output files (SpawnRequest::output_path, error_path): the
+// task's process opens them as the account, after the chdir, and passes
+// them to the shim (SCM_RIGHTS on a socket pair); the task's stdout and
+// stderr are then pipes that the shim copies to both the task log and the
+// files while it waits, and drains once the task has ended. The log the
+// agent serves (`tiresias logs`) stays complete; no root process ever
+// opens a path the user chose.
 #ifndef TIRESIAS_AGENT_SPAWN_H_
 #define TIRESIAS_AGENT_SPAWN_H_
 
@@ -74,6 +82,14 @@ struct SpawnRequest {
   // it must then be a folder the task can read, write and enter. Empty:
   // none.
   std::string checkpoint_dir;
+  // The user's copies of the output (submit --output, --error): opened by
+  // the task's process, as run_as, after the chdir (O_APPEND, created
+  // 0600); a failure is a start error. When output_path is set, the task's
+  // stdout (and stderr, unless error_path is set too) is a pipe that the
+  // shim copies to both log_path and the file; when only error_path is
+  // set, stderr alone goes through the shim. Empty: straight to log_path.
+  std::string output_path;
+  std::string error_path;
 };
 
 // How often a waiting shim checks its task's lease, nanoseconds.

@@ -72,6 +72,16 @@ absl::Status ValidateTaskSpec(const TaskSpec& spec) {
         absl::StrCat("one address per rank (", spec.world_size, ")"),
         absl::StrCat(spec.worker_addrs.size(), " addresses"));
   }
+  for (const auto& [field, path] :
+       {std::pair<absl::string_view, const std::string&>{"working_dir",
+                                                         spec.working_dir},
+        {"output_path", spec.output_path},
+        {"error_path", spec.error_path}}) {
+    if (path.find('\0') != std::string::npos) {
+      return FieldError(field, "a path without NUL bytes",
+                        absl::StrCat("one at byte ", path.find('\0')));
+    }
+  }
   for (const auto& [name, value] : spec.env) {
     if (name.empty() || name.find('=') != std::string::npos ||
         name.find('\0') != std::string::npos) {

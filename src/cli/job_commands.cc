@@ -156,6 +156,15 @@ void PrintJob(const v1::Job& job) {
   if (!job.spec().checkpoint_dir().empty()) {
     line("Checkpoint dir:", Printable(job.spec().checkpoint_dir()));
   }
+  if (!job.spec().workdir().empty()) {
+    line("Workdir:", Printable(job.spec().workdir()));
+  }
+  if (!job.spec().output().empty()) {
+    line("Output:", Printable(job.spec().output()));
+  }
+  if (!job.spec().error().empty()) {
+    line("Error:", Printable(job.spec().error()));
+  }
   for (const v1::EnvVar& var : job.spec().env()) {
     line("Env:", Printable(absl::StrCat(var.key(), "=", var.value())));
   }

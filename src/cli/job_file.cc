@@ -20,7 +20,9 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kFields = "gpus, command, name, env, checkpoint_dir";
+constexpr const char* kFields =
+    "gpus, command, name, env, checkpoint_dir, chdir (or workdir), output, "
+    "error";
 
 // A JSON value for a message: its text, cut to about 40 bytes.
 std::string Shown(const Json& value) {
@@ -46,7 +48,8 @@ absl::StatusOr<std::string> StringField(const Json& value,
 // One line's object as a spec, without the limits (ValidateJobRequest
 // checks those after). Errors are "FIELD: what was expected".
 absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
-                                          const std::string& user) {
+                                          const std::string& user,
+                                          const std::string& cwd) {
   if (!object.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "expected a JSON object {\"gpus\": N, \"command\": [...]}, got ",
@@ -55,6 +58,7 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
   JobRequest spec;
   spec.user = user;
   bool has_gpus = false, has_command = false, has_name = false;
+  std::string workdir_key;  // "chdir" or "workdir", once given
   for (const auto& [key, value] : object.items()) {
     if (key == "gpus") {
       // 2.0 is a number JSON writers produce for 2; 2.5 is not a count.
@@ -95,6 +99,26 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
       auto dir = StringField(value, key);
       if (!dir.ok()) return dir.status();
       spec.checkpoint_dir = *std::move(dir);
+    } else if (key == "chdir" || key == "workdir") {
+      if (!workdir_key.empty()) {
+        return FieldError(key, absl::StrCat("given with ", workdir_key,
+                                            ", its other name; give one"));
+      }
+      workdir_key = key;
+      auto dir = StringField(value, key);
+      if (!dir.ok()) return dir.status();
+      if (dir->empty()) {
+        return FieldError(key, "expected a directory, got \"\"");
+      }
+      if ((*dir)[0] != '/' && cwd.empty()) {
+        return FieldError(
+            key, absl::StrCat("expected an absolute path, got ", Shown(value)));
+      }
+      spec.workdir = cwd.empty() ? *std::move(dir) : AbsoluteWorkdir(*dir, cwd);
+    } else if (key == "output" || key == "error") {
+      auto pattern = StringField(value, key);
+      if (!pattern.ok()) return pattern.status();
+      (key == "output" ? spec.output : spec.error) = *std::move(pattern);
     } else if (key == "env") {
       if (!value.is_object()) {
         return FieldError(key, absl::StrCat("expected an object {\"NAME\": "
@@ -115,6 +139,7 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
   if (!has_command) {
     return FieldError("command", "required (an array of strings, argv)");
   }
+  if (workdir_key.empty() && !cwd.empty()) spec.workdir = cwd;
   if (!has_name && !spec.command.empty()) {
     spec.name = std::filesystem::path(spec.command[0]).filename().string();
   }
@@ -129,9 +154,18 @@ std::string WithoutSpecPrefix(absl::string_view message) {
 
 }  // namespace
 
+std::string AbsoluteWorkdir(std::string_view dir, const std::string& cwd) {
+  std::filesystem::path p(dir.empty() ? std::string_view(cwd) : dir);
+  if (p.is_relative()) p = std::filesystem::path(cwd) / p;
+  std::string out = p.lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
 absl::StatusOr<std::vector<JobFileEntry>> ParseJobFile(std::string_view text,
                                                        const std::string& path,
-                                                       const std::string& user) {
+                                                       const std::string& user,
+                                                       const std::string& cwd) {
   std::vector<JobFileEntry> entries;
   int line_number = 0;
   size_t start = 0;
@@ -166,7 +200,7 @@ absl::StatusOr<std::vector<JobFileEntry>> ParseJobFile(std::string_view text,
           detail, "; expected one JSON object per line, e.g. "
                   "{\"gpus\": 1, \"command\": [\"python3\", \"train.py\"]}"));
     }
-    absl::StatusOr<JobRequest> spec = SpecFromObject(object, user);
+    absl::StatusOr<JobRequest> spec = SpecFromObject(object, user, cwd);
     if (!spec.ok()) return located(spec.status().message());
     if (absl::Status valid = ValidateJobRequest(*spec); !valid.ok()) {
       return located(WithoutSpecPrefix(valid.message()));
@@ -182,7 +216,8 @@ absl::StatusOr<std::vector<JobFileEntry>> ParseJobFile(std::string_view text,
 }
 
 absl::StatusOr<std::vector<JobFileEntry>> ReadJobFile(const std::string& path,
-                                                      const std::string& user) {
+                                                      const std::string& user,
+                                                      const std::string& cwd) {
   std::string text;
   if (path == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin),
@@ -191,7 +226,7 @@ absl::StatusOr<std::vector<JobFileEntry>> ReadJobFile(const std::string& path,
       return absl::FailedPreconditionError(
           "standard input (--file -): cannot read it");
     }
-    return ParseJobFile(text, "<stdin>", user);
+    return ParseJobFile(text, "<stdin>", user, cwd);
   }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -211,7 +246,7 @@ absl::StatusOr<std::vector<JobFileEntry>> ReadJobFile(const std::string& path,
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": cannot read it: read error"));
   }
-  return ParseJobFile(buffer.str(), path, user);
+  return ParseJobFile(buffer.str(), path, user, cwd);
 }
 
 std::string LocateJobError(std::string_view message, const std::string& path,

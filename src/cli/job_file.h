@@ -2,12 +2,15 @@
 // line as a JSON object, with the fields of the submit flags:
 //
 //   {"gpus": 2, "command": ["python3", "train.py"], "name": "resnet",
-//    "env": {"SEED": "1"}, "checkpoint_dir": "/ckpt/resnet"}
+//    "env": {"SEED": "1"}, "checkpoint_dir": "/ckpt/resnet",
+//    "chdir": "runs/resnet", "output": "out-%j.txt", "error": "err-%j.txt"}
 //
 // "gpus" and "command" are required; "name" defaults to the command's base
-// name, as for `submit`. Blank lines are skipped (and counted). Every line
-// is checked, against the same ValidateJobRequest the master applies,
-// before anything is sent: the first bad line stops the whole file with
+// name, as for `submit`; "chdir" (or "workdir", its name in JobSpec) to
+// the caller's directory, and a relative one is relative to it. Blank
+// lines are skipped (and counted). Every line is checked, against the same
+// ValidateJobRequest the master applies, before anything is sent: the
+// first bad line stops the whole file with
 //
 //   jobs.jsonl:17: gpus: expected at least 1 GPU, got 0
 //
@@ -35,19 +38,26 @@ struct JobFileEntry {
   int line = 0;
 };
 
+// `dir` made absolute against `cwd` (an absolute path) and lexically
+// normal, without a trailing '/'; `cwd` itself when `dir` is empty.
+std::string AbsoluteWorkdir(std::string_view dir, const std::string& cwd);
+
 // Parses `text`, the contents of the file named `path` (used only in
 // messages). `user` is set as every job's owner (empty: the master decides,
-// from the credential). InvalidArgument "PATH:LINE: FIELD: what was
+// from the credential). `cwd` is the caller's directory, every job's
+// working directory unless its line says otherwise (empty: the agent's, and
+// a relative "chdir" is refused). InvalidArgument "PATH:LINE: FIELD: what was
 // expected" for the first bad line; "PATH: no jobs ..." for a file without
 // any; "PATH: N jobs ..." past kMaxJobsPerFile.
-absl::StatusOr<std::vector<JobFileEntry>> ParseJobFile(std::string_view text,
-                                                       const std::string& path,
-                                                       const std::string& user);
+absl::StatusOr<std::vector<JobFileEntry>> ParseJobFile(
+    std::string_view text, const std::string& path, const std::string& user,
+    const std::string& cwd = "");
 
 // Reads `path` ("-": standard input) and parses it. A file that cannot be
 // read: FailedPrecondition "PATH: cannot read it: <reason>".
-absl::StatusOr<std::vector<JobFileEntry>> ReadJobFile(const std::string& path,
-                                                      const std::string& user);
+absl::StatusOr<std::vector<JobFileEntry>> ReadJobFile(
+    const std::string& path, const std::string& user,
+    const std::string& cwd = "");
 
 // "jobs[I].FIELD: what" (a master's refusal of job I of a SubmitJobs
 // request, I from 0) as "PATH:LINE: FIELD: what" with the line of entry I;

@@ -45,6 +45,45 @@ TEST(JobFile, ParsesEveryFieldAndKeepsLineNumbersAcrossBlankLines) {
   EXPECT_EQ((*entries)[1].spec.num_gpus, 1);
 }
 
+// Every job starts in the caller's directory unless its line says where
+// ("chdir", or "workdir" as JobSpec names it; relative to the caller's);
+// output and error patterns are checked as the master checks them.
+TEST(JobFile, WorkdirDefaultsToTheCallersAndOutputPatternsAreChecked) {
+  const std::string text =
+      "{\"gpus\": 1, \"command\": [\"true\"]}\n"
+      "{\"gpus\": 1, \"command\": [\"true\"], \"chdir\": \"runs/a/\", "
+      "\"output\": \"out-%j-%r.txt\", \"error\": \"err-%j.txt\"}\n"
+      "{\"gpus\": 1, \"command\": [\"true\"], \"workdir\": \"/data/../x\"}\n";
+  auto entries = ParseJobFile(text, "jobs.jsonl", "alice", "/home/alice");
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  ASSERT_EQ(entries->size(), 3u);
+  EXPECT_EQ((*entries)[0].spec.workdir, "/home/alice");
+  EXPECT_EQ((*entries)[1].spec.workdir, "/home/alice/runs/a");
+  EXPECT_EQ((*entries)[1].spec.output, "out-%j-%r.txt");
+  EXPECT_EQ((*entries)[1].spec.error, "err-%j.txt");
+  EXPECT_EQ((*entries)[2].spec.workdir, "/x");
+  // Without a caller's directory (a bare parse), only absolute ones.
+  EXPECT_EQ(Message(ParseJobFile("{\"gpus\": 1, \"command\": [\"true\"], "
+                                 "\"chdir\": \"rel\"}",
+                                 "j", "")
+                        .status()),
+            "j:1: chdir: expected an absolute path, got \"rel\"");
+  EXPECT_EQ(Message(ParseJobFile("{\"gpus\": 1, \"command\": [\"true\"], "
+                                 "\"output\": \"o-%x\"}",
+                                 "j", "", "/h")
+                        .status()),
+            "j:1: output: unknown placeholder \"%x\" at byte 2; expected %j, "
+            "%a, %r, %t or %% (%% for a '%')");
+  EXPECT_EQ(Message(ParseJobFile("{\"gpus\": 1, \"command\": [\"true\"], "
+                                 "\"chdir\": \"/a\", \"workdir\": \"/b\"}",
+                                 "j", "", "/h")
+                        .status()),
+            "j:1: workdir: given with chdir, its other name; give one");
+  EXPECT_EQ(AbsoluteWorkdir("", "/home/a"), "/home/a");
+  EXPECT_EQ(AbsoluteWorkdir("../b/./c/", "/home/a"), "/home/b/c");
+  EXPECT_EQ(AbsoluteWorkdir("/", "/home/a"), "/");
+}
+
 TEST(JobFile, NamesTheLineAndFieldOfTheFirstBadLine) {
   const std::string good = "{\"gpus\": 1, \"command\": [\"true\"]}\n";
   struct Case {

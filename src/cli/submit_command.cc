@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -27,10 +28,15 @@
 #include "absl/strings/str_format.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
+#include "cli/env_export.h"
 #include "cli/job_file.h"
 #include "cli/job_wait.h"
+#include "core/status_macros.h"
 #include "master/job_limits.h"
 #include "master/job_validation.h"
+#include "master/output_pattern.h"
+
+extern char** environ;
 
 namespace tiresias {
 namespace {
@@ -51,6 +57,10 @@ struct SubmitFlags {
   std::string name;
   std::string checkpoint_dir;
   std::vector<std::string> env;
+  std::string chdir;       // --chdir; empty: the current directory
+  std::string output;      // --output pattern; empty: none
+  std::string error;       // --error pattern; empty: with stdout
+  std::string export_env;  // --export; empty: ALL (with --file: NONE)
   std::vector<std::string> command;
   double retry_for_seconds = 30;
   bool wait = false;  // --wait: until the job ends, exit with its code
@@ -66,10 +76,43 @@ std::string NewRequestId() {
   return id;
 }
 
+// This process's environment as "K=V" entries.
+std::vector<std::string> CallerEnvironment() {
+  std::vector<std::string> entries;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    entries.emplace_back(*e);
+  }
+  return entries;
+}
+
+// The caller's current directory (getcwd: symbolic links resolved, as
+// sbatch does), or an error that says to pass --chdir.
+absl::StatusOr<std::string> CurrentDirectory() {
+  std::error_code ec;
+  std::filesystem::path cwd = std::filesystem::current_path(ec);
+  if (ec) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "submit: cannot tell the current directory (", ec.message(),
+        "); pass --chdir DIR, the directory the job starts in"));
+  }
+  return cwd.string();
+}
+
 // The spec the flags describe, or a one-line error about a flag.
 absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
                                          const cli::ClientCredentials& creds) {
   JobRequest spec;
+  ASSIGN_OR_RETURN(spec.env, cli::CaptureEnvironment(
+                                 f.export_env.empty() ? "ALL" : f.export_env,
+                                 CallerEnvironment()));
+  ASSIGN_OR_RETURN(const std::string cwd, CurrentDirectory());
+  spec.workdir = cli::AbsoluteWorkdir(f.chdir, cwd);
+  // Named by their flags here; ValidateJobRequest names them spec.output
+  // and spec.error, as the master does.
+  RETURN_IF_ERROR(ValidateOutputPattern("--output", f.output));
+  RETURN_IF_ERROR(ValidateOutputPattern("--error", f.error));
+  spec.output = f.output;
+  spec.error = f.error;
   spec.num_gpus = f.gpus.value_or(0);
   spec.user = cli::OwnerToSend(creds);
   spec.checkpoint_dir = f.checkpoint_dir;
@@ -102,6 +145,9 @@ v1::SubmitJobRequest ToRequest(const JobRequest& spec) {
   }
   out.set_checkpoint_dir(spec.checkpoint_dir);
   out.set_model(spec.model);
+  out.set_workdir(spec.workdir);
+  out.set_output(spec.output);
+  out.set_error(spec.error);
   req.set_request_id(NewRequestId());
   return req;
 }
@@ -211,16 +257,41 @@ int SubmitFile(const SubmitFlags& f) {
                 "`tiresias jobs --json` for a file's jobs)");
   }
   if (f.gpus || !f.name.empty() || !f.checkpoint_dir.empty() ||
-      !f.env.empty() || !f.command.empty()) {
+      !f.env.empty() || !f.command.empty() || !f.chdir.empty() ||
+      !f.output.empty() || !f.error.empty()) {
     return Fail(
         "submit: --file takes every job from the file; give no --gpus, "
-        "--name, --env, --checkpoint-dir or command with it");
+        "--name, --env, --checkpoint-dir, --chdir, --output, --error or "
+        "command with it (--export is the one that applies to every job)");
   }
+  // A file's jobs take the caller's environment only when asked: 100,000
+  // copies of it would not fit in one request.
+  std::map<std::string, std::string> exported;
+  if (!f.export_env.empty()) {
+    absl::StatusOr<std::map<std::string, std::string>> captured =
+        cli::CaptureEnvironment(f.export_env, CallerEnvironment());
+    if (!captured.ok()) {
+      return Fail(absl::StrCat("submit: ", captured.status().message()));
+    }
+    exported = *std::move(captured);
+  }
+  absl::StatusOr<std::string> cwd = CurrentDirectory();
+  if (!cwd.ok()) return Fail(std::string(cwd.status().message()));
   absl::StatusOr<cli::ClientCredentials> creds = cli::LoadClientCredentials();
   if (!creds.ok()) return Fail(std::string(creds.status().message()));
   absl::StatusOr<std::vector<cli::JobFileEntry>> entries =
-      cli::ReadJobFile(f.file, cli::OwnerToSend(*creds));
+      cli::ReadJobFile(f.file, cli::OwnerToSend(*creds), *cwd);
   if (!entries.ok()) return Fail(std::string(entries.status().message()));
+  for (cli::JobFileEntry& entry : *entries) {
+    if (exported.empty()) break;
+    std::map<std::string, std::string> env = exported;
+    for (auto& [key, value] : entry.spec.env) env[key] = std::move(value);
+    entry.spec.env = std::move(env);
+    if (absl::Status valid = ValidateJobRequest(entry.spec); !valid.ok()) {
+      return Fail(absl::StrCat(f.file, ":", entry.line,
+                               ": with --export: ", valid.message()));
+    }
+  }
   v1::SubmitJobsRequest req;
   req.mutable_jobs()->Reserve(static_cast<int>(entries->size()));
   for (const cli::JobFileEntry& entry : *entries) {
@@ -294,6 +365,27 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--env", submit->env,
                   "KEY=VALUE for every task's environment; repeatable")
       ->allow_extra_args(false);
+  cmd->add_option("--chdir", submit->chdir,
+                  "Directory the job's tasks start in, on every node "
+                  "(default: the current one; a relative one is relative to "
+                  "it). A node without it fails the start");
+  cmd->add_option("--export", submit->export_env,
+                  "Which of your environment variables the job gets: ALL "
+                  "(the default), NONE, or NAME[,NAME=VALUE...] (ALL,... to "
+                  "add); never TIRESIAS_* nor what the agent sets "
+                  "(CUDA_VISIBLE_DEVICES, RANK, HOME, ...); ALL also leaves "
+                  "out HOSTNAME, PWD, SSH_*, DISPLAY and the like. At most "
+                  "64 KiB. With --file: none unless given")
+      ->allow_extra_args(false);
+  cmd->add_option("--output", submit->output,
+                  "Also append the tasks' stdout (and stderr, without "
+                  "--error) to this file, relative to --chdir; %j job id, "
+                  "%a attempt, %r rank, %t array index (0), %% a '%'")
+      ->allow_extra_args(false);
+  cmd->add_option("--error", submit->error,
+                  "Also append the tasks' stderr to this file (the "
+                  "placeholders of --output)")
+      ->allow_extra_args(false);
   cmd->add_option("--retry-for", submit->retry_for_seconds,
                   "Seconds to keep retrying a master that is unreachable or "
                   "does not answer (default 30)")
@@ -302,7 +394,8 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
                   "Submit every job of JOBS.jsonl (- for standard input) "
                   "together, all or none: one JSON object per line with the "
                   "fields gpus, command (an array), name, env (an object), "
-                  "checkpoint_dir; prints their ids, one per line");
+                  "checkpoint_dir, chdir, output, error; prints their ids, "
+                  "one per line");
   cmd->add_flag("--json", submit->json,
                 "Print the answer as JSON: {\"job_id\": ...} or, with "
                 "--file, {\"job_ids\": [...]}");

@@ -20,6 +20,11 @@ inline constexpr size_t kMaxUserBytes = 64;
 inline constexpr size_t kMaxModelBytes = 64;
 inline constexpr size_t kMaxCheckpointDirBytes = 4096;
 
+// JobSpec.workdir (empty or an absolute path), .output and .error (empty or
+// a path pattern, output_pattern.h): at most this many bytes each.
+inline constexpr size_t kMaxWorkdirBytes = 4096;
+inline constexpr size_t kMaxOutputPathBytes = 4096;
+
 // JobSpec.command: 1 to kMaxCommandArgs arguments (argv[0] non-empty) of at
 // most kMaxCommandBytes together.
 inline constexpr size_t kMaxCommandArgs = 4096;

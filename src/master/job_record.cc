@@ -73,6 +73,9 @@ int64_t ApproxEncodedBytes(const JobRecord& job) {
   add(job.spec.user);
   add(job.spec.checkpoint_dir);
   add(job.spec.model);
+  add(job.spec.workdir);
+  add(job.spec.output);
+  add(job.spec.error);
   for (const std::string& arg : job.spec.command) add(arg);
   for (const auto& [key, value] : job.spec.env) {
     add(key);

@@ -29,6 +29,12 @@ struct JobRequest {
   std::map<std::string, std::string> env;     // extra environment
   std::string checkpoint_dir;                 // TIRESIAS_CHECKPOINT_DIR
   std::string model;  // model name hint for placement; empty if unknown
+  // Where the tasks start (absolute); empty: the agent's own folder.
+  std::string workdir;
+  // Path patterns (output_pattern.h) of the files the tasks' stdout and
+  // stderr are also appended to; empty: none (error: with stdout).
+  std::string output;
+  std::string error;
 
   bool operator==(const JobRequest&) const = default;
 };

@@ -2,8 +2,10 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "core/to_absl.h"
 #include "core/utf8.h"
+#include "master/output_pattern.h"
 
 namespace tiresias {
 namespace {
@@ -115,6 +117,26 @@ absl::Status CheckEnv(const std::map<std::string, std::string>& env) {
   return absl::OkStatus();
 }
 
+// The working directory (empty, or absolute: a relative one would be
+// relative to wherever the agent runs) and the output patterns.
+absl::Status CheckFiles(const JobRequest& spec) {
+  RETURN_IF_ERROR(
+      CheckField("spec.workdir", spec.workdir, limits::kMaxWorkdirBytes));
+  if (!spec.workdir.empty() && spec.workdir[0] != '/') {
+    return Refuse("spec.workdir",
+                  absl::StrCat("expected an absolute path, got ",
+                               QuoteForError(spec.workdir)));
+  }
+  for (const auto& [field, pattern] :
+       {std::pair<std::string_view, const std::string&>{"spec.output",
+                                                        spec.output},
+        {"spec.error", spec.error}}) {
+    RETURN_IF_ERROR(CheckField(field, pattern, limits::kMaxOutputPathBytes));
+    RETURN_IF_ERROR(ValidateOutputPattern(field, pattern));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string QuoteForError(std::string_view text) {
@@ -144,6 +166,7 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
                         limits::kMaxCheckpointDirBytes);
   }
   if (status.ok()) status = CheckEnv(spec.env);
+  if (status.ok()) status = CheckFiles(spec);
   return status;
 }
 

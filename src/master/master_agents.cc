@@ -584,7 +584,9 @@ void MasterState::OnStartFailed(Launch& launch, const v1::TaskStatus& task,
       "rank ", rank, " on ",
       node == nodes_.end() ? absl::StrCat("node ", launch.parts[rank].node_id)
                            : node->second.record.name,
-      " failed to start (exit code ", kStartFailedExitCode, ")");
+      " failed to start (exit code ", kStartFailedExitCode, "; `tiresias logs ",
+      launch.job, " --rank ", rank, " --attempt ", launch.attempt,
+      "` says why)");
   const bool give_up = failures >= kMaxFailedStarts;
   StopLaunch(launch,
              give_up ? v1::STOP_REASON_CANCEL : v1::STOP_REASON_PREEMPT);

@@ -3,6 +3,7 @@
 // message costs nothing: the next answer says the same.
 #include "absl/strings/str_cat.h"
 #include "master/master_state.h"
+#include "master/output_pattern.h"
 
 namespace tiresias {
 
@@ -34,6 +35,11 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
   start->set_restart_count(rec.restarts);
   start->set_owner(rec.spec.user);
   start->set_profile(launch.profile);
+  start->set_workdir(rec.spec.workdir);
+  const OutputPatternValues values{
+      .job_id = launch.job, .attempt = launch.attempt, .rank = rank};
+  start->set_output(ExpandOutputPattern(rec.spec.output, values));
+  start->set_error(ExpandOutputPattern(rec.spec.error, values));
   start->set_master_addr(host_of(launch.parts[0].node_id));
   start->set_master_port(port);
   for (size_t r = 0; r < launch.parts.size(); ++r) {

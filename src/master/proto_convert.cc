@@ -59,6 +59,9 @@ void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
   }
   out->set_checkpoint_dir(spec.checkpoint_dir);
   out->set_model(spec.model);
+  out->set_workdir(spec.workdir);
+  out->set_output(spec.output);
+  out->set_error(spec.error);
 }
 
 JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
@@ -71,6 +74,9 @@ JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
   for (const v1::EnvVar& var : spec.env()) out.env[var.key()] = var.value();
   out.checkpoint_dir = spec.checkpoint_dir();
   out.model = spec.model();
+  out.workdir = spec.workdir();
+  out.output = spec.output();
+  out.error = spec.error();
   return out;
 }
 

@@ -25,6 +25,9 @@ JobRecord FullRecord() {
   r.spec.env = {{"A", "1"}, {"B", "two words"}, {"EMPTY", ""}};
   r.spec.checkpoint_dir = "/ckpt/resnet";
   r.spec.model = "resnet50";
+  r.spec.workdir = "/home/bob/runs";
+  r.spec.output = "out-%j-%r.txt";
+  r.spec.error = "err-%j.txt";
   r.state = JobRecordState::kPreempted;
   r.queue = 1;
   r.attained_gpu_seconds = 8 * 3601.125;

@@ -254,7 +254,8 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
         db_->Prepare(absl::StrCat(
             "INSERT INTO jobs (", kJobColumns,
             ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0, 0, "
-            "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0, ?9, 0, ?10)")));
+            "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0, ?9, 0, ?10, "
+            "?11, ?12, ?13)")));
     std::optional<std::string_view> request_id;
     if (!job.request_id.empty()) request_id = job.request_id;
     std::optional<std::string> profile_json;
@@ -268,7 +269,10 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
         .Bind(7, spec.model)
         .Bind(8, submit_time.count())
         .Bind(9, request_id)
-        .Bind(10, profile_json);
+        .Bind(10, profile_json)
+        .Bind(11, spec.workdir)
+        .Bind(12, spec.output)
+        .Bind(13, spec.error);
     absl::Status status = insert.Run();
     if (insert.last_error_code() == SQLITE_CONSTRAINT_UNIQUE) {
       // FindByRequestId looked first under the same lock: only a hand edit

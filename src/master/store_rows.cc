@@ -207,6 +207,9 @@ absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
   if (!row.IsNull(26)) {
     r.profile = in.Parsed(DecodeProfile(in.Text(26, "profile")), 26, "profile");
   }
+  r.spec.workdir = in.Text(27, "workdir");
+  r.spec.output = in.Text(28, "output");
+  r.spec.error = in.Text(29, "error");
   if (!in.status().ok()) return in.status();
   return r;
 }

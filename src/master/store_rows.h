@@ -103,6 +103,12 @@ inline constexpr const char* kMigrations[] = {
     "  skew REAL NOT NULL, spread INTEGER NOT NULL,"
     "  iteration_s REAL NOT NULL, time REAL NOT NULL,"
     "  PRIMARY KEY (job_id, attempt)) WITHOUT ROWID",
+    // 8: where a job's tasks start and the files their stdout and stderr
+    // also go to (submit --chdir, --output, --error); '' for older jobs:
+    // the agent's folder, no files.
+    "ALTER TABLE jobs ADD COLUMN workdir TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN output TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN error TEXT NOT NULL DEFAULT ''",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =
@@ -114,7 +120,7 @@ inline constexpr char kJobColumns[] =
     "queue, attained_gpu_seconds, executed_seconds, total_executed_seconds, "
     "submit_time, first_start_time, end_time, last_stop_time, preemptions, "
     "promotions, restarts, attempt, nodes, exit_code, failed_starts, "
-    "request_id, cancel_requested, profile";
+    "request_id, cancel_requested, profile, workdir, output, error";
 inline constexpr char kEventColumns[] =
     "sequence, job_id, time, kind, detail";
 inline constexpr char kNodeColumns[] =

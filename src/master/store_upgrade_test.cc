@@ -1,16 +1,16 @@
 // Schema version 4: a file written by version 3 is upgraded in place with
 // jobs.request_id (unique, NULL when absent) and nodes.agent_token_hash;
 // version 6 with jobs.profile and the profiles table, and version 7 with
-// placement_runs.
+// placement_runs, and version 8 with the jobs' workdir, output and error.
 #include <sqlite3.h>
 
 #include <cmath>
-
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "master/store.h"
+#include "master/store_rows.h"
 #include "master/test_dir.h"
 
 namespace tiresias {
@@ -286,8 +286,62 @@ TEST(StoreUpgradeTest, VersionThreeFileKeepsPlacementRuns) {
   EXPECT_EQ((*runs)[1].run.iteration_s, 1.6);
 }
 
-TEST(StoreUpgradeTest, SchemaVersionIsSeven) {
-  EXPECT_EQ(SqliteStore::kSchemaVersion, 7);
+// The jobs' workdir, output and error (submit --chdir, --output, --error):
+// a job of an older file has none (the agent's folder, no files, as it ran
+// before); a new one keeps them, across a reopen, through every read.
+TEST(StoreUpgradeTest, VersionThreeFileGetsWorkdirOutputAndError) {
+  TestDir dir;
+  const std::string path = dir.File("state.db");
+  WriteVersionThreeFile(path);
+  JobRequest spec;
+  spec.command = {"/bin/sh", "-c", "pwd"};
+  spec.workdir = "/home/alice/run 1";
+  spec.output = "out-%j-%r.txt";
+  spec.error = "/logs/err-%j-%a.txt";
+  JobId id = 0;
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto old = (*store)->GetJob(1);
+    ASSERT_TRUE(old.ok()) << old.status();
+    EXPECT_EQ(old->spec.workdir, "");
+    EXPECT_EQ(old->spec.output, "");
+    EXPECT_EQ(old->spec.error, "");
+    auto created = (*store)->CreateJob(spec, Seconds{200});
+    ASSERT_TRUE(created.ok()) << created.status();
+    id = *created;
+  }
+  EXPECT_EQ(QueryText(path,
+                      "SELECT value FROM meta WHERE key = "
+                      "'schema_version'"),
+            absl::StrCat(SqliteStore::kSchemaVersion));
+  EXPECT_EQ(
+      QueryText(path, absl::StrCat("SELECT output FROM jobs WHERE id = ", id)),
+      "out-%j-%r.txt");
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto job = (*store)->GetJob(id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->spec, spec);
+  auto unfinished = (*store)->ListUnfinishedJobs();
+  ASSERT_TRUE(unfinished.ok()) << unfinished.status();
+  ASSERT_EQ(unfinished->size(), 3u);
+  EXPECT_EQ(unfinished->back().spec.workdir, "/home/alice/run 1");
+  EXPECT_EQ(unfinished->back().spec.error, "/logs/err-%j-%a.txt");
+  // A retried submission with the same request id but another workdir is
+  // another spec: refused, not taken for the first.
+  auto first = (*store)->CreateJobs({{spec, "req-1"}}, Seconds{300});
+  ASSERT_TRUE(first.ok()) << first.status();
+  JobRequest elsewhere = spec;
+  elsewhere.workdir = "/elsewhere";
+  auto again = (*store)->CreateJobs({{elsewhere, "req-1"}}, Seconds{301});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)[0].status().code(), absl::StatusCode::kAlreadyExists);
+}
+
+TEST(StoreUpgradeTest, SchemaVersionHasOneMigrationPerStep) {
+  EXPECT_EQ(SqliteStore::kSchemaVersion,
+            1 + static_cast<int>(std::size(store_internal::kMigrations)));
 }
 
 }  // namespace

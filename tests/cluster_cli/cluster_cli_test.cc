@@ -122,6 +122,49 @@ TEST_F(ClusterCliTest, SubmitListShowNodesCancel) {
       0u);
 }
 
+// submit sends where the job starts (the caller's directory, or --chdir
+// made absolute against it), its output patterns, and the caller's
+// environment less the deny-list (--export ALL), with --env on top.
+TEST_F(ClusterCliTest, SubmitSendsWorkdirOutputsAndTheCallersEnvironment) {
+  StartMaster();
+  setenv("JOBENV_PROBE", "from the caller", 1);
+  setenv("SSH_CONNECTION", "10.0.0.1 22 10.0.0.2 22", 1);
+  EXPECT_EQ(Submit({"--gpus", "1", "--chdir", "runs/./a/", "--output",
+                    "o-%j-%r.txt", "--error", "e-%j.txt", "--env",
+                    "JOBENV_PROBE=from --env", "--", "/bin/true"}),
+            "1\n");
+  EXPECT_EQ(Submit({"--gpus", "1", "--export", "NONE", "--env", "A=b", "--",
+                    "/bin/true"}),
+            "2\n");
+  unsetenv("JOBENV_PROBE");
+  unsetenv("SSH_CONNECTION");
+  const std::string cwd = fs::current_path().string();
+  nlohmann::json first =
+      nlohmann::json::parse(Client("job", {"1", "--json"}).out, nullptr, false);
+  const nlohmann::json& spec = first["spec"];
+  EXPECT_EQ(spec["workdir"], cwd + "/runs/a");
+  EXPECT_EQ(spec["output"], "o-%j-%r.txt");
+  EXPECT_EQ(spec["error"], "e-%j.txt");
+  EXPECT_EQ(spec["env"]["JOBENV_PROBE"], "from --env");  // --env wins
+  EXPECT_FALSE(spec["env"].contains("SSH_CONNECTION"));
+  EXPECT_FALSE(spec["env"].contains("PWD"));
+  if (getenv("PATH") != nullptr) EXPECT_EQ(spec["env"]["PATH"], getenv("PATH"));
+  nlohmann::json second =
+      nlohmann::json::parse(Client("job", {"2", "--json"}).out, nullptr, false);
+  EXPECT_EQ(second["spec"]["env"], (nlohmann::json{{"A", "b"}}));
+  EXPECT_EQ(second["spec"]["workdir"], cwd);
+  EXPECT_THAT(Client("job", {"1"}).out,
+              HasSubstr("Output:          o-%j-%r.txt\n"));
+  // Bad flags are refused by the client, naming the flag.
+  ExpectOneLineError(
+      Client("submit", {"--gpus", "1", "--output", "o-%x", "--", "/bin/true"}),
+      "--output: unknown placeholder \"%x\" at byte 2");
+  ExpectOneLineError(
+      Client("submit", {"--gpus", "1", "--export", "A-B", "--", "/bin/true"}),
+      "--export \"A-B\": \"A-B\" is not a variable name");
+  EXPECT_EQ(Client("jobs", {"--json"}).exit_code, 0);
+}
+
 TEST_F(ClusterCliTest, NameDefaultsToCommandBaseName) {
   StartMaster();
   Submit({"--gpus", "1", "--", "/bin/sleep", "100"});

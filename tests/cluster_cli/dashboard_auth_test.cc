@@ -398,10 +398,12 @@ TEST_F(DashboardAuthTest, WrongTokensShowTheFormWithTheMastersReason) {
 // their environment (and here, with --hide-commands, their command) is not.
 TEST_F(DashboardAuthTest, AUserSeesOthersJobsWithoutTheirEnvironment) {
   const Token bob = CreateToken("bob");
-  Cli(admin_.text, {"submit", "--gpus", "1", "--name", "admins", "--env",
-                    "SECRET=admin-secret", "--", "/bin/sleep", "9"});
-  Cli(bob.text, {"submit", "--gpus", "1", "--name", "bobs", "--env",
-                 "MINE=bob-value", "--", "/bin/sleep", "8"});
+  // --export NONE: only the --env variables, none of the test's own.
+  Cli(admin_.text,
+      {"submit", "--gpus", "1", "--name", "admins", "--export", "NONE", "--env",
+       "SECRET=admin-secret", "--", "/bin/sleep", "9"});
+  Cli(bob.text, {"submit", "--gpus", "1", "--name", "bobs", "--export", "NONE",
+                 "--env", "MINE=bob-value", "--", "/bin/sleep", "8"});
 
   const std::string admin = Login(admin_.text);
   json job = ApiJson("/api/jobs/1", admin);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "master_test_util.h"
 
@@ -26,6 +27,9 @@ TEST_F(MasterStateTest, JobRunsToCompletion) {
   Open();
   JobRequest spec = Spec(2, {"python3", "train.py"});
   spec.env["LR"] = "0.1";
+  spec.workdir = "/home/alice/runs";
+  spec.output = "out-%j-%a-%r.txt";
+  spec.error = "/logs/%%j-%j.err";
   const JobId id = Submit(spec);
   ASSERT_GT(id, 0);
   master_.reset();  // the store holds its file exclusively
@@ -53,6 +57,10 @@ TEST_F(MasterStateTest, JobRunsToCompletion) {
   EXPECT_GT(start.master_port(), 0);
   EXPECT_EQ(start.command(1), "train.py");
   EXPECT_EQ(start.env().at("LR"), "0.1");
+  // Where it starts, and its output files with this task's placeholders.
+  EXPECT_EQ(start.workdir(), "/home/alice/runs");
+  EXPECT_EQ(start.output(), absl::StrCat("out-", id, "-1-0.txt"));
+  EXPECT_EQ(start.error(), absl::StrCat("/logs/%j-", id, ".err"));
   EXPECT_EQ(start.restart_count(), 0);
   EXPECT_EQ(Get(id).state, JobRecordState::kStarting);  // not yet reported
 

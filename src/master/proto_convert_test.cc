@@ -25,6 +25,10 @@ JobRecord FullRecord() {
   r.spec.env = {{"A", "1"}, {"B", "two words"}, {"EMPTY", ""}};
   r.spec.checkpoint_dir = "/ckpt/resnet";
   r.spec.model = "resnet50";
+  r.spec.time_limit = Seconds{5400.5};
+  r.spec.no_preempt = true;
+  r.spec.hold = true;
+  r.held = true;
   r.state = JobRecordState::kPreempted;
   r.queue = 1;
   r.attained_gpu_seconds = 8 * 3601.125;
@@ -174,7 +178,7 @@ TEST(ProtoConvertTest, EveryJobStateMapsBothWays) {
        {JobRecordState::kPending, JobRecordState::kRunning,
         JobRecordState::kPreempted, JobRecordState::kFinished,
         JobRecordState::kFailed, JobRecordState::kCancelled,
-        JobRecordState::kStarting}) {
+        JobRecordState::kStarting, JobRecordState::kTimeout}) {
     v1::JobState proto = JobStateToProto(state);
     EXPECT_NE(proto, v1::JOB_STATE_UNSPECIFIED);
     EXPECT_EQ(*JobStateFromProto(proto), state);

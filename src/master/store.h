@@ -240,9 +240,10 @@ class SqliteStore final : public Store {
   // one in place (1 -> 2 adds jobs.failed_starts, 2 -> 3 the launches
   // table, 3 -> 4 jobs.request_id with its unique index, indexes by user
   // and by name, and nodes.agent_token_hash, 4 -> 5 the tokens and audit
-  // tables, 5 -> 6 job profiles, 6 -> 7 placement runs) and refuses newer
+  // tables, 5 -> 6 job profiles, 6 -> 7 placement runs, 7 -> 8 job control:
+  // time limit, no-preempt, held) and refuses newer
   // ones.
-  static constexpr int kSchemaVersion = 7;
+  static constexpr int kSchemaVersion = 8;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the

@@ -2,8 +2,10 @@
 // line as a JSON object, with the fields of the submit flags:
 //
 //   {"gpus": 2, "command": ["python3", "train.py"], "name": "resnet",
-//    "env": {"SEED": "1"}, "checkpoint_dir": "/ckpt/resnet"}
+//    "env": {"SEED": "1"}, "checkpoint_dir": "/ckpt/resnet",
+//    "time": "1:30:00", "no_preempt": false, "hold": false}
 //
+// ("time" in the forms of `submit --time`, cli/time_limit.h.)
 // "gpus" and "command" are required; "name" defaults to the command's base
 // name, as for `submit`. Blank lines are skipped (and counted). Every line
 // is checked, against the same ValidateJobRequest the master applies,

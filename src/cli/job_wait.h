@@ -19,7 +19,8 @@ inline constexpr int kTimeoutExitCode = 124;
 
 // The code a script gets for ended job `job`: finished 0 (or its code),
 // failed its exit code (1 if it has none, e.g. lost with its node),
-// cancelled kCancelledExitCode, timeout kTimeoutExitCode. Requires IsFinal(job.state()).
+// cancelled kCancelledExitCode, timeout kTimeoutExitCode. Requires
+// IsFinal(job.state()).
 int JobExitCode(const v1::Job& job);
 
 // Polls job `id` until it ends; returns JobExitCode and says on stderr how

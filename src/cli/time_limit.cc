@@ -62,8 +62,12 @@ absl::StatusOr<double> ParseTimeLimit(std::string_view what,
     if (values.size() > 1) minutes = values[1];
     if (values.size() > 2) seconds = values[2];
     if (hours >= 24) return bad("hours after a day must be below 24");
-    if (values.size() > 1 && minutes >= 60) return bad("minutes must be below 60");
-    if (values.size() > 2 && seconds >= 60) return bad("seconds must be below 60");
+    if (values.size() > 1 && minutes >= 60) {
+      return bad("minutes must be below 60");
+    }
+    if (values.size() > 2 && seconds >= 60) {
+      return bad("seconds must be below 60");
+    }
   } else if (values.size() == 1) {
     minutes = values[0];
   } else if (values.size() == 2) {

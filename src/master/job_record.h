@@ -94,8 +94,8 @@ enum class JobRecordState {
 std::string_view JobRecordStateName(JobRecordState state);
 // The inverse of JobRecordStateName; InvalidArgument naming `text` else.
 absl::StatusOr<JobRecordState> ParseJobRecordState(std::string_view text);
-// Finished, failed, cancelled or timeout. Pending, starting, running and preempted
-// jobs are unfinished.
+// Finished, failed, cancelled or timeout. Pending, starting, running and
+// preempted jobs are unfinished.
 bool IsFinal(JobRecordState state);
 
 // One thing that happened to a job.

@@ -254,8 +254,8 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
         db_->Prepare(absl::StrCat(
             "INSERT INTO jobs (", kJobColumns,
             ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0, 0, "
-            "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0, ?9, 0, ?10, ?11, "
-            "?12, ?13, ?13, 0)")));
+            "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0, ?9, 0, ?10, "
+            "?11, ?12, ?13, ?13, 0)")));
     std::optional<std::string_view> request_id;
     if (!job.request_id.empty()) request_id = job.request_id;
     std::optional<std::string> profile_json;

@@ -195,7 +195,8 @@ class Driver {
     }
     for (const StartDecision& s : d.started) {
       const Job& job = *scheduler_.Find(s.job);
-      EXPECT_FALSE(scheduler_.held(s.job)) << "held job " << s.job << " started";
+      EXPECT_FALSE(scheduler_.held(s.job))
+          << "held job " << s.job << " started";
       if (auto r = release_at_.find(s.job); r != release_at_.end()) {
         EXPECT_GE(now, r->second) << "job " << s.job << " started while held";
       }

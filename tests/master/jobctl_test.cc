@@ -26,7 +26,8 @@ class JobControlTest : public MasterFixture {
                                                 std::vector<JobId> ids) {
     auto results = master_->UpdateJobs(action, std::move(ids), Anyone);
     EXPECT_TRUE(results.ok()) << results.status();
-    return results.ok() ? *results : std::vector<MasterState::JobActionResult>{};
+    if (!results.ok()) return {};
+    return *std::move(results);
   }
   void CheckTimeouts() { ASSERT_TRUE(master_->CheckTimeouts().ok()); }
 };

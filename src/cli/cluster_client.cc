@@ -269,7 +269,7 @@ std::string OwnerToSend(const ClientCredentials& creds) {
 
 bool IsFinal(v1::JobState state) {
   return state == v1::JOB_STATE_FINISHED || state == v1::JOB_STATE_FAILED ||
-         state == v1::JOB_STATE_CANCELLED;
+         state == v1::JOB_STATE_CANCELLED || state == v1::JOB_STATE_TIMEOUT;
 }
 
 std::string FormatDuration(double seconds) {

@@ -28,7 +28,9 @@ void AddClientCommands(CLI::App& app, int* exit_code);
 // nodes_command.cc, logs_command.cc).
 void AddMasterCommand(CLI::App& app, const std::string& command_line,
                       int* exit_code);
-void AddJobCommands(CLI::App& app, int* exit_code);  // submit jobs job cancel
+void AddJobCommands(CLI::App& app, int* exit_code);  // submit jobs job
+// cancel hold release requeue (jobctl_commands.cc)
+void AddJobControlCommands(CLI::App& app, int* exit_code);
 void AddSubmitCommand(CLI::App& app, int* exit_code);  // submit_command.cc
 void AddNodesCommand(CLI::App& app, int* exit_code);
 void AddStatusCommand(CLI::App& app, int* exit_code);  // nodes_command.cc

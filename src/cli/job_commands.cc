@@ -1,6 +1,7 @@
-// `tiresias jobs`, `job` and `cancel`: the job half of the client API
-// (`submit` is in submit_command.cc). `jobs` pages through ListJobs with the
-// master's filters; `job` and `cancel` are one RPC each.
+// `tiresias jobs` and `job`: the job half of the client API (`submit` is
+// in submit_command.cc, `cancel`, `hold`, `release` and `requeue` in
+// jobctl_commands.cc). `jobs` pages through ListJobs with the master's
+// filters; `job` is one RPC.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +36,11 @@ void PrintJobsHeader() {
               "WAIT", "RUN", "NODES");
 }
 
+// The state as listed: a held job is "held" (it is pending or preempted).
+std::string StateText(const v1::Job& job) {
+  return job.held() ? "held" : cli::JobStateName(job.state());
+}
+
 void PrintJobRow(const v1::Job& job, double now) {
   const double end = job.has_end_time() ? job.end_time() : now;
   const double run = job.total_executed_seconds();
@@ -46,7 +52,7 @@ void PrintJobRow(const v1::Job& job, double now) {
               static_cast<long long>(job.id()),
               cli::Printable(job.spec().name()).c_str(),
               cli::Printable(job.spec().user()).c_str(),
-              cli::JobStateName(job.state()).c_str(), job.queue(),
+              StateText(job).c_str(), job.queue(),
               job.spec().gpus(), job.attained_gpu_seconds(),
               cli::FormatDuration(wait).c_str(),
               cli::FormatDuration(run).c_str(), nodes.c_str());
@@ -75,7 +81,7 @@ absl::StatusOr<v1::ListJobsRequest> JobsRequest(const JobsFlags& f) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--state ", f.state,
           ": expected pending, starting, running, preempted, finished, "
-          "failed or cancelled"));
+          "failed, cancelled or timeout"));
     }
     req.set_state(state);
   }
@@ -134,9 +140,15 @@ void PrintJob(const v1::Job& job) {
   line("Job:", absl::StrCat(job.id()));
   line("Name:", Printable(job.spec().name()));
   line("User:", Printable(job.spec().user()));
-  line("State:", cli::JobStateName(job.state()));
+  line("State:", job.held() ? cli::JobStateName(job.state()) +
+                                   " (held: `tiresias release` to run it)"
+                             : cli::JobStateName(job.state()));
   line("Command:", absl::StrJoin(command, " "));
   line("GPUs:", absl::StrCat(job.spec().gpus()));
+  if (job.spec().time_limit_seconds() > 0) {
+    line("Time limit:", cli::FormatDuration(job.spec().time_limit_seconds()));
+  }
+  if (job.spec().no_preempt()) line("Preemptible:", "no (--no-preempt)");
   if (!job.spec().model().empty())
     line("Model:", Printable(job.spec().model()));
   line("Queue:", absl::StrCat(job.queue()));
@@ -193,28 +205,6 @@ int ShowJob(const std::string& master, int64_t id, bool json) {
   return 0;
 }
 
-int Cancel(const std::string& master, int64_t id, bool json) {
-  MasterClient client(master);
-  v1::CancelJobRequest req;
-  req.set_job_id(id);
-  v1::CancelJobResponse resp;
-  grpc::Status status =
-      client.stub().CancelJob(client.Context().get(), req, &resp);
-  if (!status.ok()) {
-    return Fail(cli::DescribeRpcError(status, master,
-                                      absl::StrCat("cancel job ", id)));
-  }
-  if (json) {
-    std::printf("%s\n", cli::ToJson(resp.job()).c_str());
-  } else if (resp.job().state() == v1::JOB_STATE_CANCELLED) {
-    std::printf("job %lld cancelled\n", static_cast<long long>(id));
-  } else {
-    std::printf("job %lld is being stopped; it becomes cancelled when its "
-                "tasks exit\n", static_cast<long long>(id));
-  }
-  return 0;
-}
-
 struct IdFlags {
   std::string master;
   int64_t id = 0;
@@ -240,7 +230,9 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
       "jobs",
       "List jobs, like squeue, in id order (every page the master has). "
       "STATE: pending, starting (GPUs assigned, tasks being started), "
-      "running, preempted, finished, failed, cancelled");
+      "running, preempted, finished, failed, cancelled, timeout (stopped at "
+      "its --time limit); a held job shows as held (it is pending or "
+      "preempted: `--state pending` lists it)");
   cli::AddMasterFlag(cmd, &jobs->master);
   cmd->add_flag("--json", jobs->json,
                 "Print the list as one JSON document {\"jobs\": [...]}");
@@ -256,13 +248,6 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   AddIdCommand(app, "job", "Show one job and its event history", job)
       ->callback([job, exit_code] {
         *exit_code = ShowJob(job->master, job->id, job->json);
-      });
-
-  auto cancel = std::make_shared<IdFlags>();
-  AddIdCommand(app, "cancel", "Cancel a job (running ones are stopped)",
-               cancel)
-      ->callback([cancel, exit_code] {
-        *exit_code = Cancel(cancel->master, cancel->id, cancel->json);
       });
 }
 

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/to_absl.h"
+#include "cli/time_limit.h"
 #include "master/job_validation.h"
 #include "nlohmann/json.hpp"
 
@@ -22,7 +23,7 @@ using Json = nlohmann::json;
 
 constexpr const char* kFields =
     "gpus, command, name, env, checkpoint_dir, chdir (or workdir), output, "
-    "error";
+    "error, time, no_preempt, hold";
 
 // A JSON value for a message: its text, cut to about 40 bytes.
 std::string Shown(const Json& value) {
@@ -119,6 +120,18 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
       auto pattern = StringField(value, key);
       if (!pattern.ok()) return pattern.status();
       (key == "output" ? spec.output : spec.error) = *std::move(pattern);
+    } else if (key == "time") {
+      auto text = StringField(value, key);
+      if (!text.ok()) return text.status();
+      absl::StatusOr<double> limit = ParseTimeLimit(key, *text);
+      if (!limit.ok()) return limit.status();
+      spec.time_limit = Seconds{*limit};
+    } else if (key == "no_preempt" || key == "hold") {
+      if (!value.is_boolean()) {
+        return FieldError(key, absl::StrCat("expected true or false, got ",
+                                            Shown(value)));
+      }
+      (key == "hold" ? spec.hold : spec.no_preempt) = value.get<bool>();
     } else if (key == "env") {
       if (!value.is_object()) {
         return FieldError(key, absl::StrCat("expected an object {\"NAME\": "

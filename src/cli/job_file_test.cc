@@ -82,6 +82,33 @@ TEST(JobFile, WorkdirDefaultsToTheCallersAndOutputPatternsAreChecked) {
   EXPECT_EQ(AbsoluteWorkdir("", "/home/a"), "/home/a");
   EXPECT_EQ(AbsoluteWorkdir("../b/./c/", "/home/a"), "/home/b/c");
   EXPECT_EQ(AbsoluteWorkdir("/", "/home/a"), "/");
+TEST(JobFile, ParsesJobControlFields) {
+  auto entries = ParseJobFile(
+      "{\"gpus\": 1, \"command\": [\"true\"], \"time\": \"1-0:30\", "
+      "\"no_preempt\": true, \"hold\": true}\n"
+      "{\"gpus\": 1, \"command\": [\"true\"]}\n",
+      "jobs.jsonl", "");
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  const JobRequest& first = (*entries)[0].spec;
+  EXPECT_EQ(first.time_limit, Seconds{86400 + 30 * 60});
+  EXPECT_TRUE(first.no_preempt);
+  EXPECT_TRUE(first.hold);
+  const JobRequest& second = (*entries)[1].spec;
+  EXPECT_EQ(second.time_limit, Seconds{0});
+  EXPECT_FALSE(second.no_preempt);
+  EXPECT_FALSE(second.hold);
+  for (const auto& [line, expected] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"{\"gpus\": 1, \"command\": [\"true\"], \"time\": \"1:60\"}",
+            "jobs.jsonl:1: time \"1:60\": seconds must be below 60"},
+           {"{\"gpus\": 1, \"command\": [\"true\"], \"time\": 30}",
+            "jobs.jsonl:1: time: expected a string"},
+           {"{\"gpus\": 1, \"command\": [\"true\"], \"hold\": 1}",
+            "jobs.jsonl:1: hold: expected true or false, got 1"}}) {
+    auto bad = ParseJobFile(line + "\n", "jobs.jsonl", "");
+    ASSERT_FALSE(bad.ok()) << line;
+    EXPECT_THAT(Message(bad.status()), HasSubstr(expected));
+  }
 }
 
 TEST(JobFile, NamesTheLineAndFieldOfTheFirstBadLine) {

@@ -21,6 +21,8 @@ int JobExitCode(const v1::Job& job) {
       return job.has_exit_code() ? job.exit_code() : 0;
     case v1::JOB_STATE_CANCELLED:
       return kCancelledExitCode;
+    case v1::JOB_STATE_TIMEOUT:
+      return kTimeoutExitCode;
     default:
       return job.has_exit_code() && job.exit_code() != 0 ? job.exit_code()
                                                           : 1;

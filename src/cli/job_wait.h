@@ -13,10 +13,14 @@ namespace tiresias::cli {
 // Exit code for a job cancelled before it ended on its own (timeout(1)'s
 // neighbour; a job's own code is its exit status, 128 + N for signal N).
 inline constexpr int kCancelledExitCode = 125;
+// Exit code for a job stopped at its time limit (`submit --time`), as
+// timeout(1) exits 124.
+inline constexpr int kTimeoutExitCode = 124;
 
 // The code a script gets for ended job `job`: finished 0 (or its code),
 // failed its exit code (1 if it has none, e.g. lost with its node),
-// cancelled kCancelledExitCode. Requires IsFinal(job.state()).
+// cancelled kCancelledExitCode, timeout kTimeoutExitCode. Requires
+// IsFinal(job.state()).
 int JobExitCode(const v1::Job& job);
 
 // Polls job `id` until it ends; returns JobExitCode and says on stderr how

@@ -190,7 +190,8 @@ void AddLogsCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--rank", f->rank, "Task rank")->capture_default_str();
   cmd->add_flag("-f,--follow", f->follow,
                 "Keep printing what is appended until the job ends, then "
-                "exit as the job did (its exit code; 125 if cancelled)");
+                "exit as the job did (its exit code; 125 if cancelled, 124 "
+                "if stopped at its time limit)");
   cmd->add_flag("--json", f->json,
                 "One JSON object per piece of log: job_id, attempt, rank, "
                 "node, offset, text");

@@ -71,6 +71,12 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
                      ": expected a positive number"));
   }
   o.max_gpus_per_node = f.max_gpus_per_node;
+  if (f.max_no_preempt_gpus < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-no-preempt-gpus ", f.max_no_preempt_gpus,
+        ": expected -1 (any size), 0 (refuse such jobs) or a GPU count"));
+  }
+  o.max_no_preempt_gpus = f.max_no_preempt_gpus;
   if (f.max_nodes < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--max-nodes ", f.max_nodes, ": expected a positive number"));
@@ -140,6 +146,10 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
       ->capture_default_str();
   cmd->add_option("--max-gpus-per-node", f.max_gpus_per_node,
                   "Refuse agents that report more GPUs than this")
+      ->capture_default_str();
+  cmd->add_option("--max-no-preempt-gpus", f.max_no_preempt_gpus,
+                  "Largest job accepted with --no-preempt (it keeps its GPUs "
+                  "until it ends): 0 refuses such jobs, -1 any size")
       ->capture_default_str();
   cmd->add_option("--max-nodes", f.max_nodes,
                   "Refuse a new node name beyond this many nodes")

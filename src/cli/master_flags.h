@@ -34,6 +34,9 @@ struct MasterFlags {
   double pack_limit_cost = 0.10;
   double node_timeout_seconds = 60;
   int max_gpus_per_node = 1024;
+  // Jobs submitted --no-preempt: at most this many GPUs; 0 refuses them,
+  // -1 (the default) accepts any size.
+  int max_no_preempt_gpus = -1;
   // host:port for /metrics and /healthz over HTTP; empty: not served.
   std::string http_listen;
   // /metrics answers only requests with a valid bearer token (not with

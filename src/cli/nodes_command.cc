@@ -77,7 +77,7 @@ int ShowStatus(const std::string& master, bool json) {
   }
   std::vector<std::string> jobs;
   for (const char* state : {"pending", "starting", "running", "preempted",
-                            "finished", "failed", "cancelled"}) {
+                            "finished", "failed", "cancelled", "timeout"}) {
     auto it = resp.jobs().find(state);
     jobs.push_back(absl::StrCat(it == resp.jobs().end() ? 0 : it->second,
                                 " ", state));

@@ -31,6 +31,7 @@
 #include "cli/env_export.h"
 #include "cli/job_file.h"
 #include "cli/job_wait.h"
+#include "cli/time_limit.h"
 #include "core/status_macros.h"
 #include "master/job_limits.h"
 #include "master/job_validation.h"
@@ -64,6 +65,9 @@ struct SubmitFlags {
   std::vector<std::string> command;
   double retry_for_seconds = 30;
   bool wait = false;  // --wait: until the job ends, exit with its code
+  std::string time;   // --time: Slurm's forms (time_limit.h); empty: none
+  bool no_preempt = false;
+  bool hold = false;
 };
 
 // 128 random bits from std::random_device, as 32 hex digits.
@@ -117,6 +121,13 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
   spec.user = cli::OwnerToSend(creds);
   spec.checkpoint_dir = f.checkpoint_dir;
   spec.command = f.command;
+  if (!f.time.empty()) {
+    absl::StatusOr<double> limit = cli::ParseTimeLimit("--time", f.time);
+    if (!limit.ok()) return limit.status();
+    spec.time_limit = Seconds{*limit};
+  }
+  spec.no_preempt = f.no_preempt;
+  spec.hold = f.hold;
   spec.name = !f.name.empty() || f.command.empty()
                   ? f.name
                   : std::filesystem::path(f.command[0]).filename().string();
@@ -148,6 +159,9 @@ v1::SubmitJobRequest ToRequest(const JobRequest& spec) {
   out.set_workdir(spec.workdir);
   out.set_output(spec.output);
   out.set_error(spec.error);
+  out.set_time_limit_seconds(spec.time_limit.count());
+  out.set_no_preempt(spec.no_preempt);
+  out.set_hold(spec.hold);
   req.set_request_id(NewRequestId());
   return req;
 }
@@ -258,11 +272,13 @@ int SubmitFile(const SubmitFlags& f) {
   }
   if (f.gpus || !f.name.empty() || !f.checkpoint_dir.empty() ||
       !f.env.empty() || !f.command.empty() || !f.chdir.empty() ||
-      !f.output.empty() || !f.error.empty()) {
+      !f.output.empty() || !f.error.empty() || !f.time.empty() ||
+      f.no_preempt || f.hold) {
     return Fail(
         "submit: --file takes every job from the file; give no --gpus, "
-        "--name, --env, --checkpoint-dir, --chdir, --output, --error or "
-        "command with it (--export is the one that applies to every job)");
+        "--name, --env, --checkpoint-dir, --chdir, --output, --error, "
+        "--time, --no-preempt, --hold or command with it (--export is the "
+        "one that applies to every job)");
   }
   // A file's jobs take the caller's environment only when asked: 100,000
   // copies of it would not fit in one request.
@@ -394,16 +410,30 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
                   "Submit every job of JOBS.jsonl (- for standard input) "
                   "together, all or none: one JSON object per line with the "
                   "fields gpus, command (an array), name, env (an object), "
-                  "checkpoint_dir, chdir, output, error; prints their ids, "
-                  "one per line");
+                  "checkpoint_dir, chdir, output, error, time (as --time), "
+                  "no_preempt, hold (booleans); prints their ids, one per "
+                  "line");
   cmd->add_flag("--json", submit->json,
                 "Print the answer as JSON: {\"job_id\": ...} or, with "
                 "--file, {\"job_ids\": [...]}");
   cmd->add_flag("--wait", submit->wait,
                 "After printing the id, wait until the job ends and exit with "
                 "its exit code: 0 finished, the job's code if it failed "
-                "(128 + N if signal N ended it), 125 if it was cancelled; "
-                "Ctrl-C stops waiting, not the job");
+                "(128 + N if signal N ended it), 125 if it was cancelled, "
+                "124 if it was stopped at its --time limit; Ctrl-C stops "
+                "waiting, not the job");
+  cmd->add_option("--time", submit->time,
+                  "Limit on the job's executed time (summed over its runs; "
+                  "waiting does not count), as Slurm writes it: MM, MM:SS, "
+                  "HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS. Past it the master "
+                  "stops the job and it ends timeout");
+  cmd->add_flag("--no-preempt", submit->no_preempt,
+                "The job cannot checkpoint: once started it is never "
+                "preempted and keeps its GPUs until it ends (the master may "
+                "refuse it: --max-no-preempt-gpus)");
+  cmd->add_flag("--hold", submit->hold,
+                "Submit it held: it is not started until `tiresias release "
+                "JOB`");
   cmd->add_option("command", submit->command, "The command to run, after --");
   cmd->callback([submit, exit_code] {
     *exit_code = submit->file.empty() ? Submit(*submit) : SubmitFile(*submit);

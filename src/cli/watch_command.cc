@@ -27,7 +27,8 @@ struct WatchFlags {
 };
 
 bool EndsJob(const std::string& kind) {
-  return kind == "finished" || kind == "failed" || kind == "cancelled";
+  return kind == "finished" || kind == "failed" || kind == "cancelled" ||
+         kind == "timeout";
 }
 
 std::string OneLineJson(const google::protobuf::Message& message) {

@@ -37,6 +37,10 @@ struct JobSpec {
   // in [0, 1]; nullopt until measured. Placement prefers it to the `model`
   // table (place/profiled.cc).
   std::optional<double> measured_skew;
+  // Once started, never chosen as a victim by the scheduler (a job that
+  // cannot checkpoint): it keeps its GPUs until it ends, is removed, or its
+  // host stops it (a lost node).
+  bool no_preempt = false;
 };
 
 enum class JobState { kPending, kRunning, kPreempted, kFinished };

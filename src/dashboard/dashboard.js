@@ -14,7 +14,7 @@
   var REFRESH_MS = Number(document.body.dataset.refreshMs) || 2000;
   var HISTORY_POINTS = 300;
   var STATES = ['pending', 'starting', 'running', 'preempted', 'finished',
-                'failed', 'cancelled'];
+                'failed', 'cancelled', 'timeout'];
   var chart = null;
   var history = {labels: [], busy: [], waiting: []};
   var selected = null;
@@ -48,7 +48,8 @@
   }
 
   function isFinal(state) {
-    return state === 'finished' || state === 'failed' || state === 'cancelled';
+    return state === 'finished' || state === 'failed' ||
+        state === 'cancelled' || state === 'timeout';
   }
 
   function stateBadge(state) {
@@ -102,6 +103,7 @@
       tr.appendChild(text('td', j.user));
       var st = document.createElement('td');
       st.appendChild(stateBadge(j.state));
+      if (j.held) st.appendChild(text('span', ' held', 'held'));
       tr.appendChild(st);
       tr.appendChild(text('td', j.queue, 'num'));
       tr.appendChild(text('td', j.gpus, 'num'));

@@ -50,6 +50,9 @@ json JobJson(const v1::Job& j, bool with_details) {
       {"attempt", j.attempt()},
       {"nodes", std::vector<std::string>(j.nodes().begin(), j.nodes().end())},
       {"exit_code", j.has_exit_code() ? json(j.exit_code()) : json(nullptr)},
+      {"held", j.held()},
+      {"time_limit_seconds", j.spec().time_limit_seconds()},
+      {"no_preempt", j.spec().no_preempt()},
   };
   if (with_details) {
     out["command"] = std::vector<std::string>(j.spec().command().begin(),

@@ -16,7 +16,7 @@ constexpr JobRecordState kAllJobStates[] = {
     JobRecordState::kPending,  JobRecordState::kRunning,
     JobRecordState::kPreempted, JobRecordState::kFinished,
     JobRecordState::kFailed,   JobRecordState::kCancelled,
-    JobRecordState::kStarting};
+    JobRecordState::kStarting, JobRecordState::kTimeout};
 
 }  // namespace
 
@@ -29,6 +29,7 @@ std::string_view JobRecordStateName(JobRecordState state) {
     case JobRecordState::kFailed: return "failed";
     case JobRecordState::kCancelled: return "cancelled";
     case JobRecordState::kStarting: return "starting";
+    case JobRecordState::kTimeout: return "timeout";
   }
   return "unknown";
 }
@@ -39,13 +40,14 @@ absl::StatusOr<JobRecordState> ParseJobRecordState(std::string_view text) {
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "job state: expected one of pending, starting, running, preempted, "
-      "finished, failed, cancelled; got \"", std::string(text), "\""));
+      "finished, failed, cancelled, timeout; got \"", std::string(text), "\""));
 }
 
 bool IsFinal(JobRecordState state) {
   return state == JobRecordState::kFinished ||
          state == JobRecordState::kFailed ||
-         state == JobRecordState::kCancelled;
+         state == JobRecordState::kCancelled ||
+         state == JobRecordState::kTimeout;
 }
 
 std::string_view NodeStateName(NodeState state) {

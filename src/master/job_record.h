@@ -35,6 +35,13 @@ struct JobRequest {
   // stderr are also appended to; empty: none (error: with stdout).
   std::string output;
   std::string error;
+  // Limit on the job's executed time summed over its attempts; 0: none.
+  // Past it the master stops the job and it ends kTimeout.
+  Seconds time_limit{0};
+  // Never preempted by the scheduler once started (JobSpec::no_preempt).
+  bool no_preempt = false;
+  // Submitted held (JobRecord::held starts true).
+  bool hold = false;
 
   bool operator==(const JobRequest&) const = default;
 };
@@ -84,6 +91,8 @@ enum class JobRecordState {
   // or preempted (what it reverts to if the launch is lost, e.g. at a master
   // restart); MasterState shows it as starting on reads.
   kStarting,
+  // Stopped by the master at its time limit (JobRequest::time_limit).
+  kTimeout,
 };
 
 // "pending", "starting", "running", ... (also the store's on-disk spelling
@@ -91,8 +100,8 @@ enum class JobRecordState {
 std::string_view JobRecordStateName(JobRecordState state);
 // The inverse of JobRecordStateName; InvalidArgument naming `text` else.
 absl::StatusOr<JobRecordState> ParseJobRecordState(std::string_view text);
-// Finished, failed or cancelled. Pending, starting, running and preempted
-// jobs are unfinished.
+// Finished, failed, cancelled or timeout. Pending, starting, running and
+// preempted jobs are unfinished.
 bool IsFinal(JobRecordState state);
 
 // One thing that happened to a job.
@@ -136,6 +145,11 @@ struct JobRecord {
   // A user cancelled it while its tasks still ran: it ends cancelled once
   // they have stopped, also if the master restarts meanwhile.
   bool cancel_requested = false;
+  // With cancel_requested: the stop is the master's, at the job's time
+  // limit; it ends kTimeout rather than kCancelled.
+  bool timeout_requested = false;
+  // Held by a user: waits and is never started until released. Stored.
+  bool held = false;
   std::vector<std::string> nodes;  // node names it runs (or last ran) on
   std::optional<int> exit_code;
   // The client's idempotency key it was submitted with

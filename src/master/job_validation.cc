@@ -1,5 +1,7 @@
 #include "master/job_validation.h"
 
+#include <cmath>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -167,6 +169,13 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
   }
   if (status.ok()) status = CheckEnv(spec.env);
   if (status.ok()) status = CheckFiles(spec);
+  if (status.ok() && (!std::isfinite(spec.time_limit.count()) ||
+                      spec.time_limit.count() < 0)) {
+    status = Refuse("spec.time_limit_seconds",
+                    absl::StrCat("expected a finite number of seconds >= 0 "
+                                 "(0: no limit), got ",
+                                 spec.time_limit.count()));
+  }
   return status;
 }
 

@@ -381,8 +381,14 @@ void MasterState::FinishRestartCancels(Seconds now) {
     if (rec == records_.end() || IsFinal(rec->second.state)) {
       it = cancelling_after_restart_.erase(it);
     } else if (heard_all && !orphans_by_job_.contains(it->first)) {
-      Finalize(rec->second, JobRecordState::kCancelled, now, std::nullopt,
-               "its tasks stopped (cancelled before a master restart)");
+      const bool timeout = rec->second.timeout_requested;
+      Finalize(rec->second,
+               timeout ? JobRecordState::kTimeout : JobRecordState::kCancelled,
+               now, std::nullopt,
+               timeout ? "its tasks stopped (at its time limit, before a "
+                         "master restart)"
+                       : "its tasks stopped (cancelled before a master "
+                         "restart)");
       it = cancelling_after_restart_.erase(it);
     } else {
       ++it;
@@ -701,7 +707,10 @@ void MasterState::MaybeFinishCancel(JobId job, Seconds now,
       (scheduled != nullptr && !scheduled->finished()) || AnyLiveLaunch(job)) {
     return;  // still scheduled (not cancelled), or a task still runs
   }
-  Finalize(rec->second, JobRecordState::kCancelled, now, std::nullopt, detail);
+  Finalize(rec->second,
+           rec->second.timeout_requested ? JobRecordState::kTimeout
+                                         : JobRecordState::kCancelled,
+           now, std::nullopt, detail);
 }
 
 void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
@@ -890,6 +899,7 @@ absl::Status MasterState::CheckTimeouts() {
     changed = true;
   }
   FinishRestartCancels(now);
+  EnforceTimeLimits(now);
   if (changed) {
     RETURN_IF_ERROR(Rebuild(now));
     pass_wanted_ = true;

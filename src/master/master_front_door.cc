@@ -22,6 +22,19 @@ absl::Status MasterState::CheckFitsCluster(const JobRequest& spec) {
         "spec.gpus: ", spec.num_gpus, " GPUs requested but the cluster has ",
         cluster_->total_gpus()));
   }
+  const int max_no_preempt = options_.max_no_preempt_gpus;
+  if (spec.no_preempt && max_no_preempt == 0) {
+    return absl::InvalidArgumentError(
+        "spec.no_preempt: this master accepts no jobs that cannot be "
+        "preempted (its --max-no-preempt-gpus is 0)");
+  }
+  if (spec.no_preempt && max_no_preempt > 0 &&
+      spec.num_gpus > max_no_preempt) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.no_preempt: a job that cannot be preempted may have at most ",
+        max_no_preempt, " GPUs on this master (--max-no-preempt-gpus), got ",
+        spec.num_gpus));
+  }
   return absl::OkStatus();
 }
 
@@ -135,11 +148,14 @@ absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
                .duration = std::nullopt,
                .model = job.spec.model,
                // Measured before, on a job of the same signature.
-               .measured_skew = PlacementSkew(created.profile)};
+               .measured_skew = PlacementSkew(created.profile),
+               .no_preempt = job.spec.no_preempt};
   // Only a broken invariant (an id the scheduler already holds) fails
   // here; the job is stored and a restarted master would load it.
   RETURN_IF_ERROR(scheduler_->Submit(core, now));
+  if (job.spec.hold) RETURN_IF_ERROR(scheduler_->Hold(created.id));
   JobRecord rec;
+  rec.held = job.spec.hold;  // stored so by CreateJobs
   rec.id = created.id;
   rec.spec = std::move(job.spec);
   rec.submit_time = now;

@@ -95,7 +95,7 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
          {JobRecordState::kPending, JobRecordState::kStarting,
           JobRecordState::kRunning, JobRecordState::kPreempted,
           JobRecordState::kFinished, JobRecordState::kFailed,
-          JobRecordState::kCancelled}) {
+          JobRecordState::kCancelled, JobRecordState::kTimeout}) {
       auto ended = ended_.by_state.find(state);
       m.jobs_by_state[state] =
           IsFinal(state) && ended != ended_.by_state.end() ? ended->second : 0;

@@ -141,6 +141,7 @@ absl::Status MasterState::Load(Seconds now) {
             std::set<std::string>(rec.nodes.begin(), rec.nodes.end());
       }
       RETURN_IF_ERROR(scheduler_->Restore(JobFromRecord(rec), now));
+      if (rec.held) RETURN_IF_ERROR(scheduler_->Hold(rec.id));
       // The scheduler's view of it may differ from the record (a launch
       // lost before it ran); the first write brings the record in line.
       MarkDirty(rec.id);
@@ -316,6 +317,14 @@ absl::StatusOr<std::vector<JobRecord>> MasterState::ListJobs(
 
 absl::StatusOr<JobRecord> MasterState::CancelJob(JobId id) {
   std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(JobRecord result,
+                   CancelLocked(id, clock_->NowUnixSeconds(), false));
+  RETURN_IF_ERROR(Commit());
+  return result;
+}
+
+absl::StatusOr<JobRecord> MasterState::CancelLocked(JobId id, Seconds now,
+                                                    bool timeout) {
   auto it = records_.find(id);
   if (it == records_.end()) {
     ASSIGN_OR_RETURN(JobRecord rec, store_->GetJob(id));  // NotFound
@@ -324,7 +333,6 @@ absl::StatusOr<JobRecord> MasterState::CancelJob(JobId id) {
         std::string(JobRecordStateName(rec.state)), ")"));
   }
   JobRecord& rec = it->second;
-  const Seconds now = clock_->NowUnixSeconds();
   if (rec.cancel_requested) return rec;  // already being cancelled
   for (auto l = launches_.lower_bound({id, 0});
        l != launches_.end() && l->first.first == id; ++l) {
@@ -359,14 +367,18 @@ absl::StatusOr<JobRecord> MasterState::CancelJob(JobId id) {
   }
   if (live) {
     rec.cancel_requested = true;  // stored: a restart finishes the cancel
-    AddEvent(id, now, "cancelling", "stopping its tasks");
+    rec.timeout_requested = timeout;
+    AddEvent(id, now, timeout ? "timing_out" : "cancelling",
+             timeout ? "its time limit reached: stopping its tasks"
+                     : "stopping its tasks");
+  } else if (timeout) {
+    Finalize(rec, JobRecordState::kTimeout, now, std::nullopt,
+             "its time limit reached");
   } else {
     Finalize(rec, JobRecordState::kCancelled, now, std::nullopt,
              "cancelled by user");
   }
-  JobRecord result = rec;
-  RETURN_IF_ERROR(Commit());
-  return result;
+  return rec;
 }
 
 absl::StatusOr<std::vector<v1::Node>> MasterState::ListNodes() {

@@ -106,6 +106,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -180,7 +181,14 @@ struct MasterOptions {
   // fewer than this many runs of its signature were measured with the
   // launch's placement (so that both placements get measured).
   int profiled_runs_per_placement = 3;
+  // Jobs that may not be preempted (JobRequest::no_preempt) are accepted
+  // with at most this many GPUs; 0 refuses them all, < 0: any size.
+  int max_no_preempt_gpus = -1;
 };
+
+// What UpdateJobs does to each job (proto JobAction).
+enum class JobAction { kCancel, kHold, kRelease, kRequeue };
+std::string_view JobActionName(JobAction action);  // "cancel", "hold", ...
 
 class MasterState {
  public:
@@ -216,6 +224,31 @@ class MasterState {
       std::optional<JobRecordState> state = std::nullopt);
   absl::StatusOr<JobRecord> CancelJob(JobId id);
   absl::StatusOr<std::vector<v1::Node>> ListNodes();
+
+  // Job control (master_jobctl.cc): one action on many jobs, under one
+  // lock and in one store write. Jobs are named by id, or selected by a
+  // filter over the unfinished jobs (every condition given holds; state as
+  // shown, starting included). `may_act` says whether the caller may act
+  // on a job (its owner or an admin); a job it refuses gets its status,
+  // and so do unknown ids and jobs the action does not apply to, each
+  // alone (see proto JobAction). Results in id order, each with the job
+  // as shown after the action.
+  struct JobActionResult {
+    JobId id = 0;
+    absl::Status status;
+    JobRecord job;           // set when status is OK
+    bool unchanged = false;  // nothing to do (e.g. already held)
+  };
+  struct JobFilter {
+    std::optional<JobRecordState> state;
+    std::optional<std::string> user;
+    std::optional<std::string> name;
+  };
+  using MayAct = std::function<bool(const JobRecord&)>;
+  absl::StatusOr<std::vector<JobActionResult>> UpdateJobs(
+      JobAction action, std::vector<JobId> ids, const MayAct& may_act);
+  absl::StatusOr<std::vector<JobActionResult>> UpdateMatchingJobs(
+      JobAction action, const JobFilter& filter, const MayAct& may_act);
 
   // Where the log of one task of a job lives, for ReadJobLog: the launch
   // (attempt 0: the current or last one) and the node that ran that rank
@@ -562,6 +595,14 @@ class MasterState {
   // was already applied for the node; else records it as the newest.
   absl::Status CheckReportOrder(NodeInfo& info, const std::string& boot_id,
                                 uint64_t seq);
+  // Job control (master_jobctl.cc). CancelLocked: CancelJob without the
+  // write; `timeout`: the master's stop at the job's time limit (it ends
+  // kTimeout). ActLocked: one action on the unfinished job `rec`.
+  absl::StatusOr<JobRecord> CancelLocked(JobId id, Seconds now, bool timeout);
+  JobActionResult ActLocked(JobAction action, JobRecord& rec, Seconds now);
+  // Stops every running job whose executed time reached its time limit
+  // (CheckTimeouts calls it every second). O(launches).
+  void EnforceTimeLimits(Seconds now);
   // A job being cancelled whose last live launch has ended: it ends.
   void MaybeFinishCancel(JobId job, Seconds now, const std::string& detail);
   bool AnyLiveLaunch(JobId job) const;

@@ -15,6 +15,7 @@ v1::JobState JobStateToProto(JobRecordState state) {
     case JobRecordState::kFailed: return v1::JOB_STATE_FAILED;
     case JobRecordState::kCancelled: return v1::JOB_STATE_CANCELLED;
     case JobRecordState::kStarting: return v1::JOB_STATE_STARTING;
+    case JobRecordState::kTimeout: return v1::JOB_STATE_TIMEOUT;
   }
   return v1::JOB_STATE_UNSPECIFIED;
 }
@@ -28,6 +29,7 @@ absl::StatusOr<JobRecordState> JobStateFromProto(v1::JobState state) {
     case v1::JOB_STATE_FAILED: return JobRecordState::kFailed;
     case v1::JOB_STATE_CANCELLED: return JobRecordState::kCancelled;
     case v1::JOB_STATE_STARTING: return JobRecordState::kStarting;
+    case v1::JOB_STATE_TIMEOUT: return JobRecordState::kTimeout;
     default: break;
   }
   return absl::InvalidArgumentError(absl::StrCat(
@@ -62,6 +64,9 @@ void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
   out->set_workdir(spec.workdir);
   out->set_output(spec.output);
   out->set_error(spec.error);
+  out->set_time_limit_seconds(spec.time_limit.count());
+  out->set_no_preempt(spec.no_preempt);
+  out->set_hold(spec.hold);
 }
 
 JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
@@ -77,6 +82,9 @@ JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
   out.workdir = spec.workdir();
   out.output = spec.output();
   out.error = spec.error();
+  out.time_limit = Seconds{spec.time_limit_seconds()};
+  out.no_preempt = spec.no_preempt();
+  out.hold = spec.hold();
   return out;
 }
 
@@ -114,6 +122,7 @@ void JobToProto(const JobRecord& job, v1::Job* out) {
   out->set_attempt(job.attempt);
   out->mutable_nodes()->Assign(job.nodes.begin(), job.nodes.end());
   if (job.exit_code) out->set_exit_code(*job.exit_code);
+  out->set_held(job.held);
   for (const JobEvent& event : job.events) {
     JobEventToProto(event, out->add_events());
   }
@@ -158,6 +167,7 @@ absl::StatusOr<JobRecord> JobFromProto(const v1::Job& job) {
   out.attempt = job.attempt();
   out.nodes.assign(job.nodes().begin(), job.nodes().end());
   if (job.has_exit_code()) out.exit_code = job.exit_code();
+  out.held = job.held();
   for (const v1::JobEvent& event : job.events()) {
     out.events.push_back(JobEventFromProto(event));
   }

@@ -28,6 +28,10 @@ JobRecord FullRecord() {
   r.spec.workdir = "/home/bob/runs";
   r.spec.output = "out-%j-%r.txt";
   r.spec.error = "err-%j.txt";
+  r.spec.time_limit = Seconds{5400.5};
+  r.spec.no_preempt = true;
+  r.spec.hold = true;
+  r.held = true;
   r.state = JobRecordState::kPreempted;
   r.queue = 1;
   r.attained_gpu_seconds = 8 * 3601.125;
@@ -177,7 +181,7 @@ TEST(ProtoConvertTest, EveryJobStateMapsBothWays) {
        {JobRecordState::kPending, JobRecordState::kRunning,
         JobRecordState::kPreempted, JobRecordState::kFinished,
         JobRecordState::kFailed, JobRecordState::kCancelled,
-        JobRecordState::kStarting}) {
+        JobRecordState::kStarting, JobRecordState::kTimeout}) {
     v1::JobState proto = JobStateToProto(state);
     EXPECT_NE(proto, v1::JOB_STATE_UNSPECIFIED);
     EXPECT_EQ(*JobStateFromProto(proto), state);

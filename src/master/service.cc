@@ -216,6 +216,117 @@ grpc::Status TiresiasService::CancelJob(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+namespace {
+
+absl::StatusOr<JobAction> JobActionFromProto(v1::JobAction action) {
+  switch (action) {
+    case v1::JOB_ACTION_CANCEL: return JobAction::kCancel;
+    case v1::JOB_ACTION_HOLD: return JobAction::kHold;
+    case v1::JOB_ACTION_RELEASE: return JobAction::kRelease;
+    case v1::JOB_ACTION_REQUEUE: return JobAction::kRequeue;
+    default: break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "action: expected cancel, hold, release or requeue, got ",
+      static_cast<int>(action)));
+}
+
+}  // namespace
+
+grpc::Status TiresiasService::UpdateJobs(grpc::ServerContext* ctx,
+                                         const v1::UpdateJobsRequest* req,
+                                         v1::UpdateJobsResponse* resp) {
+  absl::StatusOr<Principal> who = auth_.Client(*ctx, "UpdateJobs");
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  absl::StatusOr<JobAction> action = JobActionFromProto(req->action());
+  if (!action.ok()) return ToGrpcStatus(action.status());
+  const std::string what =
+      absl::StrCat("UpdateJobs ", std::string(JobActionName(*action)));
+  const bool by_filter =
+      req->state() != v1::JOB_STATE_UNSPECIFIED || !req->user().empty() ||
+      !req->name().empty();
+  if (by_filter == (req->job_ids_size() > 0)) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        by_filter ? "job_ids: give job ids or a filter (state, user, name), "
+                    "not both"
+                  : "job_ids: expected job ids or a filter (state, user, "
+                    "name); got neither");
+  }
+  if (req->job_ids_size() > kMaxUpdateIds) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("job_ids: at most ", kMaxUpdateIds,
+                                     " in one request, got ",
+                                     req->job_ids_size()));
+  }
+  for (int64_t id : req->job_ids()) {
+    if (id <= 0) {
+      return grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("job_ids: expected job ids >= 1, got ", id));
+    }
+  }
+  // Called under the state's lock: it only records whom it refused; the
+  // audit entry is written after.
+  std::vector<JobId> denied;
+  MasterState::MayAct may_act = [&](const JobRecord& job) {
+    if (who->MayActOn(job.spec.user)) return true;
+    denied.push_back(job.id);
+    return false;
+  };
+  absl::StatusOr<std::vector<MasterState::JobActionResult>> results;
+  if (by_filter) {
+    MasterState::JobFilter filter;
+    if (req->state() != v1::JOB_STATE_UNSPECIFIED) {
+      absl::StatusOr<JobRecordState> state = JobStateFromProto(req->state());
+      if (!state.ok()) return ToGrpcStatus(state.status());
+      filter.state = *state;
+    }
+    if (!req->user().empty()) filter.user = req->user();
+    if (!req->name().empty()) filter.name = req->name();
+    if (!who->admin) {
+      if (filter.user && *filter.user != who->user) {
+        return ToGrpcStatus(auth_.Deny(
+            *who, what,
+            absl::StrCat("user: you are ", who->user,
+                         "; only an admin may act on another user's jobs (",
+                         *filter.user, ")")));
+      }
+      filter.user = who->user;  // a non-admin's filter: their own jobs
+    }
+    results = state_->UpdateMatchingJobs(*action, filter, may_act);
+  } else {
+    results = state_->UpdateJobs(
+        *action, std::vector<JobId>(req->job_ids().begin(),
+                                    req->job_ids().end()),
+        may_act);
+  }
+  if (!denied.empty()) {
+    // The refusal is in each job's result; this only audits it.
+    auth_.Deny(*who, what,
+               absl::StrCat("not the owner of job(s) ",
+                            absl::StrJoin(denied, ",")))
+        .IgnoreError();
+  }
+  if (!results.ok()) return ToGrpcStatus(results.status());
+  bool any = false;
+  for (const MasterState::JobActionResult& r : *results) {
+    v1::JobActionResult* out = resp->add_results();
+    out->set_job_id(r.id);
+    out->set_code(static_cast<int>(r.status.code()));
+    if (!r.status.ok()) {
+      out->set_error(std::string(r.status.message()));
+      continue;
+    }
+    out->set_state(JobStateToProto(r.job.state));
+    out->set_held(r.job.held);
+    out->set_unchanged(r.unchanged);
+    any = any || !r.unchanged;
+  }
+  if (any) Changed();
+  return grpc::Status::OK;
+}
+
 grpc::Status TiresiasService::ListNodes(grpc::ServerContext* ctx,
                                         const v1::ListNodesRequest*,
                                         v1::ListNodesResponse* resp) {

@@ -65,6 +65,10 @@ class TiresiasService final : public v1::Tiresias::Service {
                         v1::ListJobsResponse*) override;
   grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest*,
                          v1::CancelJobResponse*) override;
+  grpc::Status UpdateJobs(grpc::ServerContext*, const v1::UpdateJobsRequest*,
+                          v1::UpdateJobsResponse*) override;
+  // Most job ids one UpdateJobs request may name.
+  static constexpr int kMaxUpdateIds = 100000;
   grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
                          v1::ListNodesResponse*) override;
   grpc::Status GetClusterStatus(grpc::ServerContext*,

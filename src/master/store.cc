@@ -255,7 +255,7 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
             "INSERT INTO jobs (", kJobColumns,
             ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0, 0, "
             "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0, ?9, 0, ?10, "
-            "?11, ?12, ?13)")));
+            "?11, ?12, ?13, ?14, ?15, ?16, ?16, 0)")));
     std::optional<std::string_view> request_id;
     if (!job.request_id.empty()) request_id = job.request_id;
     std::optional<std::string> profile_json;
@@ -272,7 +272,10 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
         .Bind(10, profile_json)
         .Bind(11, spec.workdir)
         .Bind(12, spec.output)
-        .Bind(13, spec.error);
+        .Bind(13, spec.error)
+        .Bind(14, spec.time_limit.count())
+        .Bind(15, int64_t{spec.no_preempt ? 1 : 0})
+        .Bind(16, int64_t{spec.hold ? 1 : 0});
     absl::Status status = insert.Run();
     if (insert.last_error_code() == SQLITE_CONSTRAINT_UNIQUE) {
       // FindByRequestId looked first under the same lock: only a hand edit
@@ -425,7 +428,8 @@ absl::Status SqliteStore::UpdateJobLocked(const JobRecord& r) {
           "first_start_time = ?7, end_time = ?8, last_stop_time = ?9, "
           "preemptions = ?10, promotions = ?11, restarts = ?12, "
           "attempt = ?13, nodes = ?14, exit_code = ?15, failed_starts = ?16, "
-          "cancel_requested = ?17 WHERE id = ?1"));
+          "cancel_requested = ?17, held = ?18, timeout_requested = ?19 "
+          "WHERE id = ?1"));
   auto seconds = [](const std::optional<Seconds>& t) {
     return t ? std::optional<double>(t->count()) : std::nullopt;
   };
@@ -439,7 +443,9 @@ absl::Status SqliteStore::UpdateJobLocked(const JobRecord& r) {
       .Bind(11, int64_t{r.promotions}).Bind(12, int64_t{r.restarts})
       .Bind(13, int64_t{r.attempt}).Bind(14, nodes).Bind(15, exit_code)
       .Bind(16, int64_t{r.failed_starts})
-      .Bind(17, int64_t{r.cancel_requested ? 1 : 0});
+      .Bind(17, int64_t{r.cancel_requested ? 1 : 0})
+      .Bind(18, int64_t{r.held ? 1 : 0})
+      .Bind(19, int64_t{r.timeout_requested ? 1 : 0});
   RETURN_IF_ERROR(update.Run());
   if (db_->Changes() == 0) return NoSuchJob(r.id);
   return absl::OkStatus();

@@ -241,8 +241,9 @@ class SqliteStore final : public Store {
   // table, 3 -> 4 jobs.request_id with its unique index, indexes by user
   // and by name, and nodes.agent_token_hash, 4 -> 5 the tokens and audit
   // tables, 5 -> 6 job profiles, 6 -> 7 placement runs, 7 -> 8 the jobs'
-  // workdir, output and error) and refuses newer ones.
-  static constexpr int kSchemaVersion = 8;
+  // workdir, output and error, 8 -> 9 job control: time limit, no-preempt,
+  // held) and refuses newer ones.
+  static constexpr int kSchemaVersion = 9;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the

@@ -154,7 +154,8 @@ absl::Status CheckJobNumbers(const JobRecord& r) {
         {"submit_time", r.submit_time.count()},
         {"last_stop_time", r.last_stop_time.count()},
         {"first_start_time", r.first_start_time.value_or(Seconds{0}).count()},
-        {"end_time", r.end_time.value_or(Seconds{0}).count()}}) {
+        {"end_time", r.end_time.value_or(Seconds{0}).count()},
+        {"time_limit_seconds", r.spec.time_limit.count()}}) {
     absl::Status status = CheckFinite(r, field, value);
     if (!status.ok()) return status;
   }
@@ -210,6 +211,11 @@ absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
   r.spec.workdir = in.Text(27, "workdir");
   r.spec.output = in.Text(28, "output");
   r.spec.error = in.Text(29, "error");
+  r.spec.time_limit = Seconds{in.Real(30, "time_limit_seconds")};
+  r.spec.no_preempt = in.Int(31, "no_preempt") != 0;
+  r.spec.hold = in.Int(32, "submitted_held") != 0;
+  r.held = in.Int(33, "held") != 0;
+  r.timeout_requested = in.Int(34, "timeout_requested") != 0;
   if (!in.status().ok()) return in.status();
   return r;
 }

@@ -109,6 +109,15 @@ inline constexpr const char* kMigrations[] = {
     "ALTER TABLE jobs ADD COLUMN workdir TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE jobs ADD COLUMN output TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE jobs ADD COLUMN error TEXT NOT NULL DEFAULT ''",
+    // 9: job control: a limit on executed time (0: none), never preempted,
+    // submitted held, held now, and a stop at the time limit in progress
+    // (with cancel_requested: a restarted master ends the job timeout).
+    "ALTER TABLE jobs ADD COLUMN time_limit_seconds REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN no_preempt INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN submitted_held INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN timeout_requested INTEGER NOT NULL "
+    "DEFAULT 0",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =
@@ -120,7 +129,9 @@ inline constexpr char kJobColumns[] =
     "queue, attained_gpu_seconds, executed_seconds, total_executed_seconds, "
     "submit_time, first_start_time, end_time, last_stop_time, preemptions, "
     "promotions, restarts, attempt, nodes, exit_code, failed_starts, "
-    "request_id, cancel_requested, profile, workdir, output, error";
+    "request_id, cancel_requested, profile, workdir, output, error, "
+    "time_limit_seconds, no_preempt, "
+    "submitted_held, held, timeout_requested";
 inline constexpr char kEventColumns[] =
     "sequence, job_id, time, kind, detail";
 inline constexpr char kNodeColumns[] =

@@ -147,6 +147,7 @@ void Scheduler::Insert(uint32_t index, const PriorityKey& key, double slope) {
   Slot& slot = slots_[index];
   slot.key = key;
   slot.slope = slope;
+  if (slot.held && !job.running()) return;  // in no set while held
   if (job.running()) {
     GroupFor(slope).entries.insert(Entry{key, index, job.num_gpus()});
     ++num_running_;
@@ -160,6 +161,7 @@ void Scheduler::Dequeue(uint32_t index) {
   const Job& job = jobs_[index];
   const Slot& slot = slots_[index];
   const Entry entry{slot.key, index, job.num_gpus()};
+  if (slot.held && !job.running()) return;  // in no set while held
   if (job.running()) {
     GroupFor(slot.slope).entries.erase(entry);
     --num_running_;
@@ -200,6 +202,7 @@ void Scheduler::ClearWakeups(uint32_t index) {
 void Scheduler::ScheduleWakeups(uint32_t index, Seconds now) {
   ClearWakeups(index);
   if (!policy_->traits().multi_level_queues) return;
+  if (slots_[index].held && !jobs_[index].running()) return;
   const Job& job = jobs_[index];
   Slot& slot = slots_[index];
   if (job.running()) {
@@ -516,7 +519,14 @@ bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index) {
   Cursor* worst = nullptr;
   Entry worst_entry{};
   for (Cursor& c : scratch_cursors_) {
-    while (c.back != c.it && Displaced(std::prev(c.back)->index)) --c.back;
+    // A no-preempt job is never a victim: passed over as if it were not
+    // there (it keeps its GPUs, so a job that needs them does not fit).
+    // Costs O(no-preempt running jobs) per displacement attempt.
+    while (c.back != c.it &&
+           (Displaced(std::prev(c.back)->index) ||
+            jobs_[std::prev(c.back)->index].spec().no_preempt)) {
+      --c.back;
+    }
     if (c.back == c.it) continue;
     Entry e = KeyAt(c, *std::prev(c.back), now);
     if (!worst || worst_entry < e) {
@@ -781,6 +791,67 @@ absl::Status Scheduler::Remove(JobId id, Seconds now, Cluster& cluster) {
   Dequeue(index);
   ClearWakeups(index);
   job.Abandon(now);
+  dirty_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Hold(JobId id) {
+  auto it = index_of_.find(id);
+  if (it == index_of_.end()) {
+    return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  }
+  const uint32_t index = it->second;
+  const Job& job = jobs_[index];
+  if (!job.waiting()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is ", std::string(JobStateName(job.state())),
+                     "; only a waiting job can be held"));
+  }
+  if (slots_[index].held) return absl::OkStatus();
+  Dequeue(index);
+  ClearWakeups(index);
+  slots_[index].held = true;
+  dirty_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Release(JobId id, Seconds now) {
+  auto it = index_of_.find(id);
+  if (it == index_of_.end()) {
+    return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  }
+  const uint32_t index = it->second;
+  if (!slots_[index].held) return absl::OkStatus();
+  slots_[index].held = false;
+  if (!jobs_[index].finished()) {
+    Enqueue(index, now);
+    ScheduleWakeups(index, now);
+  }
+  dirty_ = true;
+  return absl::OkStatus();
+}
+
+bool Scheduler::held(JobId id) const {
+  auto it = index_of_.find(id);
+  return it != index_of_.end() && slots_[it->second].held;
+}
+
+absl::Status Scheduler::Requeue(JobId id, Seconds now, Cluster& cluster) {
+  auto it = index_of_.find(id);
+  if (it == index_of_.end()) {
+    return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  }
+  const uint32_t index = it->second;
+  if (!jobs_[index].running()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, " is ", std::string(JobStateName(jobs_[index].state())),
+        ", not running"));
+  }
+  cluster.Release(id, jobs_[index].gpus());
+  // As a preemption by the walk: back to its queue's waiting tier, first.
+  if (stable_) Join(index, Tier::kWaiting, /*front=*/true);
+  Decisions unused;
+  Preempt(index, now, &unused);
   dirty_ = true;
   return absl::OkStatus();
 }

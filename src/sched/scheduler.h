@@ -133,6 +133,19 @@ class Scheduler {
   absl::Status Finish(JobId id, Seconds now, Cluster& cluster);
   // Removes an unfinished job (cancelled, failed) at `now`, freeing its GPUs.
   absl::Status Remove(JobId id, Seconds now, Cluster& cluster);
+  // Holds a waiting job: it keeps its record, queue and place in its queue
+  // but is never started (nor promoted) until Release. FailedPrecondition
+  // for a running or finished job; holding a held job changes nothing.
+  // Replace keeps a held job held. O(log n).
+  absl::Status Hold(JobId id);
+  // A held job waits again from its place (its key as if never held, its
+  // promotion wakeup re-armed). Releasing one not held changes nothing.
+  absl::Status Release(JobId id, Seconds now);
+  bool held(JobId id) const;
+  // Stops a running job at `now` as a preemption (a user's requeue): its
+  // GPUs go back to `cluster` and it waits again with its counters. The
+  // host stops its tasks. FailedPrecondition unless it runs.
+  absl::Status Requeue(JobId id, Seconds now, Cluster& cluster);
 
   // One scheduling pass at `now` (see the file comment). `now` must not go
   // backwards between calls.
@@ -235,6 +248,9 @@ class Scheduler {
     Tier tier = Tier::kWaiting;
     // Placer::SchemeFor the job: fixed for a record, read by every walk.
     std::string_view scheme;
+    // Hold: a held waiting job is in no set (neither waiting_ nor a running
+    // group) and has no wakeups; Insert and Dequeue skip it.
+    bool held = false;
   };
   std::vector<Slot> slots_;  // parallel to jobs_
   absl::flat_hash_map<JobId, uint32_t> index_of_;

@@ -5,7 +5,9 @@
 // exactly what a fresh one built from a snapshot of the same state decides,
 // and, under the stable queue order, a job is preempted only for a job of a
 // higher queue (or of the queue it was just demoted into), and a pass with
-// no arrival, completion or queue change decides nothing.
+// no arrival, completion or queue change decides nothing. With job control
+// on (some jobs no-preempt, some submitted held and released later): a
+// running no-preempt job is never preempted, and a held job never starts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,7 +27,8 @@ struct Workload {
   std::vector<JobSpec> jobs;  // by submit time
 };
 
-Workload RandomWorkload(uint64_t seed, int num_jobs) {
+Workload RandomWorkload(uint64_t seed, int num_jobs,
+                        double no_preempt_share = 0) {
   std::mt19937_64 gen(seed);
   // Two racks of mixed 2-, 4- and 8-GPU servers.
   std::vector<ServerSpec> servers;
@@ -42,6 +45,8 @@ Workload RandomWorkload(uint64_t seed, int num_jobs) {
     int gpus = std::min(kGpus[gpus_index(gen)], w.topology.total_gpus());
     w.jobs.push_back(JobSpec{i, gpus, Seconds{t}, Seconds{duration(gen)}, ""});
   }
+  std::bernoulli_distribution no_preempt(no_preempt_share);
+  for (JobSpec& job : w.jobs) job.no_preempt = no_preempt(gen);
   return w;
 }
 
@@ -63,6 +68,9 @@ class Driver {
         options_(options),
         check_snapshot_(check_snapshot) {}
 
+  // Job `id` is submitted held and released at `at`.
+  void HoldUntil(JobId id, double at) { release_at_[id] = at; }
+
   void Run() {
     size_t next_arrival = 0;
     double now = 0;
@@ -72,15 +80,25 @@ class Driver {
         t = workload_.jobs[next_arrival].submit_time.count();
       }
       for (auto& [id, end] : finish_at_) t = std::min(t, end);
+      for (auto& [id, at] : release_at_) {
+        if (scheduler_.held(id)) t = std::min(t, at);
+      }
       t = std::min(t, scheduler_.NextWakeup().count());
       if (std::isinf(t)) break;
       ASSERT_GE(t, now);
       now = t;
       while (next_arrival < workload_.jobs.size() &&
              workload_.jobs[next_arrival].submit_time.count() <= now) {
+        const JobId id = workload_.jobs[next_arrival].id;
         ASSERT_TRUE(
             scheduler_.Submit(workload_.jobs[next_arrival++], Seconds{now})
                 .ok());
+        if (release_at_.contains(id)) ASSERT_TRUE(scheduler_.Hold(id).ok());
+      }
+      for (auto& [id, at] : release_at_) {
+        if (at <= now && scheduler_.held(id)) {
+          ASSERT_TRUE(scheduler_.Release(id, Seconds{now}).ok());
+        }
       }
       std::vector<JobId> done;
       for (auto& [id, end] : finish_at_) {
@@ -170,11 +188,18 @@ class Driver {
   }
   void Apply(const Decisions& d, double now) {
     for (JobId id : d.preempted) {
+      EXPECT_FALSE(scheduler_.Find(id)->spec().no_preempt)
+          << "no-preempt job " << id << " was preempted at " << now;
       Close(id, now);
       finish_at_.erase(id);
     }
     for (const StartDecision& s : d.started) {
       const Job& job = *scheduler_.Find(s.job);
+      EXPECT_FALSE(scheduler_.held(s.job))
+          << "held job " << s.job << " started";
+      if (auto r = release_at_.find(s.job); r != release_at_.end()) {
+        EXPECT_GE(now, r->second) << "job " << s.job << " started while held";
+      }
       intervals_[s.job].push_back({now, NAN});
       double left = job.spec().duration->count() -
                     job.TotalExecuted(Seconds{now}).count();
@@ -201,6 +226,9 @@ class Driver {
     for (const Job& job : scheduler_.jobs()) {
       if (!job.finished()) {
         EXPECT_TRUE(fresh.Restore(job, Seconds{now}).ok());
+        if (scheduler_.held(job.id())) {
+          EXPECT_TRUE(fresh.Hold(job.id()).ok());
+        }
       }
     }
     return fresh.Schedule(Seconds{now}, copy);
@@ -225,6 +253,7 @@ class Driver {
   SchedulerOptions options_;
   bool check_snapshot_;
   std::map<JobId, double> finish_at_;
+  std::map<JobId, double> release_at_;
   std::string last_;
   std::map<JobId, std::vector<RunInterval>> intervals_;
 };
@@ -234,6 +263,9 @@ struct Case {
   std::string placement;
   double knob;
   QueueOrder order = QueueOrder::kStable;
+  // Job control: a third of the jobs no-preempt, one in ten submitted held
+  // and released 10 minutes later.
+  bool jobctl = false;
 };
 
 class SchedulerPropertyTest : public ::testing::TestWithParam<Case> {};
@@ -242,7 +274,7 @@ TEST_P(SchedulerPropertyTest, ConservesWorkAndNeverDoubleBooks) {
   const Case& c = GetParam();
   for (uint64_t seed : {1, 2, 3}) {
     SCOPED_TRACE(testing::Message() << "seed " << seed);
-    Workload w = RandomWorkload(seed, 300);
+    Workload w = RandomWorkload(seed, 300, c.jobctl ? 0.33 : 0);
     SchedulerOptions options;
     options.queues = *QueueConfig::Create({600, 3000});
     options.promote_knob = c.knob;
@@ -252,6 +284,13 @@ TEST_P(SchedulerPropertyTest, ConservesWorkAndNeverDoubleBooks) {
     // not Tiresias-G's learnt samples, not the random placer's stream.
     const bool check = c.policy != "tiresias-g" && c.placement != "random";
     Driver driver(w, c.policy, c.placement, options, check);
+    if (c.jobctl) {
+      for (const JobSpec& job : w.jobs) {
+        if (job.id % 10 == 3) {
+          driver.HoldUntil(job.id, job.submit_time.count() + 600);
+        }
+      }
+    }
     driver.Run();
     if (HasFatalFailure()) return;
     driver.CheckFinal();
@@ -273,6 +312,12 @@ std::vector<Case> AllCases() {
   }
   cases.push_back(
       {"tiresias-l", "consolidate", 2.0, QueueOrder::kStartTime});
+  for (const char* policy :
+       {"tiresias-l", "tiresias-g", "las", "srtf", "smallest-first", "fifo"}) {
+    cases.push_back({policy, "consolidate", 2.0, QueueOrder::kStable, true});
+  }
+  cases.push_back({"tiresias-l", "pack", INFINITY, QueueOrder::kStartTime,
+                   true});
   return cases;
 }
 
@@ -283,7 +328,8 @@ INSTANTIATE_TEST_SUITE_P(
       std::string name =
           info.param.policy + "_" + info.param.placement +
           (std::isinf(info.param.knob) ? "" : "_knob") +
-          (info.param.order == QueueOrder::kStable ? "" : "_start_time");
+          (info.param.order == QueueOrder::kStable ? "" : "_start_time") +
+          (info.param.jobctl ? "_jobctl" : "");
       std::replace(name.begin(), name.end(), '-', '_');
       return name;
     });

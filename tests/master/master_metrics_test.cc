@@ -38,7 +38,7 @@ class MasterMetricsTest : public MasterFixture {
 TEST_F(MasterMetricsTest, FollowJobsThroughTheirLives) {
   Open();
   MasterState::Metrics m = Snapshot();
-  EXPECT_EQ(m.jobs_by_state.size(), 7u);  // every state, zeros included
+  EXPECT_EQ(m.jobs_by_state.size(), 8u);  // every state, zeros included
   EXPECT_EQ(m.jobs_submitted, 0);
   EXPECT_EQ(m.nodes_up, 0);
 

@@ -122,3 +122,62 @@ TEST_F(SubmitGrpcTest,
 
 }  // namespace
 }  // namespace tiresias::master_testing
+
+namespace tiresias::master_testing {
+namespace {
+
+// UpdateJobs over real gRPC: a malformed request is INVALID_ARGUMENT with
+// the field named, and the master goes on serving; a good one acts.
+TEST_F(SubmitGrpcTest, UpdateJobsRefusesMalformedRequestsAndKeepsServing) {
+  Start();
+  v1::SubmitJobResponse submitted;
+  v1::SubmitJobRequest held = Request("held");
+  held.mutable_spec()->set_hold(true);
+  ASSERT_TRUE(Submit(held, &submitted).ok());
+  auto call = [&](const v1::UpdateJobsRequest& req,
+                  v1::UpdateJobsResponse* resp) {
+    return stub_->UpdateJobs(Context().get(), req, resp);
+  };
+  struct Case {
+    std::string what;
+    v1::UpdateJobsRequest req;
+    std::string says;
+  };
+  std::vector<Case> cases(5);
+  cases[0] = {"no action", {}, "action:"};
+  cases[0].req.add_job_ids(1);
+  cases[1] = {"neither ids nor filter", {}, "got neither"};
+  cases[1].req.set_action(v1::JOB_ACTION_CANCEL);
+  cases[2] = {"both", {}, "not both"};
+  cases[2].req.set_action(v1::JOB_ACTION_CANCEL);
+  cases[2].req.add_job_ids(1);
+  cases[2].req.set_name("held");
+  cases[3] = {"negative id", {}, "job_ids: expected job ids >= 1"};
+  cases[3].req.set_action(v1::JOB_ACTION_HOLD);
+  cases[3].req.add_job_ids(-4);
+  cases[4] = {"unknown state", {}, "state:"};
+  cases[4].req.set_action(v1::JOB_ACTION_CANCEL);
+  cases[4].req.set_state(static_cast<v1::JobState>(99));
+  for (const Case& c : cases) {
+    v1::UpdateJobsResponse resp;
+    grpc::Status status = call(c.req, &resp);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << c.what;
+    EXPECT_THAT(status.error_message(), HasSubstr(c.says)) << c.what;
+  }
+  v1::UpdateJobsRequest release;
+  release.set_action(v1::JOB_ACTION_RELEASE);
+  release.add_job_ids(submitted.job_id());
+  release.add_job_ids(77);
+  v1::UpdateJobsResponse resp;
+  ASSERT_TRUE(call(release, &resp).ok());
+  ASSERT_EQ(resp.results_size(), 2);
+  EXPECT_EQ(resp.results(0).code(), 0);
+  EXPECT_FALSE(resp.results(0).held());
+  EXPECT_EQ(resp.results(0).state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(resp.results(1).code(),
+            static_cast<int>(grpc::StatusCode::NOT_FOUND));
+}
+
+}  // namespace
+}  // namespace tiresias::master_testing

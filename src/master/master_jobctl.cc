@@ -1,0 +1,223 @@
+// MasterState: job control. One action (cancel, hold, release, requeue) on
+// many jobs under one lock and in one store write, and the master's own
+// stop of jobs past their time limit.
+//
+// Hold lives in the scheduler (Scheduler::Hold: a held job is in none of
+// its sets, so no pass can start it) and in the record (JobRecord::held,
+// stored); a restarted master holds the job again when it reloads it.
+// Requeue is a preemption the user asked for: the scheduler frees the
+// job's GPUs (Scheduler::Requeue) and its launch is stopped with reason
+// PREEMPT, so it checkpoints and later resumes as its next attempt.
+// Time limits are checked every second (CheckTimeouts) over the launches
+// only, so the cost follows the running jobs, not the backlog; a job past
+// its limit is stopped as a cancel is, and ends kTimeout.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "master/master_state.h"
+
+namespace tiresias {
+
+namespace {
+
+absl::Status NotYours(const JobRecord& job) {
+  return absl::PermissionDeniedError(
+      absl::StrCat("job ", job.id, " is ", job.spec.user,
+                   "'s; only its owner or an admin may act on it"));
+}
+
+}  // namespace
+
+std::string_view JobActionName(JobAction action) {
+  switch (action) {
+    case JobAction::kCancel: return "cancel";
+    case JobAction::kHold: return "hold";
+    case JobAction::kRelease: return "release";
+    case JobAction::kRequeue: return "requeue";
+  }
+  return "?";
+}
+
+absl::StatusOr<std::vector<MasterState::JobActionResult>>
+MasterState::UpdateJobs(JobAction action, std::vector<JobId> ids,
+                        const MayAct& may_act) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::lock_guard<std::mutex> lock(mu_);
+  const Seconds now = clock_->NowUnixSeconds();
+  std::vector<JobActionResult> results;
+  results.reserve(ids.size());
+  for (JobId id : ids) {
+    auto it = records_.find(id);
+    // A record that just ended leaves memory at the next write.
+    if (it != records_.end() && !IsFinal(it->second.state)) {
+      if (!may_act(it->second)) {
+        results.push_back({id, NotYours(it->second)});
+        continue;
+      }
+      results.push_back(ActLocked(action, it->second, now));
+      continue;
+    }
+    // Ended (or never existed): read from the store, to say which.
+    absl::StatusOr<JobRecord> stored = store_->GetJob(id);
+    if (!stored.ok()) {
+      results.push_back({id, stored.status()});
+    } else if (!may_act(*stored)) {
+      results.push_back({id, NotYours(*stored)});
+    } else {
+      results.push_back(
+          {id, absl::FailedPreconditionError(absl::StrCat(
+                   "job ", id, " has already ended (",
+                   std::string(JobRecordStateName(stored->state)), ")"))});
+    }
+  }
+  RETURN_IF_ERROR(Commit());
+  return results;
+}
+
+absl::StatusOr<std::vector<MasterState::JobActionResult>>
+MasterState::UpdateMatchingJobs(JobAction action, const JobFilter& filter,
+                                const MayAct& may_act) {
+  if (filter.state && IsFinal(*filter.state)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state: ", std::string(JobRecordStateName(*filter.state)),
+        " jobs have ended; filter on pending, starting, running or "
+        "preempted"));
+  }
+  std::vector<JobId> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Seconds now = clock_->NowUnixSeconds();
+    // Unfinished jobs are all in memory.
+    for (const auto& [id, rec] : records_) {
+      if (IsFinal(rec.state)) continue;
+      if (filter.user && rec.spec.user != *filter.user) continue;
+      if (filter.name && rec.spec.name != *filter.name) continue;
+      if (filter.state) {
+        JobRecord shown = rec;
+        LiveView(shown, now);
+        if (shown.state != *filter.state) continue;
+      }
+      if (!may_act(rec)) continue;  // others' jobs are not matched
+      ids.push_back(id);
+    }
+  }
+  // A job that ended in between is reported as such.
+  return UpdateJobs(action, std::move(ids), may_act);
+}
+
+MasterState::JobActionResult MasterState::ActLocked(JobAction action,
+                                                    JobRecord& rec,
+                                                    Seconds now) {
+  JobActionResult result{rec.id};
+  const JobId id = rec.id;
+  const Job* job = scheduler_->Find(id);
+  const bool scheduled_running = job != nullptr && job->running();
+  auto refuse = [&](std::string why) {
+    result.status = absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " ", why));
+    return result;
+  };
+  if (action != JobAction::kCancel && rec.cancel_requested) {
+    return refuse(rec.timeout_requested ? "is being stopped at its time limit"
+                                        : "is being cancelled");
+  }
+  switch (action) {
+    case JobAction::kCancel: {
+      absl::StatusOr<JobRecord> cancelled = CancelLocked(id, now, false);
+      if (!cancelled.ok()) {
+        result.status = cancelled.status();
+        return result;
+      }
+      break;
+    }
+    case JobAction::kHold: {
+      if (rec.held) {
+        result.unchanged = true;
+        break;
+      }
+      if (adopting_.contains(id) || scheduled_running || job == nullptr) {
+        JobRecord shown = rec;
+        LiveView(shown, now);
+        return refuse(absl::StrCat(
+            "is ", std::string(JobRecordStateName(shown.state)),
+            "; only a pending or preempted job can be held (requeue it "
+            "first)"));
+      }
+      if (absl::Status held = scheduler_->Hold(id); !held.ok()) {
+        result.status = held;
+        return result;
+      }
+      rec.held = true;
+      AddEvent(id, now, "held", "by user");
+      MarkDirty(id);
+      break;
+    }
+    case JobAction::kRelease: {
+      if (!rec.held) {
+        result.unchanged = true;
+        break;
+      }
+      if (job != nullptr) {
+        if (absl::Status released = scheduler_->Release(id, now);
+            !released.ok()) {
+          result.status = released;
+          return result;
+        }
+      }
+      rec.held = false;
+      AddEvent(id, now, "released", "by user");
+      MarkDirty(id);
+      pass_wanted_ = true;
+      break;
+    }
+    case JobAction::kRequeue: {
+      if (adopting_.contains(id)) {
+        result.status = absl::UnavailableError(absl::StrCat(
+            "job ", id,
+            " is being re-adopted after a master restart; try again"));
+        return result;
+      }
+      if (!scheduled_running) {
+        result.unchanged = true;  // already waiting
+        break;
+      }
+      if (absl::Status requeued = scheduler_->Requeue(id, now, cluster());
+          !requeued.ok()) {
+        result.status = requeued;
+        return result;
+      }
+      MarkDirty(id);
+      AddEvent(id, now, "requeued", "by user");
+      PreemptLaunch(id, now);
+      pass_wanted_ = true;
+      break;
+    }
+  }
+  result.job = rec;
+  result.job.events.clear();
+  LiveView(result.job, now);
+  return result;
+}
+
+void MasterState::EnforceTimeLimits(Seconds now) {
+  std::vector<JobId> due;
+  for (const auto& [key, launch] : launches_) {
+    // Counted from the release: a deferred launch has not run yet.
+    if (launch.phase != Phase::kActive) continue;
+    auto rec = records_.find(key.first);
+    if (rec == records_.end() || rec->second.attempt != key.second) continue;
+    const Seconds limit = rec->second.spec.time_limit;
+    if (limit <= Seconds{0} || rec->second.cancel_requested) continue;
+    const Job* job = scheduler_->Find(key.first);
+    if (job == nullptr || !job->running()) continue;
+    if (job->TotalExecuted(now) >= limit) due.push_back(key.first);
+  }
+  for (JobId id : due) {
+    // Fails only for a job that has ended, which `due` excludes.
+    CancelLocked(id, now, /*timeout=*/true).IgnoreError();
+  }
+}
+
+}  // namespace tiresias

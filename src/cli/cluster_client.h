@@ -103,6 +103,12 @@ class MasterStub {
     return Unary("CancelJob", context, request, response,
                  &v1::Tiresias::Stub::CancelJob);
   }
+  grpc::Status UpdateJobs(grpc::ClientContext* context,
+                          const v1::UpdateJobsRequest& request,
+                          v1::UpdateJobsResponse* response) {
+    return Unary("UpdateJobs", context, request, response,
+                 &v1::Tiresias::Stub::UpdateJobs);
+  }
   grpc::Status ListNodes(grpc::ClientContext* context,
                          const v1::ListNodesRequest& request,
                          v1::ListNodesResponse* response) {

@@ -82,6 +82,8 @@ TEST(JobFile, WorkdirDefaultsToTheCallersAndOutputPatternsAreChecked) {
   EXPECT_EQ(AbsoluteWorkdir("", "/home/a"), "/home/a");
   EXPECT_EQ(AbsoluteWorkdir("../b/./c/", "/home/a"), "/home/b/c");
   EXPECT_EQ(AbsoluteWorkdir("/", "/home/a"), "/");
+}
+
 TEST(JobFile, ParsesJobControlFields) {
   auto entries = ParseJobFile(
       "{\"gpus\": 1, \"command\": [\"true\"], \"time\": \"1-0:30\", "

@@ -27,21 +27,26 @@ using cli::MasterClient;
 constexpr int kJobsPageSize = 1000;
 
 // WAIT: time not running between submission and now (or the end); RUN: the
-// job's whole executed time. Now is this machine's clock. User-controlled
-// text goes through cli::Printable: a name cannot forge a row.
+// job's whole executed time. NODES(REASON), as squeue's NODELIST(REASON):
+// the nodes of a job that runs (or ran), the reason in parentheses for one
+// that waits. Now is this machine's clock. User-controlled text goes
+// through cli::Printable: a name cannot forge a row.
 void PrintJobsHeader() {
   std::printf("%-6s %-16s %-10s %-10s %5s %4s %15s %10s %10s %s\n", "JOBID",
               "NAME", "USER", "STATE", "QUEUE", "GPUS", "ATTAINED(GPU-s)",
-              "WAIT", "RUN", "NODES");
+              "WAIT", "RUN", "NODES(REASON)");
 }
 
 void PrintJobRow(const v1::Job& job, double now) {
   const double end = job.has_end_time() ? job.end_time() : now;
   const double run = job.total_executed_seconds();
   const double wait = std::max(0.0, end - job.submit_time() - run);
-  const std::string nodes =
+  std::string nodes =
       job.nodes().empty() ? "-"
                           : cli::Printable(absl::StrJoin(job.nodes(), ","));
+  if (!job.pending_reason().empty()) {
+    nodes = absl::StrCat("(", cli::Printable(job.pending_reason()), ")");
+  }
   std::printf("%-6lld %-16s %-10s %-10s %5d %4d %15.0f %10s %10s %s\n",
               static_cast<long long>(job.id()),
               cli::Printable(job.spec().name()).c_str(),
@@ -135,6 +140,9 @@ void PrintJob(const v1::Job& job) {
   line("Name:", Printable(job.spec().name()));
   line("User:", Printable(job.spec().user()));
   line("State:", cli::JobStateName(job.state()));
+  if (!job.pending_reason().empty()) {
+    line("Reason:", Printable(job.pending_reason()));
+  }
   line("Command:", absl::StrJoin(command, " "));
   line("GPUs:", absl::StrCat(job.spec().gpus()));
   if (!job.spec().model().empty())

@@ -50,6 +50,7 @@ json JobJson(const v1::Job& j, bool with_details) {
       {"attempt", j.attempt()},
       {"nodes", std::vector<std::string>(j.nodes().begin(), j.nodes().end())},
       {"exit_code", j.has_exit_code() ? json(j.exit_code()) : json(nullptr)},
+      {"pending_reason", j.pending_reason()},
   };
   if (with_details) {
     out["command"] = std::vector<std::string>(j.spec().command().begin(),
@@ -77,6 +78,8 @@ json NodeJson(const v1::Node& n) {
           {"state", n.state() == v1::NODE_STATE_UP ? "up" : "down"},
           {"gpus", n.gpus()},
           {"gpus_free", n.gpus_free()},
+          {"drained", n.drained()},
+          {"drain_reason", n.drain_reason()},
           {"last_heartbeat_time", n.last_heartbeat_time()},
           {"job_ids",
            std::vector<int64_t>(n.job_ids().begin(), n.job_ids().end())}};

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "master/store.h"
+#include "master/store_rows.h"
 #include "master/test_dir.h"
 
 namespace tiresias {
@@ -286,8 +287,43 @@ TEST(StoreUpgradeTest, VersionThreeFileKeepsPlacementRuns) {
   EXPECT_EQ((*runs)[1].run.iteration_s, 1.6);
 }
 
-TEST(StoreUpgradeTest, SchemaVersionIsSeven) {
-  EXPECT_EQ(SqliteStore::kSchemaVersion, 7);
+// The node drain columns: an old node is not drained; a drain and its
+// reason survive a reopen and an agent registering again (UpsertNode);
+// resuming clears the reason.
+TEST(StoreUpgradeTest, VersionThreeFileKeepsNodeDrains) {
+  TestDir dir;
+  const std::string path = dir.File("state.db");
+  WriteVersionThreeFile(path);
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    NodeRecord node = (*store)->ListNodes()->at(0);
+    EXPECT_FALSE(node.drained);
+    EXPECT_EQ(node.drain_reason, "");
+    ASSERT_TRUE((*store)->SetNodeDrain(node.id, true, "disk swap").ok());
+    node.address = "10.0.0.2";  // the agent registers again
+    node.drained = false;
+    ASSERT_TRUE((*store)->UpsertNode(node).ok());
+    EXPECT_EQ((*store)->SetNodeDrain(99, true, "x").code(),
+              absl::StatusCode::kNotFound);
+  }
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    NodeRecord node = (*store)->ListNodes()->at(0);
+    EXPECT_EQ(node.address, "10.0.0.2");
+    EXPECT_TRUE(node.drained);
+    EXPECT_EQ(node.drain_reason, "disk swap");
+    ASSERT_TRUE((*store)->SetNodeDrain(node.id, false, "ignored").ok());
+  }
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_FALSE((*store)->ListNodes()->at(0).drained);
+  EXPECT_EQ((*store)->ListNodes()->at(0).drain_reason, "");
+}
+
+TEST(StoreUpgradeTest, SchemaVersionCoversEveryMigration) {
+  EXPECT_EQ(SqliteStore::kSchemaVersion, store_internal::kLatestSchemaVersion);
 }
 
 }  // namespace

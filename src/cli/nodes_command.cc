@@ -160,14 +160,21 @@ int ShowStatus(const std::string& master, bool json) {
   }
   std::printf("policy     %s\n", resp.policy().c_str());
   std::printf("placement  %s\n", resp.placement().c_str());
-  std::printf("nodes      %lld up, %lld down, %lld drained\n",
+  // Drained nodes (up, taking no new job) only when there are some.
+  std::printf("nodes      %lld up, %lld down%s\n",
               static_cast<long long>(resp.nodes_up()),
               static_cast<long long>(resp.nodes_down()),
-              static_cast<long long>(resp.nodes_drained()));
-  std::printf("GPUs       %lld busy of %lld (%lld on drained nodes)\n",
+              resp.nodes_drained() > 0
+                  ? absl::StrCat(", ", resp.nodes_drained(), " drained").c_str()
+                  : "");
+  std::printf("GPUs       %lld busy of %lld%s\n",
               static_cast<long long>(resp.gpus_busy()),
               static_cast<long long>(resp.gpus()),
-              static_cast<long long>(resp.gpus_drained()));
+              resp.gpus_drained() > 0
+                  ? absl::StrCat(" (", resp.gpus_drained(),
+                                 " on drained nodes)")
+                        .c_str()
+                  : "");
   std::printf("jobs       %s\n", absl::StrJoin(jobs, ", ").c_str());
   std::printf("PACKLIMIT  %s\n", DescribePackLimit(resp).c_str());
   return 0;

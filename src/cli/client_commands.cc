@@ -8,6 +8,7 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
   AddJobCommands(app, exit_code);
   AddJobControlCommands(app, exit_code);
   AddNodesCommand(app, exit_code);
+  AddNodeCommand(app, exit_code);
   AddStatusCommand(app, exit_code);
   AddLogsCommand(app, exit_code);
   AddWatchCommand(app, exit_code);

@@ -19,7 +19,7 @@ void AddClusterCommands(CLI::App& app, const std::string& command_line,
                         int* exit_code);
 
 // Only the client subcommands, those that talk to a master (`submit`,
-// `jobs`, `job`, `cancel`, `nodes`, `logs`, `watch`): what the small
+// `jobs`, `job`, `cancel`, `nodes`, `node`, `logs`, `watch`): what the small
 // `tiresias` front binary runs itself (front_main.cc). In
 // client_commands.cc.
 void AddClientCommands(CLI::App& app, int* exit_code);
@@ -33,6 +33,7 @@ void AddJobCommands(CLI::App& app, int* exit_code);  // submit jobs job
 void AddJobControlCommands(CLI::App& app, int* exit_code);
 void AddSubmitCommand(CLI::App& app, int* exit_code);  // submit_command.cc
 void AddNodesCommand(CLI::App& app, int* exit_code);
+void AddNodeCommand(CLI::App& app, int* exit_code);  // node drain|resume
 void AddStatusCommand(CLI::App& app, int* exit_code);  // nodes_command.cc
 void AddLogsCommand(CLI::App& app, int* exit_code);
 void AddUpCommand(CLI::App& app, int* exit_code);  // up_command.cc

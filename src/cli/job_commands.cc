@@ -28,12 +28,14 @@ using cli::MasterClient;
 constexpr int kJobsPageSize = 1000;
 
 // WAIT: time not running between submission and now (or the end); RUN: the
-// job's whole executed time. Now is this machine's clock. User-controlled
-// text goes through cli::Printable: a name cannot forge a row.
+// job's whole executed time. NODES(REASON), as squeue's NODELIST(REASON):
+// the nodes of a job that runs (or ran), the reason in parentheses for one
+// that waits. Now is this machine's clock. User-controlled text goes
+// through cli::Printable: a name cannot forge a row.
 void PrintJobsHeader() {
   std::printf("%-6s %-16s %-10s %-10s %5s %4s %15s %10s %10s %s\n", "JOBID",
               "NAME", "USER", "STATE", "QUEUE", "GPUS", "ATTAINED(GPU-s)",
-              "WAIT", "RUN", "NODES");
+              "WAIT", "RUN", "NODES(REASON)");
 }
 
 // The state as listed: a held job is "held" (it is pending or preempted).
@@ -45,9 +47,12 @@ void PrintJobRow(const v1::Job& job, double now) {
   const double end = job.has_end_time() ? job.end_time() : now;
   const double run = job.total_executed_seconds();
   const double wait = std::max(0.0, end - job.submit_time() - run);
-  const std::string nodes =
+  std::string nodes =
       job.nodes().empty() ? "-"
                           : cli::Printable(absl::StrJoin(job.nodes(), ","));
+  if (!job.pending_reason().empty()) {
+    nodes = absl::StrCat("(", cli::Printable(job.pending_reason()), ")");
+  }
   std::printf("%-6lld %-16s %-10s %-10s %5d %4d %15.0f %10s %10s %s\n",
               static_cast<long long>(job.id()),
               cli::Printable(job.spec().name()).c_str(),
@@ -143,6 +148,9 @@ void PrintJob(const v1::Job& job) {
   line("State:", job.held() ? cli::JobStateName(job.state()) +
                                    " (held: `tiresias release` to run it)"
                              : cli::JobStateName(job.state()));
+  if (!job.pending_reason().empty()) {
+    line("Reason:", Printable(job.pending_reason()));
+  }
   line("Command:", absl::StrJoin(command, " "));
   line("GPUs:", absl::StrCat(job.spec().gpus()));
   if (job.spec().time_limit_seconds() > 0) {

@@ -14,6 +14,16 @@
 namespace tiresias {
 namespace {
 
+// up, down; a drained up node is "draining" while jobs still run there and
+// "drained" once none do (Slurm's DRAINING / DRAINED); a drained down node
+// is "down" (its reason column says it is drained).
+std::string NodeStateText(const v1::Node& node) {
+  if (node.drained() && node.state() == v1::NODE_STATE_UP) {
+    return node.job_ids().empty() ? "drained" : "draining";
+  }
+  return cli::NodeStateName(node.state());
+}
+
 int ListNodes(const std::string& master, bool json) {
   cli::MasterClient client(master);
   v1::ListNodesResponse resp;
@@ -26,15 +36,81 @@ int ListNodes(const std::string& master, bool json) {
     std::printf("%s\n", cli::ToJson(resp).c_str());
     return 0;
   }
-  std::printf("%-20s %-6s %4s %4s %s\n", "NODE", "STATE", "GPUS", "FREE",
-              "JOBS");
+  std::printf("%-20s %-8s %4s %4s %-12s %s\n", "NODE", "STATE", "GPUS",
+              "FREE", "JOBS", "REASON");
   for (const v1::Node& node : resp.nodes()) {
     const std::string jobs =
         node.job_ids().empty() ? "-" : absl::StrJoin(node.job_ids(), ",");
-    std::printf("%-20s %-6s %4d %4d %s\n", cli::Printable(node.name()).c_str(),
-                cli::NodeStateName(node.state()).c_str(), node.gpus(),
-                node.gpus_free(), jobs.c_str());
+    const std::string reason =
+        node.drained() ? cli::Printable(node.drain_reason()) : "-";
+    std::printf("%-20s %-8s %4d %4d %-12s %s\n",
+                cli::Printable(node.name()).c_str(),
+                NodeStateText(node).c_str(), node.gpus(), node.gpus_free(),
+                jobs.c_str(), reason.c_str());
   }
+  return 0;
+}
+
+struct NodeFlags {
+  std::string master;
+  std::string name;
+  std::string reason;
+  bool preempt = false;
+  bool json = false;
+};
+
+void PrintNodeChange(const v1::Node& node, const char* verb) {
+  std::printf("node %s %s (%s", cli::Printable(node.name()).c_str(), verb,
+              NodeStateText(node).c_str());
+  if (!node.job_ids().empty()) {
+    std::printf(", jobs %s still running there",
+                absl::StrJoin(node.job_ids(), ",").c_str());
+  }
+  std::printf(")\n");
+}
+
+int Drain(const NodeFlags& f) {
+  cli::MasterClient client(f.master);
+  v1::DrainNodeRequest req;
+  req.set_name(f.name);
+  req.set_reason(f.reason);
+  req.set_preempt(f.preempt);
+  v1::DrainNodeResponse resp;
+  grpc::Status status =
+      client.stub().DrainNode(client.Context().get(), req, &resp);
+  if (!status.ok()) {
+    return cli::Fail(cli::DescribeRpcError(
+        status, f.master, absl::StrCat("drain node ", cli::Printable(f.name))));
+  }
+  if (f.json) {
+    std::printf("%s\n", cli::ToJson(resp).c_str());
+    return 0;
+  }
+  if (!resp.preempted_job_ids().empty()) {
+    std::printf("preempted jobs %s: they resume on other nodes\n",
+                absl::StrJoin(resp.preempted_job_ids(), ",").c_str());
+  }
+  PrintNodeChange(resp.node(), "drained");
+  return 0;
+}
+
+int Resume(const NodeFlags& f) {
+  cli::MasterClient client(f.master);
+  v1::ResumeNodeRequest req;
+  req.set_name(f.name);
+  v1::ResumeNodeResponse resp;
+  grpc::Status status =
+      client.stub().ResumeNode(client.Context().get(), req, &resp);
+  if (!status.ok()) {
+    return cli::Fail(cli::DescribeRpcError(
+        status, f.master,
+        absl::StrCat("resume node ", cli::Printable(f.name))));
+  }
+  if (f.json) {
+    std::printf("%s\n", cli::ToJson(resp).c_str());
+    return 0;
+  }
+  PrintNodeChange(resp.node(), "resumed");
   return 0;
 }
 
@@ -84,12 +160,21 @@ int ShowStatus(const std::string& master, bool json) {
   }
   std::printf("policy     %s\n", resp.policy().c_str());
   std::printf("placement  %s\n", resp.placement().c_str());
-  std::printf("nodes      %lld up, %lld down\n",
+  // Drained nodes (up, taking no new job) only when there are some.
+  std::printf("nodes      %lld up, %lld down%s\n",
               static_cast<long long>(resp.nodes_up()),
-              static_cast<long long>(resp.nodes_down()));
-  std::printf("GPUs       %lld busy of %lld\n",
+              static_cast<long long>(resp.nodes_down()),
+              resp.nodes_drained() > 0
+                  ? absl::StrCat(", ", resp.nodes_drained(), " drained").c_str()
+                  : "");
+  std::printf("GPUs       %lld busy of %lld%s\n",
               static_cast<long long>(resp.gpus_busy()),
-              static_cast<long long>(resp.gpus()));
+              static_cast<long long>(resp.gpus()),
+              resp.gpus_drained() > 0
+                  ? absl::StrCat(" (", resp.gpus_drained(),
+                                 " on drained nodes)")
+                        .c_str()
+                  : "");
   std::printf("jobs       %s\n", absl::StrJoin(jobs, ", ").c_str());
   std::printf("PACKLIMIT  %s\n", DescribePackLimit(resp).c_str());
   return 0;
@@ -108,6 +193,37 @@ void AddNodesCommand(CLI::App& app, int* exit_code) {
   cli::AddMasterFlag(cmd, &f->master);
   cmd->add_flag("--json", f->json, "Print the list as JSON");
   cmd->callback([f, exit_code] { *exit_code = ListNodes(f->master, f->json); });
+}
+
+void AddNodeCommand(CLI::App& app, int* exit_code) {
+  CLI::App* node = app.add_subcommand(
+      "node", "Change a node: drain it for maintenance, or resume it (admins)");
+  node->require_subcommand(1);
+  auto drain = std::make_shared<NodeFlags>();
+  CLI::App* d = node->add_subcommand(
+      "drain",
+      "Drain NODE: no new job starts there; its running jobs finish, or with "
+      "--preempt are preempted (checkpointed) and resume on other nodes. "
+      "Kept across master restarts until `node resume`");
+  cli::AddMasterFlag(d, &drain->master);
+  d->add_option("node", drain->name, "Node name (see `tiresias nodes`)")
+      ->required();
+  d->add_option("--reason", drain->reason,
+                "Why (shown by `tiresias nodes`), at most 256 bytes")
+      ->required();
+  d->add_flag("--preempt", drain->preempt,
+              "Preempt the jobs running there now instead of letting them "
+              "finish");
+  d->add_flag("--json", drain->json, "Print the answer as JSON");
+  d->callback([drain, exit_code] { *exit_code = Drain(*drain); });
+
+  auto resume = std::make_shared<NodeFlags>();
+  CLI::App* r = node->add_subcommand(
+      "resume", "Take a drained NODE back into service");
+  cli::AddMasterFlag(r, &resume->master);
+  r->add_option("node", resume->name, "Node name")->required();
+  r->add_flag("--json", resume->json, "Print the answer as JSON");
+  r->callback([resume, exit_code] { *exit_code = Resume(*resume); });
 }
 
 void AddStatusCommand(CLI::App& app, int* exit_code) {

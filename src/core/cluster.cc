@@ -10,6 +10,7 @@ Cluster::Cluster(Topology topology)
     : topology_(std::move(topology)),
       owner_(topology_.total_gpus(), kNoJob),
       free_on_(topology_.num_servers()),
+      cordoned_(topology_.num_servers(), false),
       by_free_(topology_.max_gpus_per_server() + 1,
                ServerSet(topology_.num_servers())),
       free_gpus_(topology_.total_gpus()) {
@@ -40,12 +41,9 @@ absl::Status Cluster::Allocate(JobId job, std::span<const GpuId> gpus) {
     }
   }
   for (GpuId g : gpus) {
-    int s = topology_.ServerOf(g);
     owner_[g] = job;
-    int old_free = free_on_[s]--;
-    Reindex(s, old_free);
+    Adjust(topology_.ServerOf(g), -1);
   }
-  free_gpus_ -= static_cast<int>(gpus.size());
   return absl::OkStatus();
 }
 
@@ -53,12 +51,37 @@ void Cluster::Release(JobId job, std::span<const GpuId> gpus) {
   for (GpuId g : gpus) {
     assert(owner_[g] == job);
     (void)job;
-    int s = topology_.ServerOf(g);
     owner_[g] = kNoJob;
-    int old_free = free_on_[s]++;
-    Reindex(s, old_free);
+    Adjust(topology_.ServerOf(g), +1);
   }
-  free_gpus_ += static_cast<int>(gpus.size());
+}
+
+void Cluster::Adjust(int server, int delta) {
+  if (cordoned_[server]) {
+    cordoned_idle_ += delta;
+    return;
+  }
+  const int old_free = free_on_[server];
+  free_on_[server] += delta;
+  free_gpus_ += delta;
+  Reindex(server, old_free);
+}
+
+void Cluster::SetCordoned(int server, bool cordoned) {
+  if (cordoned_[server] == cordoned) return;
+  const Server& s = topology_.server(server);
+  int idle = 0;
+  for (int i = 0; i < s.num_gpus; ++i) {
+    if (owner_[s.first_gpu + i] == kNoJob) ++idle;
+  }
+  const int old_free = free_on_[server];
+  cordoned_[server] = cordoned;
+  const int sign = cordoned ? 1 : -1;
+  cordoned_gpus_ += sign * s.num_gpus;
+  cordoned_idle_ += sign * idle;
+  free_gpus_ -= sign * idle;
+  free_on_[server] = cordoned ? 0 : idle;
+  Reindex(server, old_free);
 }
 
 void Cluster::Reindex(int server, int old_free) {
@@ -71,6 +94,7 @@ void Cluster::Reindex(int server, int old_free) {
 
 void Cluster::AppendFreeGpus(int server, int max,
                              std::vector<GpuId>* out) const {
+  if (cordoned_[server]) return;
   const Server& s = topology_.server(server);
   for (int i = 0; i < s.num_gpus && max > 0; ++i) {
     GpuId g = s.first_gpu + i;

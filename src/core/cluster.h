@@ -5,6 +5,12 @@
 // "a server with at least k free GPUs" or "the emptiest server" without
 // scanning the cluster; moving a server between counts is O(1).
 //
+// A server can be cordoned (the master's drained nodes): it takes no new
+// job. Its GPUs are never counted free (free_gpus, free_on, gpu_free,
+// ServersWithFree and AppendFreeGpus all leave them out), so every
+// placement scheme skips it; jobs already holding its GPUs keep them and
+// may release them as usual.
+//
 // Not thread-safe; the host serializes access.
 #ifndef TIRESIAS_CORE_CLUSTER_H_
 #define TIRESIAS_CORE_CLUSTER_H_
@@ -27,12 +33,25 @@ class Cluster {
 
   const Topology& topology() const { return topology_; }
   int total_gpus() const { return topology_.total_gpus(); }
+  // Free GPUs a new job may take (cordoned servers' excluded).
   int free_gpus() const { return free_gpus_; }
+  // GPUs held by a job, or idle on a cordoned server.
   int busy_gpus() const { return total_gpus() - free_gpus_; }
   int free_on(int server) const { return free_on_[server]; }
-  // GPUs on servers that are entirely free.
+  // GPUs on servers that are entirely free (and not cordoned).
   int whole_free_gpus() const { return whole_free_gpus_; }
-  bool gpu_free(GpuId gpu) const { return owner_[gpu] == kNoJob; }
+  bool gpu_free(GpuId gpu) const {
+    return owner_[gpu] == kNoJob && !cordoned_[topology_.ServerOf(gpu)];
+  }
+  // GPUs held by nobody whatever their server (cordoned ones included).
+  bool gpu_unheld(GpuId gpu) const { return owner_[gpu] == kNoJob; }
+
+  // Cordons (or uncordons) `server`: see the class comment. O(its GPUs).
+  void SetCordoned(int server, bool cordoned);
+  bool cordoned(int server) const { return cordoned_[server]; }
+  // GPUs of cordoned servers, and of those the ones no job holds.
+  int cordoned_gpus() const { return cordoned_gpus_; }
+  int cordoned_idle_gpus() const { return cordoned_idle_; }
   // The job holding `gpu`, or kNoJob.
   JobId owner(GpuId gpu) const { return owner_[gpu]; }
 
@@ -51,10 +70,15 @@ class Cluster {
 
  private:
   void Reindex(int server, int old_free);
+  // One GPU of `server` taken (-1) or given back (+1).
+  void Adjust(int server, int delta);
 
   Topology topology_;
   std::vector<JobId> owner_;
-  std::vector<int> free_on_;
+  std::vector<int> free_on_;  // 0 on a cordoned server
+  std::vector<bool> cordoned_;
+  int cordoned_gpus_ = 0;
+  int cordoned_idle_ = 0;
   std::vector<ServerSet> by_free_;
   int free_gpus_;
   int whole_free_gpus_ = 0;

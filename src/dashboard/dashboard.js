@@ -60,9 +60,10 @@
     var byState = {};
     STATES.forEach(function (s) { byState[s] = 0; });
     state.jobs.forEach(function (j) { byState[j.state] = (byState[j.state] || 0) + 1; });
-    var gpus = 0, free = 0, up = 0;
+    var gpus = 0, free = 0, up = 0, drained = 0;
     state.nodes.forEach(function (n) {
       if (n.state === 'up') { up++; gpus += n.gpus; free += n.gpus_free; }
+      if (n.state === 'up' && n.drained) drained++;
     });
     var cards = [
       ['running', byState.running + byState.starting],
@@ -70,7 +71,8 @@
       ['finished', byState.finished],
       ['failed', byState.failed],
       ['GPUs busy', (gpus - free) + ' / ' + gpus],
-      ['nodes up', up + ' / ' + state.nodes.length]
+      ['nodes up', up + ' / ' + state.nodes.length +
+        (drained ? ' (' + drained + ' drained)' : '')]
     ];
     var box = $('cards');
     box.textContent = '';
@@ -111,7 +113,9 @@
       tr.appendChild(text('td', duration(wait), 'num'));
       tr.appendChild(text('td', duration(j.total_executed_seconds), 'num'));
       tr.appendChild(text('td', j.preemptions, 'num'));
-      tr.appendChild(text('td', (j.nodes || []).join(',')));
+      // A waiting job's reason in parentheses, as `tiresias jobs` shows it.
+      tr.appendChild(text('td', j.pending_reason
+        ? '(' + j.pending_reason + ')' : (j.nodes || []).join(',')));
       tr.addEventListener('click', function () { showJob(j.id); });
       body.appendChild(tr);
     });
@@ -131,6 +135,13 @@
       tr.appendChild(text('td', n.gpus, 'num'));
       tr.appendChild(text('td', n.gpus_free, 'num'));
       tr.appendChild(text('td', (n.job_ids || []).join(',') || '-'));
+      // Drained: "draining" while jobs still run there, then "drained".
+      var drain = '-';
+      if (n.drained) {
+        drain = ((n.job_ids || []).length ? 'draining' : 'drained') +
+          (n.drain_reason ? ': ' + n.drain_reason : '');
+      }
+      tr.appendChild(text('td', drain, n.drained ? 'drain' : ''));
       tr.appendChild(text('td', clock(n.last_heartbeat_time)));
       body.appendChild(tr);
     });

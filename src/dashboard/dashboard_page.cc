@@ -62,7 +62,7 @@ std::string DashboardPage(const std::string& master_address, int refresh_ms,
       "<th class=\"num\">Queue</th><th class=\"num\">GPUs</th>"
       "<th class=\"num\">Attained (GPU-s)</th><th class=\"num\">Wait</th>"
       "<th class=\"num\">Run</th><th class=\"num\">Preempted</th>"
-      "<th>Nodes</th></tr></thead><tbody></tbody></table>"
+      "<th>Nodes (reason)</th></tr></thead><tbody></tbody></table>"
       "<p id=\"jobs-empty\" class=\"muted\">No jobs yet.</p></section>"
       "<section class=\"panel\" id=\"job-detail\"><h2 id=\"job-title\"></h2>"
       "<code id=\"job-command\"></code><code id=\"job-env\"></code>"
@@ -72,7 +72,8 @@ std::string DashboardPage(const std::string& master_address, int refresh_ms,
       "</tbody></table></section>"
       "<section class=\"panel\"><h2>Nodes</h2><table id=\"nodes\"><thead><tr>"
       "<th>Node</th><th>State</th><th class=\"num\">GPUs</th>"
-      "<th class=\"num\">Free</th><th>Jobs</th><th>Last heartbeat</th></tr>"
+      "<th class=\"num\">Free</th><th>Jobs</th><th>Drain</th>"
+      "<th>Last heartbeat</th></tr>"
       "</thead><tbody></tbody></table>"
       "<p id=\"nodes-empty\" class=\"muted\">No nodes yet.</p></section>"
       "</main><script nonce=\"",

@@ -53,6 +53,7 @@ json JobJson(const v1::Job& j, bool with_details) {
       {"held", j.held()},
       {"time_limit_seconds", j.spec().time_limit_seconds()},
       {"no_preempt", j.spec().no_preempt()},
+      {"pending_reason", j.pending_reason()},
   };
   if (with_details) {
     out["command"] = std::vector<std::string>(j.spec().command().begin(),
@@ -80,6 +81,8 @@ json NodeJson(const v1::Node& n) {
           {"state", n.state() == v1::NODE_STATE_UP ? "up" : "down"},
           {"gpus", n.gpus()},
           {"gpus_free", n.gpus_free()},
+          {"drained", n.drained()},
+          {"drain_reason", n.drain_reason()},
           {"last_heartbeat_time", n.last_heartbeat_time()},
           {"job_ids",
            std::vector<int64_t>(n.job_ids().begin(), n.job_ids().end())}};

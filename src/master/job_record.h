@@ -161,6 +161,11 @@ struct JobRecord {
   // History, oldest first. Filled by Store::GetJob; empty from ListJobs and
   // ignored by writes (events are appended, never rewritten).
   std::vector<JobEvent> events;
+  // Why it waits (sched/pending_reason.h), as reads show it: never stored;
+  // MasterState's reads fill it for a waiting (or deferred starting) job.
+  // `pending_reason_kind` is a PendingReasonKind value, 0 for none.
+  std::string pending_reason;
+  int pending_reason_kind = 0;
 
   bool operator==(const JobRecord&) const = default;
 };
@@ -186,6 +191,10 @@ struct NodeRecord {
   // SHA-256 (hex) of the token of the agent that last registered it (the
   // agent protocol's identity; the store keeps it as given). Empty: none.
   std::string agent_token_hash;
+  // Drained by an admin (no new launches) and why. UpsertNode leaves both
+  // as stored; SetNodeDrain writes them.
+  bool drained = false;
+  std::string drain_reason;
 
   bool operator==(const NodeRecord&) const = default;
 };

@@ -167,6 +167,9 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   record.agent_token_hash = token_hash;
   ASSIGN_OR_RETURN(record.id, store_->UpsertNode(record));
   NodeInfo& info = nodes_[record.id];
+  // A drain outlives registrations (UpsertNode leaves it as stored).
+  record.drained = info.record.drained;
+  record.drain_reason = info.record.drain_reason;
   info.record = record;
   info.log_address = req.log_address();
   info.report_boot_id = req.boot_id();

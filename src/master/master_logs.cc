@@ -132,8 +132,13 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
       }
       ++m.nodes_up;
       m.gpus_up += info.record.gpus;
+      if (info.record.drained) {
+        ++m.nodes_drained;
+        m.gpus_drained += info.record.gpus;
+      }
       for (const LaunchKey& key : BusyGpus(node_id)) {
         m.gpus_busy += key.first != 0;
+        m.gpus_drained_idle += key.first == 0 && info.record.drained;
       }
       for (const auto& [task, gpus] : info.orphans) m.gpus_running += gpus.size();
     }

@@ -111,7 +111,7 @@ Job MasterState::UndoStoppedRun(const Job& old) const {
                         old.last_stop());
 }
 
-absl::Status MasterState::Rebuild(Seconds now) {
+absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
   std::vector<ServerSpec> servers;
   server_of_node_.clear();
   node_of_server_.clear();
@@ -125,18 +125,32 @@ absl::Status MasterState::Rebuild(Seconds now) {
   if (!servers.empty()) {
     ASSIGN_OR_RETURN(Topology topology, Topology::Create(std::move(servers)));
     cluster = std::make_unique<Cluster>(std::move(topology));
+    // Drained nodes stay in the cluster (what runs there keeps its GPUs)
+    // but take no new job.
+    for (const auto& [id, server] : server_of_node_) {
+      if (nodes_.at(id).record.drained) cluster->SetCordoned(server, true);
+    }
   }
+  reasons_pass_ = -1;  // the cluster changed under the reasons
+  scheduler_->CapacityChanged();
   // The scheduler itself holds nothing of the topology but the GPU ids of
   // running jobs: waiting jobs stay as they are (no O(jobs) re-insertion),
   // running ones are re-numbered onto the new cluster, or stopped.
   Scheduler* sched = scheduler_.get();
 
-  // The launch's GPUs in the new numbering; false if a part is gone.
+  // The launch's GPUs in the new numbering; false if a part is gone, is on
+  // the node being evacuated (a drain with preemption), or was never
+  // released to a node that is now drained (it would be a new launch).
   auto map_gpus = [&](const Launch& launch, std::vector<GpuId>* gpus) {
     if (!cluster) return false;
     for (const Part& part : launch.parts) {
       auto server = server_of_node_.find(part.node_id);
       if (part.ended || server == server_of_node_.end()) return false;
+      if (part.node_id == evacuate_node) return false;
+      if (launch.phase == Phase::kDeferred &&
+          cluster->cordoned(server->second)) {
+        return false;
+      }
       const Server& s = cluster->topology().server(server->second);
       for (int gpu : part.local_gpus) {
         if (gpu < 0 || gpu >= s.num_gpus) return false;

@@ -214,6 +214,7 @@ bool MasterState::IsStarting(const JobRecord& rec) const {
 void MasterState::LiveView(JobRecord& rec, Seconds now) const {
   if (IsFinal(rec.state)) return;
   if (IsStarting(rec)) rec.state = JobRecordState::kStarting;
+  FillPendingReason(rec, now);
   const Job* job = scheduler_->Find(rec.id);
   if (job == nullptr || !job->running()) return;
   rec.executed = job->Executed(now);
@@ -379,28 +380,6 @@ absl::StatusOr<JobRecord> MasterState::CancelLocked(JobId id, Seconds now,
              "cancelled by user");
   }
   return rec;
-}
-
-absl::StatusOr<std::vector<v1::Node>> MasterState::ListNodes() {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<v1::Node> out;
-  for (const auto& [id, info] : nodes_) {
-    v1::Node node;
-    NodeToProto(info.record, &node);
-    std::set<JobId> jobs;
-    int free = 0;
-    for (const LaunchKey& key : BusyGpus(id)) {
-      if (key.first == 0) {
-        ++free;
-      } else {
-        jobs.insert(key.first);
-      }
-    }
-    node.set_gpus_free(info.up && !info.leaving ? free : 0);
-    for (JobId job : jobs) node.add_job_ids(job);
-    out.push_back(std::move(node));
-  }
-  return out;
 }
 
 std::string MasterState::NodeName(int64_t node_id) {

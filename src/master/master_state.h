@@ -129,6 +129,7 @@
 #include "place/pack_limit_runs.h"
 #include "place/placement.h"
 #include "proto/tiresias.pb.h"
+#include "sched/pending_reason.h"
 #include "sched/queues.h"
 #include "sched/scheduler.h"
 
@@ -249,6 +250,25 @@ class MasterState {
       JobAction action, std::vector<JobId> ids, const MayAct& may_act);
   absl::StatusOr<std::vector<JobActionResult>> UpdateMatchingJobs(
       JobAction action, const JobFilter& filter, const MayAct& may_act);
+  // Node drain for maintenance (master_nodes.cc). A drained node takes no
+  // new launch (its server is cordoned in the scheduler's Cluster, and a
+  // launch decided there but not yet released is taken back); its running
+  // jobs finish, or with `preempt` are preempted now (checkpoint, requeue)
+  // and resume elsewhere. Durable (Store::SetNodeDrain) before memory
+  // changes. Draining again updates the reason. Errors: InvalidArgument
+  // (reason empty, past kMaxDrainReasonBytes, not UTF-8, control
+  // characters), NotFound (unknown node).
+  static constexpr size_t kMaxDrainReasonBytes = 256;
+  struct DrainResult {
+    v1::Node node;                 // as ListNodes shows it now
+    std::vector<JobId> preempted;  // by this call
+  };
+  absl::StatusOr<DrainResult> DrainNode(const std::string& name,
+                                        const std::string& reason,
+                                        bool preempt);
+  // Takes a drained node back (a node not drained is left alone).
+  // NotFound for an unknown node.
+  absl::StatusOr<v1::Node> ResumeNode(const std::string& name);
 
   // Where the log of one task of a job lives, for ReadJobLog: the launch
   // (attempt 0: the current or last one) and the node that ran that rank
@@ -286,6 +306,11 @@ class MasterState {
     int64_t gpus_up = 0;    // GPUs of the up nodes
     int64_t gpus_busy = 0;  // of those, held by a launch now
     int64_t gpus_running = 0;  // of those, held by a task reported running
+    // Up nodes drained (DrainNode), their GPUs, and of those the ones no
+    // launch holds (neither busy nor free: no new job may take them).
+    int64_t nodes_drained = 0;
+    int64_t gpus_drained = 0;
+    int64_t gpus_drained_idle = 0;
     int64_t passes = 0;     // scheduling passes since the master started
     double pass_seconds = 0;  // their total wall time
     int64_t last_event_sequence = 0;
@@ -486,6 +511,14 @@ class MasterState {
   // A stored record as reads show it: live counters of a running job, and
   // kStarting for a launch in progress (IsStarting).
   void LiveView(JobRecord& rec, Seconds now) const;
+  // Sets rec.pending_reason for a waiting job as shown (after LiveView's
+  // state): from ExplainWaiting over the scheduler, computed once per pass
+  // when first asked (reasons_); for a deferred starting job, which launch
+  // holds its GPUs. Clears it for any other state.
+  void FillPendingReason(JobRecord& rec, Seconds now) const;
+  // A node as ListNodes shows it (live free GPUs and jobs).
+  v1::Node NodeView(int64_t id, const NodeInfo& info) const;
+  NodeInfo* FindNodeByName(const std::string& name);
   // True if `rec` (pending or preempted) has a current launch that is
   // deferred, or active with some part not yet reported RUNNING.
   bool IsStarting(const JobRecord& rec) const;
@@ -607,8 +640,10 @@ class MasterState {
   void MaybeFinishCancel(JobId job, Seconds now, const std::string& detail);
   bool AnyLiveLaunch(JobId job) const;
 
-  // Node set changes (master_rebuild.cc).
-  absl::Status Rebuild(Seconds now);
+  // Node set changes (master_rebuild.cc). Drained nodes' servers are
+  // cordoned in the new Cluster. Jobs running on `evacuate_node` (a drain
+  // with preemption; 0: none) are preempted as if they had lost it.
+  absl::Status Rebuild(Seconds now, int64_t evacuate_node = 0);
   Job JobFromRecord(const JobRecord& rec) const;
   // Swaps the scheduler's record of job.id() for `job` and marks the job
   // dirty (GPUs in the cluster untouched).
@@ -677,6 +712,10 @@ class MasterState {
   uint64_t last_session_ = 0;
   bool pass_wanted_ = true;
   int64_t passes_ = 0;
+  // Pending reasons by job as of pass reasons_pass_ (-1: none): a cache
+  // of reads, filled by FillPendingReason, reset by Rebuild.
+  mutable std::map<JobId, PendingReason> reasons_;
+  mutable int64_t reasons_pass_ = -1;
   double pass_seconds_ = 0;
   // For metrics: jobs ever accepted, and over ended jobs only the count by
   // final state and the summed preemptions and promotions (loaded at Open,

@@ -44,12 +44,20 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
   Family(&out, "tiresias_nodes", "gauge", "Nodes by state.");
   absl::StrAppend(&out, "tiresias_nodes{state=\"up\"} ", m.nodes_up, "\n",
                   "tiresias_nodes{state=\"down\"} ", m.nodes_down, "\n");
+  Family(&out, "tiresias_drained_nodes", "gauge",
+         "Up nodes drained for maintenance (no new launches).");
+  absl::StrAppend(&out, "tiresias_drained_nodes ", m.nodes_drained, "\n");
+  Family(&out, "tiresias_drained_gpus", "gauge",
+         "GPUs of the drained up nodes, busy or not.");
+  absl::StrAppend(&out, "tiresias_drained_gpus ", m.gpus_drained, "\n");
   Family(&out, "tiresias_gpus", "gauge",
          "GPUs of the up nodes: held by a launch (assigned, starting, running "
-         "or being stopped), or free.");
-  absl::StrAppend(&out, "tiresias_gpus{state=\"busy\"} ", m.gpus_busy, "\n",
-                  "tiresias_gpus{state=\"free\"} ", m.gpus_up - m.gpus_busy,
-                  "\n");
+         "or being stopped), free, or idle on a drained node.");
+  absl::StrAppend(
+      &out, "tiresias_gpus{state=\"busy\"} ", m.gpus_busy, "\n",
+      "tiresias_gpus{state=\"free\"} ",
+      m.gpus_up - m.gpus_busy - m.gpus_drained_idle, "\n",
+      "tiresias_gpus{state=\"drained\"} ", m.gpus_drained_idle, "\n");
   Family(&out, "tiresias_gpus_running", "gauge",
          "GPUs held by a task its agent reports running: busy GPUs minus "
          "those assigned to a task not started yet.");

@@ -126,6 +126,11 @@ void JobToProto(const JobRecord& job, v1::Job* out) {
   for (const JobEvent& event : job.events) {
     JobEventToProto(event, out->add_events());
   }
+  out->set_pending_reason(job.pending_reason);
+  if (v1::PendingReasonKind_IsValid(job.pending_reason_kind)) {
+    out->set_pending_reason_kind(
+        static_cast<v1::PendingReasonKind>(job.pending_reason_kind));
+  }
   if (job.profile) {
     v1::TrafficProfile* p = out->mutable_profile();
     p->set_periodic(job.profile->periodic);
@@ -171,6 +176,8 @@ absl::StatusOr<JobRecord> JobFromProto(const v1::Job& job) {
   for (const v1::JobEvent& event : job.events()) {
     out.events.push_back(JobEventFromProto(event));
   }
+  out.pending_reason = job.pending_reason();
+  out.pending_reason_kind = job.pending_reason_kind();
   if (job.has_profile()) {
     const v1::TrafficProfile& p = job.profile();
     JobProfile& profile = out.profile.emplace();
@@ -195,6 +202,8 @@ void NodeToProto(const NodeRecord& node, v1::Node* out) {
   out->set_gpus(node.gpus);
   out->set_state(NodeStateToProto(node.state));
   out->set_last_heartbeat_time(node.last_heartbeat.count());
+  out->set_drained(node.drained);
+  out->set_drain_reason(node.drain_reason);
 }
 
 absl::StatusOr<NodeRecord> NodeFromProto(const v1::Node& node) {
@@ -205,6 +214,8 @@ absl::StatusOr<NodeRecord> NodeFromProto(const v1::Node& node) {
   out.gpus = node.gpus();
   ASSIGN_OR_RETURN(out.state, NodeStateFromProto(node.state()));
   out.last_heartbeat = Seconds{node.last_heartbeat_time()};
+  out.drained = node.drained();
+  out.drain_reason = node.drain_reason();
   return out;
 }
 

@@ -216,6 +216,17 @@ TEST(ProtoConvertTest, NodeRoundTrips) {
   EXPECT_EQ(*NodeFromProto(message), node);
 }
 
+TEST(ProtoConvertTest, DrainedNodeRoundTrips) {
+  NodeRecord node{3, "node-3", "10.1.2.4", 4, NodeState::kUp, Seconds{5}};
+  node.drained = true;
+  node.drain_reason = "swap PSU";
+  v1::Node message;
+  NodeToProto(node, &message);
+  EXPECT_TRUE(message.drained());
+  EXPECT_EQ(message.drain_reason(), "swap PSU");
+  EXPECT_EQ(*NodeFromProto(message), node);
+}
+
 TEST(ProtoConvertTest, DesiredStateRoundTrips) {
   v1::HeartbeatResponse response;
   v1::DesiredState* desired = response.mutable_desired();

@@ -338,6 +338,56 @@ grpc::Status TiresiasService::ListNodes(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+namespace {
+
+// The caller of a node operation, if an admin; else PermissionDenied
+// (audited).
+absl::StatusOr<Principal> NodeAdmin(CallAuth& auth,
+                                    const grpc::ServerContext& ctx,
+                                    std::string_view action,
+                                    const std::string& node) {
+  ASSIGN_OR_RETURN(Principal who, auth.Client(ctx, action));
+  if (!who.admin) {
+    return auth.Deny(who, absl::StrCat(ToAbsl(action), " ", node),
+                     "only an admin may drain or resume nodes");
+  }
+  return who;
+}
+
+}  // namespace
+
+grpc::Status TiresiasService::DrainNode(grpc::ServerContext* ctx,
+                                        const v1::DrainNodeRequest* req,
+                                        v1::DrainNodeResponse* resp) {
+  absl::StatusOr<Principal> who =
+      NodeAdmin(auth_, *ctx, "DrainNode", req->name());
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  absl::StatusOr<MasterState::DrainResult> drained =
+      state_->DrainNode(req->name(), req->reason(), req->preempt());
+  if (!drained.ok()) return ToGrpcStatus(drained.status());
+  auth_.Done(*who, absl::StrCat("DrainNode ", req->name()),
+             absl::StrCat(req->preempt() ? "with preemption: " : "",
+                          req->reason()));
+  *resp->mutable_node() = std::move(drained->node);
+  for (JobId id : drained->preempted) resp->add_preempted_job_ids(id);
+  Changed();
+  return grpc::Status::OK;
+}
+
+grpc::Status TiresiasService::ResumeNode(grpc::ServerContext* ctx,
+                                         const v1::ResumeNodeRequest* req,
+                                         v1::ResumeNodeResponse* resp) {
+  absl::StatusOr<Principal> who =
+      NodeAdmin(auth_, *ctx, "ResumeNode", req->name());
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  absl::StatusOr<v1::Node> node = state_->ResumeNode(req->name());
+  if (!node.ok()) return ToGrpcStatus(node.status());
+  auth_.Done(*who, absl::StrCat("ResumeNode ", req->name()), "");
+  *resp->mutable_node() = std::move(*node);
+  Changed();
+  return grpc::Status::OK;
+}
+
 grpc::Status TiresiasService::GetClusterStatus(
     grpc::ServerContext* ctx, const v1::GetClusterStatusRequest*,
     v1::ClusterStatus* resp) {
@@ -351,6 +401,8 @@ grpc::Status TiresiasService::GetClusterStatus(
   resp->set_nodes_down(m->nodes_down);
   resp->set_gpus(m->gpus_up);
   resp->set_gpus_busy(m->gpus_busy);
+  resp->set_nodes_drained(m->nodes_drained);
+  resp->set_gpus_drained(m->gpus_drained);
   for (const auto& [state, count] : m->jobs_by_state) {
     (*resp->mutable_jobs())[std::string(JobRecordStateName(state))] = count;
   }

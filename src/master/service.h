@@ -71,6 +71,11 @@ class TiresiasService final : public v1::Tiresias::Service {
   static constexpr int kMaxUpdateIds = 100000;
   grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
                          v1::ListNodesResponse*) override;
+  // Admins only (anyone on an --insecure master); audited.
+  grpc::Status DrainNode(grpc::ServerContext*, const v1::DrainNodeRequest*,
+                         v1::DrainNodeResponse*) override;
+  grpc::Status ResumeNode(grpc::ServerContext*, const v1::ResumeNodeRequest*,
+                          v1::ResumeNodeResponse*) override;
   grpc::Status GetClusterStatus(grpc::ServerContext*,
                                 const v1::GetClusterStatusRequest*,
                                 v1::ClusterStatus*) override;

@@ -611,6 +611,23 @@ absl::StatusOr<int64_t> SqliteStore::UpsertNode(const NodeRecord& node) {
   return id;
 }
 
+absl::Status SqliteStore::SetNodeDrain(int64_t id, bool drained,
+                                       const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteQuery update,
+                   db_->Prepare("UPDATE nodes SET drained = ?, "
+                                "drain_reason = ? WHERE id = ?"));
+  update.Bind(1, int64_t{drained ? 1 : 0})
+      .Bind(2, drained ? reason : std::string())
+      .Bind(3, id);
+  RETURN_IF_ERROR(update.Run());
+  ++commits_;
+  if (db_->Changes() == 0) {
+    return absl::NotFoundError(absl::StrCat("node ", id, ": no such node"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<NodeRecord>> SqliteStore::ListNodes() const {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(SqliteQuery query,

@@ -191,8 +191,14 @@ class Store {
       JobId job, int attempt) const = 0;
 
   // Inserts the node, or updates the one with the same name; returns its
-  // id (stable for the name). `node.id` is ignored.
+  // id (stable for the name). `node.id` is ignored, and so are `drained`
+  // and `drain_reason` (a new node is not drained; an agent registering
+  // again never undoes a drain): SetNodeDrain writes those.
   virtual absl::StatusOr<int64_t> UpsertNode(const NodeRecord& node) = 0;
+  // Drains node `id` with `reason` (drained) or takes it back into service
+  // (reason ignored, stored empty). NotFound for an unknown id.
+  virtual absl::Status SetNodeDrain(int64_t id, bool drained,
+                                    const std::string& reason) = 0;
   // Every node in id order.
   virtual absl::StatusOr<std::vector<NodeRecord>> ListNodes() const = 0;
 
@@ -242,8 +248,8 @@ class SqliteStore final : public Store {
   // and by name, and nodes.agent_token_hash, 4 -> 5 the tokens and audit
   // tables, 5 -> 6 job profiles, 6 -> 7 placement runs, 7 -> 8 the jobs'
   // workdir, output and error, 8 -> 9 job control: time limit, no-preempt,
-  // held) and refuses newer ones.
-  static constexpr int kSchemaVersion = 9;
+  // held, 9 -> 10 nodes.drained and drain_reason) and refuses newer ones.
+  static constexpr int kSchemaVersion = 10;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the
@@ -269,6 +275,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<std::string>> LaunchNodes(
       JobId job, int attempt) const override;
   absl::StatusOr<int64_t> UpsertNode(const NodeRecord& node) override;
+  absl::Status SetNodeDrain(int64_t id, bool drained,
+                            const std::string& reason) override;
   absl::StatusOr<std::vector<NodeRecord>> ListNodes() const override;
   absl::StatusOr<int64_t> CreateToken(const TokenRecord& token) override;
   absl::Status RevokeToken(int64_t id, Seconds at) override;

@@ -246,6 +246,8 @@ absl::StatusOr<NodeRecord> DecodeNode(const SqliteQuery& row,
   n.state = in.Parsed(ParseNodeState(in.Text(4, "state")), 4, "state");
   n.last_heartbeat = Seconds{in.Real(5, "last_heartbeat")};
   n.agent_token_hash = in.Text(6, "agent_token_hash");
+  n.drained = in.Int64(7, "drained") != 0;
+  n.drain_reason = in.Text(8, "drain_reason");
   if (!in.status().ok()) return in.status();
   return n;
 }

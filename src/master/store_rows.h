@@ -118,6 +118,10 @@ inline constexpr const char* kMigrations[] = {
     "ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN timeout_requested INTEGER NOT NULL "
     "DEFAULT 0",
+    // 10: a node drained by an admin (no new launches) and why; kept apart
+    // from what an agent's registration writes.
+    "ALTER TABLE nodes ADD COLUMN drained INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE nodes ADD COLUMN drain_reason TEXT NOT NULL DEFAULT ''",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =
@@ -135,7 +139,8 @@ inline constexpr char kJobColumns[] =
 inline constexpr char kEventColumns[] =
     "sequence, job_id, time, kind, detail";
 inline constexpr char kNodeColumns[] =
-    "id, name, address, gpus, state, last_heartbeat, agent_token_hash";
+    "id, name, address, gpus, state, last_heartbeat, agent_token_hash, "
+    "drained, drain_reason";
 
 // JSON text of a string list / map. InvalidArgument naming `field` if a
 // string is not valid UTF-8.

@@ -2,7 +2,8 @@
 // jobs.request_id (unique, NULL when absent) and nodes.agent_token_hash;
 // version 6 with jobs.profile and the profiles table, version 7 with
 // placement_runs, version 8 with the jobs' workdir, output and error, and
-// version 9 with the job-control columns (time limit, no-preempt, held).
+// version 9 with the job-control columns (time limit, no-preempt, held),
+// and version 10 with nodes.drained and drain_reason.
 #include <sqlite3.h>
 
 #include <cmath>
@@ -415,6 +416,41 @@ TEST(StoreUpgradeTest, SchemaVersionIsWrittenToTheFile) {
                       "SELECT value FROM meta WHERE key = "
                       "'schema_version'"),
             absl::StrCat(SqliteStore::kSchemaVersion));
+}
+
+// The node drain columns: an old node is not drained; a drain and its
+// reason survive a reopen and an agent registering again (UpsertNode);
+// resuming clears the reason.
+TEST(StoreUpgradeTest, VersionThreeFileKeepsNodeDrains) {
+  TestDir dir;
+  const std::string path = dir.File("state.db");
+  WriteVersionThreeFile(path);
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    NodeRecord node = (*store)->ListNodes()->at(0);
+    EXPECT_FALSE(node.drained);
+    EXPECT_EQ(node.drain_reason, "");
+    ASSERT_TRUE((*store)->SetNodeDrain(node.id, true, "disk swap").ok());
+    node.address = "10.0.0.2";  // the agent registers again
+    node.drained = false;
+    ASSERT_TRUE((*store)->UpsertNode(node).ok());
+    EXPECT_EQ((*store)->SetNodeDrain(99, true, "x").code(),
+              absl::StatusCode::kNotFound);
+  }
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    NodeRecord node = (*store)->ListNodes()->at(0);
+    EXPECT_EQ(node.address, "10.0.0.2");
+    EXPECT_TRUE(node.drained);
+    EXPECT_EQ(node.drain_reason, "disk swap");
+    ASSERT_TRUE((*store)->SetNodeDrain(node.id, false, "ignored").ok());
+  }
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_FALSE((*store)->ListNodes()->at(0).drained);
+  EXPECT_EQ((*store)->ListNodes()->at(0).drain_reason, "");
 }
 
 }  // namespace

@@ -407,7 +407,10 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
   pending_starts_.clear();
   scratch_preempt_.clear();
   scratch_unplaceable_.clear();
-  int capacity = cluster.total_gpus();
+  // An upper bound on what waiting jobs may get: every GPU but the idle
+  // ones of cordoned servers (those held there count until their jobs are
+  // kept, which over-counts, never under-counts).
+  int capacity = cluster.total_gpus() - cluster.cordoned_idle_gpus();
   const int min_waiting = MinWaitingGpus();
   walk_tracks_kept_ = !InitCursors(now);
   if (!walk_tracks_kept_) capacity = cluster.free_gpus();
@@ -583,7 +586,10 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     scratch_avail_.resize(topo.num_servers());
     int total = 0;
     for (int s = 0; s < topo.num_servers(); ++s) {
-      scratch_avail_[s] = topo.server(s).num_gpus - scratch_kept_[s];
+      // A cordoned server takes no new job, whoever is displaced there.
+      scratch_avail_[s] = cluster.cordoned(s)
+                              ? 0
+                              : topo.server(s).num_gpus - scratch_kept_[s];
       total += scratch_avail_[s];
     }
     if (!placer_->MightFit(topo, scratch_avail_, total, job)) {
@@ -644,7 +650,9 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
   for (uint32_t r : released) {
     const Job& other = jobs_[r];
     bool untouched = true;
-    for (GpuId g : other.gpus()) untouched = untouched && cluster.gpu_free(g);
+    for (GpuId g : other.gpus()) {
+      untouched = untouched && cluster.gpu_unheld(g);
+    }
     if (untouched) {
       absl::Status kept = cluster.Allocate(other.id(), other.gpus());
       assert(kept.ok());

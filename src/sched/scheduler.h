@@ -147,6 +147,12 @@ class Scheduler {
   // host stops its tasks. FailedPrecondition unless it runs.
   absl::Status Requeue(JobId id, Seconds now, Cluster& cluster);
 
+  // The cluster's capacity changed other than through Finish or Remove (a
+  // new Cluster with more servers, a server cordoned or uncordoned): the
+  // next pass walks the jobs even if no job changed. A pass with nothing
+  // changed since the last one is otherwise skipped.
+  void CapacityChanged() { dirty_ = true; }
+
   // One scheduling pass at `now` (see the file comment). `now` must not go
   // backwards between calls.
   Decisions Schedule(Seconds now, Cluster& cluster);
@@ -160,6 +166,12 @@ class Scheduler {
   // Every job ever submitted or restored, in that order, finished ones too.
   const std::vector<Job>& jobs() const { return jobs_; }
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  // Calls fn(const Job&) for every waiting job in priority order (the
+  // order the last pass walked them in). O(waiting jobs).
+  template <typename Fn>
+  void ForEachWaiting(Fn&& fn) const {
+    for (const Entry& e : waiting_) fn(jobs_[e.index]);
+  }
   int num_running() const { return num_running_; }
 
  private:

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -215,6 +217,85 @@ TEST_F(DashboardTest, MarkupInNamesUsersAndCommandsStaysText) {
                 ".slice(1, 3).map(td => td.textContent)"),
             (json{name, user}));
   ExpectJobCommandShownAsText(browser, 1, "/bin/echo " + command);
+}
+
+// A real node (`tiresias up`, one agent x 2 emulated GPUs), drained: the
+// node table says so with the reason, and a job that needs the node waits
+// with a reason that says why, in the API and on the page.
+TEST(DashboardDrainTest, DrainedNodeAndPendingReasonShow) {
+  test_support::TestDir tmp("tiresias-dashboard-drain");
+  unsetenv("TIRESIAS_MASTER");
+  DaemonProcess up({TIRESIAS_BINARY, "up", "--insecure", "--agents", "1",
+                    "--gpus", "2", "--listen", "127.0.0.1:0", "--state-dir",
+                    (tmp.path() / "up").string(), "--allow-root-tasks"},
+                   "master on ", (tmp.path() / "up.log").string());
+  ASSERT_FALSE(up.address().empty()) << up.output();
+  const std::string master = up.address().substr(0, up.address().find(','));
+  auto client = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {TIRESIAS_BINARY, args[0], "--master",
+                                     master};
+    argv.insert(argv.end(), args.begin() + 1, args.end());
+    return RunProcess(argv);
+  };
+  // The agent registers shortly after the master listens.
+  std::string nodes;
+  for (int i = 0; i < 100 && nodes.find("node-0") == std::string::npos; ++i) {
+    usleep(100 * 1000);
+    nodes = client({"nodes"}).out;
+  }
+  ASSERT_THAT(nodes, HasSubstr("node-0"));
+  ProcessResult drained =
+      RunProcess({TIRESIAS_BINARY, "node", "drain", "node-0", "--master",
+                  master, "--reason", "fan swap"});
+  ASSERT_EQ(drained.exit_code, 0) << drained.err;
+  ASSERT_EQ(client({"submit", "--gpus", "2", "--name", "waits", "--",
+                    "/bin/true"})
+                .exit_code,
+            0);
+
+  DashboardOptions options;
+  options.master_address = master;
+  options.listen = "127.0.0.1:0";
+  auto server = DashboardServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  httplib::Client http("127.0.0.1", (*server)->port());
+  json state;
+  for (int i = 0; i < 100; ++i) {  // the reason follows the next pass
+    auto res = http.Get("/api/state");
+    ASSERT_TRUE(res);
+    state = json::parse(res->body);
+    if (!state["jobs"].empty() &&
+        state["jobs"][0]["pending_reason"] != "waiting for the next "
+                                              "scheduling pass") {
+      break;
+    }
+    usleep(100 * 1000);
+  }
+  ASSERT_EQ(state["nodes"].size(), 1u);
+  EXPECT_EQ(state["nodes"][0]["drained"], true);
+  EXPECT_EQ(state["nodes"][0]["drain_reason"], "fan swap");
+  ASSERT_EQ(state["jobs"].size(), 1u);
+  EXPECT_EQ(state["jobs"][0]["pending_reason"],
+            "needs 2 GPUs; every up node is drained");
+
+  if (access(ChromiumPath().c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "no Chromium at " << ChromiumPath();
+  }
+  HeadlessBrowser browser(tmp.path() / "profile");
+  ASSERT_TRUE(browser.Open("http://127.0.0.1:" +
+                           std::to_string((*server)->port()) + "/"))
+      << browser.error();
+  ASSERT_TRUE(browser.WaitFor("document.body.dataset.dashboardReady === '1'"))
+      << browser.error();
+  EXPECT_EQ(*browser.Evaluate(
+                "document.querySelector('#nodes tr[data-node=\"node-0\"]')"
+                ".cells[5].textContent"),
+            json("drained: fan swap"));
+  EXPECT_EQ(*browser.Evaluate(
+                "document.querySelector('#jobs tr[data-job-id=\"1\"]')"
+                ".lastChild.textContent"),
+            json("(needs 2 GPUs; every up node is drained)"));
+  up.Stop(SIGTERM);
 }
 
 TEST(DashboardCommandTest, BadListenAddressIsAOneLineError) {

@@ -196,6 +196,42 @@ TEST_F(SecurityTest, UsersCannotTouchOthersJobs) {
   EXPECT_TRUE(Client()->CancelJob(Ctx(admin_).get(), cancel, &cancelled).ok());
 }
 
+// Draining and resuming nodes is for admins: a user is refused (and the
+// refusal audited) before the node is even looked up; an admin gets on to
+// the node (here unknown: NOT_FOUND).
+TEST_F(SecurityTest, OnlyAdminsDrainAndResumeNodes) {
+  v1::DrainNodeRequest drain;
+  drain.set_name("n1");
+  drain.set_reason("maintenance");
+  v1::DrainNodeResponse drained;
+  EXPECT_EQ(Client()->DrainNode(Ctx().get(), drain, &drained).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  grpc::Status s = Client()->DrainNode(Ctx(alice_).get(), drain, &drained);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("only an admin"), std::string::npos)
+      << s.error_message();
+  v1::ResumeNodeRequest resume;
+  resume.set_name("n1");
+  v1::ResumeNodeResponse resumed;
+  EXPECT_EQ(Client()->ResumeNode(Ctx(alice_).get(), resume, &resumed)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Client()->DrainNode(Ctx(admin_).get(), drain, &drained)
+                .error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Client()->ResumeNode(Ctx(admin_).get(), resume, &resumed)
+                .error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  auto audit = state_->AuditAfter(0, 100);
+  ASSERT_TRUE(audit.ok());
+  bool refused = false;
+  for (const AuditRecord& a : *audit) {
+    refused = refused || (a.action == "DrainNode n1" &&
+                          a.outcome == "denied" && a.principal == "alice");
+  }
+  EXPECT_TRUE(refused);
+}
+
 // "A revoked or expired token stops working at once."
 TEST_F(SecurityTest, RevokedAndExpiredTokensStopAtOnce) {
   auto carol = state_->CreateToken("carol", false, Seconds{60}, "short");

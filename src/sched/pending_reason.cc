@@ -1,0 +1,146 @@
+#include "sched/pending_reason.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "core/rng.h"
+#include "sched/scheduler.h"
+
+namespace tiresias {
+
+std::string_view PendingReasonKindName(PendingReasonKind kind) {
+  switch (kind) {
+    case PendingReasonKind::kNone: return "";
+    case PendingReasonKind::kNextPass: return "next-pass";
+    case PendingReasonKind::kNoNodes: return "no-nodes";
+    case PendingReasonKind::kTooLarge: return "too-large";
+    case PendingReasonKind::kDrained: return "drained";
+    case PendingReasonKind::kPriority: return "priority";
+    case PendingReasonKind::kResources: return "resources";
+    case PendingReasonKind::kPlacement: return "placement";
+    case PendingReasonKind::kCheckpointing: return "checkpointing";
+  }
+  return "";
+}
+
+namespace {
+
+std::string Gpus(int n) { return absl::StrCat(n, n == 1 ? " GPU" : " GPUs"); }
+
+}  // namespace
+
+std::string FormatPendingReason(const PendingReason& r) {
+  switch (r.kind) {
+    case PendingReasonKind::kNone:
+      return "";
+    case PendingReasonKind::kNextPass:
+      return "waiting for the next scheduling pass";
+    case PendingReasonKind::kNoNodes:
+      return "no node is up";
+    case PendingReasonKind::kTooLarge:
+      return absl::StrCat("needs ", Gpus(r.gpus),
+                          ", more than every up node has together (",
+                          r.capacity, "): cannot run as configured");
+    case PendingReasonKind::kDrained:
+      if (r.capacity == 0) {
+        return absl::StrCat("needs ", Gpus(r.gpus),
+                            "; every up node is drained");
+      }
+      return absl::StrCat("needs ", Gpus(r.gpus), ", nodes not drained have ",
+                          r.capacity, " (nodes drained)");
+    case PendingReasonKind::kPriority: {
+      std::string text =
+          absl::StrCat("in queue ", r.queue, " behind ", r.ahead,
+                       r.ahead == 1 ? " waiting job" : " waiting jobs",
+                       " of higher priority");
+      if (r.gpus > r.free) {
+        absl::StrAppend(&text, " (needs ", Gpus(r.gpus), ", ", r.free,
+                        " free)");
+      }
+      return text;
+    }
+    case PendingReasonKind::kResources:
+      return absl::StrCat("needs ", Gpus(r.gpus), ", only ", r.free,
+                          " free");
+    case PendingReasonKind::kPlacement:
+      if (r.one_server) {
+        return absl::StrCat("needs ", Gpus(r.gpus),
+                            " on one server, largest free block is ",
+                            r.largest_free);
+      }
+      return absl::StrCat("needs ", Gpus(r.gpus),
+                          " on whole servers, entirely free servers have ",
+                          r.whole_free);
+    case PendingReasonKind::kCheckpointing:
+      if (r.own_launch) {
+        return "waiting for its previous launch's tasks to stop";
+      }
+      return absl::StrCat("waiting for job ", r.blocker,
+                          "'s tasks to checkpoint (GPUs being freed by a "
+                          "preemption)");
+  }
+  return "";
+}
+
+std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
+    const Scheduler& scheduler, const Cluster& cluster) {
+  std::vector<std::pair<JobId, PendingReason>> out;
+  const int total = cluster.total_gpus();
+  const int undrained = total - cluster.cordoned_gpus();
+  const int free = cluster.free_gpus();
+  int largest_free = 0;
+  for (int f = cluster.topology().max_gpus_per_server(); f > 0; --f) {
+    if (!cluster.ServersWithFree(f).empty()) {
+      largest_free = f;
+      break;
+    }
+  }
+  const bool head_of_line =
+      scheduler.policy().traits().head_of_line_blocking;
+  // Whether a job of (scheme, GPUs) fits the free GPUs now: one placement
+  // try per pair. The generator is a throwaway: nothing is allocated.
+  std::map<std::pair<std::string_view, int>, bool> fits;
+  Rng rng(1);
+  std::vector<GpuId> scratch;
+  int ahead = 0;
+  scheduler.ForEachWaiting([&](const Job& job) {
+    PendingReason r;
+    r.gpus = job.num_gpus();
+    r.queue = job.queue();
+    r.free = free;
+    r.ahead = ahead++;
+    if (total == 0) {
+      r.kind = PendingReasonKind::kNoNodes;
+    } else if (r.gpus > total) {
+      r.kind = PendingReasonKind::kTooLarge;
+      r.capacity = total;
+    } else if (r.gpus > undrained) {
+      r.kind = PendingReasonKind::kDrained;
+      r.capacity = undrained;
+    } else {
+      const std::string_view scheme = scheduler.placer().SchemeFor(job);
+      auto [it, added] = fits.try_emplace({scheme, r.gpus}, false);
+      if (added && r.gpus <= free) {
+        scratch.clear();
+        it->second = scheduler.placer().Place(cluster, job, rng, &scratch);
+      }
+      if (it->second) {
+        r.kind = head_of_line && r.ahead > 0 ? PendingReasonKind::kPriority
+                                             : PendingReasonKind::kNextPass;
+      } else if (r.gpus > free) {
+        r.kind = r.ahead > 0 ? PendingReasonKind::kPriority
+                             : PendingReasonKind::kResources;
+      } else {
+        r.kind = PendingReasonKind::kPlacement;
+        r.one_server = r.gpus <= cluster.topology().max_gpus_per_server();
+        r.largest_free = largest_free;
+        r.whole_free = cluster.whole_free_gpus();
+      }
+    }
+    out.emplace_back(job.id(), r);
+  });
+  return out;
+}
+
+}  // namespace tiresias

@@ -1,0 +1,79 @@
+// Why a waiting job is not running ("why is it waiting", Slurm's REASON):
+// a small enum plus the numbers that explain it, the text formatted only
+// when someone reads it. Pure, like the scheduler: the master computes
+// reasons when a job is read, the simulator never pays for them.
+//
+// Adding a kind: a value in PendingReasonKind (and in the proto's
+// PendingReasonKind, same number), its name in PendingReasonKindName and
+// its sentence in FormatPendingReason.
+#ifndef TIRESIAS_SCHED_PENDING_REASON_H_
+#define TIRESIAS_SCHED_PENDING_REASON_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/job.h"
+
+namespace tiresias {
+
+class Scheduler;
+
+// Values are those of v1::PendingReasonKind.
+enum class PendingReasonKind : int8_t {
+  kNone = 0,           // not waiting
+  kNextPass = 1,       // it would fit now: the next pass decides
+  kNoNodes = 2,        // no GPU at all (no node up)
+  kTooLarge = 3,       // more GPUs than every up node has together
+  kDrained = 4,        // fits the up nodes, not those left undrained
+  kPriority = 5,       // waiting jobs of higher priority come first
+  kResources = 6,      // not enough free GPUs
+  kPlacement = 7,      // enough free GPUs, not in the shape it needs
+  kCheckpointing = 8,  // its GPUs are being freed by stopping tasks
+};
+
+struct PendingReason {
+  PendingReasonKind kind = PendingReasonKind::kNone;
+  int gpus = 0;   // the job's GPU count
+  int queue = 0;  // its queue, 0 = the highest (shown as Q1)
+  // kPriority: waiting jobs ahead of it in priority order.
+  int ahead = 0;
+  // Free GPUs a new job may take (drained nodes' excluded).
+  int free = 0;
+  // kPlacement: the most free GPUs on one server, and the GPUs of servers
+  // entirely free; `one_server`: it needs one server (else whole servers).
+  int largest_free = 0;
+  int whole_free = 0;
+  bool one_server = false;
+  // kTooLarge: GPUs of every up node; kDrained: of the undrained ones.
+  int capacity = 0;
+  // kCheckpointing: the job whose tasks hold its GPUs, or its own id when
+  // its previous launch is still stopping.
+  JobId blocker = 0;
+  bool own_launch = false;
+
+  bool operator==(const PendingReason&) const = default;
+};
+
+// "next-pass", "no-nodes", "too-large", "drained", "priority",
+// "resources", "placement", "checkpointing"; "" for kNone.
+std::string_view PendingReasonKindName(PendingReasonKind kind);
+
+// The reason in plain words, e.g. "needs 4 GPUs on one server, largest
+// free block is 3". Empty for kNone.
+std::string FormatPendingReason(const PendingReason& reason);
+
+// Why each waiting job of `scheduler` waits, in priority order, on
+// `cluster` as it stands (cordoned servers are drained nodes; a host with
+// no cluster at all says kNoNodes itself). Meant to be
+// called after a pass, when someone asks: O(waiting jobs), one placement
+// try per distinct (scheme, GPU count). Does not change either argument.
+std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
+    const Scheduler& scheduler, const Cluster& cluster);
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_SCHED_PENDING_REASON_H_

@@ -1,0 +1,199 @@
+// Why waiting jobs wait (ExplainWaiting), and drained (cordoned) servers
+// kept out of the scheduler's capacity. Small clusters worked out by hand.
+#include "sched/pending_reason.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "sched/testing/harness.h"
+
+namespace tiresias {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using testing::Harness;
+using testing::HarnessOptions;
+using testing::Preempted;
+using testing::Started;
+
+HarnessOptions Options(std::string policy, std::string placement) {
+  HarnessOptions o;
+  o.policy = std::move(policy);
+  o.placement = std::move(placement);
+  o.scheduler.queues = *QueueConfig::Create({3600});
+  return o;
+}
+
+std::map<JobId, PendingReason> Reasons(Harness& h) {
+  std::map<JobId, PendingReason> out;
+  for (auto& [id, r] : ExplainWaiting(h.scheduler(), h.cluster())) out[id] = r;
+  return out;
+}
+
+std::string Text(Harness& h, JobId id) {
+  return FormatPendingReason(Reasons(h).at(id));
+}
+
+// 2 servers x 4 GPUs, consolidated. A (3) takes server 0, B (3) server 1:
+// one GPU free on each. D (2) fits by count (2 free) but on no one server.
+TEST(PendingReasonTest, ConsolidatedJobSeesLargestFreeBlock) {
+  Harness h(Topology::Uniform(1, 2, 4), Options("tiresias-l", "consolidate"));
+  h.Submit(1, 3, 0);
+  h.Submit(2, 3, 0);
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2));
+  h.Submit(4, 2, 10);
+  EXPECT_TRUE(h.At(10).empty());
+  const PendingReason r = Reasons(h).at(4);
+  EXPECT_EQ(r.kind, PendingReasonKind::kPlacement);
+  EXPECT_EQ(r.largest_free, 1);
+  EXPECT_EQ(Text(h, 4), "needs 2 GPUs on one server, largest free block is 1");
+}
+
+// The brief's example: 3 GPUs free on each of 2 x 4 (another holder has one
+// GPU of each server), a 4-GPU consolidated job waits for a whole server.
+TEST(PendingReasonTest, FourGpuJobOnTwoServersWithThreeFreeEach) {
+  Harness h(Topology::Uniform(1, 2, 4), Options("tiresias-l", "consolidate"));
+  const std::vector<GpuId> held = {0, 4};
+  ASSERT_TRUE(h.cluster().Allocate(99, held).ok());
+  h.Submit(1, 4, 0);
+  EXPECT_TRUE(h.At(0).empty());
+  EXPECT_EQ(Text(h, 1), "needs 4 GPUs on one server, largest free block is 3");
+}
+
+// 1 server x 4: A (3) runs. B (2) and then C (2) wait: B is first in line
+// and short of GPUs; C waits behind B.
+TEST(PendingReasonTest, ResourcesThenPriority) {
+  Harness h(Topology::Uniform(1, 1, 4), Options("tiresias-l", "consolidate"));
+  h.Submit(1, 3, 0);
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
+  h.Submit(2, 2, 5);
+  h.Submit(3, 2, 6);
+  EXPECT_TRUE(h.At(6).empty());
+  std::map<JobId, PendingReason> r = Reasons(h);
+  EXPECT_EQ(r.at(2).kind, PendingReasonKind::kResources);
+  EXPECT_EQ(FormatPendingReason(r.at(2)), "needs 2 GPUs, only 1 free");
+  EXPECT_EQ(r.at(3).kind, PendingReasonKind::kPriority);
+  EXPECT_EQ(FormatPendingReason(r.at(3)),
+            "in queue 0 behind 1 waiting job of higher priority "
+            "(needs 2 GPUs, 1 free)");
+}
+
+// 2 x 4 = 8 GPUs: a 16-GPU job can never run; an 8-GPU one cannot while
+// server 1 is drained; a 1-GPU job submitted after the pass fits at once.
+TEST(PendingReasonTest, TooLargeDrainedAndNextPass) {
+  Harness h(Topology::Uniform(1, 2, 4), Options("tiresias-l", "consolidate"));
+  h.cluster().SetCordoned(1, true);
+  h.Submit(1, 16, 0);
+  h.Submit(2, 8, 0);
+  EXPECT_TRUE(h.At(0).empty());
+  h.Submit(3, 1, 1);
+  std::map<JobId, PendingReason> r = Reasons(h);
+  EXPECT_EQ(r.at(1).kind, PendingReasonKind::kTooLarge);
+  EXPECT_EQ(FormatPendingReason(r.at(1)),
+            "needs 16 GPUs, more than every up node has together (8): "
+            "cannot run as configured");
+  EXPECT_EQ(r.at(2).kind, PendingReasonKind::kDrained);
+  EXPECT_EQ(FormatPendingReason(r.at(2)),
+            "needs 8 GPUs, nodes not drained have 4 (nodes drained)");
+  EXPECT_EQ(r.at(3).kind, PendingReasonKind::kNextPass);
+  h.cluster().SetCordoned(0, true);
+  EXPECT_EQ(Text(h, 3), "needs 1 GPU; every up node is drained");
+}
+
+// A host with no cluster at all (the master with no node up) says so.
+TEST(PendingReasonTest, KindsHaveNamesAndTexts) {
+  EXPECT_EQ(FormatPendingReason({.kind = PendingReasonKind::kNoNodes}),
+            "no node is up");
+  EXPECT_EQ(PendingReasonKindName(PendingReasonKind::kPlacement), "placement");
+  EXPECT_EQ(FormatPendingReason({.kind = PendingReasonKind::kNone}), "");
+  EXPECT_EQ(FormatPendingReason({.kind = PendingReasonKind::kCheckpointing,
+                                 .blocker = 7}),
+            "waiting for job 7's tasks to checkpoint (GPUs being freed by a "
+            "preemption)");
+}
+
+// yarn-cs stops at the first job that does not fit: a 1-GPU job behind a
+// 4-GPU one waits though a GPU is free.
+TEST(PendingReasonTest, HeadOfLineBlockingIsPriority) {
+  Harness h(Topology::Uniform(1, 1, 4), Options("yarn-cs", "consolidate"));
+  h.Submit(1, 3, 0);
+  h.Submit(2, 4, 1);
+  h.Submit(3, 1, 2);
+  EXPECT_THAT(Started(h.At(2)), ElementsAre(1));
+  std::map<JobId, PendingReason> r = Reasons(h);
+  EXPECT_EQ(r.at(2).kind, PendingReasonKind::kResources);
+  EXPECT_EQ(r.at(3).kind, PendingReasonKind::kPriority);
+  EXPECT_EQ(FormatPendingReason(r.at(3)),
+            "in queue 0 behind 1 waiting job of higher priority");
+}
+
+// A drained (cordoned) server takes no new job: of two 4-GPU jobs on
+// 2 x 4 with server 0 drained, one starts, on server 1.
+TEST(DrainedCapacityTest, NewJobsAvoidCordonedServer) {
+  Harness h(Topology::Uniform(1, 2, 4), Options("tiresias-l", "pack"));
+  h.cluster().SetCordoned(0, true);
+  EXPECT_EQ(h.cluster().free_gpus(), 4);
+  h.Submit(1, 4, 0);
+  h.Submit(2, 1, 0);
+  h.Submit(3, 4, 0);
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
+  EXPECT_THAT(h.job(1).gpus(), ElementsAre(4, 5, 6, 7));
+  EXPECT_EQ(Text(h, 2), "needs 1 GPU, only 0 free");
+  h.Finish(1, 10);
+  // Job 2 (1 GPU) is next in line: it takes a GPU of server 1, and job 3
+  // (4) no longer fits there. Server 0 is still drained.
+  EXPECT_THAT(Started(h.At(10)), ElementsAre(2));
+  EXPECT_GE(h.job(2).gpus()[0], 4);
+  EXPECT_EQ(Text(h, 3), "needs 4 GPUs, only 3 free");
+  // Resumed: job 3 gets server 0.
+  h.cluster().SetCordoned(0, false);
+  h.scheduler().CapacityChanged();
+  EXPECT_THAT(Started(h.At(11)), ElementsAre(3));
+  EXPECT_THAT(h.job(3).gpus(), ElementsAre(0, 1, 2, 3));
+}
+
+// smallest-first preempts. X (4) runs on server 0, which is then drained;
+// Y (4) on server 1. Z (1 GPU) outranks both: setting X aside frees no
+// usable GPU, so Y is preempted and X keeps running where it is.
+TEST(DrainedCapacityTest, PreemptionNeverPlacesOnCordonedServer) {
+  Harness h(Topology::Uniform(1, 2, 4), Options("smallest-first", "pack"));
+  h.Submit(2, 4, 0);  // Y
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(2));
+  h.Submit(1, 4, 1);  // X, later: lowest priority of the two
+  EXPECT_THAT(Started(h.At(1)), ElementsAre(1));
+  const int x_server = h.cluster().topology().ServerOf(h.job(1).gpus()[0]);
+  h.cluster().SetCordoned(x_server, true);
+  h.Submit(3, 1, 2);  // Z
+  Decisions d = h.At(2);
+  EXPECT_THAT(Preempted(d), ElementsAre(2));
+  EXPECT_THAT(Started(d), ElementsAre(3));
+  EXPECT_TRUE(h.job(1).running());
+  EXPECT_NE(h.cluster().topology().ServerOf(h.job(3).gpus()[0]), x_server);
+}
+
+TEST(CordonTest, CountsFollowCordonAndRelease) {
+  Cluster c(Topology::Uniform(1, 2, 4));
+  const std::vector<GpuId> a = {0, 1};
+  ASSERT_TRUE(c.Allocate(7, a).ok());
+  c.SetCordoned(0, true);
+  EXPECT_EQ(c.free_gpus(), 4);
+  EXPECT_EQ(c.free_on(0), 0);
+  EXPECT_EQ(c.cordoned_gpus(), 4);
+  EXPECT_EQ(c.cordoned_idle_gpus(), 2);
+  EXPECT_FALSE(c.gpu_free(2));
+  EXPECT_TRUE(c.gpu_unheld(2));
+  c.Release(7, a);
+  EXPECT_EQ(c.free_gpus(), 4);
+  EXPECT_EQ(c.cordoned_idle_gpus(), 4);
+  EXPECT_EQ(c.whole_free_gpus(), 4);
+  c.SetCordoned(0, false);
+  EXPECT_EQ(c.free_gpus(), 8);
+  EXPECT_EQ(c.whole_free_gpus(), 8);
+  EXPECT_EQ(c.cordoned_gpus(), 0);
+}
+
+}  // namespace
+}  // namespace tiresias

@@ -115,6 +115,18 @@ class MasterStub {
     return Unary("ListNodes", context, request, response,
                  &v1::Tiresias::Stub::ListNodes);
   }
+  grpc::Status DrainNode(grpc::ClientContext* context,
+                         const v1::DrainNodeRequest& request,
+                         v1::DrainNodeResponse* response) {
+    return Unary("DrainNode", context, request, response,
+                 &v1::Tiresias::Stub::DrainNode);
+  }
+  grpc::Status ResumeNode(grpc::ClientContext* context,
+                          const v1::ResumeNodeRequest& request,
+                          v1::ResumeNodeResponse* response) {
+    return Unary("ResumeNode", context, request, response,
+                 &v1::Tiresias::Stub::ResumeNode);
+  }
   grpc::Status ReadJobLog(grpc::ClientContext* context,
                           const v1::ReadJobLogRequest& request,
                           v1::ReadJobLogResponse* response) {

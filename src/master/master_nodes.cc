@@ -154,6 +154,9 @@ void MasterState::FillPendingReason(JobRecord& rec, Seconds now) const {
         }
       }
     }
+  } else if (rec.held) {
+    // Out of the scheduler's sets while held (Scheduler::Hold).
+    reason.kind = PendingReasonKind::kHeld;
   } else if (rec.state == JobRecordState::kPending ||
              rec.state == JobRecordState::kPreempted) {
     if (reasons_pass_ != passes_) {

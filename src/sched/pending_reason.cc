@@ -20,6 +20,7 @@ std::string_view PendingReasonKindName(PendingReasonKind kind) {
     case PendingReasonKind::kResources: return "resources";
     case PendingReasonKind::kPlacement: return "placement";
     case PendingReasonKind::kCheckpointing: return "checkpointing";
+    case PendingReasonKind::kHeld: return "held";
   }
   return "";
 }
@@ -79,6 +80,8 @@ std::string FormatPendingReason(const PendingReason& r) {
       return absl::StrCat("waiting for job ", r.blocker,
                           "'s tasks to checkpoint (GPUs being freed by a "
                           "preemption)");
+    case PendingReasonKind::kHeld:
+      return "held (`tiresias release` to let it run)";
   }
   return "";
 }

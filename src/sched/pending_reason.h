@@ -33,6 +33,7 @@ enum class PendingReasonKind : int8_t {
   kResources = 6,      // not enough free GPUs
   kPlacement = 7,      // enough free GPUs, not in the shape it needs
   kCheckpointing = 8,  // its GPUs are being freed by stopping tasks
+  kHeld = 9,           // held by a user until released
 };
 
 struct PendingReason {
@@ -59,7 +60,7 @@ struct PendingReason {
 };
 
 // "next-pass", "no-nodes", "too-large", "drained", "priority",
-// "resources", "placement", "checkpointing"; "" for kNone.
+// "resources", "placement", "checkpointing", "held"; "" for kNone.
 std::string_view PendingReasonKindName(PendingReasonKind kind);
 
 // The reason in plain words, e.g. "needs 4 GPUs on one server, largest

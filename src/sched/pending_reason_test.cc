@@ -113,6 +113,9 @@ TEST(PendingReasonTest, KindsHaveNamesAndTexts) {
                                  .blocker = 7}),
             "waiting for job 7's tasks to checkpoint (GPUs being freed by a "
             "preemption)");
+  EXPECT_EQ(FormatPendingReason({.kind = PendingReasonKind::kHeld}),
+            "held (`tiresias release` to let it run)");
+  EXPECT_EQ(PendingReasonKindName(PendingReasonKind::kHeld), "held");
 }
 
 // yarn-cs stops at the first job that does not fit: a 1-GPU job behind a

@@ -164,6 +164,10 @@ def check_hold(cluster, jobs):
         fail("a --hold job is %s, held %s" % (job["state"], job.get("held")))
     if "held" not in cluster.cli("jobs").split():
         fail("`tiresias jobs` does not show the job held")
+    if (job.get("pending_reason_kind") != "PENDING_REASON_KIND_HELD" or
+            "release" not in job.get("pending_reason", "")):
+        fail("a held job's reason is %r (%s)" % (job.get("pending_reason"),
+                                                  job.get("pending_reason_kind")))
     released_at = time.time()
     out = cluster.cli("release", held)
     if "released" not in out:

@@ -7,6 +7,7 @@ namespace tiresias {
 void AddClientCommands(CLI::App& app, int* exit_code) {
   AddJobCommands(app, exit_code);
   AddJobControlCommands(app, exit_code);
+  AddHistoryCommand(app, exit_code);
   AddNodesCommand(app, exit_code);
   AddNodeCommand(app, exit_code);
   AddStatusCommand(app, exit_code);

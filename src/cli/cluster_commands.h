@@ -32,6 +32,7 @@ void AddJobCommands(CLI::App& app, int* exit_code);  // submit jobs job
 // cancel hold release requeue (jobctl_commands.cc)
 void AddJobControlCommands(CLI::App& app, int* exit_code);
 void AddSubmitCommand(CLI::App& app, int* exit_code);  // submit_command.cc
+void AddHistoryCommand(CLI::App& app, int* exit_code);  // history_command.cc
 void AddNodesCommand(CLI::App& app, int* exit_code);
 void AddNodeCommand(CLI::App& app, int* exit_code);  // node drain|resume
 void AddStatusCommand(CLI::App& app, int* exit_code);  // nodes_command.cc

@@ -30,8 +30,8 @@ namespace {
 // main() adds below.
 constexpr std::string_view kClientCommands[] = {
     "submit", "jobs",   "job",    "cancel", "hold",  "release",
-    "requeue", "nodes", "node",   "status", "logs",  "watch",
-    "admin",  "whoami", "--version"};
+    "requeue", "history", "nodes", "node", "status", "logs",
+    "watch",  "admin",  "whoami", "--version"};
 
 bool RunsHere(std::string_view word) {
   for (std::string_view name : kClientCommands) {

@@ -212,6 +212,9 @@ void Page(const CLI::App& app, const std::string& path,
                       "own definition; do not edit.\n");
   absl::StrAppend(&t, ".TH ", absl::AsciiStrToUpper(title), " 1 \"\" \"tiresias ",
                   version, "\" \"Tiresias Manual\"\n");
+  // Ragged right: option values such as a list of fields have no spaces
+  // to stretch, and justifying around them only earns groff's warnings.
+  absl::StrAppend(&t, ".ad l\n");
   const std::string description = app.get_description();
   // NAME holds one line: the description's first sentence.
   std::string summary = description.substr(0, description.find('\n'));

@@ -91,7 +91,29 @@ def run(cluster):
     if refused.returncode == 0 or "--wait" not in refused.stderr:
         fail("--wait with --file: exit %d, stderr %r" %
              (refused.returncode, refused.stderr))
-    print("exit codes: 0, 7, 137, logs -f 7, cancelled 125")
+    # `tiresias history` (sacct's part) lists these ended jobs with the
+    # states and exit codes the processes had, as CSV.
+    rows = cluster.cli("history", "--csv", "--format", "id,state,exit")
+    want = ["JOBID,STATE,EXIT", "%s,finished,0" % ok_id,
+            "%s,failed,7" % seven_id, "%s,failed," % killed_id,
+            "%s,cancelled," % job_id]
+    got = rows.strip().splitlines()
+    if len(got) != 5 or got[:3] != want[:3] or not all(
+            g.startswith(w) for g, w in zip(got[3:], want[3:])):
+        fail("history --csv:\n%s\nwant rows like %r" % (rows, want))
+    failed = cluster.cli("history", "--state", "failed", "--format", "id",
+                         "--csv").split()
+    if failed != ["JOBID", seven_id, killed_id]:
+        fail("history --state failed: %r" % failed)
+    none = cluster.cli("history", "--since", "2001-01-01", "--until",
+                       "2001-01-02", "--csv")
+    if none.strip() != "JOBID,NAME,USER,STATE,EXIT,GPUS,SUBMIT,END,WAIT,RUN,PREEMPTIONS":
+        fail("history of a window with no job: %r" % none)
+    bad = cluster.cli_raw("history", "--format", "id,stat")
+    if bad.returncode != 1 or "unknown field \"stat\"" not in bad.stderr:
+        fail("history --format id,stat: exit %d, %r" % (bad.returncode,
+                                                       bad.stderr))
+    print("exit codes: 0, 7, 137, logs -f 7, cancelled 125; history agrees")
 
 
 if __name__ == "__main__":

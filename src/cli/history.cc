@@ -1,0 +1,221 @@
+#include "cli/history.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "cli/cluster_client.h"
+#include "cli/printable.h"
+#include "nlohmann/json.hpp"
+
+namespace tiresias::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+double RunSeconds(const v1::Job& job) { return job.total_executed_seconds(); }
+
+double WaitSeconds(const v1::Job& job) {
+  const double end = job.has_end_time() ? job.end_time() : job.submit_time();
+  return std::max(0.0, end - job.submit_time() - RunSeconds(job));
+}
+
+// One field: its header, its cell as text (table and CSV; `printable` for
+// the table, where user text goes through Printable), and its JSON value.
+struct Field {
+  const char* name;
+  const char* header;
+  std::function<std::string(const v1::Job&)> text;
+  std::function<json(const v1::Job&)> value;
+};
+
+std::string OptionalTime(bool has, double t) { return has ? FormatTime(t) : "-"; }
+
+const std::vector<Field>& Fields() {
+  static const std::vector<Field>* const kFields = new std::vector<Field>{
+      {"id", "JOBID", [](const v1::Job& j) { return absl::StrCat(j.id()); },
+       [](const v1::Job& j) { return json(j.id()); }},
+      {"name", "NAME", [](const v1::Job& j) { return j.spec().name(); },
+       [](const v1::Job& j) { return json(j.spec().name()); }},
+      {"user", "USER", [](const v1::Job& j) { return j.spec().user(); },
+       [](const v1::Job& j) { return json(j.spec().user()); }},
+      {"state", "STATE",
+       [](const v1::Job& j) { return JobStateName(j.state()); },
+       [](const v1::Job& j) { return json(JobStateName(j.state())); }},
+      {"exit", "EXIT",
+       [](const v1::Job& j) {
+         return j.has_exit_code() ? absl::StrCat(j.exit_code()) : "-";
+       },
+       [](const v1::Job& j) {
+         return j.has_exit_code() ? json(j.exit_code()) : json(nullptr);
+       }},
+      {"gpus", "GPUS",
+       [](const v1::Job& j) { return absl::StrCat(j.spec().gpus()); },
+       [](const v1::Job& j) { return json(j.spec().gpus()); }},
+      {"queue", "QUEUE", [](const v1::Job& j) { return absl::StrCat(j.queue()); },
+       [](const v1::Job& j) { return json(j.queue()); }},
+      {"submit", "SUBMIT",
+       [](const v1::Job& j) { return FormatTime(j.submit_time()); },
+       [](const v1::Job& j) { return json(j.submit_time()); }},
+      {"start", "START",
+       [](const v1::Job& j) {
+         return OptionalTime(j.has_first_start_time(), j.first_start_time());
+       },
+       [](const v1::Job& j) {
+         return j.has_first_start_time() ? json(j.first_start_time())
+                                         : json(nullptr);
+       }},
+      {"end", "END",
+       [](const v1::Job& j) {
+         return OptionalTime(j.has_end_time(), j.end_time());
+       },
+       [](const v1::Job& j) {
+         return j.has_end_time() ? json(j.end_time()) : json(nullptr);
+       }},
+      {"wait", "WAIT",
+       [](const v1::Job& j) { return FormatDuration(WaitSeconds(j)); },
+       [](const v1::Job& j) { return json(WaitSeconds(j)); }},
+      {"run", "RUN",
+       [](const v1::Job& j) { return FormatDuration(RunSeconds(j)); },
+       [](const v1::Job& j) { return json(RunSeconds(j)); }},
+      {"gpu_seconds", "GPU-SECONDS",
+       [](const v1::Job& j) {
+         return absl::StrFormat("%.0f", j.attained_gpu_seconds());
+       },
+       [](const v1::Job& j) { return json(j.attained_gpu_seconds()); }},
+      {"preemptions", "PREEMPTIONS",
+       [](const v1::Job& j) { return absl::StrCat(j.preemptions()); },
+       [](const v1::Job& j) { return json(j.preemptions()); }},
+      {"restarts", "RESTARTS",
+       [](const v1::Job& j) { return absl::StrCat(j.restarts()); },
+       [](const v1::Job& j) { return json(j.restarts()); }},
+      {"attempts", "ATTEMPTS",
+       [](const v1::Job& j) { return absl::StrCat(j.attempt()); },
+       [](const v1::Job& j) { return json(j.attempt()); }},
+      {"nodes", "NODES",
+       [](const v1::Job& j) {
+         return j.nodes().empty() ? std::string("-")
+                                  : absl::StrJoin(j.nodes(), ",");
+       },
+       [](const v1::Job& j) {
+         return json(std::vector<std::string>(j.nodes().begin(),
+                                              j.nodes().end()));
+       }},
+      {"workdir", "WORKDIR", [](const v1::Job& j) { return j.spec().workdir(); },
+       [](const v1::Job& j) { return json(j.spec().workdir()); }},
+  };
+  return *kFields;
+}
+
+const Field* FindField(absl::string_view name) {
+  for (const Field& f : Fields()) {
+    if (name == f.name) return &f;
+  }
+  return nullptr;
+}
+
+// RFC 4180: quoted when it holds a comma, a quote or a line break.
+std::string CsvCell(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+const std::vector<std::string>& HistoryFieldNames() {
+  static const std::vector<std::string>* const kNames = [] {
+    auto* names = new std::vector<std::string>;
+    for (const Field& f : Fields()) names->push_back(f.name);
+    return names;
+  }();
+  return *kNames;
+}
+
+absl::StatusOr<std::vector<std::string>> ParseHistoryFields(
+    const std::string& format) {
+  std::vector<std::string> fields;
+  for (absl::string_view name : absl::StrSplit(format, ',')) {
+    if (FindField(name) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--format: unknown field \"", name, "\"; expected some of ",
+          absl::StrJoin(HistoryFieldNames(), ","), " (comma-separated)"));
+    }
+    fields.emplace_back(name);
+  }
+  return fields;
+}
+
+bool InHistory(const v1::Job& job, double since, double until,
+               const std::vector<v1::JobState>& states) {
+  if (!IsFinal(job.state()) || !job.has_end_time()) return false;
+  if (job.end_time() < since || job.end_time() >= until) return false;
+  return states.empty() ||
+         std::find(states.begin(), states.end(), job.state()) != states.end();
+}
+
+std::string FormatHistory(const std::vector<v1::Job>& jobs,
+                          const std::vector<std::string>& names,
+                          HistoryFormat format) {
+  std::vector<const Field*> fields;
+  for (const std::string& name : names) fields.push_back(FindField(name));
+  if (format == HistoryFormat::kJson) {
+    json list = json::array();
+    for (const v1::Job& job : jobs) {
+      json row = json::object();
+      for (const Field* f : fields) row[f->name] = f->value(job);
+      list.push_back(std::move(row));
+    }
+    return json{{"jobs", std::move(list)}}.dump(
+               2, ' ', false, json::error_handler_t::replace) +
+           "\n";
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header;
+  for (const Field* f : fields) header.push_back(f->header);
+  rows.push_back(header);
+  for (const v1::Job& job : jobs) {
+    std::vector<std::string> row;
+    for (const Field* f : fields) {
+      row.push_back(format == HistoryFormat::kTable ? Printable(f->text(job))
+                                                    : f->text(job));
+    }
+    rows.push_back(std::move(row));
+  }
+  std::string out;
+  if (format == HistoryFormat::kCsv) {
+    for (const auto& row : rows) {
+      std::vector<std::string> cells;
+      for (const std::string& cell : row) cells.push_back(CsvCell(cell));
+      absl::StrAppend(&out, absl::StrJoin(cells, ","), "\n");
+    }
+    return out;
+  }
+  std::vector<size_t> width(fields.size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      width[i] = std::max(width[i], row[i].size());
+    }
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      absl::StrAppend(&line, row[i]);
+      if (i + 1 < row.size()) line.append(width[i] - row[i].size() + 2, ' ');
+    }
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
+
+}  // namespace tiresias::cli

@@ -1,0 +1,48 @@
+// `tiresias history`, like Slurm's sacct: the jobs that ended in a time
+// window, with the fields asked for, as a table, CSV or JSON. Pure (protos
+// in, text out), so that the formats are tested without a master.
+#ifndef TIRESIAS_CLI_HISTORY_H_
+#define TIRESIAS_CLI_HISTORY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/tiresias.pb.h"
+
+namespace tiresias::cli {
+
+// The fields `--format` takes, in the order `--help` lists them.
+const std::vector<std::string>& HistoryFieldNames();
+// What `--format` is without one.
+inline constexpr char kDefaultHistoryFields[] =
+    "id,name,user,state,exit,gpus,submit,end,wait,run,preemptions";
+
+// "id,state,exit" -> the field names, checked; InvalidArgument naming the
+// unknown field and listing the known ones.
+absl::StatusOr<std::vector<std::string>> ParseHistoryFields(
+    const std::string& format);
+
+// Whether `job` belongs in the history of [since, until): it ended (a final
+// state with an end time) in the window, and its state is one of `states`
+// (JOB_STATE_* values; empty: any final state).
+bool InHistory(const v1::Job& job, double since, double until,
+               const std::vector<v1::JobState>& states);
+
+enum class HistoryFormat { kTable, kCsv, kJson };
+
+// The jobs with the fields: a table (a header, columns padded, text as
+// cli::Printable shows it), CSV (a header line, RFC 4180 quoting: a field
+// with a comma, quote or line break is quoted, quotes doubled), or JSON
+// ({"jobs": [{field: value}]}, times as Unix seconds and durations as
+// seconds, absent values null). Times in the table and CSV are local
+// "YYYY-MM-DD HH:MM:SS", durations H:MM:SS; WAIT is the time between
+// submission and end not spent running, RUN the executed time over every
+// attempt.
+std::string FormatHistory(const std::vector<v1::Job>& jobs,
+                          const std::vector<std::string>& fields,
+                          HistoryFormat format);
+
+}  // namespace tiresias::cli
+
+#endif  // TIRESIAS_CLI_HISTORY_H_

@@ -1,0 +1,114 @@
+#include "cli/history.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace tiresias::cli {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class HistoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("TZ", "UTC", 1);
+    tzset();
+    // Job 7: submitted at 1000, started at 1060, ran 100 s in all, ended at
+    // 1300 (so it waited 200 s), exit 3 on two nodes; job 8: cancelled
+    // before it started, its name with a comma and a quote.
+    v1::Job a;
+    a.set_id(7);
+    a.mutable_spec()->set_name("train");
+    a.mutable_spec()->set_user("alice");
+    a.mutable_spec()->set_gpus(4);
+    a.set_state(v1::JOB_STATE_FAILED);
+    a.set_exit_code(3);
+    a.set_submit_time(1000);
+    a.set_first_start_time(1060);
+    a.set_end_time(1300);
+    a.set_total_executed_seconds(100);
+    a.set_preemptions(1);
+    a.add_nodes("n1");
+    a.add_nodes("n2");
+    v1::Job b;
+    b.set_id(8);
+    b.mutable_spec()->set_name("a,\"b\"");
+    b.mutable_spec()->set_user("bob");
+    b.mutable_spec()->set_gpus(1);
+    b.set_state(v1::JOB_STATE_CANCELLED);
+    b.set_submit_time(1100);
+    b.set_end_time(1150);
+    jobs_ = {a, b};
+  }
+  std::vector<v1::Job> jobs_;
+};
+
+TEST_F(HistoryTest, CsvQuotesAndComputesWaitAndRun) {
+  auto fields = ParseHistoryFields("id,name,state,exit,start,end,wait,run,nodes");
+  ASSERT_TRUE(fields.ok()) << fields.status();
+  EXPECT_EQ(FormatHistory(jobs_, *fields, HistoryFormat::kCsv),
+            "JOBID,NAME,STATE,EXIT,START,END,WAIT,RUN,NODES\n"
+            "7,train,failed,3,1970-01-01 00:17:40,1970-01-01 00:21:40,"
+            "0:03:20,0:01:40,\"n1,n2\"\n"
+            "8,\"a,\"\"b\"\"\",cancelled,-,-,1970-01-01 00:19:10,0:00:50,"
+            "0:00:00,-\n");
+}
+
+TEST_F(HistoryTest, JsonHasRawNumbersAndNulls) {
+  auto fields = ParseHistoryFields("id,exit,start,wait,nodes");
+  ASSERT_TRUE(fields.ok());
+  const auto doc = nlohmann::json::parse(
+      FormatHistory(jobs_, *fields, HistoryFormat::kJson));
+  ASSERT_EQ(doc["jobs"].size(), 2u);
+  EXPECT_EQ(doc["jobs"][0]["id"], 7);
+  EXPECT_EQ(doc["jobs"][0]["exit"], 3);
+  EXPECT_EQ(doc["jobs"][0]["start"], 1060.0);
+  EXPECT_EQ(doc["jobs"][0]["wait"], 200.0);
+  EXPECT_EQ(doc["jobs"][0]["nodes"], nlohmann::json({"n1", "n2"}));
+  EXPECT_TRUE(doc["jobs"][1]["exit"].is_null());
+  EXPECT_TRUE(doc["jobs"][1]["start"].is_null());
+}
+
+TEST_F(HistoryTest, TableColumnsAlignAndTextIsPrintable) {
+  jobs_[1].mutable_spec()->set_name("evil\x1b[2Jname");
+  auto fields = ParseHistoryFields("id,name,gpus");
+  ASSERT_TRUE(fields.ok());
+  const std::string table = FormatHistory(jobs_, *fields, HistoryFormat::kTable);
+  EXPECT_THAT(table, HasSubstr("JOBID  NAME"));
+  EXPECT_THAT(table, HasSubstr("7      train"));
+  EXPECT_EQ(table.find('\x1b'), std::string::npos) << table;
+}
+
+TEST_F(HistoryTest, TheWindowAndStatesSelect) {
+  const std::vector<v1::JobState> any;
+  EXPECT_TRUE(InHistory(jobs_[0], 1300, 1301, any));   // ended at 1300
+  EXPECT_FALSE(InHistory(jobs_[0], 1000, 1300, any));  // until is open
+  EXPECT_FALSE(InHistory(jobs_[0], 0, 2000, {v1::JOB_STATE_FINISHED}));
+  EXPECT_TRUE(InHistory(jobs_[1], 0, 2000,
+                        {v1::JOB_STATE_FINISHED, v1::JOB_STATE_CANCELLED}));
+  v1::Job running = jobs_[0];
+  running.set_state(v1::JOB_STATE_RUNNING);
+  EXPECT_FALSE(InHistory(running, 0, 2000, any));
+}
+
+TEST_F(HistoryTest, AnUnknownFieldIsNamedWithTheKnownOnes) {
+  auto fields = ParseHistoryFields("id,stat");
+  ASSERT_FALSE(fields.ok());
+  EXPECT_THAT(std::string(fields.status().message()),
+              HasSubstr("--format: unknown field \"stat\"; expected some of "
+                        "id,name,user,state,"));
+  EXPECT_THAT(*ParseHistoryFields(kDefaultHistoryFields),
+              ElementsAre("id", "name", "user", "state", "exit", "gpus",
+                          "submit", "end", "wait", "run", "preemptions"));
+}
+
+}  // namespace
+}  // namespace tiresias::cli

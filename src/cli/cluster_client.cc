@@ -251,6 +251,12 @@ std::string JobStateName(v1::JobState state) {
                       : absl::AsciiStrToLower(name);
 }
 
+bool ParseJobStateName(absl::string_view word, v1::JobState* state) {
+  return v1::JobState_Parse(
+             absl::StrCat("JOB_STATE_", absl::AsciiStrToUpper(word)), state) &&
+         *state != v1::JOB_STATE_UNSPECIFIED;
+}
+
 std::string NodeStateName(v1::NodeState state) {
   std::string name = v1::NodeState_Name(state);
   if (name.rfind("NODE_STATE_", 0) == 0) name = name.substr(11);

@@ -13,6 +13,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/string_view.h"
 #include "cli/control_channel.h"
 #include "proto/tiresias.grpc.pb.h"
 #include "proto/tiresias.pb.h"
@@ -221,6 +222,9 @@ int Fail(const std::string& message);
 // "pending", "running", ... (lowercase, without the JOB_STATE_ prefix).
 std::string JobStateName(v1::JobState state);
 std::string NodeStateName(v1::NodeState state);
+// The inverse of JobStateName ("failed", any case); false for a word that
+// names no state.
+bool ParseJobStateName(absl::string_view word, v1::JobState* state);
 bool IsFinal(v1::JobState state);
 
 // A duration as H:MM:SS (or D-HH:MM:SS past a day), like squeue; "-" for a

@@ -46,9 +46,7 @@ int History(const HistoryFlags& f) {
   std::vector<v1::JobState> states;
   for (absl::string_view word : absl::StrSplit(f.states, ',', absl::SkipEmpty())) {
     v1::JobState state;
-    if (!v1::JobState_Parse(
-            absl::StrCat("JOB_STATE_", absl::AsciiStrToUpper(word)), &state) ||
-        !cli::IsFinal(state)) {
+    if (!cli::ParseJobStateName(word, &state) || !cli::IsFinal(state)) {
       return Fail(absl::StrCat("--state ", word,
                                ": expected finished, failed, cancelled or "
                                "timeout (the states a job ends in)"));

@@ -80,9 +80,7 @@ absl::StatusOr<v1::ListJobsRequest> JobsRequest(const JobsFlags& f) {
   req.set_page_size(kJobsPageSize);
   if (!f.state.empty()) {
     v1::JobState state;
-    if (!v1::JobState_Parse("JOB_STATE_" + absl::AsciiStrToUpper(f.state),
-                            &state) ||
-        state == v1::JOB_STATE_UNSPECIFIED) {
+    if (!cli::ParseJobStateName(f.state, &state)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--state ", f.state,
           ": expected pending, starting, running, preempted, finished, "

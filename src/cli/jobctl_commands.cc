@@ -75,9 +75,7 @@ absl::StatusOr<v1::UpdateJobsRequest> RequestFrom(const ActionText& what,
   }
   if (!f.state.empty()) {
     v1::JobState state;
-    if (!v1::JobState_Parse("JOB_STATE_" + absl::AsciiStrToUpper(f.state),
-                            &state) ||
-        state == v1::JOB_STATE_UNSPECIFIED) {
+    if (!cli::ParseJobStateName(f.state, &state)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--state ", f.state,
           ": expected pending, starting, running or preempted"));

@@ -131,14 +131,14 @@ std::optional<grpc::Status> MasterStub::ViaControl(
                                 .count());
   if (!request.SerializeToString(&call.body)) return std::nullopt;
   absl::StatusOr<control::Response> answer = control::Call(*endpoint, call);
-  if (!answer.ok() || control::NotForwarded(*answer)) {
-    // No control process (or it went away, or is of another version): the
-    // call is made directly, and a loop's next command may start one.
+  if (!answer.ok() || control::CallDirectly(*answer)) {
+    // No control process, nothing sent whole, or it asks for a direct call:
+    // made directly, and a loop's next command may start one.
     control::NoteDirectCall(*endpoint, client_->address_);
     return std::nullopt;
   }
-  // Its answers stand, UNAVAILABLE included: it tried the same address
-  // with the same credentials, reconnecting within a second.
+  // Its other answers stand: it tried the same address with the same
+  // credentials.
   if (answer->code != 0) {
     return grpc::Status(static_cast<grpc::StatusCode>(answer->code),
                         answer->message);

@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -181,6 +183,7 @@ bool Forwarded(const std::string& method) {
 }
 
 constexpr char kNotForwarded[] = "the control channel does not forward ";
+constexpr char kCannotReach[] = "the control process cannot reach the master";
 
 Response Forward(grpc::Channel* channel, const Request& request) {
   if (!Forwarded(request.method)) {
@@ -191,8 +194,8 @@ Response Forward(grpc::Channel* channel, const Request& request) {
   // command has its time left to try directly (and to say so itself).
   if (channel->GetState(/*try_to_connect=*/true) ==
       GRPC_CHANNEL_TRANSIENT_FAILURE) {
-    return {static_cast<int>(grpc::StatusCode::UNAVAILABLE),
-            "the control process cannot reach the master", ""};
+    return {static_cast<int>(grpc::StatusCode::UNAVAILABLE), kCannotReach,
+            ""};
   }
   grpc::ClientContext context;
   const double timeout =
@@ -213,8 +216,9 @@ Response Forward(grpc::Channel* channel, const Request& request) {
           channel, method, &context, in, &out);
   Response response{static_cast<int>(status.error_code()),
                     status.error_message(), ""};
-  // Out of time without a connection is not a slow master but an absent
-  // one, as a direct call would find.
+  // Out of time without a connection is an absent master, not a slow one:
+  // said as UNAVAILABLE ("cannot reach"), which `submit --wait` waits
+  // through as it does for a master it cannot reach directly.
   if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
       channel->GetState(false) != GRPC_CHANNEL_READY) {
     response.code = static_cast<int>(grpc::StatusCode::UNAVAILABLE);
@@ -236,13 +240,22 @@ Response Forward(grpc::Channel* channel, const Request& request) {
 
 bool enabled = false;
 
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 void Enable() { enabled = true; }
 
-bool NotForwarded(const Response& response) {
-  return response.code == static_cast<int>(grpc::StatusCode::UNIMPLEMENTED) &&
-         absl::StartsWith(response.message, kNotForwarded);
+bool CallDirectly(const Response& response) {
+  return (response.code ==
+              static_cast<int>(grpc::StatusCode::UNIMPLEMENTED) &&
+          absl::StartsWith(response.message, kNotForwarded)) ||
+         (response.code == static_cast<int>(grpc::StatusCode::UNAVAILABLE) &&
+          response.message == kCannotReach);
 }
 bool Enabled() { return enabled; }
 
@@ -311,10 +324,19 @@ std::optional<Endpoint> EndpointFor(const std::string& address,
                                st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec);
   }
   uint64_t hash = Fnv1a("");
+  // Absolute: the control process resolves relative paths from the folder
+  // of the command that started it, so another folder is another endpoint.
+  auto absolute = [](const std::string& path) {
+    std::error_code error;
+    return path.empty() ? path
+                        : std::filesystem::absolute(path, error).string();
+  };
+  const std::string ca_abs = absolute(ca), cert_abs = absolute(cert),
+                    key_abs = absolute(key);
   for (absl::string_view part :
        {absl::string_view(TIRESIAS_VERSION), absl::string_view(address),
-        absl::string_view(ca), absl::string_view(ca_identity),
-        absl::string_view(cert), absl::string_view(key),
+        absl::string_view(ca_abs), absl::string_view(ca_identity),
+        absl::string_view(cert_abs), absl::string_view(key_abs),
         absl::string_view(server_name)}) {
     hash = Fnv1a(absl::StrCat(part.size(), ":", part), hash);
   }
@@ -335,20 +357,38 @@ absl::StatusOr<Response> Call(const Endpoint& endpoint,
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, endpoint.socket.c_str(),
                sizeof addr.sun_path - 1);
-  // A control process that stops answering must not hang the command: it
-  // gets the call's own time and a little more, then the call is made
-  // directly.
+  // A control process that stops reading or answering must not hang the
+  // command: it gets the call's own time and a little more, both ways.
   const double wait = request.timeout_seconds + 2;
   timeval tv{static_cast<time_t>(wait),
              static_cast<suseconds_t>((wait - std::floor(wait)) * 1e6)};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  absl::StatusOr<Response> result = absl::UnavailableError("no control process");
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      WriteAll(fd, EncodeRequest(request))) {
-    if (std::optional<std::string> payload = ReadFrame(fd)) {
+  const bool timed =
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0;
+  // Only our own user's process hears our token: whatever the folder check
+  // saw, the listener at the other end must run as us.
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  absl::StatusOr<Response> result =
+      absl::UnavailableError("no control process");
+  if (timed &&
+      connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 &&
+      peer.uid == geteuid()) {
+    const std::string frame = EncodeRequest(request);
+    if (!WriteAll(fd, frame)) {
+      // Perhaps partly sent: the control process forwards only a whole
+      // frame, so the master never saw it.
+      result = absl::UnavailableError("the control process went away");
+    } else if (std::optional<std::string> payload = ReadFrame(fd)) {
       result = DecodeResponse(*payload);
     } else {
-      result = absl::UnavailableError("the control process went away");
+      // Sent whole and unanswered: the master may have carried it out, so
+      // it is not made again directly.
+      result = Response{static_cast<int>(grpc::StatusCode::UNAVAILABLE),
+                        "the control process went away during the call (the "
+                        "master may have carried it out)",
+                        ""};
     }
   }
   close(fd);
@@ -364,7 +404,9 @@ void NoteDirectCall(const Endpoint& endpoint, const std::string& address) {
   const bool recent =
       stat(endpoint.last_use.c_str(), &st) == 0 &&
       std::chrono::system_clock::now() -
-              std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec) <
+              (std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec) +
+               std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                   std::chrono::nanoseconds(st.st_mtim.tv_nsec))) <
           kLoopWindow;
   const int fd = open(endpoint.last_use.c_str(),
                       O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -416,6 +458,9 @@ int Serve(int argc, char** argv) {
                         O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) != 0) return 0;
 
+  // It keeps no token: each call brings its caller's.
+  unsetenv("TIRESIAS_TOKEN");
+  unsetenv("TIRESIAS_TOKEN_FILE");
   absl::StatusOr<ClientCredentials> creds = LoadClientCredentials();
   if (!creds.ok()) return 1;
   // Between calls nothing reads the connection, so a master that went away
@@ -449,46 +494,60 @@ int Serve(int argc, char** argv) {
   umask(old_mask);
   if (!bound) return 1;
 
-  std::atomic<int> active{0};
-  std::atomic<int64_t> last_call_ms{0};
-  auto now_ms = [] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
+  // Shared with the connection threads, which are detached: they hold it
+  // as long as they run.
+  struct Activity {
+    std::atomic<int> active{0};
+    std::atomic<int64_t> last_call_ms{0};
   };
-  last_call_ms = now_ms();
+  auto activity = std::make_shared<Activity>();
+  activity->last_call_ms = NowMs();
   const uid_t self = geteuid();
+  // A client that connects and then says nothing (a command stopped with
+  // Ctrl-Z) is dropped after this long, so it cannot keep us up for ever.
+  const timeval idle_client{60, 0};
   while (true) {
     pollfd p{listener, POLLIN, 0};
     const int ready = poll(&p, 1, 250);
     if (ready > 0) {
       const int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
+      if (fd < 0) {
+        // Out of descriptors or memory: wait rather than spin.
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
+      }
       ucred peer{};
       socklen_t len = sizeof peer;
       if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 ||
-          peer.uid != self) {
+          peer.uid != self ||
+          setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle_client,
+                     sizeof idle_client) != 0) {
         close(fd);  // another user's process: no answer at all
         continue;
       }
-      ++active;
-      last_call_ms = now_ms();
-      std::thread([fd, &active, &last_call_ms, &now_ms, channel] {
-        while (std::optional<std::string> payload = ReadFrame(fd)) {
-          absl::StatusOr<Request> request = DecodeRequest(*payload);
-          if (!request.ok()) break;
-          const Response response = Forward(channel.get(), *request);
-          last_call_ms = now_ms();
-          if (!WriteAll(fd, EncodeResponse(response))) break;
-        }
-        close(fd);
-        last_call_ms = now_ms();
-        --active;
-      }).detach();
+      ++activity->active;
+      activity->last_call_ms = NowMs();
+      try {
+        std::thread([fd, activity, channel] {
+          while (std::optional<std::string> payload = ReadFrame(fd)) {
+            absl::StatusOr<Request> request = DecodeRequest(*payload);
+            if (!request.ok()) break;
+            const Response response = Forward(channel.get(), *request);
+            activity->last_call_ms = NowMs();
+            if (!WriteAll(fd, EncodeResponse(response))) break;
+          }
+          close(fd);
+          activity->last_call_ms = NowMs();
+          --activity->active;
+        }).detach();
+      } catch (const std::system_error&) {
+        close(fd);  // no thread to serve it: the command calls directly
+        --activity->active;
+      }
       continue;
     }
-    if (active == 0 &&
-        now_ms() - last_call_ms > static_cast<int64_t>(persist * 1000)) {
+    if (activity->active == 0 &&
+        NowMs() - activity->last_call_ms > static_cast<int64_t>(persist * 1000)) {
       break;
     }
   }

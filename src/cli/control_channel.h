@@ -8,15 +8,18 @@
 //
 // How it is used (MasterStub in cluster_client.h): a unary call goes to the
 // control socket of (master address, CA, certificate, key, server name)
-// when one answers; otherwise, or when the control process goes away or
-// does not forward the method, the call is made directly, as before. Its
-// answers stand, UNAVAILABLE included (it tried the same address with the
-// same credentials; it reconnects within a second). A command that finds
+// when one answers; otherwise the call is made directly, as before: when
+// nothing listens or the call could not be sent whole, when the control
+// process does not forward the method, or when its connection to the master
+// is down. A call sent whole and then left unanswered is not made again
+// (the master may have carried it out): it fails UNAVAILABLE. A command that finds
 // the previous command on the same endpoint ran less than kLoopWindow ago
 // (a loop) starts a control process for the next ones. It serves only its
 // own user (the socket's folder is 0700 and checked; each connection's
-// peer uid is checked), forwards only the Tiresias service's unary
-// methods, carries each caller's token per call (it keeps none), and exits
+// peer uid is checked, and the command checks the listener's), forwards
+// only the Tiresias service's unary methods, carries each caller's token
+// per call (it keeps none: TIRESIAS_TOKEN and TIRESIAS_TOKEN_FILE are
+// dropped from its environment), and exits
 // after TIRESIAS_CONTROL_PERSIST seconds (default 10) without a call.
 // TIRESIAS_CONTROL_PERSIST=0 turns it off.
 #ifndef TIRESIAS_CLI_CONTROL_CHANNEL_H_
@@ -66,9 +69,11 @@ absl::StatusOr<Response> DecodeResponse(absl::string_view frame);
 void Enable();
 bool Enabled();
 
-// Whether `response` is the control process's refusal to forward a method
-// (a command newer than it), not the master's answer.
-bool NotForwarded(const Response& response);
+// Whether `response` asks for the call to be made directly: the control
+// process does not forward the method (a command newer than it), or its
+// connection to the master is down right now (it answers so at once, and
+// reconnects within a second). Every other answer stands.
+bool CallDirectly(const Response& response);
 
 // Where the control process of one endpoint listens.
 struct Endpoint {

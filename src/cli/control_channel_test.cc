@@ -1,8 +1,13 @@
 #include "cli/control_channel.h"
 
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <filesystem>
 #include <string>
@@ -134,6 +139,59 @@ TEST_F(ControlEndpointTest, RefusesAFolderThatIsNotSafelyOurs) {
     setenv("TIRESIAS_CONTROL_DIR", (dir_ / "theirs").c_str(), 1);
     EXPECT_FALSE(For("h:1").has_value());
   }
+}
+
+TEST(ControlAnswerTest, OnlyRefusalsAndALostConnectionAreMadeDirectly) {
+  EXPECT_TRUE(CallDirectly(
+      {12, "the control channel does not forward /tiresias.v1.Admin/X", ""}));
+  EXPECT_TRUE(
+      CallDirectly({14, "the control process cannot reach the master", ""}));
+  // The master's own answers stand, UNAVAILABLE and UNIMPLEMENTED included.
+  EXPECT_FALSE(CallDirectly({12, "unknown method", ""}));
+  EXPECT_FALSE(CallDirectly({14, "the control process went away during the "
+                                 "call (the master may have carried it out)",
+                             ""}));
+  EXPECT_FALSE(CallDirectly({7, "not allowed", ""}));
+  EXPECT_FALSE(CallDirectly({0, "", "body"}));
+}
+
+// A listener that is not our user never hears our token: the command
+// checks who is at the other end before it writes.
+TEST_F(ControlEndpointTest, AListenerOfAnotherUserGetsNothing) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to listen as another user";
+  fs::create_directories(dir_);
+  chmod(dir_.c_str(), 0777);
+  const std::string path = (dir_ / "stranger.sock").string();
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+    const int listener = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        listen(listener, 1) != 0) {
+      _exit(4);
+    }
+    chmod(path.c_str(), 0777);
+    (void)!write(ready[1], "x", 1);
+    const int fd = accept(listener, nullptr, nullptr);
+    char buffer[64];
+    // 0: the command closed without a byte; 5: it sent us something.
+    _exit(fd >= 0 && read(fd, buffer, sizeof buffer) == 0 ? 0 : 5);
+  }
+  char byte;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  Endpoint endpoint{path, path + ".lock", path + ".last", 10};
+  absl::StatusOr<Response> answer = Call(
+      endpoint, {"/tiresias.v1.Tiresias/GetJob", "tsk_1_secret", 1, ""});
+  EXPECT_TRUE(absl::IsUnavailable(answer.status())) << answer.status();
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the stranger heard our request";
 }
 
 TEST_F(ControlEndpointTest, ACallWithNobodyListeningIsUnavailable) {

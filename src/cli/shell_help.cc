@@ -280,7 +280,7 @@ void Page(const CLI::App& app, const std::string& path,
              "for a usage error (an unknown command or option, a bad value). "
              "`tiresias submit --wait` and `tiresias logs -f` exit as the job "
              "did: its exit code, 128 + N when signal N ended it, 125 when it "
-             "was cancelled."),
+             "was cancelled, 124 when it ran past its --time limit."),
         "\n.SH ENVIRONMENT\n");
     const std::pair<const char*, const char*> kEnvironment[] = {
         {"TIRESIAS_MASTER", "The master's address, HOST:PORT, for the client "

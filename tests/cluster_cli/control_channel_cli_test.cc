@@ -197,7 +197,10 @@ TEST_F(ControlChannelTest, EachCallIsItsCallersWithItsOwnToken) {
   const std::string alice = CreateToken("alice");
   const std::string bob = CreateToken("bob");
   ASSERT_GT(StartControlProcess(), 0);
-  const bool isolated = CanUnshareNetwork();
+  // Only from a namespace without the master's network is the control
+  // process sure to be the one carrying them.
+  if (!CanUnshareNetwork()) GTEST_SKIP() << "no network namespaces here";
+  const bool isolated = true;
   EXPECT_EQ(Submit(alice, "by-alice", isolated).exit_code, 0);
   EXPECT_EQ(Submit(bob, "by-bob", isolated).exit_code, 0);
   ProcessResult forged = Submit("tsk_1_" + std::string(64, '0'), "forged", isolated);

@@ -165,10 +165,9 @@ TEST_F(DependencyTest, WaitSurvivesAMasterRestart) {
   EXPECT_EQ(Running(n1), std::vector<JobId>{b});
 }
 
-// A restart after A ended while the master was down is not possible (an
-// end is a write), but one after A failed leaves B failed, not waiting:
-// and a waiting job whose dependency ended before the restart is decided
-// when the master loads it.
+// After a restart, B (afterany on A, which finished, and on blocker, still
+// pending) still waits: A's end is read back from the store, blocker's is
+// not there yet. Cancelling blocker (afterany: any end) releases B.
 TEST_F(DependencyTest, RestartDecidesWaitsOnEndedJobs) {
   Open();
   const int64_t n1 = Register("n1", 1);

@@ -17,6 +17,7 @@
 #include "cli/job_text.h"
 #include "cli/printable.h"
 #include "cli/time_arg.h"
+#include "core/dependency.h"
 
 namespace tiresias {
 namespace {
@@ -155,6 +156,17 @@ void PrintJob(const v1::Job& job) {
     line("Time limit:", cli::FormatDuration(job.spec().time_limit_seconds()));
   }
   if (job.spec().no_preempt()) line("Preemptible:", "no (--no-preempt)");
+  if (job.spec().dependencies_size() > 0) {
+    std::vector<JobDependency> deps;
+    for (const v1::JobDependency& dep : job.spec().dependencies()) {
+      if (!IsDependencyKind(dep.kind())) continue;  // a newer master's
+      deps.push_back(
+          {static_cast<DependencyKind>(dep.kind()), dep.job_id()});
+    }
+    line("Dependency:",
+         absl::StrCat(FormatDependencies(deps),
+                      job.waiting_on_dependencies() ? " (waiting)" : ""));
+  }
   if (!job.spec().model().empty())
     line("Model:", Printable(job.spec().model()));
   line("Queue:", absl::StrCat(job.queue()));

@@ -23,7 +23,7 @@ using Json = nlohmann::json;
 
 constexpr const char* kFields =
     "gpus, command, name, env, checkpoint_dir, chdir (or workdir), output, "
-    "error, time, no_preempt, hold";
+    "error, time, no_preempt, hold, dependency";
 
 // A JSON value for a message: its text, cut to about 40 bytes.
 std::string Shown(const Json& value) {
@@ -126,6 +126,13 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
       absl::StatusOr<double> limit = ParseTimeLimit(key, *text);
       if (!limit.ok()) return limit.status();
       spec.time_limit = Seconds{*limit};
+    } else if (key == "dependency") {
+      auto text = StringField(value, key);
+      if (!text.ok()) return text.status();
+      absl::StatusOr<std::vector<JobDependency>> deps =
+          ParseDependencies(*text);
+      if (!deps.ok()) return FieldError(key, deps.status().message());
+      spec.dependencies = *std::move(deps);
     } else if (key == "no_preempt" || key == "hold") {
       if (!value.is_boolean()) {
         return FieldError(key, absl::StrCat("expected true or false, got ",

@@ -4,9 +4,11 @@
 //   {"gpus": 2, "command": ["python3", "train.py"], "name": "resnet",
 //    "env": {"SEED": "1"}, "checkpoint_dir": "/ckpt/resnet",
 //    "chdir": "runs/resnet", "output": "out-%j.txt", "error": "err-%j.txt",
-//    "time": "1:30:00", "no_preempt": false, "hold": false}
+//    "time": "1:30:00", "no_preempt": false, "hold": false,
+//    "dependency": "afterok:12"}
 //
-// ("time" in the forms of `submit --time`, cli/time_limit.h.)
+// ("time" in the forms of `submit --time`, cli/time_limit.h; "dependency"
+// as `submit --dependency`, core/dependency.h.)
 // "gpus" and "command" are required; "name" defaults to the command's base
 // name, as for `submit`; "chdir" (or "workdir", its name in JobSpec) to
 // the caller's directory, and a relative one is relative to it. Blank

@@ -113,6 +113,31 @@ TEST(JobFile, ParsesJobControlFields) {
   }
 }
 
+// "dependency" takes the text of `submit --dependency`.
+TEST(JobFile, ParsesDependencies) {
+  auto entries = ParseJobFile(
+      "{\"gpus\": 1, \"command\": [\"true\"], "
+      "\"dependency\": \"afterok:3:4,afternotok:5\"}\n",
+      "jobs.jsonl", "");
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  EXPECT_EQ((*entries)[0].spec.dependencies,
+            (std::vector<JobDependency>{{DependencyKind::kAfterOk, 3},
+                                        {DependencyKind::kAfterOk, 4},
+                                        {DependencyKind::kAfterNotOk, 5}}));
+  for (const auto& [line, expected] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"{\"gpus\": 1, \"command\": [\"true\"], "
+            "\"dependency\": \"afterok:x\"}",
+            "jobs.jsonl:1: dependency: \"afterok:x\": job id \"x\" is not "
+            "a positive integer"},
+           {"{\"gpus\": 1, \"command\": [\"true\"], \"dependency\": 3}",
+            "jobs.jsonl:1: dependency: expected a string"}}) {
+    auto bad = ParseJobFile(line + "\n", "jobs.jsonl", "");
+    ASSERT_FALSE(bad.ok()) << line;
+    EXPECT_THAT(Message(bad.status()), HasSubstr(expected));
+  }
+}
+
 TEST(JobFile, NamesTheLineAndFieldOfTheFirstBadLine) {
   const std::string good = "{\"gpus\": 1, \"command\": [\"true\"]}\n";
   struct Case {

@@ -68,6 +68,7 @@ struct SubmitFlags {
   std::string time;   // --time: Slurm's forms (time_limit.h); empty: none
   bool no_preempt = false;
   bool hold = false;
+  std::string dependency;  // --dependency: Slurm's form (core/dependency.h)
 };
 
 // 128 random bits from std::random_device, as 32 hex digits.
@@ -128,6 +129,13 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
   }
   spec.no_preempt = f.no_preempt;
   spec.hold = f.hold;
+  absl::StatusOr<std::vector<JobDependency>> deps =
+      ParseDependencies(f.dependency);
+  if (!deps.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dependency ", deps.status().message()));
+  }
+  spec.dependencies = *std::move(deps);
   spec.name = !f.name.empty() || f.command.empty()
                   ? f.name
                   : std::filesystem::path(f.command[0]).filename().string();
@@ -162,6 +170,11 @@ v1::SubmitJobRequest ToRequest(const JobRequest& spec) {
   out.set_time_limit_seconds(spec.time_limit.count());
   out.set_no_preempt(spec.no_preempt);
   out.set_hold(spec.hold);
+  for (const JobDependency& dep : spec.dependencies) {
+    v1::JobDependency* d = out.add_dependencies();
+    d->set_kind(static_cast<v1::DependencyKind>(dep.kind));
+    d->set_job_id(dep.job_id);
+  }
   req.set_request_id(NewRequestId());
   return req;
 }
@@ -273,12 +286,12 @@ int SubmitFile(const SubmitFlags& f) {
   if (f.gpus || !f.name.empty() || !f.checkpoint_dir.empty() ||
       !f.env.empty() || !f.command.empty() || !f.chdir.empty() ||
       !f.output.empty() || !f.error.empty() || !f.time.empty() ||
-      f.no_preempt || f.hold) {
+      f.no_preempt || f.hold || !f.dependency.empty()) {
     return Fail(
         "submit: --file takes every job from the file; give no --gpus, "
         "--name, --env, --checkpoint-dir, --chdir, --output, --error, "
-        "--time, --no-preempt, --hold or command with it (--export is the "
-        "one that applies to every job)");
+        "--time, --no-preempt, --hold, --dependency or command with it "
+        "(--export is the one that applies to every job)");
   }
   // A file's jobs take the caller's environment only when asked: 100,000
   // copies of it would not fit in one request.
@@ -411,8 +424,8 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
                   "together, all or none: one JSON object per line with the "
                   "fields gpus, command (an array), name, env (an object), "
                   "checkpoint_dir, chdir, output, error, time (as --time), "
-                  "no_preempt, hold (booleans); prints their ids, one per "
-                  "line");
+                  "no_preempt, hold (booleans), dependency (as "
+                  "--dependency); prints their ids, one per line");
   cmd->add_flag("--json", submit->json,
                 "Print the answer as JSON: {\"job_id\": ...} or, with "
                 "--file, {\"job_ids\": [...]}");
@@ -434,6 +447,13 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--hold", submit->hold,
                 "Submit it held: it is not started until `tiresias release "
                 "JOB`");
+  cmd->add_option("--dependency,-d", submit->dependency,
+                  "Start only once other jobs ended, as Slurm writes it: "
+                  "afterok:ID[:ID...] (they finished), afterany:ID (ended "
+                  "in any state), afternotok:ID (ended failed, cancelled "
+                  "or timeout), comma-separated (all must hold). A "
+                  "dependency that can no longer hold ends the job failed")
+      ->allow_extra_args(false);
   cmd->add_option("command", submit->command, "The command to run, after --");
   cmd->callback([submit, exit_code] {
     *exit_code = submit->file.empty() ? Submit(*submit) : SubmitFile(*submit);

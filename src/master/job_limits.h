@@ -42,6 +42,9 @@ inline constexpr size_t kMaxEnvBytes = 128 * 1024;
 // printable ASCII (0x20..0x7E).
 inline constexpr size_t kMaxRequestIdBytes = 128;
 
+// JobSpec.dependencies: at most this many.
+inline constexpr size_t kMaxDependencies = 64;
+
 // Every string of a spec: valid UTF-8 without NUL bytes.
 
 // SubmitJobsRequest: 1 to kMaxJobsPerSubmission specs, and a request_id of

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/dependency.h"
 #include "core/job.h"
 #include "core/time.h"
 
@@ -42,6 +43,8 @@ struct JobRequest {
   bool no_preempt = false;
   // Submitted held (JobRecord::held starts true).
   bool hold = false;
+  // Runs only once these are met (core/dependency.h); stored.
+  std::vector<JobDependency> dependencies;
 
   bool operator==(const JobRequest&) const = default;
 };
@@ -150,6 +153,10 @@ struct JobRecord {
   bool timeout_requested = false;
   // Held by a user: waits and is never started until released. Stored.
   bool held = false;
+  // Some of spec.dependencies are not met yet: kept out of the scheduler
+  // (as a held job is) until they are. Not stored: MasterState works it
+  // out from the dependencies when it loads or admits the job.
+  bool waiting_on_dependencies = false;
   std::vector<std::string> nodes;  // node names it runs (or last ran) on
   std::optional<int> exit_code;
   // The client's idempotency key it was submitted with

@@ -148,6 +148,34 @@ std::string QuoteForError(std::string_view text) {
                       cut ? "...\"" : "\"");
 }
 
+namespace {
+
+// The form of each dependency; whether the jobs exist is the master's
+// question (MasterState::CheckDependencyTargets).
+absl::Status CheckDependencyFields(const std::vector<JobDependency>& deps) {
+  if (deps.size() > limits::kMaxDependencies) {
+    return Refuse("spec.dependencies",
+                  absl::StrCat("expected at most ", limits::kMaxDependencies,
+                               ", got ", deps.size()));
+  }
+  for (size_t i = 0; i < deps.size(); ++i) {
+    if (!IsDependencyKind(static_cast<int>(deps[i].kind))) {
+      return Refuse(absl::StrCat("spec.dependencies[", i, "].kind"),
+                    absl::StrCat("expected AFTER_OK, AFTER_ANY or "
+                                 "AFTER_NOT_OK, got ",
+                                 static_cast<int>(deps[i].kind)));
+    }
+    if (deps[i].job_id <= 0) {
+      return Refuse(absl::StrCat("spec.dependencies[", i, "].job_id"),
+                    absl::StrCat("expected a job id (> 0), got ",
+                                 deps[i].job_id));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateJobRequest(const JobRequest& spec) {
   if (spec.num_gpus < 1) {
     return Refuse("spec.gpus",
@@ -176,6 +204,7 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
                                  "(0: no limit), got ",
                                  spec.time_limit.count()));
   }
+  if (status.ok()) status = CheckDependencyFields(spec.dependencies);
   return status;
 }
 

@@ -3,6 +3,7 @@
 // the submissions that queued up while the previous group was written), and
 // listings a page at a time.
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -43,6 +44,7 @@ absl::StatusOr<MasterState::SubmitResult> MasterState::SubmitJob(
   RETURN_IF_ERROR(ValidateJobRequest(spec));
   RETURN_IF_ERROR(ValidateRequestId(request_id));
   RETURN_IF_ERROR(CheckFitsCluster(spec));
+  RETURN_IF_ERROR(CheckDependencyTargets(spec, nullptr));
 
   SubmitWriter self;
   self.spec = &spec;
@@ -89,6 +91,10 @@ absl::StatusOr<MasterState::BulkSubmitResult> MasterState::SubmitJobs(
     }
     if (absl::Status fits = CheckFitsCluster(specs[i]); !fits.ok()) {
       return ForJob(i, fits);
+    }
+    if (absl::Status deps = CheckDependencyTargets(specs[i], nullptr);
+        !deps.ok()) {
+      return ForJob(i, deps);
     }
     jobs.push_back(NewJob{
         specs[i], request_id.empty()
@@ -162,10 +168,10 @@ absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
   rec.last_stop_time = now;
   rec.request_id = std::move(job.request_id);
   rec.profile = created.profile;
-  records_[rec.id] = std::move(rec);
+  const JobRecord& admitted = records_[rec.id] = std::move(rec);
   ++ended_.jobs;  // counts every job ever accepted
   ended_.max_id = std::max(ended_.max_id, created.id);
-  return absl::OkStatus();
+  return WaitForDependencies(admitted);
 }
 
 void MasterState::WriteSubmitBatch(const std::vector<SubmitWriter*>& batch) {
@@ -205,8 +211,20 @@ void MasterState::WriteSubmitBatch(const std::vector<SubmitWriter*>& batch) {
       writer.result = SubmitResult{job->id, false};
     }
     if (any_new) pass_wanted_ = true;
+    CommitDependencies();
   }
   if (any_new) EventsWritten();  // their "submitted" events
+}
+
+void MasterState::CommitDependencies() {
+  if (dependency_checks_.empty()) return;
+  // New jobs whose dependencies are met already run at the next pass;
+  // those that can never be met end now, in this write.
+  if (absl::Status written = Commit(); !written.ok()) {
+    // Kept in memory: the next write (every pass commits) retries it.
+    std::fprintf(stderr, "tiresias master: writing dependency checks: %s\n",
+                 std::string(written.message()).c_str());
+  }
 }
 
 void MasterState::WriteBulk(SubmitWriter& writer) {
@@ -236,6 +254,7 @@ void MasterState::WriteBulk(SubmitWriter& writer) {
       any_new = any_new || admitted.ok();
     }
     if (any_new) pass_wanted_ = true;
+    CommitDependencies();
   }
   if (any_new) EventsWritten();  // their "submitted" events
   if (!admitted.ok()) {

@@ -159,7 +159,10 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
         result.unchanged = true;
         break;
       }
-      if (job != nullptr) {
+      // A job still waiting for its dependencies stays out of the
+      // scheduler: the user's release lifts the user's hold only.
+      const bool waiting = dependency_waits_.contains(id);
+      if (job != nullptr && !waiting) {
         if (absl::Status released = scheduler_->Release(id, now);
             !released.ok()) {
           result.status = released;
@@ -167,7 +170,9 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
         }
       }
       rec.held = false;
-      AddEvent(id, now, "released", "by user");
+      AddEvent(id, now, "released",
+               waiting ? "by user; still waiting for its dependencies"
+                       : "by user");
       MarkDirty(id);
       pass_wanted_ = true;
       break;

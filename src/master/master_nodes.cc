@@ -157,6 +157,17 @@ void MasterState::FillPendingReason(JobRecord& rec, Seconds now) const {
   } else if (rec.held) {
     // Out of the scheduler's sets while held (Scheduler::Hold).
     reason.kind = PendingReasonKind::kHeld;
+  } else if (auto wait = dependency_waits_.find(rec.id);
+             wait != dependency_waits_.end() &&
+             wait->second.index < rec.spec.dependencies.size()) {
+    // Held in the scheduler too, until its dependencies are met. The
+    // check indexes the record's own (never changing) dependencies.
+    const DependencyCheck& check = wait->second;
+    const JobDependency& first = rec.spec.dependencies[check.index];
+    reason.kind = PendingReasonKind::kDependency;
+    reason.blocker = first.job_id;
+    reason.dependency = first.kind;
+    reason.unmet = check.unmet;
   } else if (rec.state == JobRecordState::kPending ||
              rec.state == JobRecordState::kPreempted) {
     if (reasons_pass_ != passes_) {

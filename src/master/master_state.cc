@@ -142,6 +142,9 @@ absl::Status MasterState::Load(Seconds now) {
       }
       RETURN_IF_ERROR(scheduler_->Restore(JobFromRecord(rec), now));
       if (rec.held) RETURN_IF_ERROR(scheduler_->Hold(rec.id));
+      // A job that ran had its dependencies met; one that never did
+      // waits again until they are (checked at the end of Load).
+      if (rec.attempt == 0) RETURN_IF_ERROR(WaitForDependencies(rec));
       // The scheduler's view of it may differ from the record (a launch
       // lost before it ran); the first write brings the record in line.
       MarkDirty(rec.id);
@@ -152,6 +155,9 @@ absl::Status MasterState::Load(Seconds now) {
     records_[rec.id] = std::move(rec);
   }
   adopt_deadline_ = clock_->NowMonotonic() + options_.node_timeout;
+  // Dependencies met or broken while the master was down: released or
+  // ended now, written by the first Commit.
+  ResolveDependencies(now);
   return absl::OkStatus();
 }
 
@@ -214,6 +220,7 @@ bool MasterState::IsStarting(const JobRecord& rec) const {
 void MasterState::LiveView(JobRecord& rec, Seconds now) const {
   if (IsFinal(rec.state)) return;
   if (IsStarting(rec)) rec.state = JobRecordState::kStarting;
+  rec.waiting_on_dependencies = dependency_waits_.contains(rec.id);
   FillPendingReason(rec, now);
   const Job* job = scheduler_->Find(rec.id);
   if (job == nullptr || !job->running()) return;
@@ -233,10 +240,22 @@ void MasterState::Finalize(JobRecord& rec, JobRecordState state, Seconds now,
            std::move(detail));
   MarkDirty(rec.id);
   pass_wanted_ = true;
+  // Ended while it waited (cancelled): it waits no more. The jobs waiting
+  // for it are checked at the next ResolveDependencies.
+  if (dependency_waits_.contains(rec.id)) {
+    StopWaiting(rec.id, rec.spec.dependencies);
+  }
+  if (auto it = dependents_.find(rec.id); it != dependents_.end()) {
+    dependency_checks_.insert(it->second.begin(), it->second.end());
+    dependents_.erase(it);
+  }
 }
 
 absl::Status MasterState::Commit() {
   const Seconds now = clock_->NowUnixSeconds();
+  // Jobs that ended since the last write release (or end) the jobs
+  // waiting for them, in this same write.
+  ResolveDependencies(now);
   // Only jobs something happened to can differ from the scheduler's view
   // (a waiting job's counters stand still; a running one's record holds
   // the values at its run's start): O(changed jobs), not O(jobs).

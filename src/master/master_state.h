@@ -250,6 +250,17 @@ class MasterState {
       JobAction action, std::vector<JobId> ids, const MayAct& may_act);
   absl::StatusOr<std::vector<JobActionResult>> UpdateMatchingJobs(
       JobAction action, const JobFilter& filter, const MayAct& may_act);
+  // Job dependencies (master_deps.cc). Checks the jobs `spec` depends on
+  // before it is submitted: InvalidArgument "<field>.dependencies: ..."
+  // naming a job that does not exist (none can be the job itself or a
+  // later one: those do not exist yet), PermissionDenied naming one that
+  // `may_depend` refuses (a non-admin may depend only on jobs of the
+  // spec's user; null: any). SubmitJob and SubmitJobs check existence
+  // themselves; the RPC layer calls this first for the ownership.
+  // Takes mu_; O(dependencies) reads.
+  absl::Status CheckDependencyTargets(const JobRequest& spec,
+                                      const MayAct& may_depend,
+                                      std::string_view field = "spec");
   // Node drain for maintenance (master_nodes.cc). A drained node takes no
   // new launch (its server is cordoned in the scheduler's Cluster, and a
   // launch decided there but not yet released is taken back); its running
@@ -526,6 +537,28 @@ class MasterState {
                 std::optional<int> exit_code, std::string detail);
   Launch* CurrentLaunch(JobId id);
 
+  // Job dependencies (master_deps.cc). A job waiting for its dependencies
+  // is held in the scheduler (Scheduler::Hold, as a user's hold is, so no
+  // pass can start it) and listed in dependency_waits_; the scheduler's
+  // hold is lifted only when neither the user's hold (JobRecord::held) nor
+  // the dependency wait remains. Each job it waits for lists it in
+  // dependents_; when that job ends (Finalize), its dependents, and only
+  // they, are checked again at the next ResolveDependencies (Commit runs
+  // it first): O(dependents of the jobs that ended), never O(jobs).
+  //
+  // WaitForDependencies: `rec` (waiting, in the scheduler, in records_)
+  // starts waiting if it has dependencies; they are checked at the next
+  // ResolveDependencies.
+  absl::Status WaitForDependencies(const JobRecord& rec);
+  // Checks the queued dependents: met: released (unless held by a user),
+  // with a "dependency" event; never met: out of the scheduler and ended
+  // kFailed with an event naming the dependency; else still waiting.
+  void ResolveDependencies(Seconds now);
+  // How job `id` stands for its dependents: from records_, else the store.
+  DependencyTarget TargetOf(JobId id) const;
+  // Drops `id`'s wait and its entries in dependents_.
+  void StopWaiting(JobId id, const std::vector<JobDependency>& deps);
+
   // Scheduling (master_launch.cc).
   void StartLaunch(const StartDecision& start, Seconds now);
   void PreemptLaunch(JobId id, Seconds now);
@@ -712,6 +745,13 @@ class MasterState {
   uint64_t last_session_ = 0;
   bool pass_wanted_ = true;
   int64_t passes_ = 0;
+  // Job dependencies (see WaitForDependencies): the waiting jobs with
+  // their last check (the first dependency not met yet), the jobs waited
+  // for with the jobs waiting for them, and the waiting jobs to check
+  // again at the next ResolveDependencies.
+  std::map<JobId, DependencyCheck> dependency_waits_;
+  std::map<JobId, std::set<JobId>> dependents_;
+  std::set<JobId> dependency_checks_;
   // Pending reasons by job as of pass reasons_pass_ (-1: none): a cache
   // of reads, filled by FillPendingReason, reset by Rebuild.
   mutable std::map<JobId, PendingReason> reasons_;
@@ -835,6 +875,9 @@ class MasterState {
   // admits the new jobs and sets every writer's result. Holds no lock but
   // the store's own during the write.
   void WriteSubmitBatch(const std::vector<SubmitWriter*>& batch);
+  // After admitting new jobs (requires mu_): checks those with
+  // dependencies and writes what that changed.
+  void CommitDependencies();
   // ListJobsPage for kStarting: from the launches in memory.
   JobPage ListStartingJobs(const JobListQuery& query);
 

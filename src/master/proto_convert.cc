@@ -67,6 +67,12 @@ void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
   out->set_time_limit_seconds(spec.time_limit.count());
   out->set_no_preempt(spec.no_preempt);
   out->set_hold(spec.hold);
+  out->mutable_dependencies()->Clear();
+  for (const JobDependency& dep : spec.dependencies) {
+    v1::JobDependency* d = out->add_dependencies();
+    d->set_kind(static_cast<v1::DependencyKind>(dep.kind));
+    d->set_job_id(dep.job_id);
+  }
 }
 
 JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
@@ -85,6 +91,12 @@ JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
   out.time_limit = Seconds{spec.time_limit_seconds()};
   out.no_preempt = spec.no_preempt();
   out.hold = spec.hold();
+  // An unknown kind becomes 0, which ValidateJobRequest refuses.
+  for (const v1::JobDependency& dep : spec.dependencies()) {
+    const int kind = IsDependencyKind(dep.kind()) ? dep.kind() : 0;
+    out.dependencies.push_back(
+        {static_cast<DependencyKind>(kind), dep.job_id()});
+  }
   return out;
 }
 
@@ -123,6 +135,7 @@ void JobToProto(const JobRecord& job, v1::Job* out) {
   out->mutable_nodes()->Assign(job.nodes.begin(), job.nodes.end());
   if (job.exit_code) out->set_exit_code(*job.exit_code);
   out->set_held(job.held);
+  out->set_waiting_on_dependencies(job.waiting_on_dependencies);
   for (const JobEvent& event : job.events) {
     JobEventToProto(event, out->add_events());
   }
@@ -173,6 +186,7 @@ absl::StatusOr<JobRecord> JobFromProto(const v1::Job& job) {
   out.nodes.assign(job.nodes().begin(), job.nodes().end());
   if (job.has_exit_code()) out.exit_code = job.exit_code();
   out.held = job.held();
+  out.waiting_on_dependencies = job.waiting_on_dependencies();
   for (const v1::JobEvent& event : job.events()) {
     out.events.push_back(JobEventFromProto(event));
   }

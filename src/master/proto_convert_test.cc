@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "master/job_validation.h"
 #include "proto/tiresias.grpc.pb.h"
 
 namespace tiresias {
@@ -31,7 +32,10 @@ JobRecord FullRecord() {
   r.spec.time_limit = Seconds{5400.5};
   r.spec.no_preempt = true;
   r.spec.hold = true;
+  r.spec.dependencies = {{DependencyKind::kAfterOk, 7},
+                         {DependencyKind::kAfterNotOk, 9}};
   r.held = true;
+  r.waiting_on_dependencies = true;
   r.state = JobRecordState::kPreempted;
   r.queue = 1;
   r.attained_gpu_seconds = 8 * 3601.125;
@@ -80,6 +84,24 @@ TEST(ProtoConvertTest, FullJobRecordRoundTrips) {
   auto back = JobFromProto(ThroughWire(message));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, record);
+}
+
+// A dependency kind this build does not know becomes 0, which validation
+// refuses (it never aliases a known kind).
+TEST(ProtoConvertTest, UnknownDependencyKindIsRefusedByValidation) {
+  v1::JobSpec spec;
+  spec.set_gpus(1);
+  spec.add_command("true");
+  v1::JobDependency* dep = spec.add_dependencies();
+  dep->set_kind(static_cast<v1::DependencyKind>(257));
+  dep->set_job_id(3);
+  const JobRequest request = JobSpecFromProto(spec);
+  ASSERT_EQ(request.dependencies.size(), 1u);
+  absl::Status refused = ValidateJobRequest(request);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("spec.dependencies[0].kind"),
+            std::string::npos)
+      << refused;
 }
 
 TEST(ProtoConvertTest, AbsentOptionalsStayAbsent) {

@@ -44,6 +44,26 @@ absl::Status SetOwner(CallAuth& auth, const Principal& who,
                    spec.user, ")"));
 }
 
+// A non-admin's job may depend only on jobs of its own user (the jobs a
+// user may act on); an admin's on any. PermissionDenied is audited.
+absl::Status CheckDependencyOwners(MasterState& state, CallAuth& auth,
+                                   const Principal& who,
+                                   std::string_view method,
+                                   std::string_view field,
+                                   const JobRequest& spec) {
+  if (spec.dependencies.empty()) return absl::OkStatus();
+  absl::Status status = state.CheckDependencyTargets(
+      spec,
+      [&](const JobRecord& target) {
+        return who.admin || target.spec.user == spec.user;
+      },
+      field);
+  if (absl::IsPermissionDenied(status)) {
+    return auth.Deny(who, method, std::string(status.message()));
+  }
+  return status;
+}
+
 }  // namespace
 
 grpc::Status TiresiasService::SubmitJob(grpc::ServerContext* ctx,
@@ -59,6 +79,11 @@ grpc::Status TiresiasService::SubmitJob(grpc::ServerContext* ctx,
   if (state_->options().require_auth) {
     absl::Status owner = SetOwner(auth_, *who, "SubmitJob", "spec.user", spec);
     if (!owner.ok()) return ToGrpcStatus(owner);
+  }
+  if (absl::Status deps = CheckDependencyOwners(*state_, auth_, *who,
+                                                "SubmitJob", "spec", spec);
+      !deps.ok()) {
+    return ToGrpcStatus(deps);
   }
   absl::StatusOr<MasterState::SubmitResult> submitted =
       state_->SubmitJob(spec, req->request_id());
@@ -83,6 +108,12 @@ grpc::Status TiresiasService::SubmitJobs(grpc::ServerContext* ctx,
           SetOwner(auth_, *who, "SubmitJobs",
                    absl::StrCat("jobs[", i, "].user"), specs.back());
       if (!owner.ok()) return ToGrpcStatus(owner);
+    }
+    if (absl::Status deps = CheckDependencyOwners(
+            *state_, auth_, *who, "SubmitJobs", absl::StrCat("jobs[", i, "]"),
+            specs.back());
+        !deps.ok()) {
+      return ToGrpcStatus(deps);
     }
   }
   absl::StatusOr<MasterState::BulkSubmitResult> submitted =

@@ -255,7 +255,7 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
             "INSERT INTO jobs (", kJobColumns,
             ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0, 0, "
             "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0, ?9, 0, ?10, "
-            "?11, ?12, ?13, ?14, ?15, ?16, ?16, 0)")));
+            "?11, ?12, ?13, ?14, ?15, ?16, ?16, 0, ?17)")));
     std::optional<std::string_view> request_id;
     if (!job.request_id.empty()) request_id = job.request_id;
     std::optional<std::string> profile_json;
@@ -275,7 +275,8 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
         .Bind(13, spec.error)
         .Bind(14, spec.time_limit.count())
         .Bind(15, int64_t{spec.no_preempt ? 1 : 0})
-        .Bind(16, int64_t{spec.hold ? 1 : 0});
+        .Bind(16, int64_t{spec.hold ? 1 : 0})
+        .Bind(17, store_internal::EncodeDependencies(spec.dependencies));
     absl::Status status = insert.Run();
     if (insert.last_error_code() == SQLITE_CONSTRAINT_UNIQUE) {
       // FindByRequestId looked first under the same lock: only a hand edit

@@ -248,8 +248,9 @@ class SqliteStore final : public Store {
   // and by name, and nodes.agent_token_hash, 4 -> 5 the tokens and audit
   // tables, 5 -> 6 job profiles, 6 -> 7 placement runs, 7 -> 8 the jobs'
   // workdir, output and error, 8 -> 9 job control: time limit, no-preempt,
-  // held, 9 -> 10 nodes.drained and drain_reason) and refuses newer ones.
-  static constexpr int kSchemaVersion = 10;
+  // held, 9 -> 10 nodes.drained and drain_reason, 10 -> 11 the jobs'
+  // dependencies) and refuses newer ones.
+  static constexpr int kSchemaVersion = 11;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the

@@ -77,6 +77,34 @@ class RowReader {
     }
     return env;
   }
+  // A JSON array of {"kind": "afterok"|"afterany"|"afternotok",
+  // "job_id": N > 0} (EncodeDependencies).
+  std::vector<JobDependency> Dependencies(int column, absl::string_view name) {
+    Json json = Json::parse(Text(column, name), nullptr, false);
+    std::vector<JobDependency> deps;
+    if (!json.is_array()) return Fail(column, name, "not a JSON array"), deps;
+    for (const Json& item : json) {
+      std::optional<DependencyKind> kind;
+      if (item.is_object() && item.contains("kind") &&
+          item["kind"].is_string()) {
+        const std::string text = item["kind"].get<std::string>();
+        for (DependencyKind k :
+             {DependencyKind::kAfterOk, DependencyKind::kAfterAny,
+              DependencyKind::kAfterNotOk}) {
+          if (text == DependencyKindName(k)) kind = k;
+        }
+      }
+      if (!kind || !item.contains("job_id") ||
+          !item["job_id"].is_number_integer() ||
+          item["job_id"].get<int64_t>() <= 0) {
+        return Fail(column, name,
+                    "expected [{\"kind\": \"afterok\", \"job_id\": N}, ...]"),
+               deps;
+      }
+      deps.push_back({*kind, item["job_id"].get<int64_t>()});
+    }
+    return deps;
+  }
   // A parsed enum value, or its parse error attributed to the column.
   template <typename T>
   T Parsed(absl::StatusOr<T> value, int column, absl::string_view name) {
@@ -143,6 +171,15 @@ absl::StatusOr<std::string> EncodeEnv(
     return absl::InvalidArgumentError(
         absl::StrCat("env: not valid UTF-8: ", e.what()));
   }
+}
+
+std::string EncodeDependencies(const std::vector<JobDependency>& deps) {
+  Json list = Json::array();
+  for (const JobDependency& dep : deps) {
+    list.push_back(Json{{"kind", std::string(DependencyKindName(dep.kind))},
+                        {"job_id", dep.job_id}});
+  }
+  return list.dump();
 }
 
 absl::Status CheckJobNumbers(const JobRecord& r) {
@@ -216,6 +253,7 @@ absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
   r.spec.hold = in.Int(32, "submitted_held") != 0;
   r.held = in.Int(33, "held") != 0;
   r.timeout_requested = in.Int(34, "timeout_requested") != 0;
+  r.spec.dependencies = in.Dependencies(35, "dependencies");
   if (!in.status().ok()) return in.status();
   return r;
 }

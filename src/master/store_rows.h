@@ -122,6 +122,9 @@ inline constexpr const char* kMigrations[] = {
     // from what an agent's registration writes.
     "ALTER TABLE nodes ADD COLUMN drained INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE nodes ADD COLUMN drain_reason TEXT NOT NULL DEFAULT ''",
+    // 11: the jobs a job waits for (submit --dependency), a JSON array of
+    // {"kind": "afterok", "job_id": 12}; '[]' for older jobs: none.
+    "ALTER TABLE jobs ADD COLUMN dependencies TEXT NOT NULL DEFAULT '[]'",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =
@@ -135,7 +138,7 @@ inline constexpr char kJobColumns[] =
     "promotions, restarts, attempt, nodes, exit_code, failed_starts, "
     "request_id, cancel_requested, profile, workdir, output, error, "
     "time_limit_seconds, no_preempt, "
-    "submitted_held, held, timeout_requested";
+    "submitted_held, held, timeout_requested, dependencies";
 inline constexpr char kEventColumns[] =
     "sequence, job_id, time, kind, detail";
 inline constexpr char kNodeColumns[] =
@@ -148,6 +151,8 @@ absl::StatusOr<std::string> EncodeStrings(const std::vector<std::string>& list,
                                           absl::string_view field);
 absl::StatusOr<std::string> EncodeEnv(
     const std::map<std::string, std::string>& env);
+// JSON text of a job's dependencies: [{"kind": "afterok", "job_id": 12}].
+std::string EncodeDependencies(const std::vector<JobDependency>& deps);
 
 // InvalidArgument naming the field unless every number in `record` is
 // finite and every count non-negative.

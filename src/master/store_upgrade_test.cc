@@ -3,7 +3,8 @@
 // version 6 with jobs.profile and the profiles table, version 7 with
 // placement_runs, version 8 with the jobs' workdir, output and error, and
 // version 9 with the job-control columns (time limit, no-preempt, held),
-// and version 10 with nodes.drained and drain_reason.
+// version 10 with nodes.drained and drain_reason, and version 11 with
+// jobs.dependencies.
 #include <sqlite3.h>
 
 #include <cmath>
@@ -451,6 +452,59 @@ TEST(StoreUpgradeTest, VersionThreeFileKeepsNodeDrains) {
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_FALSE((*store)->ListNodes()->at(0).drained);
   EXPECT_EQ((*store)->ListNodes()->at(0).drain_reason, "");
+}
+
+// The dependencies column: an old job has none; a new job's survive a
+// reopen in order, kinds and ids as submitted, as readable JSON; a
+// malformed value (a hand edit) is refused naming the column.
+TEST(StoreUpgradeTest, VersionThreeFileGetsDependencies) {
+  TestDir dir;
+  const std::string path = dir.File("state.db");
+  WriteVersionThreeFile(path);
+  JobRequest spec;
+  spec.name = "second";
+  spec.command = {"true"};
+  spec.dependencies = {{DependencyKind::kAfterOk, 1},
+                       {DependencyKind::kAfterNotOk, 2},
+                       {DependencyKind::kAfterAny, 1}};
+  JobId id = 0;
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto old = (*store)->GetJob(1);
+    ASSERT_TRUE(old.ok()) << old.status();
+    EXPECT_TRUE(old->spec.dependencies.empty());
+    auto created = (*store)->CreateJobs({{spec, "deps-1"}}, Seconds{200});
+    ASSERT_TRUE(created.ok()) << created.status();
+    id = (*created)[0]->id;
+  }
+  EXPECT_EQ(QueryText(path, absl::StrCat("SELECT dependencies FROM jobs "
+                                         "WHERE id = ", id)),
+            "[{\"job_id\":1,\"kind\":\"afterok\"},"
+            "{\"job_id\":2,\"kind\":\"afternotok\"},"
+            "{\"job_id\":1,\"kind\":\"afterany\"}]");
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto rec = (*store)->GetJob(id);
+    ASSERT_TRUE(rec.ok()) << rec.status();
+    EXPECT_EQ(rec->spec, spec);
+    auto unfinished = (*store)->ListUnfinishedJobs();
+    ASSERT_TRUE(unfinished.ok()) << unfinished.status();
+    ASSERT_FALSE(unfinished->empty());
+    EXPECT_EQ(unfinished->back().spec.dependencies, spec.dependencies);
+  }
+  RawSql(path, absl::StrCat("UPDATE jobs SET dependencies = "
+                          "'[{\"kind\":\"before\",\"job_id\":1}]' "
+                          "WHERE id = ", id));
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto bad = (*store)->GetJob(id);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(bad.status().message().find("column 'dependencies'"),
+            std::string_view::npos)
+      << bad.status();
 }
 
 }  // namespace

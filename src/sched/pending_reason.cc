@@ -21,6 +21,7 @@ std::string_view PendingReasonKindName(PendingReasonKind kind) {
     case PendingReasonKind::kPlacement: return "placement";
     case PendingReasonKind::kCheckpointing: return "checkpointing";
     case PendingReasonKind::kHeld: return "held";
+    case PendingReasonKind::kDependency: return "dependency";
   }
   return "";
 }
@@ -82,6 +83,17 @@ std::string FormatPendingReason(const PendingReason& r) {
                           "preemption)");
     case PendingReasonKind::kHeld:
       return "held (`tiresias release` to let it run)";
+    case PendingReasonKind::kDependency: {
+      std::string text =
+          absl::StrCat("waiting for job ", r.blocker, " (",
+                       std::string(DependencyKindName(r.dependency)), ")");
+      if (r.unmet > 1) {
+        absl::StrAppend(&text, " and ", r.unmet - 1,
+                        r.unmet == 2 ? " other dependency"
+                                     : " other dependencies");
+      }
+      return text;
+    }
   }
   return "";
 }

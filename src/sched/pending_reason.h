@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/dependency.h"
 #include "core/job.h"
 
 namespace tiresias {
@@ -34,6 +35,7 @@ enum class PendingReasonKind : int8_t {
   kPlacement = 7,      // enough free GPUs, not in the shape it needs
   kCheckpointing = 8,  // its GPUs are being freed by stopping tasks
   kHeld = 9,           // held by a user until released
+  kDependency = 10,    // waiting for jobs it depends on to end
 };
 
 struct PendingReason {
@@ -52,15 +54,21 @@ struct PendingReason {
   // kTooLarge: GPUs of every up node; kDrained: of the undrained ones.
   int capacity = 0;
   // kCheckpointing: the job whose tasks hold its GPUs, or its own id when
-  // its previous launch is still stopping.
+  // its previous launch is still stopping. kDependency: the first job it
+  // waits for.
   JobId blocker = 0;
   bool own_launch = false;
+  // kDependency: how it waits for `blocker`, and how many of its
+  // dependencies are not met yet (that one included).
+  DependencyKind dependency = DependencyKind::kAfterOk;
+  int unmet = 0;
 
   bool operator==(const PendingReason&) const = default;
 };
 
 // "next-pass", "no-nodes", "too-large", "drained", "priority",
-// "resources", "placement", "checkpointing", "held"; "" for kNone.
+// "resources", "placement", "checkpointing", "held", "dependency"; "" for
+// kNone.
 std::string_view PendingReasonKindName(PendingReasonKind kind);
 
 // The reason in plain words, e.g. "needs 4 GPUs on one server, largest

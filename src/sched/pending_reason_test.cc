@@ -116,6 +116,17 @@ TEST(PendingReasonTest, KindsHaveNamesAndTexts) {
   EXPECT_EQ(FormatPendingReason({.kind = PendingReasonKind::kHeld}),
             "held (`tiresias release` to let it run)");
   EXPECT_EQ(PendingReasonKindName(PendingReasonKind::kHeld), "held");
+  EXPECT_EQ(FormatPendingReason({.kind = PendingReasonKind::kDependency,
+                                 .blocker = 12,
+                                 .unmet = 1}),
+            "waiting for job 12 (afterok)");
+  EXPECT_EQ(FormatPendingReason({.kind = PendingReasonKind::kDependency,
+                                 .blocker = 3,
+                                 .dependency = DependencyKind::kAfterNotOk,
+                                 .unmet = 3}),
+            "waiting for job 3 (afternotok) and 2 other dependencies");
+  EXPECT_EQ(PendingReasonKindName(PendingReasonKind::kDependency),
+            "dependency");
 }
 
 // yarn-cs stops at the first job that does not fit: a 1-GPU job behind a

@@ -157,6 +157,40 @@ TEST_F(SecurityTest, RequestUserCannotImpersonate) {
   EXPECT_EQ(state_->GetJob(id)->spec.user, "bob");
 }
 
+// A job may depend only on its own user's jobs (afterok on another's
+// would let a user learn when it ends and tie work to it); an admin's on
+// any. Unknown ids are INVALID_ARGUMENT either way.
+TEST_F(SecurityTest, DependenciesOnOthersJobsAreForAdminsOnly) {
+  JobId bobs = 0;
+  ASSERT_TRUE(Submit(bob_, "", &bobs).ok());
+  auto submit_after = [&](const std::string& token, const std::string& user,
+                          JobId on, JobId* id) {
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->set_gpus(1);
+    req.mutable_spec()->add_command("id");
+    req.mutable_spec()->set_user(user);
+    v1::JobDependency* dep = req.mutable_spec()->add_dependencies();
+    dep->set_kind(v1::DEPENDENCY_KIND_AFTER_OK);
+    dep->set_job_id(on);
+    v1::SubmitJobResponse resp;
+    grpc::Status s = Client()->SubmitJob(Ctx(token).get(), req, &resp);
+    *id = resp.job_id();
+    return s;
+  };
+  JobId id = 0;
+  grpc::Status refused = submit_after(alice_, "", bobs, &id);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(refused.error_message().find("is bob's"), std::string::npos)
+      << refused.error_message();
+  EXPECT_EQ(submit_after(alice_, "", 999, &id).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_TRUE(submit_after(bob_, "", bobs, &id).ok());
+  EXPECT_EQ(state_->GetJob(id)->spec.dependencies.size(), 1u);
+  // An admin submitting for alice may name bob's job.
+  ASSERT_TRUE(submit_after(admin_, "alice", bobs, &id).ok());
+  EXPECT_EQ(state_->GetJob(id)->spec.user, "alice");
+}
+
 // "Any client read another user's log and cancelled their job": now only
 // its owner (or an admin) may; others do not see its environment.
 TEST_F(SecurityTest, UsersCannotTouchOthersJobs) {

@@ -1,0 +1,175 @@
+// MasterState: job dependencies (submit --dependency, Slurm's afterok,
+// afterany, afternotok). A waiting job is kept out of the scheduler's sets
+// with the hold mechanism (Scheduler::Hold), so no pass can start it; the
+// user's hold (JobRecord::held) and the dependency wait are two reasons
+// for the same scheduler hold, which is lifted only when neither remains.
+//
+// The dependencies are stored with the job (JobRequest::dependencies); the
+// wait is not: a restarted master works it out again (Load), so nothing
+// stored can disagree with the jobs' states. Each job waited for lists its
+// dependents (dependents_); when it ends, only those are checked again,
+// at the next ResolveDependencies (which Commit runs first, so a chain of
+// jobs that can never run ends in the same write as its first link).
+//
+// A dependency that can never be met (afterok on a job that failed, was
+// cancelled or timed out; afternotok on one that finished) ends the job
+// FAILED, as Slurm's kill_invalid_depend does, with an event naming it.
+// Failed, not cancelled: nobody asked to stop it, and `afternotok` on it
+// then runs (a cleanup job), while `afterok` chains behind it end too.
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "core/to_absl.h"
+#include "master/master_state.h"
+
+namespace tiresias {
+
+absl::Status MasterState::CheckDependencyTargets(const JobRequest& spec,
+                                                 const MayAct& may_depend,
+                                                 std::string_view field) {
+  if (spec.dependencies.empty()) return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const JobDependency& dep : spec.dependencies) {
+    const std::string named = absl::StrCat(ToAbsl(field), ".dependencies: ",
+                                           FormatDependency(dep), ": ");
+    if (dep.job_id > ended_.max_id) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          named, "there is no job ", dep.job_id,
+          " (a job may depend only on jobs submitted before it, never on "
+          "itself)"));
+    }
+    JobRecord stored;
+    const JobRecord* target = nullptr;
+    if (auto it = records_.find(dep.job_id); it != records_.end()) {
+      target = &it->second;
+    } else {
+      absl::StatusOr<JobRecord> read = store_->GetJob(dep.job_id);
+      if (absl::IsNotFound(read.status())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(named, "there is no job ", dep.job_id));
+      }
+      if (!read.ok()) return read.status();
+      stored = *std::move(read);
+      target = &stored;
+    }
+    if (may_depend && !may_depend(*target)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          named, "job ", dep.job_id, " is ", target->spec.user,
+          "'s; a job may depend only on its own user's jobs unless an "
+          "admin submits it"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MasterState::WaitForDependencies(const JobRecord& rec) {
+  if (rec.spec.dependencies.empty()) return absl::OkStatus();
+  // Held already if the user held it: the scheduler's hold is one.
+  if (!rec.held) RETURN_IF_ERROR(scheduler_->Hold(rec.id));
+  DependencyCheck& check = dependency_waits_[rec.id];
+  check.verdict = DependencyVerdict::kWaiting;
+  check.index = 0;
+  check.unmet = static_cast<int>(rec.spec.dependencies.size());
+  for (const JobDependency& dep : rec.spec.dependencies) {
+    dependents_[dep.job_id].insert(rec.id);
+  }
+  dependency_checks_.insert(rec.id);
+  return absl::OkStatus();
+}
+
+DependencyTarget MasterState::TargetOf(JobId id) const {
+  JobRecordState state;
+  if (auto it = records_.find(id); it != records_.end()) {
+    state = it->second.state;
+  } else {
+    absl::StatusOr<JobRecord> stored = store_->GetJob(id);
+    if (!stored.ok()) {
+      // Checked at submission, so only a store failure: wait, and look
+      // again when a job it waits for ends or the master restarts.
+      std::fprintf(stderr, "tiresias master: dependency on job %lld: %s\n",
+                   static_cast<long long>(id),
+                   std::string(stored.status().message()).c_str());
+      return DependencyTarget::kUnfinished;
+    }
+    state = stored->state;
+  }
+  if (!IsFinal(state)) return DependencyTarget::kUnfinished;
+  return state == JobRecordState::kFinished ? DependencyTarget::kSucceeded
+                                            : DependencyTarget::kFailed;
+}
+
+void MasterState::StopWaiting(JobId id,
+                              const std::vector<JobDependency>& deps) {
+  dependency_waits_.erase(id);
+  for (const JobDependency& dep : deps) {
+    auto it = dependents_.find(dep.job_id);
+    if (it == dependents_.end()) continue;
+    it->second.erase(id);
+    if (it->second.empty()) dependents_.erase(it);
+  }
+}
+
+void MasterState::ResolveDependencies(Seconds now) {
+  // Finalize below queues the dependents of the job it ends: a chain is
+  // followed to its end, one link per turn (no recursion).
+  while (!dependency_checks_.empty()) {
+    const JobId id = *dependency_checks_.begin();
+    dependency_checks_.erase(dependency_checks_.begin());
+    auto rec_it = records_.find(id);
+    if (rec_it == records_.end() || IsFinal(rec_it->second.state) ||
+        !dependency_waits_.contains(id)) {
+      continue;  // ended (cancelled) while it waited
+    }
+    JobRecord& rec = rec_it->second;
+    const std::vector<JobDependency>& deps = rec.spec.dependencies;
+    const DependencyCheck check = CheckDependencies(
+        deps, [&](JobId target) { return TargetOf(target); });
+    if (check.verdict == DependencyVerdict::kWaiting) {
+      dependency_waits_[id] = check;
+      continue;
+    }
+    StopWaiting(id, deps);
+    if (check.verdict == DependencyVerdict::kMet) {
+      if (!rec.held) {
+        // Held above (WaitForDependencies); fails only for a job the
+        // scheduler no longer has, which a waiting record excludes.
+        if (absl::Status released = scheduler_->Release(id, now);
+            !released.ok()) {
+          std::fprintf(stderr, "tiresias master: invariant: job %lld: %s\n",
+                       static_cast<long long>(id),
+                       std::string(released.message()).c_str());
+        }
+      }
+      AddEvent(id, now, "dependency",
+               absl::StrCat("dependencies met (", FormatDependencies(deps),
+                            ")", rec.held ? "; still held by user" : ""));
+      pass_wanted_ = true;
+      continue;
+    }
+    const JobDependency& never = deps[check.index];
+    // The state it ended in, for the event (TargetOf read it just now).
+    std::string ended = "?";
+    if (auto t = records_.find(never.job_id); t != records_.end()) {
+      ended = std::string(JobRecordStateName(t->second.state));
+    } else if (absl::StatusOr<JobRecord> stored = store_->GetJob(never.job_id);
+               stored.ok()) {
+      ended = std::string(JobRecordStateName(stored->state));
+    }
+    if (const Job* job = scheduler_->Find(id); job && !job->finished()) {
+      SyncRecord(rec, now);
+      if (absl::Status removed = scheduler_->Remove(id, now, cluster());
+          !removed.ok()) {
+        std::fprintf(stderr, "tiresias master: invariant: job %lld: %s\n",
+                     static_cast<long long>(id),
+                     std::string(removed.message()).c_str());
+      }
+    }
+    Finalize(rec, JobRecordState::kFailed, now, std::nullopt,
+             absl::StrCat("dependency ", FormatDependency(never),
+                          " can never be met: job ", never.job_id, " ended ",
+                          ended));
+  }
+}
+
+}  // namespace tiresias

@@ -12,6 +12,7 @@ torchvision. $TIRESIAS is the built `tiresias` binary.
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -177,9 +178,12 @@ def case_preempt(workdir):
     with open(log_path) as f:
         first = f.read()
     check(rc == 0, f"exit {rc} after SIGTERM:\n{first[-3000:]}")
-    stops = [l for l in first.splitlines() if "stopped at step" in l]
-    check(len(stops) == 4, f"every process stops: {stops}\n{first[-3000:]}")
-    steps = {l.split("stopped at step ")[1].split()[0] for l in stops}
+    # Four processes share the log: two lines can land on one, so each
+    # process's line is found in the whole text, not line by line.
+    stops = re.findall(r"\[(\w+ \d+/\d+)\] stopped at step (\d+) ", first)
+    check(len({who for who, _ in stops}) == len(stops) == 4,
+          f"every process stops: {stops}\n{first[-3000:]}")
+    steps = {step for _, step in stops}
     check(len(steps) == 1, f"all at the same step: {stops}")
     stopped_at = int(steps.pop())
     check(3 <= stopped_at < 12, f"stopped at {stopped_at}")

@@ -159,6 +159,16 @@ class ControlChannelTest : public ::testing::Test {
     EXPECT_EQ(Submit(admin_, "warm-2").exit_code, 0);
     EXPECT_TRUE(WaitFor([&] { return ControlProcesses(control_dir_).size() == 1; },
                         std::chrono::seconds(10)));
+    // Listening, not only started (a slow start, under a sanitizer, binds
+    // later).
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          for (const auto& entry : fs::directory_iterator(control_dir_)) {
+            if (entry.path().extension() == ".sock") return true;
+          }
+          return false;
+        },
+        std::chrono::seconds(10)));
     const std::vector<pid_t> pids = ControlProcesses(control_dir_);
     return pids.empty() ? -1 : pids[0];
   }

@@ -62,8 +62,12 @@ int History(const HistoryFlags& f) {
   req.set_page_size(1000);
   req.set_user(f.user);
   req.set_name(f.name);
-  // One state is filtered by the master; several, and the window, here.
+  // The master filters the window and one state; several states are
+  // filtered here, and the window again (a master before ended_since and
+  // ended_before ignores them and lists every job).
   if (states.size() == 1) req.set_state(states[0]);
+  req.set_ended_since(since);
+  req.set_ended_before(until);
   std::vector<v1::Job> jobs;
   while (true) {
     v1::ListJobsResponse page;
@@ -73,7 +77,6 @@ int History(const HistoryFlags& f) {
       return Fail(cli::DescribeRpcError(status, f.master, "history"));
     }
     for (v1::Job& job : *page.mutable_jobs()) {
-      if (job.submit_time() >= until) continue;
       if (cli::InHistory(job, since, until, states)) {
         jobs.push_back(std::move(job));
       }

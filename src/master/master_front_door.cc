@@ -281,6 +281,8 @@ absl::StatusOr<JobPage> MasterState::ListJobsPage(const JobListQuery& query) {
   stored.user = query.user;
   stored.name = query.name;
   stored.submitted_since = query.submitted_since;
+  stored.ended_since = query.ended_since;
+  stored.ended_before = query.ended_before;
   JobPage out;
   int64_t bytes = 0;
   while (true) {
@@ -325,6 +327,8 @@ absl::StatusOr<JobPage> MasterState::ListJobsPage(const JobListQuery& query) {
 }
 
 JobPage MasterState::ListStartingJobs(const JobListQuery& query) {
+  // A starting job has not ended.
+  if (query.ended_since || query.ended_before) return JobPage{};
   std::lock_guard<std::mutex> lock(mu_);
   const Seconds now = clock_->NowUnixSeconds();
   JobPage out;

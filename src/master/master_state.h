@@ -827,6 +827,8 @@ class MasterState {
     std::optional<std::string> user;  // exactly
     std::optional<std::string> name;  // exactly
     std::optional<Seconds> submitted_since;  // submit_time >= this
+    std::optional<Seconds> ended_since;      // end_time >= this
+    std::optional<Seconds> ended_before;     // end_time < this
     int64_t limit = -1;                      // at most this many; < 0: no limit
     int64_t max_bytes = -1;  // as JobQuery::max_bytes; < 0: no limit
   };

@@ -10,7 +10,6 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "master/page_token.h"
-#include "core/status_macros.h"
 #include "core/to_absl.h"
 #include "master/job_limits.h"
 #include "master/proto_convert.h"
@@ -185,14 +184,23 @@ absl::StatusOr<MasterState::JobListQuery> ListQueryFromProto(
   }
   if (!req.user().empty()) query.user = req.user();
   if (!req.name().empty()) query.name = req.name();
-  if (req.has_submitted_since()) {
-    if (!std::isfinite(req.submitted_since())) {
+  // Each instant, when given, must be a finite number of Unix seconds.
+  const auto instant = [](absl::string_view field, bool has, double value,
+                          std::optional<Seconds>* out) -> absl::Status {
+    if (!has) return absl::OkStatus();
+    if (!std::isfinite(value)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("submitted_since: expected Unix seconds, got ",
-                       req.submitted_since()));
+          absl::StrCat(field, ": expected Unix seconds, got ", value));
     }
-    query.submitted_since = Seconds{req.submitted_since()};
-  }
+    *out = Seconds{value};
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(instant("submitted_since", req.has_submitted_since(),
+                          req.submitted_since(), &query.submitted_since));
+  RETURN_IF_ERROR(instant("ended_since", req.has_ended_since(),
+                          req.ended_since(), &query.ended_since));
+  RETURN_IF_ERROR(instant("ended_before", req.has_ended_before(),
+                          req.ended_before(), &query.ended_before));
   return query;
 }
 

@@ -522,6 +522,9 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
   if (q.user) absl::StrAppend(&where, " AND user = ?2");
   if (q.name) absl::StrAppend(&where, " AND name = ?3");
   if (q.submitted_since) absl::StrAppend(&where, " AND submit_time >= ?4");
+  // NULL (unfinished) compares as neither.
+  if (q.ended_since) absl::StrAppend(&where, " AND end_time >= ?6");
+  if (q.ended_before) absl::StrAppend(&where, " AND end_time < ?7");
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(SqliteQuery query, db_->Prepare(absl::StrCat(
                                           "SELECT ", kJobColumns, " FROM jobs ",
@@ -530,6 +533,8 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
   if (q.user) query.Bind(2, std::string_view(*q.user));
   if (q.name) query.Bind(3, std::string_view(*q.name));
   if (q.submitted_since) query.Bind(4, q.submitted_since->count());
+  if (q.ended_since) query.Bind(6, q.ended_since->count());
+  if (q.ended_before) query.Bind(7, q.ended_before->count());
   // One row past the limit tells whether there is more.
   query.Bind(5, q.limit < 0 ? int64_t{-1} : q.limit + 1);
   JobPage page;

@@ -105,6 +105,9 @@ struct JobQuery {
   std::optional<std::string> user;  // exactly this user
   std::optional<std::string> name;  // exactly this name
   std::optional<Seconds> submitted_since;  // submit_time >= this
+  // An unfinished job (no end_time) matches neither.
+  std::optional<Seconds> ended_since;   // end_time >= this
+  std::optional<Seconds> ended_before;  // end_time < this
   int64_t limit = -1;  // at most this many jobs; < 0: no limit
   // The page stops before the job that would take the sum of
   // ApproxEncodedBytes past this, but always holds at least one job;

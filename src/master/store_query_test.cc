@@ -82,6 +82,24 @@ TEST_F(StoreQueryTest, FiltersCombine) {
   job.state = JobRecordState::kCancelled;
   ASSERT_TRUE(store_->UpdateJob(job).ok());
   EXPECT_THAT(Ids({.states = {JobRecordState::kCancelled}}), ElementsAre(4));
+  // Ended windows: job 4 ended at 2000, job 6 at 2010; the others have
+  // not ended and match no window.
+  job.end_time = Seconds{2000};
+  ASSERT_TRUE(store_->UpdateJob(job).ok());
+  JobRecord six = *store_->GetJob(6);
+  six.state = JobRecordState::kFinished;
+  six.end_time = Seconds{2010};
+  ASSERT_TRUE(store_->UpdateJob(six).ok());
+  EXPECT_THAT(Ids({.ended_since = Seconds{2000}}), ElementsAre(4, 6));
+  EXPECT_THAT(Ids({.ended_since = Seconds{2000.5}}), ElementsAre(6));
+  EXPECT_THAT(Ids({.ended_before = Seconds{2010}}), ElementsAre(4));
+  EXPECT_THAT(Ids({.ended_since = Seconds{2001}, .ended_before = Seconds{2010}}),
+              ElementsAre());
+  EXPECT_THAT(Ids({.user = "u0", .ended_before = Seconds{3000}}),
+              ElementsAre(4, 6));
+  six.state = JobRecordState::kPending;
+  six.end_time.reset();
+  ASSERT_TRUE(store_->UpdateJob(six).ok());
   EXPECT_THAT(
       Ids({.states = {JobRecordState::kCancelled, JobRecordState::kPending},
            .after_id = 2,

@@ -1,6 +1,7 @@
 // ListJobs over real gRPC: pages in id order, none twice, however many jobs
 // and however big; filters evaluated by the master; bad paging arguments
 // refused naming the field.
+#include <cmath>
 #include <set>
 #include <string>
 #include <vector>
@@ -110,7 +111,7 @@ TEST_F(ListJobsGrpcTest, BigJobsComeBackOverSeveralPagesWithinTheMessageLimit) {
   EXPECT_EQ(resp.jobs(0).spec().command(1).size(), 100u * 1024);
 }
 
-TEST_F(ListJobsGrpcTest, FiltersSelectByUserNameSubmitTimeAndState) {
+TEST_F(ListJobsGrpcTest, FiltersSelectByUserNameSubmitTimeEndTimeAndState) {
   CreateStoredJobs(3000);
   Start();
   v1::ListJobsRequest req;
@@ -143,6 +144,17 @@ TEST_F(ListJobsGrpcTest, FiltersSelectByUserNameSubmitTimeAndState) {
   EXPECT_THAT(ListAll(req), ElementsAre(7, 9));
   req.set_user("u0");
   EXPECT_THAT(ListAll(req), ElementsAre(9));
+  // Only the cancelled jobs have ended: any window that holds their end
+  // holds only them, and a window before it holds none.
+  req = v1::ListJobsRequest();
+  req.set_ended_since(0);
+  EXPECT_THAT(ListAll(req), ElementsAre(7, 9));
+  req.set_ended_before(1);
+  EXPECT_THAT(ListAll(req), ElementsAre());
+  req = v1::ListJobsRequest();
+  req.set_ended_before(1e12);
+  req.set_state(v1::JOB_STATE_PENDING);
+  EXPECT_THAT(ListAll(req), ElementsAre());
   req = v1::ListJobsRequest();
   req.set_state(v1::JOB_STATE_PENDING);
   req.set_page_size(5000);
@@ -159,6 +171,18 @@ TEST_F(ListJobsGrpcTest, BadPagingArgumentsAreInvalidArgumentNamingTheField) {
     grpc::Status status = stub_->ListJobs(Context().get(), req, &resp);
     EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_THAT(status.error_message(), StartsWith("page_token: "));
+  }
+  for (const char* field : {"submitted_since", "ended_since", "ended_before"}) {
+    v1::ListJobsRequest bad;
+    const double nan = std::nan("");
+    if (std::string(field) == "submitted_since") bad.set_submitted_since(nan);
+    if (std::string(field) == "ended_since") bad.set_ended_since(nan);
+    if (std::string(field) == "ended_before") bad.set_ended_before(nan);
+    v1::ListJobsResponse none;
+    grpc::Status status = stub_->ListJobs(Context().get(), bad, &none);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(),
+                StartsWith(std::string(field) + ": expected Unix seconds"));
   }
   v1::ListJobsRequest req;
   req.set_page_size(-1);

@@ -19,6 +19,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -78,6 +80,29 @@ std::string Frame(const std::string& payload) {
   std::string frame;
   PutString(&frame, payload);
   return frame;
+}
+
+// A frame of the version byte and `fields` as length-prefixed strings.
+std::string EncodeFields(std::initializer_list<absl::string_view> fields) {
+  std::string payload(1, kFrameVersion);
+  for (absl::string_view field : fields) PutString(&payload, field);
+  return Frame(payload);
+}
+
+// The `count` fields of a payload EncodeFields made (its frame's length
+// already taken off); nullopt if the version differs, a field is cut
+// short, or bytes are left over.
+std::optional<std::vector<std::string>> DecodeFields(absl::string_view payload,
+                                                     size_t count) {
+  Reader reader(payload);
+  char version = 0;
+  if (!reader.Byte(&version) || version != kFrameVersion) return std::nullopt;
+  std::vector<std::string> fields(count);
+  for (std::string& field : fields) {
+    if (!reader.String(&field)) return std::nullopt;
+  }
+  if (!reader.Done()) return std::nullopt;
+  return fields;
 }
 
 absl::Status Malformed(absl::string_view what) {
@@ -260,49 +285,36 @@ bool CallDirectly(const Response& response) {
 bool Enabled() { return enabled; }
 
 std::string EncodeRequest(const Request& request) {
-  std::string payload(1, kFrameVersion);
-  PutString(&payload, request.method);
-  PutString(&payload, request.token);
-  PutString(&payload, absl::StrCat(request.timeout_seconds));
-  PutString(&payload, request.body);
-  return Frame(payload);
+  return EncodeFields({request.method, request.token,
+                       absl::StrCat(request.timeout_seconds), request.body});
 }
 
 absl::StatusOr<Request> DecodeRequest(absl::string_view payload) {
-  Reader reader(payload);
+  std::optional<std::vector<std::string>> fields = DecodeFields(payload, 4);
   Request request;
-  char version = 0;
-  std::string timeout;
-  if (!reader.Byte(&version) || version != kFrameVersion ||
-      !reader.String(&request.method) || !reader.String(&request.token) ||
-      !reader.String(&timeout) || !reader.String(&request.body) ||
-      !reader.Done() ||
-      !absl::SimpleAtod(timeout, &request.timeout_seconds)) {
+  if (!fields || !absl::SimpleAtod((*fields)[2], &request.timeout_seconds)) {
     return Malformed("request");
   }
+  request.method = std::move((*fields)[0]);
+  request.token = std::move((*fields)[1]);
+  request.body = std::move((*fields)[3]);
   return request;
 }
 
 std::string EncodeResponse(const Response& response) {
-  std::string payload(1, kFrameVersion);
-  PutString(&payload, absl::StrCat(response.code));
-  PutString(&payload, response.message);
-  PutString(&payload, response.body);
-  return Frame(payload);
+  return EncodeFields(
+      {absl::StrCat(response.code), response.message, response.body});
 }
 
 absl::StatusOr<Response> DecodeResponse(absl::string_view payload) {
-  Reader reader(payload);
+  std::optional<std::vector<std::string>> fields = DecodeFields(payload, 3);
   Response response;
-  char version = 0;
-  std::string code;
-  if (!reader.Byte(&version) || version != kFrameVersion ||
-      !reader.String(&code) || !reader.String(&response.message) ||
-      !reader.String(&response.body) || !reader.Done() ||
-      !absl::SimpleAtoi(code, &response.code) || response.code < 0 ||
-      response.code > 16) {
+  if (!fields || !absl::SimpleAtoi((*fields)[0], &response.code) ||
+      response.code < 0 || response.code > 16) {
     return Malformed("response");
   }
+  response.message = std::move((*fields)[1]);
+  response.body = std::move((*fields)[2]);
   return response;
 }
 
@@ -342,7 +354,8 @@ std::optional<Endpoint> EndpointFor(const std::string& address,
   }
   const std::string base = absl::StrCat(dir, "/ctl-", absl::Hex(hash,
                                                                 absl::kZeroPad16));
-  Endpoint endpoint{base + ".sock", base + ".lock", base + ".last", persist};
+  Endpoint endpoint{base + ".sock", base + ".lock", base + ".last", persist,
+                    base + ".failed"};
   if (endpoint.socket.size() >= sizeof(sockaddr_un{}.sun_path)) {
     return std::nullopt;  // too long a path for a Unix socket
   }
@@ -395,26 +408,39 @@ absl::StatusOr<Response> Call(const Endpoint& endpoint,
   return result;
 }
 
+// Whether the file at `path` exists and was modified less than `window` ago.
+bool ModifiedWithin(const std::string& path, std::chrono::seconds window) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 &&
+         std::chrono::system_clock::now() -
+                 (std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec) +
+                  std::chrono::duration_cast<
+                      std::chrono::system_clock::duration>(
+                      std::chrono::nanoseconds(st.st_mtim.tv_nsec))) <
+             window;
+}
+
+// Creates the file at `path` (0600), or sets its modification time to now.
+void Touch(const std::string& path) {
+  const int fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;
+  futimens(fd, nullptr);
+  close(fd);
+}
+
 void NoteDirectCall(const Endpoint& endpoint, const std::string& address) {
   // Once per command: a command's own second call is no loop.
   static bool noted = false;
   if (noted) return;
   noted = true;
-  struct stat st;
-  const bool recent =
-      stat(endpoint.last_use.c_str(), &st) == 0 &&
-      std::chrono::system_clock::now() -
-              (std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec) +
-               std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                   std::chrono::nanoseconds(st.st_mtim.tv_nsec))) <
-          kLoopWindow;
-  const int fd = open(endpoint.last_use.c_str(),
-                      O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd >= 0) {
-    futimens(fd, nullptr);
-    close(fd);
-  }
+  const bool recent = ModifiedWithin(endpoint.last_use, kLoopWindow);
+  Touch(endpoint.last_use);
   if (!recent) return;
+  // A control process that could not start (credentials it cannot read, a
+  // socket it cannot bind) left a mark: every command of the loop would
+  // start it again only to fail, so none does for a while.
+  if (ModifiedWithin(endpoint.failed, kStartFailureBackoff)) return;
   // Everything the child needs is made before fork: between fork and exec
   // it only makes system calls.
   const std::string socket_path = endpoint.socket;
@@ -461,8 +487,12 @@ int Serve(int argc, char** argv) {
   // It keeps no token: each call brings its caller's.
   unsetenv("TIRESIAS_TOKEN");
   unsetenv("TIRESIAS_TOKEN_FILE");
+  const std::string failed = base + ".failed";
   absl::StatusOr<ClientCredentials> creds = LoadClientCredentials();
-  if (!creds.ok()) return 1;
+  if (!creds.ok()) {
+    Touch(failed);
+    return 1;
+  }
   // Between calls nothing reads the connection, so a master that went away
   // would be noticed only by the next call, which then spends its time on
   // a dead connection; gRPC's backup poller, every 100 ms instead of 5 s,
@@ -492,7 +522,11 @@ int Serve(int argc, char** argv) {
       bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
       listen(listener, 128) == 0;
   umask(old_mask);
-  if (!bound) return 1;
+  if (!bound) {
+    Touch(failed);
+    return 1;
+  }
+  unlink(failed.c_str());
 
   // Shared with the connection threads, which are detached: they hold it
   // as long as they run.

@@ -38,6 +38,8 @@ namespace tiresias::cli::control {
 // A command this soon after the previous one on the same endpoint starts
 // the control process.
 inline constexpr std::chrono::seconds kLoopWindow{3};
+// How long after a control process failed to start no command starts one.
+inline constexpr std::chrono::seconds kStartFailureBackoff{30};
 // A frame larger than this is refused (a `submit --file` of 100,000 jobs
 // is about 20 MiB).
 inline constexpr size_t kMaxFrame = 64u << 20;
@@ -81,6 +83,10 @@ struct Endpoint {
   std::string lock;      // DIR/ctl-HASH.lock, held by the serving process
   std::string last_use;  // DIR/ctl-HASH.last, touched by every command
   double persist_seconds = 10;
+  // DIR/ctl-HASH.failed, touched by a control process that could not start
+  // (no credentials, no socket); no command starts one for
+  // kStartFailureBackoff after.
+  std::string failed;
 };
 
 // The endpoint for a master address and the credential files, in

@@ -288,6 +288,54 @@ TEST_F(ControlChannelTest, ItExitsWhenIdleAndCommandsCarryOnDirectly) {
   EXPECT_EQ(Owners().count("after-kill"), 1u);
 }
 
+// A control process that cannot start (here its socket's path is taken by
+// a folder, so it cannot bind) marks the failure; the loop's next commands
+// do not start another for kStartFailureBackoff, then one tries again.
+TEST_F(ControlChannelTest, AFailedStartIsNotRetriedByEveryCommand) {
+  const pid_t first = StartControlProcess();
+  ASSERT_GT(first, 0);
+  fs::path socket;
+  for (const auto& entry : fs::directory_iterator(control_dir_)) {
+    if (entry.path().extension() == ".sock") socket = entry.path();
+  }
+  ASSERT_FALSE(socket.empty());
+  kill(first, SIGKILL);
+  ASSERT_TRUE(WaitFor([&] { return ControlProcesses(control_dir_).empty(); },
+                      std::chrono::seconds(10)));
+  fs::remove(socket);
+  fs::create_directory(socket);
+  fs::path failed = socket;
+  failed.replace_extension(".failed");
+  // Two commands in a row: the second starts a control process, which
+  // fails and leaves its mark.
+  EXPECT_EQ(Submit(admin_, "loop-1").exit_code, 0);
+  EXPECT_EQ(Submit(admin_, "loop-2").exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(failed); },
+                      std::chrono::seconds(10)));
+  // Within the backoff: more commands of the loop start none (a start
+  // would touch the mark again).
+  const auto within = fs::file_time_type::clock::now() - std::chrono::seconds(5);
+  fs::last_write_time(failed, within);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Submit(admin_, "loop-within").exit_code, 0);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(fs::last_write_time(failed), within);
+  // Past it: the next command of the loop tries again.
+  fs::last_write_time(failed, fs::file_time_type::clock::now() -
+                                  cli::control::kStartFailureBackoff -
+                                  std::chrono::seconds(1));
+  EXPECT_EQ(Submit(admin_, "loop-after").exit_code, 0);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return fs::last_write_time(failed) >
+               fs::file_time_type::clock::now() - std::chrono::seconds(10);
+      },
+      std::chrono::seconds(10)));
+  EXPECT_EQ(Owners().count("loop-after"), 1u);
+  fs::remove(socket);
+}
+
 TEST_F(ControlChannelTest, OffWithPersistZero) {
   setenv("TIRESIAS_CONTROL_PERSIST", "0", 1);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(Submit(admin_, "off").exit_code, 0);

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -13,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "report/files.h"
 
 namespace tiresias::cli {
 namespace {
@@ -425,12 +425,14 @@ void AddShellHelpCommands(CLI::App& root, const std::string& version,
         *exit_code = 1;
         return;
       }
+      // Each page through a temporary file and a rename: `man` reading
+      // the folder meanwhile never sees half a page.
       for (const ManPage& page : pages) {
-        std::ofstream out(folder / page.file, std::ios::trunc);
-        out << page.text;
-        if (!out.flush()) {
-          std::fprintf(stderr, "tiresias: man: cannot write %s\n",
-                       (folder / page.file).c_str());
+        absl::Status written =
+            WriteFileAtomically((folder / page.file).string(), page.text);
+        if (!written.ok()) {
+          std::fprintf(stderr, "tiresias: man: %s\n",
+                       std::string(written.message()).c_str());
           *exit_code = 1;
           return;
         }

@@ -142,6 +142,30 @@ TEST_F(ShellHelpCliTest, EveryPageListsEveryOptionOfItsCommandsHelp) {
   }
 }
 
+// The build wrote the completions and pages into build/share (for
+// `cmake --install`): they are what the binary prints now.
+TEST_F(ShellHelpCliTest, TheBuildWroteTheCompletionsAndPages) {
+  const fs::path share = fs::path(TIRESIAS_SHARE_DIR);
+  for (const std::string shell : {"bash", "zsh"}) {
+    ProcessResult run = Tiresias({"completion", shell});
+    ASSERT_EQ(run.exit_code, 0) << Describe(run);
+    const fs::path file =
+        shell == "bash" ? share / "bash-completion/completions/tiresias"
+                        : share / "zsh/site-functions/_tiresias";
+    EXPECT_EQ(ReadFile(file), run.out) << file;
+  }
+  for (const std::vector<std::string>& words :
+       std::vector<std::vector<std::string>>{{}, {"submit"}, {"node", "drain"}}) {
+    std::vector<std::string> args = {"man"};
+    args.insert(args.end(), words.begin(), words.end());
+    ProcessResult run = Tiresias(args);
+    ASSERT_EQ(run.exit_code, 0) << Describe(run);
+    std::string name = "tiresias";
+    for (const std::string& w : words) absl::StrAppend(&name, "-", w);
+    EXPECT_EQ(ReadFile(share / "man/man1" / (name + ".1")), run.out) << name;
+  }
+}
+
 TEST_F(ShellHelpCliTest, MistakesGetOneLineAndExitCode2) {
   ProcessResult one = Tiresias({"man", "submti"});
   EXPECT_EQ(one.exit_code, 2) << Describe(one);

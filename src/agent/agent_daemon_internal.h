@@ -1,0 +1,32 @@
+// Helpers shared by the files of AgentDaemon (agent_daemon.cc: the
+// register / heartbeat / converge loop; agent_recovery.cc: the state
+// directory and what a restarted agent finds there; agent_tasks.cc:
+// starting, stopping and reaping tasks). Not for other users.
+#ifndef TIRESIAS_AGENT_AGENT_DAEMON_INTERNAL_H_
+#define TIRESIAS_AGENT_AGENT_DAEMON_INTERNAL_H_
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "proto/tiresias.pb.h"
+
+namespace tiresias::agent_internal {
+
+inline double UnixSeconds(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+inline std::string TaskName(int64_t job, int attempt, int rank) {
+  return absl::StrCat("job ", job, " attempt ", attempt, " rank ", rank);
+}
+
+// The profile in `path` for the master; nullopt if there is none or it
+// cannot be read (only the profile is lost).
+std::optional<v1::TrafficProfile> ReadTaskProfile(const std::string& path);
+
+}  // namespace tiresias::agent_internal
+
+#endif  // TIRESIAS_AGENT_AGENT_DAEMON_INTERNAL_H_

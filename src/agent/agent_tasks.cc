@@ -1,0 +1,349 @@
+// AgentDaemon's tasks: starting one (under the profiler when asked),
+// stopping one, reaping exits and reading running tasks' profiles.
+#include "agent/agent_daemon.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/agent_daemon_internal.h"
+#include "agent/file_store.h"
+#include "agent/log_service.h"
+#include "agent/run_as.h"
+#include "nlohmann/json.hpp"
+#include "profiler/profiler.h"
+#include "proto/tiresias.pb.h"
+
+namespace tiresias {
+
+using agent_internal::ReadTaskProfile;
+using agent_internal::TaskName;
+using agent_internal::UnixSeconds;
+
+namespace {
+
+// Exit code reported for a task whose command could not be started (as a
+// shell reports "command not found").
+constexpr int kStartFailedExitCode = 127;
+
+// The launcher's stop for a protocol stop reason: cancel for what will not
+// resume here, preempt for what checkpoints and resumes.
+StopReason LauncherReason(int reason) {
+  return reason == v1::STOP_REASON_CANCEL || reason == v1::STOP_REASON_ORPHAN
+             ? StopReason::kCancel
+             : StopReason::kPreempt;
+}
+
+std::string ReasonName(int reason) {
+  std::string name = v1::StopReason_Name(static_cast<v1::StopReason>(reason));
+  if (name.starts_with("STOP_REASON_")) name.erase(0, 12);
+  for (char& c : name) c = static_cast<char>(std::tolower(c));
+  return name;
+}
+
+}  // namespace
+
+bool AgentDaemon::AddProfiler(const TaskKey& key, TaskSpec& spec) {
+  const std::string name =
+      TaskName(std::get<0>(key), std::get<1>(key), std::get<2>(key));
+  absl::StatusOr<std::string> library = profiler::FindProfilerLibrary();
+  if (!library.ok()) {
+    Log(absl::StrCat(name, ": not profiled: ", library.status().message()));
+    return false;
+  }
+  const std::string path = ProfilePath(key);
+  std::error_code ignored;
+  std::filesystem::create_directories(options_.state_dir + "/profiles",
+                                      ignored);
+  std::filesystem::remove(path, ignored);  // a previous agent's, half written
+  // A task that runs as its owner's account cannot create a file in the
+  // agent's folder: its file is made here, empty, and handed to that
+  // account (the folder only traversable by others, never listable).
+  absl::StatusOr<std::optional<TaskAccount>> account =
+      ResolveTaskAccount(spec.owner, run_as_);
+  if (!account.ok()) return false;  // the launcher refuses the task
+  if (account->has_value()) {
+    std::filesystem::permissions(
+        options_.state_dir + "/profiles",
+        std::filesystem::perms::owner_all |
+            std::filesystem::perms::group_exec |
+            std::filesystem::perms::others_exec,
+        ignored);
+    const int fd =
+        open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+             0600);
+    const bool handed =
+        fd >= 0 && fchown(fd, (*account)->ids.uid, (*account)->ids.gid) == 0;
+    const int err = errno;
+    if (fd >= 0) close(fd);
+    if (!handed) {
+      std::filesystem::remove(path, ignored);
+      Log(absl::StrCat(name, ": not profiled: ", path, ": ",
+                       std::strerror(err)));
+      return false;
+    }
+  }
+  auto user_preload = spec.env.find("LD_PRELOAD");
+  const std::string existing = user_preload != spec.env.end()
+                                   ? user_preload->second
+                                   : std::string(getenv("LD_PRELOAD") != nullptr
+                                                     ? getenv("LD_PRELOAD")
+                                                     : "");
+  for (auto& [k, v] : profiler::ProfilerEnvironment(
+           *library, path, profiler::RecordingLimits{},
+           existing.empty() ? nullptr : existing.c_str())) {
+    spec.env[k] = v;
+  }
+  return true;
+}
+
+
+bool AgentDaemon::StartTask(const v1::StartTask& st) {
+  const TaskKey key{st.task().job_id(), st.task().attempt(), st.task().rank()};
+  const std::string name =
+      TaskName(st.task().job_id(), st.task().attempt(), st.task().rank());
+  // A lease file that has not lapsed belongs to a copy of this task that a
+  // previous agent started and crashed before recording: it may still run,
+  // until its shim fences it. Start it only after that.
+  const std::string lease_path = LeasePath(key);
+  if (absl::StatusOr<std::unique_ptr<LeaseFile>> old =
+          LeaseFile::Open(lease_path);
+      old.ok()) {
+    const int64_t lapsed = (*old)->deadline_ns() == kNoLease
+                               ? kNoLease
+                               : (*old)->deadline_ns() +
+                                     std::chrono::nanoseconds(options_.grace)
+                                         .count() +
+                                     1'000'000'000;
+    if (BootTimeNs() < lapsed && (*old)->deadline_ns() != kNoLease) {
+      Log(absl::StrCat(name, ": an unrecorded copy may still run; starting "
+                             "it once that copy's lease has lapsed"));
+      return false;
+    }
+    (*old)->Remove();
+  }
+  TaskSpec spec;
+  spec.job_id = st.task().job_id();
+  spec.attempt = st.task().attempt();
+  spec.rank = st.task().rank();
+  spec.world_size = st.world_size();
+  spec.local_rank = st.local_rank();
+  spec.gpus.assign(st.gpu_indexes().begin(), st.gpu_indexes().end());
+  spec.argv.assign(st.command().begin(), st.command().end());
+  spec.env.insert(st.env().begin(), st.env().end());
+  spec.checkpoint_dir = st.checkpoint_dir();
+  spec.restart_count = st.restart_count();
+  spec.owner = st.owner();
+  spec.master_addr = st.master_addr();
+  spec.master_port = st.master_port();
+  spec.worker_addrs.assign(st.worker_addresses().begin(),
+                           st.worker_addresses().end());
+  spec.node_name = options_.node_name;
+  spec.working_dir = st.workdir();
+  spec.output_path = st.output();
+  spec.error_path = st.error();
+  spec.log_path = TaskLogPath(options_.state_dir + "/logs", spec.job_id,
+                              spec.attempt, spec.rank);
+  spec.exit_path =
+      absl::StrCat(options_.state_dir, "/exits/job-", spec.job_id,
+                   "-attempt-", spec.attempt, "-rank-", spec.rank, ".exit");
+  spec.fence_grace = options_.grace;
+  Task task;
+  task.gpus = spec.gpus;
+  if (st.profile()) task.profiled = AddProfiler(key, spec);
+  int64_t deadline;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    deadline = lease_deadline_ns_;
+  }
+  if (deadline != kNoLease && BootTimeNs() >= deadline) {
+    // Not heard from the master for a whole lease: the node may be
+    // declared lost already. Started once a heartbeat renews the lease.
+    Log(absl::StrCat(name, ": not started: the lease has lapsed"));
+    return false;
+  }
+  absl::StatusOr<std::unique_ptr<LeaseFile>> lease =
+      LeaseFile::Create(lease_path, deadline, spec.gpus);
+  absl::StatusOr<TaskHandle> handle = absl::UnknownError("not started");
+  if (lease.ok()) {
+    spec.lease = (*lease)->word();
+    handle = launcher_->Start(spec);
+  } else {
+    handle = lease.status();
+  }
+  if (absl::IsAborted(handle.status())) {
+    // The shim found the lease lapsed and did not start it (spawn.h):
+    // not a failed start; it starts once the lease is renewed.
+    (*lease)->Remove();
+    Log(absl::StrCat(name, ": not started: ", handle.status().message()));
+    return false;
+  }
+  if (handle.ok()) {
+    task.handle = *handle;
+    task.lease = *std::move(lease);
+    task.start_time = UnixSeconds(handle->start_time);
+    Log(absl::StrCat(name, ": started pid ", handle->pid,
+                     handle->uid ? absl::StrCat(" as uid ", *handle->uid) : "",
+                     " on GPUs ", absl::StrJoin(spec.gpus, ","), ", log ",
+                     spec.log_path));
+  } else {
+    // Reported as a task that exited with a failure; the user finds why in
+    // the job's log.
+    if (lease.ok()) (*lease)->Remove();
+    Log(absl::StrCat(name, ": cannot start: ", handle.status().ToString()));
+    std::ofstream(spec.log_path, std::ios::app)
+        << "tiresias agent: cannot start the task: "
+        << handle.status().message() << "\n";
+    const double now = UnixSeconds(std::chrono::system_clock::now());
+    task.ended = true;
+    task.exit_code = kStartFailedExitCode;
+    task.start_time = now;
+    task.end_time = now;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Task& stored = tasks_[key] = std::move(task);
+  if (stored.handle) {
+    // Recorded before it is reported running, so that a restarted agent
+    // knows about every task the master may think runs here (a copy that
+    // a crash left unrecorded is covered by its lease: RemoveStaleFiles).
+    absl::Status put =
+        record_->Put(TaskRecordEntry{*stored.handle, std::nullopt});
+    if (!put.ok()) {
+      // Unrecorded, it would be invisible to the next agent: not run.
+      Log(absl::StrCat(name, ": task record: ", put.ToString(),
+                       "; stopping it"));
+      RequestStop(key, stored, v1::STOP_REASON_LOST);
+    }
+  }
+  return true;
+}
+
+void AgentDaemon::RequestStop(const TaskKey& key, Task& task, int reason) {
+  task.stop_reason = reason;
+  if (!task.handle) return;
+  const std::string name =
+      TaskName(std::get<0>(key), std::get<1>(key), std::get<2>(key));
+  const StopReason how = LauncherReason(reason);
+  // Recorded before signalling (see task_record.h).
+  absl::Status marked = record_->MarkStopRequested(*task.handle, how);
+  if (!marked.ok()) {
+    Log(absl::StrCat(name, ": task record: ", marked.ToString()));
+  }
+  absl::Status s = launcher_->RequestStop(*task.handle, how, options_.grace);
+  Log(absl::StrCat(name, ": stopping (", ReasonName(reason),
+                   s.ok() ? "" : absl::StrCat(": ", s.ToString()), ")"));
+}
+
+bool AgentDaemon::PollExits() {
+  std::vector<TaskExit> exits = launcher_->PollAll();
+  // Analysed outside the lock (up to 50,000 records per process). Only a
+  // task this agent started under the profiler has a file there.
+  std::map<TaskKey, v1::TrafficProfile> profiles;
+  for (const TaskExit& e : exits) {
+    const TaskKey key{e.handle.job_id, e.handle.attempt, e.handle.rank};
+    std::error_code ignored;
+    if (!std::filesystem::exists(ProfilePath(key), ignored)) continue;
+    if (std::optional<v1::TrafficProfile> p =
+            ReadTaskProfile(ProfilePath(key))) {
+      profiles[key] = *std::move(p);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  bool ended_ghost = false;
+  for (auto& [key, task] : tasks_) {
+    if (!task.handle && !task.ended && task.lease &&
+        BootTimeNs() > FencedBy(task.lease->deadline_ns())) {
+      task.ended = true;  // fenced by now (see RemoveStaleFiles)
+      task.end_time = UnixSeconds(std::chrono::system_clock::now());
+      ended_ghost = true;
+    }
+  }
+  for (const TaskExit& e : exits) {
+    auto it = tasks_.find({e.handle.job_id, e.handle.attempt, e.handle.rank});
+    if (it == tasks_.end()) continue;
+    Task& task = it->second;
+    task.ended = true;
+    const bool stopped = e.outcome == TaskOutcome::kPreempted ||
+                         e.outcome == TaskOutcome::kCancelled;
+    if (e.outcome == TaskOutcome::kUnknown) {
+      // Its status is lost (its shim was killed): a system stop, never the
+      // job's failure.
+      task.stop_reason = v1::STOP_REASON_LOST;
+    } else if (!stopped) {
+      task.stop_reason.reset();  // it ended on its own first
+    } else if (!task.stop_reason) {
+      task.stop_reason = e.fenced ? v1::STOP_REASON_FENCED
+                         : e.outcome == TaskOutcome::kCancelled
+                             ? v1::STOP_REASON_CANCEL
+                             : v1::STOP_REASON_PREEMPT;
+    }
+    if (e.signal) {
+      task.exit_code = 128 + *e.signal;
+    } else if (e.exit_code) {
+      task.exit_code = *e.exit_code;
+    }
+    task.end_time = UnixSeconds(e.end_time);
+    Log(absl::StrCat(
+        TaskName(e.handle.job_id, e.handle.attempt, e.handle.rank), ": ",
+        e.Describe(), e.fenced ? " (fenced: the agent's lease lapsed)" : ""));
+    if (auto p = profiles.find(it->first); p != profiles.end()) {
+      task.profiled = true;  // the end's reading replaces a running one
+      task.profile =
+          std::make_shared<const v1::TrafficProfile>(std::move(p->second));
+      Log(absl::StrCat(
+          TaskName(e.handle.job_id, e.handle.attempt, e.handle.rank),
+          ": profile: ",
+          task.profile->periodic()
+              ? absl::StrCat("tensor skew ", task.profile->tensor_skew(),
+                             ", iteration ", task.profile->iteration_s(), " s")
+              : "not periodic"));
+    }
+  }
+  return !exits.empty() || ended_ghost;
+}
+
+bool AgentDaemon::ReadRunningProfiles() {
+  // The preloaded library has stopped recording by then; a process that
+  // started later records on, but its iteration is the same.
+  const double read_after_s =
+      std::chrono::duration<double>(options_.profile_read_after).count();
+  const double now = UnixSeconds(std::chrono::system_clock::now());
+  std::vector<TaskKey> due;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [key, task] : tasks_) {
+      if (task.profiled && !task.ended && !task.profile_read &&
+          task.start_time && now - *task.start_time >= read_after_s) {
+        task.profile_read = true;
+        due.push_back(key);
+      }
+    }
+  }
+  bool read = false;
+  for (const TaskKey& key : due) {
+    std::optional<v1::TrafficProfile> p = ReadTaskProfile(ProfilePath(key));
+    if (!p) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(key);
+    if (it == tasks_.end() || it->second.profile) continue;
+    it->second.profile = std::make_shared<const v1::TrafficProfile>(*p);
+    Log(absl::StrCat(TaskName(std::get<0>(key), std::get<1>(key),
+                              std::get<2>(key)),
+                     ": profile while running: ",
+                     p->periodic() ? absl::StrCat("tensor skew ",
+                                                  p->tensor_skew())
+                                   : "not periodic"));
+    read = true;
+  }
+  return read;
+}
+
+
+}  // namespace tiresias

@@ -49,7 +49,7 @@ TIRESIAS = os.environ.get("TIRESIAS",
                           os.path.join(ROOT, "build", "src", "cli", "tiresias"))
 PS_TRAIN = os.path.join(ROOT, "examples", "ps_train.py")
 PYTHON = "/usr/bin/python3"
-FINAL = ("JOB_STATE_FINISHED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED")
+FINAL = ("finished", "failed", "cancelled")
 
 # Job kinds of the workload: (name, model, gpus, workers, servers, steps).
 # VGG16 (skew 0.74) and ResNet50 (0.09), parameter-server jobs of 3 GPUs,
@@ -123,7 +123,7 @@ class Testbed:
             jobs = {j: self.job(j) for j in ids}
             if all(j["state"] in FINAL for j in jobs.values()):
                 bad = [i for i, j in jobs.items()
-                       if j["state"] != "JOB_STATE_FINISHED"]
+                       if j["state"] != "finished"]
                 if bad:
                     fail(f"job(s) {bad} did not finish; see {self.dir}")
                 return jobs
@@ -339,7 +339,7 @@ def workload(args):
                     "jobs_with_skew": inherited,
                     "cutoff_s": args.cutoff,
                     "steps": {k: v[4] for k, v in KINDS.items()},
-                    "per_job": [{"id": j["id"], "name": j["spec"]["name"],
+                    "per_job": [{"id": j["id"], "name": j["name"],
                                  "state": j["state"],
                                  "jct_s": (j.get("end_time") or cutoff) -
                                           j["submit_time"],

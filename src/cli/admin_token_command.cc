@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/admin_command.h"
+#include "cli/api_json.h"
 #include "cli/cluster_client.h"
 #include "cli/printable.h"
 #include "security/tokens.h"
@@ -47,7 +48,7 @@ int CreateToken(const TokenFlags& f) {
     return Fail(cli::DescribeRpcError(s, f.master, "admin token create"));
   }
   if (f.json) {
-    std::printf("%s\n", cli::ToJson(resp).c_str());
+    std::printf("%s\n", api::Dump(api::CreateTokenJson(resp)).c_str());
     return 0;
   }
   // The token on stdout alone (for `$(...)`); what it is on stderr.
@@ -71,7 +72,7 @@ int ListTokens(const TokenFlags& f) {
   grpc::Status s = stub->ListTokens(client.Context().get(), {}, &resp);
   if (!s.ok()) return Fail(cli::DescribeRpcError(s, f.master, "admin token list"));
   if (f.json) {
-    std::printf("%s\n", cli::ToJson(resp).c_str());
+    std::printf("%s\n", api::Dump(api::TokenListJson(resp)).c_str());
     return 0;
   }
   std::printf("%-5s %-16s %-5s %-19s  %-19s  %-19s  %s\n", "ID", "USER",
@@ -112,7 +113,7 @@ int Audit(const TokenFlags& f) {
   grpc::Status s = stub->ListAudit(client.Context().get(), req, &resp);
   if (!s.ok()) return Fail(cli::DescribeRpcError(s, f.master, "admin audit"));
   if (f.json) {
-    std::printf("%s\n", cli::ToJson(resp).c_str());
+    std::printf("%s\n", api::Dump(api::AuditJson(resp)).c_str());
     return 0;
   }
   std::printf("%-6s %-19s  %-14s %-16s %-22s %-28s %s\n", "SEQ", "TIME",
@@ -136,7 +137,7 @@ int WhoAmI(const TokenFlags& f) {
   grpc::Status s = client.stub().WhoAmI(client.Context().get(), {}, &resp);
   if (!s.ok()) return Fail(cli::DescribeRpcError(s, f.master, "whoami"));
   if (f.json) {
-    std::printf("%s\n", cli::ToJson(resp).c_str());
+    std::printf("%s\n", api::Dump(api::WhoAmIJson(resp)).c_str());
   } else if (resp.insecure()) {
     std::printf("anyone (the master at %s runs --insecure: no "
                 "authentication)\n",

@@ -10,15 +10,14 @@
 #include <algorithm>
 #include <fstream>
 
-#include <google/protobuf/util/json_util.h>
 #include <grpc/grpc.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "cli/api_json.h"
 #include "core/status_macros.h"
-#include "nlohmann/json.hpp"
 
 namespace tiresias::cli {
 
@@ -245,10 +244,7 @@ int Fail(const std::string& message) {
 }
 
 std::string JobStateName(v1::JobState state) {
-  std::string name = v1::JobState_Name(state);
-  if (name.rfind("JOB_STATE_", 0) == 0) name = name.substr(10);
-  return name.empty() ? absl::StrCat("state ", static_cast<int>(state))
-                      : absl::AsciiStrToLower(name);
+  return api::JobStateWord(state);
 }
 
 bool ParseJobStateName(absl::string_view word, v1::JobState* state) {
@@ -258,10 +254,7 @@ bool ParseJobStateName(absl::string_view word, v1::JobState* state) {
 }
 
 std::string NodeStateName(v1::NodeState state) {
-  std::string name = v1::NodeState_Name(state);
-  if (name.rfind("NODE_STATE_", 0) == 0) name = name.substr(11);
-  return name.empty() ? absl::StrCat("state ", static_cast<int>(state))
-                      : absl::AsciiStrToLower(name);
+  return api::NodeStateWord(state);
 }
 
 std::string OwnerToSend(const ClientCredentials& creds) {
@@ -301,75 +294,6 @@ double NowUnixSeconds() {
   return std::chrono::duration<double>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-namespace {
-
-// In `json`, the proto3 JSON of `message`: every bytes field's base64 back
-// to its bytes (JobSpec's text fields are bytes on the wire; JSON readers
-// want their text), and each repeated EnvVar to an object, as the map it
-// replaced printed.
-void BytesAsText(const google::protobuf::Message& message,
-                 nlohmann::ordered_json& json) {
-  using google::protobuf::FieldDescriptor;
-  const google::protobuf::Descriptor* descriptor = message.GetDescriptor();
-  const google::protobuf::Reflection* reflection = message.GetReflection();
-  for (int i = 0; i < descriptor->field_count(); ++i) {
-    const FieldDescriptor* field = descriptor->field(i);
-    auto it = json.find(field->name());
-    if (it == json.end()) continue;
-    if (field->type() == FieldDescriptor::TYPE_BYTES) {
-      if (!field->is_repeated()) {
-        *it = reflection->GetString(message, field);
-        continue;
-      }
-      for (int k = 0; k < reflection->FieldSize(message, field); ++k) {
-        (*it)[k] = reflection->GetRepeatedString(message, field, k);
-      }
-    } else if (field->type() == FieldDescriptor::TYPE_MESSAGE &&
-               !field->is_map()) {
-      if (!field->is_repeated()) {
-        if (reflection->HasField(message, field)) {
-          BytesAsText(reflection->GetMessage(message, field), *it);
-        }
-      } else if (field->message_type() == v1::EnvVar::descriptor()) {
-        nlohmann::ordered_json env = nlohmann::ordered_json::object();
-        for (int k = 0; k < reflection->FieldSize(message, field); ++k) {
-          const auto& var = static_cast<const v1::EnvVar&>(
-              reflection->GetRepeatedMessage(message, field, k));
-          env[var.key()] = var.value();
-        }
-        *it = std::move(env);
-      } else {
-        for (int k = 0; k < reflection->FieldSize(message, field); ++k) {
-          BytesAsText(reflection->GetRepeatedMessage(message, field, k),
-                      (*it)[k]);
-        }
-      }
-    }
-  }
-}
-
-}  // namespace
-
-std::string ToJson(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
-  options.preserve_proto_field_names = true;
-  std::string out;
-  // Cannot fail for a message we hold (no Any fields to resolve).
-  if (!google::protobuf::util::MessageToJsonString(message, &out, options)
-           .ok()) {
-    return "{}";
-  }
-  // Ordered: the fields stay in the proto's order, as protobuf prints them.
-  nlohmann::ordered_json json =
-      nlohmann::ordered_json::parse(out, nullptr, false);
-  BytesAsText(message, json);
-  // Text that is not UTF-8 (only an old master could send it) shows as
-  // U+FFFD rather than failing the whole document.
-  return json.dump(2, ' ', false,
-                   nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace tiresias::cli

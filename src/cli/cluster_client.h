@@ -1,6 +1,6 @@
 // What the client subcommands share: the --master flag, a stub to the
 // master's Tiresias service, turning a failed RPC into one line for the
-// user, and the formatting of states, times and JSON.
+// user, and the formatting of states and times (JSON: api_json.h).
 #ifndef TIRESIAS_CLI_CLUSTER_CLIENT_H_
 #define TIRESIAS_CLI_CLUSTER_CLIENT_H_
 
@@ -233,12 +233,6 @@ std::string FormatDuration(double seconds);
 // Unix seconds as local "YYYY-MM-DD HH:MM:SS".
 std::string FormatTime(double unix_seconds);
 double NowUnixSeconds();
-
-// The message as indented JSON with proto field names (snake_case), every
-// field printed. int64 fields are JSON strings, as proto3 JSON mandates;
-// bytes fields (JobSpec's text) are their text, not base64, and a JobSpec's
-// env is an object {"NAME": "value"}.
-std::string ToJson(const google::protobuf::Message& message);
 
 template <typename Request, typename Response>
 grpc::Status MasterStub::Unary(

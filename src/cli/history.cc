@@ -17,22 +17,24 @@
 namespace tiresias::cli {
 namespace {
 
-using json = nlohmann::ordered_json;
+using json = nlohmann::json;
 
 double RunSeconds(const v1::Job& job) { return job.total_executed_seconds(); }
 
+// Only ended jobs are listed: their wait is up to their end, whatever the
+// clock (an unfinished one would show 0).
 double WaitSeconds(const v1::Job& job) {
-  const double end = job.has_end_time() ? job.end_time() : job.submit_time();
-  return std::max(0.0, end - job.submit_time() - RunSeconds(job));
+  return api::JobWaitSeconds(job, job.submit_time());
 }
 
-// One field: its header, its cell as text (table and CSV; `printable` for
-// the table, where user text goes through Printable), and its JSON value.
+// One field: its header, its cell as text (table and CSV; the table's user
+// text goes through Printable), and its key in the job's JSON
+// (api::JobJson), whose value --json prints under that key.
 struct Field {
   const char* name;
   const char* header;
   std::function<std::string(const v1::Job&)> text;
-  std::function<json(const v1::Job&)> value;
+  const char* key;
 };
 
 std::string OptionalTime(bool has, double t) { return has ? FormatTime(t) : "-"; }
@@ -40,75 +42,62 @@ std::string OptionalTime(bool has, double t) { return has ? FormatTime(t) : "-";
 const std::vector<Field>& Fields() {
   static const std::vector<Field>* const kFields = new std::vector<Field>{
       {"id", "JOBID", [](const v1::Job& j) { return absl::StrCat(j.id()); },
-       [](const v1::Job& j) { return json(j.id()); }},
+       "id"},
       {"name", "NAME", [](const v1::Job& j) { return j.spec().name(); },
-       [](const v1::Job& j) { return json(j.spec().name()); }},
+       "name"},
       {"user", "USER", [](const v1::Job& j) { return j.spec().user(); },
-       [](const v1::Job& j) { return json(j.spec().user()); }},
+       "user"},
       {"state", "STATE",
-       [](const v1::Job& j) { return JobStateName(j.state()); },
-       [](const v1::Job& j) { return json(JobStateName(j.state())); }},
+       [](const v1::Job& j) { return JobStateName(j.state()); }, "state"},
       {"exit", "EXIT",
        [](const v1::Job& j) {
          return j.has_exit_code() ? absl::StrCat(j.exit_code()) : "-";
        },
-       [](const v1::Job& j) {
-         return j.has_exit_code() ? json(j.exit_code()) : json(nullptr);
-       }},
+       "exit_code"},
       {"gpus", "GPUS",
-       [](const v1::Job& j) { return absl::StrCat(j.spec().gpus()); },
-       [](const v1::Job& j) { return json(j.spec().gpus()); }},
+       [](const v1::Job& j) { return absl::StrCat(j.spec().gpus()); }, "gpus"},
       {"queue", "QUEUE", [](const v1::Job& j) { return absl::StrCat(j.queue()); },
-       [](const v1::Job& j) { return json(j.queue()); }},
+       "queue"},
       {"submit", "SUBMIT",
        [](const v1::Job& j) { return FormatTime(j.submit_time()); },
-       [](const v1::Job& j) { return json(j.submit_time()); }},
+       "submit_time"},
       {"start", "START",
        [](const v1::Job& j) {
          return OptionalTime(j.has_first_start_time(), j.first_start_time());
        },
-       [](const v1::Job& j) {
-         return j.has_first_start_time() ? json(j.first_start_time())
-                                         : json(nullptr);
-       }},
+       "first_start_time"},
       {"end", "END",
        [](const v1::Job& j) {
          return OptionalTime(j.has_end_time(), j.end_time());
        },
-       [](const v1::Job& j) {
-         return j.has_end_time() ? json(j.end_time()) : json(nullptr);
-       }},
+       "end_time"},
       {"wait", "WAIT",
        [](const v1::Job& j) { return FormatDuration(WaitSeconds(j)); },
-       [](const v1::Job& j) { return json(WaitSeconds(j)); }},
+       "wait_s"},
       {"run", "RUN",
        [](const v1::Job& j) { return FormatDuration(RunSeconds(j)); },
-       [](const v1::Job& j) { return json(RunSeconds(j)); }},
+       "total_executed_s"},
       {"gpu_seconds", "GPU-SECONDS",
        [](const v1::Job& j) {
          return absl::StrFormat("%.0f", j.attained_gpu_seconds());
        },
-       [](const v1::Job& j) { return json(j.attained_gpu_seconds()); }},
+       "attained_gpu_s"},
       {"preemptions", "PREEMPTIONS",
        [](const v1::Job& j) { return absl::StrCat(j.preemptions()); },
-       [](const v1::Job& j) { return json(j.preemptions()); }},
+       "preemptions"},
       {"restarts", "RESTARTS",
        [](const v1::Job& j) { return absl::StrCat(j.restarts()); },
-       [](const v1::Job& j) { return json(j.restarts()); }},
+       "restarts"},
       {"attempts", "ATTEMPTS",
-       [](const v1::Job& j) { return absl::StrCat(j.attempt()); },
-       [](const v1::Job& j) { return json(j.attempt()); }},
+       [](const v1::Job& j) { return absl::StrCat(j.attempt()); }, "attempt"},
       {"nodes", "NODES",
        [](const v1::Job& j) {
          return j.nodes().empty() ? std::string("-")
                                   : absl::StrJoin(j.nodes(), ",");
        },
-       [](const v1::Job& j) {
-         return json(std::vector<std::string>(j.nodes().begin(),
-                                              j.nodes().end()));
-       }},
+       "nodes"},
       {"workdir", "WORKDIR", [](const v1::Job& j) { return j.spec().workdir(); },
-       [](const v1::Job& j) { return json(j.spec().workdir()); }},
+       "workdir"},
   };
   return *kFields;
 }
@@ -172,13 +161,13 @@ std::string FormatHistory(const std::vector<v1::Job>& jobs,
   if (format == HistoryFormat::kJson) {
     json list = json::array();
     for (const v1::Job& job : jobs) {
+      const json all = api::JobJson(job, api::JobView::kList,
+                                    job.submit_time());  // ended: any clock
       json row = json::object();
-      for (const Field* f : fields) row[f->name] = f->value(job);
+      for (const Field* f : fields) row[f->key] = all[f->key];
       list.push_back(std::move(row));
     }
-    return json{{"jobs", std::move(list)}}.dump(
-               2, ' ', false, json::error_handler_t::replace) +
-           "\n";
+    return api::Dump(json{{"jobs", std::move(list)}}) + "\n";
   }
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header;

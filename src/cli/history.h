@@ -34,11 +34,14 @@ enum class HistoryFormat { kTable, kCsv, kJson };
 // The jobs with the fields: a table (a header, columns padded, text as
 // cli::Printable shows it), CSV (a header line, RFC 4180 quoting: a field
 // with a comma, quote or line break is quoted, quotes doubled), or JSON
-// ({"jobs": [{field: value}]}, times as Unix seconds and durations as
-// seconds, absent values null). Times in the table and CSV are local
+// ({"jobs": [{key: value}]}: each field under its key in the job's JSON,
+// api::JobJson and docs/json.md: id, name, user, state, exit_code, gpus,
+// queue, submit_time, first_start_time, end_time, wait_s,
+// total_executed_s, attained_gpu_s, preemptions, restarts, attempt, nodes,
+// workdir; with the same values). Times in the table and CSV are local
 // "YYYY-MM-DD HH:MM:SS", durations H:MM:SS; WAIT is the time between
-// submission and end not spent running, RUN the executed time over every
-// attempt.
+// submission and end not spent running (api::JobWaitSeconds), RUN the
+// executed time over every attempt.
 std::string FormatHistory(const std::vector<v1::Job>& jobs,
                           const std::vector<std::string>& fields,
                           HistoryFormat format);

@@ -62,19 +62,21 @@ TEST_F(HistoryTest, CsvQuotesAndComputesWaitAndRun) {
             "0:00:00,-\n");
 }
 
-TEST_F(HistoryTest, JsonHasRawNumbersAndNulls) {
-  auto fields = ParseHistoryFields("id,exit,start,wait,nodes");
+// Each field under its key in the job's JSON (docs/json.md), with the
+// value `tiresias job --json` shows.
+TEST_F(HistoryTest, JsonHasTheJobJsonKeysRawNumbersAndNulls) {
+  auto fields = ParseHistoryFields("id,state,exit,start,wait,run,nodes");
   ASSERT_TRUE(fields.ok());
   const auto doc = nlohmann::json::parse(
       FormatHistory(jobs_, *fields, HistoryFormat::kJson));
   ASSERT_EQ(doc["jobs"].size(), 2u);
-  EXPECT_EQ(doc["jobs"][0]["id"], 7);
-  EXPECT_EQ(doc["jobs"][0]["exit"], 3);
-  EXPECT_EQ(doc["jobs"][0]["start"], 1060.0);
-  EXPECT_EQ(doc["jobs"][0]["wait"], 200.0);
-  EXPECT_EQ(doc["jobs"][0]["nodes"], nlohmann::json({"n1", "n2"}));
-  EXPECT_TRUE(doc["jobs"][1]["exit"].is_null());
-  EXPECT_TRUE(doc["jobs"][1]["start"].is_null());
+  EXPECT_EQ(doc["jobs"][0],
+            nlohmann::json::parse(R"({"id": 7, "state": "failed",
+              "exit_code": 3, "first_start_time": 1060.0, "wait_s": 200.0,
+              "total_executed_s": 100.0, "nodes": ["n1", "n2"]})"));
+  EXPECT_TRUE(doc["jobs"][1]["exit_code"].is_null());
+  EXPECT_TRUE(doc["jobs"][1]["first_start_time"].is_null());
+  EXPECT_EQ(doc["jobs"][1]["wait_s"], 50.0);  // 1150 - 1100, never ran
 }
 
 TEST_F(HistoryTest, TableColumnsAlignAndTextIsPrintable) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/api_json.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/job_text.h"
@@ -28,10 +29,10 @@ using cli::MasterClient;
 // Jobs asked for per ListJobs call.
 constexpr int kJobsPageSize = 1000;
 
-// WAIT: time not running between submission and now (or the end); RUN: the
-// job's whole executed time. NODES(REASON), as squeue's NODELIST(REASON):
-// the nodes of a job that runs (or ran), the reason in parentheses for one
-// that waits. Now is this machine's clock. User-controlled text goes
+// WAIT: time not running between submission and now (or the end,
+// api::JobWaitSeconds); RUN: the job's whole executed time. NODES(REASON),
+// as squeue's NODELIST(REASON): the nodes of a job that runs (or ran), the
+// reason in parentheses for one that waits. Now is this machine's clock. User-controlled text goes
 // through cli::Printable: a name cannot forge a row.
 void PrintJobsHeader() {
   std::printf("%-6s %-16s %-10s %-10s %5s %4s %15s %10s %10s %s\n", "JOBID",
@@ -45,9 +46,8 @@ std::string StateText(const v1::Job& job) {
 }
 
 void PrintJobRow(const v1::Job& job, double now) {
-  const double end = job.has_end_time() ? job.end_time() : now;
   const double run = job.total_executed_seconds();
-  const double wait = std::max(0.0, end - job.submit_time() - run);
+  const double wait = api::JobWaitSeconds(job, now);
   std::string nodes =
       job.nodes().empty() ? "-"
                           : cli::Printable(absl::StrJoin(job.nodes(), ","));
@@ -100,7 +100,8 @@ absl::StatusOr<v1::ListJobsRequest> JobsRequest(const JobsFlags& f) {
 }
 
 // Pages through every job the filters select: a table row per job as each
-// page arrives, or one JSON document {"jobs": [...]} at the end.
+// page arrives, or one JSON document {"jobs": [...]} at the end
+// (api::JobListJson, docs/json.md).
 int ListJobs(const JobsFlags& f) {
   absl::StatusOr<v1::ListJobsRequest> req = JobsRequest(f);
   if (!req.ok()) return Fail(std::string(req.status().message()));
@@ -128,11 +129,13 @@ int ListJobs(const JobsFlags& f) {
     if (page.next_page_token().empty()) break;
     req->set_page_token(page.next_page_token());
   }
-  if (f.json) std::printf("%s\n", cli::ToJson(all).c_str());
+  if (f.json) {
+    std::printf("%s\n", api::Dump(api::JobListJson(all.jobs(), now)).c_str());
+  }
   return 0;
 }
 
-void PrintJob(const v1::Job& job) {
+void PrintJob(const v1::Job& job, double now) {
   auto line = [](const char* key, const std::string& value) {
     std::printf("%-16s %s\n", key, value.c_str());
   };
@@ -172,6 +175,7 @@ void PrintJob(const v1::Job& job) {
   line("Queue:", absl::StrCat(job.queue()));
   line("Attained:", absl::StrFormat("%.0f GPU-s", job.attained_gpu_seconds()));
   line("Executed:", cli::FormatDuration(job.total_executed_seconds()));
+  line("Wait:", cli::FormatDuration(api::JobWaitSeconds(job, now)));
   line("Submitted:", cli::FormatTime(job.submit_time()));
   if (job.has_first_start_time()) {
     line("First start:", cli::FormatTime(job.first_start_time()));
@@ -215,10 +219,13 @@ int ShowJob(const std::string& master, int64_t id, bool json) {
   if (!status.ok()) {
     return Fail(cli::DescribeRpcError(status, master, absl::StrCat("job ", id)));
   }
+  const double now = cli::NowUnixSeconds();
   if (json) {
-    std::printf("%s\n", cli::ToJson(resp.job()).c_str());
+    std::printf("%s\n",
+                api::Dump(api::JobJson(resp.job(), api::JobView::kDetail, now))
+                    .c_str());
   } else {
-    PrintJob(resp.job());
+    PrintJob(resp.job(), now);
   }
   return 0;
 }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "cli/api_json.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/printable.h"
@@ -102,7 +103,7 @@ int Run(const ActionText& what, const JobControlFlags& f) {
     if (r.code() != 0) ++refused;
   }
   if (f.json) {
-    std::printf("%s\n", cli::ToJson(resp).c_str());
+    std::printf("%s\n", api::Dump(api::UpdateJobsJson(resp)).c_str());
     return refused > 0 ? 1 : 0;
   }
   if (resp.results().empty()) {

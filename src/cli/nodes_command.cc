@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/api_json.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/printable.h"
@@ -33,7 +34,7 @@ int ListNodes(const std::string& master, bool json) {
     return cli::Fail(cli::DescribeRpcError(status, master, "nodes"));
   }
   if (json) {
-    std::printf("%s\n", cli::ToJson(resp).c_str());
+    std::printf("%s\n", api::Dump(api::NodeListJson(resp)).c_str());
     return 0;
   }
   std::printf("%-20s %-8s %4s %4s %-12s %s\n", "NODE", "STATE", "GPUS",
@@ -83,7 +84,7 @@ int Drain(const NodeFlags& f) {
         status, f.master, absl::StrCat("drain node ", cli::Printable(f.name))));
   }
   if (f.json) {
-    std::printf("%s\n", cli::ToJson(resp).c_str());
+    std::printf("%s\n", api::Dump(api::DrainNodeJson(resp)).c_str());
     return 0;
   }
   if (!resp.preempted_job_ids().empty()) {
@@ -107,7 +108,7 @@ int Resume(const NodeFlags& f) {
         absl::StrCat("resume node ", cli::Printable(f.name))));
   }
   if (f.json) {
-    std::printf("%s\n", cli::ToJson(resp).c_str());
+    std::printf("%s\n", api::Dump(api::ResumeNodeJson(resp)).c_str());
     return 0;
   }
   PrintNodeChange(resp.node(), "resumed");
@@ -148,7 +149,7 @@ int ShowStatus(const std::string& master, bool json) {
     return cli::Fail(cli::DescribeRpcError(status, master, "status"));
   }
   if (json) {
-    std::printf("%s\n", cli::ToJson(resp).c_str());
+    std::printf("%s\n", api::Dump(api::ClusterStatusJson(resp)).c_str());
     return 0;
   }
   std::vector<std::string> jobs;

@@ -26,6 +26,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/api_json.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/env_export.h"
@@ -269,7 +270,7 @@ int Submit(const SubmitFlags& f) {
     return Fail(line);
   }
   if (f.json) {
-    std::printf("%s\n", cli::ToJson(resp).c_str());
+    std::printf("%s\n", api::Dump(api::SubmitJson(resp)).c_str());
   } else {
     std::printf("%lld\n", static_cast<long long>(resp.job_id()));
   }
@@ -362,7 +363,7 @@ int SubmitFile(const SubmitFlags& f) {
                              entries->size(), " jobs"));
   }
   if (f.json) {
-    std::printf("%s\n", cli::ToJson(resp).c_str());
+    std::printf("%s\n", api::Dump(api::SubmitJson(resp)).c_str());
     return 0;
   }
   std::string out;

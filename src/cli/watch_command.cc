@@ -9,9 +9,8 @@
 #include <memory>
 #include <string>
 
-#include <google/protobuf/util/json_util.h>
-
 #include "absl/strings/str_cat.h"
+#include "cli/api_json.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/printable.h"
@@ -31,16 +30,6 @@ bool EndsJob(const std::string& kind) {
          kind == "timeout";
 }
 
-std::string OneLineJson(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = false;
-  options.always_print_primitive_fields = true;
-  options.preserve_proto_field_names = true;
-  std::string out;
-  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
-  return out;
-}
-
 void PrintHeader(bool json) {
   if (json) return;
   std::printf("%-19s  %6s  %-10s %s\n", "TIME", "JOB", "KIND", "DETAIL");
@@ -49,7 +38,8 @@ void PrintHeader(bool json) {
 
 void PrintEvent(const v1::JobEvent& event, bool json) {
   if (json) {
-    std::printf("%s\n", OneLineJson(event).c_str());
+    std::printf("%s\n",
+                api::Dump(api::JobEventJson(event), /*one_line=*/true).c_str());
   } else {
     // Details quote user-controlled text (node names, reasons): one line
     // per event whatever they hold.
@@ -143,7 +133,7 @@ void AddWatchCommand(CLI::App& app, int* exit_code) {
                    ? "expected a sequence number >= 0, got " + value
                    : "";
       });
-  cmd->add_flag("--json", f->json, "One JSON object a line (proto fields)");
+  cmd->add_flag("--json", f->json, "One JSON object a line (docs/json.md)");
   cmd->callback([f, exit_code] { *exit_code = Watch(*f); });
 }
 

@@ -97,9 +97,6 @@
     jobs.forEach(function (j) {
       var tr = document.createElement('tr');
       tr.dataset.jobId = j.id;
-      var end = isFinal(j.state) && j.end_time ? j.end_time : state.now;
-      var running = j.state === 'running' || j.state === 'starting';
-      var wait = running || isFinal(j.state) ? 0 : end - j.last_stop_time;
       tr.appendChild(text('td', j.id, 'num'));
       tr.appendChild(text('td', j.name));
       tr.appendChild(text('td', j.user));
@@ -109,9 +106,11 @@
       tr.appendChild(st);
       tr.appendChild(text('td', j.queue, 'num'));
       tr.appendChild(text('td', j.gpus, 'num'));
-      tr.appendChild(text('td', Math.round(j.attained_gpu_seconds), 'num'));
-      tr.appendChild(text('td', duration(wait), 'num'));
-      tr.appendChild(text('td', duration(j.total_executed_seconds), 'num'));
+      tr.appendChild(text('td', Math.round(j.attained_gpu_s), 'num'));
+      // Time not running since submission, kept once it ended (wait_s,
+      // as `tiresias jobs` shows it).
+      tr.appendChild(text('td', duration(j.wait_s), 'num'));
+      tr.appendChild(text('td', duration(j.total_executed_s), 'num'));
       tr.appendChild(text('td', j.preemptions, 'num'));
       // A waiting job's reason in parentheses, as `tiresias jobs` shows it.
       tr.appendChild(text('td', j.pending_reason
@@ -206,11 +205,15 @@
       $('job-env').textContent = Object.keys(env).sort().map(function (k) {
         return k + '=' + env[k];
       }).join(' ');
-      $('job-profile').textContent = 'Traffic profile: ' + job.profile;
+      $('job-profile').textContent = 'Traffic profile: ' + job.profile_text;
       var body = $('events').tBodies[0];
       body.textContent = '';
       (job.events || []).forEach(function (e) {
         var tr = document.createElement('tr');
+        tr.dataset.kind = e.kind;
+        if (e.attempt !== null && e.attempt !== undefined) {
+          tr.dataset.attempt = String(e.attempt);
+        }
         tr.appendChild(text('td', clock(e.time)));
         tr.appendChild(text('td', e.kind));
         tr.appendChild(text('td', e.detail));

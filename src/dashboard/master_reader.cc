@@ -1,12 +1,11 @@
 #include "dashboard/master_reader.h"
 
-#include <cctype>
 #include <chrono>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "cli/job_text.h"
+#include "cli/api_json.h"
 #include "security/tls.h"
 #include "security/tokens.h"
 
@@ -18,75 +17,6 @@ using nlohmann::json;
 constexpr std::chrono::seconds kMasterDeadline{5};
 // Jobs asked for per ListJobs call (the master's most).
 constexpr int kJobsPageSize = 5000;
-
-// "pending", "running", ... (the proto enum without its prefix).
-std::string StateName(v1::JobState state) {
-  std::string name = v1::JobState_Name(state);
-  const std::string prefix = "JOB_STATE_";
-  if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
-  for (char& c : name) c = static_cast<char>(std::tolower(c));
-  return name;
-}
-
-json JobJson(const v1::Job& j, bool with_details) {
-  json out = {
-      {"id", j.id()},
-      {"name", j.spec().name()},
-      {"user", j.spec().user()},
-      {"gpus", j.spec().gpus()},
-      {"state", StateName(j.state())},
-      {"queue", j.queue()},
-      {"attained_gpu_seconds", j.attained_gpu_seconds()},
-      {"executed_seconds", j.executed_seconds()},
-      {"total_executed_seconds", j.total_executed_seconds()},
-      {"submit_time", j.submit_time()},
-      {"last_stop_time", j.last_stop_time()},
-      {"first_start_time",
-       j.has_first_start_time() ? json(j.first_start_time()) : json(nullptr)},
-      {"end_time", j.has_end_time() ? json(j.end_time()) : json(nullptr)},
-      {"preemptions", j.preemptions()},
-      {"promotions", j.promotions()},
-      {"restarts", j.restarts()},
-      {"attempt", j.attempt()},
-      {"nodes", std::vector<std::string>(j.nodes().begin(), j.nodes().end())},
-      {"exit_code", j.has_exit_code() ? json(j.exit_code()) : json(nullptr)},
-      {"held", j.held()},
-      {"time_limit_seconds", j.spec().time_limit_seconds()},
-      {"no_preempt", j.spec().no_preempt()},
-      {"pending_reason", j.pending_reason()},
-  };
-  if (with_details) {
-    out["command"] = std::vector<std::string>(j.spec().command().begin(),
-                                              j.spec().command().end());
-    json env = json::object();
-    for (const v1::EnvVar& var : j.spec().env()) env[var.key()] = var.value();
-    out["env"] = std::move(env);
-    out["profile"] = FormatJobProfile(j);
-    json events = json::array();
-    for (const v1::JobEvent& e : j.events()) {
-      events.push_back({{"sequence", e.sequence()},
-                        {"time", e.time()},
-                        {"kind", e.kind()},
-                        {"detail", e.detail()}});
-    }
-    out["events"] = std::move(events);
-  }
-  return out;
-}
-
-json NodeJson(const v1::Node& n) {
-  return {{"id", n.id()},
-          {"name", n.name()},
-          {"address", n.address()},
-          {"state", n.state() == v1::NODE_STATE_UP ? "up" : "down"},
-          {"gpus", n.gpus()},
-          {"gpus_free", n.gpus_free()},
-          {"drained", n.drained()},
-          {"drain_reason", n.drain_reason()},
-          {"last_heartbeat_time", n.last_heartbeat_time()},
-          {"job_ids",
-           std::vector<int64_t>(n.job_ids().begin(), n.job_ids().end())}};
-}
 
 double NowUnixSeconds() {
   return std::chrono::duration<double>(
@@ -136,14 +66,17 @@ grpc::Status MasterReader::WhoAmI(const std::string& token,
   return stub_->WhoAmI(Context(token).get(), v1::WhoAmIRequest(), out);
 }
 
-grpc::Status MasterReader::AllJobs(const std::string& token, json* out) const {
+grpc::Status MasterReader::AllJobs(const std::string& token, double now,
+                                   json* out) const {
   v1::ListJobsRequest req;
   req.set_page_size(kJobsPageSize);
   while (true) {
     v1::ListJobsResponse page;
     grpc::Status s = stub_->ListJobs(Context(token).get(), req, &page);
     if (!s.ok()) return s;
-    for (const v1::Job& j : page.jobs()) out->push_back(JobJson(j, false));
+    for (const v1::Job& j : page.jobs()) {
+      out->push_back(api::JobJson(j, api::JobView::kList, now));
+    }
     if (page.next_page_token().empty()) return grpc::Status::OK;
     req.set_page_token(page.next_page_token());
   }
@@ -153,13 +86,14 @@ ApiAnswer MasterReader::State(const std::string& token) const {
   v1::WhoAmIResponse who;
   grpc::Status s = WhoAmI(token, &who);
   if (!s.ok()) return Failed(s);
+  const double now = NowUnixSeconds();
   json jobs = json::array();
-  s = AllJobs(token, &jobs);
+  s = AllJobs(token, now, &jobs);
   if (!s.ok()) return Failed(s);
   v1::ListNodesResponse nodes;
   s = stub_->ListNodes(Context(token).get(), v1::ListNodesRequest(), &nodes);
   if (!s.ok()) return Failed(s);
-  json out = {{"now", NowUnixSeconds()},
+  json out = {{"now", now},
               {"master", master_address_},
               {"viewer",
                {{"user", who.user()},
@@ -167,7 +101,9 @@ ApiAnswer MasterReader::State(const std::string& token) const {
                 {"insecure", who.insecure()}}},
               {"jobs", std::move(jobs)},
               {"nodes", json::array()}};
-  for (const v1::Node& n : nodes.nodes()) out["nodes"].push_back(NodeJson(n));
+  for (const v1::Node& n : nodes.nodes()) {
+    out["nodes"].push_back(api::NodeJson(n));
+  }
   return ApiAnswer{.status = 200, .body = std::move(out)};
 }
 
@@ -191,7 +127,9 @@ ApiAnswer MasterReader::Job(const std::string& token,
         .body = json{{"error", absl::StrCat("job ", id, ": not found")}}};
   }
   if (!s.ok()) return Failed(s);
-  return ApiAnswer{.status = 200, .body = JobJson(resp.job(), true)};
+  return ApiAnswer{.status = 200,
+                   .body = api::JobJson(resp.job(), api::JobView::kDetail,
+                                        NowUnixSeconds())};
 }
 
 }  // namespace tiresias

@@ -34,11 +34,14 @@ class MasterReader {
                std::shared_ptr<grpc::Channel> channel);
 
   // {"now", "master", "viewer": {"user", "admin", "insecure"}, "jobs": [...],
-  // "nodes": [...]}: every job, read page by page; the viewer from WhoAmI.
+  // "nodes": [...]}: every job, read page by page, and every node, in the
+  // JSON of `tiresias jobs --json` and `nodes --json` (cli/api_json.h,
+  // docs/json.md); the viewer from WhoAmI.
   // `token` empty: the call carries none.
   ApiAnswer State(const std::string& token) const;
-  // One job with its command, environment (as the master shows it to this
-  // user) and events: 400 for a malformed id, 404 for an unknown one.
+  // One job with its environment (as the master shows it to this user) and
+  // events, as `tiresias job ID --json` prints it: 400 for a malformed id,
+  // 404 for an unknown one.
   ApiAnswer Job(const std::string& token, const std::string& id_text) const;
   // The master's WhoAmI for `token`.
   grpc::Status WhoAmI(const std::string& token, v1::WhoAmIResponse* out) const;
@@ -48,7 +51,9 @@ class MasterReader {
 
  private:
   std::unique_ptr<grpc::ClientContext> Context(const std::string& token) const;
-  grpc::Status AllJobs(const std::string& token, nlohmann::json* out) const;
+  // Every job as listed (api::JobJson), its wait measured to `now`.
+  grpc::Status AllJobs(const std::string& token, double now,
+                       nlohmann::json* out) const;
   ApiAnswer Failed(const grpc::Status& status) const;
 
   std::string master_address_;

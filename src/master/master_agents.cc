@@ -535,8 +535,20 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
     rec->second.failed_starts = 0;  // this launch ran: the streak is over
     MarkDirty(launch.job);
   }
-  if (rec->second.state == JobRecordState::kRunning) return;
   if (!start) start = now;
+  // Every launch that runs says so, with its attempt ("started attempt 1
+  // on ...", "resumed attempt 2 on ..."), also one whose record was left
+  // running by the launch before it: an event list never shows an attempt
+  // preempted or ended that it did not show start.
+  const bool ran_before = rec->second.first_start_time.has_value();
+  if (rec->second.state == JobRecordState::kRunning) {
+    // Being re-adopted after a master restart: "adopted" says it.
+    if (adopting_.contains(launch.job)) return;
+    AddEvent(launch.job, std::min(*start, now),
+             ran_before ? "resumed" : "started", Describe(launch));
+    MarkDirty(launch.job);
+    return;
+  }
   const Job* job = scheduler_->Find(launch.job);
   if (job != nullptr && job->running()) {
     // Executed time counts from the reported start, never before the
@@ -553,7 +565,8 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
   }
   rec->second.state = JobRecordState::kRunning;
   if (!rec->second.first_start_time) rec->second.first_start_time = *start;
-  AddEvent(launch.job, *start, rec->second.restarts > 0 ? "resumed" : "started",
+  // "resumed": it ran before this launch (and resumes from its checkpoint).
+  AddEvent(launch.job, *start, ran_before ? "resumed" : "started",
            Describe(launch));
   MarkDirty(launch.job);
 }
@@ -931,7 +944,9 @@ void MasterState::EndAdoptionWindow(Seconds now) {
     rec.last_stop_time = now;
     ++rec.preemptions;
     AddEvent(id, now, "preempted",
-             "not re-adopted within the node timeout after a master restart");
+             absl::StrCat("attempt ", rec.attempt,
+                          ": not re-adopted within the node timeout after a "
+                          "master restart"));
     MarkDirty(id);
     // The record was just reloaded from the store; Restore fails only on a
     // duplicate, and an adopting job is not in the scheduler.

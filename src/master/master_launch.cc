@@ -61,7 +61,13 @@ void MasterState::PreemptLaunch(JobId id, Seconds now) {
   StopLaunch(*launch, v1::STOP_REASON_PREEMPT);
   rec->second.state = JobRecordState::kPreempted;
   ++rec->second.preemptions;
-  AddEvent(id, now, "preempted", Describe(*launch));
+  // A launch still starting never ran: its event list shows no start for
+  // this attempt, and says why.
+  AddEvent(id, now, "preempted",
+           launch->all_running
+               ? Describe(*launch)
+               : absl::StrCat(Describe(*launch), " (while starting: it had "
+                                                 "not run yet)"));
   MarkDirty(id);
 }
 

@@ -143,7 +143,7 @@ class ControlChannelTest : public ::testing::Test {
     std::map<std::string, std::string> owners;
     const json listing = json::parse(r.out, nullptr, false);
     for (const json& job : listing["jobs"]) {
-      owners[job["spec"]["name"]] = job["spec"]["user"];
+      owners[job["name"]] = job["user"];
     }
     return owners;
   }

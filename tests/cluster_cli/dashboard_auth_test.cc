@@ -214,7 +214,7 @@ class DashboardAuthTest : public ::testing::Test {
         admin_.text, {"admin", "token", "create", "--user", user, "--json"});
     const json created = json::parse(r.out, nullptr, false);
     if (!created.is_object()) return {};
-    Token token{std::stoll(created["id"].get<std::string>()),
+    Token token{created["id"].get<int64_t>(),
                 created["token"].get<std::string>()};
     tokens_used_.push_back(token.text);
     return token;

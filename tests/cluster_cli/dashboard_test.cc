@@ -98,9 +98,31 @@ TEST_F(DashboardTest, ApiShowsTheMastersJobsAndNodes) {
   ASSERT_EQ(status, 200) << body;
   const json job = json::parse(body);
   EXPECT_EQ(job["command"], (json{"/bin/sleep", "9"}));
-  EXPECT_EQ(job["profile"], "not measured yet (placed as skewed)");
+  EXPECT_EQ(job["profile"], nullptr);
+  EXPECT_EQ(job["profile_text"], "not measured yet (placed as skewed)");
   ASSERT_EQ(job["events"].size(), 1u);
   EXPECT_EQ(job["events"][0]["kind"], "submitted");
+
+  // One vocabulary (docs/json.md): `tiresias jobs --json` and /api/state
+  // list the same fields with the same values, and `job N --json` and
+  // /api/jobs/N too; only an unfinished job's wait_s moves with the clock
+  // each read it at.
+  const json cli_jobs = json::parse(Client("jobs", {"--json"}))["jobs"];
+  ASSERT_EQ(cli_jobs.size(), state["jobs"].size());
+  auto same_job = [](json a, json b) {
+    ASSERT_EQ(a["wait_s"].is_number(), true) << a;
+    EXPECT_NEAR(a["wait_s"].get<double>(), b["wait_s"].get<double>(), 5.0);
+    if (a["end_time"].is_number()) EXPECT_EQ(a["wait_s"], b["wait_s"]);
+    a.erase("wait_s");
+    b.erase("wait_s");
+    EXPECT_EQ(a, b);
+  };
+  for (size_t i = 0; i < cli_jobs.size(); ++i) {
+    same_job(cli_jobs[i], state["jobs"][i]);
+  }
+  EXPECT_EQ(cli_jobs[0]["id"], 1);  // a number, not "1"
+  EXPECT_EQ(cli_jobs[0]["state"], "cancelled");
+  same_job(json::parse(Client("job", {"2", "--json"})), job);
 
   std::tie(status, body) = Get("/api/jobs/77");
   EXPECT_EQ(status, 404);

@@ -134,7 +134,7 @@ TEST_F(FrontDoorCliTest, NamesWithControlCharactersListOneLineEachEscaped) {
   // --json is JSON: the text itself, escaped by the encoder.
   ProcessResult json = Client("job", {"1", "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
-  EXPECT_EQ(nlohmann::json::parse(json.out)["spec"]["name"],
+  EXPECT_EQ(nlohmann::json::parse(json.out)["name"],
             "a\nFORGED 999 row");
 }
 
@@ -152,7 +152,7 @@ TEST_F(FrontDoorCliTest, JobsAndTheDashboardListTwentyThousandJobsInIdOrder) {
   const nlohmann::json parsed = nlohmann::json::parse(json.out);
   ASSERT_EQ(parsed["jobs"].size(), 20000u);
   EXPECT_EQ(parsed["jobs"][19999]["id"], "20000");
-  EXPECT_EQ(parsed["jobs"][19999]["spec"]["name"], Name(20000));
+  EXPECT_EQ(parsed["jobs"][19999]["name"], Name(20000));
 
   auto dashboard = DashboardServer::Start(
       {.master_address = master_->address(), .listen = "127.0.0.1:0"});

@@ -82,7 +82,7 @@ TEST_F(SubmitFileCliTest, AGoodFileSubmitsEveryJobInOrderAndPrintsTheIds) {
   EXPECT_EQ(r.out, "1\n2\n3\n");
   nlohmann::json jobs = Jobs();
   ASSERT_EQ(jobs.size(), 3u);
-  const nlohmann::json& spec = jobs[0]["spec"];
+  const nlohmann::json& spec = jobs[0];  // the spec's fields are the job's
   EXPECT_EQ(spec["name"], "resnet");
   EXPECT_EQ(spec["gpus"], 2);
   EXPECT_EQ(spec["command"], nlohmann::json({"/usr/bin/python3", "train.py"}));
@@ -90,14 +90,14 @@ TEST_F(SubmitFileCliTest, AGoodFileSubmitsEveryJobInOrderAndPrintsTheIds) {
   // Listings leave the environment out; the job itself shows it.
   ProcessResult one = Client("job", {"1", "--json"});
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  EXPECT_EQ(nlohmann::json::parse(one.out, nullptr, false)["spec"]["env"],
+  EXPECT_EQ(nlohmann::json::parse(one.out, nullptr, false)["env"],
             nlohmann::json({{"SEED", "7"}}));
-  EXPECT_EQ(jobs[1]["spec"]["name"], "true");  // the command's base name
+  EXPECT_EQ(jobs[1]["name"], "true");  // the command's base name
 
   ProcessResult json = Client("submit", {"--file", path, "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   nlohmann::json answer = nlohmann::json::parse(json.out, nullptr, false);
-  EXPECT_EQ(answer["job_ids"], nlohmann::json({"4", "5", "6"}));
+  EXPECT_EQ(answer["job_ids"], nlohmann::json({4, 5, 6}));
   EXPECT_EQ(answer["existing"], false);
 }
 

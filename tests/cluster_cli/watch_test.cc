@@ -281,10 +281,12 @@ TEST_F(WatchTest, AfterReplaysStoredEventsInSequenceOrderAsJson) {
   for (size_t i = 0; i < lines.size(); ++i) {
     SCOPED_TRACE(lines[i]);
     const nlohmann::json event = nlohmann::json::parse(lines[i]);
-    EXPECT_EQ(event.size(), 5u);  // every proto field, nothing else
-    // int64 fields are strings in proto3 JSON.
-    EXPECT_EQ(event["job_id"], expected[i].job_id);
-    EXPECT_EQ(event["sequence"], expected[i].sequence);
+    // docs/json.md's event: ids and sequences are numbers; attempt is null
+    // for events that concern no launch.
+    EXPECT_EQ(event.size(), 6u);
+    EXPECT_EQ(event["job_id"], std::stoll(expected[i].job_id));
+    EXPECT_EQ(event["sequence"], std::stoll(expected[i].sequence));
+    EXPECT_EQ(event["attempt"], nullptr);
     EXPECT_EQ(event["kind"], expected[i].kind);
     EXPECT_EQ(event["detail"], expected[i].detail);
     ASSERT_TRUE(event["time"].is_number());
@@ -382,7 +384,7 @@ TEST_F(WatchTest, LiveWatchPrintsNewEventsAsTheyHappen) {
   std::vector<std::string> kinds;
   for (const std::string& line : all->lines()) {
     const nlohmann::json event = nlohmann::json::parse(line);
-    kinds.push_back(event["job_id"].get<std::string>() + " " +
+    kinds.push_back(std::to_string(event["job_id"].get<int64_t>()) + " " +
                     event["kind"].get<std::string>());
   }
   EXPECT_THAT(kinds, ElementsAre("1 submitted", "2 submitted", "2 cancelled"));

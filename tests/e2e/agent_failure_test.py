@@ -36,7 +36,7 @@ def run(cluster):
     # one (longer than the 2 s heartbeat, so the master sees it run).
     job_id, marker = cluster.submit_sh("victim", 2, 60, 5)
     jobs = cluster.wait(
-        lambda j: j[job_id]["state"] == "JOB_STATE_RUNNING" and
+        lambda j: j[job_id]["state"] == "running" and
         len(read_lines(marker)) == 1, "the job to run on nodeA")
     if jobs[job_id]["nodes"] != ["nodeA"]:
         fail("job runs on %s, not nodeA" % jobs[job_id]["nodes"])
@@ -51,7 +51,7 @@ def run(cluster):
     died_at = time.time()
 
     nodes = cluster.wait(
-        lambda n: n["nodeA"]["state"] == "NODE_STATE_DOWN",
+        lambda n: n["nodeA"]["state"] == "down",
         "nodeA to be marked down", timeout_s=NODE_TIMEOUT + 10,
         source=cluster.nodes)
     down_after = time.time() - died_at
@@ -59,7 +59,7 @@ def run(cluster):
     if down_after < NODE_TIMEOUT - 0.5:
         fail("nodeA marked down after %.1f s, before the %d s timeout" %
              (down_after, NODE_TIMEOUT))
-    if nodes["nodeB"]["state"] != "NODE_STATE_UP":
+    if nodes["nodeB"]["state"] != "up":
         fail("nodeB is %s" % nodes["nodeB"]["state"])
 
     jobs = cluster.wait(lambda j: j[job_id]["state"] in FINAL,
@@ -67,7 +67,7 @@ def run(cluster):
     job = cluster.job(job_id)
     print("job %s: %s in %.1f s after the failure; events %s" %
           (job_id, job["state"], time.time() - died_at, events(job)))
-    if job["state"] != "JOB_STATE_FINISHED":
+    if job["state"] != "finished":
         fail("job ended %s: %s" % (job["state"], events(job)))
     if job["nodes"] != ["nodeB"]:
         fail("job's last run was on %s, not nodeB" % job["nodes"])

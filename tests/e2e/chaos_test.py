@@ -182,11 +182,11 @@ def check(cluster, ground, jobs, all_jobs):
                             (job_id, state, finals))
             continue
         if info["failing"]:
-            want = ["JOB_STATE_FAILED"]
+            want = ["failed"]
         else:
-            want = ["JOB_STATE_FINISHED"]
+            want = ["finished"]
         if info["cancelled"]:
-            want.append("JOB_STATE_CANCELLED")
+            want.append("cancelled")
         if state not in want:
             problems.append("job %s ended %s, want %s; events %s" %
                             (job_id, state, " or ".join(want),

@@ -87,20 +87,19 @@ def wait_state(cluster, job_id, want, timeout_s=30):
 def check_waiting(cluster, job_id, on, kind):
     job = cluster.job(job_id)
     want = "waiting for job %s (%s)" % (on, kind)
-    if (job["state"] != "JOB_STATE_PENDING" or
+    if (job["state"] != "pending" or
             not job.get("waiting_on_dependencies") or
             job.get("pending_reason_kind") !=
-            "PENDING_REASON_KIND_DEPENDENCY" or
+            "dependency" or
             job.get("pending_reason") != want):
         fail("job %s while %s runs: %s, waiting %s, reason %r (%s); want "
              "pending, %r" % (job_id, on, job["state"],
                               job.get("waiting_on_dependencies"),
                               job.get("pending_reason"),
                               job.get("pending_reason_kind"), want))
-    deps = job["spec"].get("dependencies", [])
+    deps = job.get("dependencies", [])
     if [(d.get("kind"), d.get("job_id")) for d in deps] != [
-            ("DEPENDENCY_KIND_AFTER_OK" if kind == "afterok" else
-             "DEPENDENCY_KIND_AFTER_ANY", on)]:
+            ("afterok" if kind == "afterok" else "afterany", int(on))]:
         fail("job %s --json dependencies: %r" % (job_id, deps))
 
 
@@ -122,7 +121,7 @@ def check_after_ok(cluster, jobs):
     if b_rec["START"][0] < a_end[0]:
         fail("B started at %.3f, before A's process ended at %.3f" %
              (b_rec["START"][0], a_end[0]))
-    wait_state(cluster, b, "JOB_STATE_FINISHED")
+    wait_state(cluster, b, "finished")
     print("afterok: B started %.2f s after A's process ended" %
           (b_rec["START"][0] - a_end[0]))
 
@@ -135,13 +134,13 @@ def check_failure(cluster, jobs):
     f_end = wait_record(cluster, path_f, "END")["END"]
     if f_end[1] != 3:
         fail("F exited %d, want 3" % f_end[1])
-    wait_state(cluster, c, "JOB_STATE_FAILED")
+    wait_state(cluster, c, "failed")
     for job_id, path in ((d, path_d), (e, path_e)):
         r = wait_record(cluster, path, "END")
         if r["START"][0] < f_end[0]:
             fail("job %s started at %.3f, before F's process ended at %.3f"
                  % (job_id, r["START"][0], f_end[0]))
-        wait_state(cluster, job_id, "JOB_STATE_FINISHED")
+        wait_state(cluster, job_id, "finished")
     time.sleep(1)
     if record(path_c):
         fail("C (afterok on a failed job) started a process: %r" %
@@ -172,7 +171,7 @@ def check_restart(cluster, jobs):
     if g_rec["START"][0] < h_end[0]:
         fail("after a restart G started at %.3f, before H ended at %.3f" %
              (g_rec["START"][0], h_end[0]))
-    wait_state(cluster, g, "JOB_STATE_FINISHED")
+    wait_state(cluster, g, "finished")
     print("afterok: the wait survived a master restart (seen waiting "
           "after it: %s)" % seen_waiting)
 

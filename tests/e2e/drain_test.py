@@ -103,7 +103,7 @@ def run(cluster):
 
     # Job 1 on nodeA (the only node), 8 s.
     j1, m1 = submit(cluster, "first", 2, 8)
-    cluster.wait(lambda j: j[j1]["state"] == "JOB_STATE_RUNNING" and
+    cluster.wait(lambda j: j[j1]["state"] == "running" and
                  len(starts(m1)) == 1, "job 1 to run on nodeA")
     pid1, node1, _ = starts(m1)[0]
     if node1 != "nodeA":
@@ -134,7 +134,7 @@ def run(cluster):
     reason = jobs[j3]["pending_reason"]
     if reason != "needs 4 GPUs, nodes not drained have 2 (nodes drained)":
         fail("job 3's reason: %r" % reason)
-    if jobs[j3].get("pending_reason_kind") != "PENDING_REASON_KIND_DRAINED":
+    if jobs[j3].get("pending_reason_kind") != "drained":
         fail("job 3's reason kind: %r" % jobs[j3].get("pending_reason_kind"))
     if cluster.job(j3).get("pending_reason") != reason:
         fail("job --json shows another reason: %s" % cluster.job(j3))
@@ -153,7 +153,7 @@ def run(cluster):
     cluster.wait(lambda j: j[j1]["state"] in FINAL and
                  j[j2]["state"] in FINAL, "jobs 1 and 2 to end", 30)
     jobs = cluster.jobs()
-    if jobs[j1]["state"] != "JOB_STATE_FINISHED" or len(starts(m1)) != 1 or \
+    if jobs[j1]["state"] != "finished" or len(starts(m1)) != 1 or \
             read_lines(m1 + ".term") or len(read_lines(m1 + ".end")) != 1:
         fail("job 1 did not run once to its end on nodeA: %s, starts %s, "
              "term %s" % (jobs[j1]["state"], starts(m1),
@@ -181,7 +181,7 @@ def run(cluster):
     cluster.cli("node", "resume", "nodeA")
     cluster.cli("node", "drain", "nodeB", "--reason", "next in line")
     j4, m4 = submit(cluster, "moved", 2, 60, 3)
-    cluster.wait(lambda j: j[j4]["state"] == "JOB_STATE_RUNNING" and
+    cluster.wait(lambda j: j[j4]["state"] == "running" and
                  len(starts(m4)) == 1, "job 4 to run")
     pid4, node4, _ = starts(m4)[0]
     if node4 != "nodeA":
@@ -191,7 +191,7 @@ def run(cluster):
     # Drain with preemption: job 4 checkpoints (SIGTERM) and resumes on B.
     out = json.loads(cluster.cli("node", "drain", "nodeA", "--reason",
                                  "reboot", "--preempt", "--json"))
-    if out.get("preempted_job_ids") != [j4]:
+    if out.get("preempted_job_ids") != [int(j4)]:
         fail("drain --preempt answered %s" % out)
     cluster.wait(lambda j: len(starts(m4)) == 2, "job 4 to start again", 30)
     if read_lines(m4 + ".term") != ["term " + pid4]:
@@ -202,7 +202,7 @@ def run(cluster):
         fail("job 4 resumed on %s (restarts %s), not on nodeB" %
              (node, restarts))
     jobs = cluster.wait(lambda j: j[j4]["state"] in FINAL, "job 4 to end", 30)
-    if jobs[j4]["state"] != "JOB_STATE_FINISHED" or \
+    if jobs[j4]["state"] != "finished" or \
             jobs[j4]["preemptions"] != 1:
         fail("job 4 ended %s after %s preemptions" %
              (jobs[j4]["state"], jobs[j4]["preemptions"]))

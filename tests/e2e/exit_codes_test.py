@@ -75,7 +75,7 @@ def run(cluster):
     job_id = waiter.stdout.readline().strip()
     if not job_id.isdigit():
         fail("submit --wait printed %r first, not the id" % job_id)
-    cluster.wait(lambda j: j[job_id]["state"] == "JOB_STATE_RUNNING",
+    cluster.wait(lambda j: j[job_id]["state"] == "running",
                  "the sleeper to run")
     cluster.cli("cancel", job_id)
     try:

@@ -138,9 +138,9 @@ def check_timeout(cluster, jobs):
         fail("the --time 0:03 job ran %.1f s before submit --wait returned" %
              ran)
     job = cluster.job(job_id)
-    if job["state"] != "JOB_STATE_TIMEOUT":
+    if job["state"] != "timeout":
         fail("job %s ended %s, want timeout" % (job_id, job["state"]))
-    executed = job["total_executed_seconds"]
+    executed = job["total_executed_s"]
     if not 2.5 <= executed <= 6:
         fail("job %s executed %.1f s, its limit is 3 s" % (job_id, executed))
     logs = cluster.cli_raw("logs", "-f", job_id)
@@ -160,11 +160,11 @@ def check_hold(cluster, jobs):
     if starts(path):
         fail("a --hold job started: %r" % starts(path))
     job = cluster.job(held)
-    if job["state"] != "JOB_STATE_PENDING" or not job.get("held"):
+    if job["state"] != "pending" or not job.get("held"):
         fail("a --hold job is %s, held %s" % (job["state"], job.get("held")))
     if "held" not in cluster.cli("jobs").split():
         fail("`tiresias jobs` does not show the job held")
-    if (job.get("pending_reason_kind") != "PENDING_REASON_KIND_HELD" or
+    if (job.get("pending_reason_kind") != "held" or
             "release" not in job.get("pending_reason", "")):
         fail("a held job's reason is %r (%s)" % (job.get("pending_reason"),
                                                   job.get("pending_reason_kind")))
@@ -176,7 +176,7 @@ def check_hold(cluster, jobs):
     if started < released_at - 0.5:
         fail("the held job started at %.2f, before its release at %.2f" %
              (started, released_at))
-    wait_state(cluster, held, "JOB_STATE_FINISHED")
+    wait_state(cluster, held, "finished")
     # hold of a running job is refused; of an ended one too.
     refused = cluster.cli_raw("hold", held)
     if refused.returncode == 0 or "ended" not in refused.stderr:
@@ -196,8 +196,8 @@ def check_cancel(cluster, jobs):
             fail("cancel %s %s said %r" % (a, b, out))
     wait_dead(pid_a, 10)
     wait_dead(pid_b, 10)
-    wait_state(cluster, a, "JOB_STATE_CANCELLED")
-    wait_state(cluster, b, "JOB_STATE_CANCELLED")
+    wait_state(cluster, a, "cancelled")
+    wait_state(cluster, b, "cancelled")
 
     # By name: held jobs, so that none runs meanwhile.
     x1, _ = jobs.submit("--hold", "--name", "x-job")
@@ -207,11 +207,11 @@ def check_cancel(cluster, jobs):
     if ("job %s cancelled" % x1) not in out or \
             ("job %s cancelled" % x2) not in out or y in out.split():
         fail("cancel --name x-job said %r" % out)
-    if state(cluster, y) != "JOB_STATE_PENDING":
+    if state(cluster, y) != "pending":
         fail("cancel --name x-job touched job %s (y-job): %s" %
              (y, state(cluster, y)))
     for job_id in (x1, x2):
-        if state(cluster, job_id) != "JOB_STATE_CANCELLED":
+        if state(cluster, job_id) != "cancelled":
             fail("job %s named x-job is %s" % (job_id,
                                                state(cluster, job_id)))
     cluster.cli("cancel", y)
@@ -246,8 +246,8 @@ def check_no_preempt(cluster, jobs):
     wait_dead(pid_p, 15)
     wait_started(cluster, path_s1)
     cluster.cli("cancel", p)
-    wait_state(cluster, s1, "JOB_STATE_FINISHED")
-    wait_state(cluster, p, "JOB_STATE_CANCELLED")
+    wait_state(cluster, s1, "finished")
+    wait_state(cluster, p, "cancelled")
 
     # The same with --no-preempt: it keeps running; the newcomer waits.
     n, path_n = jobs.submit("--no-preempt", gpus=2, command=("sleep", "6"))
@@ -261,10 +261,10 @@ def check_no_preempt(cluster, jobs):
     if s2_started < ended - 0.5:
         fail("the newcomer started at %.2f while the --no-preempt job ran "
              "(until %.2f)" % (s2_started, ended))
-    wait_state(cluster, n, "JOB_STATE_FINISHED")
+    wait_state(cluster, n, "finished")
     if cluster.job(n)["preemptions"] != 0:
         fail("the --no-preempt job counts preemptions")
-    wait_state(cluster, s2, "JOB_STATE_FINISHED")
+    wait_state(cluster, s2, "finished")
     print("no-preempt: the control was preempted, the no-preempt job not")
 
 
@@ -279,7 +279,7 @@ def check_requeue(cluster, jobs):
     (_, pid2, count2) = s[1]
     if pid2 == pid1 or not alive(pid2) or count2 != count1 + 1:
         fail("after requeue: starts %r" % s)
-    wait_state(cluster, r, "JOB_STATE_RUNNING")
+    wait_state(cluster, r, "running")
     if cluster.job(r)["attempt"] != 2:
         fail("the requeued job runs attempt %s, want 2" %
              cluster.job(r)["attempt"])
@@ -301,7 +301,7 @@ def check_hold_survives_restart(cluster, jobs):
              "starts %r" % (job["state"], job.get("held"), starts(path)))
     cluster.cli("release", held)
     wait_started(cluster, path)
-    wait_state(cluster, held, "JOB_STATE_FINISHED")
+    wait_state(cluster, held, "finished")
     print("hold: durable across a master restart")
 
 

@@ -16,7 +16,7 @@ import tempfile
 import time
 
 SKIP = 77
-FINAL = ("JOB_STATE_FINISHED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED")
+FINAL = ("finished", "failed", "cancelled")
 
 # A job: appends "start <pid> <attempt-env>" to its marker file, then sleeps
 # (in the background, so the TERM trap runs at once) and exits 0. Agents
@@ -231,7 +231,8 @@ class Cluster:
         return job_id, marker
 
     def jobs(self):
-        return {j["id"]: j for j in json.loads(self.cli("jobs", "--json"))
+        # Keyed by the id as `submit` prints it (JSON ids are numbers).
+        return {str(j["id"]): j for j in json.loads(self.cli("jobs", "--json"))
                 .get("jobs", [])}
 
     def job(self, job_id):
@@ -256,10 +257,32 @@ class Cluster:
 
     def wait_nodes_up(self, names, timeout_s=15):
         return self.wait(
-            lambda n: all(name in n and n[name]["state"] == "NODE_STATE_UP"
+            lambda n: all(name in n and n[name]["state"] == "up"
                           for name in names),
             "nodes %s up" % ",".join(names), timeout_s, source=self.nodes)
 
 
 def events(job):
     return [(e["kind"], e.get("detail", "")) for e in job.get("events", [])]
+
+
+LAUNCH_EVENTS = ("started", "resumed", "preempted")
+
+
+def launch_events(job):
+    """(kind, attempt) of a job's started, resumed and preempted events
+    (`tiresias job --json`), oldest first."""
+    return [(e["kind"], e.get("attempt")) for e in job.get("events", [])
+            if e["kind"] in LAUNCH_EVENTS]
+
+
+def expected_launch_events(runs):
+    """The launch events that task runs (attempt, ended by SIGTERM), in
+    start order, call for: the first "started", each later one "resumed",
+    and a "preempted" after each run its stop ended (143)."""
+    out = []
+    for i, (attempt, stopped) in enumerate(runs):
+        out.append(("started" if i == 0 else "resumed", attempt))
+        if stopped:
+            out.append(("preempted", attempt))
+    return out

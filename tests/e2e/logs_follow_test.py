@@ -39,7 +39,7 @@ def run(cluster):
     follower = subprocess.Popen([cluster.binary, "logs", "-f", job_id],
                                 env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-    cluster.wait(lambda j: j[job_id]["state"] == "JOB_STATE_RUNNING",
+    cluster.wait(lambda j: j[job_id]["state"] == "running",
                  "the job to run")
     time.sleep(1.5)  # a few lines in
     cluster.kill_agent("nodeA")
@@ -52,7 +52,7 @@ def run(cluster):
     if out.splitlines() != want:
         fail("follower printed %r, want line 1 .. line %d once each" %
              (out.splitlines(), LINES))
-    if jobs[job_id]["state"] != "JOB_STATE_FINISHED":
+    if jobs[job_id]["state"] != "finished":
         fail("job ended %s" % jobs[job_id]["state"])
     print("followed %d lines across an agent restart; follower said: %s" %
           (LINES, err.strip().replace("\n", " | ")))

@@ -23,7 +23,8 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_cluster import wait_follower  # noqa: E402
+from local_cluster import (expected_launch_events,  # noqa: E402
+                           launch_events, wait_follower)
 
 SKIP = 77
 LONG_STEPS = 150
@@ -64,7 +65,8 @@ class Cluster:
                         "--", *command).strip()
 
     def jobs(self):
-        return {j["id"]: j for j in json.loads(self.cli("jobs", "--json"))
+        # Keyed by the id as `submit` prints it (JSON ids are numbers).
+        return {str(j["id"]): j for j in json.loads(self.cli("jobs", "--json"))
                 .get("jobs", [])}
 
     def wait(self, predicate, what, timeout_s=120):
@@ -102,25 +104,26 @@ def run(binary, repo, policy, workdir):
                                     env=cluster.env(), stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True)
         # Running on both agents, and (tiresias-l) past its 20 GPU-s bound.
-        cluster.wait(lambda j: j[long_id]["state"] == "JOB_STATE_RUNNING" and
-                     j[long_id]["attained_gpu_seconds"] > 30,
+        cluster.wait(lambda j: j[long_id]["state"] == "running" and
+                     j[long_id]["attained_gpu_s"] > 30,
                      "the long job to run")
         shorts = [cluster.submit(1, "short%d" % i, "/usr/bin/python3", train,
                                  "--steps", "20", "--step-time", "0.05")
                   for i in range(2)]
         jobs = cluster.wait(
-            lambda j: all(j[i]["state"] in ("JOB_STATE_FINISHED",
-                                            "JOB_STATE_FAILED")
+            lambda j: all(j[i]["state"] in ("finished",
+                                            "failed")
                           for i in [long_id] + shorts),
             "every job to end", timeout_s=240)
         # The last (resumed) launch's log of each rank, through the master.
         resumed_logs = [cluster.cli("logs", long_id, "--rank", str(rank))
                         for rank in (0, 1)]
         followed, _ = wait_follower(follower)
+        long_detail = json.loads(cluster.cli("job", long_id, "--json"))
     finally:
         cluster.stop()
     for i in [long_id] + shorts:
-        if jobs[i]["state"] != "JOB_STATE_FINISHED":
+        if jobs[i]["state"] != "finished":
             fail("%s job %s ended %s" % (policy, i, jobs[i]["state"]))
     long_job = jobs[long_id]
     ckpt = os.path.join(workdir, policy, "checkpoints", "job-" + long_id)
@@ -130,6 +133,15 @@ def run(binary, repo, policy, workdir):
         fail("%s: long job did %s steps, not %d" %
              (policy, result["steps"], LONG_STEPS))
     jct = {i: jobs[i]["end_time"] - jobs[i]["submit_time"] for i in shorts}
+    # Each launch of the long job shows in its events with its attempt, as
+    # many as its own result.json counts restarts: started attempt 1, then
+    # preempted attempt k and resumed attempt k + 1 for each restart.
+    restarts = result["restarts"]
+    want = expected_launch_events([(k, k <= restarts)
+                                   for k in range(1, restarts + 2)])
+    if launch_events(long_detail) != want:
+        fail("%s: long job's events %s; its %d restart(s) call for %s" %
+             (policy, launch_events(long_detail), restarts, want))
     return long_job, result, jct, resumed_logs, followed
 
 

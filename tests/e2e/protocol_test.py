@@ -28,8 +28,9 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_cluster import (FINAL, events, fail, free_port,  # noqa: E402
-                           read_lines, read_task_records, run_with_cluster)
+from local_cluster import (FINAL, events, expected_launch_events,  # noqa: E402
+                           fail, free_port, launch_events, read_lines,
+                           read_task_records, run_with_cluster)
 
 TASK = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                     "chaos_task.py")
@@ -61,7 +62,7 @@ def stop_before_start(cluster):
         os.kill(agent.pid, signal.SIGCONT)
     jobs = cluster.wait(lambda j: j[job]["state"] in FINAL,
                         "the cancelled job to end", timeout_s=20)
-    if jobs[job]["state"] != "JOB_STATE_CANCELLED":
+    if jobs[job]["state"] != "cancelled":
         fail("job %s ended %s" % (job, jobs[job]["state"]))
     # Several heartbeats later, still nothing ran.
     time.sleep(2)
@@ -70,7 +71,7 @@ def stop_before_start(cluster):
     after = cluster.cli("submit", "--gpus", "1", "--", "/bin/true").strip()
     jobs = cluster.wait(lambda j: j[after]["state"] in FINAL,
                         "the next job to run on the freed GPU", timeout_s=20)
-    if jobs[after]["state"] != "JOB_STATE_FINISHED":
+    if jobs[after]["state"] != "finished":
         fail("next job ended %s" % jobs[after]["state"])
     print("cancelled before the agent heard of it: never started")
 
@@ -83,7 +84,7 @@ def fencing(cluster):
     cluster.wait_nodes_up(["nodeA"])
     job = cluster.cli("submit", "--gpus", "1", "--", "/usr/bin/python3",
                       "-S", TASK, ground, "12").strip()
-    cluster.wait(lambda j: j[job]["state"] == "JOB_STATE_RUNNING",
+    cluster.wait(lambda j: j[job]["state"] == "running",
                  "the job to run on nodeA")
     cluster.start_agent("nodeB", gpus=1)
     cluster.wait_nodes_up(["nodeA", "nodeB"])
@@ -91,11 +92,11 @@ def fencing(cluster):
     os.kill(agent_a.pid, signal.SIGSTOP)
     stopped_at = time.time()
     # Declared lost after the node timeout; the job reruns on nodeB.
-    cluster.wait(lambda n: n["nodeA"]["state"] == "NODE_STATE_DOWN",
+    cluster.wait(lambda n: n["nodeA"]["state"] == "down",
                  "nodeA to be declared lost", timeout_s=20,
                  source=cluster.nodes)
     cluster.wait(lambda j: j[job]["attempt"] >= 2 and
-                 j[job]["state"] == "JOB_STATE_RUNNING",
+                 j[job]["state"] == "running",
                  "the job to run again on nodeB", timeout_s=20)
     time.sleep(max(0.0, stopped_at + 2 * cluster.node_timeout - time.time()))
     os.kill(agent_a.pid, signal.SIGCONT)
@@ -107,7 +108,7 @@ def fencing(cluster):
            for a, s, l, c in records])
     if violations(ground):
         fail("the tasks saw: %s" % violations(ground))
-    if jobs[job]["state"] != "JOB_STATE_FINISHED":
+    if jobs[job]["state"] != "finished":
         fail("job ended %s: %s" % (jobs[job]["state"],
                                    events(cluster.job(job))))
     if len(records) < 2:
@@ -121,6 +122,14 @@ def fencing(cluster):
              (second[1], first[2]))
     if jobs[job]["preemptions"] < 1:
         fail("no preemption counted: %s" % events(cluster.job(job)))
+    # Each copy shows in the job's events with its attempt: started on
+    # nodeA, preempted when nodeA was lost, resumed on nodeB (the job
+    # finished, so every copy but the last was preempted).
+    want = expected_launch_events([(a, i + 1 < len(records))
+                                   for i, (a, _, _, _) in enumerate(records)])
+    got = launch_events(cluster.job(job))
+    if got != want:
+        fail("job events %s; the task's copies call for %s" % (got, want))
     print("nodeA's copy was fenced %.2f s after the stop; nodeB's started "
           "%.2f s after that" % (first[2] - stopped_at, second[1] - first[2]))
 
@@ -172,7 +181,7 @@ def up_restart(binary):
         try:
             job_id = cli("submit", "--gpus", "1", "--", "/usr/bin/python3",
                          "-S", TASK, ground, "5").strip()
-            wait(lambda j: j["state"] == "JOB_STATE_RUNNING", "the job to run")
+            wait(lambda j: j["state"] == "running", "the job to run")
             time.sleep(1.5)
             proc.send_signal(signal.SIGINT)  # Ctrl-C
             try:
@@ -189,7 +198,7 @@ def up_restart(binary):
         proc = up()
         try:
             job = job_state(job_id)
-            if job["state"] in ("JOB_STATE_FAILED", "JOB_STATE_CANCELLED"):
+            if job["state"] in ("failed", "cancelled"):
                 fail("after the restart the job is %s: %s" %
                      (job["state"], events(job)))
             job = wait(lambda j: j["state"] in FINAL, "the job to end", 60)
@@ -199,7 +208,7 @@ def up_restart(binary):
         records = task_records(ground)
         print("runs (attempt, code): %s; events %s" %
               ([(a, c) for a, _, _, c in records], events(job)))
-        if job["state"] != "JOB_STATE_FINISHED":
+        if job["state"] != "finished":
             fail("job ended %s: %s" % (job["state"], events(job)))
         if [c for _, _, _, c in records] != [143, 0]:
             fail("want a first run stopped by SIGTERM (143) and a second "
@@ -208,6 +217,13 @@ def up_restart(binary):
         if "failed" in kinds or job["preemptions"] != 1 or \
                 "resumed" not in kinds:
             fail("want one preemption and a resume, no failure: %s" % kinds)
+        # Every run the task recorded shows in the job's events with its
+        # attempt: started, preempted (by the Ctrl-C), resumed.
+        want = expected_launch_events([(a, c == 143)
+                                       for a, _, _, c in records])
+        if launch_events(job) != want:
+            fail("job events %s; the task's runs call for %s" %
+                 (launch_events(job), want))
         ran = sum(l - s for _, s, l, _ in records)
         if ran > 5 + 2:  # resumed from its checkpoint, not from scratch
             fail("the two runs took %.1f s for 5 s of work" % ran)

@@ -70,8 +70,8 @@ def run(cluster):
             if float(row["jct_s"]) < 0.95 * want:
                 fail("job %s JCT %s below its duration %s" %
                      (row["id"], row["jct_s"], want))
-    states = {j["spec"]["name"]: j["state"] for j in cluster.jobs().values()}
-    if sorted(states.values()) != ["JOB_STATE_FINISHED"] * 6:
+    states = {j["name"]: j["state"] for j in cluster.jobs().values()}
+    if sorted(states.values()) != ["finished"] * 6:
         fail("job states: %r" % states)
     ratio = real_summary["avg_jct_s"] / sim_summary["avg_jct_s"]
     if not 0.75 <= ratio <= 1.25:

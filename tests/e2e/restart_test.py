@@ -37,13 +37,13 @@ def run(cluster):
     runners = [cluster.submit_sh("run%d" % i, 1, RUN_SECS) for i in range(4)]
     waiters = [cluster.submit_sh("wait%d" % i, 2, 2) for i in range(2)]
     ids = [i for i, _ in runners + waiters]
-    cluster.wait(lambda j: all(j[i]["state"] == "JOB_STATE_RUNNING"
+    cluster.wait(lambda j: all(j[i]["state"] == "running"
                                for i, _ in runners) and
                  all(len(read_lines(m)) == 1 for _, m in runners),
                  "the four 1-GPU jobs to run and start their processes")
     before = cluster.jobs()
     for i, _ in waiters:
-        if before[i]["state"] != "JOB_STATE_PENDING":
+        if before[i]["state"] != "pending":
             fail("job %s should wait for GPUs: %s" % (i, before[i]["state"]))
 
     # Accepted means on disk: submitted, answered, then the crash at once.
@@ -66,8 +66,8 @@ def run(cluster):
     if missing:
         fail("jobs lost in the crash: %s (have %s)" % (missing, list(after)))
     for i, _ in runners:
-        if after[i]["state"] in ("JOB_STATE_PENDING", "JOB_STATE_PREEMPTED",
-                                 "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"):
+        if after[i]["state"] in ("pending", "preempted",
+                                 "failed", "cancelled"):
             fail("running job %s came back %s" % (i, after[i]["state"]))
     cluster.wait_nodes_up(["nodeA", "nodeB"])
 
@@ -75,7 +75,7 @@ def run(cluster):
                         "every job to end", timeout_s=45)
     for i in ids:
         job = jobs[i]
-        if job["state"] != "JOB_STATE_FINISHED":
+        if job["state"] != "finished":
             fail("job %s ended %s: %s\nmaster log:\n%s" %
                  (i, job["state"], events(cluster.job(i)),
                   cluster.tail("master.log")))

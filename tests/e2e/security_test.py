@@ -148,7 +148,7 @@ def attack_and_use(binary, workdir, state, address, user):
     if cli(binary, as_other, "logs", job).returncode == 0:
         fail("another user read the job's log")
     deadline = time.time() + 30
-    while '"JOB_STATE_FINISHED"' not in cli(binary, as_user, "job", job,
+    while '"finished"' not in cli(binary, as_user, "job", job,
                                             "--json").stdout:
         if time.time() > deadline:
             fail("the user's job did not finish: %s" %

@@ -151,7 +151,7 @@ TEST_F(FrontDoorCliTest, JobsAndTheDashboardListTwentyThousandJobsInIdOrder) {
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const nlohmann::json parsed = nlohmann::json::parse(json.out);
   ASSERT_EQ(parsed["jobs"].size(), 20000u);
-  EXPECT_EQ(parsed["jobs"][19999]["id"], "20000");
+  EXPECT_EQ(parsed["jobs"][19999]["id"], 20000);
   EXPECT_EQ(parsed["jobs"][19999]["name"], Name(20000));
 
   auto dashboard = DashboardServer::Start(

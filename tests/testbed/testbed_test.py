@@ -93,8 +93,8 @@ def wait_done(cli, job_id, timeout_s=90):
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         job = json.loads(cli("job", job_id, "--json"))
-        if job["state"] in ("JOB_STATE_FINISHED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"):
-            if job["state"] != "JOB_STATE_FINISHED":
+        if job["state"] in ("finished", "failed", "cancelled"):
+            if job["state"] != "finished":
                 fail("job %s ended %s: %s" % (job_id, job["state"], cli("logs", job_id)))
             return job
         time.sleep(0.3)

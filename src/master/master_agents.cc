@@ -664,8 +664,9 @@ void MasterState::OnSystemStop(Launch& launch, int rank, Seconds end,
                                      : JobRecordState::kPending;
   }
   AddEvent(launch.job, now, "preempted",
-           absl::StrCat(Describe(launch), "; ",
-                        rank >= 0 ? absl::StrCat("rank ", rank, " ") : "",
+           absl::StrCat(Describe(launch),
+                        ran ? "" : " (while starting: it had not run yet)",
+                        "; ", rank >= 0 ? absl::StrCat("rank ", rank, " ") : "",
                         "stopped by the system: ", why));
   MarkDirty(launch.job);
   pass_wanted_ = true;

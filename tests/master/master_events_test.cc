@@ -101,5 +101,42 @@ TEST_F(MasterEventsTest, ALaunchPreemptedWhileStartingSaysItNeverRan) {
                   Pair("started", "attempt 2 on n1 GPUs 0")));
 }
 
+// The node of a launch still starting goes silent: the system's stop says
+// the launch never ran, and the run on the other node is the job's first
+// start.
+TEST_F(MasterEventsTest, ALaunchLostWhileStartingSaysItNeverRan) {
+  options_.node_timeout = Seconds{30};
+  Open();
+  const int64_t n1 = Register("n1", 1);
+  const int64_t n2 = Register("n2", 1);
+  const JobId id = Submit(Spec(1));
+  Pass();
+  auto s1 = Starts(Beat(n1));
+  auto s2 = Starts(Beat(n2));
+  ASSERT_EQ(s1.size() + s2.size(), 1u);
+  const int64_t other = s1.empty() ? n1 : n2;
+  const std::string first_name = s1.empty() ? "n2" : "n1";
+  const std::string other_name = s1.empty() ? "n1" : "n2";
+  clock_.Advance(Seconds{20});
+  Beat(other);
+  clock_.Advance(Seconds{15});
+  Beat(other);
+  ASSERT_TRUE(master_->CheckTimeouts().ok());
+  Pass();
+  ASSERT_EQ(Starts(Beat(other)).size(), 1u);
+  Beat(other, {Task(id, 2, 0, TASK_STATE_RUNNING, {0}, {}, 1036.0)});
+  const auto events = Events(id);
+  ASSERT_EQ(events.size(), 4u) << testing::PrintToString(events);
+  EXPECT_EQ(events[1].first, "node_down");
+  EXPECT_EQ(events[2].first, "preempted");
+  EXPECT_THAT(events[2].second,
+              testing::StartsWith("attempt 1 on " + first_name +
+                                  " GPUs 0 (while starting: it had not run "
+                                  "yet); stopped by the system: node " +
+                                  first_name + " lost"));
+  EXPECT_EQ(events[3], std::make_pair(std::string("started"),
+                                      "attempt 2 on " + other_name + " GPUs 0"));
+}
+
 }  // namespace
 }  // namespace tiresias

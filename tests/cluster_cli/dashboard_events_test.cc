@@ -1,10 +1,10 @@
 // One JSON vocabulary and one wait, end to end (docs/json.md): a real
 // `tiresias up` (one agent, one emulated GPU) runs a job that was held,
-// requeued and cancelled; `tiresias job --json`, `jobs --json`, the
-// dashboard's /api and its page (headless Chromium; that part is skipped
-// without one) all show the same job: the same fields and values, its
-// wait kept after its end, and every launch in its events with its
-// attempt (started 1, preempted 1, resumed 2).
+// requeued and cancelled; `tiresias job` and `jobs` (--json and text),
+// `history --json`, the dashboard's /api and its page (headless Chromium;
+// that part is skipped without one) all show the same job: the same
+// fields and values, its wait kept after its end, and every launch in its
+// events with its attempt (started 1, preempted 1, resumed 2).
 #include <httplib.h>
 #include <unistd.h>
 
@@ -118,6 +118,19 @@ TEST(DashboardEventsTest, CliApiAndPageShowOneJobAlike) {
             ended["end_time"].get<double>() - ended["submit_time"].get<double>());
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   EXPECT_EQ(job()["wait_s"], ended["wait_s"]);
+  // The same wait in `tiresias job`, `jobs` and `history`.
+  const int seconds = static_cast<int>(std::floor(wait));
+  const std::string shown = absl::StrFormat(
+      "%d:%02d:%02d", seconds / 3600, seconds % 3600 / 60, seconds % 60);
+  EXPECT_THAT(client({"job", "1"}), HasSubstr("\nWait:            " + shown +
+                                              "\n"));
+  EXPECT_THAT(client({"jobs"}), ::testing::ContainsRegex(" " + shown + " +0:"));
+  const json history =
+      json::parse(client({"history", "--json", "--format", "id,wait,run"}));
+  EXPECT_EQ(history["jobs"][0],
+            (json{{"id", 1},
+                  {"wait_s", ended["wait_s"]},
+                  {"total_executed_s", ended["total_executed_s"]}}));
 
   DashboardOptions options;
   options.master_address = master;
@@ -144,12 +157,10 @@ TEST(DashboardEventsTest, CliApiAndPageShowOneJobAlike) {
   ASSERT_TRUE(browser.WaitFor("document.body.dataset.dashboardReady === '1'"))
       << browser.error();
   // The Wait column (the 8th) shows the ended job's wait, not 0:00:00.
-  const int seconds = static_cast<int>(std::floor(wait));
   EXPECT_EQ(*browser.Evaluate(
                 "document.querySelector('#jobs tr[data-job-id=\"1\"]')"
                 ".cells[7].textContent"),
-            json(absl::StrFormat("%d:%02d:%02d", seconds / 3600,
-                                 seconds % 3600 / 60, seconds % 60)));
+            json(shown));
   ASSERT_TRUE(browser
                   .Evaluate("document.querySelector('tr[data-job-id=\"1\"]')"
                             ".click(); true")

@@ -44,15 +44,16 @@ json Ids(const Repeated& values) {
 json ProfileJson(const v1::Job& job) {
   if (!job.has_profile()) return nullptr;
   const v1::TrafficProfile& p = job.profile();
-  auto optional = [](bool has, double v) { return has ? json(v) : json(nullptr); };
+  auto optional = [](bool has, double v) {
+    return has ? json(v) : json(nullptr);
+  };
   return {{"periodic", p.periodic()},
           {"tensor_skew", optional(p.has_tensor_skew(), p.tensor_skew())},
           {"iteration_s", optional(p.has_iteration_s(), p.iteration_s())},
           {"bytes_per_iteration",
            optional(p.has_bytes_per_iteration(), p.bytes_per_iteration())},
-          {"messages_per_iteration",
-           optional(p.has_messages_per_iteration(),
-                    p.messages_per_iteration())},
+          {"messages_per_iteration", optional(p.has_messages_per_iteration(),
+                                              p.messages_per_iteration())},
           {"measured_job_id", p.measured_job_id()}};
 }
 
@@ -82,18 +83,22 @@ std::string PendingReasonWord(v1::PendingReasonKind kind) {
 
 std::string DependencyKindWord(v1::DependencyKind kind) {
   switch (kind) {
-    case v1::DEPENDENCY_KIND_AFTER_OK: return "afterok";
-    case v1::DEPENDENCY_KIND_AFTER_ANY: return "afterany";
-    case v1::DEPENDENCY_KIND_AFTER_NOT_OK: return "afternotok";
-    default: return absl::StrCat("kind ", static_cast<int>(kind));
+    case v1::DEPENDENCY_KIND_AFTER_OK:
+      return "afterok";
+    case v1::DEPENDENCY_KIND_AFTER_ANY:
+      return "afterany";
+    case v1::DEPENDENCY_KIND_AFTER_NOT_OK:
+      return "afternotok";
+    default:
+      return absl::StrCat("kind ", static_cast<int>(kind));
   }
 }
 
 std::optional<int> EventAttempt(const v1::JobEvent& event) {
   absl::string_view detail = event.detail();
   if (!absl::ConsumePrefix(&detail, "attempt ")) return std::nullopt;
-  const size_t digits = std::min(detail.find_first_not_of("0123456789"),
-                                 detail.size());
+  const size_t digits =
+      std::min(detail.find_first_not_of("0123456789"), detail.size());
   int attempt = 0;
   if (digits == 0 || !absl::SimpleAtoi(detail.substr(0, digits), &attempt) ||
       attempt <= 0) {
@@ -148,8 +153,8 @@ json JobJson(const v1::Job& j, JobView view, double now_unix_seconds) {
       {"executed_s", j.executed_seconds()},
       {"total_executed_s", j.total_executed_seconds()},
       {"wait_s", JobWaitSeconds(j, now_unix_seconds)},
-      {"jct_s", j.has_end_time() ? json(j.end_time() - j.submit_time())
-                                 : json(nullptr)},
+      {"jct_s",
+       j.has_end_time() ? json(j.end_time() - j.submit_time()) : json(nullptr)},
       {"submit_time", j.submit_time()},
       {"first_start_time",
        OptionalTime(j.has_first_start_time(), j.first_start_time())},

@@ -55,8 +55,9 @@ enum class JobView { kList, kDetail };
 nlohmann::json JobJson(const v1::Job& job, JobView view,
                        double now_unix_seconds);
 // {"jobs": [JobJson(kList)...]}.
-nlohmann::json JobListJson(const google::protobuf::RepeatedPtrField<v1::Job>& jobs,
-                           double now_unix_seconds);
+nlohmann::json JobListJson(
+    const google::protobuf::RepeatedPtrField<v1::Job>& jobs,
+    double now_unix_seconds);
 nlohmann::json JobEventJson(const v1::JobEvent& event);
 nlohmann::json NodeJson(const v1::Node& node);
 // {"nodes": [NodeJson...]}.

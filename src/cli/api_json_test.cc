@@ -168,8 +168,7 @@ TEST(ApiJsonTest, NodesStatusAndAnswersUseTheSameWords) {
   node.set_state(v1::NODE_STATE_UP);
   node.set_last_heartbeat_time(1500.5);
   node.add_job_ids(9);
-  EXPECT_EQ(NodeJson(node),
-            json::parse(R"({"id": 3, "name": "node-1",
+  EXPECT_EQ(NodeJson(node), json::parse(R"({"id": 3, "name": "node-1",
               "address": "10.0.0.1:7000", "state": "up", "gpus": 4,
               "gpus_free": 1, "drained": false, "drain_reason": null,
               "last_heartbeat_time": 1500.5, "job_ids": [9]})"));
@@ -197,7 +196,8 @@ TEST(ApiJsonTest, NodesStatusAndAnswersUseTheSameWords) {
             json::parse(R"({"job_ids": [4, 5], "existing": false})"));
   v1::SubmitJobResponse one;
   one.set_job_id(6);
-  EXPECT_EQ(SubmitJson(one), json::parse(R"({"job_id": 6, "existing": false})"));
+  EXPECT_EQ(SubmitJson(one),
+            json::parse(R"({"job_id": 6, "existing": false})"));
 
   v1::UpdateJobsResponse update;
   v1::JobActionResult* held = update.add_results();

@@ -32,8 +32,9 @@ constexpr int kJobsPageSize = 1000;
 // WAIT: time not running between submission and now (or the end,
 // api::JobWaitSeconds); RUN: the job's whole executed time. NODES(REASON),
 // as squeue's NODELIST(REASON): the nodes of a job that runs (or ran), the
-// reason in parentheses for one that waits. Now is this machine's clock. User-controlled text goes
-// through cli::Printable: a name cannot forge a row.
+// reason in parentheses for one that waits. Now is this machine's clock.
+// User-controlled text goes through cli::Printable: a name cannot forge a
+// row.
 void PrintJobsHeader() {
   std::printf("%-6s %-16s %-10s %-10s %5s %4s %15s %10s %10s %s\n", "JOBID",
               "NAME", "USER", "STATE", "QUEUE", "GPUS", "ATTAINED(GPU-s)",

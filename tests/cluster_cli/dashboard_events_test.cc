@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -40,8 +40,8 @@ std::vector<std::pair<std::string, int>> LaunchEvents(const json& job) {
   for (const json& e : job["events"]) {
     const std::string kind = e["kind"];
     if (kind == "started" || kind == "resumed" || kind == "preempted") {
-      out.emplace_back(kind, e["attempt"].is_number() ? e["attempt"].get<int>()
-                                                      : -1);
+      out.emplace_back(kind,
+                       e["attempt"].is_number() ? e["attempt"].get<int>() : -1);
     }
   }
   return out;
@@ -50,11 +50,11 @@ std::vector<std::pair<std::string, int>> LaunchEvents(const json& job) {
 TEST(DashboardEventsTest, CliApiAndPageShowOneJobAlike) {
   test_support::TestDir tmp("tiresias-dashboard-events");
   unsetenv("TIRESIAS_MASTER");
-  DaemonProcess up({TIRESIAS_BINARY, "up", "--insecure", "--agents", "1",
-                    "--gpus", "1", "--listen", "127.0.0.1:0", "--state-dir",
-                    (tmp.path() / "up").string(), "--grace", "2",
-                    "--allow-root-tasks"},
-                   "master on ", (tmp.path() / "up.log").string());
+  DaemonProcess up(
+      {TIRESIAS_BINARY, "up", "--insecure", "--agents", "1", "--gpus", "1",
+       "--listen", "127.0.0.1:0", "--state-dir", (tmp.path() / "up").string(),
+       "--grace", "2", "--allow-root-tasks"},
+      "master on ", (tmp.path() / "up.log").string());
   ASSERT_FALSE(up.address().empty()) << up.output();
   const std::string master = up.address().substr(0, up.address().find(','));
   auto client = [&](std::vector<std::string> args) {
@@ -83,8 +83,8 @@ TEST(DashboardEventsTest, CliApiAndPageShowOneJobAlike) {
   ASSERT_THAT(nodes, HasSubstr("node-0"));
 
   // Held for 2 s: it waits at least that long before it first runs.
-  ASSERT_EQ(client({"submit", "--gpus", "1", "--hold", "--name", "probe",
-                    "--", "/bin/sleep", "60"}),
+  ASSERT_EQ(client({"submit", "--gpus", "1", "--hold", "--name", "probe", "--",
+                    "/bin/sleep", "60"}),
             "1\n");
   std::this_thread::sleep_for(std::chrono::seconds(2));
   client({"release", "1"});
@@ -114,16 +114,17 @@ TEST(DashboardEventsTest, CliApiAndPageShowOneJobAlike) {
               1e-6);
   EXPECT_GE(wait, 2.0);
   EXPECT_EQ(ended["id"], 1);
-  EXPECT_EQ(ended["jct_s"].get<double>(),
-            ended["end_time"].get<double>() - ended["submit_time"].get<double>());
+  EXPECT_EQ(
+      ended["jct_s"].get<double>(),
+      ended["end_time"].get<double>() - ended["submit_time"].get<double>());
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   EXPECT_EQ(job()["wait_s"], ended["wait_s"]);
   // The same wait in `tiresias job`, `jobs` and `history`.
   const int seconds = static_cast<int>(std::floor(wait));
-  const std::string shown = absl::StrFormat(
-      "%d:%02d:%02d", seconds / 3600, seconds % 3600 / 60, seconds % 60);
-  EXPECT_THAT(client({"job", "1"}), HasSubstr("\nWait:            " + shown +
-                                              "\n"));
+  const std::string shown = absl::StrFormat("%d:%02d:%02d", seconds / 3600,
+                                            seconds % 3600 / 60, seconds % 60);
+  EXPECT_THAT(client({"job", "1"}),
+              HasSubstr("\nWait:            " + shown + "\n"));
   EXPECT_THAT(client({"jobs"}), ::testing::ContainsRegex(" " + shown + " +0:"));
   const json history =
       json::parse(client({"history", "--json", "--format", "id,wait,run"}));
@@ -151,16 +152,16 @@ TEST(DashboardEventsTest, CliApiAndPageShowOneJobAlike) {
     GTEST_SKIP() << "no Chromium at " << ChromiumPath();
   }
   HeadlessBrowser browser(tmp.path() / "profile");
-  ASSERT_TRUE(browser.Open("http://127.0.0.1:" +
-                           std::to_string((*server)->port()) + "/"))
+  ASSERT_TRUE(browser.Open(
+      "http://127.0.0.1:" + std::to_string((*server)->port()) + "/"))
       << browser.error();
   ASSERT_TRUE(browser.WaitFor("document.body.dataset.dashboardReady === '1'"))
       << browser.error();
   // The Wait column (the 8th) shows the ended job's wait, not 0:00:00.
-  EXPECT_EQ(*browser.Evaluate(
-                "document.querySelector('#jobs tr[data-job-id=\"1\"]')"
-                ".cells[7].textContent"),
-            json(shown));
+  EXPECT_EQ(
+      *browser.Evaluate("document.querySelector('#jobs tr[data-job-id=\"1\"]')"
+                        ".cells[7].textContent"),
+      json(shown));
   ASSERT_TRUE(browser
                   .Evaluate("document.querySelector('tr[data-job-id=\"1\"]')"
                             ".click(); true")

@@ -64,14 +64,13 @@ TEST_F(MasterEventsTest, APreemptedAndResumedJobListsEveryAttempt) {
   v1::TaskStatus done = Task(id, 2, 0, TASK_STATE_EXITED, {0, 1}, 0, 1010.0);
   done.set_end_time(1015.0);
   Beat(n1, {done});
-  EXPECT_THAT(
-      Events(id),
-      ElementsAre(Pair("submitted", testing::_),
-                  Pair("started", "attempt 1 on n1 GPUs 0,1"),
-                  Pair("requeued", "by user"),
-                  Pair("preempted", "attempt 1 on n1 GPUs 0,1"),
-                  Pair("resumed", "attempt 2 on n1 GPUs 0,1"),
-                  Pair("finished", testing::_)));
+  EXPECT_THAT(Events(id),
+              ElementsAre(Pair("submitted", testing::_),
+                          Pair("started", "attempt 1 on n1 GPUs 0,1"),
+                          Pair("requeued", "by user"),
+                          Pair("preempted", "attempt 1 on n1 GPUs 0,1"),
+                          Pair("resumed", "attempt 2 on n1 GPUs 0,1"),
+                          Pair("finished", testing::_)));
 }
 
 // Attempt 1 is requeued while it is still starting (its task never
@@ -134,8 +133,9 @@ TEST_F(MasterEventsTest, ALaunchLostWhileStartingSaysItNeverRan) {
                                   " GPUs 0 (while starting: it had not run "
                                   "yet); stopped by the system: node " +
                                   first_name + " lost"));
-  EXPECT_EQ(events[3], std::make_pair(std::string("started"),
-                                      "attempt 2 on " + other_name + " GPUs 0"));
+  EXPECT_EQ(events[3],
+            std::make_pair(std::string("started"),
+                           "attempt 2 on " + other_name + " GPUs 0"));
 }
 
 }  // namespace

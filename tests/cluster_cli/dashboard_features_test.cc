@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -105,6 +106,10 @@ std::string Url(int port, const std::string& path = "/") {
 }
 
 constexpr char kReady[] = "document.body.dataset.dashboardReady === '1'";
+// Reloads the page, marking the old document so that kReloaded (a prefix
+// of a WaitFor condition) holds only in the new one.
+constexpr char kReload[] = "window.beforeReload = true; location.reload(); true";
+constexpr char kReloaded[] = "window.beforeReload === undefined && ";
 // The job ids of the jobs table's rows, top to bottom.
 constexpr char kRowIds[] =
     "Array.from(document.querySelectorAll('#jobs tbody tr'))"
@@ -211,9 +216,9 @@ TEST_F(DashboardFeaturesTest, JobsApiFiltersAndPagesAndRefusesBadValues) {
   EXPECT_EQ(*browser.Evaluate("document.getElementById('jobs-next').disabled"),
             true);
   // A reload keeps the filter and the page.
-  ASSERT_TRUE(browser.Evaluate("location.reload(); true").has_value());
-  ASSERT_TRUE(browser.WaitFor(std::string(kReady) + " && " + kRowIds +
-                              ".join() === '5'"))
+  ASSERT_TRUE(browser.Evaluate(kReload).has_value());
+  ASSERT_TRUE(browser.WaitFor(std::string(kReloaded) + kReady + " && " +
+                              kRowIds + ".join() === '5'"))
       << browser.error();
   EXPECT_EQ(*browser.Evaluate("document.getElementById('filter-state').value"),
             "pending");
@@ -227,10 +232,13 @@ TEST_F(DashboardFeaturesTest, JobsApiFiltersAndPagesAndRefusesBadValues) {
   ASSERT_TRUE(browser.WaitFor(std::string(kRowIds) + ".join() === '3,1'"))
       << browser.Evaluate(kRowIds)->dump();
   // A bad filter in the address: the page says why, the rest still works.
-  ASSERT_TRUE(
-      browser.Evaluate("location.href = '/?state=bogus'; true").has_value());
-  ASSERT_TRUE(browser.WaitFor(std::string(kReady) +
-                              " && document.body.dataset.jobsError"))
+  ASSERT_TRUE(browser
+                  .Evaluate("window.beforeReload = true; "
+                            "location.href = '/?state=bogus'; true")
+                  .has_value());
+  ASSERT_TRUE(browser.WaitFor(std::string(kReloaded) + kReady +
+                              " && document.body.dataset.jobsError !== "
+                              "undefined"))
       << browser.error();
   EXPECT_THAT(
       browser.Evaluate("document.getElementById('error').textContent")
@@ -282,6 +290,32 @@ TEST(DashboardHistoryTest, ChartSurvivesAReloadAndAMasterRestart) {
   EXPECT_EQ(json::parse(body)["error"],
             "since: expected a time in Unix seconds, got \"tomorrow\"");
 
+  // The RPC's own checks.
+  {
+    auto stub = v1::Tiresias::NewStub(
+        security::Dial(address, security::InsecureTlsConfig()));
+    auto call = [&](v1::GetClusterHistoryRequest req) {
+      grpc::ClientContext ctx;
+      v1::GetClusterHistoryResponse resp;
+      return stub->GetClusterHistory(&ctx, req, &resp);
+    };
+    v1::GetClusterHistoryRequest req;
+    req.set_since(20);
+    req.set_until(10);
+    grpc::Status s = call(req);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(s.error_message(), "since: expected at most until (10), got 20");
+    req = {};
+    req.set_max_points(-1);
+    s = call(req);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(s.error_message(),
+              "max_points: expected 0 (the default, 1000) up to 10000, got -1");
+    req = {};
+    req.set_since(std::nan(""));
+    EXPECT_EQ(call(req).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+
   const bool chromium = HaveChromium();
   std::unique_ptr<HeadlessBrowser> browser;
   const std::string has_points =
@@ -292,8 +326,9 @@ TEST(DashboardHistoryTest, ChartSurvivesAReloadAndAMasterRestart) {
     ASSERT_TRUE(browser->WaitFor(has_points)) << browser->error();
     EXPECT_EQ(*browser->Evaluate("Number(document.body.dataset.historyFirst)"),
               first);
-    ASSERT_TRUE(browser->Evaluate("location.reload(); true").has_value());
-    ASSERT_TRUE(browser->WaitFor(has_points)) << browser->error();
+    ASSERT_TRUE(browser->Evaluate(kReload).has_value());
+    ASSERT_TRUE(browser->WaitFor(std::string(kReloaded) + has_points))
+        << browser->error();
     EXPECT_EQ(*browser->Evaluate("Number(document.body.dataset.historyFirst)"),
               first);
   }
@@ -315,9 +350,9 @@ TEST(DashboardHistoryTest, ChartSurvivesAReloadAndAMasterRestart) {
   EXPECT_EQ(history["points"][0]["time"].get<double>(), first);
   EXPECT_GT(history["points"].size(), before + 2);
   if (chromium) {
-    ASSERT_TRUE(browser->Evaluate("location.reload(); true").has_value());
+    ASSERT_TRUE(browser->Evaluate(kReload).has_value());
     ASSERT_TRUE(browser->WaitFor(
-        std::string(kReady) + " && Number(document.body.dataset.historyPoints) > " +
+        std::string(kReloaded) + kReady + " && Number(document.body.dataset.historyPoints) > " +
         std::to_string(before + 2)))
         << browser->error();
     EXPECT_EQ(*browser->Evaluate("Number(document.body.dataset.historyFirst)"),

@@ -163,13 +163,13 @@
     history.busy.length = 0;
     history.waiting.length = 0;
     points.forEach(function (p) {
-      history.labels.push(clock(p.time));
+      history.labels.push(clock(p.sample_time));
       history.busy.push(p.gpus_busy);
       history.waiting.push(p.jobs_waiting);
     });
     document.body.dataset.historyPoints = String(points.length);
     if (points.length) {
-      document.body.dataset.historyFirst = String(points[0].time);
+      document.body.dataset.historyFirst = String(points[0].sample_time);
     }
     if (typeof Chart === 'undefined') return;
     if (chart === null) {

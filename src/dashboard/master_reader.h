@@ -46,7 +46,7 @@ class MasterReader {
   // "page_size"}; a page token the master refuses is 400.
   ApiAnswer JobsPage(const std::string& token, const JobsParams& params) const;
   // GET /api/history (master_reader_more.cc): the master's cluster history,
-  // {"points": [{"time", "gpus_busy", "gpus_total", "jobs_waiting",
+  // {"points": [{"sample_time", "gpus_busy", "gpus_total", "jobs_waiting",
   // "jobs_running"}], "interval_s"}, oldest first.
   ApiAnswer History(const std::string& token,
                     const HistoryParams& params) const;

@@ -83,7 +83,7 @@ ApiAnswer MasterReader::History(const std::string& token,
   if (!s.ok()) return Refused(s);
   json points = json::array();
   for (const v1::ClusterHistoryPoint& p : resp.points()) {
-    points.push_back({{"time", p.time()},
+    points.push_back({{"sample_time", p.time()},
                       {"gpus_busy", p.gpus_busy()},
                       {"gpus_total", p.gpus_total()},
                       {"jobs_waiting", p.jobs_waiting()},

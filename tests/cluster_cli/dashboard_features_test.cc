@@ -282,7 +282,7 @@ TEST(DashboardHistoryTest, ChartSurvivesAReloadAndAMasterRestart) {
   EXPECT_EQ(history["points"].back()["jobs_waiting"], 1);
   EXPECT_EQ(history["points"].back()["gpus_total"], 0);  // no agents
   EXPECT_EQ(history["interval_s"], 0.2);
-  const double first = history["points"][0]["time"];
+  const double first = history["points"][0]["sample_time"];
   auto [status, body] = Get(port, "/api/history?max_points=2");
   EXPECT_EQ(json::parse(body)["points"].size(), 2u);
   std::tie(status, body) = Get(port, "/api/history?since=tomorrow");
@@ -347,7 +347,7 @@ TEST(DashboardHistoryTest, ChartSurvivesAReloadAndAMasterRestart) {
     usleep(100 * 1000);
   }
   ASSERT_EQ(status, 200) << body;
-  EXPECT_EQ(history["points"][0]["time"].get<double>(), first);
+  EXPECT_EQ(history["points"][0]["sample_time"].get<double>(), first);
   EXPECT_GT(history["points"].size(), before + 2);
   if (chromium) {
     ASSERT_TRUE(browser->Evaluate(kReload).has_value());

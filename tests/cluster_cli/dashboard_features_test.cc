@@ -548,5 +548,28 @@ TEST(DashboardUpTest, UpServesOnTheGivenPortAndTheLogViewFollowsAsText) {
   up.Stop(SIGTERM);
 }
 
+// A --dashboard-listen port that is taken stops `tiresias up` with a line
+// that names the flag, rather than a cluster without its dashboard.
+TEST(DashboardUpTest, UpRefusesADashboardPortInUse) {
+  test_support::TestDir tmp("tiresias-dashboard-up-busy");
+  unsetenv("TIRESIAS_MASTER");
+  httplib::Server squatter;
+  const int port = squatter.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  const std::string listen = "127.0.0.1:" + std::to_string(port);
+  cli_test::ProcessOptions options;
+  options.timeout = std::chrono::seconds(60);
+  ProcessResult r = RunProcess(
+      {TIRESIAS_BINARY, "up", "--insecure", "--agents", "1", "--gpus", "1",
+       "--listen", "127.0.0.1:0", "--state-dir", (tmp.path() / "up").string(),
+       "--dashboard-listen", listen},
+      options);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("\ntiresias: --dashboard-listen " + listen +
+                               ": cannot listen on " + listen +
+                               " (in use?)\n"))
+      << r.err;
+}
+
 }  // namespace
 }  // namespace tiresias::cluster_test

@@ -548,6 +548,17 @@ TEST(DashboardUpTest, UpServesOnTheGivenPortAndTheLogViewFollowsAsText) {
   up.Stop(SIGTERM);
 }
 
+TEST(DashboardHistoryTest, BadHistoryIntervalIsAOneLineError) {
+  test_support::TestDir tmp("tiresias-dashboard-history-flag");
+  ProcessResult r = RunProcess(
+      {TIRESIAS_BINARY, "master", "--insecure", "--listen", "127.0.0.1:0",
+       "--state-dir", tmp.path().string(), "--history-interval", "-1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--history-interval -1: expected a number of "
+                               "seconds, 0 or more (0: no history)\n"))
+      << r.err;
+}
+
 // A --dashboard-listen port that is taken stops `tiresias up` with a line
 // that names the flag, rather than a cluster without its dashboard.
 TEST(DashboardUpTest, UpRefusesADashboardPortInUse) {

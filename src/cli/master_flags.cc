@@ -65,6 +65,14 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
                      ": expected a positive number of seconds"));
   }
   o.node_timeout = Seconds{f.node_timeout_seconds};
+  if (!(f.history_interval_seconds >= 0) ||
+      !std::isfinite(f.history_interval_seconds)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--history-interval ", f.history_interval_seconds,
+                     ": expected a number of seconds, 0 or more (0: no "
+                     "history)"));
+  }
+  o.history_interval = Seconds{f.history_interval_seconds};
   if (f.max_gpus_per_node < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--max-gpus-per-node ", f.max_gpus_per_node,
@@ -138,6 +146,10 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
   cmd->add_option("--pack-limit-cost", f.pack_limit_cost,
                   "Spreading a job is costly when its spread iteration time "
                   "exceeds its consolidated one by more than this fraction")
+      ->capture_default_str();
+  cmd->add_option("--history-interval", f.history_interval_seconds,
+                  "Seconds between samples of busy GPUs and waiting jobs "
+                  "kept for the dashboard's chart (0: none)")
       ->capture_default_str();
   cmd->add_option("--node-timeout", f.node_timeout_seconds,
                   "Seconds of agent silence before its node is declared lost "

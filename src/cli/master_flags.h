@@ -31,6 +31,7 @@ struct MasterFlags {
   double pack_limit = 0.5;
   bool fixed_pack_limit = false;
   double pack_limit_refresh_seconds = 60;
+  double history_interval_seconds = 10;  // 0: no cluster history
   double pack_limit_cost = 0.10;
   double node_timeout_seconds = 60;
   int max_gpus_per_node = 1024;

@@ -139,6 +139,18 @@ int RunUp(const UpFlags& f) {
   };
   absl::StatusOr<std::unique_ptr<DashboardServer>> dashboard =
       DashboardServer::Start(dashboard_options);
+  // A port the operator chose that cannot be had is an error, not a cluster
+  // without its dashboard where they expect it (port 0 never fails so).
+  if (!dashboard.ok() && ParseHostPort(f.dashboard_listen)->port != 0) {
+    for (auto& a : agents) a->Stop();
+    master->Shutdown();
+    std::string why(dashboard.status().message());
+    const std::string prefix = absl::StrCat("--listen ", f.dashboard_listen,
+                                            ": ");
+    if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+    return cli::Fail(
+        absl::StrCat("--dashboard-listen ", f.dashboard_listen, ": ", why));
+  }
   const std::string dashboard_url =
       dashboard.ok()
           ? absl::StrCat("http://", BoundAddress(f.dashboard_listen,

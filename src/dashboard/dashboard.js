@@ -1,6 +1,11 @@
 // The Tiresias dashboard page (dashboard_server.h). Polls /api/state every
-// body.dataset.refreshMs, renders the summary cards, the jobs and nodes
-// tables and a chart of busy GPUs and waiting jobs since the page opened;
+// body.dataset.refreshMs for the summary cards and the nodes table, one page
+// of /api/jobs (the filter and page kept in the page's URL, so a reload
+// keeps them) for the jobs table, and /api/history (kept by the master) for
+// the chart of busy GPUs and waiting jobs; jobs the viewer may act on (own,
+// or any for an admin or on an --insecure master) get hold, release and
+// cancel buttons, which POST with the page's anti-forgery token and show
+// the master's answer; a job's details follow its log (/api/jobs/ID/log);
 // a click on a job shows its command, environment (when the master shows it
 // to this user), traffic profile and events (/api/jobs/ID); the "insecure"
 // banner follows what the master says (viewer.insecure). After each successful render it
@@ -18,6 +23,7 @@
   var chart = null;
   var history = {labels: [], busy: [], waiting: []};
   var selected = null;
+  var viewer = null;  // state.viewer of the last /api/state
 
   function $(id) { return document.getElementById(id); }
 
@@ -85,11 +91,11 @@
     return {busy: gpus - free, waiting: byState.pending + byState.preempted};
   }
 
-  function renderJobs(state) {
+  function renderJobs(state, page) {
     var body = $('jobs').tBodies[0];
     body.textContent = '';
-    // Unfinished first, newest first within each group.
-    var jobs = state.jobs.slice().sort(function (a, b) {
+    // Unfinished first, newest first within each group (of this page).
+    var jobs = page.jobs.slice().sort(function (a, b) {
       var fa = isFinal(a.state), fb = isFinal(b.state);
       if (fa !== fb) return fa ? 1 : -1;
       return b.id - a.id;
@@ -112,6 +118,7 @@
       tr.appendChild(text('td', duration(j.wait_s), 'num'));
       tr.appendChild(text('td', duration(j.total_executed_s), 'num'));
       tr.appendChild(text('td', j.preemptions, 'num'));
+      tr.appendChild(actionCell(j));
       // A waiting job's reason in parentheses, as `tiresias jobs` shows it.
       tr.appendChild(text('td', j.pending_reason
         ? '(' + j.pending_reason + ')' : (j.nodes || []).join(',')));
@@ -147,12 +154,21 @@
     $('nodes-empty').style.display = state.nodes.length ? 'none' : '';
   }
 
-  function renderHistory(sample) {
-    history.labels.push(new Date().toLocaleTimeString());
-    history.busy.push(sample.busy);
-    history.waiting.push(sample.waiting);
-    if (history.labels.length > HISTORY_POINTS) {
-      history.labels.shift(); history.busy.shift(); history.waiting.shift();
+  // The master's history (/api/history): every point it kept for the
+  // window, so the chart is whole after a reload or a master restart.
+  function renderHistory(answer) {
+    var points = answer.points || [];
+    history.labels.length = 0;
+    history.busy.length = 0;
+    history.waiting.length = 0;
+    points.forEach(function (p) {
+      history.labels.push(clock(p.sample_time));
+      history.busy.push(p.gpus_busy);
+      history.waiting.push(p.jobs_waiting);
+    });
+    document.body.dataset.historyPoints = String(points.length);
+    if (points.length) {
+      document.body.dataset.historyFirst = String(points[0].sample_time);
     }
     if (typeof Chart === 'undefined') return;
     if (chart === null) {
@@ -185,7 +201,11 @@
         window.location.replace('/');
       }
       return r.json().then(function (body) {
-        if (!r.ok) throw new Error(body.error || ('HTTP ' + r.status));
+        if (!r.ok) {
+          var err = new Error(body.error || ('HTTP ' + r.status));
+          err.status = r.status;
+          throw err;
+        }
         return body;
       });
     });
@@ -220,6 +240,7 @@
         body.appendChild(tr);
       });
       document.body.dataset.detailJob = String(job.id);
+      followLog(job.id);
     }).catch(showError);
   }
 
@@ -230,25 +251,241 @@
     document.body.dataset.dashboardError = '1';
   }
 
-  function render(state) {
+  function render(state, page, historyAnswer) {
     var banner = $('insecure-banner');
     if (banner && state.viewer) banner.hidden = !state.viewer.insecure;
+    viewer = state.viewer || null;
     $('error').style.display = 'none';
     delete document.body.dataset.dashboardError;
     $('updated').textContent = 'updated ' + clock(state.now);
-    var sample = renderCards(state);
-    renderJobs(state);
+    renderCards(state);
+    renderJobs(state, page);
+    renderPager(page);
     renderNodes(state);
-    renderHistory(sample);
+    if (historyAnswer) renderHistory(historyAnswer);
     document.body.dataset.jobCount = String(state.jobs.length);
+    document.body.dataset.pageJobCount = String(page.jobs.length);
     document.body.dataset.dashboardReady = '1';
   }
 
+  // A bad filter in the URL (400) or a master without the history (an
+  // older one) leaves the rest of the page working.
+  function refresh() {
+    var jobsError = null;
+    return Promise.all([
+      getJson('/api/state'),
+      getJson(jobsApiUrl()).catch(function (err) {
+        if (err.status !== 400) throw err;
+        jobsError = err;
+        return {jobs: [], next_page_token: ''};
+      }),
+      getJson('/api/history?max_points=500').catch(function () { return null; })
+    ]).then(function (all) {
+      render(all[0], all[1], all[2]);
+      if (jobsError) {
+        var box = $('error');
+        box.textContent = 'Jobs: ' + jobsError.message;
+        box.style.display = 'block';
+        document.body.dataset.jobsError = jobsError.message;
+      } else {
+        delete document.body.dataset.jobsError;
+      }
+    }).catch(showError);
+  }
+
   function poll() {
-    getJson('/api/state').then(render).catch(showError).then(function () {
-      setTimeout(poll, REFRESH_MS);
+    refresh().then(function () { setTimeout(poll, REFRESH_MS); });
+  }
+
+  // ---- The jobs table's filter and pages, kept in the page's URL --------
+  // ?state=&user=&name=&page_size= filter; page_token is the page shown,
+  // prev the tokens of the pages before it ('' for the first), comma-joined.
+  var FILTERS = ['state', 'user', 'name', 'page_size'];
+
+  function urlParams() { return new URLSearchParams(window.location.search); }
+
+  function setUrlParams(params) {
+    var q = params.toString();
+    window.history.replaceState(null, '', q ? '?' + q : window.location.pathname);
+  }
+
+  function jobsApiUrl() {
+    var params = urlParams();
+    var api = new URLSearchParams();
+    FILTERS.concat(['page_token']).forEach(function (k) {
+      var v = params.get(k);
+      if (v) api.set(k, v);
+    });
+    var q = api.toString();
+    return '/api/jobs' + (q ? '?' + q : '');
+  }
+
+  function prevTokens(params) {
+    return params.has('prev') ? params.get('prev').split(',') : [];
+  }
+
+  function renderPager(page) {
+    var params = urlParams();
+    var prev = prevTokens(params);
+    $('jobs-prev').disabled = prev.length === 0;
+    $('jobs-next').disabled = !page.next_page_token;
+    $('jobs-next').dataset.token = page.next_page_token || '';
+    $('jobs-page').textContent = 'page ' + (prev.length + 1);
+    document.body.dataset.jobsPage = String(prev.length + 1);
+  }
+
+  function goPage(forward) {
+    var params = urlParams();
+    var prev = prevTokens(params);
+    if (forward) {
+      var next = $('jobs-next').dataset.token;
+      if (!next) return;
+      prev.push(params.get('page_token') || '');
+      params.set('page_token', next);
+      params.set('prev', prev.join(','));
+    } else {
+      if (!prev.length) return;
+      var token = prev.pop();
+      if (token) params.set('page_token', token); else params.delete('page_token');
+      if (prev.length) params.set('prev', prev.join(',')); else params.delete('prev');
+    }
+    setUrlParams(params);
+    refresh();
+  }
+
+  function setupFilter() {
+    var params = urlParams();
+    $('filter-state').value = params.get('state') || '';
+    $('filter-user').value = params.get('user') || '';
+    $('filter-name').value = params.get('name') || '';
+    if (params.get('page_size')) $('filter-page-size').value = params.get('page_size');
+    $('jobs-filter').addEventListener('submit', function (e) {
+      e.preventDefault();
+      var next = new URLSearchParams();
+      var fields = {state: $('filter-state').value, user: $('filter-user').value.trim(),
+                    name: $('filter-name').value.trim(),
+                    page_size: $('filter-page-size').value};
+      FILTERS.forEach(function (k) { if (fields[k]) next.set(k, fields[k]); });
+      if (next.get('page_size') === '50') next.delete('page_size');
+      setUrlParams(next);  // a new filter starts at its first page
+      refresh();
+    });
+    $('filter-clear').addEventListener('click', function () {
+      setUrlParams(new URLSearchParams());
+      $('filter-state').value = '';
+      $('filter-user').value = '';
+      $('filter-name').value = '';
+      $('filter-page-size').value = '50';
+      refresh();
+    });
+    $('jobs-prev').addEventListener('click', function () { goPage(false); });
+    $('jobs-next').addEventListener('click', function () { goPage(true); });
+  }
+
+  // ---- Hold, release and cancel ------------------------------------------
+  // Offered on the jobs the viewer may act on: their own, or any for an
+  // admin or against an --insecure master (the master decides in the end).
+  function mayAct(j) {
+    return viewer !== null && (viewer.insecure || viewer.admin ||
+                               viewer.user === j.user);
+  }
+
+  function actionCell(j) {
+    var td = document.createElement('td');
+    td.className = 'actions';
+    if (isFinal(j.state) || !mayAct(j)) return td;
+    var actions = [];
+    if (j.held) actions.push('release');
+    else if (j.state === 'pending' || j.state === 'preempted') actions.push('hold');
+    actions.push('cancel');
+    actions.forEach(function (action) {
+      var b = text('button', action, 'act');
+      b.type = 'button';
+      b.dataset.action = action;
+      b.addEventListener('click', function (e) {
+        e.stopPropagation();
+        act(j.id, action);
+      });
+      td.appendChild(b);
+    });
+    return td;
+  }
+
+  function act(id, action) {
+    var box = $('action-result');
+    fetch('/api/jobs/' + id + '/' + action, {
+      method: 'POST',
+      headers: {'X-Tiresias-Csrf': document.body.dataset.csrf || ''}
+    }).then(function (r) {
+      return r.json().then(function (body) { return {ok: r.ok, body: body}; });
+    }).then(function (a) {
+      var line = a.ok
+        ? 'job ' + id + ': ' + action + ' ' + a.body.outcome + ' (now ' +
+          a.body.state + (a.body.held ? ', held' : '') + ')'
+        : 'job ' + id + ': ' + action + ': ' + a.body.error;
+      box.textContent = line;
+      box.className = a.ok ? 'ok' : 'error';
+      document.body.dataset.actionResult = a.ok ? a.body.outcome : 'refused';
+      document.body.dataset.actionMessage = line;
+      return refresh();
+    }).catch(function (err) {
+      box.textContent = 'job ' + id + ': ' + action + ': ' + (err.message || err);
+      box.className = 'error';
+      document.body.dataset.actionResult = 'refused';
     });
   }
 
+  // ---- A job's log, followed as `tiresias logs -f` does -----------------
+  // From offset 0 of its current launch, each answer appended as text;
+  // on to the next launch's log after a preemption; until the job ended
+  // and its log is complete, or another job is shown.
+  var LOG_POLL_MS = Math.min(REFRESH_MS, 1000);
+  var logFollow = null;
+
+  function followLog(id) {
+    if (logFollow && logFollow.id === id) return;  // already following
+    if (logFollow && logFollow.timer) clearTimeout(logFollow.timer);
+    var f = {id: id, attempt: 0, offset: 0, timer: null};
+    logFollow = f;
+    var pre = $('job-log');
+    pre.textContent = '';
+    document.body.dataset.logJob = String(id);
+    document.body.dataset.logBytes = '0';
+    delete document.body.dataset.logComplete;
+    var status = $('job-log-status');
+    function again() { if (logFollow === f) f.timer = setTimeout(step, LOG_POLL_MS); }
+    function step() {
+      var url = '/api/jobs/' + id + '/log?offset=' + f.offset +
+          (f.attempt ? '&attempt=' + f.attempt : '');
+      getJson(url).then(function (r) {
+        if (logFollow !== f) return;
+        if (r.data) pre.appendChild(document.createTextNode(r.data));
+        f.offset = r.next_offset;
+        f.attempt = r.attempt;
+        document.body.dataset.logBytes = String(f.offset);
+        status.textContent = '(attempt ' + r.attempt + ' on ' + r.node + ', ' +
+            r.job_state + ')';
+        if (r.complete && r.current_attempt > r.attempt) {
+          f.attempt = r.current_attempt;
+          f.offset = 0;
+          pre.appendChild(document.createTextNode(
+              '--- attempt ' + f.attempt + ' ---\n'));
+        } else if (r.complete && isFinal(r.job_state)) {
+          status.textContent = '(attempt ' + r.attempt + ', ' + r.job_state +
+              ': complete)';
+          document.body.dataset.logComplete = '1';
+          return;
+        }
+        again();
+      }).catch(function (err) {
+        if (logFollow !== f) return;
+        status.textContent = '(' + (err.message || err) + ')';
+        again();
+      });
+    }
+    step();
+  }
+
+  setupFilter();
   poll();
 })();

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/to_absl.h"
+#include "dashboard/api_params.h"
 #include "dashboard/dashboard_assets.h"
 #include "report/embedded_assets.h"
 #include "report/html_format.h"
@@ -22,6 +23,29 @@ std::string PageHead(const std::string& master, const std::string& title,
       "</style></head>\n<body", body_attributes,
       "><header><h1>Tiresias</h1><span class=\"sub\">master ", master,
       "</span>");
+}
+
+// The jobs table's filters (state, user, name) and page size; the script
+// keeps them in the page's URL (?state=...), so a reload keeps them.
+std::string JobsFilterForm() {
+  std::string states = "<option value=\"\">any state</option>";
+  for (const std::string& state : JobStateNames()) {
+    absl::StrAppend(&states, "<option value=\"", state, "\">", state,
+                    "</option>");
+  }
+  return absl::StrCat(
+      "<form id=\"jobs-filter\" class=\"filter\">"
+      "<select id=\"filter-state\" name=\"state\" aria-label=\"state\">",
+      states,
+      "</select><input id=\"filter-user\" name=\"user\" "
+      "placeholder=\"user\" aria-label=\"user\">"
+      "<input id=\"filter-name\" name=\"name\" placeholder=\"name\" "
+      "aria-label=\"name\">"
+      "<select id=\"filter-page-size\" name=\"page_size\" "
+      "aria-label=\"jobs per page\"><option>20</option>"
+      "<option selected>50</option><option>200</option></select>"
+      "<button type=\"submit\">Filter</button>"
+      "<button type=\"button\" id=\"filter-clear\">Clear</button></form>");
 }
 
 }  // namespace
@@ -49,7 +73,8 @@ std::string DashboardPage(const std::string& master_address, int refresh_ms,
       PageHead(master, master, nonce,
                absl::StrCat(" data-refresh-ms=\"", refresh_ms,
                             "\" data-master=\"", master, "\"",
-                            viewer.logged_in ? " data-session=\"1\"" : "")),
+                            viewer.logged_in ? " data-session=\"1\"" : "",
+                            " data-csrf=\"", EscapeHtml(viewer.csrf), "\"")),
       "<span class=\"sub\" id=\"updated\"></span>", who, "</header>", banner,
       "<main>"
       "<div id=\"error\"></div><div id=\"cards\"></div>"
@@ -57,16 +82,25 @@ std::string DashboardPage(const std::string& master_address, int refresh_ms,
       "<div id=\"history-box\"><canvas id=\"history\" role=\"img\" "
       "aria-label=\"Busy GPUs and waiting jobs over time\"></canvas></div>"
       "</section>"
-      "<section class=\"panel\"><h2>Jobs</h2><table id=\"jobs\"><thead><tr>"
+      "<section class=\"panel\"><h2>Jobs</h2>", JobsFilterForm(),
+      "<div id=\"action-result\" role=\"status\"></div>"
+      "<table id=\"jobs\"><thead><tr>"
       "<th class=\"num\">ID</th><th>Name</th><th>User</th><th>State</th>"
       "<th class=\"num\">Queue</th><th class=\"num\">GPUs</th>"
       "<th class=\"num\">Attained (GPU-s)</th><th class=\"num\">Wait</th>"
       "<th class=\"num\">Run</th><th class=\"num\">Preempted</th>"
+      "<th>Actions</th>"
       "<th>Nodes (reason)</th></tr></thead><tbody></tbody></table>"
-      "<p id=\"jobs-empty\" class=\"muted\">No jobs yet.</p></section>"
+      "<p id=\"jobs-empty\" class=\"muted\">No jobs yet.</p>"
+      "<div class=\"pager\"><button type=\"button\" id=\"jobs-prev\" "
+      "disabled>&larr; Previous</button><span id=\"jobs-page\"></span>"
+      "<button type=\"button\" id=\"jobs-next\" disabled>Next &rarr;"
+      "</button></div></section>"
       "<section class=\"panel\" id=\"job-detail\"><h2 id=\"job-title\"></h2>"
       "<code id=\"job-command\"></code><code id=\"job-env\"></code>"
       "<p id=\"job-profile\"></p>"
+      "<h3>Log <span id=\"job-log-status\" class=\"muted\"></span></h3>"
+      "<pre id=\"job-log\"></pre>"
       "<table id=\"events\"><thead><tr>"
       "<th>Time</th><th>Event</th><th>Detail</th></tr></thead><tbody>"
       "</tbody></table></section>"

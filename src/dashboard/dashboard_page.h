@@ -23,6 +23,9 @@ struct PageViewer {
   // TLS and no authentication" shows. Not logged in, the page has the
   // banner hidden otherwise, for its script to show once the master says so.
   bool insecure = false;
+  // The anti-forgery token the page's script sends with each POST to
+  // /api/... (X-Tiresias-Csrf), as data-csrf on <body>.
+  std::string csrf;
 };
 
 // The dashboard for a master at `master_address`, polling every

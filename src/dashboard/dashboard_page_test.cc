@@ -58,5 +58,21 @@ TEST(DashboardPageTest, AnInsecureMasterGetsTheBannerAndNoLogout) {
                               "hidden>"));
 }
 
+// The anti-forgery token goes to the script in <body>; the jobs panel has
+// its filter (every state), pager, action answer line, and the details
+// their log.
+TEST(DashboardPageTest, CsrfTokenFilterPagerAndLogAreOnThePage) {
+  const std::string page = Markup(
+      DashboardPage("m:1", 2000, {.insecure = true, .csrf = "c0ffee"}, "n"));
+  EXPECT_THAT(page, HasSubstr("data-csrf=\"c0ffee\""));
+  EXPECT_THAT(page, HasSubstr("<form id=\"jobs-filter\""));
+  EXPECT_THAT(page, HasSubstr("<option value=\"timeout\">timeout</option>"));
+  EXPECT_THAT(page, HasSubstr("id=\"jobs-next\""));
+  EXPECT_THAT(page, HasSubstr("id=\"action-result\""));
+  EXPECT_THAT(page, HasSubstr("<pre id=\"job-log\"></pre>"));
+  EXPECT_THAT(Markup(DashboardPage("m:1", 2000, {.csrf = kMarkup}, "n")),
+              HasSubstr("data-csrf=\"" + kEscaped + "\""));
+}
+
 }  // namespace
 }  // namespace tiresias

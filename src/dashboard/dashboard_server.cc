@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "dashboard/api_params.h"
 #include "dashboard/dashboard_page.h"
 #include "dashboard/master_reader.h"
 #include "dashboard/request_checks.h"
@@ -98,6 +99,7 @@ class DashboardServer::Backend {
                  return reader_.Job(token, id);
                });
              });
+    ExtraRoutes(http);
     http.Post("/login", [this](const httplib::Request& req,
                                httplib::Response& res) { Login(req, res); });
     http.Post("/logout", [this](const httplib::Request& req,
@@ -106,6 +108,90 @@ class DashboardServer::Backend {
 
  private:
   using Clock = SessionStore::Clock;
+
+  // The endpoints with parameters and the job actions (see the header).
+  void ExtraRoutes(httplib::Server& http) {
+    http.Get("/api/jobs",
+             [this](const httplib::Request& req, httplib::Response& res) {
+               Api(req, res, [this, &req](const std::string& token) {
+                 absl::StatusOr<JobsParams> params =
+                     ParseJobsParams(ParamsOf(req));
+                 if (!params.ok()) return BadRequest(params.status());
+                 return reader_.JobsPage(token, *params);
+               });
+             });
+    http.Get("/api/history",
+             [this](const httplib::Request& req, httplib::Response& res) {
+               Api(req, res, [this, &req](const std::string& token) {
+                 absl::StatusOr<HistoryParams> params =
+                     ParseHistoryParams(ParamsOf(req));
+                 if (!params.ok()) return BadRequest(params.status());
+                 return reader_.History(token, *params);
+               });
+             });
+    http.Get(R"(/api/jobs/([^/]+)/log)",
+             [this](const httplib::Request& req, httplib::Response& res) {
+               const std::string id = req.matches[1];
+               Api(req, res, [this, &req, &id](const std::string& token) {
+                 absl::StatusOr<LogParams> params =
+                     ParseLogParams(ParamsOf(req));
+                 if (!params.ok()) return BadRequest(params.status());
+                 return reader_.JobLog(token, id, *params);
+               });
+             });
+    http.Post(R"(/api/jobs/([^/]+)/([a-z]+))",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                PostJobAction(req, res, req.matches[1], req.matches[2]);
+              });
+  }
+
+  static QueryParams ParamsOf(const httplib::Request& req) {
+    return QueryParams(req.params.begin(), req.params.end());
+  }
+
+  static ApiAnswer BadRequest(const absl::Status& status) {
+    return ApiAnswer{.status = 400,
+                     .body = json{{"error", std::string(status.message())}}};
+  }
+
+  // POST /api/jobs/ID/ACTION: from this dashboard's page (Origin), with the
+  // page's anti-forgery token, as the session's user (the master decides
+  // whether they may).
+  void PostJobAction(const httplib::Request& req, httplib::Response& res,
+                 const std::string& id, const std::string& action) {
+    if (!CheckOrigin(req, res)) return;
+    std::optional<std::pair<std::string, Session>> session;
+    if (login_required_) {
+      session = SessionOf(req);
+      if (!session) {
+        return SendJson(res, 401,
+                        json{{"error",
+                              "not logged in (or the session ended): log in "
+                              "at / with a token"}});
+      }
+    }
+    const std::string& expected = session ? session->second.csrf : page_csrf_;
+    const std::string csrf = req.get_header_value("X-Tiresias-Csrf");
+    if (csrf.empty() || csrf != expected) {
+      Log(absl::StrCat("refused POST ", Printable(req.path), " from ",
+                       Peer(req), ": no valid X-Tiresias-Csrf header"));
+      return SendJson(
+          res, 403,
+          json{{"error",
+                "forbidden: the X-Tiresias-Csrf header must carry the token "
+                "of this dashboard's page (reload the page)"}});
+    }
+    Api(req, res, [&](const std::string& token) {
+      ApiAnswer answer = reader_.Act(token, id, action);
+      Log(absl::StrCat(session ? session->second.user : "(insecure)", " ",
+                       Printable(action), " job ", Printable(id), " from ",
+                       Peer(req), ": ",
+                       answer.status == 200
+                           ? answer.body.value("outcome", "")
+                           : answer.body.value("error", "")));
+      return answer;
+    });
+  }
 
   void Log(const std::string& line) const {
     if (options_.log) {
@@ -173,7 +259,8 @@ class DashboardServer::Backend {
       return SendPage(
           res, 200,
           DashboardPage(options_.master_address, options_.refresh_ms,
-                        PageViewer{.insecure = insecure}, nonce),
+                        PageViewer{.insecure = insecure, .csrf = page_csrf_},
+                        nonce),
           nonce);
     }
     auto session = SessionOf(req);
@@ -185,7 +272,8 @@ class DashboardServer::Backend {
              DashboardPage(options_.master_address, options_.refresh_ms,
                            PageViewer{.logged_in = true,
                                       .user = session->second.user,
-                                      .admin = session->second.admin},
+                                      .admin = session->second.admin,
+                                      .csrf = session->second.csrf},
                            nonce),
              nonce);
   }
@@ -242,7 +330,10 @@ class DashboardServer::Backend {
     }
     if (auto old = SessionOf(req)) sessions_.Remove(old->first);
     const std::string id = sessions_.Create(
-        Session{.token = token, .user = who.user(), .admin = who.admin()},
+        Session{.token = token,
+                .user = who.user(),
+                .admin = who.admin(),
+                .csrf = security::RandomHex(16)},
         Clock::now());
     Log(absl::StrCat("login: ", who.user(), who.admin() ? " (admin)" : "",
                      " from ", Peer(req)));
@@ -263,6 +354,9 @@ class DashboardServer::Backend {
   const bool login_required_;
   const HostAllowList hosts_;
   const MasterReader reader_;
+  // Against an --insecure master (no sessions): the anti-forgery token of
+  // every page this dashboard serves.
+  const std::string page_csrf_ = security::RandomHex(16);
   SessionStore sessions_;
 };
 

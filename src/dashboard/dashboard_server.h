@@ -8,14 +8,32 @@
 //   GET /api/state        {"now", "master", "viewer", "jobs": [...],
 //                         "nodes": [...]} (master_reader.h)
 //   GET /api/jobs/<id>    one job with its command, environment and events
+//   GET /api/jobs?state=&user=&name=&page_size=&page_token=
+//                         one page of jobs, filtered by the master:
+//                         {"jobs", "next_page_token", "page_size"}
+//                         (api_params.h says what each takes)
+//   GET /api/history?since=&until=&max_points=
+//                         busy GPUs and waiting jobs as the master sampled
+//                         and stored them (GetClusterHistory): the chart,
+//                         which survives reloads and master restarts
+//   GET /api/jobs/<id>/log?offset=&attempt=&rank=
+//                         a slice of a task's log (ReadJobLog); the page
+//                         follows it from next_offset
+//   POST /api/jobs/<id>/hold|release|cancel
+//                         the action as the session's user (UpdateJobs: the
+//                         master refuses one who is neither the job's owner
+//                         nor an admin: 403 "refused: ..."); needs the page's
+//                         anti-forgery token in the X-Tiresias-Csrf header
+//                         (403 without) and an Origin of this dashboard
 //   POST /login           form field "token": checked with the master's
 //                         WhoAmI; a session cookie and 303 to / on success,
 //                         else the form again with the master's reason
 //   POST /logout          ends the session; 303 to /
 // An /api request the master cannot answer gets a JSON {"error": "..."} with
-// 404 (unknown job), 400 (malformed id), 401 (no session, or the master
-// refused its token) or 502 (master unreachable or failing); the dashboard
-// keeps serving.
+// 404 (unknown job), 400 (malformed id or parameter, naming it), 401 (no
+// session, or the master refused its token), 403 (the master refused the
+// action), 409 (the action or log does not apply to the job's state) or 502
+// (master unreachable or failing); the dashboard keeps serving.
 //
 // Security. With TLS (options.tls not insecure) the master authenticates
 // every call, and the dashboard holds no credential of its own: a browser
@@ -31,8 +49,10 @@
 //   (request_checks.h: its --listen host:port, localhost, 127.0.0.1 and
 //   [::1] on its port, and options.allowed_hosts) gets 403, whatever it
 //   asks for (DNS rebinding);
-// - GET changes nothing; POST /login and /logout with an Origin header
-//   other than the dashboard's own get 403 (cross-site request forgery);
+// - GET changes nothing; a POST with an Origin header other than the
+//   dashboard's own gets 403 (cross-site request forgery), and so does a
+//   POST to /api/... without the page's token (a random one per session;
+//   per dashboard against an --insecure master);
 // - nothing it logs holds a token (security::RedactTokens).
 //
 //   ASSIGN_OR_RETURN(auto dashboard, DashboardServer::Start(

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -130,6 +131,30 @@ ApiAnswer MasterReader::Job(const std::string& token,
   return ApiAnswer{.status = 200,
                    .body = api::JobJson(resp.job(), api::JobView::kDetail,
                                         NowUnixSeconds())};
+}
+
+ApiAnswer MasterReader::JobsPage(const std::string& token,
+                                 const JobsParams& params) const {
+  v1::ListJobsRequest req;
+  req.set_page_size(params.page_size);
+  req.set_page_token(params.page_token);
+  req.set_user(params.user);
+  req.set_name(params.name);
+  if (!params.state.empty()) {
+    v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
+    v1::JobState_Parse("JOB_STATE_" + absl::AsciiStrToUpper(params.state),
+                       &state);
+    req.set_state(state);
+  }
+  v1::ListJobsResponse page;
+  grpc::Status s = stub_->ListJobs(Context(token).get(), req, &page);
+  if (!s.ok()) return Refused(s);
+  json jobs = json::array();
+  for (const v1::Job& j : page.jobs()) jobs.push_back(JobJson(j, false));
+  return ApiAnswer{.status = 200,
+                   .body = json{{"jobs", std::move(jobs)},
+                                {"next_page_token", page.next_page_token()},
+                                {"page_size", params.page_size}}};
 }
 
 }  // namespace tiresias

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "dashboard/api_params.h"
 #include "nlohmann/json.hpp"
 #include "proto/tiresias.grpc.pb.h"
 
@@ -43,6 +44,28 @@ class MasterReader {
   // events, as `tiresias job ID --json` prints it: 400 for a malformed id,
   // 404 for an unknown one.
   ApiAnswer Job(const std::string& token, const std::string& id_text) const;
+  // GET /api/jobs: one page of the jobs `params` select, in id order:
+  // {"jobs": [...], "next_page_token": "..." ("" on the last page),
+  // "page_size"}; a page token the master refuses is 400.
+  ApiAnswer JobsPage(const std::string& token, const JobsParams& params) const;
+  // GET /api/history (master_reader_more.cc): the master's cluster history,
+  // {"points": [{"sample_time", "gpus_busy", "gpus_total", "jobs_waiting",
+  // "jobs_running"}], "interval_s"}, oldest first.
+  ApiAnswer History(const std::string& token,
+                    const HistoryParams& params) const;
+  // GET /api/jobs/ID/log: a slice of a task's log (ReadJobLog), {"data"
+  // (text; bytes that are not UTF-8 replaced), "offset", "next_offset",
+  // "attempt", "current_attempt", "complete", "job_state", "node"}. 404
+  // unknown job or no log, 409 the job has not started, 403 not allowed.
+  ApiAnswer JobLog(const std::string& token, const std::string& id_text,
+                   const LogParams& params) const;
+  // POST /api/jobs/ID/ACTION: hold, release or cancel the job (UpdateJobs,
+  // so the master checks the caller may). 200 {"job_id", "action",
+  // "outcome": "done" or "unchanged", "state", "held"}; refused: 403 (not
+  // the owner nor an admin), 404, 409 (the action does not apply), with
+  // {"error": "refused: ..."}; 400 for an unknown action.
+  ApiAnswer Act(const std::string& token, const std::string& id_text,
+                const std::string& action) const;
   // The master's WhoAmI for `token`.
   grpc::Status WhoAmI(const std::string& token, v1::WhoAmIResponse* out) const;
   // One line saying why a call failed: the master's address, the code, its
@@ -55,6 +78,12 @@ class MasterReader {
   grpc::Status AllJobs(const std::string& token, double now,
                        nlohmann::json* out) const;
   ApiAnswer Failed(const grpc::Status& status) const;
+  // Failed, but a refusal of the request itself (INVALID_ARGUMENT,
+  // NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION) is 400, 404, 403 or
+  // 409 with the master's message.
+  ApiAnswer Refused(const grpc::Status& status) const;
+  // Refused, the message starting "refused: " for a refusal.
+  ApiAnswer RefusedAction(const grpc::Status& status) const;
 
   std::string master_address_;
   std::unique_ptr<v1::Tiresias::Stub> stub_;

@@ -30,6 +30,9 @@ struct Session {
   std::string token;  // the bearer token every call for this browser carries
   std::string user;   // who the master said the token stands for
   bool admin = false;
+  // The page's anti-forgery token: every POST to /api/... must carry it in
+  // the X-Tiresias-Csrf header (random, made at login).
+  std::string csrf;
 };
 
 class SessionStore {

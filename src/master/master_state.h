@@ -128,6 +128,7 @@
 #include "master/store.h"
 #include "place/pack_limit_runs.h"
 #include "place/placement.h"
+#include "master/cluster_history.h"
 #include "proto/tiresias.pb.h"
 #include "sched/pending_reason.h"
 #include "sched/queues.h"
@@ -185,6 +186,10 @@ struct MasterOptions {
   // Jobs that may not be preempted (JobRequest::no_preempt) are accepted
   // with at most this many GPUs; 0 refuses them all, < 0: any size.
   int max_no_preempt_gpus = -1;
+  // The cluster's history (cluster_history.h): MasterServer samples it this
+  // often (0 or less: never), and the store keeps it bounded so.
+  Seconds history_interval{10};
+  HistoryRetention history_retention;
 };
 
 // What UpdateJobs does to each job (proto JobAction).
@@ -337,6 +342,19 @@ class MasterState {
     bool pack_limit_learning = false;
   };
   absl::StatusOr<Metrics> SnapshotMetrics();
+  // The cluster's history (master_history.cc). RecordClusterSample stores
+  // the busy GPUs, up GPUs, waiting and running jobs now (SnapshotMetrics)
+  // at the clock's now, pruning to options().history_retention; called by
+  // MasterServer every options().history_interval. ClusterHistory: the
+  // samples with since <= time <= until, oldest first, thinned to at most
+  // max_points (ThinSamples; <= 0: all). Neither holds mu_ while the store
+  // works.
+  absl::Status RecordClusterSample();
+  // The clock's now, Unix seconds (the default end of a history window).
+  Seconds NowForHistory() const;
+  absl::StatusOr<std::vector<ClusterSample>> ClusterHistory(Seconds since,
+                                                            Seconds until,
+                                                            int max_points);
   // OK if the master's lock can be taken and its store answers (/healthz).
   absl::Status CheckHealth();
 

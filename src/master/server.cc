@@ -79,12 +79,18 @@ void MasterServer::Shutdown() {
 void MasterServer::Loop() {
   using std::chrono::duration;
   auto next_check = std::chrono::steady_clock::now();
+  // The cluster's history: a sample at start, then every history_interval.
+  const Seconds history_interval = state_->options().history_interval;
+  auto next_sample = std::chrono::steady_clock::now();
   while (true) {
     // Sleep until notified, the policy's next wakeup, or the next timeout
     // check (every second), whichever comes first.
     const double to_wakeup =
         (state_->NextWakeup() - clock_->NowUnixSeconds()).count();
     auto deadline = next_check;
+    if (history_interval.count() > 0) {
+      deadline = std::min(deadline, next_sample);
+    }
     if (std::isfinite(to_wakeup)) {
       deadline = std::min(
           deadline, std::chrono::steady_clock::now() +
@@ -102,6 +108,17 @@ void MasterServer::Loop() {
       next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
       if (absl::Status s = state_->CheckTimeouts(); !s.ok()) {
         std::fprintf(stderr, "tiresias master: %s\n", s.ToString().c_str());
+      }
+    }
+    if (history_interval.count() > 0 &&
+        std::chrono::steady_clock::now() >= next_sample) {
+      next_sample =
+          std::chrono::steady_clock::now() +
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              history_interval);
+      if (absl::Status s = state_->RecordClusterSample(); !s.ok()) {
+        std::fprintf(stderr, "tiresias master: cluster history: %s\n",
+                     s.ToString().c_str());
       }
     }
     const bool due = state_->NextWakeup() <= clock_->NowUnixSeconds();

@@ -1,8 +1,9 @@
 // MasterServer: the running master. A grpc::Server serving TiresiasService
 // and AgentRegistryService over one MasterState, and one scheduling thread
 // that calls MasterState::RunPass when woken (submit, cancel, agent
-// reports, node changes) or at the scheduler's next wakeup, and
-// CheckTimeouts every second.
+// reports, node changes) or at the scheduler's next wakeup, CheckTimeouts
+// every second, and RecordClusterSample every options().history_interval
+// (the dashboard's chart).
 //
 //   ASSIGN_OR_RETURN(auto server, MasterServer::Start(state.get(), &clock,
 //                                                     "127.0.0.1:0"));

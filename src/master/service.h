@@ -79,6 +79,12 @@ class TiresiasService final : public v1::Tiresias::Service {
   grpc::Status GetClusterStatus(grpc::ServerContext*,
                                 const v1::GetClusterStatusRequest*,
                                 v1::ClusterStatus*) override;
+  // service_history.cc; anyone authenticated.
+  grpc::Status GetClusterHistory(grpc::ServerContext*,
+                                 const v1::GetClusterHistoryRequest*,
+                                 v1::GetClusterHistoryResponse*) override;
+  static constexpr int kDefaultHistoryPoints = 1000;
+  static constexpr int kMaxHistoryPoints = 10000;
   grpc::Status WatchEvents(grpc::ServerContext*, const v1::WatchEventsRequest*,
                            grpc::ServerWriter<v1::JobEvent>*) override;
   grpc::Status ReadJobLog(grpc::ServerContext*, const v1::ReadJobLogRequest*,

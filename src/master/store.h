@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "master/auth_records.h"
+#include "master/cluster_history.h"
 #include "master/job_record.h"
 #include "place/pack_limit_runs.h"
 
@@ -234,6 +235,16 @@ class Store {
   virtual absl::Status AddPlacementRun(const PlacementRunRecord& run) = 0;
   virtual absl::StatusOr<std::vector<PlacementRunRecord>> ListPlacementRuns()
       const = 0;
+
+  // The cluster's history (cluster_history.h; store_history.cc). Adds
+  // `sample` and prunes the table to `retention`, in one transaction; a
+  // sample at a time already stored replaces it. InvalidArgument for a
+  // non-finite time or a negative count. ClusterHistory: the samples with
+  // since <= time <= until, oldest first.
+  virtual absl::Status AddClusterSample(const ClusterSample& sample,
+                                        const HistoryRetention& retention) = 0;
+  virtual absl::StatusOr<std::vector<ClusterSample>> ClusterHistory(
+      Seconds since, Seconds until) const = 0;
 };
 
 struct SqliteStoreOptions {
@@ -252,8 +263,9 @@ class SqliteStore final : public Store {
   // tables, 5 -> 6 job profiles, 6 -> 7 placement runs, 7 -> 8 the jobs'
   // workdir, output and error, 8 -> 9 job control: time limit, no-preempt,
   // held, 9 -> 10 nodes.drained and drain_reason, 10 -> 11 the jobs'
-  // dependencies) and refuses newer ones.
-  static constexpr int kSchemaVersion = 11;
+  // dependencies, 11 -> 12 the cluster_history table: see store_rows.h)
+  // and refuses newer ones.
+  static constexpr int kSchemaVersion = 12;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the
@@ -293,6 +305,10 @@ class SqliteStore final : public Store {
       const override;
   absl::StatusOr<std::vector<AuditRecord>> AuditAfter(
       int64_t after, int limit) const override;
+  absl::Status AddClusterSample(const ClusterSample& sample,
+                                const HistoryRetention& retention) override;
+  absl::StatusOr<std::vector<ClusterSample>> ClusterHistory(
+      Seconds since, Seconds until) const override;
 
   // Write transactions committed since Open (each one fsync): what tests
   // and benchmarks read to see submissions share transactions.

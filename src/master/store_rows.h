@@ -125,6 +125,13 @@ inline constexpr const char* kMigrations[] = {
     // 11: the jobs a job waits for (submit --dependency), a JSON array of
     // {"kind": "afterok", "job_id": 12}; '[]' for older jobs: none.
     "ALTER TABLE jobs ADD COLUMN dependencies TEXT NOT NULL DEFAULT '[]'",
+    // 12: the cluster's history, sampled by the master
+    // (cluster_history.h): busy GPUs and waiting jobs over time, for the
+    // dashboard's chart; bounded by Store::AddClusterSample's pruning.
+    "CREATE TABLE cluster_history ("
+    "  time REAL PRIMARY KEY,"
+    "  gpus_busy INTEGER NOT NULL, gpus_total INTEGER NOT NULL,"
+    "  jobs_waiting INTEGER NOT NULL, jobs_running INTEGER NOT NULL)",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =

@@ -149,8 +149,11 @@ ApiAnswer MasterReader::JobsPage(const std::string& token,
   v1::ListJobsResponse page;
   grpc::Status s = stub_->ListJobs(Context(token).get(), req, &page);
   if (!s.ok()) return Refused(s);
+  const double now = NowUnixSeconds();
   json jobs = json::array();
-  for (const v1::Job& j : page.jobs()) jobs.push_back(JobJson(j, false));
+  for (const v1::Job& j : page.jobs()) {
+    jobs.push_back(api::JobJson(j, api::JobView::kList, now));
+  }
   return ApiAnswer{.status = 200,
                    .body = json{{"jobs", std::move(jobs)},
                                 {"next_page_token", page.next_page_token()},

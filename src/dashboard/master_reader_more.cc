@@ -1,12 +1,12 @@
 // MasterReader: the cluster's history, a job's log, and the job actions
 // (hold, release, cancel) the dashboard offers (master_reader.h).
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cli/api_json.h"
 #include "dashboard/master_reader.h"
 #include "security/tokens.h"
 
@@ -27,14 +27,6 @@ std::optional<ApiAnswer> ParseJobId(const std::string& text, int64_t* id) {
       .body = json{{"error", absl::StrCat("job id: expected a positive "
                                           "number, got \"",
                                           text, "\"")}}};
-}
-
-std::string LowerStateName(v1::JobState state) {
-  std::string name = v1::JobState_Name(state);
-  const std::string prefix = "JOB_STATE_";
-  if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
-  for (char& c : name) c = static_cast<char>(std::tolower(c));
-  return name;
 }
 
 }  // namespace
@@ -131,7 +123,7 @@ ApiAnswer MasterReader::JobLog(const std::string& token,
                                 {"attempt", resp.attempt()},
                                 {"current_attempt", resp.current_attempt()},
                                 {"complete", resp.complete()},
-                                {"job_state", LowerStateName(resp.job_state())},
+                                {"job_state", api::JobStateWord(resp.job_state())},
                                 {"node", resp.node()}}};
 }
 
@@ -175,7 +167,7 @@ ApiAnswer MasterReader::Act(const std::string& token,
                    .body = json{{"job_id", id},
                                 {"action", action},
                                 {"outcome", r.unchanged() ? "unchanged" : "done"},
-                                {"state", LowerStateName(r.state())},
+                                {"state", api::JobStateWord(r.state())},
                                 {"held", r.held()}}};
 }
 

@@ -31,13 +31,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_cluster import fail, run_with_cluster  # noqa: E402
 
 LIMIT = 2
-# $1: the folder for records. Writes PID (for the test's clean-up), the
-# array variables, START and END (Unix seconds) to $1/rec-$TIRESIAS_JOB_ID,
-# and one line to stdout (the --output file).
+# $1: the folder for records. Writes PID (for the test's clean-up, which
+# kills the process group of any line whose second word is a number: the
+# other lines' second words never are), the array variables, START and END
+# (Unix seconds) to $1/rec-$TIRESIAS_JOB_ID, and one line to stdout (the
+# --output file).
 TASK = ('r="$1/rec-$TIRESIAS_JOB_ID"; echo "PID $$" >> "$r"; '
-        'echo "ARRAY $TIRESIAS_ARRAY_JOB_ID $TIRESIAS_ARRAY_TASK_ID '
-        '$TIRESIAS_ARRAY_TASK_COUNT $TIRESIAS_ARRAY_TASK_MIN '
-        '$TIRESIAS_ARRAY_TASK_MAX" >> "$r"; '
+        'echo "ARRAY job=$TIRESIAS_ARRAY_JOB_ID '
+        'task=$TIRESIAS_ARRAY_TASK_ID count=$TIRESIAS_ARRAY_TASK_COUNT '
+        'min=$TIRESIAS_ARRAY_TASK_MIN max=$TIRESIAS_ARRAY_TASK_MAX" >> "$r"; '
         'echo "START $(date +%s.%N)" >> "$r"; '
         'echo "index=$TIRESIAS_ARRAY_TASK_ID"; sleep 2; '
         'echo "END $(date +%s.%N)" >> "$r"')
@@ -172,10 +174,11 @@ def run_array(cluster):
                                                rec))
         index = listed[job_id].get("array_index", 0)
         seen = rec["ARRAY"][0]
-        if seen != [array_id, str(index), "6", "0", "5"]:
+        want = ["job=" + array_id, "task=%d" % index, "count=6", "min=0",
+                "max=5"]
+        if seen != want:
             fail("job %s (index %d) saw TIRESIAS_ARRAY_* %r, want %r" %
-                 (job_id, index, seen, [array_id, str(index), "6", "0",
-                                        "5"]))
+                 (job_id, index, seen, want))
         indices.append(index)
         intervals.append((float(rec["START"][0][0]),
                           float(rec["END"][0][0]), job_id))

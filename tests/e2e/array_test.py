@@ -151,6 +151,10 @@ def run_array(cluster):
     if "%s_3" % array_id not in table:
         fail("`jobs --array %s` does not show %s_3:\n%s" % (array_id,
                                                             array_id, table))
+    shown = cluster.cli("job", ids[3])
+    if "%s_3 (array %s: 0-5, at most %d running)" % (
+            array_id, array_id, LIMIT) not in shown:
+        fail("`tiresias job %s` has no Array line:\n%s" % (ids[3], shown))
 
     cluster.wait(lambda j: all(j[i]["state"] == "JOB_STATE_FINISHED"
                                for i in ids),
@@ -207,6 +211,26 @@ def run_array(cluster):
           (array_id, most, LIMIT, last - first))
 
 
+def check_wait(cluster):
+    """--wait on an array waits for all of its jobs and exits with the
+    highest code (Slurm's): jobs exiting 0, 1 and 2 give 2."""
+    out = cluster.cli_raw("submit", "--gpus", "1", "--array", "0-2",
+                          "--wait", "--", "/bin/sh", "-c",
+                          "exit $TIRESIAS_ARRAY_TASK_ID")
+    array_id = out.stdout.strip()
+    if out.returncode != 2 or not array_id.isdigit():
+        fail("submit --array 0-2 --wait: exit %d (want 2), stdout %r, "
+             "stderr %r" % (out.returncode, out.stdout, out.stderr))
+    listed = json.loads(cluster.cli("jobs", "--array", array_id, "--json"))
+    states = sorted(j["state"] for j in listed["jobs"])
+    if states != ["JOB_STATE_FAILED", "JOB_STATE_FAILED",
+                  "JOB_STATE_FINISHED"]:
+        fail("after --wait, the array's jobs are %r" % states)
+    if "2 of 3 jobs did not finish with 0; exit code 2" not in out.stderr:
+        fail("submit --array --wait stderr %r" % out.stderr)
+    print("--wait on an array: exit code 2, the highest of 0, 1, 2")
+
+
 def run(cluster):
     cluster.start_master()
     cluster.start_agent("nodeA", gpus=4)
@@ -214,6 +238,7 @@ def run(cluster):
     check_refusals(cluster)
     check_json_and_cancel(cluster)
     run_array(cluster)
+    check_wait(cluster)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,21 @@ absl::StatusOr<MasterState::SubmitResult> MasterState::SubmitArray(
   // Validated: the indices expand.
   ASSIGN_OR_RETURN(std::vector<int> indices,
                    ExpandArrayIndices(spec.array.indices));
+  // Every job stores the whole spec: the array may take no more than a
+  // SubmitJobs request may carry (a 128 KiB environment times 10,000 jobs
+  // would be over a GiB in memory and on disk).
+  JobRecord sized;
+  sized.spec = spec;
+  const int64_t each = ApproxEncodedBytes(sized);
+  const int64_t total = each * static_cast<int64_t>(indices.size());
+  if (total > static_cast<int64_t>(job_limits::kMaxRequestBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.array: ", indices.size(), " jobs of about ", each / 1024,
+        " KiB each take ", total >> 20, " MiB; at most ",
+        job_limits::kMaxRequestBytes >> 20,
+        " MiB in one array (fewer indices, or a smaller spec: its "
+        "environment is copied into every job)"));
+  }
   std::vector<NewJob> jobs;
   jobs.reserve(indices.size());
   for (size_t i = 0; i < indices.size(); ++i) {

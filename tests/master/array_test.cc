@@ -140,6 +140,18 @@ TEST_F(ArrayTest, BadArraysAreRefusedNamingTheField) {
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(refused.status().message()), HasSubstr(c.says));
   }
+  // 10,000 copies of a 100 KiB environment: about 1 GiB, refused.
+  JobRequest big = ArraySpec("0-9999", 0);
+  for (const char* name : {"D1", "D2", "D3", "D4"}) {
+    big.env[name] = std::string(25 * 1024, 'x');
+  }
+  auto too_big = master_->SubmitJob(big, "");
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(too_big.status().message()),
+              HasSubstr("spec.array: 10000 jobs of about 100 KiB each take "));
+  EXPECT_THAT(std::string(too_big.status().message()),
+              HasSubstr("at most 64 MiB in one array"));
   auto listed = master_->ListJobs();
   ASSERT_TRUE(listed.ok());
   EXPECT_TRUE(listed->empty());

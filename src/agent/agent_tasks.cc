@@ -146,6 +146,13 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
   spec.worker_addrs.assign(st.worker_addresses().begin(),
                            st.worker_addresses().end());
   spec.node_name = options_.node_name;
+  if (st.has_array()) {
+    spec.array_job_id = st.array().array_job_id();
+    spec.array_task_id = st.array().task_id();
+    spec.array_task_count = st.array().task_count();
+    spec.array_task_min = st.array().task_min();
+    spec.array_task_max = st.array().task_max();
+  }
   spec.working_dir = st.workdir();
   spec.output_path = st.output();
   spec.error_path = st.error();

@@ -75,6 +75,14 @@ struct TaskSpec {
   // is right when all ranks run on the master_addr machine.
   std::vector<std::string> worker_addrs;
   std::string node_name;  // TIRESIAS_NODE_NAME; empty: not set
+  // A job of an array (StartTask.array): the array's id (0: not in one),
+  // this job's index, and the array's count, smallest and largest index
+  // (TIRESIAS_ARRAY_*).
+  int64_t array_job_id = 0;
+  int array_task_id = 0;
+  int array_task_count = 0;
+  int array_task_min = 0;
+  int array_task_max = 0;
   // The task's lease (lease.h), watched by its shim, which fences the task
   // once it lapses; null: never fenced. Must stay mapped while Start runs
   // (the shim inherits the mapping).

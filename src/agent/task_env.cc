@@ -135,6 +135,13 @@ std::vector<std::string> BuildTaskEnvironment(
   if (!spec.node_name.empty()) env["TIRESIAS_NODE_NAME"] = spec.node_name;
   env["TIRESIAS_CHECKPOINT_DIR"] = spec.checkpoint_dir;
   env["TIRESIAS_RESTART_COUNT"] = absl::StrCat(spec.restart_count);
+  if (spec.array_job_id > 0) {
+    env["TIRESIAS_ARRAY_JOB_ID"] = absl::StrCat(spec.array_job_id);
+    env["TIRESIAS_ARRAY_TASK_ID"] = absl::StrCat(spec.array_task_id);
+    env["TIRESIAS_ARRAY_TASK_COUNT"] = absl::StrCat(spec.array_task_count);
+    env["TIRESIAS_ARRAY_TASK_MIN"] = absl::StrCat(spec.array_task_min);
+    env["TIRESIAS_ARRAY_TASK_MAX"] = absl::StrCat(spec.array_task_max);
+  }
   std::vector<std::string> entries;
   entries.reserve(env.size());
   for (const auto& [name, value] : env) {

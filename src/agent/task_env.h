@@ -33,7 +33,9 @@ std::string TfConfigJson(const TaskSpec& spec);
 //      CUDA_VISIBLE_DEVICES (spec.gpus joined by ','; empty hides all GPUs),
 //      MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK, TF_CONFIG,
 //      TIRESIAS_JOB_ID, TIRESIAS_ATTEMPT, TIRESIAS_CHECKPOINT_DIR,
-//      TIRESIAS_RESTART_COUNT.
+//      TIRESIAS_RESTART_COUNT, and for a job of an array (array_job_id >
+//      0) TIRESIAS_ARRAY_JOB_ID, _TASK_ID, _TASK_COUNT, _TASK_MIN and
+//      _TASK_MAX.
 // Sorted by name. `spec` must be valid.
 std::vector<std::string> BuildTaskEnvironment(
     const std::vector<std::string>& base_env, const TaskSpec& spec,

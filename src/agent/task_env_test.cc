@@ -56,6 +56,26 @@ TEST(TaskEnvTest, AccountReplacesTheAgentsUserAndHome) {
   EXPECT_EQ(FindEnv(BuildTaskEnvironment(base, Spec()), "USER"), "root");
 }
 
+// A job of an array is told its array, index and the array's shape;
+// others get no TIRESIAS_ARRAY_* at all, and the job's own cannot fake them.
+TEST(TaskEnvTest, ArrayJobsGetTheirArrayVariables) {
+  TaskSpec spec = Spec();
+  spec.env = {{"TIRESIAS_ARRAY_TASK_ID", "99"}};
+  std::vector<std::string> env = BuildTaskEnvironment({}, spec);
+  EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_JOB_ID"), "");
+  spec.array_job_id = 40;
+  spec.array_task_id = 8;
+  spec.array_task_count = 4;
+  spec.array_task_min = 0;
+  spec.array_task_max = 12;
+  env = BuildTaskEnvironment({}, spec);
+  EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_JOB_ID"), "40");
+  EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_TASK_ID"), "8");
+  EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_TASK_COUNT"), "4");
+  EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_TASK_MIN"), "0");
+  EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_TASK_MAX"), "12");
+}
+
 TEST(TaskEnvTest, NoGpusHidesAllOfThem) {
   TaskSpec spec = Spec();
   spec.gpus.clear();

@@ -166,6 +166,13 @@ json JobJson(const v1::Job& j, JobView view, double now_unix_seconds) {
       {"pending_reason_kind", TextOrNull(reason_kind)},
       {"profile", ProfileJson(j)},
       {"profile_text", FormatJobProfile(j)},
+      {"array_id", j.array_id() > 0 ? json(j.array_id()) : json(nullptr)},
+      {"array_index",
+       j.array_id() > 0 ? json(j.array_index()) : json(nullptr)},
+      {"array", spec.has_array()
+                    ? json{{"indices", spec.array().indices()},
+                           {"max_running", spec.array().max_running()}}
+                    : json(nullptr)},
   };
   if (view == JobView::kDetail) {
     json env = json::object();
@@ -228,7 +235,9 @@ json ClusterStatusJson(const v1::ClusterStatus& s) {
 }
 
 json SubmitJson(const v1::SubmitJobResponse& r) {
-  return {{"job_id", r.job_id()}, {"existing", r.existing()}};
+  json out = {{"job_id", r.job_id()}, {"existing", r.existing()}};
+  if (r.array_job_ids_size() > 0) out["array_job_ids"] = Ids(r.array_job_ids());
+  return out;
 }
 
 json SubmitJson(const v1::SubmitJobsResponse& r) {

@@ -35,10 +35,17 @@ constexpr int kJobsPageSize = 1000;
 // reason in parentheses for one that waits. Now is this machine's clock.
 // User-controlled text goes through cli::Printable: a name cannot forge a
 // row.
+// ARRAY: a job of an array as squeue writes it, ARRAYID_INDEX ("12_3");
+// "-" for a job outside one.
 void PrintJobsHeader() {
-  std::printf("%-6s %-16s %-10s %-10s %5s %4s %15s %10s %10s %s\n", "JOBID",
-              "NAME", "USER", "STATE", "QUEUE", "GPUS", "ATTAINED(GPU-s)",
-              "WAIT", "RUN", "NODES(REASON)");
+  std::printf("%-6s %-9s %-16s %-10s %-10s %5s %4s %15s %10s %10s %s\n",
+              "JOBID", "ARRAY", "NAME", "USER", "STATE", "QUEUE", "GPUS",
+              "ATTAINED(GPU-s)", "WAIT", "RUN", "NODES(REASON)");
+}
+
+std::string ArrayText(const v1::Job& job) {
+  if (job.array_id() <= 0) return "-";
+  return absl::StrCat(job.array_id(), "_", job.array_index());
 }
 
 // The state as listed: a held job is "held" (it is pending or preempted).
@@ -55,8 +62,8 @@ void PrintJobRow(const v1::Job& job, double now) {
   if (!job.pending_reason().empty()) {
     nodes = absl::StrCat("(", cli::Printable(job.pending_reason()), ")");
   }
-  std::printf("%-6lld %-16s %-10s %-10s %5d %4d %15.0f %10s %10s %s\n",
-              static_cast<long long>(job.id()),
+  std::printf("%-6lld %-9s %-16s %-10s %-10s %5d %4d %15.0f %10s %10s %s\n",
+              static_cast<long long>(job.id()), ArrayText(job).c_str(),
               cli::Printable(job.spec().name()).c_str(),
               cli::Printable(job.spec().user()).c_str(),
               StateText(job).c_str(), job.queue(),
@@ -72,6 +79,7 @@ struct JobsFlags {
   std::string user;
   std::string name;
   std::string since;  // empty: any time
+  int64_t array = 0;  // --array: only this array's jobs; 0: any
 };
 
 // The request the filter flags describe, or a one-line error naming a flag.
@@ -92,6 +100,11 @@ absl::StatusOr<v1::ListJobsRequest> JobsRequest(const JobsFlags& f) {
   }
   req.set_user(f.user);
   req.set_name(f.name);
+  if (f.array < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--array ", f.array, ": expected an array's id (its first job's)"));
+  }
+  req.set_array_id(f.array);
   if (!f.since.empty()) {
     absl::StatusOr<double> since = cli::ParseTimeArg("--since", f.since);
     if (!since.ok()) return since.status();
@@ -146,6 +159,17 @@ void PrintJob(const v1::Job& job, double now) {
     command.push_back(Printable(arg));
   }
   line("Job:", absl::StrCat(job.id()));
+  if (job.array_id() > 0) {
+    line("Array:",
+         absl::StrCat(ArrayText(job), " (array ", job.array_id(), ": ",
+                      Printable(job.spec().array().indices()),
+                      job.spec().array().max_running() > 0
+                          ? absl::StrCat(", at most ",
+                                         job.spec().array().max_running(),
+                                         " running")
+                          : "",
+                      ")"));
+  }
   line("Name:", Printable(job.spec().name()));
   line("User:", Printable(job.spec().user()));
   line("State:", job.held() ? cli::JobStateName(job.state()) +
@@ -265,6 +289,9 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   cmd->add_option("--state", jobs->state, "Only jobs in this state");
   cmd->add_option("--user", jobs->user, "Only this user's jobs");
   cmd->add_option("--name", jobs->name, "Only jobs with exactly this name");
+  cmd->add_option("--array", jobs->array,
+                  "Only the jobs of this array (the id `submit --array` "
+                  "printed: its first job's)");
   cmd->add_option("--since", jobs->since,
                   "Only jobs submitted at or after TIME: Unix seconds or a "
                   "local date YYYY-MM-DD[THH:MM:SS]");

@@ -150,6 +150,11 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
         if (!one.ok()) return one.status();
         spec.env[name] = *std::move(one);
       }
+    } else if (key == "array") {
+      // SubmitJobs writes one job per line (its ids answer the lines):
+      // an array is made by SubmitJob alone.
+      return FieldError(key, "job arrays are not taken in a --file; submit "
+                             "each with `tiresias submit --array`");
     } else {
       return FieldError(key, absl::StrCat("unknown field; expected one of ",
                                           kFields));

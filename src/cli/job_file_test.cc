@@ -171,6 +171,9 @@ TEST(JobFile, NamesTheLineAndFieldOfTheFirstBadLine) {
       {"{\"gpus\": 1, \"command\": [\"true\"]",
        "jobs.jsonl:3: not valid JSON at byte"},
       {"[1, 2]", "jobs.jsonl:3: expected a JSON object"},
+      {"{\"gpus\": 1, \"command\": [\"true\"], \"array\": \"0-9\"}",
+       "jobs.jsonl:3: array: job arrays are not taken in a --file; submit "
+       "each with `tiresias submit --array`"},
   };
   for (const Case& c : cases) {
     auto entries =

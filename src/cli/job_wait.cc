@@ -1,5 +1,6 @@
 #include "cli/job_wait.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -48,6 +49,59 @@ int WaitForJob(MasterClient& client, int64_t id) {
           std::fprintf(stderr, "tiresias: job %lld %s, exit code %d\n",
                        static_cast<long long>(id),
                        JobStateName(resp.job().state()).c_str(), code);
+        }
+        return code;
+      }
+    } else if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
+               now - last_ok > kUnreachableFor) {
+      return Fail(DescribeRpcError(status, client.address(), what));
+    }
+    std::this_thread::sleep_for(poll);
+    poll = std::min(kMaxPoll, poll * 2);
+  }
+}
+
+int WaitForArray(MasterClient& client, int64_t array_id) {
+  const std::string what = absl::StrCat("array ", array_id);
+  auto poll = kFirstPoll;
+  auto last_ok = std::chrono::steady_clock::now();
+  while (true) {
+    v1::ListJobsRequest req;
+    req.set_array_id(array_id);
+    req.set_page_size(5000);
+    int jobs = 0;
+    int unfinished = 0;
+    int not_finished = 0;  // ended otherwise than finished with 0
+    int code = 0;
+    grpc::Status status;
+    while (true) {
+      v1::ListJobsResponse page;
+      status = client.stub().ListJobs(client.Context().get(), req, &page);
+      if (!status.ok()) break;
+      for (const v1::Job& job : page.jobs()) {
+        ++jobs;
+        if (!IsFinal(job.state())) {
+          ++unfinished;
+          continue;
+        }
+        const int job_code = JobExitCode(job);
+        if (job_code != 0) ++not_finished;
+        code = std::max(code, job_code);
+      }
+      if (page.next_page_token().empty()) break;
+      req.set_page_token(page.next_page_token());
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (status.ok()) {
+      last_ok = now;
+      if (jobs == 0) return Fail(absl::StrCat(what, ": no such array"));
+      if (unfinished == 0) {
+        if (not_finished > 0) {
+          std::fprintf(stderr,
+                       "tiresias: array %lld: %d of %d jobs did not finish "
+                       "with 0; exit code %d (the highest)\n",
+                       static_cast<long long>(array_id), not_finished, jobs,
+                       code);
         }
         return code;
       }

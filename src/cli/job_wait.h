@@ -28,6 +28,12 @@ int JobExitCode(const v1::Job& job);
 // unreachable for up to two minutes; other errors: one line, exit 1.
 int WaitForJob(MasterClient& client, int64_t id);
 
+// Polls the jobs of array `array_id` (ListJobs by array) until every one
+// has ended; returns the highest JobExitCode among them (Slurm's `sbatch
+// --wait` on an array), saying on stderr how many did not finish. Errors
+// as WaitForJob.
+int WaitForArray(MasterClient& client, int64_t array_id);
+
 }  // namespace tiresias::cli
 
 #endif  // TIRESIAS_CLI_JOB_WAIT_H_

@@ -1,6 +1,7 @@
 // `tiresias cancel`, `hold`, `release` and `requeue`: one UpdateJobs call
 // (one round trip, one transaction on the master) for several job ids or
-// for every unfinished job matching a filter (--user, --state, --name).
+// for every unfinished job matching a filter (--user, --state, --name,
+// --array).
 // Each job gets a line saying what became of it; the exit code is 0 when
 // every job named was acted on (or needed nothing), else 1.
 #include <cstdio>
@@ -27,6 +28,7 @@ struct JobControlFlags {
   std::string user;
   std::string state;
   std::string name;
+  int64_t array = 0;  // --array: every unfinished job of this array
   bool json = false;
 };
 
@@ -40,7 +42,8 @@ struct ActionText {
 constexpr ActionText kActions[] = {
     {"cancel", v1::JOB_ACTION_CANCEL, "cancelled",
      "Cancel jobs, by id (several at once) or by filter (--user, --state, "
-     "--name); running ones are stopped (SIGTERM, grace, SIGKILL)"},
+     "--name, --array); running ones are stopped (SIGTERM, grace, "
+     "SIGKILL)"},
     {"hold", v1::JOB_ACTION_HOLD, "held",
      "Hold pending or preempted jobs: they are not started until released"},
     {"release", v1::JOB_ACTION_RELEASE, "released",
@@ -55,18 +58,23 @@ absl::StatusOr<v1::UpdateJobsRequest> RequestFrom(const ActionText& what,
                                                   const JobControlFlags& f) {
   v1::UpdateJobsRequest req;
   req.set_action(what.action);
-  const bool by_filter =
-      !f.user.empty() || !f.state.empty() || !f.name.empty();
+  if (f.array < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--array ", f.array, ": expected an array's id (its first job's)"));
+  }
+  const bool by_filter = !f.user.empty() || !f.state.empty() ||
+                         !f.name.empty() || f.array > 0;
   if (by_filter && !f.ids.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what.command, ": give job ids or filters (--user, --state, --name), "
-                      "not both"));
+        what.command, ": give job ids or filters (--user, --state, --name, "
+                      "--array), not both"));
   }
   if (!by_filter && f.ids.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         what.command, ": expected job ids, or at least one filter of "
-                      "--user, --state, --name"));
+                      "--user, --state, --name, --array"));
   }
+  req.set_array_id(f.array);
   for (int64_t id : f.ids) {
     if (id <= 0) {
       return absl::InvalidArgumentError(
@@ -156,6 +164,9 @@ void AddJobControlCommands(CLI::App& app, int* exit_code) {
                     "running or preempted");
     cmd->add_option("--name", f->name,
                     "Every unfinished job with exactly this name");
+    cmd->add_option("--array", f->array,
+                    "Every unfinished job of this array (the id `submit "
+                    "--array` printed; Slurm's `scancel ARRAY`)");
     cmd->add_flag("--json", f->json,
                   "Print the master's answer as JSON (a result per job)");
     const ActionText* action = &what;

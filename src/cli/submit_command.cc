@@ -33,6 +33,7 @@
 #include "cli/job_file.h"
 #include "cli/job_wait.h"
 #include "cli/time_limit.h"
+#include "core/job_array.h"
 #include "core/status_macros.h"
 #include "master/job_limits.h"
 #include "master/job_validation.h"
@@ -70,6 +71,7 @@ struct SubmitFlags {
   bool no_preempt = false;
   bool hold = false;
   std::string dependency;  // --dependency: Slurm's form (core/dependency.h)
+  std::string array;       // --array: Slurm's form (core/job_array.h)
 };
 
 // 128 random bits from std::random_device, as 32 hex digits.
@@ -137,6 +139,14 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
         absl::StrCat("--dependency ", deps.status().message()));
   }
   spec.dependencies = *std::move(deps);
+  if (!f.array.empty()) {
+    absl::StatusOr<JobArraySpec> array = ParseJobArray(f.array);
+    if (!array.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--array ", array.status().message()));
+    }
+    spec.array = *std::move(array);
+  }
   spec.name = !f.name.empty() || f.command.empty()
                   ? f.name
                   : std::filesystem::path(f.command[0]).filename().string();
@@ -175,6 +185,10 @@ v1::SubmitJobRequest ToRequest(const JobRequest& spec) {
     v1::JobDependency* d = out.add_dependencies();
     d->set_kind(static_cast<v1::DependencyKind>(dep.kind));
     d->set_job_id(dep.job_id);
+  }
+  if (!spec.array.empty()) {
+    out.mutable_array()->set_indices(spec.array.indices);
+    out.mutable_array()->set_max_running(spec.array.max_running);
   }
   req.set_request_id(NewRequestId());
   return req;
@@ -274,8 +288,20 @@ int Submit(const SubmitFlags& f) {
   } else {
     std::printf("%lld\n", static_cast<long long>(resp.job_id()));
   }
+  const int jobs = resp.array_job_ids_size();
+  if (jobs > 0 && !f.json) {
+    // stdout keeps the one id a script reads; the rest is for people.
+    std::fprintf(stderr,
+                 "tiresias: array %lld (%s): %d %s, ids %lld-%lld\n",
+                 static_cast<long long>(resp.job_id()),
+                 FormatJobArray(spec->array).c_str(), jobs,
+                 jobs == 1 ? "job" : "jobs",
+                 static_cast<long long>(resp.array_job_ids(0)),
+                 static_cast<long long>(resp.array_job_ids(jobs - 1)));
+  }
   if (!f.wait) return 0;
   std::fflush(stdout);  // the id first: a script may read it while waiting
+  if (jobs > 0) return cli::WaitForArray(client, resp.job_id());
   return cli::WaitForJob(client, resp.job_id());
 }
 
@@ -287,11 +313,12 @@ int SubmitFile(const SubmitFlags& f) {
   if (f.gpus || !f.name.empty() || !f.checkpoint_dir.empty() ||
       !f.env.empty() || !f.command.empty() || !f.chdir.empty() ||
       !f.output.empty() || !f.error.empty() || !f.time.empty() ||
-      f.no_preempt || f.hold || !f.dependency.empty()) {
+      f.no_preempt || f.hold || !f.dependency.empty() || !f.array.empty()) {
     return Fail(
         "submit: --file takes every job from the file; give no --gpus, "
         "--name, --env, --checkpoint-dir, --chdir, --output, --error, "
-        "--time, --no-preempt, --hold, --dependency or command with it "
+        "--time, --no-preempt, --hold, --dependency, --array or command "
+        "with it "
         "(--export is the one that applies to every job)");
   }
   // A file's jobs take the caller's environment only when asked: 100,000
@@ -410,7 +437,8 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--output", submit->output,
                   "Also append the tasks' stdout (and stderr, without "
                   "--error) to this file, relative to --chdir; %j job id, "
-                  "%a attempt, %r rank, %t array index (0), %% a '%'")
+                  "%a attempt, %r rank, %t array index (0 outside an "
+                  "array), %% a '%'")
       ->allow_extra_args(false);
   cmd->add_option("--error", submit->error,
                   "Also append the tasks' stderr to this file (the "
@@ -428,10 +456,13 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
                   "no_preempt, hold (booleans), dependency (as "
                   "--dependency); prints their ids, one per line");
   cmd->add_flag("--json", submit->json,
-                "Print the answer as JSON: {\"job_id\": ...} or, with "
-                "--file, {\"job_ids\": [...]}");
+                "Print the answer as JSON: {\"job_id\": ...} (with "
+                "--array also \"array_job_ids\": [...]) or, with --file, "
+                "{\"job_ids\": [...]}");
   cmd->add_flag("--wait", submit->wait,
-                "After printing the id, wait until the job ends and exit with "
+                "After printing the id, wait until the job ends (with "
+                "--array: every job of the array, exiting with the highest "
+                "of their codes) and exit with "
                 "its exit code: 0 finished, the job's code if it failed "
                 "(128 + N if signal N ended it), 125 if it was cancelled, "
                 "124 if it was stopped at its --time limit; Ctrl-C stops "
@@ -454,6 +485,16 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
                   "in any state), afternotok:ID (ended failed, cancelled "
                   "or timeout), comma-separated (all must hold). A "
                   "dependency that can no longer hold ends the job failed")
+      ->allow_extra_args(false);
+  cmd->add_option("--array,-a", submit->array,
+                  "Submit a job array, one job per index, as Slurm writes "
+                  "it: 0-99, 1,3,5, 0-15:4 (a step), 1-3,7, with %N for at "
+                  "most N of them running at once (0-99%8). Each job gets "
+                  "TIRESIAS_ARRAY_JOB_ID (the array's id: its first job's), "
+                  "TIRESIAS_ARRAY_TASK_ID (its index), and _COUNT, _MIN, "
+                  "_MAX; %t in --output is the index. At most 10,000 "
+                  "indices, each 0 to 4,000,000. Prints the array's id "
+                  "(all jobs are made, or none)")
       ->allow_extra_args(false);
   cmd->add_option("command", submit->command, "The command to run, after --");
   cmd->callback([submit, exit_code] {

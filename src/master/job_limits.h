@@ -58,6 +58,8 @@ inline constexpr size_t kMaxBulkRequestIdBytes = 120;
 // request is refused by gRPC (RESOURCE_EXHAUSTED) before any of it is read
 // into a message; the CLI checks first and names the file.
 inline constexpr size_t kMaxRequestBytes = 64 << 20;
+// A job array (JobSpec.array) stores its spec once per job: the spec's
+// size times the number of indices must also stay within kMaxRequestBytes.
 
 }  // namespace tiresias::job_limits
 

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/dependency.h"
+#include "core/job_array.h"
 #include "core/job.h"
 #include "core/time.h"
 
@@ -45,6 +46,10 @@ struct JobRequest {
   bool hold = false;
   // Runs only once these are met (core/dependency.h); stored.
   std::vector<JobDependency> dependencies;
+  // Submitted as a job array (core/job_array.h): every job of the array
+  // stores the same spec, this included (its running limit survives a
+  // master restart). Empty indices: not an array.
+  JobArraySpec array;
 
   bool operator==(const JobRequest&) const = default;
 };
@@ -157,6 +162,10 @@ struct JobRecord {
   // (as a held job is) until they are. Not stored: MasterState works it
   // out from the dependencies when it loads or admits the job.
   bool waiting_on_dependencies = false;
+  // A job of an array (spec.array): the array's id (its first job's) and
+  // its index; 0 and 0 outside one. Written once, at creation.
+  JobId array_id = 0;
+  int array_index = 0;
   std::vector<std::string> nodes;  // node names it runs (or last ran) on
   std::optional<int> exit_code;
   // The client's idempotency key it was submitted with

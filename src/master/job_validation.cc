@@ -205,6 +205,20 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
                                  spec.time_limit.count()));
   }
   if (status.ok()) status = CheckDependencyFields(spec.dependencies);
+  if (status.ok() && (!spec.array.empty() || spec.array.max_running != 0)) {
+    if (spec.array.empty()) {
+      status = Refuse("spec.array.indices",
+                      absl::StrCat("no indices, but a running limit of ",
+                                   spec.array.max_running,
+                                   "; give the indices (e.g. 0-99)"));
+    } else if (absl::Status bad = CheckText("spec.array.indices",
+                                            spec.array.indices);
+               !bad.ok()) {
+      status = bad;
+    } else if (absl::Status array = CheckJobArray(spec.array); !array.ok()) {
+      status = Refuse("spec.array", std::string(array.message()));
+    }
+  }
   return status;
 }
 

@@ -36,8 +36,20 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
   start->set_owner(rec.spec.user);
   start->set_profile(launch.profile);
   start->set_workdir(rec.spec.workdir);
-  const OutputPatternValues values{
-      .job_id = launch.job, .attempt = launch.attempt, .rank = rank};
+  const OutputPatternValues values{.job_id = launch.job,
+                                   .attempt = launch.attempt,
+                                   .rank = rank,
+                                   .array_index = rec.array_index};
+  if (rec.array_id > 0) {
+    // O(items of the indices text), not O(jobs of the array).
+    const ArraySummary summary = SummarizeArray(rec.spec.array.indices);
+    v1::ArrayTask* array = start->mutable_array();
+    array->set_array_job_id(rec.array_id);
+    array->set_task_id(rec.array_index);
+    array->set_task_count(summary.count);
+    array->set_task_min(summary.min);
+    array->set_task_max(summary.max);
+  }
   start->set_output(ExpandOutputPattern(rec.spec.output, values));
   start->set_error(ExpandOutputPattern(rec.spec.error, values));
   start->set_master_addr(host_of(launch.parts[0].node_id));

@@ -45,6 +45,7 @@ absl::StatusOr<MasterState::SubmitResult> MasterState::SubmitJob(
   RETURN_IF_ERROR(ValidateRequestId(request_id));
   RETURN_IF_ERROR(CheckFitsCluster(spec));
   RETURN_IF_ERROR(CheckDependencyTargets(spec, nullptr));
+  if (!spec.array.empty()) return SubmitArray(spec, request_id);
 
   SubmitWriter self;
   self.spec = &spec;
@@ -65,6 +66,54 @@ absl::Status ForJob(size_t index, const absl::Status& status) {
 }
 
 }  // namespace
+
+absl::StatusOr<MasterState::SubmitResult> MasterState::SubmitArray(
+    const JobRequest& spec, std::string_view request_id) {
+  // Validated: the indices expand.
+  ASSIGN_OR_RETURN(std::vector<int> indices,
+                   ExpandArrayIndices(spec.array.indices));
+  // Every job stores the whole spec: the array may take no more than a
+  // SubmitJobs request may carry (a 128 KiB environment times 10,000 jobs
+  // would be over a GiB in memory and on disk).
+  JobRecord sized;
+  sized.spec = spec;
+  const int64_t each = ApproxEncodedBytes(sized);
+  const int64_t total = each * static_cast<int64_t>(indices.size());
+  if (total > static_cast<int64_t>(job_limits::kMaxRequestBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.array: ", indices.size(), " jobs of about ", each / 1024,
+        " KiB each take ", total >> 20, " MiB; at most ",
+        job_limits::kMaxRequestBytes >> 20,
+        " MiB in one array (fewer indices, or a smaller spec: its "
+        "environment is copied into every job)"));
+  }
+  std::vector<NewJob> jobs;
+  jobs.reserve(indices.size());
+  for (size_t i = 0; i < indices.size(); ++i) {
+    jobs.push_back(NewJob{
+        spec,
+        request_id.empty() ? std::string()
+                           : absl::StrCat(ToAbsl(request_id), "#", i),
+        indices[i], i == 0});
+  }
+  SubmitWriter self;
+  self.bulk = &jobs;  // lives until QueueAndWrite returns
+  QueueAndWrite(self);
+  if (!self.bulk_result.ok()) {
+    const absl::Status& status = self.bulk_result.status();
+    // The store names the job "jobs[I]: ..."; for one spec, the spec.
+    absl::string_view message = status.message();
+    if (absl::StartsWith(message, "jobs[")) {
+      message.remove_prefix(std::min(message.find(": ") + 2, message.size()));
+    }
+    return absl::Status(status.code(), message);
+  }
+  SubmitResult result;
+  result.id = self.bulk_result->ids.front();
+  result.existing = self.bulk_result->existing;
+  result.array_job_ids = std::move(self.bulk_result->ids);
+  return result;
+}
 
 absl::StatusOr<MasterState::BulkSubmitResult> MasterState::SubmitJobs(
     const std::vector<JobRequest>& specs, std::string_view request_id) {
@@ -88,6 +137,11 @@ absl::StatusOr<MasterState::BulkSubmitResult> MasterState::SubmitJobs(
   for (size_t i = 0; i < specs.size(); ++i) {
     if (absl::Status valid = ValidateJobRequest(specs[i]); !valid.ok()) {
       return ForJob(i, valid);
+    }
+    if (!specs[i].array.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "jobs[", i, "].array: a job array is submitted on its own "
+          "(SubmitJob, `tiresias submit --array`), not in SubmitJobs"));
     }
     if (absl::Status fits = CheckFitsCluster(specs[i]); !fits.ok()) {
       return ForJob(i, fits);
@@ -168,9 +222,12 @@ absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
   rec.last_stop_time = now;
   rec.request_id = std::move(job.request_id);
   rec.profile = created.profile;
+  rec.array_id = created.array_id;
+  rec.array_index = job.array_index.value_or(0);
   const JobRecord& admitted = records_[rec.id] = std::move(rec);
   ++ended_.jobs;  // counts every job ever accepted
   ended_.max_id = std::max(ended_.max_id, created.id);
+  RETURN_IF_ERROR(JoinArraySlots(admitted));
   return WaitForDependencies(admitted);
 }
 
@@ -283,6 +340,7 @@ absl::StatusOr<JobPage> MasterState::ListJobsPage(const JobListQuery& query) {
   stored.submitted_since = query.submitted_since;
   stored.ended_since = query.ended_since;
   stored.ended_before = query.ended_before;
+  stored.array_id = query.array_id;
   JobPage out;
   int64_t bytes = 0;
   while (true) {
@@ -343,7 +401,8 @@ JobPage MasterState::ListStartingJobs(const JobListQuery& query) {
     if (rec.attempt != it->first.second || !IsStarting(rec)) continue;
     if ((query.user && rec.spec.user != *query.user) ||
         (query.name && rec.spec.name != *query.name) ||
-        (query.submitted_since && rec.submit_time < *query.submitted_since)) {
+        (query.submitted_since && rec.submit_time < *query.submitted_since) ||
+        (query.array_id && rec.array_id != *query.array_id)) {
       continue;
     }
     const int64_t size = ApproxEncodedBytes(rec);

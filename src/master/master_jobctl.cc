@@ -94,6 +94,7 @@ MasterState::UpdateMatchingJobs(JobAction action, const JobFilter& filter,
       if (IsFinal(rec.state)) continue;
       if (filter.user && rec.spec.user != *filter.user) continue;
       if (filter.name && rec.spec.name != *filter.name) continue;
+      if (filter.array_id && rec.array_id != *filter.array_id) continue;
       if (filter.state) {
         JobRecord shown = rec;
         LiveView(shown, now);
@@ -150,6 +151,8 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
         return result;
       }
       rec.held = true;
+      // Its array's slot, if it held one, goes to another of its jobs.
+      LeaveArraySlot(rec, /*held=*/true);
       AddEvent(id, now, "held", "by user");
       MarkDirty(id);
       break;
@@ -159,10 +162,13 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
         result.unchanged = true;
         break;
       }
-      // A job still waiting for its dependencies stays out of the
-      // scheduler: the user's release lifts the user's hold only.
+      // A job still waiting for its dependencies, or for a slot of its
+      // array, stays out of the scheduler: the user's release lifts the
+      // user's hold only (a slot is looked for at the next Commit).
       const bool waiting = dependency_waits_.contains(id);
-      if (job != nullptr && !waiting) {
+      const bool no_slot = WaitsForArraySlot(rec);
+      if (no_slot) array_refills_.insert(rec.array_id);
+      if (job != nullptr && !waiting && !no_slot) {
         if (absl::Status released = scheduler_->Release(id, now);
             !released.ok()) {
           result.status = released;
@@ -171,8 +177,9 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
       }
       rec.held = false;
       AddEvent(id, now, "released",
-               waiting ? "by user; still waiting for its dependencies"
-                       : "by user");
+               waiting   ? "by user; still waiting for its dependencies"
+               : no_slot ? "by user; runs when its array has a free slot"
+                         : "by user");
       MarkDirty(id);
       pass_wanted_ = true;
       break;

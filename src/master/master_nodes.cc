@@ -168,6 +168,13 @@ void MasterState::FillPendingReason(JobRecord& rec, Seconds now) const {
     reason.blocker = first.job_id;
     reason.dependency = first.kind;
     reason.unmet = check.unmet;
+  } else if (WaitsForArraySlot(rec)) {
+    // Held in the scheduler until a job of its array frees a slot.
+    const ArraySlots& slots = array_slots_.at(rec.array_id);
+    reason.kind = PendingReasonKind::kArrayLimit;
+    reason.blocker = rec.array_id;
+    reason.ahead = static_cast<int>(slots.holding.size());
+    reason.capacity = slots.max_running;
   } else if (rec.state == JobRecordState::kPending ||
              rec.state == JobRecordState::kPreempted) {
     if (reasons_pass_ != passes_) {

@@ -125,6 +125,8 @@ absl::Status MasterState::Load(Seconds now) {
   }
   ASSIGN_OR_RETURN(ended_, store_->Totals());
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_->ListUnfinishedJobs());
+  // Arrays' slots first: who holds one depends on every job of the array.
+  PlanArraySlots(jobs);
   for (JobRecord& rec : jobs) {
     if (rec.cancel_requested) {
       // Cancelled while its tasks ran: it does not run again; it ends once
@@ -145,6 +147,8 @@ absl::Status MasterState::Load(Seconds now) {
       // A job that ran had its dependencies met; one that never did
       // waits again until they are (checked at the end of Load).
       if (rec.attempt == 0) RETURN_IF_ERROR(WaitForDependencies(rec));
+      // Past its array's running limit: waits for a slot.
+      if (WaitsForArraySlot(rec)) RETURN_IF_ERROR(scheduler_->Hold(rec.id));
       // The scheduler's view of it may differ from the record (a launch
       // lost before it ran); the first write brings the record in line.
       MarkDirty(rec.id);
@@ -249,6 +253,8 @@ void MasterState::Finalize(JobRecord& rec, JobRecordState state, Seconds now,
     dependency_checks_.insert(it->second.begin(), it->second.end());
     dependents_.erase(it);
   }
+  // Its array's slot goes to the next job of the array at the next Commit.
+  LeaveArraySlot(rec, /*held=*/false);
 }
 
 absl::Status MasterState::Commit() {
@@ -256,6 +262,8 @@ absl::Status MasterState::Commit() {
   // Jobs that ended since the last write release (or end) the jobs
   // waiting for them, in this same write.
   ResolveDependencies(now);
+  // Slots of arrays freed by jobs that ended (or were held) since.
+  RefillArraySlots(now);
   // Only jobs something happened to can differ from the scheduler's view
   // (a waiting job's counters stand still; a running one's record holds
   // the values at its run's start): O(changed jobs), not O(jobs).

@@ -249,6 +249,7 @@ class MasterState {
     std::optional<JobRecordState> state;
     std::optional<std::string> user;
     std::optional<std::string> name;
+    std::optional<JobId> array_id;  // the jobs of this array
   };
   using MayAct = std::function<bool(const JobRecord&)>;
   absl::StatusOr<std::vector<JobActionResult>> UpdateJobs(
@@ -577,6 +578,37 @@ class MasterState {
   // Drops `id`'s wait and its entries in dependents_.
   void StopWaiting(JobId id, const std::vector<JobDependency>& deps);
 
+  // Job arrays' running limits (master_arrays.cc). A job of an array with
+  // a limit (JobArraySpec::max_running) holds one of the array's slots
+  // from when it may be scheduled until it ends (running, starting,
+  // preempted and waiting to resume) or a user holds it; a job without
+  // one is held in the scheduler (Scheduler::Hold, as for dependencies:
+  // the simulator's core knows nothing of arrays) and shows
+  // PendingReasonKind::kArrayLimit. Finalize (and a user's hold) frees a
+  // slot; RefillArraySlots, run by every Commit, gives freed slots to the
+  // array's lowest ids that are not held by a user. Not stored: the limit
+  // is in each job's spec, and Load hands the slots out again (jobs that
+  // ran first). O(jobs of the arrays touched) per Commit.
+  struct ArraySlots {
+    int max_running = 0;
+    std::set<JobId> holding;  // jobs holding a slot
+    std::set<JobId> queued;   // jobs waiting for one, held in the scheduler
+  };
+  // `rec` (waiting, in the scheduler and records_) joins its array: takes
+  // a free slot unless held by a user, else is held in the scheduler.
+  // Nothing for a job outside a limited array.
+  absl::Status JoinArraySlots(const JobRecord& rec);
+  // Load: hands out the slots of every limited array among the unfinished
+  // `jobs` (running and cancelling ones first, then those that ran, then by
+  // id), touching no scheduler state; Load holds the queued ones.
+  void PlanArraySlots(const std::vector<JobRecord>& jobs);
+  // Whether `rec` waits for a slot of its array.
+  bool WaitsForArraySlot(const JobRecord& rec) const;
+  // `rec` ended (or, with `held`, was held by a user): its slot, if any, is
+  // freed for the next RefillArraySlots; an ended job leaves the array.
+  void LeaveArraySlot(const JobRecord& rec, bool held);
+  void RefillArraySlots(Seconds now);
+
   // Scheduling (master_launch.cc).
   void StartLaunch(const StartDecision& start, Seconds now);
   void PreemptLaunch(JobId id, Seconds now);
@@ -770,6 +802,10 @@ class MasterState {
   std::map<JobId, DependencyCheck> dependency_waits_;
   std::map<JobId, std::set<JobId>> dependents_;
   std::set<JobId> dependency_checks_;
+  // Limited arrays with unfinished jobs, by array id, and those where a
+  // slot was freed (or a job let go) since the last RefillArraySlots.
+  std::map<JobId, ArraySlots> array_slots_;
+  std::set<JobId> array_refills_;
   // Pending reasons by job as of pass reasons_pass_ (-1: none): a cache
   // of reads, filled by FillPendingReason, reset by Rebuild.
   mutable std::map<JobId, PendingReason> reasons_;
@@ -807,10 +843,16 @@ class MasterState {
     // `request_id` named a job submitted before (with the same spec): `id`
     // is that job's and nothing new was created.
     bool existing = false;
+    // A job array (spec.array): every job's id in index order; `id` is the
+    // first, the array's id. Empty for one job.
+    std::vector<JobId> array_job_ids;
 
     bool operator==(const SubmitResult&) const = default;
   };
-  // Accepts a job once it is durable (see "Submissions" above). The spec
+  // Accepts a job once it is durable (see "Submissions" above). A spec
+  // with an array makes one job per index, written as SubmitJobs writes,
+  // all or none (job I of the array stored with the request id
+  // "<request_id>#<I>"). The spec
   // and `request_id` (empty: none) are validated first, before queueing;
   // then InvalidArgument as for SubmitJob(spec), AlreadyExists for a
   // request id used before with another spec (naming that job), or the
@@ -830,7 +872,8 @@ class MasterState {
   // turn with the other submissions. Job I is stored with the request id
   // "<request_id>#<I>" (none if `request_id` is empty). InvalidArgument for
   // the first spec refused, "jobs[I].field: ..." (or "jobs: ..." for none,
-  // or more than job_limits::kMaxJobsPerSubmission); AlreadyExists
+  // or more than job_limits::kMaxJobsPerSubmission; "jobs[I].array" for a
+  // spec with an array: arrays go through SubmitJob); AlreadyExists
   // "jobs[I]: ..."; or the store's error; nothing is created on any error.
   // Thread-safe.
   absl::StatusOr<BulkSubmitResult> SubmitJobs(
@@ -847,6 +890,7 @@ class MasterState {
     std::optional<Seconds> submitted_since;  // submit_time >= this
     std::optional<Seconds> ended_since;      // end_time >= this
     std::optional<Seconds> ended_before;     // end_time < this
+    std::optional<JobId> array_id;           // jobs of this array
     int64_t limit = -1;                      // at most this many; < 0: no limit
     int64_t max_bytes = -1;  // as JobQuery::max_bytes; < 0: no limit
   };
@@ -885,6 +929,10 @@ class MasterState {
   void QueueAndWrite(SubmitWriter& self);
   // The leader's work for a bulk writer: one all-or-nothing transaction.
   void WriteBulk(SubmitWriter& writer);
+  // SubmitJob of a validated spec with an array: its jobs written as one
+  // bulk writer, in index order, the first starting the array.
+  absl::StatusOr<SubmitResult> SubmitArray(const JobRequest& spec,
+                                           std::string_view request_id);
   // Puts a job the store just created into memory and the scheduler.
   // Requires mu_.
   absl::Status AdmitLocked(NewJob job, const CreatedJob& created, Seconds now);

@@ -4,7 +4,7 @@
 // them for each task it asks an agent to start (ExpandOutputPattern). Pure.
 //
 //   %j  the job id            %a  the attempt (launch number, from 1)
-//   %r  the task's rank       %t  the array index: "0" (no job arrays yet)
+//   %r  the task's rank       %t  the array index (0 outside an array)
 //   %%  a '%'
 //
 // Unlike Slurm, %a is the attempt (Slurm's array index is %t here) and

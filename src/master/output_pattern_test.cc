@@ -19,7 +19,10 @@ TEST(OutputPatternTest, PlaceholdersExpandToTheTasksValues) {
   EXPECT_EQ(ExpandOutputPattern("out-%j-%r.txt", v), "out-42-1.txt");
   EXPECT_EQ(ExpandOutputPattern("/logs/%j/%a/rank%r.err", v),
             "/logs/42/3/rank1.err");
-  EXPECT_EQ(ExpandOutputPattern("arr-%t", v), "arr-0");  // no arrays yet
+  EXPECT_EQ(ExpandOutputPattern("arr-%t", v), "arr-0");  // not in an array
+  EXPECT_EQ(ExpandOutputPattern("sweep-%j-%t.out",
+                                {.job_id = 14, .attempt = 1, .array_index = 3}),
+            "sweep-14-3.out");
   EXPECT_EQ(ExpandOutputPattern("100%%-%j", v), "100%-42");
   EXPECT_EQ(ExpandOutputPattern("%%j", v), "%j");  // escaped, not job id
   EXPECT_EQ(ExpandOutputPattern("%j%j", v), "4242");

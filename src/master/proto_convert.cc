@@ -73,6 +73,12 @@ void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
     d->set_kind(static_cast<v1::DependencyKind>(dep.kind));
     d->set_job_id(dep.job_id);
   }
+  if (!spec.array.empty() || spec.array.max_running != 0) {
+    out->mutable_array()->set_indices(spec.array.indices);
+    out->mutable_array()->set_max_running(spec.array.max_running);
+  } else {
+    out->clear_array();
+  }
 }
 
 JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
@@ -97,6 +103,8 @@ JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
     out.dependencies.push_back(
         {static_cast<DependencyKind>(kind), dep.job_id()});
   }
+  out.array.indices = spec.array().indices();
+  out.array.max_running = spec.array().max_running();
   return out;
 }
 
@@ -136,6 +144,8 @@ void JobToProto(const JobRecord& job, v1::Job* out) {
   if (job.exit_code) out->set_exit_code(*job.exit_code);
   out->set_held(job.held);
   out->set_waiting_on_dependencies(job.waiting_on_dependencies);
+  out->set_array_id(job.array_id);
+  out->set_array_index(job.array_index);
   for (const JobEvent& event : job.events) {
     JobEventToProto(event, out->add_events());
   }
@@ -187,6 +197,8 @@ absl::StatusOr<JobRecord> JobFromProto(const v1::Job& job) {
   if (job.has_exit_code()) out.exit_code = job.exit_code();
   out.held = job.held();
   out.waiting_on_dependencies = job.waiting_on_dependencies();
+  out.array_id = job.array_id();
+  out.array_index = job.array_index();
   for (const v1::JobEvent& event : job.events()) {
     out.events.push_back(JobEventFromProto(event));
   }

@@ -89,6 +89,8 @@ grpc::Status TiresiasService::SubmitJob(grpc::ServerContext* ctx,
   if (!submitted.ok()) return ToGrpcStatus(submitted.status());
   resp->set_job_id(submitted->id);
   resp->set_existing(submitted->existing);
+  resp->mutable_array_job_ids()->Assign(submitted->array_job_ids.begin(),
+                                        submitted->array_job_ids.end());
   if (!submitted->existing) Changed();
   return grpc::Status::OK;
 }
@@ -184,6 +186,12 @@ absl::StatusOr<MasterState::JobListQuery> ListQueryFromProto(
   }
   if (!req.user().empty()) query.user = req.user();
   if (!req.name().empty()) query.name = req.name();
+  if (req.array_id() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "array_id: expected an array's id (> 0) or 0 (any job), got ",
+        req.array_id()));
+  }
+  if (req.array_id() > 0) query.array_id = req.array_id();
   // Each instant, when given, must be a finite number of Unix seconds.
   const auto instant = [](absl::string_view field, bool has, double value,
                           std::optional<Seconds>* out) -> absl::Status {
@@ -281,16 +289,22 @@ grpc::Status TiresiasService::UpdateJobs(grpc::ServerContext* ctx,
   if (!action.ok()) return ToGrpcStatus(action.status());
   const std::string what =
       absl::StrCat("UpdateJobs ", std::string(JobActionName(*action)));
+  if (req->array_id() < 0) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("array_id: expected an array's id (> 0) or 0 (any), got ",
+                     req->array_id()));
+  }
   const bool by_filter =
       req->state() != v1::JOB_STATE_UNSPECIFIED || !req->user().empty() ||
-      !req->name().empty();
+      !req->name().empty() || req->array_id() > 0;
   if (by_filter == (req->job_ids_size() > 0)) {
     return grpc::Status(
         grpc::StatusCode::INVALID_ARGUMENT,
-        by_filter ? "job_ids: give job ids or a filter (state, user, name), "
-                    "not both"
+        by_filter ? "job_ids: give job ids or a filter (state, user, name, "
+                    "array_id), not both"
                   : "job_ids: expected job ids or a filter (state, user, "
-                    "name); got neither");
+                    "name, array_id); got neither");
   }
   if (req->job_ids_size() > kMaxUpdateIds) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -323,6 +337,7 @@ grpc::Status TiresiasService::UpdateJobs(grpc::ServerContext* ctx,
     }
     if (!req->user().empty()) filter.user = req->user();
     if (!req->name().empty()) filter.name = req->name();
+    if (req->array_id() > 0) filter.array_id = req->array_id();
     if (!who->admin) {
       if (filter.user && *filter.user != who->user) {
         return ToGrpcStatus(auth_.Deny(

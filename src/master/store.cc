@@ -210,9 +210,11 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
 
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
+  JobId array_id = 0;  // of the array the jobs being written belong to
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (!out[i].ok()) continue;
     const NewJob& job = jobs[i];
+    if (job.starts_array) array_id = 0;
     if (!job.request_id.empty()) {
       // Sees the rows this transaction inserted, so a request id repeated
       // within the batch finds its first use too.
@@ -221,6 +223,8 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
       if (used) {
         if (used->spec == job.spec) {
           out[i] = CreatedJob{used->id, true};
+          out[i]->array_id = used->array_id;
+          if (job.array_index) array_id = used->array_id;
         } else {
           out[i] = absl::AlreadyExistsError(absl::StrCat(
               "request_id \"", job.request_id, "\": already used for job ",
@@ -235,18 +239,20 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
                      ProfileBySignatureLocked(JobSignature(job.spec)));
     ASSIGN_OR_RETURN(JobId id,
                      InsertJobLocked(job, encoded[i].first, encoded[i].second,
-                                     submit_time, profile));
+                                     submit_time, profile,
+                                     job.array_index ? array_id : 0));
+    if (job.starts_array) array_id = id;
     out[i] = CreatedJob{id, false, profile};
+    if (job.array_index) out[i]->array_id = array_id;
   }
   RETURN_IF_ERROR(CommitLocked(txn));
   return out;
 }
 
-absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
-                                                   const std::string& command,
-                                                   const std::string& env,
-                                                   Seconds submit_time,
-                                                   const std::optional<JobProfile>& profile) {
+absl::StatusOr<JobId> SqliteStore::InsertJobLocked(
+    const NewJob& job, const std::string& command, const std::string& env,
+    Seconds submit_time, const std::optional<JobProfile>& profile,
+    JobId array_id) {
   const JobRequest& spec = job.spec;
   {
     ASSIGN_OR_RETURN(
@@ -255,7 +261,8 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
             "INSERT INTO jobs (", kJobColumns,
             ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0, 0, "
             "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0, ?9, 0, ?10, "
-            "?11, ?12, ?13, ?14, ?15, ?16, ?16, 0, ?17)")));
+            "?11, ?12, ?13, ?14, ?15, ?16, ?16, 0, ?17, ?18, ?19, ?20, "
+            "?21)")));
     std::optional<std::string_view> request_id;
     if (!job.request_id.empty()) request_id = job.request_id;
     std::optional<std::string> profile_json;
@@ -276,7 +283,11 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
         .Bind(14, spec.time_limit.count())
         .Bind(15, int64_t{spec.no_preempt ? 1 : 0})
         .Bind(16, int64_t{spec.hold ? 1 : 0})
-        .Bind(17, store_internal::EncodeDependencies(spec.dependencies));
+        .Bind(17, store_internal::EncodeDependencies(spec.dependencies))
+        .Bind(18, spec.array.indices)
+        .Bind(19, int64_t{spec.array.max_running})
+        .Bind(20, int64_t{array_id})
+        .Bind(21, int64_t{job.array_index.value_or(0)});
     absl::Status status = insert.Run();
     if (insert.last_error_code() == SQLITE_CONSTRAINT_UNIQUE) {
       // FindByRequestId looked first under the same lock: only a hand edit
@@ -287,6 +298,12 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(const NewJob& job,
     RETURN_IF_ERROR(status);
   }
   JobId id = db_->LastInsertRowId();
+  if (job.starts_array) {
+    // The array is named by its first job: known only now.
+    ASSIGN_OR_RETURN(SqliteQuery update,
+                     db_->Prepare("UPDATE jobs SET array_id = ?1 WHERE id = ?1"));
+    RETURN_IF_ERROR(update.Bind(1, id).Run());
+  }
   RETURN_IF_ERROR(AppendEventLocked(JobEvent{
       id, 0, submit_time, "submitted",
       absl::StrCat(spec.num_gpus, spec.num_gpus == 1 ? " GPU" : " GPUs")}));
@@ -525,6 +542,7 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
   // NULL (unfinished) compares as neither.
   if (q.ended_since) absl::StrAppend(&where, " AND end_time >= ?6");
   if (q.ended_before) absl::StrAppend(&where, " AND end_time < ?7");
+  if (q.array_id) absl::StrAppend(&where, " AND array_id = ?8");
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(SqliteQuery query, db_->Prepare(absl::StrCat(
                                           "SELECT ", kJobColumns, " FROM jobs ",
@@ -535,6 +553,7 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
   if (q.submitted_since) query.Bind(4, q.submitted_since->count());
   if (q.ended_since) query.Bind(6, q.ended_since->count());
   if (q.ended_before) query.Bind(7, q.ended_before->count());
+  if (q.array_id) query.Bind(8, int64_t{*q.array_id});
   // One row past the limit tells whether there is more.
   query.Bind(5, q.limit < 0 ? int64_t{-1} : q.limit + 1);
   JobPage page;

@@ -84,6 +84,11 @@ struct NewJob {
   JobRequest spec;
   // The client's idempotency key (SubmitJobRequest.request_id); empty: none.
   std::string request_id;
+  // A job of an array (spec.array): its index. The array's jobs follow one
+  // another in a batch, the first with `starts_array`: its id becomes the
+  // array's id (JobRecord::array_id), stored with every job of the array.
+  std::optional<int> array_index;
+  bool starts_array = false;
 };
 
 // What became of one NewJob.
@@ -95,6 +100,8 @@ struct CreatedJob {
   // The profile it starts with: the last one measured of a job with its
   // signature (JobSignature), if any; unset when `existing`.
   std::optional<JobProfile> profile;
+  // For a job of an array: the array's id (its first job's); else 0.
+  JobId array_id = 0;
 };
 
 // Which jobs Store::QueryJobs returns: every condition given holds.
@@ -109,6 +116,7 @@ struct JobQuery {
   // An unfinished job (no end_time) matches neither.
   std::optional<Seconds> ended_since;   // end_time >= this
   std::optional<Seconds> ended_before;  // end_time < this
+  std::optional<JobId> array_id;        // jobs of this array only
   int64_t limit = -1;  // at most this many jobs; < 0: no limit
   // The page stops before the job that would take the sum of
   // ApproxEncodedBytes past this, but always holds at least one job;
@@ -263,9 +271,9 @@ class SqliteStore final : public Store {
   // tables, 5 -> 6 job profiles, 6 -> 7 placement runs, 7 -> 8 the jobs'
   // workdir, output and error, 8 -> 9 job control: time limit, no-preempt,
   // held, 9 -> 10 nodes.drained and drain_reason, 10 -> 11 the jobs'
-  // dependencies, 11 -> 12 the cluster_history table: see store_rows.h)
-  // and refuses newer ones.
-  static constexpr int kSchemaVersion = 12;
+  // dependencies, 11 -> 12 the cluster_history table, 12 -> 13 job arrays:
+  // see store_rows.h) and refuses newer ones.
+  static constexpr int kSchemaVersion = 13;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the
@@ -347,7 +355,8 @@ class SqliteStore final : public Store {
                                         const std::string& command,
                                         const std::string& env,
                                         Seconds submit_time,
-                                        const std::optional<JobProfile>& profile);
+                                        const std::optional<JobProfile>& profile,
+                                        JobId array_id);
   absl::Status CommitLocked(SqliteTransaction& txn);
 
   mutable std::mutex mu_;

@@ -254,6 +254,10 @@ absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
   r.held = in.Int(33, "held") != 0;
   r.timeout_requested = in.Int(34, "timeout_requested") != 0;
   r.spec.dependencies = in.Dependencies(35, "dependencies");
+  r.spec.array.indices = in.Text(36, "array_indices");
+  r.spec.array.max_running = in.Int(37, "array_max_running");
+  r.array_id = in.Int64(38, "array_id");
+  r.array_index = in.Int(39, "array_index");
   if (!in.status().ok()) return in.status();
   return r;
 }

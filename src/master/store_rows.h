@@ -132,6 +132,16 @@ inline constexpr const char* kMigrations[] = {
     "  time REAL PRIMARY KEY,"
     "  gpus_busy INTEGER NOT NULL, gpus_total INTEGER NOT NULL,"
     "  jobs_waiting INTEGER NOT NULL, jobs_running INTEGER NOT NULL)",
+    // 13: job arrays (submit --array): the array's indices as written and
+    // its running limit (the spec's), the array's id (its first job's) and
+    // the job's index; '', 0, 0, 0 for older jobs: not in an array. Indexed
+    // by array, for `jobs --array` and `cancel --array`.
+    "ALTER TABLE jobs ADD COLUMN array_indices TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN array_max_running INTEGER NOT NULL "
+    "DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN array_id INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN array_index INTEGER NOT NULL DEFAULT 0;"
+    "CREATE INDEX jobs_by_array ON jobs (array_id, id)",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =
@@ -145,7 +155,8 @@ inline constexpr char kJobColumns[] =
     "promotions, restarts, attempt, nodes, exit_code, failed_starts, "
     "request_id, cancel_requested, profile, workdir, output, error, "
     "time_limit_seconds, no_preempt, "
-    "submitted_held, held, timeout_requested, dependencies";
+    "submitted_held, held, timeout_requested, dependencies, array_indices, "
+    "array_max_running, array_id, array_index";
 inline constexpr char kEventColumns[] =
     "sequence, job_id, time, kind, detail";
 inline constexpr char kNodeColumns[] =

@@ -3,12 +3,13 @@
 // version 6 with jobs.profile and the profiles table, version 7 with
 // placement_runs, version 8 with the jobs' workdir, output and error, and
 // version 9 with the job-control columns (time limit, no-preempt, held),
-// version 10 with nodes.drained and drain_reason, and version 11 with
-// jobs.dependencies.
+// version 10 with nodes.drained and drain_reason, version 11 with
+// jobs.dependencies, and version 12 with the job-array columns.
 #include <sqlite3.h>
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -505,6 +506,79 @@ TEST(StoreUpgradeTest, VersionThreeFileGetsDependencies) {
   EXPECT_NE(bad.status().message().find("column 'dependencies'"),
             std::string_view::npos)
       << bad.status();
+}
+
+// Version 12: an old job is in no array; an array's jobs, written in one
+// batch, share the first one's id as their array id, keep their indices
+// and the spec's indices and running limit across a reopen, and are found
+// by array (QueryJobs). A retried batch (the same request ids) finds the
+// same jobs and array.
+TEST(StoreUpgradeTest, VersionThreeFileGetsJobArrays) {
+  TestDir dir;
+  const std::string path = dir.File("state.db");
+  WriteVersionThreeFile(path);
+  JobRequest spec;
+  spec.name = "sweep";
+  spec.command = {"true"};
+  spec.array = {"0-15:4", 2};
+  std::vector<NewJob> jobs;
+  for (int i = 0; i < 4; ++i) {
+    jobs.push_back(NewJob{spec, absl::StrCat("arr#", i), i * 4, i == 0});
+  }
+  JobRequest single;
+  single.command = {"true"};
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto old = (*store)->GetJob(1);
+    ASSERT_TRUE(old.ok()) << old.status();
+    EXPECT_EQ(old->array_id, 0);
+    EXPECT_EQ(old->array_index, 0);
+    EXPECT_TRUE(old->spec.array.empty());
+    auto created = (*store)->CreateJobsAllOrNothing(jobs, Seconds{200});
+    ASSERT_TRUE(created.ok()) << created.status();
+    ASSERT_EQ(created->size(), 4u);
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ((*created)[i].id, 3 + i);  // after the old jobs 1 and 2
+      EXPECT_EQ((*created)[i].array_id, 3);
+      EXPECT_FALSE((*created)[i].existing);
+    }
+    // A job outside an array, after it: its own, not the array's.
+    auto after = (*store)->CreateJobs({{single, ""}}, Seconds{201});
+    ASSERT_TRUE(after.ok()) << after.status();
+    EXPECT_EQ((*after)[0]->id, 7);
+    EXPECT_EQ((*after)[0]->array_id, 0);
+  }
+  EXPECT_EQ(QueryText(path, "SELECT group_concat(a, ' ') FROM (SELECT "
+                            "array_id || '_' || array_index AS a FROM jobs "
+                            "ORDER BY id)"),
+            "0_0 0_0 3_0 3_4 3_8 3_12 0_0");
+  EXPECT_EQ(QueryText(path, "SELECT name FROM sqlite_schema WHERE name = "
+                            "'jobs_by_array'"),
+            "jobs_by_array");
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto rec = (*store)->GetJob(5);
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_EQ(rec->spec, spec);
+  EXPECT_EQ(rec->spec.array.max_running, 2);
+  EXPECT_EQ(rec->array_id, 3);
+  EXPECT_EQ(rec->array_index, 8);
+  JobQuery by_array;
+  by_array.array_id = 3;
+  auto page = (*store)->QueryJobs(by_array);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->jobs.size(), 4u);
+  EXPECT_EQ(page->jobs.front().id, 3);
+  EXPECT_EQ(page->jobs.back().id, 6);
+  // The retry: nothing new, the same ids and array.
+  auto again = (*store)->CreateJobsAllOrNothing(jobs, Seconds{300});
+  ASSERT_TRUE(again.ok()) << again.status();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ((*again)[i].id, 3 + i);
+    EXPECT_EQ((*again)[i].array_id, 3);
+    EXPECT_TRUE((*again)[i].existing);
+  }
 }
 
 }  // namespace

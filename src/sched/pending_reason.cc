@@ -22,6 +22,7 @@ std::string_view PendingReasonKindName(PendingReasonKind kind) {
     case PendingReasonKind::kCheckpointing: return "checkpointing";
     case PendingReasonKind::kHeld: return "held";
     case PendingReasonKind::kDependency: return "dependency";
+    case PendingReasonKind::kArrayLimit: return "array-limit";
   }
   return "";
 }
@@ -94,6 +95,10 @@ std::string FormatPendingReason(const PendingReason& r) {
       }
       return text;
     }
+    case PendingReasonKind::kArrayLimit:
+      return absl::StrCat("array limit: ", r.ahead, " of array ", r.blocker,
+                          "'s jobs running, at most ", r.capacity,
+                          " at once");
   }
   return "";
 }

@@ -36,6 +36,7 @@ enum class PendingReasonKind : int8_t {
   kCheckpointing = 8,  // its GPUs are being freed by stopping tasks
   kHeld = 9,           // held by a user until released
   kDependency = 10,    // waiting for jobs it depends on to end
+  kArrayLimit = 11,    // its array's running limit is reached
 };
 
 struct PendingReason {
@@ -55,7 +56,8 @@ struct PendingReason {
   int capacity = 0;
   // kCheckpointing: the job whose tasks hold its GPUs, or its own id when
   // its previous launch is still stopping. kDependency: the first job it
-  // waits for.
+  // waits for. kArrayLimit: its array's id, with `ahead` the array's jobs
+  // holding slots and `capacity` its limit.
   JobId blocker = 0;
   bool own_launch = false;
   // kDependency: how it waits for `blocker`, and how many of its
@@ -67,8 +69,8 @@ struct PendingReason {
 };
 
 // "next-pass", "no-nodes", "too-large", "drained", "priority",
-// "resources", "placement", "checkpointing", "held", "dependency"; "" for
-// kNone.
+// "resources", "placement", "checkpointing", "held", "dependency",
+// "array-limit"; "" for kNone.
 std::string_view PendingReasonKindName(PendingReasonKind kind);
 
 // The reason in plain words, e.g. "needs 4 GPUs on one server, largest

@@ -127,6 +127,13 @@ TEST(PendingReasonTest, KindsHaveNamesAndTexts) {
             "waiting for job 3 (afternotok) and 2 other dependencies");
   EXPECT_EQ(PendingReasonKindName(PendingReasonKind::kDependency),
             "dependency");
+  EXPECT_EQ(FormatPendingReason({.kind = PendingReasonKind::kArrayLimit,
+                                 .ahead = 2,
+                                 .capacity = 2,
+                                 .blocker = 12}),
+            "array limit: 2 of array 12's jobs running, at most 2 at once");
+  EXPECT_EQ(PendingReasonKindName(PendingReasonKind::kArrayLimit),
+            "array-limit");
 }
 
 // yarn-cs stops at the first job that does not fit: a 1-GPU job behind a

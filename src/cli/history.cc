@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,11 +23,6 @@ using json = nlohmann::json;
 
 double RunSeconds(const v1::Job& job) { return job.total_executed_seconds(); }
 
-// Only ended jobs are listed: their wait is up to their end, whatever the
-// clock (an unfinished one would show 0).
-double WaitSeconds(const v1::Job& job) {
-  return api::JobWaitSeconds(job, job.submit_time());
-}
 
 // One field: its header, its cell as text (table and CSV; the table's user
 // text goes through Printable), and its key in the job's JSON
@@ -34,7 +30,7 @@ double WaitSeconds(const v1::Job& job) {
 struct Field {
   const char* name;
   const char* header;
-  std::function<std::string(const v1::Job&)> text;
+  std::function<std::string(const v1::Job&, double now)> text;
   const char* key;
 };
 
@@ -42,63 +38,83 @@ std::string OptionalTime(bool has, double t) { return has ? FormatTime(t) : "-";
 
 const std::vector<Field>& Fields() {
   static const std::vector<Field>* const kFields = new std::vector<Field>{
-      {"id", "JOBID", [](const v1::Job& j) { return absl::StrCat(j.id()); },
+      {"id", "JOBID", [](const v1::Job& j, double) { return absl::StrCat(j.id()); },
        "id"},
-      {"name", "NAME", [](const v1::Job& j) { return j.spec().name(); },
+      {"name", "NAME", [](const v1::Job& j, double) { return j.spec().name(); },
        "name"},
-      {"user", "USER", [](const v1::Job& j) { return j.spec().user(); },
+      {"user", "USER", [](const v1::Job& j, double) { return j.spec().user(); },
        "user"},
       {"state", "STATE",
-       [](const v1::Job& j) { return JobStateName(j.state()); }, "state"},
+       [](const v1::Job& j, double) { return JobStateName(j.state()); }, "state"},
       {"exit", "EXIT",
-       [](const v1::Job& j) {
+       [](const v1::Job& j, double) {
          return j.has_exit_code() ? absl::StrCat(j.exit_code()) : "-";
        },
        "exit_code"},
       {"gpus", "GPUS",
-       [](const v1::Job& j) { return absl::StrCat(j.spec().gpus()); }, "gpus"},
-      {"queue", "QUEUE", [](const v1::Job& j) { return absl::StrCat(j.queue()); },
+       [](const v1::Job& j, double) { return absl::StrCat(j.spec().gpus()); }, "gpus"},
+      {"queue", "QUEUE", [](const v1::Job& j, double) { return absl::StrCat(j.queue()); },
        "queue"},
       {"submit", "SUBMIT",
-       [](const v1::Job& j) { return FormatTime(j.submit_time()); },
+       [](const v1::Job& j, double) { return FormatTime(j.submit_time()); },
        "submit_time"},
       {"start", "START",
-       [](const v1::Job& j) {
+       [](const v1::Job& j, double) {
          return OptionalTime(j.has_first_start_time(), j.first_start_time());
        },
        "first_start_time"},
       {"end", "END",
-       [](const v1::Job& j) {
+       [](const v1::Job& j, double) {
          return OptionalTime(j.has_end_time(), j.end_time());
        },
        "end_time"},
       {"wait", "WAIT",
-       [](const v1::Job& j) { return FormatDuration(WaitSeconds(j)); },
+       [](const v1::Job& j, double now) {
+         return FormatDuration(api::JobWaitSeconds(j, now));
+       },
        "wait_s"},
       {"run", "RUN",
-       [](const v1::Job& j) { return FormatDuration(RunSeconds(j)); },
+       [](const v1::Job& j, double) { return FormatDuration(RunSeconds(j)); },
        "total_executed_s"},
       {"gpu_seconds", "GPU-SECONDS",
-       [](const v1::Job& j) {
+       [](const v1::Job& j, double) {
          return absl::StrFormat("%.0f", j.attained_gpu_seconds());
        },
        "attained_gpu_s"},
       {"preemptions", "PREEMPTIONS",
-       [](const v1::Job& j) { return absl::StrCat(j.preemptions()); },
+       [](const v1::Job& j, double) { return absl::StrCat(j.preemptions()); },
        "preemptions"},
       {"restarts", "RESTARTS",
-       [](const v1::Job& j) { return absl::StrCat(j.restarts()); },
+       [](const v1::Job& j, double) { return absl::StrCat(j.restarts()); },
        "restarts"},
       {"attempts", "ATTEMPTS",
-       [](const v1::Job& j) { return absl::StrCat(j.attempt()); }, "attempt"},
+       [](const v1::Job& j, double) { return absl::StrCat(j.attempt()); }, "attempt"},
       {"nodes", "NODES",
-       [](const v1::Job& j) {
+       [](const v1::Job& j, double) {
          return j.nodes().empty() ? std::string("-")
                                   : absl::StrJoin(j.nodes(), ",");
        },
        "nodes"},
-      {"workdir", "WORKDIR", [](const v1::Job& j) { return j.spec().workdir(); },
+      {"workdir", "WORKDIR", [](const v1::Job& j, double) { return j.spec().workdir(); },
        "workdir"},
+      {"held", "HELD",
+       [](const v1::Job& j, double) { return j.held() ? "yes" : "no"; },
+       "held"},
+      {"reason", "REASON",
+       [](const v1::Job& j, double) {
+         return j.pending_reason().empty() ? "-" : j.pending_reason();
+       },
+       "pending_reason"},
+      {"array", "ARRAY",
+       [](const v1::Job& j, double) {
+         return j.array_id() > 0 ? absl::StrCat(j.array_id()) : "-";
+       },
+       "array_id"},
+      {"index", "INDEX",
+       [](const v1::Job& j, double) {
+         return j.array_id() > 0 ? absl::StrCat(j.array_index()) : "-";
+       },
+       "array_index"},
   };
   return *kFields;
 }
@@ -156,14 +172,17 @@ bool InHistory(const v1::Job& job, double since, double until,
 
 std::string FormatHistory(const std::vector<v1::Job>& jobs,
                           const std::vector<std::string>& names,
-                          HistoryFormat format) {
+                          HistoryFormat format, std::optional<double> now) {
+  // An ended job's wait runs to its end whatever the clock.
+  auto clock = [&now](const v1::Job& job) {
+    return now.value_or(job.submit_time());
+  };
   std::vector<const Field*> fields;
   for (const std::string& name : names) fields.push_back(FindField(name));
   if (format == HistoryFormat::kJson) {
     json list = json::array();
     for (const v1::Job& job : jobs) {
-      const json all = api::JobJson(job, api::JobView::kList,
-                                    job.submit_time());  // ended: any clock
+      const json all = api::JobJson(job, api::JobView::kList, clock(job));
       json row = json::object();
       for (const Field* f : fields) row[f->key] = all[f->key];
       list.push_back(std::move(row));
@@ -177,8 +196,8 @@ std::string FormatHistory(const std::vector<v1::Job>& jobs,
   for (const v1::Job& job : jobs) {
     std::vector<std::string> row;
     for (const Field* f : fields) {
-      row.push_back(format == HistoryFormat::kTable ? Printable(f->text(job))
-                                                    : f->text(job));
+      const std::string text = f->text(job, clock(job));
+      row.push_back(format == HistoryFormat::kTable ? Printable(text) : text);
     }
     rows.push_back(std::move(row));
   }

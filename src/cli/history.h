@@ -4,6 +4,7 @@
 #ifndef TIRESIAS_CLI_HISTORY_H_
 #define TIRESIAS_CLI_HISTORY_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,8 @@
 
 namespace tiresias::cli {
 
-// The fields `--format` takes, in the order `--help` lists them.
+// The fields `history --format` and `jobs --format` take, in the order
+// `--help` lists them.
 const std::vector<std::string>& HistoryFieldNames();
 // What `--format` is without one.
 inline constexpr char kDefaultHistoryFields[] =
@@ -42,9 +44,14 @@ enum class HistoryFormat { kTable, kCsv, kJson };
 // "YYYY-MM-DD HH:MM:SS", durations H:MM:SS; WAIT is the time between
 // submission and end not spent running (api::JobWaitSeconds), RUN the
 // executed time over every attempt.
+//
+// `tiresias jobs --format` lists jobs that may not have ended with the same
+// fields: `now` is then the instant an unfinished job's wait runs to
+// (without it, a job's wait runs to its end, or is 0 if it has none).
 std::string FormatHistory(const std::vector<v1::Job>& jobs,
                           const std::vector<std::string>& fields,
-                          HistoryFormat format);
+                          HistoryFormat format,
+                          std::optional<double> now = std::nullopt);
 
 }  // namespace tiresias::cli
 

@@ -101,6 +101,40 @@ TEST_F(HistoryTest, TheWindowAndStatesSelect) {
   EXPECT_FALSE(InHistory(running, 0, 2000, any));
 }
 
+// `jobs --format` lists unfinished jobs: a waiting job's wait runs to
+// `now`, its reason is shown, and a job of an array names it. Job 9:
+// submitted at 2000, ran 30 s, waits at 2100 for GPUs, so it has waited
+// 2100 - 2000 - 30 = 70 s; index 4 of array 5. The ended job 7 keeps its
+// 200 s whatever the clock.
+TEST_F(HistoryTest, UnfinishedJobsWaitUntilNowAndShowTheirReason) {
+  v1::Job c;
+  c.set_id(9);
+  c.set_state(v1::JOB_STATE_PREEMPTED);
+  c.set_submit_time(2000);
+  c.set_total_executed_seconds(30);
+  c.set_pending_reason("needs 4 GPUs on one server, largest free block is 3");
+  c.set_array_id(5);
+  c.set_array_index(4);
+  c.set_held(true);
+  const std::vector<v1::Job> jobs = {jobs_[0], c};
+  auto fields = ParseHistoryFields("id,state,held,wait,array,index,reason");
+  ASSERT_TRUE(fields.ok()) << fields.status();
+  EXPECT_EQ(FormatHistory(jobs, *fields, HistoryFormat::kCsv, 2100.0),
+            "JOBID,STATE,HELD,WAIT,ARRAY,INDEX,REASON\n"
+            "7,failed,no,0:03:20,-,-,-\n"
+            "9,preempted,yes,0:01:10,5,4,"
+            "\"needs 4 GPUs on one server, largest free block is 3\"\n");
+  const auto doc = nlohmann::json::parse(
+      FormatHistory(jobs, *fields, HistoryFormat::kJson, 2100.0));
+  EXPECT_EQ(doc["jobs"][1]["wait_s"], 70.0);
+  EXPECT_EQ(doc["jobs"][1]["array_id"], 5);
+  EXPECT_EQ(doc["jobs"][1]["array_index"], 4);
+  EXPECT_TRUE(doc["jobs"][1]["held"].get<bool>());
+  EXPECT_TRUE(doc["jobs"][0]["array_id"].is_null());
+  EXPECT_TRUE(doc["jobs"][0]["pending_reason"].is_null());
+  EXPECT_EQ(doc["jobs"][0]["wait_s"], 200.0);
+}
+
 TEST_F(HistoryTest, AnUnknownFieldIsNamedWithTheKnownOnes) {
   auto fields = ParseHistoryFields("id,stat");
   ASSERT_FALSE(fields.ok());

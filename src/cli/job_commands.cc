@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -15,6 +17,7 @@
 #include "cli/api_json.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
+#include "cli/history.h"
 #include "cli/job_text.h"
 #include "cli/printable.h"
 #include "cli/time_arg.h"
@@ -80,6 +83,8 @@ struct JobsFlags {
   std::string name;
   std::string since;  // empty: any time
   int64_t array = 0;  // --array: only this array's jobs; 0: any
+  std::string format;  // --format: these fields (cli/history.h); "": the table
+  bool csv = false;
 };
 
 // The request the filter flags describe, or a one-line error naming a flag.
@@ -119,8 +124,21 @@ absl::StatusOr<v1::ListJobsRequest> JobsRequest(const JobsFlags& f) {
 int ListJobs(const JobsFlags& f) {
   absl::StatusOr<v1::ListJobsRequest> req = JobsRequest(f);
   if (!req.ok()) return Fail(std::string(req.status().message()));
+  if (f.csv && f.json) return Fail("jobs: give --csv or --json, not both");
+  if (f.csv && f.format.empty()) {
+    return Fail("jobs: --csv needs --format FIELDS (e.g. --format "
+                "id,state,wait,reason)");
+  }
+  std::optional<std::vector<std::string>> fields;
+  if (!f.format.empty()) {
+    absl::StatusOr<std::vector<std::string>> parsed =
+        cli::ParseHistoryFields(f.format);
+    if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
+    fields = *std::move(parsed);
+  }
   MasterClient client(f.master);
   const double now = cli::NowUnixSeconds();
+  std::vector<v1::Job> chosen;  // --format: every page's jobs
   v1::ListJobsResponse all;  // --json: every page's jobs
   bool first = true;
   while (true) {
@@ -130,7 +148,11 @@ int ListJobs(const JobsFlags& f) {
     if (!status.ok()) {
       return Fail(cli::DescribeRpcError(status, f.master, "jobs"));
     }
-    if (f.json) {
+    if (fields) {
+      for (v1::Job& job : *page.mutable_jobs()) {
+        chosen.push_back(std::move(job));
+      }
+    } else if (f.json) {
       for (v1::Job& job : *page.mutable_jobs()) {
         *all.add_jobs() = std::move(job);
       }
@@ -143,7 +165,13 @@ int ListJobs(const JobsFlags& f) {
     if (page.next_page_token().empty()) break;
     req->set_page_token(page.next_page_token());
   }
-  if (f.json) {
+  if (fields) {
+    const cli::HistoryFormat format = f.json  ? cli::HistoryFormat::kJson
+                                      : f.csv ? cli::HistoryFormat::kCsv
+                                              : cli::HistoryFormat::kTable;
+    std::fputs(cli::FormatHistory(chosen, *fields, format, now).c_str(),
+               stdout);
+  } else if (f.json) {
     std::printf("%s\n", api::Dump(api::JobListJson(all.jobs(), now)).c_str());
   }
   return 0;
@@ -295,6 +323,13 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   cmd->add_option("--since", jobs->since,
                   "Only jobs submitted at or after TIME: Unix seconds or a "
                   "local date YYYY-MM-DD[THH:MM:SS]");
+  cmd->add_option("--format", jobs->format,
+                  absl::StrCat("Print these fields, comma-separated, as "
+                               "`history --format` does (with --csv or "
+                               "--json: only these), of: ",
+                               absl::StrJoin(cli::HistoryFieldNames(), ",")));
+  cmd->add_flag("--csv", jobs->csv,
+                "With --format: CSV with a header line (RFC 4180 quoting)");
   cmd->callback([jobs, exit_code] { *exit_code = ListJobs(*jobs); });
 
   auto job = std::make_shared<IdFlags>();

@@ -119,6 +119,9 @@
       tr.appendChild(text('td', duration(j.total_executed_s), 'num'));
       tr.appendChild(text('td', j.preemptions, 'num'));
       tr.appendChild(actionCell(j));
+      // A job of an array as `tiresias jobs` shows it: ARRAYID_INDEX.
+      tr.appendChild(text('td', j.array_id === null || j.array_id === undefined
+        ? '' : j.array_id + '_' + j.array_index));
       // A waiting job's reason in parentheses, as `tiresias jobs` shows it.
       tr.appendChild(text('td', j.pending_reason
         ? '(' + j.pending_reason + ')' : (j.nodes || []).join(',')));

@@ -142,11 +142,15 @@ TEST(StoreHistoryTest, UpgradeAddsAnEmptyHistoryTable) {
     auto store = SqliteStore::Open(path);
     ASSERT_TRUE(store.ok()) << store.status();
   }
-  // Back to the version before the table, as that build wrote it.
+  // Back to version 11, the one before the table, as that build wrote it
+  // (without version 13's job-array columns either).
   RawSql(path,
-         "DROP TABLE cluster_history; UPDATE meta SET value = '" +
-             absl::StrCat(SqliteStore::kSchemaVersion - 1) +
-             "' WHERE key = 'schema_version'");
+         "DROP TABLE cluster_history; DROP INDEX jobs_by_array;"
+         "ALTER TABLE jobs DROP COLUMN array_indices;"
+         "ALTER TABLE jobs DROP COLUMN array_max_running;"
+         "ALTER TABLE jobs DROP COLUMN array_id;"
+         "ALTER TABLE jobs DROP COLUMN array_index;"
+         "UPDATE meta SET value = '11' WHERE key = 'schema_version'");
   {
     auto store = SqliteStore::Open(path);
     ASSERT_TRUE(store.ok()) << store.status();

@@ -363,6 +363,33 @@ TEST(DashboardHistoryTest, ChartSurvivesAReloadAndAMasterRestart) {
 // On an --insecure master everyone may act: the hold button holds a
 // pending job (the master says so), then release lets it go; a POST
 // without the page's anti-forgery token is refused.
+// A plain job (1), then an array of indices 3 and 7 (jobs 2 and 3, array
+// 2): the Array column (the one before the last) shows ARRAYID_INDEX as `tiresias jobs` does, and
+// /api/jobs carries the array's fields (null outside one).
+TEST_F(DashboardFeaturesTest, AnArrayJobShowsItsArrayAndIndex) {
+  Cli(master_->address(), {"submit", "--gpus", "1", "--", "/bin/true"});
+  Cli(master_->address(),
+      {"submit", "--gpus", "1", "--array", "3,7", "--", "/bin/true"});
+  const int port = dashboard_->port();
+  auto [status, body] = Get(port, "/api/jobs");
+  ASSERT_EQ(status, 200) << body;
+  const json jobs = json::parse(body)["jobs"];
+  ASSERT_EQ(jobs.size(), 3u) << body;
+  EXPECT_TRUE(jobs[0]["array_id"].is_null());
+  EXPECT_EQ(jobs[2]["array_id"], 2);
+  EXPECT_EQ(jobs[2]["array_index"], 7);
+  EXPECT_EQ(jobs[2]["array"]["indices"], "3,7");
+  if (!HaveChromium()) GTEST_SKIP() << "no Chromium at " << ChromiumPath();
+  HeadlessBrowser browser(dir_ / "profile");
+  ASSERT_TRUE(browser.Open(Url(port))) << browser.error();
+  ASSERT_TRUE(browser.WaitFor(kReady)) << browser.error();
+  EXPECT_EQ(*browser.Evaluate(
+                "Array.from(document.querySelectorAll('#jobs tbody tr'))"
+                ".map(tr => tr.dataset.jobId + ':' + "
+                "tr.cells[tr.cells.length - 2].textContent).join()"),
+            "3:2_7,2:2_3,1:");
+}
+
 TEST_F(DashboardFeaturesTest, HoldAndReleaseButtonsActThroughTheMaster) {
   Cli(master_->address(),
       {"submit", "--gpus", "1", "--name", "waits", "--", "/bin/true"});

@@ -196,6 +196,15 @@ def run_array(cluster):
             fail("%s holds %r" % (out, text))
     if sorted(indices) != list(range(6)):
         fail("indices run: %r, want each of 0..5 once" % sorted(indices))
+    # `jobs --format ... --csv` says the same as the tasks did.
+    csv_text = cluster.cli("jobs", "--array", array_id, "--format",
+                           "id,array,index,state,reason", "--csv")
+    want_csv = "JOBID,ARRAY,INDEX,STATE,REASON\n" + "".join(
+        "%s,%s,%d,finished,-\n" % (job_id, array_id,
+                                    listed[job_id]["array_index"])
+        for job_id in ids)
+    if csv_text != want_csv:
+        fail("jobs --format --csv:\n%s\nwant:\n%s" % (csv_text, want_csv))
     # At every start, how many ran (the intervals are the tasks' own).
     most = 0
     for start, _, job_id in intervals:

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -30,28 +33,24 @@ int JobExitCode(const v1::Job& job) {
   }
 }
 
-int WaitForJob(MasterClient& client, int64_t id) {
-  const std::string what = absl::StrCat("job ", id);
+namespace {
+
+// Asks `check` (one round of calls to the master) again and again, with a
+// growing pause, until it says the wait is over: its status is OK and it
+// set `*code`. Keeps going through a master that is unreachable for up to
+// kUnreachableFor; another error, or a longer outage: one line, exit 1.
+int PollUntilDone(MasterClient& client, const std::string& what,
+                  const std::function<grpc::Status(std::optional<int>*)>&
+                      check) {
   auto poll = kFirstPoll;
   auto last_ok = std::chrono::steady_clock::now();
   while (true) {
-    v1::GetJobRequest req;
-    req.set_job_id(id);
-    v1::GetJobResponse resp;
-    const grpc::Status status =
-        client.stub().GetJob(client.Context().get(), req, &resp);
+    std::optional<int> code;
+    const grpc::Status status = check(&code);
     const auto now = std::chrono::steady_clock::now();
     if (status.ok()) {
       last_ok = now;
-      if (IsFinal(resp.job().state())) {
-        const int code = JobExitCode(resp.job());
-        if (resp.job().state() != v1::JOB_STATE_FINISHED || code != 0) {
-          std::fprintf(stderr, "tiresias: job %lld %s, exit code %d\n",
-                       static_cast<long long>(id),
-                       JobStateName(resp.job().state()).c_str(), code);
-        }
-        return code;
-      }
+      if (code) return *code;
     } else if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
                now - last_ok > kUnreachableFor) {
       return Fail(DescribeRpcError(status, client.address(), what));
@@ -61,11 +60,31 @@ int WaitForJob(MasterClient& client, int64_t id) {
   }
 }
 
+}  // namespace
+
+int WaitForJob(MasterClient& client, int64_t id) {
+  return PollUntilDone(
+      client, absl::StrCat("job ", id), [&](std::optional<int>* done) {
+        v1::GetJobRequest req;
+        req.set_job_id(id);
+        v1::GetJobResponse resp;
+        const grpc::Status status =
+            client.stub().GetJob(client.Context().get(), req, &resp);
+        if (!status.ok() || !IsFinal(resp.job().state())) return status;
+        const int code = JobExitCode(resp.job());
+        if (resp.job().state() != v1::JOB_STATE_FINISHED || code != 0) {
+          std::fprintf(stderr, "tiresias: job %lld %s, exit code %d\n",
+                       static_cast<long long>(id),
+                       JobStateName(resp.job().state()).c_str(), code);
+        }
+        *done = code;
+        return status;
+      });
+}
+
 int WaitForArray(MasterClient& client, int64_t array_id) {
   const std::string what = absl::StrCat("array ", array_id);
-  auto poll = kFirstPoll;
-  auto last_ok = std::chrono::steady_clock::now();
-  while (true) {
+  return PollUntilDone(client, what, [&](std::optional<int>* done) {
     v1::ListJobsRequest req;
     req.set_array_id(array_id);
     req.set_page_size(5000);
@@ -73,11 +92,11 @@ int WaitForArray(MasterClient& client, int64_t array_id) {
     int unfinished = 0;
     int not_finished = 0;  // ended otherwise than finished with 0
     int code = 0;
-    grpc::Status status;
     while (true) {
       v1::ListJobsResponse page;
-      status = client.stub().ListJobs(client.Context().get(), req, &page);
-      if (!status.ok()) break;
+      const grpc::Status status =
+          client.stub().ListJobs(client.Context().get(), req, &page);
+      if (!status.ok()) return status;
       for (const v1::Job& job : page.jobs()) {
         ++jobs;
         if (!IsFinal(job.state())) {
@@ -91,27 +110,20 @@ int WaitForArray(MasterClient& client, int64_t array_id) {
       if (page.next_page_token().empty()) break;
       req.set_page_token(page.next_page_token());
     }
-    const auto now = std::chrono::steady_clock::now();
-    if (status.ok()) {
-      last_ok = now;
-      if (jobs == 0) return Fail(absl::StrCat(what, ": no such array"));
-      if (unfinished == 0) {
-        if (not_finished > 0) {
-          std::fprintf(stderr,
-                       "tiresias: array %lld: %d of %d jobs did not finish "
-                       "with 0; exit code %d (the highest)\n",
-                       static_cast<long long>(array_id), not_finished, jobs,
-                       code);
-        }
-        return code;
-      }
-    } else if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
-               now - last_ok > kUnreachableFor) {
-      return Fail(DescribeRpcError(status, client.address(), what));
+    if (jobs == 0) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such array");
     }
-    std::this_thread::sleep_for(poll);
-    poll = std::min(kMaxPoll, poll * 2);
-  }
+    if (unfinished > 0) return grpc::Status::OK;
+    if (not_finished > 0) {
+      std::fprintf(stderr,
+                   "tiresias: array %lld: %d of %d jobs did not finish "
+                   "with 0; exit code %d (the highest)\n",
+                   static_cast<long long>(array_id), not_finished, jobs,
+                   code);
+    }
+    *done = code;
+    return grpc::Status::OK;
+  });
 }
 
 }  // namespace tiresias::cli

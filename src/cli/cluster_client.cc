@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "cli/api_json.h"
+#include "cli/job_ref.h"
 #include "core/status_macros.h"
 
 namespace tiresias::cli {
@@ -236,6 +237,38 @@ std::string DescribeRpcError(const grpc::Status& status,
                           static_cast<int>(status.error_code()), ": ",
                           message);
   }
+}
+
+absl::StatusOr<int64_t> ResolveJobRef(MasterClient& client,
+                                      absl::string_view text) {
+  absl::StatusOr<JobRef> ref = ParseJobRef(text);
+  if (!ref.ok()) return ref.status();
+  if (ref->array_id == 0) return ref->id;
+  const std::string what = absl::StrCat("job ", text);
+  v1::ListJobsRequest req;
+  req.set_array_id(ref->array_id);
+  req.set_page_size(5000);
+  bool any = false;
+  while (true) {
+    v1::ListJobsResponse page;
+    const grpc::Status status =
+        client.stub().ListJobs(client.Context().get(), req, &page);
+    if (!status.ok()) {
+      return absl::UnavailableError(
+          DescribeRpcError(status, client.address(), what));
+    }
+    for (const v1::Job& job : page.jobs()) {
+      any = true;
+      if (job.array_index() == ref->index) return job.id();
+    }
+    if (page.next_page_token().empty()) break;
+    req.set_page_token(page.next_page_token());
+  }
+  return absl::NotFoundError(
+      any ? absl::StrCat(what, ": array ", ref->array_id, " has no index ",
+                         ref->index)
+          : absl::StrCat(what, ": no array ", ref->array_id,
+                         " on the master at ", client.address()));
 }
 
 int Fail(const std::string& message) {

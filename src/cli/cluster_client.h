@@ -219,6 +219,13 @@ std::string DescribeRpcError(const grpc::Status& status,
 // Prints "tiresias: <message>" on stderr and returns 1, the exit code.
 int Fail(const std::string& message);
 
+// The id of the job `text` names (cli/job_ref.h): a plain id as it is,
+// with no call; ARRAYID_INDEX ("12_3") by asking the master for the
+// array's jobs. A one-line error naming `text` otherwise (unknown array or
+// index, the master unreachable).
+absl::StatusOr<int64_t> ResolveJobRef(MasterClient& client,
+                                      absl::string_view text);
+
 // "pending", "running", ... (lowercase, without the JOB_STATE_ prefix).
 std::string JobStateName(v1::JobState state);
 std::string NodeStateName(v1::NodeState state);

@@ -263,14 +263,17 @@ void PrintJob(const v1::Job& job, double now) {
   }
 }
 
-int ShowJob(const std::string& master, int64_t id, bool json) {
+int ShowJob(const std::string& master, const std::string& ref, bool json) {
   MasterClient client(master);
+  absl::StatusOr<int64_t> id = cli::ResolveJobRef(client, ref);
+  if (!id.ok()) return Fail(std::string(id.status().message()));
   v1::GetJobRequest req;
-  req.set_job_id(id);
+  req.set_job_id(*id);
   v1::GetJobResponse resp;
   grpc::Status status = client.stub().GetJob(client.Context().get(), req, &resp);
   if (!status.ok()) {
-    return Fail(cli::DescribeRpcError(status, master, absl::StrCat("job ", id)));
+    return Fail(
+        cli::DescribeRpcError(status, master, absl::StrCat("job ", *id)));
   }
   const double now = cli::NowUnixSeconds();
   if (json) {
@@ -285,7 +288,7 @@ int ShowJob(const std::string& master, int64_t id, bool json) {
 
 struct IdFlags {
   std::string master;
-  int64_t id = 0;
+  std::string id;  // an id or ARRAYID_INDEX (cli/job_ref.h)
   bool json = false;
 };
 
@@ -293,7 +296,8 @@ CLI::App* AddIdCommand(CLI::App& app, const char* name, const char* help,
                        std::shared_ptr<IdFlags> f) {
   CLI::App* cmd = app.add_subcommand(name, help);
   cli::AddMasterFlag(cmd, &f->master);
-  cmd->add_option("id", f->id, "Job id")->required();
+  cmd->add_option("id", f->id, "Job id, or ARRAYID_INDEX (e.g. 12_3)")
+      ->required();
   cmd->add_flag("--json", f->json, "Print the job as JSON");
   return cmd;
 }

@@ -24,7 +24,7 @@ using cli::MasterClient;
 
 struct JobControlFlags {
   std::string master;
-  std::vector<int64_t> ids;
+  std::vector<std::string> ids;  // ids or ARRAYID_INDEX (cli/job_ref.h)
   std::string user;
   std::string state;
   std::string name;
@@ -55,7 +55,8 @@ constexpr ActionText kActions[] = {
 
 // The request the flags describe, or a one-line error naming the flag.
 absl::StatusOr<v1::UpdateJobsRequest> RequestFrom(const ActionText& what,
-                                                  const JobControlFlags& f) {
+                                                  const JobControlFlags& f,
+                                                  MasterClient& client) {
   v1::UpdateJobsRequest req;
   req.set_action(what.action);
   if (f.array < 0) {
@@ -75,12 +76,14 @@ absl::StatusOr<v1::UpdateJobsRequest> RequestFrom(const ActionText& what,
                       "--user, --state, --name, --array"));
   }
   req.set_array_id(f.array);
-  for (int64_t id : f.ids) {
-    if (id <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what.command, ": expected job ids >= 1, got ", id));
+  for (const std::string& ref : f.ids) {
+    absl::StatusOr<int64_t> id = cli::ResolveJobRef(client, ref);
+    if (!id.ok()) {
+      return absl::Status(id.status().code(),
+                          absl::StrCat(what.command, ": ",
+                                       id.status().message()));
     }
-    req.add_job_ids(id);
+    req.add_job_ids(*id);
   }
   if (!f.state.empty()) {
     v1::JobState state;
@@ -97,9 +100,9 @@ absl::StatusOr<v1::UpdateJobsRequest> RequestFrom(const ActionText& what,
 }
 
 int Run(const ActionText& what, const JobControlFlags& f) {
-  absl::StatusOr<v1::UpdateJobsRequest> req = RequestFrom(what, f);
-  if (!req.ok()) return Fail(std::string(req.status().message()));
   MasterClient client(f.master);
+  absl::StatusOr<v1::UpdateJobsRequest> req = RequestFrom(what, f, client);
+  if (!req.ok()) return Fail(std::string(req.status().message()));
   v1::UpdateJobsResponse resp;
   grpc::Status status =
       client.stub().UpdateJobs(client.Context().get(), *req, &resp);
@@ -155,7 +158,9 @@ void AddJobControlCommands(CLI::App& app, int* exit_code) {
     auto f = std::make_shared<JobControlFlags>();
     CLI::App* cmd = app.add_subcommand(what.command, what.help);
     cli::AddMasterFlag(cmd, &f->master);
-    cmd->add_option("ids", f->ids, "Job ids");
+    cmd->add_option("ids", f->ids,
+                    "Job ids, or jobs of an array as ARRAYID_INDEX (e.g. "
+                    "12_3)");
     cmd->add_option("--user", f->user,
                     "Every unfinished job of this user (others' jobs: "
                     "admins only)");

@@ -27,7 +27,8 @@ constexpr std::chrono::seconds kFollowRetryFor{120};
 
 struct LogsFlags {
   std::string master;
-  int64_t id = 0;
+  std::string ref;  // the job as given: an id or ARRAYID_INDEX
+  int64_t id = 0;   // the job's id, resolved from `ref`
   int attempt = 0;  // 0: the job's current (or last) attempt
   int rank = 0;
   bool follow = false;
@@ -68,8 +69,11 @@ grpc::Status GetJob(cli::MasterClient& client, int64_t id, v1::Job* job) {
   return status;
 }
 
-int Logs(const LogsFlags& f) {
+int Logs(LogsFlags f) {
   cli::MasterClient client(f.master);
+  absl::StatusOr<int64_t> id = cli::ResolveJobRef(client, f.ref);
+  if (!id.ok()) return cli::Fail(std::string(id.status().message()));
+  f.id = *id;
   LogPrinter printer(f);
   int attempt = f.attempt;
   int64_t offset = 0;
@@ -183,7 +187,8 @@ void AddLogsCommand(CLI::App& app, int* exit_code) {
       "Print a task's stdout and stderr (read by the master from the node "
       "that ran it). -f follows the job until it ends, across preemptions.");
   cli::AddMasterFlag(cmd, &f->master);
-  cmd->add_option("id", f->id, "Job id")->required();
+  cmd->add_option("id", f->ref, "Job id, or ARRAYID_INDEX (e.g. 12_3)")
+      ->required();
   cmd->add_option("--attempt", f->attempt,
                   "Launch number (default: the job's current or last; with "
                   "-f, every launch from then on)");

@@ -96,6 +96,19 @@ def check_json_and_cancel(cluster):
     if got != sorted(zip(ids, (1, 3))):
         fail("jobs --array %s: %r, want ids %r with indices 1, 3" %
              (array_id, got, ids))
+    # ARRAYID_INDEX names a job of the array, as squeue shows it.
+    shown = json.loads(cluster.cli("job", array_id + "_3", "--json"))
+    if str(shown["id"]) != ids[1] or shown["array_index"] != 3:
+        fail("job %s_3: id %r index %r, want %s and 3" %
+             (array_id, shown["id"], shown["array_index"], ids[1]))
+    missing = cluster.cli_raw("job", array_id + "_2")
+    if missing.returncode == 0 or \
+            ("array %s has no index 2" % array_id) not in missing.stderr:
+        fail("job %s_2: exit %d, stderr %r" % (array_id, missing.returncode,
+                                               missing.stderr))
+    held = cluster.cli("hold", array_id + "_1")  # held since submitted
+    if ("job %s: nothing to do" % ids[0]) not in held:
+        fail("hold %s_1: %r, want job %s named" % (array_id, held, ids[0]))
     cluster.cli("cancel", "--array", array_id)
     jobs = cluster.jobs()
     for job_id in ids:

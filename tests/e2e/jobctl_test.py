@@ -224,7 +224,8 @@ def check_cancel(cluster, jobs):
             (("cancel", "1", "--name", "x"), "not both"),
             (("cancel", "999999"), "999999"),
             (("requeue", "999999"), "999999"),
-            (("hold", "0"), "expected job ids >= 1"),
+            (("hold", "0"), "hold: JOB 0: expected a job id"),
+            (("cancel", "1x"), "cancel: JOB 1x: expected a job id"),
             (("release", a), "already ended"),
     ]:
         out = cluster.cli_raw(*args)

@@ -65,12 +65,15 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
                      ": expected a positive number of seconds"));
   }
   o.node_timeout = Seconds{f.node_timeout_seconds};
-  if (!(f.history_interval_seconds >= 0) ||
-      !std::isfinite(f.history_interval_seconds)) {
+  // Shorter than 0.1 s would have the scheduling thread write the store
+  // without pause; past a day the chart has nothing to show.
+  if (f.history_interval_seconds != 0 &&
+      !(f.history_interval_seconds >= 0.1 &&
+        f.history_interval_seconds <= 86400)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--history-interval ", f.history_interval_seconds,
-                     ": expected a number of seconds, 0 or more (0: no "
-                     "history)"));
+                     ": expected a number of seconds from 0.1 to 86400, or "
+                     "0 (no history)"));
   }
   o.history_interval = Seconds{f.history_interval_seconds};
   if (f.max_gpus_per_node < 1) {
@@ -149,7 +152,7 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
       ->capture_default_str();
   cmd->add_option("--history-interval", f.history_interval_seconds,
                   "Seconds between samples of busy GPUs and waiting jobs "
-                  "kept for the dashboard's chart (0: none)")
+                  "kept for the dashboard's chart, 0.1 to 86400 (0: none)")
       ->capture_default_str();
   cmd->add_option("--node-timeout", f.node_timeout_seconds,
                   "Seconds of agent silence before its node is declared lost "

@@ -11,12 +11,16 @@
 // preempted by the scheduler keeps its slot (it resumes first, from its
 // checkpoint, rather than a fresh job of the array starting in its place),
 // and at most max_running jobs of the array are ever starting or running.
-// A user's hold gives the slot back.
+// A user's hold gives the slot back, but a job held while its last launch
+// is still stopping (checkpointing) counts against the limit until that
+// launch has ended (RefillArraySlots).
 //
 // Nothing here is stored: the limit is part of each job's stored spec, and
 // a restarted master hands the slots out again (Load, PlanArraySlots):
 // first to the jobs that were running, then to those that ran, then by id.
 #include <cstdio>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "master/master_state.h"
@@ -95,13 +99,23 @@ void MasterState::LeaveArraySlot(const JobRecord& rec, bool held) {
 }
 
 void MasterState::RefillArraySlots(Seconds now) {
+  // Arrays to look at again at the next Commit: a job that gave its slot
+  // back (a user's hold) while its last launch was still stopping counts
+  // as running until that launch has ended.
+  std::set<JobId> again;
   for (JobId array : array_refills_) {
     auto it = array_slots_.find(array);
     if (it == array_slots_.end()) continue;
     ArraySlots& slots = it->second;
+    int stopping = 0;
+    for (JobId id : slots.queued) {
+      if (AnyLiveLaunch(id)) ++stopping;
+    }
+    if (stopping > 0) again.insert(array);
     for (auto q = slots.queued.begin();
          q != slots.queued.end() &&
-         static_cast<int>(slots.holding.size()) < slots.max_running;) {
+         static_cast<int>(slots.holding.size()) + stopping <
+             slots.max_running;) {
       const JobId id = *q;
       auto rec = records_.find(id);
       if (rec == records_.end() || IsFinal(rec->second.state)) {
@@ -129,7 +143,7 @@ void MasterState::RefillArraySlots(Seconds now) {
     }
     if (slots.holding.empty() && slots.queued.empty()) array_slots_.erase(it);
   }
-  array_refills_.clear();
+  array_refills_ = std::move(again);
 }
 
 }  // namespace tiresias

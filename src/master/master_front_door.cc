@@ -45,7 +45,16 @@ absl::StatusOr<MasterState::SubmitResult> MasterState::SubmitJob(
   RETURN_IF_ERROR(ValidateRequestId(request_id));
   RETURN_IF_ERROR(CheckFitsCluster(spec));
   RETURN_IF_ERROR(CheckDependencyTargets(spec, nullptr));
-  if (!spec.array.empty()) return SubmitArray(spec, request_id);
+  if (!spec.array.empty()) {
+    // Job I of an array is stored as "<request_id>#<I>", as SubmitJobs
+    // stores its jobs: the same room is kept for the suffix.
+    if (request_id.size() > job_limits::kMaxBulkRequestIdBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "request_id: expected at most ", job_limits::kMaxBulkRequestIdBytes,
+          " bytes for a job array, got ", request_id.size()));
+    }
+    return SubmitArray(spec, request_id);
+  }
 
   SubmitWriter self;
   self.spec = &spec;

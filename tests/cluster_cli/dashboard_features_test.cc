@@ -582,8 +582,19 @@ TEST(DashboardHistoryTest, BadHistoryIntervalIsAOneLineError) {
        "--state-dir", tmp.path().string(), "--history-interval", "-1"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("--history-interval -1: expected a number of "
-                               "seconds, 0 or more (0: no history)\n"))
+                               "seconds from 0.1 to 86400, or 0 (no "
+                               "history)\n"))
       << r.err;
+  // Too short: the master would write its store without pause; too long:
+  // past what a duration holds.
+  for (const char* bad : {"0.001", "1e11"}) {
+    r = RunProcess({TIRESIAS_BINARY, "master", "--insecure", "--listen",
+                    "127.0.0.1:0", "--state-dir", tmp.path().string(),
+                    "--history-interval", bad});
+    EXPECT_EQ(r.exit_code, 1) << bad;
+    EXPECT_THAT(r.err, HasSubstr(std::string("--history-interval ")))
+        << bad << ": " << r.err;
+  }
 }
 
 // A --dashboard-listen port that is taken stops `tiresias up` with a line

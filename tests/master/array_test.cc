@@ -302,6 +302,58 @@ TEST_F(ArrayTest, HeldJobsGiveTheirSlotAndAreSkipped) {
   EXPECT_EQ(Ids(Desired(n1, {})), std::vector<JobId>{2});
 }
 
+// 0-2%1 on 4 GPUs: job 1 runs, is requeued (its task checkpoints, still
+// alive) and then held, which gives its slot back. Job 2 must not get the
+// slot while job 1's task is still stopping (it waits for the array limit,
+// not merely for GPUs being freed): that would let two of the array's jobs
+// have live processes under a limit of 1. Once the task reports its end,
+// job 2 starts.
+// Job I of an array is stored with the request id "<id>#<I>": an id that
+// leaves no room for the suffix within 128 bytes (as SubmitJobs) is
+// refused, and one of 120 bytes is taken.
+TEST_F(ArrayTest, AnArraysRequestIdLeavesRoomForTheIndex) {
+  Open();
+  auto refused = master_->SubmitJob(ArraySpec("0-9999", 0),
+                                    std::string(121, 'r'));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("request_id: expected at most 120 bytes for a job "
+                        "array, got 121"));
+  EXPECT_TRUE(master_->SubmitJob(ArraySpec("0-1", 0), std::string(120, 'r'))
+                  .ok());
+}
+
+TEST_F(ArrayTest, AJobHeldWhileStoppingKeepsTheLimitUntilItsTaskEnds) {
+  Open();
+  const int64_t n1 = Register("n1", 4);
+  SubmitArray(ArraySpec("0-2", 1));
+  Pass();
+  std::map<JobId, std::vector<int>> desired = Desired(n1, {});
+  ASSERT_EQ(Ids(desired), std::vector<JobId>{1});
+  const v1::TaskStatus running = Running(1, desired[1]);
+  Beat(n1, {running});
+  auto requeued = master_->UpdateJobs(JobAction::kRequeue, {1}, Anyone);
+  ASSERT_TRUE(requeued.ok());
+  ASSERT_TRUE((*requeued)[0].status.ok()) << (*requeued)[0].status;
+  auto held = master_->UpdateJobs(JobAction::kHold, {1}, Anyone);
+  ASSERT_TRUE(held.ok());
+  ASSERT_TRUE((*held)[0].status.ok()) << (*held)[0].status;
+  Pass();
+  clock_.Advance(Seconds{1});
+  Pass();
+  // Still checkpointing: the agent reports the task running.
+  EXPECT_EQ(Ids(Desired(n1, {running})), std::vector<JobId>{});
+  EXPECT_EQ(Get(2).pending_reason_kind,
+            static_cast<int>(PendingReasonKind::kArrayLimit));
+  v1::TaskStatus stopped = Task(1, 1, 0, v1::TASK_STATE_PREEMPTED, desired[1],
+                                143, 1000.0);
+  stopped.set_end_time(1001.0);
+  Beat(n1, {stopped});
+  Pass();
+  EXPECT_EQ(Ids(Desired(n1, {})), std::vector<JobId>{2});
+}
+
 // cancel --array: every unfinished job of that array, and no other job.
 TEST_F(ArrayTest, CancelByArrayTakesTheWholeArrayOnly) {
   Open();

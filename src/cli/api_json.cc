@@ -25,7 +25,8 @@ std::string EnumWord(const std::string& name, absl::string_view prefix) {
   return absl::AsciiStrToLower(word);
 }
 
-json OptionalTime(bool has, double t) { return has ? json(t) : json(nullptr); }
+// A value the proto marks optional: null when absent.
+json Nullable(bool has, double v) { return has ? json(v) : json(nullptr); }
 
 json TextOrNull(const std::string& text) {
   return text.empty() ? json(nullptr) : json(text);
@@ -44,15 +45,12 @@ json Ids(const Repeated& values) {
 json ProfileJson(const v1::Job& job) {
   if (!job.has_profile()) return nullptr;
   const v1::TrafficProfile& p = job.profile();
-  auto optional = [](bool has, double v) {
-    return has ? json(v) : json(nullptr);
-  };
   return {{"periodic", p.periodic()},
-          {"tensor_skew", optional(p.has_tensor_skew(), p.tensor_skew())},
-          {"iteration_s", optional(p.has_iteration_s(), p.iteration_s())},
+          {"tensor_skew", Nullable(p.has_tensor_skew(), p.tensor_skew())},
+          {"iteration_s", Nullable(p.has_iteration_s(), p.iteration_s())},
           {"bytes_per_iteration",
-           optional(p.has_bytes_per_iteration(), p.bytes_per_iteration())},
-          {"messages_per_iteration", optional(p.has_messages_per_iteration(),
+           Nullable(p.has_bytes_per_iteration(), p.bytes_per_iteration())},
+          {"messages_per_iteration", Nullable(p.has_messages_per_iteration(),
                                               p.messages_per_iteration())},
           {"measured_job_id", p.measured_job_id()}};
 }
@@ -67,6 +65,13 @@ double JobWaitSeconds(const v1::Job& job, double now_unix_seconds) {
 std::string JobStateWord(v1::JobState state) {
   const std::string word = EnumWord(v1::JobState_Name(state), "JOB_STATE_");
   return word.empty() ? absl::StrCat("state ", static_cast<int>(state)) : word;
+}
+
+bool ParseJobStateWord(absl::string_view word, v1::JobState* state) {
+  return !word.empty() && absl::AsciiStrToLower(word) == word &&
+         v1::JobState_Parse(
+             absl::StrCat("JOB_STATE_", absl::AsciiStrToUpper(word)), state) &&
+         *state != v1::JOB_STATE_UNSPECIFIED;
 }
 
 std::string NodeStateWord(v1::NodeState state) {
@@ -157,8 +162,8 @@ json JobJson(const v1::Job& j, JobView view, double now_unix_seconds) {
        j.has_end_time() ? json(j.end_time() - j.submit_time()) : json(nullptr)},
       {"submit_time", j.submit_time()},
       {"first_start_time",
-       OptionalTime(j.has_first_start_time(), j.first_start_time())},
-      {"end_time", OptionalTime(j.has_end_time(), j.end_time())},
+       Nullable(j.has_first_start_time(), j.first_start_time())},
+      {"end_time", Nullable(j.has_end_time(), j.end_time())},
       {"last_stop_time", j.last_stop_time()},
       {"nodes", Strings(j.nodes())},
       {"exit_code", j.has_exit_code() ? json(j.exit_code()) : json(nullptr)},
@@ -279,7 +284,7 @@ json WhoAmIJson(const v1::WhoAmIResponse& r) {
 json CreateTokenJson(const v1::CreateTokenResponse& r) {
   return {{"id", r.id()},
           {"token", r.token()},
-          {"expires_time", OptionalTime(r.has_expires(), r.expires())}};
+          {"expires_time", Nullable(r.has_expires(), r.expires())}};
 }
 
 json TokenListJson(const v1::ListTokensResponse& response) {
@@ -291,8 +296,8 @@ json TokenListJson(const v1::ListTokensResponse& response) {
          {"admin", t.admin()},
          {"description", t.description()},
          {"created_time", t.created()},
-         {"expires_time", OptionalTime(t.has_expires(), t.expires())},
-         {"revoked_time", OptionalTime(t.has_revoked(), t.revoked())}});
+         {"expires_time", Nullable(t.has_expires(), t.expires())},
+         {"revoked_time", Nullable(t.has_revoked(), t.revoked())}});
   }
   return {{"tokens", std::move(tokens)}};
 }

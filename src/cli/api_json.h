@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "nlohmann/json.hpp"
 #include "proto/tiresias.pb.h"
@@ -34,6 +35,9 @@ double JobWaitSeconds(const v1::Job& job, double now_unix_seconds);
 // "pending", "running", ... (JOB_STATE_ dropped, lower case); "state N"
 // for a value this client does not know.
 std::string JobStateWord(v1::JobState state);
+// The inverse of JobStateWord, exactly ("pending", not "PENDING"); false
+// for a word that names no state (UNSPECIFIED included).
+bool ParseJobStateWord(absl::string_view word, v1::JobState* state);
 // "up", "down".
 std::string NodeStateWord(v1::NodeState state);
 // "resources", "priority", ...; empty for UNSPECIFIED (not waiting).

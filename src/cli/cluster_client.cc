@@ -281,9 +281,7 @@ std::string JobStateName(v1::JobState state) {
 }
 
 bool ParseJobStateName(absl::string_view word, v1::JobState* state) {
-  return v1::JobState_Parse(
-             absl::StrCat("JOB_STATE_", absl::AsciiStrToUpper(word)), state) &&
-         *state != v1::JOB_STATE_UNSPECIFIED;
+  return api::ParseJobStateWord(absl::AsciiStrToLower(word), state);
 }
 
 std::string NodeStateName(v1::NodeState state) {

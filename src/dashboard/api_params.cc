@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cli/api_json.h"
 #include "core/status_macros.h"
 #include "dashboard/request_checks.h"
 
@@ -97,9 +98,8 @@ absl::StatusOr<JobsParams> ParseJobsParams(const QueryParams& params) {
   if (!p.ok()) return p.status();
   JobsParams out;
   if (auto it = p->find("state"); it != p->end() && !it->second.empty()) {
-    bool known = false;
-    for (const std::string& s : JobStateNames()) known = known || s == it->second;
-    if (!known) {
+    v1::JobState state;
+    if (!api::ParseJobStateWord(it->second, &state)) {
       return Bad("state",
                  absl::StrCat("one of ", absl::StrJoin(JobStateNames(), ", ")),
                  it->second);

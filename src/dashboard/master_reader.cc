@@ -2,7 +2,6 @@
 
 #include <chrono>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -140,10 +139,8 @@ ApiAnswer MasterReader::JobsPage(const std::string& token,
   req.set_page_token(params.page_token);
   req.set_user(params.user);
   req.set_name(params.name);
-  if (!params.state.empty()) {
-    v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
-    v1::JobState_Parse("JOB_STATE_" + absl::AsciiStrToUpper(params.state),
-                       &state);
+  // Checked by ParseJobsParams: a state word or empty (any state).
+  if (v1::JobState state; api::ParseJobStateWord(params.state, &state)) {
     req.set_state(state);
   }
   v1::ListJobsResponse page;

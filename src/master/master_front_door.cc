@@ -39,6 +39,23 @@ absl::Status MasterState::CheckFitsCluster(const JobRequest& spec) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A request id that names several jobs: job I is stored with
+// "<request_id>#<I>", so it leaves room for the suffix within the 128
+// bytes of any request id.
+absl::Status CheckBulkRequestId(std::string_view request_id,
+                                absl::string_view what) {
+  if (request_id.size() <= job_limits::kMaxBulkRequestIdBytes) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "request_id: expected at most ", job_limits::kMaxBulkRequestIdBytes,
+      " bytes for ", what, ", got ", request_id.size()));
+}
+
+}  // namespace
+
 absl::StatusOr<MasterState::SubmitResult> MasterState::SubmitJob(
     const JobRequest& spec, std::string_view request_id) {
   RETURN_IF_ERROR(ValidateJobRequest(spec));
@@ -48,11 +65,7 @@ absl::StatusOr<MasterState::SubmitResult> MasterState::SubmitJob(
   if (!spec.array.empty()) {
     // Job I of an array is stored as "<request_id>#<I>", as SubmitJobs
     // stores its jobs: the same room is kept for the suffix.
-    if (request_id.size() > job_limits::kMaxBulkRequestIdBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "request_id: expected at most ", job_limits::kMaxBulkRequestIdBytes,
-          " bytes for a job array, got ", request_id.size()));
-    }
+    RETURN_IF_ERROR(CheckBulkRequestId(request_id, "a job array"));
     return SubmitArray(spec, request_id);
   }
 
@@ -135,11 +148,7 @@ absl::StatusOr<MasterState::BulkSubmitResult> MasterState::SubmitJobs(
                      job_limits::kMaxJobsPerSubmission, " in one request"));
   }
   RETURN_IF_ERROR(ValidateRequestId(request_id));
-  if (request_id.size() > job_limits::kMaxBulkRequestIdBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "request_id: expected at most ", job_limits::kMaxBulkRequestIdBytes,
-        " bytes for SubmitJobs, got ", request_id.size()));
-  }
+  RETURN_IF_ERROR(CheckBulkRequestId(request_id, "SubmitJobs"));
   // Every spec is checked before any is queued: all or nothing.
   std::vector<NewJob> jobs;
   jobs.reserve(specs.size());

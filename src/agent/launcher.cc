@@ -113,15 +113,21 @@ struct PosixLauncher::State {
     return rc < 0 || info.si_pid != 0 ? Liveness::kExited : Liveness::kRunning;
   }
 
+  // How the task ended. `end_time` is when it ended (the shim's record,
+  // or now when that is lost). A task whose end came before this launcher
+  // signalled its stop ended on its own: its own exit wins (a stop racing
+  // an exit must not make a finished task run again).
   TaskExit MakeExit(const Tracked& t, std::optional<int> code,
-                    std::optional<int> sig, bool fenced = false) {
+                    std::optional<int> sig, bool fenced,
+                    std::chrono::system_clock::time_point end_time) {
     TaskExit exit;
     exit.handle = t.handle;
     exit.exit_code = code;
     exit.signal = sig;
-    exit.end_time = clock->WallNow();
+    exit.end_time = end_time;
     exit.fenced = fenced;
-    if (t.stop.has_value()) {
+    const bool stopped = t.stop.has_value() && end_time >= t.stop_sent;
+    if (stopped) {
       exit.outcome = StopOutcome(*t.stop);
     } else if (fenced) {
       exit.outcome = TaskOutcome::kPreempted;
@@ -133,6 +139,11 @@ struct PosixLauncher::State {
       exit.outcome = TaskOutcome::kUnknown;
     }
     return exit;
+  }
+  // An end whose record was lost: as of now, so after any stop sent.
+  TaskExit MakeExitNow(const Tracked& t, std::optional<int> code,
+                       std::optional<int> sig) {
+    return MakeExit(t, code, sig, false, clock->WallNow());
   }
 
   // Kills what is left of the group once its leader has exited: the task is
@@ -170,23 +181,21 @@ struct PosixLauncher::State {
       recorded = t.handle.exit_path.empty() ? std::optional<RecordedExit>()
                                             : ReadExitFile(t.handle.exit_path);
       if (!recorded.ok() || !recorded->has_value()) {
-        if (rc < 0) return MakeExit(t, std::nullopt, std::nullopt);
+        if (rc < 0) return MakeExitNow(t, std::nullopt, std::nullopt);
         if (WIFEXITED(status)) {
-          return MakeExit(t, WEXITSTATUS(status), std::nullopt);
+          return MakeExitNow(t, WEXITSTATUS(status), std::nullopt);
         }
-        return MakeExit(t, std::nullopt, WTERMSIG(status));
+        return MakeExitNow(t, std::nullopt, WTERMSIG(status));
       }
     } else {
       recorded = t.handle.exit_path.empty() ? std::optional<RecordedExit>()
                                             : ReadExitFile(t.handle.exit_path);
       if (!recorded.ok() || !recorded->has_value()) {
-        return MakeExit(t, std::nullopt, std::nullopt);
+        return MakeExitNow(t, std::nullopt, std::nullopt);
       }
     }
-    TaskExit exit = MakeExit(t, (*recorded)->exit_code, (*recorded)->signal,
-                             (*recorded)->fenced);
-    exit.end_time = (*recorded)->end_time;
-    return exit;
+    return MakeExit(t, (*recorded)->exit_code, (*recorded)->signal,
+                    (*recorded)->fenced, (*recorded)->end_time);
   }
 
   absl::StatusOr<Tracked*> Find(const TaskHandle& handle) {
@@ -312,6 +321,7 @@ absl::Status PosixLauncher::RequestStop(const TaskHandle& handle,
     return absl::OkStatus();
   }
   t->stop = reason;
+  t->stop_sent = state_->clock->WallNow();
   t->kill_at = state_->clock->SteadyNow() + grace;
   if (killpg(t->handle.pgid, SIGTERM) != 0 && errno != ESRCH) {
     return absl::UnavailableError(absl::StrCat("cannot signal process group ",

@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "agent/agent_testing.h"
@@ -446,6 +448,69 @@ TEST_F(LauncherTest, AdoptedPidNowHeldByAnotherProcessIsLeftAlone) {
   EXPECT_EQ(
       launcher_.Stop(handle, StopReason::kCancel, milliseconds(1000))->outcome,
       TaskOutcome::kCancelled);
+}
+
+// /proc as it was when frozen: a process that has exited still reads as
+// running, as it does in the moment between a task's end and its shim's.
+class FrozenProcessTable final : public ProcessTable {
+ public:
+  explicit FrozenProcessTable(ProcStat running) : running_(running) {}
+  absl::StatusOr<std::optional<ProcStat>> Stat(pid_t pid) override {
+    if (frozen_) return std::optional<ProcStat>(running_);
+    return RealProcessTable()->Stat(pid);
+  }
+  void Thaw() { frozen_ = false; }
+
+ private:
+  ProcStat running_;
+  std::atomic<bool> frozen_{true};
+};
+
+// A stop that reaches a task after it ended on its own (its exit recorded,
+// its shim not yet gone) does not turn its exit into a stop: it finished,
+// and must not run again.
+TEST_F(LauncherTest, AStopSentAfterTheTaskEndedKeepsItsOwnExit) {
+  TaskSpec spec =
+      Spec("touch ready; while [ ! -e go ]; do sleep 0.01; done; exit 0");
+  spec.exit_path = dir_.File("exits/task.exit");
+  const TaskHandle handle = StartOk(spec);
+  ASSERT_TRUE(
+      WaitUntil([&] { return std::filesystem::exists(dir_.File("ready")); }));
+  absl::StatusOr<std::optional<ProcStat>> running =
+      RealProcessTable()->Stat(handle.pid);
+  ASSERT_TRUE(running.ok() && running->has_value());
+  FrozenProcessTable table(**running);
+  PosixLauncher successor({.process_table = &table});
+  ASSERT_TRUE(successor.Adopt(handle, std::nullopt, milliseconds(0)).ok());
+  std::ofstream(dir_.File("go")) << "";
+  ASSERT_TRUE(WaitUntil(
+      [&] { return std::filesystem::exists(dir_.File("exits/task.exit")); }));
+  std::this_thread::sleep_for(milliseconds(20));  // the recorded end is past
+  // The task's end is recorded; /proc (frozen) still says it runs.
+  ASSERT_TRUE(
+      successor.RequestStop(handle, StopReason::kPreempt, milliseconds(0))
+          .ok());
+  table.Thaw();
+  std::optional<TaskExit> exit;
+  ASSERT_TRUE(WaitUntil([&] {
+    exit = successor.Poll(handle).value();
+    return exit.has_value();
+  }));
+  EXPECT_EQ(exit->outcome, TaskOutcome::kFinished) << exit->Describe();
+  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_EQ(WaitExit(handle).exit_code, 0);  // the parent reaps the shim
+}
+
+// The same stop sent while the task still runs is a stop, even when the
+// task then exits 0 (it checkpointed on SIGTERM): it resumes later.
+TEST_F(LauncherTest, AnExitAfterTheStopIsTheStop) {
+  const TaskHandle handle =
+      StartReady("trap 'exit 0' TERM; touch ready; while :; do sleep 0.01; done");
+  absl::StatusOr<TaskExit> exit =
+      launcher_.Stop(handle, StopReason::kPreempt, milliseconds(3000));
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->outcome, TaskOutcome::kPreempted) << exit->Describe();
+  EXPECT_EQ(exit->exit_code, 0);
 }
 
 }  // namespace

@@ -448,6 +448,10 @@ void MasterState::HandleTask(
     MaybeMarkRunning(launch, now);
   }
   part.ended = true;
+  // The agent reports EXITED (not PREEMPTED) only for a task whose end came
+  // before any stop it sent; a start that failed is no end of the job's.
+  part.own_end = task.state() == v1::TASK_STATE_EXITED &&
+                 task.has_exit_code() && !start_failed;
   if (task.has_exit_code()) part.exit_code = task.exit_code();
   if (task.has_end_time()) part.end_time = Seconds{task.end_time()};
   *acks->Add() = task.task();
@@ -659,6 +663,7 @@ void MasterState::OnSystemStop(Launch& launch, int rank, Seconds end,
   if (ran) {
     rec.state = JobRecordState::kPreempted;
     ++rec.preemptions;
+    launch.preemption_counted = true;
   } else {
     rec.state = rec.first_start_time ? JobRecordState::kPreempted
                                      : JobRecordState::kPending;
@@ -706,6 +711,46 @@ void MasterState::ClassifyEndedGang(Launch& launch, Seconds now) {
   launches_.erase(key);
 }
 
+void MasterState::OnOwnEndWhileStopping(Launch& launch, Seconds now) {
+  const LaunchKey key{launch.job, launch.attempt};
+  JobRecord& rec = records_.at(launch.job);
+  std::optional<std::pair<int, int>> failure;  // rank, exit code
+  for (size_t rank = 0; rank < launch.parts.size(); ++rank) {
+    const int code = launch.parts[rank].exit_code.value_or(0);
+    if (code != 0 && !failure) failure = {static_cast<int>(rank), code};
+  }
+  if (launch.preemption_counted && rec.preemptions > 0) --rec.preemptions;
+  const std::string stop = launch.stop_reason == v1::STOP_REASON_CANCEL
+                               ? "its cancel"
+                               : "its stop";
+  launches_.erase(key);
+  // A later attempt decided while this one was being stopped never ran
+  // (it waited for this one's end): dropped, as a cancel drops it.
+  if (Launch* current = CurrentLaunch(rec.id);
+      current != nullptr && current->phase == Phase::kDeferred) {
+    launches_.erase({rec.id, current->attempt});
+  }
+  adopting_.erase(rec.id);
+  restart_fence_.erase(rec.id);
+  if (const Job* job = scheduler_->Find(rec.id);
+      job != nullptr && !job->finished()) {
+    SyncRecord(rec, now);  // its counters as of now, before it leaves
+    // Found just above: Remove cannot fail.
+    scheduler_->Remove(rec.id, now, cluster()).IgnoreError();
+  }
+  const std::string why = absl::StrCat(
+      "attempt ", key.second, ": every task ended on its own before ", stop,
+      " reached it");
+  if (failure) {
+    Finalize(rec, JobRecordState::kFailed, now, failure->second,
+             absl::StrCat("rank ", failure->first, " exit code ",
+                          failure->second, " (", why, ")"));
+  } else {
+    Finalize(rec, JobRecordState::kFinished, now, 0,
+             absl::StrCat("every task exited 0 (", why, ")"));
+  }
+}
+
 bool MasterState::AnyLiveLaunch(JobId job) const {
   for (auto it = launches_.lower_bound({job, 0});
        it != launches_.end() && it->first.first == job; ++it) {
@@ -747,6 +792,14 @@ void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
   if (launch.first_failure && rec_it != records_.end() &&
       !IsFinal(rec_it->second.state)) {
     if (launch.AllEnded()) ClassifyEndedGang(launch, now);  // erases it
+    return;
+  }
+  if (rec_it != records_.end() && !IsFinal(rec_it->second.state) &&
+      !adopting_.contains(launch.job) && launch.phase == Phase::kStopping &&
+      launch.AllEnded() &&
+      std::all_of(launch.parts.begin(), launch.parts.end(),
+                  [](const Part& part) { return part.own_end; })) {
+    OnOwnEndWhileStopping(launch, now);  // erases it
     return;
   }
   if (rec_it == records_.end() || IsFinal(rec_it->second.state) ||
@@ -893,6 +946,16 @@ void MasterState::LoseNode(int64_t node_id, Seconds now,
   pass_wanted_ = true;
 }
 
+void MasterState::OnStall(Seconds stall) {
+  if (stall <= Seconds{0}) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  const Seconds now = clock_->NowMonotonic();
+  for (auto& [id, info] : nodes_) {
+    info.last_heard = std::min(info.last_heard + stall, now);
+  }
+  if (!adoption_closed_) adopt_deadline_ += stall;
+}
+
 absl::Status MasterState::CheckTimeouts() {
   std::lock_guard<std::mutex> lock(mu_);
   MaybeRefitPackLimit();
@@ -940,6 +1003,7 @@ void MasterState::EndAdoptionWindow(Seconds now) {
     auto it = launches_.find({id, rec.attempt});
     if (it != launches_.end() && it->second.phase == Phase::kActive) {
       StopLaunch(it->second, v1::STOP_REASON_PREEMPT);
+      it->second.preemption_counted = true;
     }
     rec.state = JobRecordState::kPreempted;
     rec.last_stop_time = now;

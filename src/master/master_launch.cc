@@ -61,6 +61,7 @@ void MasterState::PreemptLaunch(JobId id, Seconds now) {
   StopLaunch(*launch, v1::STOP_REASON_PREEMPT);
   rec->second.state = JobRecordState::kPreempted;
   ++rec->second.preemptions;
+  launch->preemption_counted = true;
   // A launch still starting never ran: its event list shows no start for
   // this attempt, and says why.
   AddEvent(id, now, "preempted",

@@ -430,6 +430,14 @@ class MasterState {
   // Marks nodes silent for node_timeout down (their jobs preempted), and
   // ends the post-restart adoption window.
   absl::Status CheckTimeouts();
+  // The master itself stalled for `stall` (stopped, swapped out, a long
+  // pass or write): nodes could not be heard meanwhile through no fault of
+  // theirs, so their silence is not evidence that they died. Moves every
+  // node's last-heard time and the adoption window on by `stall` (never
+  // past now), so that the reports waiting for the master are taken before
+  // any node is judged lost. MasterServer's loop calls it when the gap
+  // between two of its timeout checks is longer than a beat.
+  void OnStall(Seconds stall);
   // Unix seconds of the scheduler's next demotion/promotion; kNever if none.
   Seconds NextWakeup();
   // True (and reset) if something happened since the last call that a
@@ -459,6 +467,10 @@ class MasterState {
     std::vector<int> local_gpus;
     bool running = false;  // reported RUNNING (or later) at some point
     bool ended = false;    // reported ended, or its node was lost
+    // It ended on its own (exited with a code, before any stop reached it;
+    // the agent judges that by the task's end time against the stop's
+    // delivery), not by a stop of ours or the system's.
+    bool own_end = false;
     std::optional<int> exit_code;
     std::optional<Seconds> start_time;  // agent's clock
     std::optional<Seconds> end_time;    // agent's clock
@@ -486,6 +498,9 @@ class MasterState {
     // then is it in its nodes' desired states.
     bool durable = false;
     Seconds stop_decided{0};   // when a preemption was decided
+    // Its stop counted a preemption in the job's record: taken back if
+    // every task turns out to have ended on its own first.
+    bool preemption_counted = false;
     // A gang whose rank exited non-zero while others ran: they are being
     // stopped, and the job's fate waits until every rank has ended. It is
     // a preemption if a rank was stopped by the system (its peers may have
@@ -695,6 +710,13 @@ class MasterState {
   // Every rank of a gang with a failure has ended: preempts or fails the
   // job (see Launch::first_failure). Erases `launch`.
   void ClassifyEndedGang(Launch& launch, Seconds now);
+  // A launch being stopped (preempted, requeued, drained, cancelled,
+  // stopped by the system) all of whose tasks had ended on their own
+  // before the stop reached them: their end wins. The job ends finished
+  // (every task exited 0) or failed (the first non-zero code by rank), the
+  // stop's preemption is taken back, and a later attempt decided meanwhile
+  // (deferred: nothing of it ran) is dropped. Erases `launch`.
+  void OnOwnEndWhileStopping(Launch& launch, Seconds now);
   // A part of an active launch was stopped by the system, not by us (its
   // agent shut down or was fenced, or lost it): the job is preempted at
   // `end`, not failed.

@@ -79,6 +79,11 @@ void MasterServer::Shutdown() {
 void MasterServer::Loop() {
   using std::chrono::duration;
   auto next_check = std::chrono::steady_clock::now();
+  // When timeouts were last checked: a longer gap than a beat (kStallAfter)
+  // is the master's own stall, not its nodes' silence (OnStall).
+  auto last_check = next_check;
+  constexpr auto kCheckEvery = std::chrono::seconds(1);
+  constexpr auto kStallAfter = std::chrono::seconds(2);
   // The cluster's history: a sample at start, then every history_interval.
   const Seconds history_interval = state_->options().history_interval;
   auto next_sample = std::chrono::steady_clock::now();
@@ -104,9 +109,21 @@ void MasterServer::Loop() {
       if (stopping_) return;
       notified_ = false;
     }
-    if (std::chrono::steady_clock::now() >= next_check) {
-      next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-      if (absl::Status s = state_->CheckTimeouts(); !s.ok()) {
+    if (const auto now = std::chrono::steady_clock::now(); now >= next_check) {
+      const auto gap = now - last_check;
+      next_check = now + kCheckEvery;
+      last_check = now;
+      if (gap > kStallAfter) {
+        // Nodes are judged at the next check, once the reports that waited
+        // for the master have been taken.
+        const Seconds stall =
+            std::chrono::duration_cast<Seconds>(gap - kCheckEvery);
+        state_->OnStall(stall);
+        std::fprintf(stderr,
+                     "tiresias master: stalled for %.1f s: node timeouts "
+                     "moved on by it before any node is judged\n",
+                     stall.count());
+      } else if (absl::Status s = state_->CheckTimeouts(); !s.ok()) {
         std::fprintf(stderr, "tiresias master: %s\n", s.ToString().c_str());
       }
     }

@@ -13,7 +13,13 @@ not from the master's word:
   - every acknowledged job reaches exactly one final state;
   - no task stopped by the system is counted as failed: only the jobs made
     to fail fail, the others finish (or are cancelled, when we asked to
-    cancel them, answered or not).
+    cancel them, answered or not);
+  - no job whose task ended on its own (exit 0 at the end of its work, or
+    its failure code) runs again: requeues are sent throughout, the
+    scheduler preempts, and the master is frozen for up to twice the node
+    timeout, so that tasks end while a stop or a stall is in flight. The
+    one exception is a task whose node was lost before it could report
+    its end (the job's events say so): the master cannot know of it.
 
 Reproducible from its seed: TIRESIAS_CHAOS_SEED (default 1) fixes the
 actions and their times; TIRESIAS_CHAOS_SECONDS (default 80) their span.
@@ -82,8 +88,10 @@ class Chaos:
             os.kill(self.pid(name), signal.SIGSTOP)
             self.state[name] = "stopped"
             # Agents: sometimes past the node timeout (fenced, declared
-            # lost); the master: past the lease (every agent fences).
-            longest = 2 * NODE_TIMEOUT if name != "master" else 3.0
+            # lost); the master too: past the lease (every agent fences)
+            # and past the node timeout (it must take the reports that
+            # waited before it judges any node).
+            longest = 2 * NODE_TIMEOUT
             self.due.append((now + self.rng.uniform(0.3, longest), "cont",
                              name))
         self.counts["%s %s" % ("SIGKILL" if kill else "SIGSTOP",
@@ -130,6 +138,43 @@ def cancel(cluster, rng, jobs):
     # out when it thaws, as an unanswered submission may.
     jobs[job_id]["cancelled"] = True
     cluster.cli_raw_timeout(6, "cancel", job_id)
+
+
+def requeue(cluster, rng, jobs):
+    if not jobs:
+        return
+    cluster.cli_raw_timeout(6, "requeue", rng.choice(sorted(jobs)))
+
+
+# Events that say a launch was lost with its node, so that its task's own
+# end, if it came, never reached the master.
+LOST_WORDS = ("node_down", "not re-adopted")
+
+
+def ran_again_after_own_end(cluster, tasks, jobs):
+    """Jobs with a task that ended on its own and a later attempt."""
+    problems = []
+    by_job = collections.defaultdict(list)
+    for t in tasks:
+        by_job[t["job"]].append(t)
+    for job_id, ts in sorted(by_job.items(), key=lambda kv: int(kv[0])):
+        own = [t for t in ts if t["code"] is not None and t["code"] != 143]
+        if not own:
+            continue
+        first = min(t["attempt"] for t in own)
+        later = sorted({t["attempt"] for t in ts if t["attempt"] > first})
+        if not later:
+            continue
+        evs = events(cluster.job(job_id))
+        if any(w in kind or w in detail for kind, detail in evs
+               for w in LOST_WORDS):
+            continue
+        problems.append(
+            "job %s: attempt %d ended on its own (exit %d) and attempts %s "
+            "ran after it; events %s" %
+            (job_id, first, [t["code"] for t in own if t["attempt"] == first][0],
+             later, evs))
+    return problems
 
 
 def check(cluster, ground, jobs, all_jobs):
@@ -199,6 +244,7 @@ def check(cluster, ground, jobs, all_jobs):
             problems.append(
                 "job %s ended at %.3f but its attempt %d ran until %.3f" %
                 (t["job"], job["end_time"], t["attempt"], t["last"]))
+    problems += ran_again_after_own_end(cluster, tasks, jobs)
     return problems, tasks
 
 
@@ -219,11 +265,14 @@ def run(cluster):
         now = time.time()
         chaos.recover(now)
         roll = rng.random()
-        if roll < 0.5:
+        if roll < 0.45:
             n += 1
             submit(cluster, ground, rng, jobs, n)
-        elif roll < 0.6:
+        elif roll < 0.55:
             cancel(cluster, rng, jobs)
+        elif roll < 0.65:
+            requeue(cluster, rng, jobs)
+            chaos.counts["requeue"] += 1
         elif roll < 0.85:
             chaos.act(now)
         time.sleep(rng.uniform(0.2, 0.8))

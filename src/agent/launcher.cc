@@ -81,6 +81,12 @@ struct PosixLauncher::State {
     TaskHandle handle;
     bool child = true;  // false: adopted, not ours to wait for
     std::optional<StopReason> stop;
+    // When this launcher signalled the stop (wall clock, as the shim's
+    // recorded end time): a task whose recorded end came before it ended
+    // on its own. time_point::min() for a stop a previous agent sent at an
+    // unknown time (Adopt): every end counts as stopped.
+    std::chrono::system_clock::time_point stop_sent =
+        std::chrono::system_clock::time_point::min();
     std::chrono::steady_clock::time_point kill_at;
     bool killed = false;
   };

@@ -182,7 +182,12 @@ void AgentDaemon::AdoptRecorded() {
     Task task;
     task.handle = h;
     task.start_time = UnixSeconds(h.start_time);
-    if (r.entry.stop_requested) {
+    // A stop counts unless the task ended before it was recorded (then
+    // its own exit wins: CheckRecordedTasks judged the outcome).
+    const bool stopped =
+        r.alive() || r.exit->outcome == TaskOutcome::kPreempted ||
+        r.exit->outcome == TaskOutcome::kCancelled;
+    if (r.entry.stop_requested && stopped) {
       task.stop_reason = *r.entry.stop_requested == StopReason::kCancel
                              ? v1::STOP_REASON_CANCEL
                              : v1::STOP_REASON_PREEMPT;

@@ -239,7 +239,8 @@ void AgentDaemon::RequestStop(const TaskKey& key, Task& task, int reason) {
       TaskName(std::get<0>(key), std::get<1>(key), std::get<2>(key));
   const StopReason how = LauncherReason(reason);
   // Recorded before signalling (see task_record.h).
-  absl::Status marked = record_->MarkStopRequested(*task.handle, how);
+  absl::Status marked = record_->MarkStopRequested(
+      *task.handle, how, std::chrono::system_clock::now());
   if (!marked.ok()) {
     Log(absl::StrCat(name, ": task record: ", marked.ToString()));
   }

@@ -109,6 +109,17 @@ absl::StatusOr<TaskRecordEntry> ParseEntry(const json& task, size_t i) {
                        "null, \"preempt\" or \"cancel\""));
     }
     entry.stop_requested = reason;
+    auto at = task.find("stop_requested_unix_us");
+    if (at != task.end()) {
+      if (!at->is_number_integer() || at->get<int64_t>() < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tasks[", i,
+            "]: field 'stop_requested_unix_us': expected Unix microseconds"));
+      }
+      entry.stop_requested_at = std::chrono::system_clock::time_point(
+          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              std::chrono::microseconds(at->get<int64_t>())));
+    }
   }
   return entry;
 }
@@ -134,6 +145,10 @@ std::string SerializeTaskRecord(const std::vector<TaskRecordEntry>& entries) {
                                ? json(StopReasonName(*e.stop_requested))
                                : json(nullptr)},
     });
+    if (e.stop_requested.has_value() &&
+        e.stop_requested_at != std::chrono::system_clock::time_point{}) {
+      task["stop_requested_unix_us"] = ToUnixMicros(e.stop_requested_at);
+    }
     if (h.uid.has_value()) task["uid"] = *h.uid;
   }
   return json({{"version", kVersion}, {"tasks", tasks}}).dump(2) + "\n";
@@ -201,8 +216,9 @@ absl::Status TaskRecord::Put(const TaskRecordEntry& entry) {
   return Save(std::move(entries));
 }
 
-absl::Status TaskRecord::MarkStopRequested(const TaskHandle& task,
-                                           StopReason reason) {
+absl::Status TaskRecord::MarkStopRequested(
+    const TaskHandle& task, StopReason reason,
+    std::chrono::system_clock::time_point at) {
   std::vector<TaskRecordEntry> entries = entries_;
   auto it = std::find_if(entries.begin(), entries.end(), [&](const auto& e) {
     return SameTask(e.handle, task);
@@ -212,6 +228,7 @@ absl::Status TaskRecord::MarkStopRequested(const TaskHandle& task,
                                             task.attempt, " rank ", task.rank,
                                             " is not in the task record"));
   }
+  if (!it->stop_requested.has_value()) it->stop_requested_at = at;
   it->stop_requested = reason;
   return Save(std::move(entries));
 }
@@ -255,7 +272,11 @@ std::vector<RecoveredTask> CheckRecordedTasks(
         exit.signal = r.signal;
         exit.end_time = r.end_time;
         exit.fenced = r.fenced;
-        if (!entry.stop_requested.has_value()) {
+        // Ended before the stop was recorded: on its own (see
+        // TaskRecordEntry::stop_requested_at).
+        const bool stopped = entry.stop_requested.has_value() &&
+                             r.end_time >= entry.stop_requested_at;
+        if (!stopped) {
           exit.outcome = r.fenced ? TaskOutcome::kPreempted
                          : r.exit_code == 0 ? TaskOutcome::kFinished
                                             : TaskOutcome::kFailed;

@@ -8,7 +8,8 @@
 //     "pid": 4242, "pgid": 4242, "start_time_unix_us": 1700000000000000,
 //     "proc_start_ticks": 123456, "log_path": "/var/log/.../7.log",
 //     "exit_path": "/var/lib/.../exits/...", "gpus": [0, 1],
-//     "stop_requested": null | "preempt" | "cancel", "uid": 1001}]}
+//     "stop_requested": null | "preempt" | "cancel",
+//     "stop_requested_unix_us": 1700000000654321, "uid": 1001}]}
 // (exit_path and gpus may be absent, in records older than the task shim;
 // uid, information only, is absent in older records and for tasks that run
 // as the agent's own user.)
@@ -35,6 +36,11 @@ namespace tiresias {
 struct TaskRecordEntry {
   TaskHandle handle;
   std::optional<StopReason> stop_requested;
+  // When the stop was recorded (just before it was signalled). A task whose
+  // recorded end came earlier ended on its own: its own exit wins. The
+  // epoch (absent, in older records) is unknown: every end counts as
+  // stopped.
+  std::chrono::system_clock::time_point stop_requested_at{};
 };
 
 // The file's text for `entries`. Pure.
@@ -58,8 +64,10 @@ class TaskRecord {
 
   // Inserts or replaces the entry of the same task (job_id, attempt, rank).
   absl::Status Put(const TaskRecordEntry& entry);
-  // Marks the task as being stopped for `reason`. NotFound if absent.
-  absl::Status MarkStopRequested(const TaskHandle& task, StopReason reason);
+  // Marks the task as being stopped for `reason` at `at` (the first stop
+  // recorded keeps its time). NotFound if absent.
+  absl::Status MarkStopRequested(const TaskHandle& task, StopReason reason,
+                                 std::chrono::system_clock::time_point at);
   // Forgets the task (it exited and was reported). Absent is fine.
   absl::Status Remove(const TaskHandle& task);
 

@@ -51,10 +51,20 @@ TEST(TaskRecordTest, RoundTripsThroughTheFile) {
   const TaskRecordEntry b{Handle(8, 1, 1002), std::nullopt};
   ASSERT_TRUE(record->Put(a).ok());
   ASSERT_TRUE(record->Put(b).ok());
-  ASSERT_TRUE(record->MarkStopRequested(b.handle, StopReason::kPreempt).ok());
-  EXPECT_EQ(
-      record->MarkStopRequested(Handle(9, 0, 1), StopReason::kCancel).code(),
-      absl::StatusCode::kNotFound);
+  const auto stop_at = std::chrono::system_clock::time_point(
+      std::chrono::microseconds(1'700'000'100'654'321));
+  ASSERT_TRUE(
+      record->MarkStopRequested(b.handle, StopReason::kPreempt, stop_at).ok());
+  // A second stop keeps the first one's time.
+  ASSERT_TRUE(record
+                  ->MarkStopRequested(b.handle, StopReason::kPreempt,
+                                      stop_at + std::chrono::seconds(5))
+                  .ok());
+  EXPECT_EQ(record
+                ->MarkStopRequested(Handle(9, 0, 1), StopReason::kCancel,
+                                    stop_at)
+                .code(),
+            absl::StatusCode::kNotFound);
 
   absl::StatusOr<TaskRecord> reloaded = TaskRecord::Open(path);
   ASSERT_TRUE(reloaded.ok()) << reloaded.status();
@@ -66,6 +76,8 @@ TEST(TaskRecordTest, RoundTripsThroughTheFile) {
   const nlohmann::json doc = nlohmann::json::parse(ReadFile(path));
   EXPECT_EQ(doc["version"], 1);
   EXPECT_EQ(doc["tasks"][1]["stop_requested"], "preempt");
+  EXPECT_EQ(doc["tasks"][1]["stop_requested_unix_us"], 1'700'000'100'654'321);
+  EXPECT_EQ(reloaded->entries()[1].stop_requested_at, stop_at);
   EXPECT_EQ(doc["tasks"][0]["start_time_unix_us"], 1'700'000'000'123'456);
   EXPECT_EQ(
       std::distance(std::filesystem::directory_iterator(dir.File("state")),
@@ -223,6 +235,19 @@ TEST(CheckRecordedTasksTest, ExitStatusOfADeadTaskComesFromItsExitFile) {
   ASSERT_FALSE(found[1].alive());
   EXPECT_EQ(found[1].exit->outcome, TaskOutcome::kPreempted);  // stop wins
   EXPECT_EQ(found[1].exit->exit_code, 4);
+
+  // A stop recorded after the task's recorded end did not end it: its own
+  // exit wins (a task that finished must not run again). One recorded
+  // before its end did.
+  const auto end = found[0].exit->end_time;
+  const std::vector<RecoveredTask> timed = CheckRecordedTasks(
+      {{handle, StopReason::kPreempt, end + std::chrono::milliseconds(1)},
+       {handle, StopReason::kPreempt, end - std::chrono::milliseconds(1)}},
+      *RealProcessTable(), std::chrono::system_clock::now());
+  ASSERT_EQ(timed.size(), 2u);
+  EXPECT_EQ(timed[0].exit->outcome, TaskOutcome::kFailed);
+  EXPECT_EQ(timed[0].exit->exit_code, 4);
+  EXPECT_EQ(timed[1].exit->outcome, TaskOutcome::kPreempted);
 
   // The record keeps the exit file and GPUs across a restart.
   absl::StatusOr<std::vector<TaskRecordEntry>> parsed =

@@ -411,8 +411,12 @@ void MasterState::HandleTask(
                      rank < static_cast<int>(it->second.parts.size()) &&
                      it->second.parts[rank].node_id == node_id;
   if (!known) {
-    // An orphan (Reconcile lists the live ones); an ended one is done with.
-    if (ended) *acks->Add() = task.task();
+    // An orphan (Reconcile lists the live ones); an ended one is done with,
+    // once it has said whether a job whose launch a restart forgot ended.
+    if (ended) {
+      if (it == launches_.end()) OwnEndAfterRestart(node_id, task, now);
+      *acks->Add() = task.task();
+    }
     return;
   }
   Launch& launch = it->second;
@@ -713,17 +717,59 @@ void MasterState::ClassifyEndedGang(Launch& launch, Seconds now) {
 
 void MasterState::OnOwnEndWhileStopping(Launch& launch, Seconds now) {
   const LaunchKey key{launch.job, launch.attempt};
-  JobRecord& rec = records_.at(launch.job);
   std::optional<std::pair<int, int>> failure;  // rank, exit code
   for (size_t rank = 0; rank < launch.parts.size(); ++rank) {
     const int code = launch.parts[rank].exit_code.value_or(0);
     if (code != 0 && !failure) failure = {static_cast<int>(rank), code};
   }
-  if (launch.preemption_counted && rec.preemptions > 0) --rec.preemptions;
+  const bool preempted = launch.preemption_counted;
   const std::string stop = launch.stop_reason == v1::STOP_REASON_CANCEL
                                ? "its cancel"
                                : "its stop";
   launches_.erase(key);
+  EndWithOwnExit(records_.at(key.first), failure, preempted,
+                 absl::StrCat("attempt ", key.second,
+                              ": every task ended on its own before ", stop,
+                              " reached it"),
+                 now);
+}
+
+bool MasterState::OwnEndAfterRestart(int64_t node_id,
+                                     const v1::TaskStatus& task,
+                                     Seconds now) {
+  const JobId job = task.task().job_id();
+  auto it = records_.find(job);
+  if (it == records_.end() || IsFinal(it->second.state)) return false;
+  JobRecord& rec = it->second;
+  const bool restarted = restart_fence_.contains(job) ||
+                         cancelling_after_restart_.contains(job);
+  const bool own = task.state() == v1::TASK_STATE_EXITED &&
+                   task.has_exit_code() &&
+                   task.exit_code() != kStartFailedExitCode;
+  // Its last released launch (rec.nodes) had one rank, on this node; a
+  // later attempt decided since the restart is at most deferred.
+  if (!restarted || !own || task.task().rank() != 0 ||
+      task.task().attempt() > rec.attempt || rec.nodes.size() != 1 ||
+      rec.nodes[0] != nodes_.at(node_id).record.name || AnyLiveLaunch(job)) {
+    return false;
+  }
+  const int code = task.exit_code();
+  EndWithOwnExit(rec,
+                 code == 0 ? std::nullopt
+                           : std::optional<std::pair<int, int>>({0, code}),
+                 rec.state == JobRecordState::kPreempted,
+                 absl::StrCat("attempt ", task.task().attempt(),
+                              ": it ended on its own before its stop reached "
+                              "it, reported after a master restart"),
+                 now);
+  return true;
+}
+
+void MasterState::EndWithOwnExit(JobRecord& rec,
+                                 std::optional<std::pair<int, int>> failure,
+                                 bool preempted, const std::string& why,
+                                 Seconds now) {
+  if (preempted && rec.preemptions > 0) --rec.preemptions;
   // A later attempt decided while this one was being stopped never ran
   // (it waited for this one's end): dropped, as a cancel drops it.
   if (Launch* current = CurrentLaunch(rec.id);
@@ -732,15 +778,13 @@ void MasterState::OnOwnEndWhileStopping(Launch& launch, Seconds now) {
   }
   adopting_.erase(rec.id);
   restart_fence_.erase(rec.id);
+  cancelling_after_restart_.erase(rec.id);
   if (const Job* job = scheduler_->Find(rec.id);
       job != nullptr && !job->finished()) {
     SyncRecord(rec, now);  // its counters as of now, before it leaves
     // Found just above: Remove cannot fail.
     scheduler_->Remove(rec.id, now, cluster()).IgnoreError();
   }
-  const std::string why = absl::StrCat(
-      "attempt ", key.second, ": every task ended on its own before ", stop,
-      " reached it");
   if (failure) {
     Finalize(rec, JobRecordState::kFailed, now, failure->second,
              absl::StrCat("rank ", failure->first, " exit code ",

@@ -717,6 +717,19 @@ class MasterState {
   // stop's preemption is taken back, and a later attempt decided meanwhile
   // (deferred: nothing of it ran) is dropped. Erases `launch`.
   void OnOwnEndWhileStopping(Launch& launch, Seconds now);
+  // After a master restart the launches of waiting jobs are forgotten: a
+  // node reporting that the last launch of such a job (being preempted or
+  // cancelled when the master went down, one rank on that node) ended on
+  // its own ends the job with that exit, as OnOwnEndWhileStopping would
+  // have. True if it did.
+  bool OwnEndAfterRestart(int64_t node_id, const v1::TaskStatus& task,
+                          Seconds now);
+  // Ends the unfinished `rec` with its tasks' own exit (`failure`: the
+  // first non-zero one, as rank and code), taking back `preempted` (its
+  // last stop's preemption), dropping a deferred later attempt and taking
+  // it out of the scheduler. `why` ends the event's detail.
+  void EndWithOwnExit(JobRecord& rec, std::optional<std::pair<int, int>> failure,
+                      bool preempted, const std::string& why, Seconds now);
   // A part of an active launch was stopped by the system, not by us (its
   // agent shut down or was fenced, or lost it): the job is preempted at
   // `end`, not failed.

@@ -257,5 +257,41 @@ TEST_F(OwnEndTest, ANodeSilentAfterAStallIsLostOneTimeoutLater) {
   EXPECT_EQ(Get(id_).state, JobRecordState::kPreempted);
 }
 
+// The master went down while the requeue's stop was on its way; the task
+// exited 0 meanwhile. The restarted master forgot the launch (the job is
+// stored preempted); n1 reports the end when it registers again, after
+// another node came up and the job was decided there (deferred until n1
+// is heard from): the job finished, and the new attempt never starts.
+TEST_F(OwnEndTest, AnOwnEndReportedAfterAMasterRestartFinishesTheJob) {
+  RunOneJob();
+  clock_.Advance(Seconds{5});
+  Requeue(id_);
+  master_.reset();  // the master dies
+  Open();
+  const int64_t n2 = Register("n2", 1);
+  Pass();  // decided on n2, deferred: n1 has not reported in
+  EXPECT_TRUE(Starts(Beat(n2)).empty());
+  Register("n1", 1, {Exited(id_, 1, 0, 1004.9)});
+  JobRecord rec = Get(id_);
+  EXPECT_EQ(rec.state, JobRecordState::kFinished);
+  EXPECT_EQ(rec.exit_code, 0);
+  EXPECT_EQ(rec.preemptions, 0);
+  EXPECT_TRUE(StartsAfterPasses({n2}).empty());
+}
+
+// After a restart, an end the stop caused (143, PREEMPTED) is no own end:
+// the job runs again.
+TEST_F(OwnEndTest, AStoppedEndReportedAfterAMasterRestartRunsTheJobAgain) {
+  RunOneJob();
+  clock_.Advance(Seconds{5});
+  Requeue(id_);
+  master_.reset();
+  Open();
+  const int64_t n1 = Register(
+      "n1", 1, {Stopped(id_, 1, v1::STOP_REASON_PREEMPT, 1005.2)});
+  EXPECT_FALSE(IsFinal(Get(id_).state));
+  EXPECT_FALSE(StartsAfterPasses({n1}).empty());
+}
+
 }  // namespace
 }  // namespace tiresias

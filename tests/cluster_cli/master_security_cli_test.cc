@@ -91,7 +91,7 @@ class MasterSecurityCliTest : public ::testing::Test {
     return res ? res->status : -1;
   }
 
-  TestDir dir_;
+  test_support::TestDir dir_{"tiresias-master-security"};
   std::unique_ptr<MasterProcess> master_;
   std::string admin_token_;
   int metrics_port_ = 0;
@@ -130,6 +130,7 @@ TEST_F(MasterSecurityCliTest, MetricsOpenAndTokenRequiredConflict) {
                   "--metrics-token-required"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("--metrics-open"));
+  EXPECT_THAT(ReadFile(dir_.path() / "state" / "admin-token"), "");
 }
 
 // "One refused UpdateJobs whose user field held invalid UTF-8 made

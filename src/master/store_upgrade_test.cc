@@ -128,10 +128,11 @@ TEST(StoreUpgradeTest, VersionThreeFileGetsRequestIdsAndAgentTokenHashes) {
                       "SELECT count(*) FROM jobs WHERE request_id IS "
                       "NULL"),
             "2");
+  // Unique per user since version 14.
   EXPECT_EQ(QueryText(path,
                       "SELECT name FROM sqlite_schema WHERE name = "
-                      "'jobs_by_request_id'"),
-            "jobs_by_request_id");
+                      "'jobs_by_user_request_id'"),
+            "jobs_by_user_request_id");
   // Upgraded once: reopening keeps what was written.
   auto reopened = SqliteStore::Open(path);
   ASSERT_TRUE(reopened.ok()) << reopened.status();

@@ -43,7 +43,7 @@ int RunMaster(const MasterFlags& f) {
   if (master->http) {
     std::printf("tiresias master: metrics on http://%s/metrics%s\n",
                 master->http_address.c_str(),
-                f.metrics_token_required
+                MetricsTokenRequired(f)
                     ? " (send \"Authorization: Bearer <token>\")"
                     : "");
   }

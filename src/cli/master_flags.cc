@@ -98,9 +98,18 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
         "--metrics-token-required: an --insecure master checks no tokens; "
         "give --tls-dir or --init-ca instead of --insecure");
   }
+  if (f.metrics_token_required && f.metrics_open) {
+    return absl::InvalidArgumentError(
+        "--metrics-open, --metrics-token-required: give only one (a token is "
+        "required by default; --metrics-open serves /metrics to anyone)");
+  }
   o.require_auth = !f.insecure;
   o.hide_others_commands = f.hide_commands;
   return o;
+}
+
+bool MetricsTokenRequired(const MasterFlags& f) {
+  return !f.insecure && !f.metrics_open;
 }
 
 // The address to print: the host the user gave with the port bound (which
@@ -190,10 +199,16 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
                   "served). /healthz is open to probes and says whether the "
                   "master runs --insecure");
   cmd->add_flag("--metrics-token-required", f.metrics_token_required,
-                "/metrics answers only \"Authorization: Bearer <token>\" "
-                "with a token the master accepts (any user's), 401 "
-                "otherwise; the token crosses plain HTTP, so scrape over "
-                "loopback or a trusted network. Not with --insecure");
+                "The default on a secure master, kept for scripts: /metrics "
+                "answers only \"Authorization: Bearer <token>\" with a token "
+                "the master accepts (any user's), 401 otherwise; the token "
+                "crosses plain HTTP, so scrape over loopback or a trusted "
+                "network. Not with --insecure or --metrics-open");
+  cmd->add_flag("--metrics-open", f.metrics_open,
+                "Serve /metrics without a token on a secure master. Risk: "
+                "anyone who reaches --http-listen reads the cluster's job, "
+                "node and GPU counts and the refusal counts by user; only "
+                "for a port no untrusted host can reach");
 }
 
 void RunningMaster::Shutdown() {
@@ -301,7 +316,7 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
     absl::StatusOr<std::unique_ptr<MasterHttpServer>> http =
         MasterHttpServer::Start(
             m.state.get(), f.http_listen,
-            {.metrics_token_required = f.metrics_token_required});
+            {.metrics_token_required = MetricsTokenRequired(f)});
     if (!http.ok()) {
       m.server->Shutdown();
       return absl::Status(http.status().code(),

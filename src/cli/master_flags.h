@@ -40,9 +40,13 @@ struct MasterFlags {
   int max_no_preempt_gpus = -1;
   // host:port for /metrics and /healthz over HTTP; empty: not served.
   std::string http_listen;
-  // /metrics answers only requests with a valid bearer token (not with
-  // --insecure, which has no tokens to check).
+  // /metrics on a secure master answers only requests with a valid bearer
+  // token, unless metrics_open (the operator's explicit opt-out: anyone who
+  // reaches the port reads the job counts). metrics_token_required is the
+  // default now; the flag is kept so that scripts giving it still work.
+  // An --insecure master has no tokens: its /metrics is open.
   bool metrics_token_required = false;
+  bool metrics_open = false;
   // Security: exactly one of these. --tls-dir: ca.pem, master.pem and
   // master-key.pem (`tiresias admin ca init` and `admin master-cert
   // issue`); --init-ca: the same, created there if missing (the CA's key
@@ -64,6 +68,8 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags);
 
 // Validates the flags into the master's options.
 absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f);
+// Whether /metrics needs a token: on a secure master unless --metrics-open.
+bool MetricsTokenRequired(const MasterFlags& f);
 
 // The address to print: the host the user gave with the port bound (which
 // differs from the one given when it was 0).

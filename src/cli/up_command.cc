@@ -86,8 +86,8 @@ int RunUp(const UpFlags& f) {
   if (!master_flags.insecure && master_flags.tls_dir.empty()) {
     master_flags.init_ca = tls_dir;
   }
-  // Secure, /metrics wants a token like everything else.
-  if (!master_flags.insecure) master_flags.metrics_token_required = true;
+  // Secure, /metrics wants a token like everything else (the default;
+  // --metrics-open opts out).
   absl::StatusOr<RunningMaster> master = StartMaster(master_flags, &clock);
   if (!master.ok()) return cli::Fail(std::string(master.status().message()));
 
@@ -168,8 +168,10 @@ int RunUp(const UpFlags& f) {
           .string();
   std::string metrics_note;
   std::string dashboard_note;
-  if (!master_flags.insecure) {
+  if (MetricsTokenRequired(master_flags)) {
     metrics_note = " (send \"Authorization: Bearer <token>\")";
+  }
+  if (!master_flags.insecure) {
     dashboard_note = absl::StrCat(" (log in with a token, e.g. the admin's in ",
                                   token_file, ")");
     absl::StrAppend(&exports, "  export TIRESIAS_CA=",

@@ -65,4 +65,62 @@ size_t FirstInvalidUtf8(std::string_view text) {
   return std::string_view::npos;
 }
 
+namespace {
+
+void AppendHexEscape(std::string& out, const char* prefix, unsigned value,
+                     int digits) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += prefix;
+  for (int shift = 4 * (digits - 1); shift >= 0; shift -= 4) {
+    out += kHex[(value >> shift) & 0xF];
+  }
+}
+
+}  // namespace
+
+std::string PrintableText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const unsigned char c = static_cast<unsigned char>(text[pos]);
+    if (c < 0x20 || c == 0x7f) {
+      switch (c) {
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          AppendHexEscape(out, "\\x", c, 2);
+      }
+      ++pos;
+      continue;
+    }
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++pos;
+      continue;
+    }
+    const int length = Utf8SequenceLength(text, pos);
+    if (length == 0) {
+      AppendHexEscape(out, "\\x", c, 2);
+      ++pos;
+      continue;
+    }
+    const char32_t code_point = DecodeUtf8(text, pos, length);
+    if (code_point >= 0x80 && code_point <= 0x9f) {
+      AppendHexEscape(out, "\\u", static_cast<unsigned>(code_point), 4);
+    } else {
+      out.append(text.data() + pos, length);
+    }
+    pos += length;
+  }
+  return out;
+}
+
 }  // namespace tiresias

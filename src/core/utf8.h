@@ -1,5 +1,6 @@
 // UTF-8 well-formedness for text that crosses a trust boundary: job specs
-// the master accepts, and user-controlled text the CLI prints. Pure.
+// the master accepts, user-controlled text the CLI prints and the master's
+// audit log keeps. Pure.
 //
 // Well-formed means RFC 3629: shortest encodings only, no surrogates
 // (U+D800..U+DFFF), nothing above U+10FFFF.
@@ -7,6 +8,7 @@
 #define TIRESIAS_CORE_UTF8_H_
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace tiresias {
@@ -24,6 +26,14 @@ char32_t DecodeUtf8(std::string_view text, size_t pos, int length);
 // The offset of the first byte that does not begin a well-formed sequence;
 // std::string_view::npos if the whole text is well-formed UTF-8.
 size_t FirstInvalidUtf8(std::string_view text);
+
+// `text` with every control character escaped and valid printable UTF-8
+// kept as is: \n, \r, \t, and \xNN for the other C0 bytes and DEL;
+// \u0080..\u009f for C1 controls; \xNN for each byte that is not part of
+// well-formed UTF-8. The result is well-formed UTF-8 with no byte below
+// 0x20 and no DEL, and escaping it again changes nothing (a backslash is
+// kept as is, so "\xff" may be those four characters or an escaped byte).
+std::string PrintableText(std::string_view text);
 
 }  // namespace tiresias
 

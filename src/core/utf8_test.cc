@@ -41,5 +41,18 @@ TEST(Utf8Test, DecodesCodePoints) {
   EXPECT_EQ(DecodeUtf8(text, 6, 4), U'\U0001d11e');
 }
 
+// What the audit log and the CLI show of caller text: clean text as is,
+// the rest escaped, and escaping twice the same as once (the master
+// escapes when it writes and again when it reads an older row back).
+TEST(Utf8Test, PrintableTextEscapesAndIsIdempotent) {
+  EXPECT_EQ(PrintableText("alice \xe2\x82\xac"), "alice \xe2\x82\xac");
+  const std::string raw = "a\xff" "b\nc\x1b[31m\x7f\xc2\x85\xed\xa0\x80";
+  const std::string shown = PrintableText(raw);
+  EXPECT_EQ(shown,
+            "a\\xffb\\nc\\x1b[31m\\x7f\\u0085\\xed\\xa0\\x80");
+  EXPECT_EQ(FirstInvalidUtf8(shown), npos);
+  EXPECT_EQ(PrintableText(shown), shown);
+}
+
 }  // namespace
 }  // namespace tiresias

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "master/agent_reports.h"
+#include "master/audit_text.h"
 #include "master/master_state.h"
 #include "core/to_absl.h"
 #include "security/identity.h"
@@ -113,34 +114,37 @@ void MasterState::Audit(AuditRecord record) {
   record.time = clock_->NowUnixSeconds();
   record.detail = security::RedactTokens(record.detail);
   record.action = security::RedactTokens(record.action);
-  const bool refusal = record.outcome != "ok";
+  // Escaped before anything reads it: the rate limit's causes, stderr and
+  // the store all see clean text.
+  record = SanitizedAuditRecord(std::move(record));
+  std::vector<AuditRecord> to_write;
   {
     std::lock_guard<std::mutex> lock(auth_mu_);
-    if (refusal) {
-      const double second = std::floor(record.time.count());
-      if (second != audit_window_start_) {
-        audit_window_start_ = second;
-        audit_written_in_window_ = 0;
-      }
-      if (audit_written_in_window_ >= kAuditRefusalsPerSecond) {
-        ++audit_dropped_;
-        return;
-      }
-      ++audit_written_in_window_;
-      if (audit_dropped_ > 0) {
-        absl::StrAppend(&record.detail, " (", audit_dropped_,
-                        " more refusals not recorded before this one)");
-        audit_dropped_ = 0;
-      }
-    }
+    to_write = audit_limit_.Admit(std::move(record));
   }
-  std::fprintf(stderr, "tiresias master: audit: %s %s from %s: %s%s%s\n",
-               record.principal.c_str(), record.action.c_str(),
-               record.peer.c_str(), record.outcome.c_str(),
-               record.detail.empty() ? "" : ": ", record.detail.c_str());
-  if (absl::Status s = store_->AppendAudit(record); !s.ok()) {
-    std::fprintf(stderr, "tiresias master: audit log: %s\n",
-                 s.ToString().c_str());
+  WriteAudit(to_write);
+}
+
+void MasterState::FlushAudit() {
+  const Seconds now = clock_->NowUnixSeconds();
+  std::optional<AuditRecord> summary;
+  {
+    std::lock_guard<std::mutex> lock(auth_mu_);
+    summary = audit_limit_.Flush(now);
+  }
+  if (summary) WriteAudit({*std::move(summary)});
+}
+
+void MasterState::WriteAudit(const std::vector<AuditRecord>& records) {
+  for (const AuditRecord& record : records) {
+    std::fprintf(stderr, "tiresias master: audit: %s %s from %s: %s%s%s\n",
+                 record.principal.c_str(), record.action.c_str(),
+                 record.peer.c_str(), record.outcome.c_str(),
+                 record.detail.empty() ? "" : ": ", record.detail.c_str());
+    if (absl::Status s = store_->AppendAudit(record); !s.ok()) {
+      std::fprintf(stderr, "tiresias master: audit log: %s\n",
+                   s.ToString().c_str());
+    }
   }
 }
 

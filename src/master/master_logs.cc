@@ -89,6 +89,10 @@ absl::StatusOr<MasterState::TaskLogLocation> MasterState::LocateTaskLog(
 absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
   Metrics m;
   {
+    std::lock_guard<std::mutex> lock(auth_mu_);  // a leaf: never with mu_
+    m.audit_refusals = audit_limit_.Counts();
+  }
+  {
     // O(unfinished jobs + nodes) in memory; no store access under the lock.
     std::lock_guard<std::mutex> lock(mu_);
     for (JobRecordState state :

@@ -122,6 +122,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/cluster.h"
+#include "master/audit_limit.h"
 #include "master/clock.h"
 #include "master/generation.h"
 #include "master/principal.h"
@@ -341,6 +342,9 @@ class MasterState {
     int64_t pack_limit_samples = 0;
     std::string pack_limit_fit;
     bool pack_limit_learning = false;
+    // Refusals in the audit log by cause, and of those the ones written
+    // only in a summary (AuditRateLimit::Counts).
+    std::vector<AuditCauseCount> audit_refusals;
   };
   absl::StatusOr<Metrics> SnapshotMetrics();
   // The cluster's history (master_history.cc). RecordClusterSample stores
@@ -405,13 +409,19 @@ class MasterState {
   std::vector<TokenRecord> ListTokens();
   // NotFound for an unknown id.
   absl::Status RevokeToken(int64_t id);
-  // Appends to the audit log. Refusals are written at most
-  // kAuditRefusalsPerSecond a second (an attacker hammering the door must
-  // not turn it into an fsync storm); the ones beyond are counted and the
-  // count goes with the next refusal written. Never fails the caller: a
-  // write that fails is reported on stderr.
+  // Appends to the audit log, its text escaped and bounded (audit_text.h:
+  // a caller's bad field never makes the log unreadable). Refusals are
+  // written at most kAuditRefusalsPerSecond a second (an attacker hammering
+  // the door must not turn it into an fsync storm); the ones beyond are
+  // counted by cause and summarized in one entry a second later
+  // (audit_limit.h), and every refusal counts in Metrics::audit_refusals.
+  // Never fails the caller: a write that fails is reported on stderr.
   void Audit(AuditRecord record);
   static constexpr int kAuditRefusalsPerSecond = 20;
+  // Writes the summary of refusals not written, once one is due (a second
+  // after them); MasterServer calls it every second, so a flood that stops
+  // is summarized even if nothing else is audited after it.
+  void FlushAudit();
   absl::StatusOr<std::vector<AuditRecord>> AuditAfter(int64_t after,
                                                       int limit);
   const MasterOptions& options() const { return options_; }
@@ -854,9 +864,9 @@ class MasterState {
   // Guarded by auth_mu_ (a leaf: never held while taking mu_).
   std::mutex auth_mu_;
   std::map<int64_t, TokenRecord> tokens_;
-  double audit_window_start_ = 0;  // Unix seconds of the current second
-  int audit_written_in_window_ = 0;
-  int64_t audit_dropped_ = 0;  // refusals not written since the last one
+  AuditRateLimit audit_limit_{kAuditRefusalsPerSecond};
+  // Writes `records` to the store and stderr (no lock held).
+  void WriteAudit(const std::vector<AuditRecord>& records);
   absl::Status LoadTokens();
 
   // Watchers of desired states (WatchDesiredState) and of events

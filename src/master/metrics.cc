@@ -13,6 +13,30 @@ void Family(std::string* out, const char* name, const char* type,
                   "\n");
 }
 
+// A label value as the exposition format quotes it: backslash, double
+// quote and line feed escaped.
+std::string LabelValue(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string CauseLabels(const AuditCause& cause) {
+  return absl::StrCat("{action=\"", LabelValue(cause.action), "\",outcome=\"",
+                      LabelValue(cause.outcome), "\",user=\"",
+                      LabelValue(cause.principal), "\"}");
+}
+
 }  // namespace
 
 std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
@@ -87,6 +111,20 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
          "job measured both spread and consolidated).");
   absl::StrAppend(&out, "tiresias_pack_limit_samples ", m.pack_limit_samples,
                   "\n");
+  Family(&out, "tiresias_audit_refusals_total", "counter",
+         "Calls refused (audit log outcome denied or unauthenticated) since "
+         "the master started, by call, outcome and user (\"-\": none).");
+  for (const AuditCauseCount& c : m.audit_refusals) {
+    absl::StrAppend(&out, "tiresias_audit_refusals_total", CauseLabels(c.cause),
+                    " ", c.refusals, "\n");
+  }
+  Family(&out, "tiresias_audit_refusals_unrecorded_total", "counter",
+         "Of those, refusals over the audit log's rate limit: counted in a "
+         "summary entry, without their details.");
+  for (const AuditCauseCount& c : m.audit_refusals) {
+    absl::StrAppend(&out, "tiresias_audit_refusals_unrecorded_total",
+                    CauseLabels(c.cause), " ", c.unrecorded, "\n");
+  }
   return out;
 }
 

@@ -11,6 +11,10 @@
 //   tiresias_scheduling_passes_total 57         counter
 //   tiresias_scheduling_pass_seconds_total 0.01 counter
 //   tiresias_events_total 40                    counter
+//   tiresias_audit_refusals_total{action="UpdateJobs",outcome="denied",
+//     user="mallory"} 120                       counter, by cause
+//   tiresias_audit_refusals_unrecorded_total{...} 100  counter (only in a
+//     summary entry of the audit log: over its rate limit)
 #ifndef TIRESIAS_MASTER_METRICS_H_
 #define TIRESIAS_MASTER_METRICS_H_
 

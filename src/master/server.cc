@@ -126,6 +126,8 @@ void MasterServer::Loop() {
       } else if (absl::Status s = state_->CheckTimeouts(); !s.ok()) {
         std::fprintf(stderr, "tiresias master: %s\n", s.ToString().c_str());
       }
+      // Refusals held back by the audit log's rate limit, summarized.
+      state_->FlushAudit();
     }
     if (history_interval.count() > 0 &&
         std::chrono::steady_clock::now() >= next_sample) {

@@ -219,7 +219,7 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
       // Sees the rows this transaction inserted, so a request id repeated
       // within the batch finds its first use too.
       ASSIGN_OR_RETURN(std::optional<JobRecord> used,
-                       FindByRequestId(job.request_id));
+                       FindByRequestId(job.spec.user, job.request_id));
       if (used) {
         if (used->spec == job.spec) {
           out[i] = CreatedJob{used->id, true};
@@ -311,11 +311,12 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(
 }
 
 absl::StatusOr<std::optional<JobRecord>> SqliteStore::FindByRequestId(
-    const std::string& request_id) const {
-  ASSIGN_OR_RETURN(SqliteQuery query, db_->Prepare(absl::StrCat(
-                                          "SELECT ", kJobColumns,
-                                          " FROM jobs WHERE request_id = ?")));
-  query.Bind(1, request_id);
+    const std::string& user, const std::string& request_id) const {
+  ASSIGN_OR_RETURN(SqliteQuery query,
+                   db_->Prepare(absl::StrCat(
+                       "SELECT ", kJobColumns,
+                       " FROM jobs WHERE user = ? AND request_id = ?")));
+  query.Bind(1, user).Bind(2, request_id);
   ASSIGN_OR_RETURN(bool row, query.Step());
   if (!row) return std::optional<JobRecord>();
   ASSIGN_OR_RETURN(JobRecord job, DecodeJob(query, db_->path()));

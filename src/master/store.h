@@ -82,7 +82,8 @@ struct PlacementRunRecord {
 
 struct NewJob {
   JobRequest spec;
-  // The client's idempotency key (SubmitJobRequest.request_id); empty: none.
+  // The client's idempotency key (SubmitJobRequest.request_id); empty:
+  // none. Unique per spec.user: another user's same key is another job.
   std::string request_id;
   // A job of an array (spec.array): its index. The array's jobs follow one
   // another in a batch, the first with `starts_array`: its id becomes the
@@ -140,9 +141,10 @@ class Store {
   // "submitted" event, in ONE transaction (one fsync for the batch), and
   // says what became of each, in order. New ids are greater than every id
   // this store ever returned, also across restarts, and follow the batch's
-  // order. A job whose request_id names a stored job (or one earlier in the
-  // batch) is not written again: with the same spec it gets that job's id
-  // and `existing`; with another spec, AlreadyExists naming that job. A job
+  // order. Request ids are scoped to the job's user (spec.user): a job
+  // whose request_id names a stored job of the same user (or one earlier
+  // in the batch) is not written again: with the same spec it gets that job's
+  // id and `existing`; with another spec, AlreadyExists naming that job. A job
   // that cannot be stored (a string that is not UTF-8) gets InvalidArgument
   // alone. The outer status fails (and nothing is written) when the
   // transaction does, or for a non-finite `submit_time`. Specs are stored
@@ -223,7 +225,9 @@ class Store {
   virtual absl::Status RevokeToken(int64_t id, Seconds at) = 0;
   virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens() const = 0;
   // Appends `record` (its sequence ignored); AuditAfter returns the records
-  // with sequence > `after`, oldest first, at most `limit`.
+  // with sequence > `after`, oldest first, at most `limit`. Text is written
+  // and returned escaped and bounded (SanitizedAuditRecord, audit_text.h),
+  // also a row written raw before: one bad field never hides the log.
   virtual absl::Status AppendAudit(const AuditRecord& record) = 0;
   virtual absl::StatusOr<std::vector<AuditRecord>> AuditAfter(
       int64_t after, int limit) const = 0;
@@ -271,9 +275,10 @@ class SqliteStore final : public Store {
   // tables, 5 -> 6 job profiles, 6 -> 7 placement runs, 7 -> 8 the jobs'
   // workdir, output and error, 8 -> 9 job control: time limit, no-preempt,
   // held, 9 -> 10 nodes.drained and drain_reason, 10 -> 11 the jobs'
-  // dependencies, 11 -> 12 the cluster_history table, 12 -> 13 job arrays:
-  // see store_rows.h) and refuses newer ones.
-  static constexpr int kSchemaVersion = 13;
+  // dependencies, 11 -> 12 the cluster_history table, 12 -> 13 job arrays,
+  // 13 -> 14 request ids unique per user: see store_rows.h) and refuses
+  // newer ones.
+  static constexpr int kSchemaVersion = 14;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the
@@ -345,9 +350,9 @@ class SqliteStore final : public Store {
                                                      int64_t arg,
                                                      int64_t limit) const;
   absl::Status CheckJobExists(JobId id) const;
-  // The stored job submitted with `request_id`, if any.
+  // The stored job of `user` submitted with `request_id`, if any.
   absl::StatusOr<std::optional<JobRecord>> FindByRequestId(
-      const std::string& request_id) const;
+      const std::string& user, const std::string& request_id) const;
   // The profile stored for `signature`, if any.
   absl::StatusOr<std::optional<JobProfile>> ProfileBySignatureLocked(
       const std::string& signature) const;

@@ -143,9 +143,12 @@ TEST(StoreHistoryTest, UpgradeAddsAnEmptyHistoryTable) {
     ASSERT_TRUE(store.ok()) << store.status();
   }
   // Back to version 11, the one before the table, as that build wrote it
-  // (without version 13's job-array columns either).
+  // (without version 13's job-array columns either, and with version 4's
+  // request-id index, not version 14's per-user one).
   RawSql(path,
          "DROP TABLE cluster_history; DROP INDEX jobs_by_array;"
+         "DROP INDEX jobs_by_user_request_id;"
+         "CREATE UNIQUE INDEX jobs_by_request_id ON jobs (request_id);"
          "ALTER TABLE jobs DROP COLUMN array_indices;"
          "ALTER TABLE jobs DROP COLUMN array_max_running;"
          "ALTER TABLE jobs DROP COLUMN array_id;"

@@ -142,6 +142,12 @@ inline constexpr const char* kMigrations[] = {
     "ALTER TABLE jobs ADD COLUMN array_id INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN array_index INTEGER NOT NULL DEFAULT 0;"
     "CREATE INDEX jobs_by_array ON jobs (array_id, id)",
+    // 14: request ids are the submitting user's (issue 21): unique per
+    // (user, request_id), no longer over all users, so that one user cannot
+    // squat another's. Existing rows need no change: ids unique over all
+    // users are unique per user.
+    "DROP INDEX jobs_by_request_id;"
+    "CREATE UNIQUE INDEX jobs_by_user_request_id ON jobs (user, request_id)",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =

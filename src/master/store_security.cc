@@ -1,10 +1,13 @@
 // SqliteStore: bearer tokens and the audit log (schema version 5). Each
 // write is one transaction, durable before it returns, like every write of
-// the store.
+// the store. Audit rows are written escaped and read back escaped
+// (SanitizedAuditRecord): a row an older master wrote raw reads as clean
+// text too.
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "master/audit_text.h"
 #include "master/sqlite_db.h"
 #include "master/store.h"
 
@@ -93,8 +96,9 @@ absl::StatusOr<std::vector<TokenRecord>> SqliteStore::ListTokens() const {
   }
 }
 
-absl::Status SqliteStore::AppendAudit(const AuditRecord& record) {
-  RETURN_IF_ERROR(CheckTime("time", record.time));
+absl::Status SqliteStore::AppendAudit(const AuditRecord& given) {
+  RETURN_IF_ERROR(CheckTime("time", given.time));
+  const AuditRecord record = SanitizedAuditRecord(given);
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   ASSIGN_OR_RETURN(
@@ -132,7 +136,7 @@ absl::StatusOr<std::vector<AuditRecord>> SqliteStore::AuditAfter(
     r.action = query.Text(4);
     r.outcome = query.Text(5);
     r.detail = query.Text(6);
-    records.push_back(std::move(r));
+    records.push_back(SanitizedAuditRecord(std::move(r)));
   }
 }
 

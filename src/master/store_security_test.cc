@@ -83,6 +83,52 @@ TEST(StoreSecurityTest, AuditLogAppendsInOrder) {
   EXPECT_EQ((*tail)[0].sequence, 4);
 }
 
+// "A row with invalid UTF-8 made the audit log unreadable": rows written
+// raw by an older master (or by hand) are read back escaped and bounded,
+// and the rows after them are read too; new rows are stored escaped.
+TEST(StoreSecurityTest, PoisonedAuditRowsAreReadBackEscaped) {
+  TestDir dir;
+  const std::string path = dir.File("state.db");
+  { ASSERT_TRUE(SqliteStore::Open(path).ok()); }
+  master_testing::RawSql(
+      path,
+      "INSERT INTO audit (time, principal, peer, action, outcome, detail) "
+      "VALUES (100, CAST(X'6d616cff' AS TEXT), 'ipv4:127.0.0.1:1', "
+      "'UpdateJobs cancel', 'denied', "
+      "CAST(X'616c696365ff0a1b5b324a' AS TEXT) || printf('%.5000c', 'x'))");
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  AuditRecord later;
+  later.time = Seconds{101};
+  later.principal = "ops";
+  later.action = "CreateToken 2";
+  later.outcome = "ok";
+  later.detail = "for carol\x01\x7f";
+  ASSERT_TRUE((*store)->AppendAudit(later).ok());
+  auto all = (*store)->AuditAfter(0, 100);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].principal, "mal\\xff");
+  EXPECT_EQ((*all)[0].detail.rfind("alice\\xff\\n\\x1b[2Jxxx", 0), 0u)
+      << (*all)[0].detail;
+  EXPECT_LT((*all)[0].detail.size(), 2100u);
+  EXPECT_EQ((*all)[1].detail, "for carol\\x01\\x7f");
+  // Stored escaped: the file holds clean text whoever reads it.
+  store->reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT detail FROM audit WHERE sequence = 2",
+                               -1, &stmt, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(
+                sqlite3_column_text(stmt, 0))),
+            "for carol\\x01\\x7f");
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
 TEST(StoreSecurityTest, NonFiniteTimesAreRefused) {
   TestDir dir;
   auto store = SqliteStore::Open(dir.File("state.db"));

@@ -128,10 +128,11 @@ TEST(StoreUpgradeTest, VersionThreeFileGetsRequestIdsAndAgentTokenHashes) {
                       "SELECT count(*) FROM jobs WHERE request_id IS "
                       "NULL"),
             "2");
+  // Unique per user since version 14.
   EXPECT_EQ(QueryText(path,
                       "SELECT name FROM sqlite_schema WHERE name = "
-                      "'jobs_by_request_id'"),
-            "jobs_by_request_id");
+                      "'jobs_by_user_request_id'"),
+            "jobs_by_user_request_id");
   // Upgraded once: reopening keeps what was written.
   auto reopened = SqliteStore::Open(path);
   ASSERT_TRUE(reopened.ok()) << reopened.status();
@@ -579,6 +580,82 @@ TEST(StoreUpgradeTest, VersionThreeFileGetsJobArrays) {
     EXPECT_EQ((*again)[i].array_id, 3);
     EXPECT_TRUE((*again)[i].existing);
   }
+}
+
+// A state file as version 13 left it: version 3's, taken through the
+// migrations of versions 3 to 13 as they shipped (append only), with a job
+// of bob's submitted with request id "r" (unique over all users then).
+void WriteVersionThirteenFile(const std::string& path) {
+  WriteVersionThreeFile(path);
+  for (int v = 3; v < 13; ++v) {
+    RawSql(path, store_internal::kMigrations[v - 1]);
+  }
+  RawSql(path, R"sql(
+    UPDATE meta SET value = '13' WHERE key = 'schema_version';
+    INSERT INTO jobs (id, name, user, gpus, command, env, checkpoint_dir,
+      model, state, queue, attained_gpu_seconds, executed_seconds,
+      total_executed_seconds, submit_time, last_stop_time, preemptions,
+      promotions, restarts, attempt, nodes, request_id)
+      VALUES (3, 'mine', 'bob', 1, '["true"]', '{}', '', '', 'pending', 0,
+      0.0, 0.0, 0.0, 102.0, 102.0, 0, 0, 0, 0, '[]', 'r');
+  )sql");
+}
+
+// Version 13 -> 14: request ids become unique per user (issue 21, 8a).
+// bob's stored id still answers bob's retry; alice's same id is a new job
+// of hers; the old global index is gone.
+TEST(StoreUpgradeTest, VersionThirteenFileScopesRequestIdsToUsers) {
+  TestDir dir;
+  const std::string path = dir.File("state.db");
+  WriteVersionThirteenFile(path);
+  ASSERT_EQ(QueryText(path, "SELECT value FROM meta WHERE key = "
+                            "'schema_version'"),
+            "13");
+  JobRequest bobs;
+  bobs.name = "mine";
+  bobs.user = "bob";
+  bobs.num_gpus = 1;
+  bobs.command = {"true"};
+  JobRequest alices = bobs;
+  alices.user = "alice";
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto created =
+        (*store)->CreateJobs({{bobs, "r"}, {alices, "r"}, {alices, "r"}},
+                             Seconds{200});
+    ASSERT_TRUE(created.ok()) << created.status();
+    ASSERT_TRUE((*created)[0].ok()) << (*created)[0].status();
+    EXPECT_EQ((*created)[0]->id, 3);
+    EXPECT_TRUE((*created)[0]->existing);
+    ASSERT_TRUE((*created)[1].ok()) << (*created)[1].status();
+    EXPECT_EQ((*created)[1]->id, 4);
+    EXPECT_FALSE((*created)[1]->existing);
+    EXPECT_EQ((*created)[2]->id, 4);
+    EXPECT_TRUE((*created)[2]->existing);
+    // Another spec under bob's id is still refused, naming bob's job only.
+    JobRequest other = bobs;
+    other.command = {"false"};
+    auto refused = (*store)->CreateJobs({{other, "r"}}, Seconds{201});
+    ASSERT_TRUE(refused.ok()) << refused.status();
+    EXPECT_EQ((*refused)[0].status().code(), absl::StatusCode::kAlreadyExists);
+    EXPECT_NE((*refused)[0].status().message().find("job 3"),
+              std::string::npos);
+  }
+  EXPECT_EQ(QueryText(path, "SELECT value FROM meta WHERE key = "
+                            "'schema_version'"),
+            "14");
+  EXPECT_EQ(QueryText(path, "SELECT count(*) FROM sqlite_schema WHERE name = "
+                            "'jobs_by_request_id'"),
+            "0");
+  EXPECT_EQ(QueryText(path, "SELECT sql FROM sqlite_schema WHERE name = "
+                            "'jobs_by_user_request_id'"),
+            "CREATE UNIQUE INDEX jobs_by_user_request_id ON jobs (user, "
+            "request_id)");
+  EXPECT_EQ(QueryText(path, "SELECT group_concat(user, ' ') FROM (SELECT "
+                            "user FROM jobs WHERE request_id = 'r' ORDER BY "
+                            "id)"),
+            "bob alice");
 }
 
 }  // namespace

@@ -298,8 +298,7 @@ TEST_F(AgentProfileAsOwnerTest, AnOversizedProfileIsRefusedUnread) {
   const long before_kib = agent_testing::PeakRssKiB();
   const JobId id = Submit(req);
   ASSERT_TRUE(WaitUntil(
-      [&] { return Job(id).state == JobRecordState::kFinished; },
-      seconds(20)));
+      [&] { return Job(id).state == JobRecordState::kFinished; }, seconds(20)));
   const long grown_kib = agent_testing::PeakRssKiB() - before_kib;
   EXPECT_EQ(Job(id).exit_code, 0);
   EXPECT_FALSE(Job(id).profile.has_value());

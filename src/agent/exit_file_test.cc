@@ -65,8 +65,9 @@ TEST(ExitFileTest, OversizedFileIsRefusedUnread) {
   absl::StatusOr<std::optional<RecordedExit>> read = ReadExitFile(path);
   const long grown_kib = agent_testing::PeakRssKiB() - before_kib;
   EXPECT_FALSE(read.ok());
-  EXPECT_THAT(read.status().message(), HasSubstr(path));
-  EXPECT_THAT(read.status().message(), HasSubstr("209715200 bytes"));
+  EXPECT_THAT(agent_testing::MessageOf(read.status()), HasSubstr(path));
+  EXPECT_THAT(agent_testing::MessageOf(read.status()),
+              HasSubstr("209715200 bytes"));
   EXPECT_LT(grown_kib, 4 * 1024) << "the read allocated the file";
 }
 
@@ -79,8 +80,9 @@ TEST(ExitFileTest, SymlinkInPlaceOfTheFileIsRefused) {
   ASSERT_EQ(symlink(dir.File("elsewhere").c_str(), path.c_str()), 0);
   absl::StatusOr<std::optional<RecordedExit>> read = ReadExitFile(path);
   EXPECT_FALSE(read.ok()) << "followed the link";
-  EXPECT_THAT(read.status().message(), HasSubstr(path));
-  EXPECT_THAT(read.status().message(), HasSubstr("symbolic link"));
+  EXPECT_THAT(agent_testing::MessageOf(read.status()), HasSubstr(path));
+  EXPECT_THAT(agent_testing::MessageOf(read.status()),
+              HasSubstr("symbolic link"));
 }
 
 }  // namespace

@@ -90,12 +90,12 @@ bool AgentDaemon::AddProfiler(const TaskKey& key, TaskSpec& spec) {
       return false;
     }
   }
+  // The library goes before what the submitter preloads, if anything; the
+  // agent's own LD_PRELOAD is its own business and reaches no task, as
+  // none of its environment does (task_env.h).
   auto user_preload = spec.env.find("LD_PRELOAD");
-  const std::string existing = user_preload != spec.env.end()
-                                   ? user_preload->second
-                                   : std::string(getenv("LD_PRELOAD") != nullptr
-                                                     ? getenv("LD_PRELOAD")
-                                                     : "");
+  const std::string existing =
+      user_preload != spec.env.end() ? user_preload->second : "";
   for (auto& [k, v] : profiler::ProfilerEnvironment(
            *library, path, profiler::RecordingLimits{},
            existing.empty() ? nullptr : existing.c_str())) {

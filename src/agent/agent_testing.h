@@ -110,8 +110,7 @@ class ScopedEnv {
 
 // The variables of a file written by `env` ("K=V" lines; a value holding a
 // newline is cut there).
-inline std::map<std::string, std::string> ReadEnvFile(
-    const std::string& path) {
+inline std::map<std::string, std::string> ReadEnvFile(const std::string& path) {
   std::map<std::string, std::string> env;
   std::istringstream lines(ReadFile(path));
   for (std::string line; std::getline(lines, line);) {

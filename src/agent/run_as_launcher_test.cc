@@ -74,9 +74,8 @@ class RunAsLauncherTest : public ::testing::Test {
   }
 
   std::unique_ptr<PosixLauncher> Launcher(RunAsPolicy policy = {}) const {
-    return std::make_unique<PosixLauncher>(PosixLauncherOptions{
-        .base_env = {"PATH=/usr/bin:/bin", "HOME=/root", "USER=root"},
-        .run_as = std::move(policy)});
+    return std::make_unique<PosixLauncher>(
+        PosixLauncherOptions{.run_as = std::move(policy)});
   }
 
   TaskExit WaitExit(PosixLauncher& launcher, const TaskHandle& handle) {
@@ -166,8 +165,7 @@ TEST_F(RunAsLauncherTest, TaskStartsFromItsOwnersCleanEnvironment) {
   ASSERT_NE(pw, nullptr);
   const std::string shell =
       pw->pw_shell != nullptr && *pw->pw_shell ? pw->pw_shell : "/bin/sh";
-  const TaskSpec spec =
-      Spec("env > \"$TIRESIAS_CHECKPOINT_DIR/env.txt\"");
+  const TaskSpec spec = Spec("env > \"$TIRESIAS_CHECKPOINT_DIR/env.txt\"");
   RunToTheEnd(launcher, spec);
   std::map<std::string, std::string> env =
       agent_testing::ReadEnvFile(spec.checkpoint_dir + "/env.txt");

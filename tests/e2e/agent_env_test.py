@@ -93,8 +93,11 @@ def run(binary, workdir, user):
 
 def submit_and_check(binary, workdir, state, address, user):
     ca = os.path.join(state, "tls", "ca.pem")
+    # The submitter's own shell holds none of what up's held (else the
+    # default export would rightly take it along).
     base = {k: v for k, v in os.environ.items()
-            if not k.startswith("TIRESIAS_") and k != "AWS_SECRET_ACCESS_KEY"}
+            if not k.startswith("TIRESIAS_")
+            and k not in ("AWS_SECRET_ACCESS_KEY", "PYENV_ROOT")}
     base["TIRESIAS_MASTER"] = address
     admin = dict(base, TIRESIAS_CA=ca,
                  TIRESIAS_TOKEN_FILE=os.path.join(state, "admin-token"))

@@ -1,16 +1,17 @@
 #include "cli/cluster_client.h"
 
-#include <grpc/grpc.h>
 #include <pwd.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <algorithm>
 #include <fstream>
 #include <vector>
+
+#include <grpc/grpc.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "proto/tiresias.pb.h"
 
@@ -23,9 +24,14 @@ inline std::string TaskName(int64_t job, int attempt, int rank) {
   return absl::StrCat("job ", job, " attempt ", attempt, " rank ", rank);
 }
 
-// The profile in `path` for the master; nullopt if there is none or it
-// cannot be read (only the profile is lost).
-std::optional<v1::TrafficProfile> ReadTaskProfile(const std::string& path);
+// The profile in `path` for the master; nullopt if there is none. The file
+// is the task's to write (AddProfiler hands it to the task's account), so
+// it is read as task_file.h says: a symbolic link, anything but a regular
+// file, or a file over profiler::MaxProfileFileBytes of the limits the
+// agent sets is refused unread, an error naming the path (and the size);
+// the caller logs it, and only the profile is lost.
+absl::StatusOr<std::optional<v1::TrafficProfile>> ReadTaskProfile(
+    const std::string& path);
 
 }  // namespace tiresias::agent_internal
 

@@ -282,5 +282,33 @@ TEST_F(AgentProfileAsOwnerTest, TaskRunningAsItsOwnerIsProfiled) {
   EXPECT_NEAR(*Job(id).profile->tensor_skew, 4000.0 / 6000.0, 0.01);
 }
 
+// Issue 21: the profile file is the task's (handed to its account), so the
+// task can write anything into it. One that writes 200 MB (sparse) does not
+// balloon the agent: the agent refuses the file unread, says so with its
+// path and size, and the job just has no profile.
+TEST_F(AgentProfileAsOwnerTest, AnOversizedProfileIsRefusedUnread) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (useradd, setuid)";
+  ThrowawayUser user;
+  ASSERT_TRUE(user.ok());
+  JobRequest req = Spec();
+  req.user = user.name();
+  req.checkpoint_dir = user.OwnedFolder(dir_.path(), "work") + "/ckpt";
+  req.command = {"/bin/sh", "-c", "truncate -s 200M \"$TIRESIAS_PROFILE_OUT\""};
+  agent_testing::ResetPeakRss();
+  const long before_kib = agent_testing::PeakRssKiB();
+  const JobId id = Submit(req);
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Job(id).state == JobRecordState::kFinished; }, seconds(20)));
+  const long grown_kib = agent_testing::PeakRssKiB() - before_kib;
+  EXPECT_EQ(Job(id).exit_code, 0);
+  EXPECT_FALSE(Job(id).profile.has_value());
+  EXPECT_EQ(CountLog("209715200 bytes"), 1);
+  EXPECT_EQ(CountLog(absl::StrCat("job ", id, " attempt 1 rank 0: profile: ")),
+            0);
+  // The master, the agent and the task's own start grow a little; reading
+  // the file would add 200 MB and more.
+  EXPECT_LT(grown_kib, 48 * 1024) << "the agent read the profile";
+}
+
 }  // namespace
 }  // namespace tiresias

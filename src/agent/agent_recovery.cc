@@ -12,10 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
-
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -28,6 +25,7 @@
 #include "agent/log_service.h"
 #include "agent/proc_table.h"
 #include "agent/run_as.h"
+#include "agent/task_file.h"
 #include "nlohmann/json.hpp"
 #include "profiler/profiler.h"
 #include "proto/tiresias.pb.h"
@@ -40,14 +38,19 @@ using agent_internal::UnixSeconds;
 
 namespace {
 
+// Most bytes of a process's environment: exec takes at most 6 MiB of
+// arguments and environment together.
+constexpr size_t kMaxEnvironBytes = 8 << 20;
+
 // CUDA_VISIBLE_DEVICES of a running process, read from /proc/<pid>/environ:
-// the task record does not hold GPU indexes, the task's environment does.
+// the task record does not hold GPU indexes, the task's environment does
+// (read with a bound: the process is the task's).
 std::vector<int> GpusOfProcess(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/environ"), std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
+  absl::StatusOr<std::optional<std::string>> text =
+      ReadTaskFile(absl::StrCat("/proc/", pid, "/environ"), kMaxEnvironBytes);
+  if (!text.ok() || !text->has_value()) return {};
   std::vector<int> gpus;
-  for (absl::string_view entry : absl::StrSplit(text.str(), '\0')) {
+  for (absl::string_view entry : absl::StrSplit(**text, '\0')) {
     if (!absl::StartsWith(entry, "CUDA_VISIBLE_DEVICES=")) continue;
     entry.remove_prefix(absl::string_view("CUDA_VISIBLE_DEVICES=").size());
     for (absl::string_view g : absl::StrSplit(entry, ',', absl::SkipEmpty())) {
@@ -76,21 +79,23 @@ void SweepDeadTaskGroup(const TaskHandle& h) {
 
 namespace agent_internal {
 
-// The profile in `path` for the master; nullopt if there is none or it
-// cannot be read (only the profile is lost).
-std::optional<v1::TrafficProfile> ReadTaskProfile(const std::string& path) {
-  absl::StatusOr<profiler::Profile> p = profiler::ProfileFromFile(path);
-  if (!p.ok()) return std::nullopt;
+absl::StatusOr<std::optional<v1::TrafficProfile>> ReadTaskProfile(
+    const std::string& path) {
+  absl::StatusOr<std::optional<std::string>> text = ReadTaskFile(
+      path, profiler::MaxProfileFileBytes(profiler::RecordingLimits{}));
+  if (!text.ok()) return text.status();
+  if (!text->has_value()) return std::nullopt;
+  const profiler::Profile p = profiler::ProfileFromText(**text);
   v1::TrafficProfile out;
-  out.set_periodic(p->periodic);
-  if (p->periodic) {
-    if (p->tensor_skew) out.set_tensor_skew(*p->tensor_skew);
-    if (p->iteration_s) out.set_iteration_s(*p->iteration_s);
-    if (p->bytes_per_iteration) {
-      out.set_bytes_per_iteration(*p->bytes_per_iteration);
+  out.set_periodic(p.periodic);
+  if (p.periodic) {
+    if (p.tensor_skew) out.set_tensor_skew(*p.tensor_skew);
+    if (p.iteration_s) out.set_iteration_s(*p.iteration_s);
+    if (p.bytes_per_iteration) {
+      out.set_bytes_per_iteration(*p.bytes_per_iteration);
     }
-    if (p->messages_per_iteration) {
-      out.set_messages_per_iteration(*p->messages_per_iteration);
+    if (p.messages_per_iteration) {
+      out.set_messages_per_iteration(*p.messages_per_iteration);
     }
   }
   return out;

@@ -90,12 +90,12 @@ bool AgentDaemon::AddProfiler(const TaskKey& key, TaskSpec& spec) {
       return false;
     }
   }
+  // The library goes before what the submitter preloads, if anything; the
+  // agent's own LD_PRELOAD is its own business and reaches no task, as
+  // none of its environment does (task_env.h).
   auto user_preload = spec.env.find("LD_PRELOAD");
-  const std::string existing = user_preload != spec.env.end()
-                                   ? user_preload->second
-                                   : std::string(getenv("LD_PRELOAD") != nullptr
-                                                     ? getenv("LD_PRELOAD")
-                                                     : "");
+  const std::string existing =
+      user_preload != spec.env.end() ? user_preload->second : "";
   for (auto& [k, v] : profiler::ProfilerEnvironment(
            *library, path, profiler::RecordingLimits{},
            existing.empty() ? nullptr : existing.c_str())) {
@@ -252,15 +252,19 @@ void AgentDaemon::RequestStop(const TaskKey& key, Task& task, int reason) {
 bool AgentDaemon::PollExits() {
   std::vector<TaskExit> exits = launcher_->PollAll();
   // Analysed outside the lock (up to 50,000 records per process). Only a
-  // task this agent started under the profiler has a file there.
+  // task this agent started under the profiler has a file there; one the
+  // agent refuses (ReadTaskProfile) costs the task its profile alone.
   std::map<TaskKey, v1::TrafficProfile> profiles;
   for (const TaskExit& e : exits) {
     const TaskKey key{e.handle.job_id, e.handle.attempt, e.handle.rank};
-    std::error_code ignored;
-    if (!std::filesystem::exists(ProfilePath(key), ignored)) continue;
-    if (std::optional<v1::TrafficProfile> p =
-            ReadTaskProfile(ProfilePath(key))) {
-      profiles[key] = *std::move(p);
+    absl::StatusOr<std::optional<v1::TrafficProfile>> p =
+        ReadTaskProfile(ProfilePath(key));
+    if (!p.ok()) {
+      Log(absl::StrCat(
+          TaskName(e.handle.job_id, e.handle.attempt, e.handle.rank),
+          ": profile not kept: ", p.status().message()));
+    } else if (p->has_value()) {
+      profiles[key] = **std::move(p);
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -336,7 +340,15 @@ bool AgentDaemon::ReadRunningProfiles() {
   }
   bool read = false;
   for (const TaskKey& key : due) {
-    std::optional<v1::TrafficProfile> p = ReadTaskProfile(ProfilePath(key));
+    absl::StatusOr<std::optional<v1::TrafficProfile>> profile =
+        ReadTaskProfile(ProfilePath(key));
+    if (!profile.ok()) {
+      Log(absl::StrCat(
+          TaskName(std::get<0>(key), std::get<1>(key), std::get<2>(key)),
+          ": profile while running not kept: ", profile.status().message()));
+      continue;
+    }
+    const std::optional<v1::TrafficProfile>& p = *profile;
     if (!p) continue;
     std::lock_guard<std::mutex> lock(mu_);
     auto it = tasks_.find(key);

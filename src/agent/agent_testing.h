@@ -13,10 +13,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "agent/launcher.h"
@@ -73,6 +76,67 @@ inline TaskSpec SampleTaskSpec() {
 // do not take Debian abseil's own string_view).
 inline std::string MessageOf(const absl::Status& status) {
   return std::string(status.message());
+}
+
+// Sets environment variables of this process (the agent's own
+// environment, as a launcher built with default options copies it) and
+// puts back what was there before when the object goes.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(
+      std::vector<std::pair<std::string, std::string>> variables) {
+    for (const auto& [name, value] : variables) {
+      const char* old = std::getenv(name.c_str());
+      saved_.push_back({name, old != nullptr ? std::optional<std::string>(old)
+                                             : std::nullopt});
+      setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, old] : saved_) {
+      if (old) {
+        setenv(name.c_str(), old->c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// The variables of a file written by `env` ("K=V" lines; a value holding a
+// newline is cut there).
+inline std::map<std::string, std::string> ReadEnvFile(const std::string& path) {
+  std::map<std::string, std::string> env;
+  std::istringstream lines(ReadFile(path));
+  for (std::string line; std::getline(lines, line);) {
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return env;
+}
+
+// This process's peak resident set (VmHWM in /proc/self/status), in KiB;
+// -1 if unreadable. ResetPeakRss starts a new peak from the current size,
+// so that a test can see what one call allocated at most.
+inline long PeakRssKiB() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+inline void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+// A sparse file of `bytes` at `path` (ftruncate: no disk, no memory), as a
+// task that wants to balloon the agent would leave it.
+inline void MakeSparseFile(const std::string& path, off_t bytes) {
+  std::ofstream(path).close();
+  ASSERT_EQ(truncate(path.c_str(), bytes), 0) << path;
 }
 
 // True if the process is gone or a zombie.

@@ -1,14 +1,11 @@
 #include "agent/exit_file.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agent/task_file.h"
 #include "core/to_absl.h"
 
 namespace tiresias {
@@ -42,15 +39,14 @@ absl::StatusOr<RecordedExit> ParseExitFile(std::string_view text) {
 
 absl::StatusOr<std::optional<RecordedExit>> ReadExitFile(
     const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (errno == ENOENT) return std::nullopt;
-    return absl::UnavailableError(absl::StrCat("cannot read exit file ", path,
-                                               ": ", std::strerror(errno)));
+  absl::StatusOr<std::optional<std::string>> text =
+      ReadTaskFile(path, kMaxExitFileBytes);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("exit file ", text.status().message()));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<RecordedExit> exit = ParseExitFile(text.str());
+  if (!text->has_value()) return std::nullopt;
+  absl::StatusOr<RecordedExit> exit = ParseExitFile(**text);
   if (!exit.ok()) {
     return absl::DataLossError(
         absl::StrCat("exit file ", path, ": ", exit.status().message()));

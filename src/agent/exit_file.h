@@ -7,6 +7,7 @@
 #define TIRESIAS_AGENT_EXIT_FILE_H_
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,8 +26,13 @@ struct RecordedExit {
 // The exit recorded in `text`; InvalidArgument saying what was expected.
 absl::StatusOr<RecordedExit> ParseExitFile(std::string_view text);
 
+// Most bytes an exit file holds: the shim writes one line of at most 96.
+inline constexpr size_t kMaxExitFileBytes = 256;
+
 // The exit recorded at `path`; nullopt if there is no file (the task still
-// runs, or the shim was SIGKILLed with it). Errors name the file.
+// runs, or the shim was SIGKILLed with it). Read as a file a task may have
+// written (task_file.h): a symbolic link, anything but a regular file, or a
+// file over kMaxExitFileBytes is refused unread. Errors name the file.
 absl::StatusOr<std::optional<RecordedExit>> ReadExitFile(
     const std::string& path);
 

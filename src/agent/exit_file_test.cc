@@ -1,5 +1,7 @@
 #include "agent/exit_file.h"
 
+#include <unistd.h>
+
 #include <fstream>
 
 #include "agent/agent_testing.h"
@@ -49,6 +51,38 @@ TEST(ExitFileTest, MissingFileIsNoExitAndCorruptOneNamesTheFile) {
       ReadExitFile(dir.File("bad.exit"));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(bad.status().message(), HasSubstr(dir.File("bad.exit")));
+}
+
+// Issue 21: whatever a task can write that the root agent reads is read
+// with a bound. The shim writes one short line; a file of 200 MB (sparse,
+// so the test costs nothing) is refused without being read.
+TEST(ExitFileTest, OversizedFileIsRefusedUnread) {
+  agent_testing::TestDir dir;
+  const std::string path = dir.File("big.exit");
+  agent_testing::MakeSparseFile(path, 200 << 20);
+  agent_testing::ResetPeakRss();
+  const long before_kib = agent_testing::PeakRssKiB();
+  absl::StatusOr<std::optional<RecordedExit>> read = ReadExitFile(path);
+  const long grown_kib = agent_testing::PeakRssKiB() - before_kib;
+  EXPECT_FALSE(read.ok());
+  EXPECT_THAT(agent_testing::MessageOf(read.status()), HasSubstr(path));
+  EXPECT_THAT(agent_testing::MessageOf(read.status()),
+              HasSubstr("209715200 bytes"));
+  EXPECT_LT(grown_kib, 4 * 1024) << "the read allocated the file";
+}
+
+// A symbolic link in place of the exit file is not followed: the exit it
+// points to is not taken for the task's.
+TEST(ExitFileTest, SymlinkInPlaceOfTheFileIsRefused) {
+  agent_testing::TestDir dir;
+  std::ofstream(dir.File("elsewhere")) << "exit 0 1500000000000000000\n";
+  const std::string path = dir.File("task.exit");
+  ASSERT_EQ(symlink(dir.File("elsewhere").c_str(), path.c_str()), 0);
+  absl::StatusOr<std::optional<RecordedExit>> read = ReadExitFile(path);
+  EXPECT_FALSE(read.ok()) << "followed the link";
+  EXPECT_THAT(agent_testing::MessageOf(read.status()), HasSubstr(path));
+  EXPECT_THAT(agent_testing::MessageOf(read.status()),
+              HasSubstr("symbolic link"));
 }
 
 }  // namespace

@@ -18,8 +18,6 @@
 #include "core/status_macros.h"
 #include "core/to_absl.h"
 
-extern char** environ;
-
 namespace tiresias {
 namespace {
 
@@ -32,6 +30,14 @@ std::string TaskName(const TaskSpec& spec) {
 TaskOutcome StopOutcome(StopReason reason) {
   return reason == StopReason::kPreempt ? TaskOutcome::kPreempted
                                         : TaskOutcome::kCancelled;
+}
+
+// The account of this process's user, for the environment of a task that
+// runs as the agent's own user (an agent that is not root). A uid without
+// a passwd entry gets no USER, LOGNAME or HOME.
+TaskAccount OwnAccount() {
+  absl::StatusOr<TaskAccount> account = LookUpAccountByUid(geteuid());
+  return account.ok() ? *std::move(account) : TaskAccount{};
 }
 
 }  // namespace
@@ -218,11 +224,6 @@ struct PosixLauncher::State {
 
 PosixLauncher::PosixLauncher(PosixLauncherOptions options)
     : state_(std::make_unique<State>()) {
-  if (options.base_env.empty()) {
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-      options.base_env.emplace_back(*e);
-    }
-  }
   state_->clock = options.clock != nullptr ? options.clock : RealClock();
   state_->procs = options.process_table != nullptr ? options.process_table
                                                    : RealProcessTable();
@@ -242,7 +243,7 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   }
   const TaskAccount* as = account->has_value() ? &**account : nullptr;
   const std::vector<std::string> env =
-      BuildTaskEnvironment(state_->options.base_env, spec, as);
+      BuildTaskEnvironment(spec, as != nullptr ? *as : OwnAccount());
   absl::StatusOr<std::string> path =
       ResolveCommand(spec.argv[0], FindEnv(env, "PATH"), spec.working_dir);
   // What fails as the account says so.

@@ -183,10 +183,9 @@ class ProcessLauncher {
 class Clock;
 class ProcessTable;
 
+// A task's environment is made for the account it runs as, never taken
+// from the agent's own (task_env.h): there is no option for it.
 struct PosixLauncherOptions {
-  // The environment tasks start from ("K=V" entries). Empty: the agent's
-  // own, as at construction.
-  std::vector<std::string> base_env;
   Clock* clock = nullptr;                 // null: RealClock()
   ProcessTable* process_table = nullptr;  // null: RealProcessTable()
   // How long Stop waits for a SIGKILLed task to disappear.

@@ -2,8 +2,10 @@
 // real log files, each test in its own temporary folder.
 #include "agent/launcher.h"
 
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -73,8 +75,7 @@ class LauncherTest : public ::testing::Test {
   }
 
   TestDir dir_;
-  PosixLauncher launcher_{agent_testing::RootTasksAllowed(
-      {.base_env = {"PATH=/usr/bin:/bin", "AGENT_VAR=from-agent"}})};
+  PosixLauncher launcher_{agent_testing::RootTasksAllowed()};
 };
 
 TEST_F(LauncherTest, ChildSeesItsEnvironment) {
@@ -89,7 +90,6 @@ TEST_F(LauncherTest, ChildSeesItsEnvironment) {
     if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
   }
   const std::map<std::string, std::string> expected = {
-      {"AGENT_VAR", "from-agent"},
       {"USER_VAR", "hello world"},
       {"CUDA_VISIBLE_DEVICES", "1,3"},
       {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
@@ -111,6 +111,78 @@ TEST_F(LauncherTest, ChildSeesItsEnvironment) {
                 ["10.0.0.5:29501", "10.0.0.5:29502"]},
                 "task": {"type": "worker", "index": 1}})"));
   EXPECT_EQ(ReadFile(dir_.File("pwd.txt")), dir_.path().string() + "\n");
+}
+
+// Issue 21: a root agent started from an admin's shell handed that shell's
+// TIRESIAS_TOKEN (the admin's token) and cloud keys to every task. A task
+// starts from a clean environment made for its account, whatever the
+// agent's own holds: PATH and TMPDIR fixed, HOME, USER, LOGNAME and SHELL
+// from the account's passwd entry (here the test's own: the tasks of these
+// tests run as the test's user); what the submitter exported wins over
+// those.
+TEST_F(LauncherTest, AgentsOwnEnvironmentNeverReachesTheTask) {
+  const agent_testing::ScopedEnv agent_env({
+      {"TIRESIAS_TOKEN", "tsk_admin_secret"},
+      {"AWS_SECRET_ACCESS_KEY", "aws-secret"},
+      {"PYENV_ROOT", "/root/.pyenv"},
+      {"PWD", "/root/secret-project"},
+      {"_", "/usr/local/bin/tiresias"},
+      {"PATH", "/root/.pyenv/shims:/usr/bin:/bin"},
+      {"TMPDIR", "/root/tmp"},
+      {"HOME", "/agent/home"},
+      {"USER", "agent-user"},
+      {"LOGNAME", "agent-user"},
+      {"SHELL", "/agent/shell"},
+  });
+  PosixLauncher launcher(agent_testing::RootTasksAllowed());  // its environ
+  const passwd* pw = getpwuid(geteuid());
+  ASSERT_NE(pw, nullptr);
+  const std::string shell =
+      pw->pw_shell != nullptr && *pw->pw_shell ? pw->pw_shell : "/bin/sh";
+
+  TaskSpec spec = Spec("env > env.txt");
+  absl::StatusOr<TaskHandle> handle = launcher.Start(spec);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  std::optional<TaskExit> exit;
+  ASSERT_TRUE(WaitUntil([&] {
+    exit = launcher.Poll(*handle).value_or(std::nullopt);
+    return exit.has_value();
+  }));
+  ASSERT_EQ(exit->outcome, TaskOutcome::kFinished) << ReadFile(spec.log_path);
+  std::map<std::string, std::string> env =
+      agent_testing::ReadEnvFile(dir_.File("env.txt"));
+  for (const char* leaked :
+       {"TIRESIAS_TOKEN", "AWS_SECRET_ACCESS_KEY", "PYENV_ROOT"}) {
+    EXPECT_FALSE(env.contains(leaked)) << leaked << "=" << env[leaked];
+  }
+  EXPECT_NE(env["PWD"], "/root/secret-project");  // the shell's own, if any
+  EXPECT_NE(env["_"], "/usr/local/bin/tiresias");
+  EXPECT_EQ(env["PATH"], "/usr/local/bin:/usr/bin:/bin");
+  EXPECT_EQ(env["TMPDIR"], "/tmp");
+  EXPECT_EQ(env["HOME"], pw->pw_dir);
+  EXPECT_EQ(env["USER"], pw->pw_name);
+  EXPECT_EQ(env["LOGNAME"], pw->pw_name);
+  EXPECT_EQ(env["SHELL"], shell);
+  EXPECT_EQ(env["TIRESIAS_JOB_ID"], "42");  // the agent's own still set
+
+  // What the submitter exported wins over the account's defaults.
+  spec.env = {{"PATH", "/opt/conda/bin:/usr/bin:/bin"},
+              {"TMPDIR", "/scratch"},
+              {"HOME", "/scratch/home"},
+              {"SHELL", "/bin/bash"}};
+  handle = launcher.Start(spec);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  exit.reset();
+  ASSERT_TRUE(WaitUntil([&] {
+    exit = launcher.Poll(*handle).value_or(std::nullopt);
+    return exit.has_value();
+  }));
+  env = agent_testing::ReadEnvFile(dir_.File("env.txt"));
+  EXPECT_EQ(env["PATH"], "/opt/conda/bin:/usr/bin:/bin");
+  EXPECT_EQ(env["TMPDIR"], "/scratch");
+  EXPECT_EQ(env["HOME"], "/scratch/home");
+  EXPECT_EQ(env["SHELL"], "/bin/bash");
+  EXPECT_FALSE(env.contains("TIRESIAS_TOKEN"));
 }
 
 TEST_F(LauncherTest, ExitZeroIsFinished) {

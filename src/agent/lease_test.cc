@@ -40,8 +40,7 @@ class LeaseTest : public ::testing::Test {
 
   TestDir dir_;
   // Tasks run as the test's own user (agent_testing::RootTasksAllowed).
-  PosixLauncher launcher_{
-      agent_testing::RootTasksAllowed({.base_env = {"PATH=/usr/bin:/bin"}})};
+  PosixLauncher launcher_{agent_testing::RootTasksAllowed()};
 };
 
 TEST_F(LeaseTest, RenewedLeaseKeepsTheTaskRunning) {

@@ -3,11 +3,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "agent/task_file.h"
 
 namespace tiresias {
 
@@ -35,24 +33,32 @@ grpc::Status AgentLogService::ReadTaskLog(grpc::ServerContext* ctx,
   const v1::TaskRef& task = req->task();
   const std::string path =
       TaskLogPath(logs_dir_, task.job_id(), task.attempt(), task.rank());
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) {
-    const bool missing = errno == ENOENT;
+  // The file is the task's (its account owns it): opened as one a task may
+  // have written (task_file.h), never through a link, and read in bounded
+  // pieces (kMaxBytes a call) whatever its size.
+  absl::StatusOr<TaskFile> file = TaskFile::Open(path);
+  if (!file.ok()) {
+    const grpc::StatusCode code = absl::IsNotFound(file.status())
+                                      ? grpc::StatusCode::NOT_FOUND
+                                  : absl::IsFailedPrecondition(file.status())
+                                      ? grpc::StatusCode::FAILED_PRECONDITION
+                                      : grpc::StatusCode::UNAVAILABLE;
     return grpc::Status(
-        missing ? grpc::StatusCode::NOT_FOUND : grpc::StatusCode::UNAVAILABLE,
-        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+        code, absl::StrCat("cannot read task log ", file.status().message()));
   }
-  const int64_t size = static_cast<int64_t>(in.tellg());
+  const int64_t size = file->size();
   resp->set_size(size);
   const int64_t want = std::min<int64_t>(
       std::min(req->max_bytes() == 0 ? kMaxBytes : req->max_bytes(), kMaxBytes),
       std::max<int64_t>(size - req->offset(), 0));
   if (want > 0) {
-    std::string data(static_cast<size_t>(want), '\0');
-    in.seekg(req->offset());
-    in.read(data.data(), want);
-    data.resize(static_cast<size_t>(in.gcount()));
-    resp->set_data(std::move(data));
+    absl::StatusOr<std::string> data =
+        file->ReadAt(req->offset(), static_cast<size_t>(want));
+    if (!data.ok()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          std::string(data.status().message()));
+    }
+    resp->set_data(*std::move(data));
   }
   return grpc::Status::OK;
 }

@@ -136,6 +136,24 @@ std::string UserMap::Source(std::string_view owner) const {
   return entry == nullptr ? "" : absl::StrCat(file_, ":", entry->line);
 }
 
+namespace {
+
+// The account of a passwd entry, with its groups.
+absl::StatusOr<TaskAccount> AccountOf(const passwd& pw) {
+  absl::StatusOr<std::vector<gid_t>> groups = GroupsOf(pw.pw_name, pw.pw_gid);
+  if (!groups.ok()) return groups.status();
+  TaskAccount account;
+  account.name = pw.pw_name;
+  account.ids = RunAs{pw.pw_uid, pw.pw_gid, *std::move(groups)};
+  account.home = pw.pw_dir != nullptr ? pw.pw_dir : "";
+  // An empty shell field means /bin/sh (passwd(5)).
+  account.shell =
+      pw.pw_shell != nullptr && *pw.pw_shell != '\0' ? pw.pw_shell : "/bin/sh";
+  return account;
+}
+
+}  // namespace
+
 absl::StatusOr<TaskAccount> LookUpAccount(const std::string& name) {
   std::vector<char> buffer;
   absl::StatusOr<std::optional<passwd>> entry = GetPasswd(
@@ -148,14 +166,22 @@ absl::StatusOr<TaskAccount> LookUpAccount(const std::string& name) {
     return absl::NotFoundError(
         absl::StrCat("no Unix account ", Quote(name), " on this node"));
   }
-  const passwd& pw = **entry;
-  absl::StatusOr<std::vector<gid_t>> groups = GroupsOf(pw.pw_name, pw.pw_gid);
-  if (!groups.ok()) return groups.status();
-  TaskAccount account;
-  account.name = pw.pw_name;
-  account.ids = RunAs{pw.pw_uid, pw.pw_gid, *std::move(groups)};
-  account.home = pw.pw_dir != nullptr ? pw.pw_dir : "";
-  return account;
+  return AccountOf(**entry);
+}
+
+absl::StatusOr<TaskAccount> LookUpAccountByUid(uid_t uid) {
+  std::vector<char> buffer;
+  absl::StatusOr<std::optional<passwd>> entry = GetPasswd(
+      [&](passwd* e, char* buf, size_t size, passwd** found) {
+        return getpwuid_r(uid, e, buf, size, found);
+      },
+      buffer);
+  if (!entry.ok()) return entry.status();
+  if (!entry->has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat("no Unix account with uid ", uid, " on this node"));
+  }
+  return AccountOf(**entry);
 }
 
 absl::StatusOr<std::optional<TaskAccount>> ResolveTaskAccount(

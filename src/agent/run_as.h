@@ -74,11 +74,17 @@ struct TaskAccount {
   std::string name;
   RunAs ids;  // uid, primary gid, and every group it belongs to
   std::string home;
+  std::string shell;  // its login shell; "/bin/sh" when the entry has none
 };
 
 // The account named `name` (getpwnam_r, getgrouplist). NotFound if there is
 // none. Thread-safe.
 absl::StatusOr<TaskAccount> LookUpAccount(const std::string& name);
+
+// The account of `uid` (getpwuid_r, getgrouplist): whom the tasks of an
+// agent that does not run as root run as. NotFound if the uid has no
+// passwd entry (a container's arbitrary uid). Thread-safe.
+absl::StatusOr<TaskAccount> LookUpAccountByUid(uid_t uid);
 
 // The account a task of `owner` runs as under `policy`; nullopt when the
 // agent is not root: the task runs as the agent's own user, whoever owns

@@ -1,12 +1,14 @@
 // Tasks running as their owner's Unix account, with real processes: a
 // throwaway account made for each test (useradd), a launcher running as
 // root, tasks that say who they are. Needs root; skipped otherwise.
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -72,9 +74,8 @@ class RunAsLauncherTest : public ::testing::Test {
   }
 
   std::unique_ptr<PosixLauncher> Launcher(RunAsPolicy policy = {}) const {
-    return std::make_unique<PosixLauncher>(PosixLauncherOptions{
-        .base_env = {"PATH=/usr/bin:/bin", "HOME=/root", "USER=root"},
-        .run_as = std::move(policy)});
+    return std::make_unique<PosixLauncher>(
+        PosixLauncherOptions{.run_as = std::move(policy)});
   }
 
   TaskExit WaitExit(PosixLauncher& launcher, const TaskHandle& handle) {
@@ -141,6 +142,45 @@ TEST_F(RunAsLauncherTest, TaskRunsAsItsOwnersAccountWithItsGroups) {
               ::testing::UnorderedElementsAre(user_->gid(), user_->extra_gid()));
   EXPECT_EQ(env_line, absl::StrCat(user_->home(), " ", user_->name(), " ",
                                    user_->name()));
+}
+
+// Issue 21: a root agent started from an admin's shell (TIRESIAS_TOKEN, a
+// cloud key, its pyenv and folder) gave all of it to another user's job,
+// which then held the admin's token. The job gets an environment made for
+// its owner from the owner's passwd entry, and none of the agent's.
+TEST_F(RunAsLauncherTest, TaskStartsFromItsOwnersCleanEnvironment) {
+  const agent_testing::ScopedEnv agent_env({
+      {"TIRESIAS_TOKEN", "tsk_admin_secret"},
+      {"TIRESIAS_TOKEN_FILE", "/root/.tiresias/token"},
+      {"AWS_SECRET_ACCESS_KEY", "aws-secret"},
+      {"PYENV_ROOT", "/root/.pyenv"},
+      {"PATH", "/root/.pyenv/shims:/usr/bin:/bin"},
+      {"PWD", "/root/secret-project"},
+      {"HOME", "/root"},
+      {"USER", "root"},
+      {"SHELL", "/root/shell"},
+  });
+  PosixLauncher launcher;  // the default: the agent's own environ
+  const passwd* pw = getpwnam(user_->name().c_str());
+  ASSERT_NE(pw, nullptr);
+  const std::string shell =
+      pw->pw_shell != nullptr && *pw->pw_shell ? pw->pw_shell : "/bin/sh";
+  const TaskSpec spec = Spec("env > \"$TIRESIAS_CHECKPOINT_DIR/env.txt\"");
+  RunToTheEnd(launcher, spec);
+  std::map<std::string, std::string> env =
+      agent_testing::ReadEnvFile(spec.checkpoint_dir + "/env.txt");
+  ASSERT_FALSE(env.empty());
+  for (const char* leaked : {"TIRESIAS_TOKEN", "TIRESIAS_TOKEN_FILE",
+                             "AWS_SECRET_ACCESS_KEY", "PYENV_ROOT"}) {
+    EXPECT_FALSE(env.contains(leaked)) << leaked << "=" << env[leaked];
+  }
+  EXPECT_NE(env["PWD"], "/root/secret-project");
+  EXPECT_EQ(env["PATH"], "/usr/local/bin:/usr/bin:/bin");
+  EXPECT_EQ(env["TMPDIR"], "/tmp");
+  EXPECT_EQ(env["USER"], user_->name());
+  EXPECT_EQ(env["LOGNAME"], user_->name());
+  EXPECT_EQ(env["HOME"], user_->home());
+  EXPECT_EQ(env["SHELL"], shell);
 }
 
 TEST_F(RunAsLauncherTest, LogAndCheckpointDirBelongToTheAccount) {

@@ -9,12 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/to_absl.h"
 #include "nlohmann/json.hpp"
 
 namespace tiresias {
 namespace {
-
-constexpr absl::string_view kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
 
 absl::Status FieldError(absl::string_view field, absl::string_view expected,
                         absl::string_view got) {
@@ -107,21 +106,18 @@ std::string TfConfigJson(const TaskSpec& spec) {
   return config.dump();
 }
 
-std::vector<std::string> BuildTaskEnvironment(
-    const std::vector<std::string>& base_env, const TaskSpec& spec,
-    const TaskAccount* account) {
+std::vector<std::string> BuildTaskEnvironment(const TaskSpec& spec,
+                                              const TaskAccount& account) {
   std::map<std::string, std::string> env;
-  for (const std::string& entry : base_env) {
-    const size_t eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0) continue;
-    env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  env["PATH"] = std::string(kDefaultTaskPath);
+  env["TMPDIR"] = "/tmp";
+  if (!account.name.empty()) {
+    env["USER"] = account.name;
+    env["LOGNAME"] = account.name;
   }
+  if (!account.home.empty()) env["HOME"] = account.home;
+  if (!account.shell.empty()) env["SHELL"] = account.shell;
   env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
-  if (account != nullptr) {
-    env["USER"] = account->name;
-    env["LOGNAME"] = account->name;
-    env["HOME"] = account->home;
-  }
   for (const auto& [name, value] : spec.env) env[name] = value;
   env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(spec.gpus, ",");
   env["MASTER_ADDR"] = spec.master_addr;
@@ -167,7 +163,7 @@ absl::StatusOr<std::string> ResolveCommand(const std::string& command,
                                            const std::string& working_dir) {
   if (command.find('/') != std::string::npos) return command;
   absl::string_view path(path_var.data(), path_var.size());
-  if (path.empty()) path = kDefaultPath;
+  if (path.empty()) path = ToAbsl(kDefaultTaskPath);
   for (absl::string_view dir : absl::StrSplit(path, ':')) {
     std::string base = dir.empty() ? "." : std::string(dir);
     if (base[0] != '/' && !working_dir.empty()) {

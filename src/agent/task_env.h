@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/launcher.h"
+#include "agent/run_as.h"
 
 namespace tiresias {
 
@@ -23,23 +24,32 @@ absl::Status ValidateTaskSpec(const TaskSpec& spec);
 // MASTER_PORT, which PyTorch's rendezvous takes).
 std::string TfConfigJson(const TaskSpec& spec);
 
-// "K=V" entries, later layers overriding earlier ones:
-//   1. `base_env` (the agent's environment);
-//   2. CUDA_DEVICE_ORDER=PCI_BUS_ID, so CUDA numbers GPUs as NVML does, and,
-//      when the task runs as `account` (not null), USER and LOGNAME (its
-//      name) and HOME (its home), in place of the agent's;
-//   3. spec.env;
-//   4. what the agent owns, which spec.env cannot override:
+// PATH of a task unless the submitter exports one.
+inline constexpr std::string_view kDefaultTaskPath =
+    "/usr/local/bin:/usr/bin:/bin";
+
+// The whole environment of a task ("K=V" entries), made for `account`, the
+// account it runs as (its owner's, or the agent's own for an agent that
+// does not run as root). Never anything of the agent's own environment:
+// a root agent started from an admin's shell once handed that shell's
+// TIRESIAS_TOKEN (the admin's token), cloud keys, PWD and the like to every
+// user's job (issue 21). Later layers override earlier ones:
+//   1. what a login gives: PATH=kDefaultTaskPath, TMPDIR=/tmp, and from
+//      the account's passwd entry HOME, USER, LOGNAME (its name) and SHELL
+//      (each left out when empty: an agent's uid without an entry); and
+//      CUDA_DEVICE_ORDER=PCI_BUS_ID, so CUDA numbers GPUs as NVML does;
+//   2. spec.env: what the submitter exported (`submit --export`) and set
+//      (--env), which may replace any of the above;
+//   3. what the agent owns, which spec.env cannot override:
 //      CUDA_VISIBLE_DEVICES (spec.gpus joined by ','; empty hides all GPUs),
 //      MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK, TF_CONFIG,
 //      TIRESIAS_JOB_ID, TIRESIAS_ATTEMPT, TIRESIAS_CHECKPOINT_DIR,
-//      TIRESIAS_RESTART_COUNT, and for a job of an array (array_job_id >
-//      0) TIRESIAS_ARRAY_JOB_ID, _TASK_ID, _TASK_COUNT, _TASK_MIN and
-//      _TASK_MAX.
+//      TIRESIAS_RESTART_COUNT, TIRESIAS_NODE_NAME (if spec.node_name), and
+//      for a job of an array (array_job_id > 0) TIRESIAS_ARRAY_JOB_ID,
+//      _TASK_ID, _TASK_COUNT, _TASK_MIN and _TASK_MAX.
 // Sorted by name. `spec` must be valid.
-std::vector<std::string> BuildTaskEnvironment(
-    const std::vector<std::string>& base_env, const TaskSpec& spec,
-    const TaskAccount* account = nullptr);
+std::vector<std::string> BuildTaskEnvironment(const TaskSpec& spec,
+                                              const TaskAccount& account);
 
 // The value of `name` in "K=V" entries; empty if absent.
 std::string_view FindEnv(const std::vector<std::string>& env,
@@ -48,7 +58,7 @@ std::string_view FindEnv(const std::vector<std::string>& env,
 // The file execve should run for `command`, as execvp would find it: a
 // command holding '/' is returned as is (exec, after the chdir, resolves a
 // relative one against `working_dir`); a bare name is searched in `path_var`
-// (':'-separated; empty: the default "/usr/local/bin:/usr/bin:/bin"). NotFound
+// (':'-separated; empty: kDefaultTaskPath). NotFound
 // naming the command and the PATH searched when no executable file matches;
 // relative PATH entries are taken relative to `working_dir` (if set).
 absl::StatusOr<std::string> ResolveCommand(const std::string& command,

@@ -1,5 +1,6 @@
 #include "agent/task_env.h"
 
+#include "absl/strings/str_cat.h"
 #include "agent/agent_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -18,42 +19,80 @@ TaskSpec Spec() {
   return spec;
 }
 
-TEST(TaskEnvTest, LayersAgentSpecAndFrameworkVariables) {
+const TaskAccount& Alice() {
+  static const TaskAccount alice{
+      .name = "alice", .ids = {}, .home = "/home/alice", .shell = "/bin/bash"};
+  return alice;
+}
+
+TEST(TaskEnvTest, LayersAccountSpecAndFrameworkVariables) {
   TaskSpec spec = Spec();
   spec.env = {{"FOO", "bar"},
               {"HOME", "/u"},
               {"CUDA_VISIBLE_DEVICES", "7"},
               {"CUDA_DEVICE_ORDER", "FASTEST_FIRST"}};
-  const std::vector<std::string> env = BuildTaskEnvironment(
-      {"HOME=/root", "PATH=/usr/bin", "CUDA_VISIBLE_DEVICES=0", "junk"}, spec);
-  EXPECT_EQ(FindEnv(env, "PATH"), "/usr/bin");  // agent's
-  EXPECT_EQ(FindEnv(env, "HOME"), "/u");        // spec overrides agent
+  const std::vector<std::string> env = BuildTaskEnvironment(spec, Alice());
+  EXPECT_EQ(FindEnv(env, "PATH"), "/usr/local/bin:/usr/bin:/bin");
+  EXPECT_EQ(FindEnv(env, "HOME"), "/u");  // the spec's over the account's
   EXPECT_EQ(FindEnv(env, "FOO"), "bar");
   EXPECT_EQ(FindEnv(env, "CUDA_VISIBLE_DEVICES"), "1,3");  // ours win
   EXPECT_EQ(FindEnv(env, "CUDA_DEVICE_ORDER"), "FASTEST_FIRST");
   EXPECT_EQ(FindEnv(env, "RANK"), "1");
   EXPECT_EQ(FindEnv(env, "TIRESIAS_ATTEMPT"), "3");
-  EXPECT_EQ(FindEnv(env, "junk"), "");
   EXPECT_TRUE(std::is_sorted(env.begin(), env.end()));
 }
 
-// A task running as an account gets its USER, LOGNAME and HOME in place of
-// the agent's; the user's own --env still wins, and ours still win over it.
-TEST(TaskEnvTest, AccountReplacesTheAgentsUserAndHome) {
+// Issue 21: the agent's environment is no input at all. What a task starts
+// from is what a login of its account gives; what the submitter exported
+// wins over that, and ours win over both.
+TEST(TaskEnvTest, StartsFromTheAccountNotTheAgent) {
   TaskSpec spec = Spec();
-  const TaskAccount account{.name = "alice", .ids = {}, .home = "/home/alice"};
-  const std::vector<std::string> base = {"HOME=/root", "USER=root",
-                                         "LOGNAME=root", "PATH=/usr/bin"};
-  std::vector<std::string> env = BuildTaskEnvironment(base, spec, &account);
-  EXPECT_EQ(FindEnv(env, "USER"), "alice");
+  std::vector<std::string> env = BuildTaskEnvironment(spec, Alice());
+  const std::vector<std::string> expected = {
+      "CUDA_DEVICE_ORDER=PCI_BUS_ID",
+      "CUDA_VISIBLE_DEVICES=1,3",
+      "HOME=/home/alice",
+      "LOCAL_RANK=0",
+      "LOGNAME=alice",
+      "MASTER_ADDR=10.0.0.5",
+      "MASTER_PORT=29500",
+      "PATH=/usr/local/bin:/usr/bin:/bin",
+      "RANK=1",
+      "SHELL=/bin/bash",
+      absl::StrCat("TF_CONFIG=", TfConfigJson(spec)),
+      "TIRESIAS_ATTEMPT=3",
+      "TIRESIAS_CHECKPOINT_DIR=/ckpt/42",
+      "TIRESIAS_JOB_ID=42",
+      "TIRESIAS_RESTART_COUNT=2",
+      "TMPDIR=/tmp",
+      "USER=alice",
+      "WORLD_SIZE=2",
+  };
+  EXPECT_EQ(env, expected);  // nothing else at all
+
+  spec.env = {{"PATH", "/opt/conda/bin:/usr/bin"},
+              {"TMPDIR", "/scratch/tmp"},
+              {"SHELL", "/bin/zsh"},
+              {"USER", "alias"},
+              {"TIRESIAS_JOB_ID", "1"}};
+  env = BuildTaskEnvironment(spec, Alice());
+  EXPECT_EQ(FindEnv(env, "PATH"), "/opt/conda/bin:/usr/bin");
+  EXPECT_EQ(FindEnv(env, "TMPDIR"), "/scratch/tmp");
+  EXPECT_EQ(FindEnv(env, "SHELL"), "/bin/zsh");
+  EXPECT_EQ(FindEnv(env, "USER"), "alias");
   EXPECT_EQ(FindEnv(env, "LOGNAME"), "alice");
-  EXPECT_EQ(FindEnv(env, "HOME"), "/home/alice");
-  EXPECT_EQ(FindEnv(env, "PATH"), "/usr/bin");
-  spec.env = {{"HOME", "/scratch/alice"}, {"TIRESIAS_JOB_ID", "1"}};
-  env = BuildTaskEnvironment(base, spec, &account);
-  EXPECT_EQ(FindEnv(env, "HOME"), "/scratch/alice");
   EXPECT_EQ(FindEnv(env, "TIRESIAS_JOB_ID"), "42");
-  EXPECT_EQ(FindEnv(BuildTaskEnvironment(base, Spec()), "USER"), "root");
+}
+
+// An agent whose uid has no passwd entry (a container's) runs tasks
+// without USER, LOGNAME or HOME rather than with someone else's.
+TEST(TaskEnvTest, AnAccountWithoutEntryLeavesItsVariablesOut) {
+  const std::vector<std::string> env =
+      BuildTaskEnvironment(Spec(), TaskAccount{});
+  for (const char* name : {"USER", "LOGNAME", "HOME", "SHELL"}) {
+    EXPECT_EQ(FindEnv(env, name), "") << name;
+  }
+  EXPECT_EQ(FindEnv(env, "PATH"), "/usr/local/bin:/usr/bin:/bin");
 }
 
 // A job of an array is told its array, index and the array's shape;
@@ -61,14 +100,14 @@ TEST(TaskEnvTest, AccountReplacesTheAgentsUserAndHome) {
 TEST(TaskEnvTest, ArrayJobsGetTheirArrayVariables) {
   TaskSpec spec = Spec();
   spec.env = {{"TIRESIAS_ARRAY_TASK_ID", "99"}};
-  std::vector<std::string> env = BuildTaskEnvironment({}, spec);
+  std::vector<std::string> env = BuildTaskEnvironment(spec, Alice());
   EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_JOB_ID"), "");
   spec.array_job_id = 40;
   spec.array_task_id = 8;
   spec.array_task_count = 4;
   spec.array_task_min = 0;
   spec.array_task_max = 12;
-  env = BuildTaskEnvironment({}, spec);
+  env = BuildTaskEnvironment(spec, Alice());
   EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_JOB_ID"), "40");
   EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_TASK_ID"), "8");
   EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_TASK_COUNT"), "4");
@@ -79,7 +118,7 @@ TEST(TaskEnvTest, ArrayJobsGetTheirArrayVariables) {
 TEST(TaskEnvTest, NoGpusHidesAllOfThem) {
   TaskSpec spec = Spec();
   spec.gpus.clear();
-  const std::vector<std::string> env = BuildTaskEnvironment({}, spec);
+  const std::vector<std::string> env = BuildTaskEnvironment(spec, Alice());
   EXPECT_NE(std::find(env.begin(), env.end(), "CUDA_VISIBLE_DEVICES="),
             env.end());
   EXPECT_EQ(FindEnv(env, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");

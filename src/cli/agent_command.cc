@@ -9,6 +9,7 @@
 #include <string>
 
 #include "agent/agent_daemon.h"
+#include "cli/cluster_client.h"
 #include "cli/master_flags.h"
 #include "security/tls.h"
 
@@ -42,6 +43,13 @@ std::string DefaultStateDir() {
 }
 
 int RunAgent(const AgentFlags& f) {
+  // An operator's shell may hold their token: the agent has no use for it,
+  // and nothing it starts may inherit it (its tasks never see its
+  // environment at all: task_env.h).
+  if (const std::string dropped = cli::DropClientCredentials("tiresias agent");
+      !dropped.empty()) {
+    std::fprintf(stderr, "%s\n", dropped.c_str());
+  }
   if (f.grace_seconds < 0) {
     std::fprintf(stderr, "tiresias: --grace: expected >= 0 seconds, got %g\n",
                  f.grace_seconds);

@@ -9,12 +9,14 @@
 #include <ctime>
 #include <algorithm>
 #include <fstream>
+#include <vector>
 
 #include <grpc/grpc.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "cli/api_json.h"
 #include "cli/job_ref.h"
@@ -78,6 +80,20 @@ absl::StatusOr<ClientCredentials> LoadClientCredentials() {
   }
   creds.server_name = env("TIRESIAS_MASTER_NAME");
   return creds;
+}
+
+std::string DropClientCredentials(absl::string_view who) {
+  std::vector<std::string> dropped;
+  for (const char* name : kClientCredentialVariables) {
+    if (std::getenv(name) == nullptr) continue;
+    unsetenv(name);
+    dropped.push_back(name);
+  }
+  if (dropped.empty()) return "";
+  return absl::StrCat(
+      who, ": dropped ", absl::StrJoin(dropped, ", "),
+      " from its environment: client credentials, which the daemon does not "
+      "use and its jobs must never inherit");
 }
 
 MasterClient::MasterClient(std::string address)

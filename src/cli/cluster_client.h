@@ -57,6 +57,21 @@ absl::StatusOr<ClientCredentials> LoadClientCredentials();
 // Loads and checks the PEM files of credentials whose TLS is pending.
 absl::Status LoadPendingTls(ClientCredentials* creds);
 
+// The variables above that prove who a client is: a token, a token file, a
+// user certificate and its key (TIRESIAS_CA and TIRESIAS_MASTER_NAME only
+// say whom to trust).
+inline constexpr const char* kClientCredentialVariables[] = {
+    "TIRESIAS_TOKEN", "TIRESIAS_TOKEN_FILE", "TIRESIAS_CERT", "TIRESIAS_KEY"};
+
+// For the daemons (`tiresias agent`, `up`), which authenticate with their
+// own certificates and use no client credential: removes every
+// kClientCredentialVariables entry from this process's environment, so that
+// nothing the daemon starts (jobs, helpers) can inherit an operator's token,
+// and returns one line saying which were dropped, starting with `who`
+// ("tiresias agent"); empty if none was set. Not thread-safe (unsetenv):
+// call it before the daemon starts a thread.
+std::string DropClientCredentials(absl::string_view who);
+
 // The owner a submission names: empty for a master with TLS, which knows
 // who you are from your credential (and refuses a job for anyone else);
 // for one started with --insecure, the login name ($USER, else the

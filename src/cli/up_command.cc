@@ -58,6 +58,14 @@ absl::StatusOr<security::TlsConfig> AgentTls(const std::string& ca_dir,
 }
 
 int RunUp(const UpFlags& f) {
+  // Its master, agents and dashboard use no client credential (the
+  // dashboard's browsers log in with their own token), and the jobs its
+  // agents run never see its environment (task_env.h): an admin's token in
+  // the shell that started it is dropped, and said so.
+  if (const std::string dropped = cli::DropClientCredentials("tiresias up");
+      !dropped.empty()) {
+    std::fprintf(stderr, "%s\n", dropped.c_str());
+  }
   if (f.agents < 1 || f.gpus < 1) {
     return cli::Fail(absl::StrCat("--agents ", f.agents, " --gpus ", f.gpus,
                                   ": expected at least one of each"));

@@ -30,7 +30,7 @@ namespace {
 
 constexpr int kMaxFds = 65536;  // descriptors above are not recorded
 constexpr size_t kBufferBytes = 64 << 10;
-constexpr size_t kMaxLineBytes = 1100;  // P lines cut their argv to fit
+constexpr size_t kMaxLineBytes = kMaxRecordLineBytes;  // record_format.h
 constexpr uint64_t kFlushEveryNs = 100'000'000;
 constexpr int kMaxQps = 1024;
 

@@ -102,6 +102,17 @@ std::vector<std::pair<std::string, std::string>> ProfilerEnvironment(
   };
 }
 
+uint64_t MaxProfileFileBytes(const RecordingLimits& limits) {
+  const uint64_t per_process =
+      2 * kMaxRecordLineBytes + kProfileConnections * kMaxRecordLineBytes +
+      limits.max_messages_per_process * kMaxMessageLineBytes;
+  return kProfileProcesses * per_process;
+}
+
+Profile ProfileFromText(absl::string_view text, const PeriodOptions& options) {
+  return Analyze(ParseRecords(text), options);
+}
+
 absl::StatusOr<Profile> ProfileFromFile(const std::string& path,
                                         const PeriodOptions& options) {
   absl::StatusOr<Records> records = ReadRecordsFile(path);

@@ -35,12 +35,28 @@ struct RecordingLimits {
   double seconds_per_process = 300;
 };
 
+// The largest profile file a reader takes from processes recording under
+// `limits` (a reader that distrusts the file, as the agent does, refuses a
+// larger one unread). Each process writes at most its P and E lines, one C
+// line per connection and one M line per message up to
+// max_messages_per_process; the number of processes is not bounded by the
+// library (every fork records on), so the bound allows kProfileProcesses
+// processes at their full limits with kProfileConnections connections
+// each: about 31 MiB under the defaults. A profile of more is refused.
+inline constexpr int kProfileProcesses = 8;
+inline constexpr int kProfileConnections = 256;
+uint64_t MaxProfileFileBytes(const RecordingLimits& limits);
+
 // The variables that make a process (and its children) record into
 // `out_path`: LD_PRELOAD (the library first, then `existing_preload` if
 // any), TIRESIAS_PROFILE_OUT and the limits.
 std::vector<std::pair<std::string, std::string>> ProfilerEnvironment(
     const std::string& library, const std::string& out_path,
     const RecordingLimits& limits, const char* existing_preload);
+
+// Analyses the text of a profile file (ParseRecords, then Analyze).
+Profile ProfileFromText(absl::string_view text,
+                        const PeriodOptions& options = {});
 
 // Reads and analyses a profile file. NotFound when it does not exist (the
 // job sent nothing on a socket); a file with no messages is a Profile with

@@ -36,6 +36,14 @@ inline constexpr char kSecondsEnv[] = "TIRESIAS_PROFILE_SECONDS";
 inline constexpr unsigned long long kDefaultMaxMessages = 50000;
 inline constexpr double kDefaultSeconds = 300;
 
+// The longest line the library writes (a P line cuts its argv to fit, C
+// lines their addresses).
+inline constexpr unsigned long long kMaxRecordLineBytes = 1100;
+// The longest M line: "M <pid> <conn> <t_ns> <bytes>\n", numbers of at
+// most 20, 10, 20 and 20 digits.
+inline constexpr unsigned long long kMaxMessageLineBytes =
+    2 + 20 + 1 + 10 + 1 + 20 + 1 + 20 + 1;
+
 // The file name of the preloaded library.
 inline constexpr char kLibraryName[] = "libtiresias_profiler.so";
 

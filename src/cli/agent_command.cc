@@ -1,6 +1,7 @@
 #include "cli/agent_command.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 
 #include "agent/agent_daemon.h"
 #include "cli/master_flags.h"
+#include "security/private_files.h"
 #include "security/tls.h"
 
 namespace tiresias {
@@ -42,6 +44,8 @@ std::string DefaultStateDir() {
 }
 
 int RunAgent(const AgentFlags& f) {
+  // Its state (tokens, task logs) is its own; tasks set their own umask.
+  security::MakeFilesPrivateByDefault();
   if (f.grace_seconds < 0) {
     std::fprintf(stderr, "tiresias: --grace: expected >= 0 seconds, got %g\n",
                  f.grace_seconds);
@@ -93,6 +97,16 @@ int RunAgent(const AgentFlags& f) {
     std::fprintf(stderr, "tiresias: agent: %s\n",
                  std::string(status.message()).c_str());
     return 1;
+  }
+  if (const std::string closed = security::FirstClosedFolder(f.state_dir);
+      geteuid() == 0 && !closed.empty()) {
+    std::fprintf(stderr,
+                 "tiresias agent: WARNING: other users cannot traverse %s: "
+                 "their tasks cannot be profiled, nor checkpoint by default "
+                 "when their account has no usable home (they fall back to "
+                 "%s/checkpoints/<account>); give --state-dir a folder "
+                 "whose parents others may traverse\n",
+                 closed.c_str(), f.state_dir.c_str());
   }
   const char* signal_name = nullptr;
   while ((signal_name = StopSignalWithin(std::chrono::milliseconds(100))) ==

@@ -88,8 +88,8 @@ absl::Status AgentDaemon::Start() {
     return absl::InvalidArgumentError("state dir: must not be empty");
   }
   // Users' fallback checkpoints are theirs: left as they are.
-  absl::StatusOr<security::PrivateDir> state_dir = security::EnsurePrivateDir(
-      options_.state_dir, 0711, {"checkpoints"});
+  absl::StatusOr<security::PrivateDir> state_dir =
+      security::EnsurePrivateDir(options_.state_dir, 0711, {"checkpoints"});
   if (!state_dir.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("state dir: ", state_dir.status().message()));

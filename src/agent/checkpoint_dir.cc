@@ -56,23 +56,23 @@ bool UsableHome(const TaskAccount& account) {
 absl::Status MakeAccountFolder(const std::string& path,
                                const TaskAccount& account) {
   if (mkdir(path.c_str(), 0700) == 0) {
-    const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                          O_CLOEXEC);
-    const bool given =
-        fd >= 0 && fchown(fd, account.ids.uid, account.ids.gid) == 0 &&
-        fchmod(fd, 0700) == 0;
+    const int fd =
+        open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const bool given = fd >= 0 &&
+                       fchown(fd, account.ids.uid, account.ids.gid) == 0 &&
+                       fchmod(fd, 0700) == 0;
     const int error = errno;
     if (fd >= 0) close(fd);
     if (!given) {
-      return Failed(path, absl::StrCat("cannot give it to account ",
-                                       account.name, ": ",
-                                       std::strerror(error)));
+      return Failed(
+          path, absl::StrCat("cannot give it to account ", account.name, ": ",
+                             std::strerror(error)));
     }
     return absl::OkStatus();
   }
   if (errno != EEXIST) {
-    return Failed(path, absl::StrCat("cannot create it: ",
-                                     std::strerror(errno)));
+    return Failed(path,
+                  absl::StrCat("cannot create it: ", std::strerror(errno)));
   }
   struct stat st = {};
   if (lstat(path.c_str(), &st) != 0) {
@@ -82,10 +82,10 @@ absl::Status MakeAccountFolder(const std::string& path,
     return Failed(path, "not a folder (a link or a file is refused)");
   }
   if (st.st_uid != account.ids.uid) {
-    return Failed(path, absl::StrCat("owned by uid ", st.st_uid,
-                                     ", not by account ", account.name,
-                                     " (uid ", account.ids.uid,
-                                     "); its owner or an admin must fix it"));
+    return Failed(path,
+                  absl::StrCat("owned by uid ", st.st_uid, ", not by account ",
+                               account.name, " (uid ", account.ids.uid,
+                               "); its owner or an admin must fix it"));
   }
   return absl::OkStatus();
 }
@@ -99,8 +99,8 @@ absl::Status MakeTraversable(const std::string& path) {
     return absl::OkStatus();
   }
   if (errno != EEXIST) {
-    return Failed(path, absl::StrCat("cannot create it: ",
-                                     std::strerror(errno)));
+    return Failed(path,
+                  absl::StrCat("cannot create it: ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -124,9 +124,9 @@ absl::StatusOr<std::string> ResolveCheckpointDir(const std::string& dir,
     const std::string rest = dir.substr(1);  // "/..."
     if (UsableHome(*account)) return account->home + rest;
     if (fallback.empty()) {
-      return Failed(dir, absl::StrCat("account ", account->name,
-                                      " has no usable home (",
-                                      account->home, ")"));
+      return Failed(
+          dir, absl::StrCat("account ", account->name, " has no usable home (",
+                            account->home, ")"));
     }
     // The stand-in for the home: this node's, private to the account.
     if (absl::Status made = MakeTraversable(fallback); !made.ok()) {
@@ -136,13 +136,12 @@ absl::StatusOr<std::string> ResolveCheckpointDir(const std::string& dir,
     struct stat st = {};
     if (lstat(fallback.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
         st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-      return Failed(fallback, absl::StrCat(
-                                  "expected a folder of uid ", geteuid(),
-                                  " that no one else may write in"));
+      return Failed(fallback,
+                    absl::StrCat("expected a folder of uid ", geteuid(),
+                                 " that no one else may write in"));
     }
     const std::string stand_in = absl::StrCat(fallback, "/", account->name);
-    if (absl::Status made = MakeAccountFolder(stand_in, *account);
-        !made.ok()) {
+    if (absl::Status made = MakeAccountFolder(stand_in, *account); !made.ok()) {
       return made;
     }
     return stand_in + rest;
@@ -151,8 +150,8 @@ absl::StatusOr<std::string> ResolveCheckpointDir(const std::string& dir,
   const std::string prefix = absl::StrCat(base, "/");
   const std::string name =
       absl::StartsWith(dir, prefix)
-          ? dir.substr(prefix.size(), dir.find('/', prefix.size()) -
-                                          prefix.size())
+          ? dir.substr(prefix.size(),
+                       dir.find('/', prefix.size()) - prefix.size())
           : "";
   bool dotdot = false;
   for (absl::string_view part : absl::StrSplit(dir, '/')) {
@@ -160,9 +159,9 @@ absl::StatusOr<std::string> ResolveCheckpointDir(const std::string& dir,
   }
   if (base[0] != '/' || name.empty() || name == "." || dotdot ||
       dir.find('/', prefix.size()) == std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "checkpoint dir ", dir, ": expected <checkpoint base ", base,
-        ">/<owner>/..., without '..'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint dir ", dir, ": expected <checkpoint base ",
+                     base, ">/<owner>/..., without '..'"));
   }
   if (absl::Status made = MakeTraversable(base); !made.ok()) return made;
   if (absl::Status made = MakeAccountFolder(prefix + name, *account);

@@ -298,8 +298,7 @@ TEST_F(RunAsLauncherTest, WhatTheAccountCannotUseIsAStartError) {
 TEST_F(RunAsLauncherTest, DefaultCheckpointDirWithoutAHomeIsTheAccounts) {
   const std::string fallback = dir_.File("fallback");
   auto launcher = std::make_unique<PosixLauncher>(PosixLauncherOptions{
-      .base_env = {"PATH=/usr/bin:/bin"},
-      .checkpoint_fallback_dir = fallback});
+      .base_env = {"PATH=/usr/bin:/bin"}, .checkpoint_fallback_dir = fallback});
   TaskSpec spec = Spec(
       "echo \"$TIRESIAS_CHECKPOINT_DIR\" > said; touch "
       "\"$TIRESIAS_CHECKPOINT_DIR/made\"");
@@ -340,7 +339,8 @@ TEST_F(RunAsLauncherTest, CheckpointBaseFolderIsTheAccountsOrRefused) {
   std::filesystem::create_directories(base + "/planted");
   spec.checkpoint_dir = base + "/planted/c0ffee/job-2";
   absl::StatusOr<TaskHandle> refused = launcher->Start(spec);
-  EXPECT_THAT(MessageOf(refused.status()), HasSubstr("owned by uid 0, not by account"));
+  EXPECT_THAT(MessageOf(refused.status()),
+              HasSubstr("owned by uid 0, not by account"));
   spec.checkpoint_dir = base + "/../elsewhere/c0ffee/job-3";
   EXPECT_THAT(MessageOf(launcher->Start(spec).status()),
               HasSubstr("expected <checkpoint base"));

@@ -135,7 +135,8 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
                   "address is printed)")->capture_default_str();
   cmd->add_option("--state-dir", f.state_dir,
                   "Folder for state.db (created if missing; only its owner "
-                  "may read it)")->capture_default_str();
+                  "may read it)")
+      ->capture_default_str();
   cmd->add_option("--checkpoint-base", f.checkpoint_base,
                   "Absolute folder, the same on every node, under which a job "
                   "that names no --checkpoint-dir checkpoints: "

@@ -67,7 +67,8 @@ absl::StatusOr<security::TlsConfig> AgentTls(const std::string& ca_dir,
 // its path.
 absl::StatusOr<std::string> WritePublicCa(const std::string& state_dir,
                                           const std::string& ca_pem) {
-  const std::string dir = (std::filesystem::path(state_dir) / "public").string();
+  const std::string dir =
+      (std::filesystem::path(state_dir) / "public").string();
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::PermissionDeniedError(
         absl::StrCat(dir, ": cannot create: ", std::strerror(errno)));
@@ -90,8 +91,7 @@ std::string OtherUsersNote(const std::string& address,
       "  other users: an admin issues each a token, `tiresias admin token "
       "create --user NAME` (printed once), and they\n"
       "    export TIRESIAS_MASTER=",
-      address, " TIRESIAS_CA=", public_ca,
-      " TIRESIAS_TOKEN=<their token>\n");
+      address, " TIRESIAS_CA=", public_ca, " TIRESIAS_TOKEN=<their token>\n");
   if (const std::string closed = security::FirstClosedFolder(public_ca);
       !closed.empty()) {
     absl::StrAppend(&note, "    (they cannot reach it: ", closed,

@@ -68,8 +68,8 @@ std::string RandomClusterId() {
   std::random_device random;  // getrandom(2) on Linux
   std::string id;
   for (int i = 0; i < 4; ++i) {
-    absl::StrAppend(&id, absl::Hex(static_cast<uint32_t>(random()),
-                                   absl::kZeroPad8));
+    absl::StrAppend(
+        &id, absl::Hex(static_cast<uint32_t>(random()), absl::kZeroPad8));
   }
   return id;
 }

@@ -41,8 +41,7 @@ absl::StatusOr<PrivateDir> EnsurePrivateDir(
     return done;
   }
   if (!S_ISDIR(st.st_mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(dir, ": not a folder"));
+    return absl::FailedPreconditionError(absl::StrCat(dir, ": not a folder"));
   }
   if ((st.st_mode & 077 & ~mode) != 0) {
     if (chmod(dir.c_str(), mode) != 0) return Errno(dir, "cannot set mode");
@@ -95,13 +94,12 @@ std::string DescribeTightened(const std::string& dir, const PrivateDir& done) {
   if (done.tightened.empty()) return "";
   std::vector<std::string> named(
       done.tightened.begin(),
-      done.tightened.begin() +
-          std::min<size_t>(done.tightened.size(), 5));
-  return absl::StrCat(
-      "tightened ", done.tightened.size(),
-      done.tightened.size() == 1 ? " path" : " paths",
-      " that other users could read or write in ", dir, ": ",
-      absl::StrJoin(named, ", "), done.tightened.size() > 5 ? ", ..." : "");
+      done.tightened.begin() + std::min<size_t>(done.tightened.size(), 5));
+  return absl::StrCat("tightened ", done.tightened.size(),
+                      done.tightened.size() == 1 ? " path" : " paths",
+                      " that other users could read or write in ", dir, ": ",
+                      absl::StrJoin(named, ", "),
+                      done.tightened.size() > 5 ? ", ..." : "");
 }
 
 }  // namespace tiresias::security

@@ -218,7 +218,7 @@ def check_unreadable(user, paths):
             "        print('READ ' + p)\n"
             "    except OSError:\n"
             "        pass\n")
-    r = subprocess.run([sys.executable, "-c", code] + list(paths),
+    r = subprocess.run(["/usr/bin/python3", "-c", code] + list(paths),
                        capture_output=True, text=True, timeout=30,
                        preexec_fn=as_user(user))
     if "READ" in r.stdout or r.returncode != 0:

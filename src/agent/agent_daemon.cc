@@ -21,6 +21,7 @@
 #include "nlohmann/json.hpp"
 #include "proto/tiresias.grpc.pb.h"
 #include "proto/tiresias.pb.h"
+#include "security/private_files.h"
 
 namespace tiresias {
 
@@ -86,15 +87,34 @@ absl::Status AgentDaemon::Start() {
   if (options_.state_dir.empty()) {
     return absl::InvalidArgumentError("state dir: must not be empty");
   }
+  // Users' fallback checkpoints are theirs: left as they are.
+  absl::StatusOr<security::PrivateDir> state_dir =
+      security::EnsurePrivateDir(options_.state_dir, 0711, {"checkpoints"});
+  if (!state_dir.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("state dir: ", state_dir.status().message()));
+  }
+  if (!state_dir->tightened.empty()) {
+    Log(security::DescribeTightened(options_.state_dir, *state_dir));
+  }
   std::error_code ec;
   std::filesystem::create_directories(
       std::filesystem::path(options_.state_dir) / "logs", ec);
+  if (!ec) {  // the agent's alone: it serves each log to its job's owner
+    std::filesystem::permissions(
+        std::filesystem::path(options_.state_dir) / "logs",
+        std::filesystem::perms::owner_all, ec);
+  }
   if (ec) {
     return absl::FailedPreconditionError(absl::StrCat(
         "state dir ", options_.state_dir, ": cannot create: ", ec.message()));
   }
   if (absl::Status s = LockStateDir(); !s.ok()) return s;
   PosixLauncherOptions launcher_options;
+  launcher_options.checkpoint_fallback_dir =
+      options_.checkpoint_fallback_dir.empty()
+          ? options_.state_dir + "/checkpoints"
+          : options_.checkpoint_fallback_dir;
   launcher_options.run_as.allow_root_tasks = options_.allow_root_tasks;
   if (!options_.user_map_file.empty()) {
     absl::StatusOr<UserMap> map = UserMap::Load(options_.user_map_file);

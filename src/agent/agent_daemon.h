@@ -111,7 +111,16 @@ struct AgentOptions {
   // bound port.
   std::string log_listen;
   std::optional<int> emulate_gpus;  // --gpus N; nullopt: discover
-  std::string state_dir;            // created if missing; required
+  // Created if missing; required. 0711 (an existing one is set so, and
+  // what lies in it closed to group and others, security/private_files.h):
+  // only the agent reads it, but tasks running as other accounts must
+  // traverse it to their profile file (profiles/, 0711) and to their
+  // fallback checkpoint folder (checkpoints/<account>, 0700).
+  std::string state_dir;
+  // Where accounts without a usable home checkpoint by default
+  // (checkpoint_dir.h); empty: <state_dir>/checkpoints. `tiresias up`
+  // gives its agents one folder, so a job resumes on any of them.
+  std::string checkpoint_fallback_dir;
   // SIGTERM to SIGKILL, for every stop (preemption, cancellation, fencing,
   // shutdown). Told to the master, which shortens the lease by it.
   std::chrono::milliseconds grace{30000};

@@ -105,7 +105,7 @@ absl::StatusOr<std::optional<v1::TrafficProfile>> ReadTaskProfile(
 
 absl::Status AgentDaemon::LockStateDir() {
   const std::string path = options_.state_dir + "/lock";
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": cannot open: ", std::strerror(errno)));

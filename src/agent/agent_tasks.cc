@@ -139,6 +139,7 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
   spec.argv.assign(st.command().begin(), st.command().end());
   spec.env.insert(st.env().begin(), st.env().end());
   spec.checkpoint_dir = st.checkpoint_dir();
+  spec.checkpoint_base = st.checkpoint_base();
   spec.restart_count = st.restart_count();
   spec.owner = st.owner();
   spec.master_addr = st.master_addr();

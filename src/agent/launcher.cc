@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "agent/checkpoint_dir.h"
 #include "agent/clock.h"
 #include "agent/exit_file.h"
 #include "agent/proc_table.h"
@@ -242,8 +243,18 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
                                      account.status().message()));
   }
   const TaskAccount* as = account->has_value() ? &**account : nullptr;
+  absl::StatusOr<std::string> checkpoint_dir =
+      ResolveCheckpointDir(spec.checkpoint_dir, spec.checkpoint_base, as,
+                           state_->options.checkpoint_fallback_dir);
+  if (!checkpoint_dir.ok()) {
+    return absl::Status(checkpoint_dir.status().code(),
+                        absl::StrCat("cannot start ", TaskName(spec), ": ",
+                                     checkpoint_dir.status().message()));
+  }
+  TaskSpec resolved = spec;
+  resolved.checkpoint_dir = *std::move(checkpoint_dir);
   const std::vector<std::string> env =
-      BuildTaskEnvironment(spec, as != nullptr ? *as : OwnAccount());
+      BuildTaskEnvironment(resolved, as != nullptr ? *as : OwnAccount());
   absl::StatusOr<std::string> path =
       ResolveCommand(spec.argv[0], FindEnv(env, "PATH"), spec.working_dir);
   // What fails as the account says so.
@@ -262,7 +273,7 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(spec.fence_grace)
           .count();
   if (as != nullptr) request.run_as = as->ids;
-  request.checkpoint_dir = spec.checkpoint_dir;
+  request.checkpoint_dir = resolved.checkpoint_dir;
   request.output_path = spec.output_path;
   // The same file twice would be two descriptions appending in turn: one
   // pipe keeps the task's order.

@@ -53,8 +53,11 @@ struct TaskSpec {
   std::vector<int> gpus;          // GpuInfo::index values; empty: no GPU
   std::vector<std::string> argv;  // argv[0] looked up in PATH if bare
   std::map<std::string, std::string> env;  // the user's --env K=V
-  // Created (0700) by the task's process if missing; empty: none.
+  // Created (0700) by the task's process if missing; empty: none. A
+  // leading "~/", and checkpoint_base, as checkpoint_dir.h says (resolved
+  // by Start, which passes the result as TIRESIAS_CHECKPOINT_DIR).
   std::string checkpoint_dir;
+  std::string checkpoint_base;  // StartTask.checkpoint_base; empty: none
   // The job's owner (StartTask.owner): whom the task runs as when the
   // launcher runs as root (ResolveTaskAccount).
   std::string owner;
@@ -195,6 +198,9 @@ struct PosixLauncherOptions {
   // Whom tasks run as (run_as.h). The default refuses what it must: as
   // root, a task runs only as its owner's account, never as uid 0.
   RunAsPolicy run_as;
+  // Where accounts without a usable home get their "~" for checkpoints
+  // (checkpoint_dir.h); empty: such a task is refused.
+  std::string checkpoint_fallback_dir;
 };
 
 // Forks and execs tasks (see spawn.h for the child's setup, task_env.h for

@@ -332,5 +332,59 @@ TEST_F(RunAsLauncherTest, WhatTheAccountCannotUseIsAStartError) {
   EXPECT_TRUE(launcher->PollAll().empty());
 }
 
+// The master's default checkpoint dir (checkpoint_dir.h): "~" stands for
+// the account's home; this one has none (useradd --no-create-home), so it
+// gets a folder of its own under the agent's fallback, made for it.
+TEST_F(RunAsLauncherTest, DefaultCheckpointDirWithoutAHomeIsTheAccounts) {
+  const std::string fallback = dir_.File("fallback");
+  auto launcher = std::make_unique<PosixLauncher>(PosixLauncherOptions{
+      .base_env = {"PATH=/usr/bin:/bin"}, .checkpoint_fallback_dir = fallback});
+  TaskSpec spec = Spec(
+      "echo \"$TIRESIAS_CHECKPOINT_DIR\" > said; touch "
+      "\"$TIRESIAS_CHECKPOINT_DIR/made\"");
+  spec.checkpoint_dir = "~/.tiresias/checkpoints/c0ffee/job-1";
+  // The agent's own umask (the daemons' 077) is not the task's.
+  const mode_t agent_umask = umask(077);
+  RunToTheEnd(*launcher, spec);
+  umask(agent_umask);
+  const std::string own = fallback + "/" + user_->name();
+  const std::string ckpt = own + "/.tiresias/checkpoints/c0ffee/job-1";
+  EXPECT_EQ(ReadFile(work_ + "/said"), ckpt + "\n");
+  EXPECT_EQ(StatOf(fallback).st_mode & 0777, 0711u);
+  EXPECT_EQ(StatOf(fallback).st_uid, 0u);
+  for (const std::string& folder :
+       {own, own + "/.tiresias", own + "/.tiresias/checkpoints", ckpt}) {
+    const struct stat st = StatOf(folder);
+    EXPECT_EQ(st.st_uid, user_->uid()) << folder;
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << folder;
+  }
+  EXPECT_EQ(StatOf(ckpt + "/made").st_mode & 0777, 0644u);  // umask 022
+}
+
+// With the master's --checkpoint-base, the agent makes <base>/<owner> for
+// the account; one that someone else made first is refused, not used.
+TEST_F(RunAsLauncherTest, CheckpointBaseFolderIsTheAccountsOrRefused) {
+  auto launcher = Launcher();
+  const std::string base = dir_.File("base");
+  TaskSpec spec = Spec("echo \"$TIRESIAS_CHECKPOINT_DIR\" > said");
+  spec.checkpoint_base = base;
+  spec.checkpoint_dir = base + "/" + user_->name() + "/c0ffee/job-1";
+  RunToTheEnd(*launcher, spec);
+  EXPECT_EQ(ReadFile(work_ + "/said"), spec.checkpoint_dir + "\n");
+  const struct stat own = StatOf(base + "/" + user_->name());
+  EXPECT_EQ(own.st_uid, user_->uid());
+  EXPECT_EQ(own.st_mode & 0777, 0700u);
+  EXPECT_EQ(StatOf(spec.checkpoint_dir).st_uid, user_->uid());
+
+  std::filesystem::create_directories(base + "/planted");
+  spec.checkpoint_dir = base + "/planted/c0ffee/job-2";
+  absl::StatusOr<TaskHandle> refused = launcher->Start(spec);
+  EXPECT_THAT(MessageOf(refused.status()),
+              HasSubstr("owned by uid 0, not by account"));
+  spec.checkpoint_dir = base + "/../elsewhere/c0ffee/job-3";
+  EXPECT_THAT(MessageOf(launcher->Start(spec).status()),
+              HasSubstr("expected <checkpoint base"));
+}
+
 }  // namespace
 }  // namespace tiresias

@@ -149,7 +149,7 @@ void WriteExitFile(const ChildSetup& s, int status, bool fenced) {
   if (fenced) AppendText(buf, &n, " fenced");
   AppendText(buf, &n, "\n");
   const int fd =
-      open(s.exit_tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      open(s.exit_tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return;
   const bool written = write(fd, buf, n) == static_cast<ssize_t>(n);
   fsync(fd);
@@ -228,14 +228,16 @@ void BecomeAccount(const ChildSetup& s) {
   }
 }
 
-// Creates s.checkpoint_dir if missing (as whoever the task now is), then
-// checks that it is a folder the task can read, write and enter.
+// Creates s.checkpoint_dir if missing (as whoever the task now is), with
+// its missing parents, all 0700 (they hold the task's checkpoints, its
+// account's alone), then checks that it is a folder the task can read,
+// write and enter.
 void MakeCheckpointDir(const ChildSetup& s) {
   char* path = s.checkpoint_dir;
   for (char* p = path + 1; *p != '\0'; ++p) {
     if (*p != '/') continue;
     *p = '\0';
-    const int rc = mkdir(path, 0755);
+    const int rc = mkdir(path, 0700);
     const int error = errno;
     *p = '/';
     if (rc != 0 && error != EEXIST) {
@@ -312,6 +314,9 @@ void OpenUserFiles(const ChildSetup& s, const TeeEnds& ends) {
                            const TeeEnds& ends) {
   // Before PR_SET_PDEATHSIG: the kernel clears it when the ids change.
   if (s.run_as) BecomeAccount(s);
+  // Not the agent's 077: what the task creates is as from its user's
+  // shell (kTaskUmask, spawn.h).
+  umask(kTaskUmask);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (getppid() != shim) _exit(127);  // the shim died before prctl
   if (s.working_dir != nullptr && chdir(s.working_dir) != 0) Fail(s, kChdir);
@@ -665,7 +670,7 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
         "cannot create log folder ", log_dir.string(), ": ", ec.message()));
   }
   Fd log(open(request.log_path.c_str(),
-              O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+              O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (log.get() < 0) return Error("cannot open log", request.log_path, errno);
   // The account's own file, which other accounts cannot read.
   if (request.run_as && (fchown(log.get(), request.run_as->uid,

@@ -78,7 +78,7 @@ struct SpawnRequest {
   // Whom the task runs as; nullopt: the caller's identity, unchanged.
   std::optional<RunAs> run_as;
   // Created by the task's process (as run_as) if missing, with its missing
-  // parents (0755; the folder itself 0700), after the chdir to working_dir;
+  // parents (all 0700), after the chdir to working_dir;
   // it must then be a folder the task can read, write and enter. Empty:
   // none.
   std::string checkpoint_dir;
@@ -91,6 +91,13 @@ struct SpawnRequest {
   std::string output_path;
   std::string error_path;
 };
+
+// The task's umask, set by its process before it makes its checkpoint
+// dir, opens its output files and execs: the usual default of a login
+// shell, so a job's files are what its user's own commands would make,
+// whatever the agent's (077: the agent's state is its own). The shim keeps
+// the agent's, so the exit file and the task log (0600) stay private.
+inline constexpr mode_t kTaskUmask = 022;
 
 // How often a waiting shim checks its task's lease, nanoseconds.
 inline constexpr int64_t kShimTickNs = 100'000'000;

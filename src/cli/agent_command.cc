@@ -1,6 +1,7 @@
 #include "cli/agent_command.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include "agent/agent_daemon.h"
 #include "cli/cluster_client.h"
 #include "cli/master_flags.h"
+#include "security/private_files.h"
 #include "security/tls.h"
 
 namespace tiresias {
@@ -43,6 +45,8 @@ std::string DefaultStateDir() {
 }
 
 int RunAgent(const AgentFlags& f) {
+  // Its state (tokens, task logs) is its own; tasks set their own umask.
+  security::MakeFilesPrivateByDefault();
   // An operator's shell may hold their token: the agent has no use for it,
   // and nothing it starts may inherit it (its tasks never see its
   // environment at all: task_env.h).
@@ -101,6 +105,16 @@ int RunAgent(const AgentFlags& f) {
     std::fprintf(stderr, "tiresias: agent: %s\n",
                  std::string(status.message()).c_str());
     return 1;
+  }
+  if (const std::string closed = security::FirstClosedFolder(f.state_dir);
+      geteuid() == 0 && !closed.empty()) {
+    std::fprintf(stderr,
+                 "tiresias agent: WARNING: other users cannot traverse %s: "
+                 "their tasks cannot be profiled, nor checkpoint by default "
+                 "when their account has no usable home (they fall back to "
+                 "%s/checkpoints/<account>); give --state-dir a folder "
+                 "whose parents others may traverse\n",
+                 closed.c_str(), f.state_dir.c_str());
   }
   const char* signal_name = nullptr;
   while ((signal_name = StopSignalWithin(std::chrono::milliseconds(100))) ==

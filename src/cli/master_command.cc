@@ -15,6 +15,7 @@
 #include "master/server.h"
 #include "place/placement.h"
 #include "sched/policy.h"
+#include "security/private_files.h"
 
 namespace tiresias {
 namespace {
@@ -23,6 +24,8 @@ int RunMaster(const MasterFlags& f) {
   // Before any thread starts: gRPC's and the scheduler's inherit the mask,
   // so only WaitForStopSignal sees the signals.
   BlockStopSignals();
+  // Its state holds every job's environment and the tokens' hashes.
+  security::MakeFilesPrivateByDefault();
   master::RealClock clock;
   absl::StatusOr<RunningMaster> master = StartMaster(f, &clock);
   if (!master.ok()) return cli::Fail(std::string(master.status().message()));

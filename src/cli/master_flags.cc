@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,7 @@
 #include "place/placement.h"
 #include "security/cert_dirs.h"
 #include "security/pem_files.h"
+#include "security/private_files.h"
 #include "core/status_macros.h"
 #include "sched/policy.h"
 
@@ -105,6 +107,20 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
   }
   o.require_auth = !f.insecure;
   o.hide_others_commands = f.hide_commands;
+  if (!f.checkpoint_base.empty()) {
+    const std::filesystem::path base(f.checkpoint_base);
+    bool dotdot = false;
+    for (const auto& part : base) dotdot = dotdot || part == "..";
+    if (!base.is_absolute() || dotdot) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--checkpoint-base ", f.checkpoint_base,
+          ": expected an absolute path without '..' (the same folder on "
+          "every node)"));
+    }
+    std::string normal = base.lexically_normal().string();
+    while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+    o.checkpoint_base = normal;
+  }
   return o;
 }
 
@@ -127,8 +143,15 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
                   "host:port to serve on (port 0 picks a free one; the "
                   "address is printed)")->capture_default_str();
   cmd->add_option("--state-dir", f.state_dir,
-                  "Folder for state.db and default checkpoints (created if "
-                  "missing)")->capture_default_str();
+                  "Folder for state.db (created if missing; only its owner "
+                  "may read it)")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-base", f.checkpoint_base,
+                  "Absolute folder, the same on every node, under which a job "
+                  "that names no --checkpoint-dir checkpoints: "
+                  "DIR/<owner>/<cluster id>/job-<id>, DIR/<owner> made 0700 "
+                  "for the owner by the agent (default: the owner's home, "
+                  "~/.tiresias/checkpoints/<cluster id>/job-<id>)");
   cmd->add_option("--policy", f.policy, "Scheduling policy")
       ->capture_default_str()
       ->check(cli::ChoicesHint(PolicyNames()));
@@ -282,13 +305,20 @@ absl::StatusOr<std::string> BootstrapAdminToken(MasterState& state,
 absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
                                           master::Clock* clock) {
   ASSIGN_OR_RETURN(MasterOptions options, ToOptions(f));
-  ASSIGN_OR_RETURN(security::TlsConfig tls, MasterTls(f));
-  std::error_code ec;
-  std::filesystem::create_directories(f.state_dir, ec);
-  if (ec) {
+  // Before the TLS folder, which may lie in it. Users' checkpoints, the
+  // public files and the TLS folder (0700, keys 0600, certificates 0644:
+  // cert_dirs.h) are left as they are.
+  absl::StatusOr<security::PrivateDir> state_dir = security::EnsurePrivateDir(
+      f.state_dir, f.state_dir_mode, {"public", "checkpoints", "tls"});
+  if (!state_dir.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--state-dir ", f.state_dir, ": cannot create: ", ec.message()));
+        "--state-dir ", f.state_dir, ": ", state_dir.status().message()));
   }
+  if (!state_dir->tightened.empty()) {
+    std::fprintf(stderr, "tiresias: %s\n",
+                 security::DescribeTightened(f.state_dir, *state_dir).c_str());
+  }
+  ASSIGN_OR_RETURN(security::TlsConfig tls, MasterTls(f));
   RunningMaster m;
   m.tls = tls;
   absl::StatusOr<std::unique_ptr<MasterState>> state =

@@ -2,6 +2,8 @@
 #ifndef TIRESIAS_CLI_MASTER_FLAGS_H_
 #define TIRESIAS_CLI_MASTER_FLAGS_H_
 
+#include <sys/types.h>
+
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -21,6 +23,12 @@ namespace tiresias {
 struct MasterFlags {
   std::string listen = "127.0.0.1:50051";
   std::string state_dir = "./tiresias-state";
+  // The state dir's mode (not a flag): the master's alone, 0700; `tiresias
+  // up` keeps its agents' state dirs in it, which tasks of other accounts
+  // traverse (agent_daemon.h), and its public CA copy: 0711.
+  mode_t state_dir_mode = 0700;
+  // --checkpoint-base (MasterOptions::checkpoint_base); empty: homes.
+  std::string checkpoint_base;
   std::string policy = "tiresias-l";
   std::string thresholds = "3600";
   std::string promote_knob = "inf";
@@ -91,8 +99,12 @@ struct RunningMaster {
   void Shutdown();
 };
 
-// Validates the flags, creates the state dir, opens the state and starts
-// serving. Errors are one line, ready for "tiresias: ".
+// Validates the flags, creates the state dir (state_dir_mode; an existing
+// one set so, and what it holds closed to group and others but its
+// public/, checkpoints/ and tls/ folders: security/private_files.h, said on
+// stderr), opens the state and starts serving. The caller should have made
+// its files private by default first (security::MakeFilesPrivateByDefault).
+// Errors are one line, ready for "tiresias: ".
 absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
                                           master::Clock* clock);
 

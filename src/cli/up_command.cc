@@ -7,11 +7,14 @@
 // not finished. Its agents are like any agent: run as root, they run each
 // task as its job owner's Unix account and refuse root tasks unless
 // --allow-root-tasks (agent_daemon.h); otherwise tasks run as this user.
-#include <algorithm>
-#include <chrono>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -20,6 +23,8 @@
 #include "agent/agent_daemon.h"
 #include "core/status_macros.h"
 #include "security/cert_dirs.h"
+#include "security/pem_files.h"
+#include "security/private_files.h"
 #include "security/tls.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
@@ -57,6 +62,45 @@ absl::StatusOr<security::TlsConfig> AgentTls(const std::string& ca_dir,
   return security::LoadTlsDir(dir, "agent");
 }
 
+// Writes <state_dir>/public/ca.pem (0644, its folder 0755): the CA
+// certificate every user's client needs, out of the private state. Returns
+// its path.
+absl::StatusOr<std::string> WritePublicCa(const std::string& state_dir,
+                                          const std::string& ca_pem) {
+  const std::string dir =
+      (std::filesystem::path(state_dir) / "public").string();
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(dir, ": cannot create: ", std::strerror(errno)));
+  }
+  if (chmod(dir.c_str(), 0755) != 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(dir, ": cannot set mode 0755: ", std::strerror(errno)));
+  }
+  const std::string path = dir + "/ca.pem";
+  RETURN_IF_ERROR(security::WriteFileAtomically(path, ca_pem, 0644));
+  return path;
+}
+
+// How a second user gets going (`up` started as root runs their jobs as
+// their own accounts), and a warning if they cannot reach the CA copy.
+// The token command is `tiresias admin token create` (admin_token_command).
+std::string OtherUsersNote(const std::string& address,
+                           const std::string& public_ca) {
+  std::string note = absl::StrCat(
+      "  other users: an admin issues each a token, `tiresias admin token "
+      "create --user NAME` (printed once), and they\n"
+      "    export TIRESIAS_MASTER=",
+      address, " TIRESIAS_CA=", public_ca, " TIRESIAS_TOKEN=<their token>\n");
+  if (const std::string closed = security::FirstClosedFolder(public_ca);
+      !closed.empty()) {
+    absl::StrAppend(&note, "    (they cannot reach it: ", closed,
+                    " is closed to them; copy ", public_ca,
+                    " where they can read it)\n");
+  }
+  return note;
+}
+
 int RunUp(const UpFlags& f) {
   // Its master, agents and dashboard use no client credential (the
   // dashboard's browsers log in with their own token), and the jobs its
@@ -81,16 +125,23 @@ int RunUp(const UpFlags& f) {
                      listen.message()));
   }
   BlockStopSignals();
+  // What it keeps holds every job's environment, tokens and keys: its own
+  // alone, but for the public CA copy (below).
+  security::MakeFilesPrivateByDefault();
   master::RealClock clock;
   // Secure by default: a CA and every certificate under the state folder
   // (made on the first run, kept after), and the master's first admin
   // token beside them; --insecure for plain text.
   MasterFlags master_flags = f.master;
+  // Absolute, as printed: jobs start in their submitter's folder.
+  const std::string state_dir =
+      std::filesystem::absolute(f.master.state_dir).lexically_normal().string();
+  master_flags.state_dir = state_dir;
+  // Its agents' state dirs lie in it, which tasks of other accounts
+  // traverse (agent_daemon.h), and the public CA copy: 0711.
+  master_flags.state_dir_mode = 0711;
   const std::string tls_dir =
-      std::filesystem::absolute(std::filesystem::path(f.master.state_dir) /
-                                "tls")
-          .lexically_normal()
-          .string();
+      (std::filesystem::path(state_dir) / "tls").string();
   if (!master_flags.insecure && master_flags.tls_dir.empty()) {
     master_flags.init_ca = tls_dir;
   }
@@ -105,7 +156,9 @@ int RunUp(const UpFlags& f) {
     o.master_address = master->address;
     o.node_name = absl::StrCat("node-", i);
     o.emulate_gpus = f.gpus;
-    o.state_dir = absl::StrCat(f.master.state_dir, "/agent-", i);
+    o.state_dir = absl::StrCat(state_dir, "/agent-", i);
+    // One folder for all its agents: a job resumes on any of them.
+    o.checkpoint_fallback_dir = absl::StrCat(state_dir, "/checkpoints");
     o.grace = std::chrono::milliseconds(
         static_cast<int64_t>(f.grace_seconds * 1000));
     // Started by root, `up` runs root's own jobs as root (the admin token
@@ -170,10 +223,7 @@ int RunUp(const UpFlags& f) {
   std::string exports = absl::StrCat("  export TIRESIAS_MASTER=",
                                      master->address, "\n");
   const std::string token_file =
-      std::filesystem::absolute(std::filesystem::path(f.master.state_dir) /
-                                "admin-token")
-          .lexically_normal()
-          .string();
+      (std::filesystem::path(state_dir) / "admin-token").string();
   std::string metrics_note;
   std::string dashboard_note;
   if (MetricsTokenRequired(master_flags)) {
@@ -182,13 +232,20 @@ int RunUp(const UpFlags& f) {
   if (!master_flags.insecure) {
     dashboard_note = absl::StrCat(" (log in with a token, e.g. the admin's in ",
                                   token_file, ")");
-    absl::StrAppend(&exports, "  export TIRESIAS_CA=",
-                    (std::filesystem::path(master_flags.tls_dir.empty()
-                                               ? tls_dir
-                                               : master_flags.tls_dir) /
-                     "ca.pem")
-                        .string(),
-                    "\n", "  export TIRESIAS_TOKEN_FILE=", token_file, "\n");
+    // The CA certificate (no secret) where every user can read it.
+    absl::StatusOr<std::string> public_ca =
+        WritePublicCa(state_dir, master->tls.ca_pem);
+    if (!public_ca.ok()) {
+      for (auto& a : agents) a->Stop();
+      master->Shutdown();
+      return cli::Fail(std::string(public_ca.status().message()));
+    }
+    absl::StrAppend(&exports, "  export TIRESIAS_CA=", *public_ca, "\n",
+                    "  export TIRESIAS_TOKEN_FILE=", token_file, "\n");
+    // Not root, every job runs as this user: no one else's to run.
+    if (geteuid() == 0) {
+      absl::StrAppend(&exports, OtherUsersNote(master->address, *public_ca));
+    }
   } else {
     absl::StrAppend(&exports,
                     "  (--insecure: no TLS, no authentication)\n");
@@ -204,7 +261,7 @@ int RunUp(const UpFlags& f) {
       "  metrics: http://%s/metrics%s\n"
       "  dashboard: %s%s\n"
       "Ctrl-C stops the cluster.\n",
-      master->address.c_str(), f.agents, f.gpus, f.master.state_dir.c_str(),
+      master->address.c_str(), f.agents, f.gpus, state_dir.c_str(),
       exports.c_str(), master->http ? master->http_address.c_str() : "(off)",
       metrics_note.c_str(), dashboard_url.c_str(),
       dashboard.ok() ? dashboard_note.c_str() : "");
@@ -257,9 +314,13 @@ void AddUpCommand(CLI::App& app, int* exit_code) {
       "agents run each job as its owner's Unix account (`tiresias submit` "
       "sends the login name, $USER), as any agent does: a job whose owner "
       "has no account here fails to start, and so does one of root unless "
-      "--allow-root-tasks. A job needs a checkpoint dir its account can "
-      "create (the default is under --state-dir; else submit "
-      "--checkpoint-dir).");
+      "--allow-root-tasks. A job that names no --checkpoint-dir "
+      "checkpoints under its owner's home, "
+      "~/.tiresias/checkpoints/<cluster id>/job-<id> (or --checkpoint-base; "
+      "an account without a home gets a private folder in "
+      "--state-dir/checkpoints). Everything in --state-dir is closed to "
+      "other users but public/ca.pem, the CA certificate their clients "
+      "need.");
   flags->master.state_dir = "./tiresias-up";
   flags->master.http_listen = "127.0.0.1:0";
   AddMasterFlags(cmd, &flags->master);

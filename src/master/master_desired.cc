@@ -28,10 +28,19 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
   for (int gpu : part.local_gpus) start->add_gpu_indexes(gpu);
   for (const std::string& arg : rec.spec.command) start->add_command(arg);
   for (const auto& [k, v] : rec.spec.env) (*start->mutable_env())[k] = v;
-  start->set_checkpoint_dir(
-      rec.spec.checkpoint_dir.empty()
-          ? absl::StrCat(options_.state_dir, "/checkpoints/job-", rec.id)
-          : rec.spec.checkpoint_dir);
+  if (!rec.spec.checkpoint_dir.empty()) {
+    start->set_checkpoint_dir(rec.spec.checkpoint_dir);
+  } else if (options_.checkpoint_base.empty()) {
+    // The agent knows the account's home; the master does not.
+    start->set_checkpoint_dir(absl::StrCat("~/.tiresias/checkpoints/",
+                                           cluster_id(), "/job-", rec.id));
+  } else {
+    start->set_checkpoint_dir(
+        absl::StrCat(options_.checkpoint_base, "/",
+                     rec.spec.user.empty() ? "-" : rec.spec.user, "/",
+                     cluster_id(), "/job-", rec.id));
+    start->set_checkpoint_base(options_.checkpoint_base);
+  }
   start->set_restart_count(rec.restarts);
   start->set_owner(rec.spec.user);
   start->set_profile(launch.profile);

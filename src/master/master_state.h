@@ -138,8 +138,14 @@
 namespace tiresias {
 
 struct MasterOptions {
-  // Holds state.db and, by default, checkpoints/job-<id>/. Must exist.
+  // Holds state.db (created if missing).
   std::string state_dir;
+  // Where a job that names no checkpoint dir checkpoints, on the nodes: an
+  // absolute folder under which each owner gets one of their own
+  // (<base>/<owner>/<cluster id>/job-<id>, made by the agent); empty: under
+  // the owner's home (~/.tiresias/checkpoints/<cluster id>/job-<id>). See
+  // StartTask.checkpoint_base.
+  std::string checkpoint_base;
   std::string policy = "tiresias-l";
   // Placement scheme; empty: the policy's default.
   std::string placement;
@@ -211,6 +217,10 @@ class MasterState {
   ~MasterState();
   MasterState(const MasterState&) = delete;
   MasterState& operator=(const MasterState&) = delete;
+
+  // The store's cluster id (Store::cluster_id), which keys the default
+  // checkpoint dirs. Constant; thread-safe.
+  const std::string& cluster_id() const { return store_->cluster_id(); }
 
   // Client API. Errors: InvalidArgument naming the field (a spec past a
   // limit of job_limits.h or otherwise malformed: ValidateJobRequest; gpus

@@ -1,9 +1,15 @@
 #include "master/store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <functional>
+#include <random>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -57,6 +63,37 @@ absl::Status Configure(SqliteDb& db, const SqliteStoreOptions& options) {
   return absl::OkStatus();
 }
 
+// 128 bits from the kernel's random source, as 32 lowercase hex digits.
+std::string RandomClusterId() {
+  std::random_device random;  // getrandom(2) on Linux
+  std::string id;
+  for (int i = 0; i < 4; ++i) {
+    absl::StrAppend(
+        &id, absl::Hex(static_cast<uint32_t>(random()), absl::kZeroPad8));
+  }
+  return id;
+}
+
+// Creates the state file 0600 if missing, and takes group and others'
+// permissions from it and its -wal and -shm if they have any (SQLite gives
+// those two the main file's mode): it holds every job's environment.
+absl::Status MakeOwnerOnly(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0) close(fd);  // an error shows at SqliteDb::Open, clearer
+  for (const std::string& file : {path, path + "-wal", path + "-shm"}) {
+    struct stat st = {};
+    if (lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        (st.st_mode & 077) == 0) {
+      continue;
+    }
+    if (chmod(file.c_str(), st.st_mode & 0700) != 0) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          file, ": cannot close it to other users: ", std::strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 SqliteStore::SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
@@ -65,12 +102,39 @@ SqliteStore::~SqliteStore() = default;
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
     const std::string& path, SqliteStoreOptions options) {
+  RETURN_IF_ERROR(MakeOwnerOnly(path));
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   RETURN_IF_ERROR(Configure(*db, options));
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
   std::lock_guard<std::mutex> lock(store->mu_);
   RETURN_IF_ERROR(store->InitSchema());
+  RETURN_IF_ERROR(store->LoadClusterId());
   return store;
+}
+
+absl::Status SqliteStore::LoadClusterId() {
+  SqliteDb& db = *db_;
+  {
+    ASSIGN_OR_RETURN(
+        SqliteQuery query,
+        db.Prepare("SELECT value FROM meta WHERE key = 'cluster_id'"));
+    ASSIGN_OR_RETURN(bool row, query.Step());
+    if (row) {
+      cluster_id_ = query.Text(0);
+      return absl::OkStatus();
+    }
+  }
+  // A new store, or one of a build before cluster ids: its job ids go on
+  // from here, so an id made now is as good as one made with the store.
+  const std::string id = RandomClusterId();
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(db));
+  ASSIGN_OR_RETURN(SqliteQuery insert,
+                   db.Prepare("INSERT INTO meta (key, value) "
+                              "VALUES ('cluster_id', ?)"));
+  RETURN_IF_ERROR(insert.Bind(1, id).Run());
+  RETURN_IF_ERROR(txn.Commit());
+  cluster_id_ = id;
+  return absl::OkStatus();
 }
 
 absl::Status SqliteStore::InitSchema() {

@@ -257,6 +257,13 @@ class Store {
                                         const HistoryRetention& retention) = 0;
   virtual absl::StatusOr<std::vector<ClusterSample>> ClusterHistory(
       Seconds since, Seconds until) const = 0;
+
+  // This store's cluster id: 32 lowercase hex digits (128 random bits),
+  // made when the store is first opened by a build that has them and kept
+  // for its life (in the `meta` table). A fresh state gets a new one, so
+  // what is keyed by it (the default checkpoint dirs) is never mistaken for
+  // an earlier cluster's, whose job ids were the same. Constant.
+  virtual const std::string& cluster_id() const = 0;
 };
 
 struct SqliteStoreOptions {
@@ -284,7 +291,9 @@ class SqliteStore final : public Store {
   // An older schema version is upgraded, in one transaction. Errors name the
   // path: "<path>: not a Tiresias state file: ..." for a file that is not
   // one, FailedPrecondition for a newer schema version, Unavailable if
-  // another process holds it.
+  // another process holds it. The file (with its -wal and -shm) is its
+  // owner's alone: created 0600, and group and others' permissions removed
+  // from an existing one, since it holds jobs' environments.
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
       const std::string& path, SqliteStoreOptions options = {});
   ~SqliteStore() override;
@@ -322,6 +331,7 @@ class SqliteStore final : public Store {
                                 const HistoryRetention& retention) override;
   absl::StatusOr<std::vector<ClusterSample>> ClusterHistory(
       Seconds since, Seconds until) const override;
+  const std::string& cluster_id() const override { return cluster_id_; }
 
   // Write transactions committed since Open (each one fsync): what tests
   // and benchmarks read to see submissions share transactions.
@@ -363,10 +373,13 @@ class SqliteStore final : public Store {
                                         const std::optional<JobProfile>& profile,
                                         JobId array_id);
   absl::Status CommitLocked(SqliteTransaction& txn);
+  // Reads the cluster id from `meta`, making one first if there is none.
+  absl::Status LoadClusterId();
 
   mutable std::mutex mu_;
   std::unique_ptr<SqliteDb> db_;
   int64_t commits_ = 0;  // guarded by mu_
+  std::string cluster_id_;  // set by Open, constant after
 };
 
 }  // namespace tiresias

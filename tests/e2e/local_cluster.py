@@ -133,6 +133,8 @@ class Cluster:
         self.master = subprocess.Popen(
             [self.binary, "master", "--insecure", "--listen", address,
              "--state-dir", self.master_dir,
+             # Root's jobs checkpoint in the test's folder, not root's home.
+             "--checkpoint-base", os.path.join(self.workdir, "ckpt"),
              "--node-timeout", str(self.node_timeout),
              "--policy", self.policy] + self.master_args,
             stdout=subprocess.PIPE, stderr=log, text=True)

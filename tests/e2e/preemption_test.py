@@ -13,6 +13,7 @@ their JCTs are higher. Real processes, real gRPC, real SQLite, real torch.
 Usage: preemption_test.py TIRESIAS_BINARY REPO_ROOT. Exit 77 (skipped) when
 /usr/bin/python3 cannot import torch.
 """
+import glob
 import json
 import os
 import signal
@@ -44,7 +45,9 @@ class Cluster:
             [binary, "up", "--insecure", "--agents", "2", "--gpus", "2",
              "--listen", "127.0.0.1:0", "--state-dir", state_dir,
              "--policy", policy, "--thresholds", "20", "--grace", "20",
-             "--allow-root-tasks"],
+             "--allow-root-tasks",
+             # Checkpoints in the test's folder, not root's home.
+             "--checkpoint-base", os.path.join(state_dir, "checkpoints")],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if "master on " not in line:
@@ -126,7 +129,13 @@ def run(binary, repo, policy, workdir):
         if jobs[i]["state"] != "finished":
             fail("%s job %s ended %s" % (policy, i, jobs[i]["state"]))
     long_job = jobs[long_id]
-    ckpt = os.path.join(workdir, policy, "checkpoints", "job-" + long_id)
+    # <base>/<owner>/<cluster id>/job-N
+    found = glob.glob(os.path.join(workdir, policy, "checkpoints", "*", "*",
+                                   "job-" + long_id))
+    if len(found) != 1:
+        fail("%s: expected one checkpoint dir of job %s: %s" %
+             (policy, long_id, found))
+    ckpt = found[0]
     with open(os.path.join(ckpt, "result.json")) as f:
         result = json.load(f)
     if result["steps"] != LONG_STEPS:

@@ -148,7 +148,8 @@ def up_restart(binary):
                 [binary, "up", "--insecure", "--agents", "1", "--gpus", "1",
                  "--listen",
                  address, "--state-dir", state, "--grace", "3",
-                 "--allow-root-tasks"],
+                 "--allow-root-tasks", "--checkpoint-base",
+                 os.path.join(state, "checkpoints")],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             line = proc.stdout.readline()
             if "master on " not in line:

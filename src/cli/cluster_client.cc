@@ -215,8 +215,13 @@ void MasterClient::Connect(bool fresh) {
 }
 
 std::unique_ptr<grpc::ClientContext> MasterClient::Context() const {
-  auto context = std::make_unique<grpc::ClientContext>();
+  std::unique_ptr<grpc::ClientContext> context = StreamContext();
   context->set_deadline(std::chrono::system_clock::now() + kRpcDeadline);
+  return context;
+}
+
+std::unique_ptr<grpc::ClientContext> MasterClient::StreamContext() const {
+  auto context = std::make_unique<grpc::ClientContext>();
   if (!creds_.token.empty()) security::AttachToken(context.get(), creds_.token);
   return context;
 }

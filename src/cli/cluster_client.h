@@ -201,9 +201,13 @@ class MasterClient {
   // The generated stub on this process's own channel.
   v1::Tiresias::Stub& grpc_stub();
   std::shared_ptr<grpc::Channel> channel();
-  // A context carrying kRpcDeadline; fails within a second when nothing
-  // listens (after the channel's retries, security::DialOptions).
+  // A context carrying kRpcDeadline and the caller's credential (the
+  // token, when there is one); fails within a second when nothing listens
+  // (after the channel's retries, security::DialOptions).
   std::unique_ptr<grpc::ClientContext> Context() const;
+  // The same credential without a deadline, for a stream that lasts as long
+  // as its caller wants (WatchEvents).
+  std::unique_ptr<grpc::ClientContext> StreamContext() const;
   // A new channel that tries to connect at the next call, whatever failed
   // before (for retries: gRPC otherwise waits out its own backoff).
   void Reconnect();

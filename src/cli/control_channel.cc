@@ -37,6 +37,8 @@
 #include "cli/cluster_client.h"
 #include "security/tls.h"
 
+extern char** environ;
+
 namespace tiresias::cli::control {
 namespace {
 
@@ -265,6 +267,27 @@ Response Forward(grpc::Channel* channel, const Request& request) {
 
 bool enabled = false;
 
+// Whether the "K=V" entry `entry` sets the variable `name`.
+bool Sets(const char* entry, absl::string_view name) {
+  return absl::StartsWith(entry, name) && entry[name.size()] == '=';
+}
+
+// This process's environment for the control process: all of it (the
+// master's name, the credential files, TIRESIAS_CONTROL_*), less the token
+// and the token file, which it never needs (each call brings its caller's
+// token). It lives longer than the command that starts it, and the
+// environment a process was started with stays readable in
+// /proc/PID/environ whatever it unsets later. The pointers are environ's.
+std::vector<char*> EnvironmentWithoutToken() {
+  std::vector<char*> envp;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (Sets(*e, "TIRESIAS_TOKEN") || Sets(*e, "TIRESIAS_TOKEN_FILE")) continue;
+    envp.push_back(*e);
+  }
+  envp.push_back(nullptr);
+  return envp;
+}
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -448,6 +471,7 @@ void NoteDirectCall(const Endpoint& endpoint, const std::string& address) {
                   const_cast<char*>("__control"),
                   const_cast<char*>(socket_path.c_str()),
                   const_cast<char*>(address.c_str()), nullptr};
+  std::vector<char*> envp = EnvironmentWithoutToken();
   const int max_fd =
       static_cast<int>(std::min<long>(sysconf(_SC_OPEN_MAX), 65536));
   const pid_t child = fork();
@@ -464,7 +488,7 @@ void NoteDirectCall(const Endpoint& endpoint, const std::string& address) {
   for (int i = 0; i < 3; ++i) dup2(null, i);
   for (int i = 3; i < max_fd; ++i) close(i);
   signal(SIGPIPE, SIG_IGN);
-  execv("/proc/self/exe", argv);
+  execve("/proc/self/exe", argv, envp.data());
   _exit(127);
 }
 
@@ -484,7 +508,8 @@ int Serve(int argc, char** argv) {
                         O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) != 0) return 0;
 
-  // It keeps no token: each call brings its caller's.
+  // It keeps no token: each call brings its caller's. The command started
+  // it without one (NoteDirectCall); this covers one started by hand.
   unsetenv("TIRESIAS_TOKEN");
   unsetenv("TIRESIAS_TOKEN_FILE");
   const std::string failed = base + ".failed";

@@ -12,14 +12,15 @@
 // nothing listens or the call could not be sent whole, when the control
 // process does not forward the method, or when its connection to the master
 // is down. A call sent whole and then left unanswered is not made again
-// (the master may have carried it out): it fails UNAVAILABLE. A command that finds
-// the previous command on the same endpoint ran less than kLoopWindow ago
+// (the master may have carried it out): it fails UNAVAILABLE. A command that
+// finds the previous command on the same endpoint ran less than kLoopWindow ago
 // (a loop) starts a control process for the next ones. It serves only its
 // own user (the socket's folder is 0700 and checked; each connection's
 // peer uid is checked, and the command checks the listener's), forwards
 // only the Tiresias service's unary methods, carries each caller's token
-// per call (it keeps none: TIRESIAS_TOKEN and TIRESIAS_TOKEN_FILE are
-// dropped from its environment), and exits
+// per call (it keeps none: it is started with an environment without
+// TIRESIAS_TOKEN and TIRESIAS_TOKEN_FILE, so /proc/PID/environ shows no
+// token either), and exits
 // after TIRESIAS_CONTROL_PERSIST seconds (default 10) without a call.
 // TIRESIAS_CONTROL_PERSIST=0 turns it off.
 #ifndef TIRESIAS_CLI_CONTROL_CHANNEL_H_
@@ -111,8 +112,8 @@ absl::StatusOr<Response> Call(const Endpoint& endpoint,
 // less than kLoopWindow ago, starts the control process (this binary,
 // `/proc/self/exe __control SOCKET ADDRESS`, detached, its own session,
 // standard streams on /dev/null, the environment inherited for the
-// credential files). Never fails the command: what goes wrong only loses
-// the speed-up.
+// credential files, less TIRESIAS_TOKEN and TIRESIAS_TOKEN_FILE). Never
+// fails the command: what goes wrong only loses the speed-up.
 void NoteDirectCall(const Endpoint& endpoint, const std::string& address);
 
 // The control process: `tiresias __control SOCKET ADDRESS`. Serves until

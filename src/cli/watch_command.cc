@@ -92,10 +92,11 @@ int Watch(const WatchFlags& f) {
     req.set_after_sequence(0);  // the job's history first
   }
   // No deadline: the stream lasts until the job ends or Ctrl-C. Fails fast
-  // (UNAVAILABLE) when no master listens.
-  grpc::ClientContext ctx;
+  // (UNAVAILABLE) when no master listens, and UNAUTHENTICATED without a
+  // credential the master accepts: it carries the caller's, as every call.
+  std::unique_ptr<grpc::ClientContext> ctx = client.StreamContext();
   std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader =
-      client.stub().WatchEvents(&ctx, req);
+      client.stub().WatchEvents(ctx.get(), req);
   // The master sends its initial metadata once it follows the event log:
   // an event written after the header is printed is not missed.
   reader->WaitForInitialMetadata();
@@ -104,7 +105,7 @@ int Watch(const WatchFlags& f) {
   while (reader->Read(&event)) {
     PrintEvent(event, f.json);
     if (f.job != 0 && event.job_id() == f.job && EndsJob(event.kind())) {
-      ctx.TryCancel();
+      ctx->TryCancel();
       (void)reader->Finish();
       return 0;
     }

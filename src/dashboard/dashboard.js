@@ -1,5 +1,6 @@
 // The Tiresias dashboard page (dashboard_server.h). Polls /api/state every
-// body.dataset.refreshMs for the summary cards and the nodes table, one page
+// body.dataset.refreshMs for the summary cards (from its counts of jobs by
+// state: it lists no job) and the nodes table, one page
 // of /api/jobs (the filter and page kept in the page's URL, so a reload
 // keeps them) for the jobs table, and /api/history (kept by the master) for
 // the chart of busy GPUs and waiting jobs; jobs the viewer may act on (own,
@@ -9,7 +10,8 @@
 // a click on a job shows its command, environment (when the master shows it
 // to this user), traffic profile and events (/api/jobs/ID); the "insecure"
 // banner follows what the master says (viewer.insecure). After each successful render it
-// sets body.dataset.dashboardReady = "1" and body.dataset.jobCount; on a
+// sets body.dataset.dashboardReady = "1" and body.dataset.jobCount (every
+// job the master holds, from the counts); on a
 // failed poll it shows the error and sets body.dataset.dashboardError. A
 // logged-in page whose session ended (401) goes back to / (the login form).
 // Every text from the master goes in as text (textContent), never markup.
@@ -64,8 +66,7 @@
 
   function renderCards(state) {
     var byState = {};
-    STATES.forEach(function (s) { byState[s] = 0; });
-    state.jobs.forEach(function (j) { byState[j.state] = (byState[j.state] || 0) + 1; });
+    STATES.forEach(function (s) { byState[s] = Number(state.jobs[s]) || 0; });
     var gpus = 0, free = 0, up = 0, drained = 0;
     state.nodes.forEach(function (n) {
       if (n.state === 'up') { up++; gpus += n.gpus; free += n.gpus_free; }
@@ -266,7 +267,8 @@
     renderPager(page);
     renderNodes(state);
     if (historyAnswer) renderHistory(historyAnswer);
-    document.body.dataset.jobCount = String(state.jobs.length);
+    document.body.dataset.jobCount = String(Object.keys(state.jobs).reduce(
+        function (sum, s) { return sum + (Number(state.jobs[s]) || 0); }, 0));
     document.body.dataset.pageJobCount = String(page.jobs.length);
     document.body.dataset.dashboardReady = '1';
   }

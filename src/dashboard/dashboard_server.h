@@ -5,8 +5,9 @@
 //                         waiting jobs, a job's details on a click; the
 //                         login form instead while a master with TLS has
 //                         no session for this browser
-//   GET /api/state        {"now", "master", "viewer", "jobs": [...],
-//                         "nodes": [...]} (master_reader.h)
+//   GET /api/state        {"now", "master", "viewer", "jobs": {"pending":
+//                         N, ...} (counts by state, no list), "nodes":
+//                         [...]} (master_reader.h): the cards and nodes
 //   GET /api/jobs/<id>    one job with its command, environment and events
 //   GET /api/jobs?state=&user=&name=&page_size=&page_token=
 //                         one page of jobs, filtered by the master:

@@ -15,8 +15,6 @@ namespace {
 using nlohmann::json;
 
 constexpr std::chrono::seconds kMasterDeadline{5};
-// Jobs asked for per ListJobs call (the master's most).
-constexpr int kJobsPageSize = 5000;
 
 double NowUnixSeconds() {
   return std::chrono::duration<double>(
@@ -66,44 +64,27 @@ grpc::Status MasterReader::WhoAmI(const std::string& token,
   return stub_->WhoAmI(Context(token).get(), v1::WhoAmIRequest(), out);
 }
 
-grpc::Status MasterReader::AllJobs(const std::string& token, double now,
-                                   json* out) const {
-  v1::ListJobsRequest req;
-  req.set_page_size(kJobsPageSize);
-  while (true) {
-    v1::ListJobsResponse page;
-    grpc::Status s = stub_->ListJobs(Context(token).get(), req, &page);
-    if (!s.ok()) return s;
-    for (const v1::Job& j : page.jobs()) {
-      out->push_back(api::JobJson(j, api::JobView::kList, now));
-    }
-    if (page.next_page_token().empty()) return grpc::Status::OK;
-    req.set_page_token(page.next_page_token());
-  }
-}
-
 ApiAnswer MasterReader::State(const std::string& token) const {
   v1::WhoAmIResponse who;
   grpc::Status s = WhoAmI(token, &who);
   if (!s.ok()) return Failed(s);
-  const double now = NowUnixSeconds();
-  json jobs = json::array();
-  s = AllJobs(token, now, &jobs);
+  // The master's counts (O(1) to send, whatever it holds): a listing of
+  // every job here cost 26 MB and 2.4 s per poll at 30,000 jobs.
+  v1::ClusterStatus status;
+  s = stub_->GetClusterStatus(Context(token).get(),
+                              v1::GetClusterStatusRequest(), &status);
   if (!s.ok()) return Failed(s);
   v1::ListNodesResponse nodes;
   s = stub_->ListNodes(Context(token).get(), v1::ListNodesRequest(), &nodes);
   if (!s.ok()) return Failed(s);
-  json out = {{"now", now},
+  json out = {{"now", NowUnixSeconds()},
               {"master", master_address_},
               {"viewer",
                {{"user", who.user()},
                 {"admin", who.admin()},
                 {"insecure", who.insecure()}}},
-              {"jobs", std::move(jobs)},
-              {"nodes", json::array()}};
-  for (const v1::Node& n : nodes.nodes()) {
-    out["nodes"].push_back(api::NodeJson(n));
-  }
+              {"jobs", api::ClusterStatusJson(status)["jobs"]},
+              {"nodes", api::NodeListJson(nodes)["nodes"]}};
   return ApiAnswer{.status = 200, .body = std::move(out)};
 }
 

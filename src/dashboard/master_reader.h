@@ -34,11 +34,13 @@ class MasterReader {
   MasterReader(std::string master_address,
                std::shared_ptr<grpc::Channel> channel);
 
-  // {"now", "master", "viewer": {"user", "admin", "insecure"}, "jobs": [...],
-  // "nodes": [...]}: every job, read page by page, and every node, in the
-  // JSON of `tiresias jobs --json` and `nodes --json` (cli/api_json.h,
-  // docs/json.md); the viewer from WhoAmI.
-  // `token` empty: the call carries none.
+  // {"now", "master", "viewer": {"user", "admin", "insecure"}, "jobs":
+  // {"pending": N, ... every state}, "nodes": [...]}: the jobs counted by
+  // state as the master keeps them (GetClusterStatus, the `jobs` of
+  // `tiresias status --json`), never listed, so its size does not grow
+  // with the jobs; every node as `nodes --json` (cli/api_json.h,
+  // docs/json.md); the viewer from WhoAmI. The jobs themselves are
+  // JobsPage's, a page at a time. `token` empty: the call carries none.
   ApiAnswer State(const std::string& token) const;
   // One job with its environment (as the master shows it to this user) and
   // events, as `tiresias job ID --json` prints it: 400 for a malformed id,
@@ -74,9 +76,6 @@ class MasterReader {
 
  private:
   std::unique_ptr<grpc::ClientContext> Context(const std::string& token) const;
-  // Every job as listed (api::JobJson), its wait measured to `now`.
-  grpc::Status AllJobs(const std::string& token, double now,
-                       nlohmann::json* out) const;
   ApiAnswer Failed(const grpc::Status& status) const;
   // Failed, but a refusal of the request itself (INVALID_ARGUMENT,
   // NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION) is 400, 404, 403 or

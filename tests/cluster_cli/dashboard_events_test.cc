@@ -142,7 +142,7 @@ TEST(DashboardEventsTest, CliApiAndPageShowOneJobAlike) {
   auto res = http.Get("/api/jobs/1");
   ASSERT_TRUE(res);
   EXPECT_EQ(json::parse(res->body), ended);  // field for field
-  res = http.Get("/api/state");
+  res = http.Get("/api/jobs");
   ASSERT_TRUE(res);
   EXPECT_EQ(json::parse(res->body)["jobs"],
             json::parse(client({"jobs", "--json"}))["jobs"]);

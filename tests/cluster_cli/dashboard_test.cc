@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <csignal>
-
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -86,13 +86,20 @@ TEST_F(DashboardTest, ApiShowsTheMastersJobsAndNodes) {
   const json state = json::parse(body);
   EXPECT_EQ(state["master"], master_->address());
   EXPECT_TRUE(state["nodes"].empty());  // no agents in this test
-  ASSERT_EQ(state["jobs"].size(), 2u);
-  EXPECT_EQ(state["jobs"][0]["id"], 1);
-  EXPECT_EQ(state["jobs"][0]["name"], "small");
-  EXPECT_EQ(state["jobs"][0]["state"], "cancelled");
-  EXPECT_EQ(state["jobs"][1]["state"], "pending");
-  EXPECT_EQ(state["jobs"][1]["gpus"], 2);
+  EXPECT_EQ(state["jobs"]["cancelled"], 1);
+  EXPECT_EQ(state["jobs"]["pending"], 1);
   EXPECT_GT(state["now"].get<double>(), 1.7e9);
+
+  // The jobs themselves: a page of /api/jobs.
+  std::tie(status, body) = Get("/api/jobs");
+  ASSERT_EQ(status, 200) << body;
+  const json listed = json::parse(body);
+  ASSERT_EQ(listed["jobs"].size(), 2u);
+  EXPECT_EQ(listed["jobs"][0]["id"], 1);
+  EXPECT_EQ(listed["jobs"][0]["name"], "small");
+  EXPECT_EQ(listed["jobs"][0]["state"], "cancelled");
+  EXPECT_EQ(listed["jobs"][1]["state"], "pending");
+  EXPECT_EQ(listed["jobs"][1]["gpus"], 2);
 
   std::tie(status, body) = Get("/api/jobs/2");
   ASSERT_EQ(status, 200) << body;
@@ -103,12 +110,12 @@ TEST_F(DashboardTest, ApiShowsTheMastersJobsAndNodes) {
   ASSERT_EQ(job["events"].size(), 1u);
   EXPECT_EQ(job["events"][0]["kind"], "submitted");
 
-  // One vocabulary (docs/json.md): `tiresias jobs --json` and /api/state
+  // One vocabulary (docs/json.md): `tiresias jobs --json` and /api/jobs
   // list the same fields with the same values, and `job N --json` and
   // /api/jobs/N too; only an unfinished job's wait_s moves with the clock
   // each read it at.
   const json cli_jobs = json::parse(Client("jobs", {"--json"}))["jobs"];
-  ASSERT_EQ(cli_jobs.size(), state["jobs"].size());
+  ASSERT_EQ(cli_jobs.size(), listed["jobs"].size());
   auto same_job = [](json a, json b) {
     ASSERT_EQ(a["wait_s"].is_number(), true) << a;
     EXPECT_NEAR(a["wait_s"].get<double>(), b["wait_s"].get<double>(), 5.0);
@@ -120,7 +127,7 @@ TEST_F(DashboardTest, ApiShowsTheMastersJobsAndNodes) {
     EXPECT_EQ(a, b);
   };
   for (size_t i = 0; i < cli_jobs.size(); ++i) {
-    same_job(cli_jobs[i], state["jobs"][i]);
+    same_job(cli_jobs[i], listed["jobs"][i]);
   }
   EXPECT_EQ(cli_jobs[0]["id"], 1);  // a number, not "1"
   EXPECT_EQ(cli_jobs[0]["state"], "cancelled");
@@ -145,6 +152,61 @@ TEST_F(DashboardTest, ApiShowsTheMastersJobsAndNodes) {
   EXPECT_EQ(Get("/").first, 200);
 }
 
+// /api/state is what every open page polls every 2 s: the cards and the
+// nodes, from the master's counts (GetClusterStatus), never a list of jobs,
+// so it stays small however many jobs the master holds (the jobs table
+// reads one page of /api/jobs). Its counts are `jobs --json`'s by state.
+TEST_F(DashboardTest, ApiStateCountsJobsByStateAndStaysSmall) {
+  Client("submit", {"--gpus", "1", "--name", "first", "--", "/bin/true"});
+  auto [status, body] = Get("/api/state");
+  ASSERT_EQ(status, 200) << body;
+  const size_t small_size = body.size();
+
+  // 300 more in one `submit --file`: a third held, then 100 cancelled.
+  constexpr int kJobs = 300;
+  std::string lines;
+  for (int i = 0; i < kJobs; ++i) {
+    lines += json{{"gpus", 1 + i % 4},
+                  {"command", {"/bin/sleep", "9"}},
+                  {"name", i < 100 ? "doomed" : "kept"},
+                  {"hold", i % 3 == 0}}
+                 .dump() +
+             "\n";
+  }
+  const fs::path file = dir_ / "jobs.jsonl";
+  std::ofstream(file) << lines;
+  Client("submit", {"--file", file.string()});
+  Client("cancel", {"--name", "doomed"});
+
+  std::tie(status, body) = Get("/api/state");
+  ASSERT_EQ(status, 200) << body;
+  EXPECT_LT(body.size(), 4096u) << "grows with the jobs: " << body.size();
+  // Only the counts' digits may have grown.
+  EXPECT_LE(body.size(), small_size + 16) << body.substr(0, 300);
+  const json state = json::parse(body);
+  // `jobs` is counts by state, as in `tiresias status --json`.
+  ASSERT_TRUE(state["jobs"].is_object())
+      << "a per-job list: " << body.substr(0, 300);
+  EXPECT_EQ(state["master"], master_->address());
+  EXPECT_TRUE(state["nodes"].empty());  // no agents in this test
+
+  // The counts, every state word present, against `jobs --json`.
+  json expected = json::object();
+  for (const char* word : {"pending", "starting", "running", "preempted",
+                           "finished", "failed", "cancelled", "timeout"}) {
+    expected[word] = 0;
+  }
+  const json cli_jobs = json::parse(Client("jobs", {"--json"}))["jobs"];
+  ASSERT_EQ(cli_jobs.size(), kJobs + 1u);
+  for (const json& job : cli_jobs) {
+    expected[job["state"].get<std::string>()] =
+        expected[job["state"].get<std::string>()].get<int>() + 1;
+  }
+  EXPECT_EQ(expected["cancelled"], 100);
+  EXPECT_EQ(expected["pending"], kJobs + 1 - 100);
+  EXPECT_EQ(state["jobs"], expected);
+}
+
 // An --insecure master has nobody to log in as: no login, and every page
 // says that anyone who reaches the master may do anything.
 TEST_F(DashboardTest, InsecureMasterNeedsNoLoginAndThePageSaysSo) {
@@ -158,7 +220,7 @@ TEST_F(DashboardTest, InsecureMasterNeedsNoLoginAndThePageSaysSo) {
   ASSERT_EQ(status, 200) << page;
   const json state = json::parse(page);
   EXPECT_EQ(state["viewer"]["insecure"], true);
-  EXPECT_EQ(state["jobs"].size(), 1u);
+  EXPECT_EQ(state["jobs"]["pending"], 1);
 }
 
 TEST_F(DashboardTest, PageRendersInChromium) {
@@ -283,23 +345,26 @@ TEST(DashboardDrainTest, DrainedNodeAndPendingReasonShow) {
   auto server = DashboardServer::Start(options);
   ASSERT_TRUE(server.ok()) << server.status();
   httplib::Client http("127.0.0.1", (*server)->port());
-  json state;
+  json jobs;
   for (int i = 0; i < 100; ++i) {  // the reason follows the next pass
-    auto res = http.Get("/api/state");
+    auto res = http.Get("/api/jobs");
     ASSERT_TRUE(res);
-    state = json::parse(res->body);
-    if (!state["jobs"].empty() &&
-        state["jobs"][0]["pending_reason"] != "waiting for the next "
-                                              "scheduling pass") {
+    jobs = json::parse(res->body)["jobs"];
+    if (!jobs.empty() &&
+        jobs[0]["pending_reason"] != "waiting for the next scheduling pass") {
       break;
     }
     usleep(100 * 1000);
   }
+  auto res = http.Get("/api/state");
+  ASSERT_TRUE(res);
+  const json state = json::parse(res->body);
   ASSERT_EQ(state["nodes"].size(), 1u);
   EXPECT_EQ(state["nodes"][0]["drained"], true);
   EXPECT_EQ(state["nodes"][0]["drain_reason"], "fan swap");
-  ASSERT_EQ(state["jobs"].size(), 1u);
-  EXPECT_EQ(state["jobs"][0]["pending_reason"],
+  EXPECT_EQ(state["jobs"]["pending"], 1);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["pending_reason"],
             "needs 2 GPUs; every up node is drained");
 
   if (access(ChromiumPath().c_str(), X_OK) != 0) {

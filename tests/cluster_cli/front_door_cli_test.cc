@@ -159,13 +159,32 @@ TEST_F(FrontDoorCliTest, JobsAndTheDashboardListTwentyThousandJobsInIdOrder) {
   ASSERT_TRUE(dashboard.ok()) << dashboard.status();
   httplib::Client http("127.0.0.1", (*dashboard)->port());
   http.set_read_timeout(60, 0);
+  // The table: /api/jobs, a page at a time, every job once in id order.
+  std::vector<int64_t> listed;
+  std::string token;
+  do {
+    auto res = http.Get("/api/jobs?page_size=500&page_token=" + token);
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    ASSERT_EQ(res->status, 200) << res->body;
+    const nlohmann::json page = nlohmann::json::parse(res->body);
+    ASSERT_LE(page["jobs"].size(), 500u);
+    for (const nlohmann::json& job : page["jobs"]) {
+      listed.push_back(job["id"].get<int64_t>());
+    }
+    token = page["next_page_token"].get<std::string>();
+  } while (!token.empty() && listed.size() <= 20000u);
+  ASSERT_EQ(listed.size(), 20000u);
+  for (size_t i = 0; i < listed.size(); ++i) {
+    ASSERT_EQ(listed[i], int64_t(i + 1));
+  }
+  // The cards: /api/state counts them and lists none (every open page
+  // polls it every 2 s).
   auto res = http.Get("/api/state");
   ASSERT_TRUE(res) << httplib::to_string(res.error());
   ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_LT(res->body.size(), 4096u);
   const nlohmann::json state = nlohmann::json::parse(res->body);
-  ASSERT_EQ(state["jobs"].size(), 20000u);
-  EXPECT_EQ(state["jobs"][0]["id"], 1);
-  EXPECT_EQ(state["jobs"][19999]["id"], 20000);
+  EXPECT_EQ(state["jobs"]["pending"], 20000);
 }
 
 TEST_F(FrontDoorCliTest, JobsFiltersByStateUserNameAndSince) {

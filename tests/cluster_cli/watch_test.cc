@@ -3,6 +3,8 @@
 // cancelling jobs, and `tiresias watch` read as it prints. No agents: jobs
 // stay pending, and each submit or cancel is exactly one event, so the
 // sequences of a fresh state dir are 1, 2, 3, ... in the order of our calls.
+// Most tests use an --insecure master; SecureWatchTest uses one with TLS and
+// tokens, as `tiresias up` starts it by default.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,15 +15,16 @@
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli_fixture.h"
 #include "core/testing/test_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "cli_fixture.h"
 #include "master_process.h"
 #include "nlohmann/json.hpp"
 #include "subprocess.h"
@@ -204,13 +207,19 @@ std::vector<std::string> Events(const std::vector<std::string>& lines) {
 class WatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    unsetenv("TIRESIAS_MASTER");
-    master_ = std::make_unique<MasterProcess>(TIRESIAS_BINARY,
-                                              (dir_ / "state").string());
+    for (const char* name : {"TIRESIAS_MASTER", "TIRESIAS_CA", "TIRESIAS_TOKEN",
+                             "TIRESIAS_TOKEN_FILE", "TIRESIAS_CERT",
+                             "TIRESIAS_KEY", "TIRESIAS_MASTER_NAME"}) {
+      unsetenv(name);
+    }
+    master_ = std::make_unique<MasterProcess>(
+        TIRESIAS_BINARY, (dir_ / "state").string(), MasterExtraFlags());
     ASSERT_FALSE(master_->address().empty())
         << "master printed: " << master_->output();
   }
   void TearDown() override { master_.reset(); }
+  // More flags for `tiresias master` (none: --insecure).
+  virtual std::vector<std::string> MasterExtraFlags() const { return {}; }
 
   std::vector<std::string> Argv(const std::string& command,
                                 const std::vector<std::string>& args) const {
@@ -432,6 +441,100 @@ TEST_F(WatchTest, NegativeAfterIsRejected) {
   EXPECT_THAT(r.err, StartsWith("tiresias: "));
   EXPECT_THAT(r.err, HasSubstr("--after"));
   EXPECT_EQ(r.out, "");
+}
+
+// Against a master with TLS and tokens: the clients find the CA in
+// TIRESIAS_CA and their token in TIRESIAS_TOKEN (set or unset per call).
+class SecureWatchTest : public WatchTest {
+ protected:
+  void SetUp() override {
+    WatchTest::SetUp();
+    if (HasFatalFailure()) return;
+    std::ifstream token_file(dir_ / "state" / "admin-token");
+    std::getline(token_file, admin_token_);
+    ASSERT_FALSE(admin_token_.empty());
+    setenv("TIRESIAS_CA", (dir_ / "tls" / "ca.pem").c_str(), 1);
+    // No control process outlives a test (watch never uses one anyway).
+    setenv("TIRESIAS_CONTROL_PERSIST", "0", 1);
+    setenv("TIRESIAS_TOKEN", admin_token_.c_str(), 1);
+  }
+  void TearDown() override {
+    for (const char* name :
+         {"TIRESIAS_CA", "TIRESIAS_TOKEN", "TIRESIAS_CONTROL_PERSIST"}) {
+      unsetenv(name);
+    }
+    WatchTest::TearDown();
+  }
+  std::vector<std::string> MasterExtraFlags() const override {
+    return {"--init-ca", (dir_ / "tls").string()};
+  }
+
+  // A new token of a user who is not an admin.
+  std::string CreateUserToken(const std::string& user) {
+    ProcessOptions options;
+    options.timeout = kEventTimeout;
+    ProcessResult r = RunProcess(
+        {TIRESIAS_BINARY, "admin", "token", "create", "--master",
+         master_->address(), "--user", user, "--json"},
+        options);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out, nullptr, false).value("token", "");
+  }
+
+  std::string admin_token_;
+};
+
+// With a valid token `watch` streams as it does on an --insecure master: a
+// job's history and live events until it ends, and every job's live events
+// for a user who is not an admin too (everyone authenticated may watch,
+// proto/tiresias.proto; events carry no environment or command).
+TEST_F(SecureWatchTest, WithATokenItStreamsTheEventsOfASubmittedJob) {
+  auto all = StartWatch({"--after", "0", "--json"});
+  Submit(1, 1);
+  ASSERT_TRUE(all->WaitForLines(1, kEventTimeout)) << all->out() << all->err();
+  const nlohmann::json first = nlohmann::json::parse(all->lines()[0]);
+  EXPECT_EQ(first["job_id"], 1);
+  EXPECT_EQ(first["kind"], "submitted");
+
+  const std::string bob = CreateUserToken("bob");
+  ASSERT_FALSE(bob.empty());
+  setenv("TIRESIAS_TOKEN", bob.c_str(), 1);
+  auto bobs = StartWatch({"1"});
+  setenv("TIRESIAS_TOKEN", admin_token_.c_str(), 1);
+  ASSERT_TRUE(bobs->WaitForLines(2, kEventTimeout))
+      << bobs->out() << bobs->err();
+  Cancel(1);
+  EXPECT_EQ(bobs->WaitForExit(kEventTimeout), 0) << bobs->err();
+  EXPECT_THAT(
+      Events(bobs->lines()),
+      ElementsAre("1 submitted 1 GPU", "1 cancelled cancelled by user"));
+  EXPECT_EQ(bobs->err(), "");
+
+  ASSERT_TRUE(all->WaitForLines(2, kEventTimeout)) << all->out() << all->err();
+  EXPECT_EQ(nlohmann::json::parse(all->lines()[1])["kind"], "cancelled");
+  EXPECT_TRUE(all->Running());
+}
+
+// Without a token, or with one the master does not know, the master says
+// UNAUTHENTICATED at once: one line, exit 1, no hang, no event.
+TEST_F(SecureWatchTest, WithoutATokenItFailsWithOneLine) {
+  Submit(1, 1);
+  for (const char* token : {"", "tsk_1_0000"}) {
+    SCOPED_TRACE(token);
+    if (*token == '\0') {
+      unsetenv("TIRESIAS_TOKEN");
+    } else {
+      setenv("TIRESIAS_TOKEN", token, 1);
+    }
+    for (const std::vector<std::string>& args : {std::vector<std::string>{},
+                                                 {"--json"},
+                                                 {"1"},
+                                                 {"1", "--after", "0"}}) {
+      SCOPED_TRACE(args.empty() ? "" : args[0]);
+      ProcessResult r = Client("watch", args);
+      ExpectOneLineError(r, "the master does not know who you are");
+    }
+  }
 }
 
 TEST_F(WatchTest, EndsWhenTheMasterShutsDown) {

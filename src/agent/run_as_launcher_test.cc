@@ -337,8 +337,8 @@ TEST_F(RunAsLauncherTest, WhatTheAccountCannotUseIsAStartError) {
 // gets a folder of its own under the agent's fallback, made for it.
 TEST_F(RunAsLauncherTest, DefaultCheckpointDirWithoutAHomeIsTheAccounts) {
   const std::string fallback = dir_.File("fallback");
-  auto launcher = std::make_unique<PosixLauncher>(PosixLauncherOptions{
-      .base_env = {"PATH=/usr/bin:/bin"}, .checkpoint_fallback_dir = fallback});
+  auto launcher = std::make_unique<PosixLauncher>(
+      PosixLauncherOptions{.checkpoint_fallback_dir = fallback});
   TaskSpec spec = Spec(
       "echo \"$TIRESIAS_CHECKPOINT_DIR\" > said; touch "
       "\"$TIRESIAS_CHECKPOINT_DIR/made\"");

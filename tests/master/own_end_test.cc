@@ -8,6 +8,7 @@
 // for it. MasterState with a fake clock, real SQLite, the agents' reports
 // by hand.
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -83,6 +84,21 @@ class OwnEndTest : public MasterFixture {
       if (e.job_id == id) kinds.push_back(e.kind);
     }
     return kinds;
+  }
+
+  // A 2-GPU job running as ranks 0 and 1 on "na" and "nb" (1 GPU each),
+  // requeued 5 s later. Returns the two nodes and the job.
+  std::tuple<int64_t, int64_t, JobId> RequeueARunningGang() {
+    Open();
+    const int64_t na = Register("na", 1);
+    const int64_t nb = Register("nb", 1);
+    const JobId id = Submit(Spec(2));
+    Pass();
+    Beat(na, {Running(id, 1, 0)});
+    Beat(nb, {Running(id, 1, 1)});
+    clock_.Advance(Seconds{5});
+    Requeue(id);
+    return {na, nb, id};
   }
 
   int64_t n1_ = 0;
@@ -191,15 +207,7 @@ TEST_F(OwnEndTest, ATaskThatExitedZeroBeforeADrainFinished) {
 // stopped by the preemption. The job's work is not done (rank 1 did not
 // finish): it is a preemption and resumes as a whole.
 TEST_F(OwnEndTest, AGangWithOneRankStoppedIsPreempted) {
-  Open();
-  const int64_t na = Register("na", 1);
-  const int64_t nb = Register("nb", 1);
-  const JobId id = Submit(Spec(2));
-  Pass();
-  Beat(na, {Running(id, 1, 0)});
-  Beat(nb, {Running(id, 1, 1)});
-  clock_.Advance(Seconds{5});
-  Requeue(id);
+  const auto [na, nb, id] = RequeueARunningGang();
   Beat(na, {Exited(id, 1, 0, 1004.9, 0)});
   EXPECT_FALSE(IsFinal(Get(id).state));
   Beat(nb, {Stopped(id, 1, v1::STOP_REASON_PREEMPT, 1005.3, 1)});
@@ -209,15 +217,7 @@ TEST_F(OwnEndTest, AGangWithOneRankStoppedIsPreempted) {
 
 // Both ranks exited 0 on their own: finished.
 TEST_F(OwnEndTest, AGangWhoseRanksAllExitedZeroFinished) {
-  Open();
-  const int64_t na = Register("na", 1);
-  const int64_t nb = Register("nb", 1);
-  const JobId id = Submit(Spec(2));
-  Pass();
-  Beat(na, {Running(id, 1, 0)});
-  Beat(nb, {Running(id, 1, 1)});
-  clock_.Advance(Seconds{5});
-  Requeue(id);
+  const auto [na, nb, id] = RequeueARunningGang();
   Beat(na, {Exited(id, 1, 0, 1004.9, 0)});
   Beat(nb, {Exited(id, 1, 0, 1004.95, 1)});
   EXPECT_EQ(Get(id).state, JobRecordState::kFinished);

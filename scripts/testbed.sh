@@ -196,7 +196,10 @@ make_network() {
 # --- processes ------------------------------------------------------------------
 
 start_master() {
-  local args=(master --insecure --listen "${SUBNET}.1:0" --state-dir "$DIR/master")
+  # Jobs checkpoint in the testbed's folder (per owner and cluster id), not
+  # in their owner's home.
+  local args=(master --insecure --listen "${SUBNET}.1:0" --state-dir "$DIR/master"
+              --checkpoint-base "$DIR/checkpoints")
   [ -n "$POLICY" ] && args+=(--policy "$POLICY")
   [ -n "$PLACEMENT" ] && args+=(--placement "$PLACEMENT")
   # shellcheck disable=SC2206

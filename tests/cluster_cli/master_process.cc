@@ -20,8 +20,11 @@ namespace {
 std::vector<std::string> MasterArgv(const std::string& binary,
                                     const std::string& state_dir,
                                     const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {binary, "master", "--listen",
-                                   "127.0.0.1:0", "--state-dir", state_dir};
+  // Root's test jobs checkpoint in the test's folder, not in root's home.
+  std::vector<std::string> argv = {
+      binary,        "master",    "--listen",   "127.0.0.1:0",
+      "--state-dir", state_dir,   "--checkpoint-base",
+      state_dir + "/checkpoints"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   // Plain text unless the test sets up TLS itself.
   const bool tls = std::any_of(extra.begin(), extra.end(), [](const auto& a) {

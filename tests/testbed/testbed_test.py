@@ -20,6 +20,7 @@ a sandbox): scripts/testbed.sh check exits 3 there.
 
 Usage: testbed_test.py TIRESIAS_BINARY   (from the repository root)
 """
+import glob
 import json
 import os
 import subprocess
@@ -124,8 +125,12 @@ def run(binary, workdir, flags):
                      "/usr/bin/python3", JOB, "--mb", str(MB)).strip()
         job = wait_done(cli, job_id)
         after = counters()
-        path = os.path.join(workdir, "master", "checkpoints", "job-" + job_id, "transfer.json")
-        with open(path) as f:
+        # --checkpoint-base DIR/checkpoints: <owner>/<cluster id>/job-N.
+        found = glob.glob(os.path.join(workdir, "checkpoints", "*", "*", "job-" + job_id,
+                                       "transfer.json"))
+        if len(found) != 1:
+            fail("expected one transfer.json of job %s, found %s" % (job_id, found))
+        with open(found[0]) as f:
             res = json.load(f)
         grew = {i: (after[i][0] - before[i][0], after[i][1] - before[i][1]) for i in after}
         return job, res, grew

@@ -47,6 +47,8 @@ class AgentDaemonTest : public testing::Test {
     std::filesystem::create_directories(dir_.path() / "master");
     MasterOptions options;
     options.state_dir = dir_.File("master");
+    // Root's test jobs checkpoint in the test's folder, not root's home.
+    options.checkpoint_base = dir_.File("checkpoints");
     options.policy = "tiresias-l";
     options.queues = *QueueConfig::Create(thresholds);
     options.heartbeat_interval = Seconds{0.1};

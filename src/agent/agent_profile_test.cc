@@ -39,6 +39,8 @@ class AgentProfileTest : public testing::Test {
     std::filesystem::create_directories(dir_.path() / "master");
     MasterOptions options;
     options.state_dir = dir_.File("master");
+    // Root's test jobs checkpoint in the test's folder, not root's home.
+    options.checkpoint_base = dir_.File("checkpoints");
     options.policy = "tiresias-l";
     options.placement = "profiled";
     // One measured run per placement is enough here: a re-submission of a

@@ -53,7 +53,8 @@ TEST(DashboardEventsTest, CliApiAndPageShowOneJobAlike) {
   DaemonProcess up(
       {TIRESIAS_BINARY, "up", "--insecure", "--agents", "1", "--gpus", "1",
        "--listen", "127.0.0.1:0", "--state-dir", (tmp.path() / "up").string(),
-       "--grace", "2", "--allow-root-tasks"},
+       "--grace", "2", "--allow-root-tasks", "--checkpoint-base",
+       (tmp.path() / "ckpt").string()},
       "master on ", (tmp.path() / "up.log").string());
   ASSERT_FALSE(up.address().empty()) << up.output();
   const std::string master = up.address().substr(0, up.address().find(','));

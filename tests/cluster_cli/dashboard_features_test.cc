@@ -532,6 +532,7 @@ TEST(DashboardUpTest, UpServesOnTheGivenPortAndTheLogViewFollowsAsText) {
   DaemonProcess up({TIRESIAS_BINARY, "up", "--insecure", "--agents", "1",
                     "--gpus", "1", "--listen", "127.0.0.1:0", "--state-dir",
                     (tmp.path() / "up").string(), "--allow-root-tasks",
+                    "--checkpoint-base", (tmp.path() / "ckpt").string(),
                     "--dashboard-listen",
                     "127.0.0.1:" + std::to_string(dashboard_port)},
                    "master on ", (tmp.path() / "up.log").string());

@@ -313,7 +313,8 @@ TEST(DashboardDrainTest, DrainedNodeAndPendingReasonShow) {
   unsetenv("TIRESIAS_MASTER");
   DaemonProcess up({TIRESIAS_BINARY, "up", "--insecure", "--agents", "1",
                     "--gpus", "2", "--listen", "127.0.0.1:0", "--state-dir",
-                    (tmp.path() / "up").string(), "--allow-root-tasks"},
+                    (tmp.path() / "up").string(), "--allow-root-tasks",
+                    "--checkpoint-base", (tmp.path() / "ckpt").string()},
                    "master on ", (tmp.path() / "up.log").string());
   ASSERT_FALSE(up.address().empty()) << up.output();
   const std::string master = up.address().substr(0, up.address().find(','));

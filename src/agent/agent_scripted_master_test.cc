@@ -206,7 +206,9 @@ class ScriptedMasterTest : public testing::Test {
     return n;
   }
   bool Reports(int64_t job) {
-    for (const v1::TaskStatus& t : master_.last_report().tasks()) {
+    // A copy: a range-for over a temporary's field would outlive it.
+    const v1::HeartbeatRequest report = master_.last_report();
+    for (const v1::TaskStatus& t : report.tasks()) {
       if (t.task().job_id() == job) return true;
     }
     return false;

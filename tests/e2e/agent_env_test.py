@@ -19,12 +19,12 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_cluster import SKIP, fail, free_port  # noqa: E402
+from local_cluster import (fail, free_port,  # noqa: E402
+                           run_as_throwaway_user)
 
 # What the shell that started `up` held: an admin's token and a cloud key.
 AGENT_TOKEN = "tsk_1_%032x" % (os.getpid() * 7919)
@@ -33,22 +33,7 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 def main():
-    if os.geteuid() != 0:
-        print("skipped: needs root to create a throwaway user")
-        sys.exit(SKIP)
-    binary = sys.argv[1]
-    user = "tiresias-env-%d" % os.getpid()
-    subprocess.run(["useradd", "--system", "--no-create-home", "--user-group",
-                    user], check=True)
-    started = time.time()
-    try:
-        with tempfile.TemporaryDirectory(prefix="tiresias-env-") as workdir:
-            os.chmod(workdir, 0o755)  # the user's job may enter it
-            run(binary, workdir, user)
-    finally:
-        subprocess.run(["userdel", user], capture_output=True)
-        subprocess.run(["groupdel", user], capture_output=True)
-    print("PASS in %.1f s" % (time.time() - started))
+    run_as_throwaway_user(run, "tiresias-env")
 
 
 def cli(binary, env, *args):

@@ -54,6 +54,30 @@ def run_with_cluster(run, prefix, **cluster_options):
     print("PASS in %.1f s" % (time.time() - started))
 
 
+def run_as_throwaway_user(run, prefix):
+    """The body of a test's main() that needs a second Unix user: skipped
+    (exit 77) unless root; makes a throwaway system user (no home) named
+    after `prefix` and a temporary folder it may enter, calls
+    run(binary, workdir, user) with the binary from argv[1], and removes
+    the user again, whatever happened."""
+    if os.geteuid() != 0:
+        print("skipped: needs root to create a throwaway user")
+        sys.exit(SKIP)
+    binary = sys.argv[1]
+    user = "%s-%d" % (prefix, os.getpid())
+    subprocess.run(["useradd", "--system", "--no-create-home", "--user-group",
+                    user], check=True)
+    started = time.time()
+    try:
+        with tempfile.TemporaryDirectory(prefix=prefix + "-") as workdir:
+            os.chmod(workdir, 0o755)  # the user's job may enter it
+            run(binary, workdir, user)
+    finally:
+        subprocess.run(["userdel", user], capture_output=True)
+        subprocess.run(["groupdel", user], capture_output=True)
+    print("PASS in %.1f s" % (time.time() - started))
+
+
 def wait_follower(proc, timeout_s=30):
     """Waits for a `tiresias logs -f` process to end on its own; fails the
     test if it does not or exits non-zero. Returns (stdout, stderr)."""

@@ -16,7 +16,6 @@ import json
 import os
 import pwd
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_cluster import (fail, free_port,  # noqa: E402
-                           run_as_throwaway_user)
+                           run_as_throwaway_user, secure_up)
 
 # What the shell that started `up` held: an admin's token and a cloud key.
 AGENT_TOKEN = "tsk_1_%032x" % (os.getpid() * 7919)
@@ -48,26 +47,8 @@ def run(binary, workdir, user):
                   AWS_SECRET_ACCESS_KEY=AGENT_KEY, PYENV_ROOT="/root/.pyenv")
     up_env.pop("TIRESIAS_TOKEN_FILE", None)
     err_path = os.path.join(workdir, "up.err")
-    with open(os.path.join(workdir, "up.out"), "w") as out, \
-            open(err_path, "w") as err:
-        up = subprocess.Popen(
-            [binary, "up", "--agents", "1", "--gpus", "2", "--listen",
-             address, "--state-dir", state, "--grace", "2"],
-            stdout=out, stderr=err, text=True, env=up_env)
-        try:
-            deadline = time.time() + 20
-            while not os.path.exists(os.path.join(state, "admin-token")):
-                if time.time() > deadline or up.poll() is not None:
-                    fail("tiresias up did not start")
-                time.sleep(0.1)
-            time.sleep(1)
-            submit_and_check(binary, workdir, state, address, user)
-        finally:
-            up.send_signal(signal.SIGINT)
-            try:
-                up.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                up.kill()
+    with secure_up(binary, workdir, state, address, env=up_env):
+        submit_and_check(binary, workdir, state, address, user)
     with open(err_path) as f:
         log = f.read()
     if not re.search(r"dropped TIRESIAS_TOKEN\b", log):

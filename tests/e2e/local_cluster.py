@@ -6,6 +6,7 @@ many times each job's process was started.
 Not a test itself; imported by restart_test.py, agent_failure_test.py,
 logs_follow_test.py (and preemption_test.py for wait_follower).
 """
+import contextlib
 import json
 import os
 import signal
@@ -76,6 +77,35 @@ def run_as_throwaway_user(run, prefix):
         subprocess.run(["userdel", user], capture_output=True)
         subprocess.run(["groupdel", user], capture_output=True)
     print("PASS in %.1f s" % (time.time() - started))
+
+
+@contextlib.contextmanager
+def secure_up(binary, workdir, state, address, env=None):
+    """A secure `tiresias up` (TLS and tokens, its default: one agent of 2
+    emulated GPUs, grace 2 s) on `address` with `state`, its output in
+    workdir/up.out and up.err; ready once its admin token is written (plus
+    a second for the agent). Stopped with SIGINT (killed after 30 s) when
+    the block ends."""
+    with open(os.path.join(workdir, "up.out"), "w") as out, \
+            open(os.path.join(workdir, "up.err"), "w") as err:
+        up = subprocess.Popen(
+            [binary, "up", "--agents", "1", "--gpus", "2", "--listen",
+             address, "--state-dir", state, "--grace", "2"],
+            stdout=out, stderr=err, text=True, env=env)
+        try:
+            deadline = time.time() + 20
+            while not os.path.exists(os.path.join(state, "admin-token")):
+                if time.time() > deadline or up.poll() is not None:
+                    fail("tiresias up did not start")
+                time.sleep(0.1)
+            time.sleep(1)
+            yield up
+        finally:
+            up.send_signal(signal.SIGINT)
+            try:
+                up.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                up.kill()
 
 
 def wait_follower(proc, timeout_s=30):

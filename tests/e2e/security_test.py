@@ -24,7 +24,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_cluster import (fail, free_port,  # noqa: E402
-                           run_as_throwaway_user)
+                           run_as_throwaway_user, secure_up)
 
 
 def main():
@@ -34,28 +34,8 @@ def main():
 def run(binary, workdir, user):
     state = os.path.join(workdir, "state")
     address = "127.0.0.1:%d" % free_port()
-    out = open(os.path.join(workdir, "up.out"), "w")
-    err = open(os.path.join(workdir, "up.err"), "w")
-    up = subprocess.Popen(
-        [binary, "up", "--agents", "1", "--gpus", "2", "--listen", address,
-         "--state-dir", state, "--grace", "2"],
-        stdout=out, stderr=err, text=True)
-    try:
-        deadline = time.time() + 20
-        while not os.path.exists(os.path.join(state, "admin-token")):
-            if time.time() > deadline or up.poll() is not None:
-                fail("tiresias up did not start")
-            time.sleep(0.1)
-        time.sleep(1)
+    with secure_up(binary, workdir, state, address):
         attack_and_use(binary, workdir, state, address, user)
-    finally:
-        up.send_signal(signal.SIGINT)
-        try:
-            up.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            up.kill()
-        out.close()
-        err.close()
     check_no_secrets(workdir, state)
 
 

@@ -82,6 +82,7 @@ class Chaos:
                 self.c.kill_master()
             else:
                 self.c.kill_agent(name)
+                AGENT_KILLS.append((time.time(), name))
             self.state[name] = "dead"
             self.due.append((now + self.rng.uniform(0.2, 3.0), "start", name))
         else:
@@ -151,6 +152,20 @@ def requeue(cluster, rng, jobs):
 LOST_WORDS = ("node_down", "not re-adopted")
 
 
+# (time, node) of each agent SIGKILL. An agent killed after recording a
+# stop and before signalling it leaves a record that says the task was
+# stopped from then on: a task that then ends on its own within the window
+# below is counted as stopped by the next agent (a known limit, in the
+# issue's note), so such ends are not judged here.
+AGENT_KILLS = []
+KILL_WINDOW = 5.0  # s
+
+
+def killed_near(node, when):
+    return any(n == node and abs(t - when) <= KILL_WINDOW
+               for t, n in AGENT_KILLS)
+
+
 def ran_again_after_own_end(cluster, tasks, jobs):
     """Jobs with a task that ended on its own and a later attempt."""
     problems = []
@@ -158,7 +173,8 @@ def ran_again_after_own_end(cluster, tasks, jobs):
     for t in tasks:
         by_job[t["job"]].append(t)
     for job_id, ts in sorted(by_job.items(), key=lambda kv: int(kv[0])):
-        own = [t for t in ts if t["code"] is not None and t["code"] != 143]
+        own = [t for t in ts if t["code"] is not None and t["code"] != 143
+               and not killed_near(t["node"], t["last"])]
         if not own:
             continue
         first = min(t["attempt"] for t in own)

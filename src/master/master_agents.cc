@@ -46,11 +46,10 @@ std::string StopReasonWord(v1::StopReason reason) {
 
 bool MasterState::PlacedOn(JobId job, int attempt, int rank,
                            const std::string& node) {
-  auto launch = launches_.find({job, attempt});
-  if (launch != launches_.end() &&
-      rank < static_cast<int>(launch->second.parts.size())) {
-    auto n = nodes_.find(launch->second.parts[rank].node_id);
-    if (n != nodes_.end() && n->second.record.name == node) return true;
+  const Launch* launch = table_.Find({job, attempt});
+  if (launch != nullptr && rank < static_cast<int>(launch->parts.size()) &&
+      table_.NodeName(launch->parts[rank].node_id) == node) {
+    return true;
   }
   // An earlier launch: the store recorded where each rank went (rare: only
   // orphans get here).
@@ -135,13 +134,13 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   const Seconds now = clock_->NowUnixSeconds();
   const std::string token_hash = HashToken(req.agent_token());
   const std::string name = req.name();
-  for (const auto& [id, info] : nodes_) {
+  for (const auto& [id, info] : table_.nodes()) {
     if (info.record.name != name) continue;
     // A node known up before a restart may still be live until the
     // adoption window ends.
     const bool live =
-        info.up || (info.record.state == NodeState::kUp &&
-                    clock_->NowMonotonic() < adopt_deadline_);
+        info.up() || (info.record.state == NodeState::kUp &&
+                      clock_->NowMonotonic() < adopt_deadline_);
     if (live && !info.record.agent_token_hash.empty() &&
         info.record.agent_token_hash != token_hash) {
       return absl::AlreadyExistsError(absl::StrCat(
@@ -152,21 +151,21 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
           SecondsText(options_.node_timeout), ", is released)"));
     }
   }
-  bool known = false;
-  for (auto& [id, info] : nodes_) {
-    if (info.record.name != name) continue;
-    known = true;
-    RETURN_IF_ERROR(CheckReportOrder(info, req.boot_id(), req.report_seq()));
+  NodeInfo* known = table_.FindNodeByName(name);
+  if (known != nullptr) {
+    RETURN_IF_ERROR(LaunchTable::CheckReportOrder(*known, req.boot_id(),
+                                                  req.report_seq()));
   }
-  if (!known && static_cast<int>(nodes_.size()) >= options_.max_nodes) {
+  if (known == nullptr &&
+      static_cast<int>(table_.nodes().size()) >= options_.max_nodes) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "name: the master knows ", nodes_.size(),
+        "name: the master knows ", table_.nodes().size(),
         " nodes, its --max-nodes; a new node name is refused"));
   }
   NodeRecord record{0,  name, req.address(), req.gpus(), NodeState::kUp, now};
   record.agent_token_hash = token_hash;
   ASSIGN_OR_RETURN(record.id, store_->UpsertNode(record));
-  NodeInfo& info = nodes_[record.id];
+  NodeInfo& info = table_.NodeAt(record.id);
   // A drain outlives registrations (UpsertNode leaves it as stored).
   record.drained = info.record.drained;
   record.drain_reason = info.record.drain_reason;
@@ -175,11 +174,10 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   info.report_boot_id = req.boot_id();
   info.report_seq = req.report_seq();
   info.last_heard = clock_->NowMonotonic();
-  info.up = true;
-  info.leaving = false;
+  info.SetLife(NodeLife::kUp);
   info.session = ++last_session_;
-  SetOrphans(info, {});
-  TouchNode(record.id);  // a new session: its desired state is sent anew
+  table_.SetOrphans(info, {});
+  table_.TouchNode(record.id);  // a new session: its desired state is sent anew
   v1::RegisterResponse resp;
   CheckedReports reports = CheckReports(req.tasks(), record, now, &resp);
   // After a master restart: the tasks of jobs that were running become
@@ -206,47 +204,40 @@ void MasterState::AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task,
   const int attempt = task.task().attempt();
   const int rank = task.task().rank();
   const LaunchKey key{job, attempt};
-  const NodeInfo& info = nodes_.at(node_id);
+  const std::string node_name = table_.NodeName(node_id);
   auto rec = records_.find(job);
   if (!adopting_.contains(job) || rec == records_.end() ||
       rec->second.attempt != attempt || rank < 0 ||
       rank >= static_cast<int>(rec->second.nodes.size()) ||
-      rec->second.nodes[rank] != info.record.name) {
+      rec->second.nodes[rank] != node_name) {
     return;  // not a part of a launch being re-adopted: Reconcile decides
   }
-  Launch& launch = launches_[key];
-  if (launch.parts.empty()) {
-    launch.job = job;
-    launch.attempt = attempt;
-    launch.parts.resize(rec->second.nodes.size());
-    // Its tasks run: it is active and was durable before the restart.
-    launch.SetPhase(Phase::kActive);
-    launch.durable = true;
-  }
+  Launch& launch =
+      table_.Adopted(key, static_cast<int>(rec->second.nodes.size()));
   Part& part = launch.parts[rank];
   if (part.node_id != 0) return;
   // Ended tasks are adopted as running too; Reconcile then accounts for
   // their end.
   part.node_id = node_id;
   part.local_gpus.assign(task.gpu_indexes().begin(), task.gpu_indexes().end());
-  part.running = true;
-  part.start_time = task.has_start_time() ? Seconds{task.start_time()} : now;
-  TouchNode(node_id);
+  part.MarkRunning(task.has_start_time() ? Seconds{task.start_time()} : now);
+  table_.TouchNode(node_id);
 }
 
 absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
     const v1::HeartbeatRequest& req) {
   RETURN_IF_ERROR(ValidateHeartbeatRequest(req));
   std::lock_guard<std::mutex> lock(mu_);
-  auto node = nodes_.find(req.node_id());
-  if (node == nodes_.end() || !node->second.up ||
-      node->second.session != req.session() || req.session() == 0) {
+  NodeInfo* node = table_.FindNode(req.node_id());
+  if (node == nullptr || !node->up() || node->session != req.session() ||
+      req.session() == 0) {
     return absl::NotFoundError(absl::StrCat(
         "node_id: node ", req.node_id(), " (session ", req.session(),
         ") is not registered with this master; register again"));
   }
-  NodeInfo& info = node->second;
-  RETURN_IF_ERROR(CheckReportOrder(info, req.boot_id(), req.report_seq()));
+  NodeInfo& info = *node;
+  RETURN_IF_ERROR(
+      LaunchTable::CheckReportOrder(info, req.boot_id(), req.report_seq()));
   const Seconds now = clock_->NowUnixSeconds();
   info.record.last_heartbeat = now;
   info.last_heard = clock_->NowMonotonic();
@@ -256,18 +247,18 @@ absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
   v1::HeartbeatResponse resp;
   CheckedReports reports = CheckReports(req.tasks(), info.record, now, &resp);
   Reconcile(req.node_id(), reports, now, &resp);
-  if (req.leaving() && !info.leaving) {
+  if (req.leaving() && !info.leaving()) {
     // No new launch there; what runs there is preempted (Rebuild), so the
     // agent stops it and the jobs resume elsewhere.
-    info.leaving = true;
+    info.SetLife(NodeLife::kLeaving);
     RETURN_IF_ERROR(Rebuild(now));
     pass_wanted_ = true;
   }
-  if (info.leaving && req.tasks_size() == 0 && info.orphans.empty()) {
+  if (info.leaving() && req.tasks_size() == 0 && info.orphans.empty()) {
     // Gone cleanly: nothing of it runs any more, and every end it had was
     // acknowledged (so the agent, told so, stops reporting).
     LoseNode(req.node_id(), now, "its agent shut down");
-    info.up = false;
+    info.SetLife(NodeLife::kDown);
     info.record.state = NodeState::kDown;
     RETURN_IF_ERROR(store_->UpsertNode(info.record).status());
     RETURN_IF_ERROR(Rebuild(now));
@@ -276,20 +267,6 @@ absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
   RETURN_IF_ERROR(Commit());  // acknowledgements only once durable
   *resp.mutable_desired() = DesiredStateOf(req.node_id());
   return resp;
-}
-
-absl::Status MasterState::CheckReportOrder(NodeInfo& info,
-                                           const std::string& boot_id,
-                                           uint64_t seq) {
-  if (boot_id.empty()) return absl::OkStatus();
-  if (boot_id == info.report_boot_id && seq <= info.report_seq) {
-    return absl::AbortedError(absl::StrCat(
-        "report_seq: a newer report of this agent was applied (", seq,
-        " <= ", info.report_seq, "): this one is stale"));
-  }
-  info.report_boot_id = boot_id;
-  info.report_seq = seq;
-  return absl::OkStatus();
 }
 
 template <typename Response>
@@ -306,84 +283,49 @@ void MasterState::Reconcile(int64_t node_id, const CheckedReports& reports,
   //   state, and the agent starts tasks only from an answer to a report it
   //   sent moments before), so it has ended.
   // A part of an active launch that never ran stays: the agent starts it.
-  std::vector<std::pair<LaunchKey, int>> gone;
-  for (const auto& [key, launch] : launches_) {
-    if (launch.phase == Phase::kDeferred) continue;
-    for (size_t rank = 0; rank < launch.parts.size(); ++rank) {
-      const Part& part = launch.parts[rank];
-      if (part.node_id != node_id || part.ended ||
-          reports.present.contains(
-              {key.first, key.second, static_cast<int>(rank)})) {
-        continue;
-      }
-      if (part.running || launch.phase == Phase::kStopping) {
-        gone.push_back({key, static_cast<int>(rank)});
-      }
-    }
-  }
-  for (const auto& [key, rank] : gone) {
-    auto it = launches_.find(key);
-    if (it == launches_.end()) continue;  // erased by an earlier one
+  for (const auto& [key, rank] : table_.Unreported(node_id, reports.present)) {
+    const Launch* launch = table_.Find(key);
+    if (launch == nullptr) continue;  // erased by an earlier one
     v1::TaskStatus lost;
     lost.mutable_task()->set_job_id(key.first);
     lost.mutable_task()->set_attempt(key.second);
     lost.mutable_task()->set_rank(rank);
     lost.set_state(v1::TASK_STATE_PREEMPTED);
-    if (it->second.parts[rank].running) lost.set_end_time(now.count());
+    if (launch->parts[rank].running()) lost.set_end_time(now.count());
     google::protobuf::RepeatedPtrField<v1::TaskRef> ignored;
     HandleTask(node_id, lost, now, &ignored);
   }
   // Live tasks no launch part names: not in the desired state, so the
   // agent stops them; their GPUs are busy until they end.
-  NodeInfo& info = nodes_.at(node_id);
+  NodeInfo& info = *table_.FindNode(node_id);
   const size_t orphans_before = info.orphans.size();
   std::map<TaskKey, std::vector<int>> orphans;
   for (const v1::TaskStatus* task : reports.valid) {
     if (Ended(*task)) continue;
-    const LaunchKey key{task->task().job_id(), task->task().attempt()};
-    const int rank = task->task().rank();
-    auto it = launches_.find(key);
-    const bool part_of_launch =
-        it != launches_.end() && it->second.phase != Phase::kDeferred &&
-        rank < static_cast<int>(it->second.parts.size()) &&
-        it->second.parts[rank].node_id == node_id &&
-        !it->second.parts[rank].ended;
-    if (!part_of_launch) {
-      orphans[{key.first, key.second, rank}].assign(
-          task->gpu_indexes().begin(), task->gpu_indexes().end());
+    const TaskKey key{task->task().job_id(), task->task().attempt(),
+                      task->task().rank()};
+    if (!table_.IsLivePart(node_id, key)) {
+      orphans[key].assign(task->gpu_indexes().begin(),
+                          task->gpu_indexes().end());
     }
   }
   if (orphans.size() != orphans_before) pass_wanted_ = true;
-  SetOrphans(info, std::move(orphans));
+  table_.SetOrphans(info, std::move(orphans));
   FinishRestartCancels(now);
-}
-
-void MasterState::SetOrphans(NodeInfo& info,
-                             std::map<TaskKey, std::vector<int>> orphans) {
-  for (const auto& [task, gpus] : info.orphans) {
-    auto count = orphans_by_job_.find(std::get<0>(task));
-    if (count != orphans_by_job_.end() && --count->second <= 0) {
-      orphans_by_job_.erase(count);
-    }
-  }
-  info.orphans = std::move(orphans);
-  for (const auto& [task, gpus] : info.orphans) {
-    ++orphans_by_job_[std::get<0>(task)];
-  }
 }
 
 void MasterState::FinishRestartCancels(Seconds now) {
   for (auto it = cancelling_after_restart_.begin();
        it != cancelling_after_restart_.end();) {
-    for (const auto& [id, info] : nodes_) {
-      if (info.up) it->second.erase(info.record.name);
+    for (const auto& [id, info] : table_.nodes()) {
+      if (info.up()) it->second.erase(info.record.name);
     }
     auto rec = records_.find(it->first);
     const bool heard_all =
         it->second.empty() || clock_->NowMonotonic() >= adopt_deadline_;
     if (rec == records_.end() || IsFinal(rec->second.state)) {
       it = cancelling_after_restart_.erase(it);
-    } else if (heard_all && !orphans_by_job_.contains(it->first)) {
+    } else if (heard_all && !table_.HasOrphans(it->first)) {
       const bool timeout = rec->second.timeout_requested;
       Finalize(rec->second,
                timeout ? JobRecordState::kTimeout : JobRecordState::kCancelled,
@@ -402,64 +344,30 @@ void MasterState::FinishRestartCancels(Seconds now) {
 void MasterState::HandleTask(
     int64_t node_id, const v1::TaskStatus& task, Seconds now,
     google::protobuf::RepeatedPtrField<v1::TaskRef>* acks) {
-  const LaunchKey key{task.task().job_id(), task.task().attempt()};
-  const int rank = task.task().rank();
-  const bool ended = Ended(task);
-  auto it = launches_.find(key);
-  const bool known = it != launches_.end() &&
-                     it->second.phase != Phase::kDeferred &&
-                     rank < static_cast<int>(it->second.parts.size()) &&
-                     it->second.parts[rank].node_id == node_id;
-  if (!known) {
-    // An orphan (Reconcile lists the live ones); an ended one is done with,
-    // once it has said whether a job whose launch a restart forgot ended.
-    if (ended) {
-      if (it == launches_.end()) OwnEndAfterRestart(node_id, task, now);
-      *acks->Add() = task.task();
-    }
+  const LaunchTable::Applied applied = table_.Apply(node_id, task, now);
+  using Kind = LaunchTable::Applied::Kind;
+  if (applied.kind == Kind::kNotAPart && applied.ack &&
+      table_.Find({task.task().job_id(), task.task().attempt()}) == nullptr) {
+    // An ended orphan is done with, once it has said whether a job whose
+    // launch a restart forgot ended.
+    OwnEndAfterRestart(node_id, task, now);
+  }
+  if (applied.ack) *acks->Add() = task.task();
+  if (applied.kind == Kind::kNotAPart || applied.kind == Kind::kAlreadyEnded) {
     return;
   }
-  Launch& launch = it->second;
-  Part& part = launch.parts[rank];
-  if (part.ended) {
-    if (ended) *acks->Add() = task.task();
-    return;
-  }
-  if (!ended) {
+  Launch& launch = *applied.launch;
+  if (applied.kind == Kind::kProgress) {
     // A long task's profile, read once its recording stopped (repeated in
     // every report: kept only if better).
     if (task.has_profile()) OnProfile(launch, task.profile(), now);
-    if ((task.state() == v1::TASK_STATE_RUNNING ||
-         task.state() == v1::TASK_STATE_EXITING) &&
-        !part.running) {
-      part.running = true;
-      part.start_time =
-          task.has_start_time() ? Seconds{task.start_time()} : now;
-    }
     MaybeMarkRunning(launch, now);
     return;
   }
-  // A run shorter than the heartbeat interval: its first report already
-  // says it ended. It did run (it reports a start, and it is not a failed
-  // spawn), so it is marked running at that start first, with its
-  // "started"/"resumed" event, and its end is processed after.
-  const bool start_failed = task.state() == v1::TASK_STATE_EXITED &&
-                            task.has_exit_code() &&
-                            task.exit_code() == kStartFailedExitCode;
-  if (!part.running && task.has_start_time() && !start_failed) {
-    part.running = true;
-    part.start_time = Seconds{task.start_time()};
-    MaybeMarkRunning(launch, now);
-  }
-  part.ended = true;
-  // The agent reports EXITED (not PREEMPTED) only for a task whose end came
-  // before any stop it sent; a start that failed is no end of the job's.
-  part.own_end = task.state() == v1::TASK_STATE_EXITED &&
-                 task.has_exit_code() && !start_failed;
-  if (task.has_exit_code()) part.exit_code = task.exit_code();
-  if (task.has_end_time()) part.end_time = Seconds{task.end_time()};
-  *acks->Add() = task.task();
-  Touch(launch);
+  // A run shorter than the heartbeat interval is marked running at its
+  // reported start first (LaunchTable::Apply), with its "started" or
+  // "resumed" event; its end is processed after.
+  MaybeMarkRunning(launch, now);
   pass_wanted_ = true;  // its GPUs are free
   if (task.has_profile()) OnProfile(launch, task.profile(), now);
   OnPartEnded(launch, task, now);  // may erase `launch`
@@ -531,7 +439,7 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
   // The job runs once its last part does: the latest reported start.
   std::optional<Seconds> start;
   for (const Part& part : launch.parts) {
-    if (!part.running) return;
+    if (!part.running()) return;
     if (part.start_time && (!start || *part.start_time > *start)) {
       start = part.start_time;
     }
@@ -553,7 +461,7 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
     // Being re-adopted after a master restart: "adopted" says it.
     if (adopting_.contains(launch.job)) return;
     AddEvent(launch.job, std::min(*start, now),
-             ran_before ? "resumed" : "started", Describe(launch));
+             ran_before ? "resumed" : "started", table_.Describe(launch));
     MarkDirty(launch.job);
     return;
   }
@@ -575,7 +483,7 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
   if (!rec->second.first_start_time) rec->second.first_start_time = *start;
   // "resumed": it ran before this launch (and resumes from its checkpoint).
   AddEvent(launch.job, *start, ran_before ? "resumed" : "started",
-           Describe(launch));
+           table_.Describe(launch));
   MarkDirty(launch.job);
 }
 
@@ -583,10 +491,7 @@ void MasterState::AccountStop(const Launch& launch) {
   if (!launch.all_running || launch.stop_reason != v1::STOP_REASON_PREEMPT) {
     return;
   }
-  std::optional<Seconds> end;
-  for (const Part& part : launch.parts) {
-    if (part.end_time && (!end || *part.end_time > *end)) end = part.end_time;
-  }
+  const std::optional<Seconds> end = launch.LatestEnd();
   const Job* job = scheduler_->Find(launch.job);
   // Only while the scheduler still holds the stop it decided (not started
   // again, promoted or rebuilt since).
@@ -609,17 +514,17 @@ void MasterState::OnStartFailed(Launch& launch, const v1::TaskStatus& task,
   const int failures = ++rec.failed_starts;
   MarkDirty(launch.job);
   const int rank = task.task().rank();
-  auto node = nodes_.find(launch.parts[rank].node_id);
+  const NodeInfo* node = table_.FindNode(launch.parts[rank].node_id);
   const std::string where = absl::StrCat(
       "rank ", rank, " on ",
-      node == nodes_.end() ? absl::StrCat("node ", launch.parts[rank].node_id)
-                           : node->second.record.name,
+      node == nullptr ? absl::StrCat("node ", launch.parts[rank].node_id)
+                      : node->record.name,
       " failed to start (exit code ", kStartFailedExitCode, "; `tiresias logs ",
       launch.job, " --rank ", rank, " --attempt ", launch.attempt,
       "` says why)");
   const bool give_up = failures >= kMaxFailedStarts;
-  StopLaunch(launch,
-             give_up ? v1::STOP_REASON_CANCEL : v1::STOP_REASON_PREEMPT);
+  table_.Stop(launch,
+              give_up ? v1::STOP_REASON_CANCEL : v1::STOP_REASON_PREEMPT);
   if (give_up) {
     // Remove only fails for a job the scheduler does not hold: then there
     // is nothing to remove.
@@ -644,7 +549,7 @@ void MasterState::OnStartFailed(Launch& launch, const v1::TaskStatus& task,
     MarkDirty(launch.job);
     pass_wanted_ = true;
   }
-  if (launch.AllEnded()) launches_.erase(key);
+  if (launch.AllEnded()) table_.Erase(key);
 }
 
 void MasterState::OnSystemStop(Launch& launch, int rank, Seconds end,
@@ -663,7 +568,7 @@ void MasterState::OnSystemStop(Launch& launch, int rank, Seconds end,
   } else {
     launch.stop_decided = now;
   }
-  StopLaunch(launch, v1::STOP_REASON_PREEMPT);
+  table_.Stop(launch, v1::STOP_REASON_PREEMPT);
   if (ran) {
     rec.state = JobRecordState::kPreempted;
     ++rec.preemptions;
@@ -673,7 +578,7 @@ void MasterState::OnSystemStop(Launch& launch, int rank, Seconds end,
                                      : JobRecordState::kPending;
   }
   AddEvent(launch.job, now, "preempted",
-           absl::StrCat(Describe(launch),
+           absl::StrCat(table_.Describe(launch),
                         ran ? "" : " (while starting: it had not run yet)",
                         "; ", rank >= 0 ? absl::StrCat("rank ", rank, " ") : "",
                         "stopped by the system: ", why));
@@ -688,10 +593,7 @@ void MasterState::ClassifyEndedGang(Launch& launch, Seconds now) {
   const Job* job = scheduler_->Find(launch.job);
   if (launch.system_stopped) {
     // Its failure followed a rank stopped by the system: a preemption.
-    std::optional<Seconds> end;
-    for (const Part& part : launch.parts) {
-      if (part.end_time && (!end || *part.end_time > *end)) end = part.end_time;
-    }
+    const std::optional<Seconds> end = launch.LatestEnd();
     if (job != nullptr && job->running()) {
       cluster().Release(job->id(), job->gpus());
       const Seconds at = std::clamp(end.value_or(now), job->run_start(), now);
@@ -701,7 +603,7 @@ void MasterState::ClassifyEndedGang(Launch& launch, Seconds now) {
     rec.state = JobRecordState::kPreempted;
     ++rec.preemptions;
     AddEvent(launch.job, now, "preempted",
-             absl::StrCat(Describe(launch), "; a rank was stopped by the "
+             absl::StrCat(table_.Describe(launch), "; a rank was stopped by the "
                           "system and rank ", rank, " then exited with code ",
                           code));
     MarkDirty(launch.job);
@@ -712,17 +614,7 @@ void MasterState::ClassifyEndedGang(Launch& launch, Seconds now) {
     Finalize(rec, JobRecordState::kFailed, now, code,
              absl::StrCat("rank ", rank, " exit code ", code));
   }
-  launches_.erase(key);
-}
-
-bool MasterState::AnyLiveLaunch(JobId job) const {
-  for (auto it = launches_.lower_bound({job, 0});
-       it != launches_.end() && it->first.first == job; ++it) {
-    if (it->second.phase != Phase::kDeferred && !it->second.AllEnded()) {
-      return true;
-    }
-  }
-  return false;
+  table_.Erase(key);
 }
 
 void MasterState::MaybeFinishCancel(JobId job, Seconds now,
@@ -730,7 +622,7 @@ void MasterState::MaybeFinishCancel(JobId job, Seconds now,
   auto rec = records_.find(job);
   const Job* scheduled = scheduler_->Find(job);
   if (rec == records_.end() || IsFinal(rec->second.state) ||
-      (scheduled != nullptr && !scheduled->finished()) || AnyLiveLaunch(job)) {
+      (scheduled != nullptr && !scheduled->finished()) || table_.AnyLive(job)) {
     return;  // still scheduled (not cancelled), or a task still runs
   }
   Finalize(rec->second,
@@ -741,172 +633,127 @@ void MasterState::MaybeFinishCancel(JobId job, Seconds now,
 
 void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
                               Seconds now) {
-  const LaunchKey key{launch.job, launch.attempt};
+  const LaunchKey key = launch.key();
   auto rec_it = records_.find(launch.job);
-  // A rank ended by a system stop (its agent's shutdown, a fence, a lost
-  // status), not by our own stop: a gang waiting to be classified counts
-  // it (ClassifyEndedGang).
-  const bool system_stop =
-      (task.state() == v1::TASK_STATE_PREEMPTED &&
-       task.stop_reason() != v1::STOP_REASON_PREEMPT &&
-       task.stop_reason() != v1::STOP_REASON_CANCEL &&
-       task.stop_reason() != v1::STOP_REASON_ORPHAN) ||
-      (task.state() == v1::TASK_STATE_EXITED && !task.has_exit_code());
-  if (system_stop) launch.system_stopped = true;
-  if (launch.first_failure && rec_it != records_.end() &&
-      !IsFinal(rec_it->second.state)) {
-    if (launch.AllEnded()) ClassifyEndedGang(launch, now);  // erases it
-    return;
-  }
-  if (rec_it != records_.end() && !IsFinal(rec_it->second.state) &&
-      !adopting_.contains(launch.job) && launch.phase == Phase::kStopping &&
-      launch.AllEnded() &&
-      std::all_of(launch.parts.begin(), launch.parts.end(),
-                  [](const Part& part) { return part.own_end; })) {
-    OnOwnEndWhileStopping(launch, now);  // erases it
-    return;
-  }
-  if (rec_it == records_.end() || IsFinal(rec_it->second.state) ||
-      adopting_.contains(launch.job) || launch.phase == Phase::kStopping) {
-    if (launch.AllEnded()) {
-      AccountStop(launch);
-      const bool cancelling = launch.stop_reason == v1::STOP_REASON_CANCEL;
-      launches_.erase(key);
-      if (cancelling) MaybeFinishCancel(key.first, now, "its tasks stopped");
-    }
-    return;
-  }
-  JobRecord& rec = rec_it->second;
+  const bool job_open =
+      rec_it != records_.end() && !IsFinal(rec_it->second.state);
+  using EndKind = LaunchTable::EndKind;
+  const EndKind kind = LaunchTable::ClassifyEnd(
+      launch, task, job_open, adopting_.contains(launch.job));
   const int rank = task.task().rank();
   const int code = task.has_exit_code() ? task.exit_code() : -1;
-  if (task.state() == v1::TASK_STATE_EXITED && code == 0) {
-    if (!launch.AllEnded()) return;
-    // Accounted up to the latest reported end (clamped to its run).
-    Seconds end = now;
-    const Job* job = scheduler_->Find(launch.job);
-    std::optional<Seconds> reported;
-    for (const Part& part : launch.parts) {
-      if (part.end_time && (!reported || *part.end_time > *reported)) {
-        reported = part.end_time;
-      }
-    }
-    if (reported && job != nullptr && job->running()) {
-      end = std::max(job->run_start(), std::min(*reported, now));
-    }
-    // Finish only fails for a job the scheduler does not run: then it has
-    // nothing to free.
-    scheduler_->Finish(launch.job, end, cluster()).IgnoreError();
-    Finalize(rec, JobRecordState::kFinished, now, 0, "every task exited 0");
-    launches_.erase(key);
-    return;
-  }
-  if (task.state() == v1::TASK_STATE_EXITED && code == kStartFailedExitCode &&
-      !launch.all_running) {
-    OnStartFailed(launch, task, now);  // may erase `launch`
-    return;
-  }
-  if (system_stop || task.state() == v1::TASK_STATE_PREEMPTED) {
-    // Nobody here asked for this stop: the agent shut down or was fenced,
-    // or the task's status was lost.
-    OnSystemStop(launch, rank,
-                 task.has_end_time() ? Seconds{task.end_time()} : now, now,
-                 absl::StrCat(
-                     task.state() == v1::TASK_STATE_EXITED
-                         ? "its exit status was lost"
-                     : task.stop_reason() == v1::STOP_REASON_UNSPECIFIED
-                         ? "its task vanished from its agent"
-                         : StopReasonWord(task.stop_reason()),
-                     task.has_exit_code()
-                         ? absl::StrCat(", exit code ", task.exit_code())
-                         : ""));
-    if (launch.AllEnded()) {
+  switch (kind) {
+    case EndKind::kGangWaits:
+    case EndKind::kStopWaits:
+    case EndKind::kFinishWaits:
+      return;
+    case EndKind::kGangDecided:
+      ClassifyEndedGang(launch, now);  // erases it
+      return;
+    case EndKind::kOwnEndWhileStopping:
+      OnOwnEndWhileStopping(launch, now);  // erases it
+      return;
+    case EndKind::kStopEnded: {
       AccountStop(launch);
-      launches_.erase(key);
+      const bool cancelling = launch.stop_reason == v1::STOP_REASON_CANCEL;
+      table_.Erase(key);
+      if (cancelling) MaybeFinishCancel(key.first, now, "its tasks stopped");
+      return;
     }
-    return;
+    case EndKind::kFinished: {
+      // Accounted up to the latest reported end (clamped to its run).
+      Seconds end = now;
+      const Job* job = scheduler_->Find(launch.job);
+      const std::optional<Seconds> reported = launch.LatestEnd();
+      if (reported && job != nullptr && job->running()) {
+        end = std::max(job->run_start(), std::min(*reported, now));
+      }
+      // Finish only fails for a job the scheduler does not run: then it has
+      // nothing to free.
+      scheduler_->Finish(launch.job, end, cluster()).IgnoreError();
+      Finalize(rec_it->second, JobRecordState::kFinished, now, 0,
+               "every task exited 0");
+      table_.Erase(key);
+      return;
+    }
+    case EndKind::kStartFailed:
+      OnStartFailed(launch, task, now);  // may erase `launch`
+      return;
+    case EndKind::kSystemStop:
+      // Nobody here asked for this stop: the agent shut down or was
+      // fenced, or the task's status was lost.
+      OnSystemStop(
+          launch, rank, task.has_end_time() ? Seconds{task.end_time()} : now,
+          now,
+          absl::StrCat(task.state() == v1::TASK_STATE_EXITED
+                           ? "its exit status was lost"
+                       : task.stop_reason() == v1::STOP_REASON_UNSPECIFIED
+                           ? "its task vanished from its agent"
+                           : StopReasonWord(task.stop_reason()),
+                       task.has_exit_code()
+                           ? absl::StrCat(", exit code ", task.exit_code())
+                           : ""));
+      if (launch.AllEnded()) {
+        AccountStop(launch);
+        table_.Erase(key);
+      }
+      return;
+    case EndKind::kRankFailed:
+      // A gang's other ranks are stopped first: whether the job failed or
+      // was preempted is decided once they have all ended.
+      launch.first_failure = std::make_pair(rank, code);
+      table_.Stop(launch, v1::STOP_REASON_PREEMPT);
+      AddEvent(launch.job, now, "rank_failed",
+               absl::StrCat("rank ", rank, " exited with code ", code,
+                            "; stopping the other ranks"));
+      return;
+    case EndKind::kFailed:
+      // Remove only fails for a job the scheduler does not hold.
+      scheduler_->Remove(launch.job, now, cluster()).IgnoreError();
+      Finalize(rec_it->second, JobRecordState::kFailed, now,
+               task.has_exit_code() ? std::optional<int>(code) : std::nullopt,
+               absl::StrCat("rank ", rank, " exit code ", code));
+      table_.Stop(launch, v1::STOP_REASON_CANCEL);
+      if (launch.AllEnded()) table_.Erase(key);
+      return;
   }
-  // A non-zero exit. A gang's other ranks are stopped first: whether the
-  // job failed or was preempted is decided once they have all ended.
-  if (!launch.AllEnded()) {
-    launch.first_failure = std::make_pair(rank, code);
-    StopLaunch(launch, v1::STOP_REASON_PREEMPT);
-    AddEvent(launch.job, now, "rank_failed",
-             absl::StrCat("rank ", rank, " exited with code ", code,
-                          "; stopping the other ranks"));
-    return;
-  }
-  scheduler_->Remove(launch.job, now, cluster()).IgnoreError();  // as above
-  Finalize(rec, JobRecordState::kFailed, now,
-           task.has_exit_code() ? std::optional<int>(code) : std::nullopt,
-           absl::StrCat("rank ", rank, " exit code ", code));
-  StopLaunch(launch, v1::STOP_REASON_CANCEL);
-  if (launch.AllEnded()) launches_.erase(key);
 }
 
 void MasterState::LoseNode(int64_t node_id, Seconds now,
                            const std::string& why) {
-  NodeInfo& info = nodes_[node_id];
-  for (auto it = launches_.begin(); it != launches_.end();) {
-    Launch& launch = it->second;
-    if (launch.phase == Phase::kDeferred) {  // nothing of it was sent
-      ++it;
-      continue;
-    }
-    bool affected = false;
-    for (Part& part : launch.parts) {
-      // Fenced by construction (its lease lapsed before the node timeout),
-      // or gone cleanly: its task has ended.
-      if (part.node_id == node_id && !part.ended) {
-        part.ended = true;
-        if (!part.end_time) part.end_time = now;
-        affected = true;
-      }
-    }
-    if (!affected) {
-      ++it;
-      continue;
-    }
-    launch.system_stopped = true;  // its ranks there were lost with the node
-    Touch(launch);
-    if (launch.first_failure) {
-      auto rec = records_.find(launch.job);
-      if (launch.AllEnded() && rec != records_.end() &&
-          !IsFinal(rec->second.state)) {
-        const LaunchKey next = std::next(it) == launches_.end()
-                                   ? LaunchKey{-1, -1}
-                                   : std::next(it)->first;
-        ClassifyEndedGang(launch, now);  // erases it
-        it = next.first < 0 ? launches_.end() : launches_.find(next);
-      } else {
-        ++it;
+  const std::string name = table_.NodeName(node_id);
+  for (const LaunchKey& key : table_.LosePartsOn(node_id, now)) {
+    Launch* launch = table_.Find(key);
+    if (launch == nullptr) continue;  // erased by an earlier one
+    auto rec = records_.find(key.first);
+    const bool job_open = rec != records_.end() && !IsFinal(rec->second.state);
+    const bool adopting = adopting_.contains(key.first);
+    if (launch->first_failure) {
+      if (launch->AllEnded() && job_open) {
+        ClassifyEndedGang(*launch, now);  // erases it
       }
       continue;
     }
-    auto rec = records_.find(launch.job);
-    if (!adopting_.contains(launch.job) && launch.phase == Phase::kActive &&
-        rec != records_.end() && !IsFinal(rec->second.state)) {
-      AddEvent(launch.job, now, "node_down",
-               absl::StrCat(info.record.name, ": ", why));
-      OnSystemStop(launch, -1, now, now,
-                   absl::StrCat("node ", info.record.name, " lost (", why, ")"));
+    if (!adopting && launch->phase == Phase::kActive && job_open) {
+      AddEvent(key.first, now, "node_down", absl::StrCat(name, ": ", why));
+      OnSystemStop(*launch, -1, now, now,
+                   absl::StrCat("node ", name, " lost (", why, ")"));
     }
-    if (launch.AllEnded() && !adopting_.contains(launch.job)) {
-      const LaunchKey key = it->first;
-      const bool cancelling = launch.phase == Phase::kStopping &&
-                              launch.stop_reason == v1::STOP_REASON_CANCEL;
-      if (launch.phase == Phase::kStopping) AccountStop(launch);
-      it = launches_.erase(it);
+    if (launch->AllEnded() && !adopting) {
+      const bool cancelling = launch->phase == Phase::kStopping &&
+                              launch->stop_reason == v1::STOP_REASON_CANCEL;
+      if (launch->phase == Phase::kStopping) AccountStop(*launch);
+      table_.Erase(key);
       if (cancelling) {
         MaybeFinishCancel(key.first, now,
-                          absl::StrCat("its tasks were lost with ",
-                                       info.record.name));
+                          absl::StrCat("its tasks were lost with ", name));
       }
-    } else {
-      ++it;
     }
   }
-  SetOrphans(info, {});
-  TouchNode(node_id);
+  if (NodeInfo* info = table_.FindNode(node_id); info != nullptr) {
+    table_.SetOrphans(*info, {});
+  }
+  table_.TouchNode(node_id);
   pass_wanted_ = true;
 }
 
@@ -914,9 +761,9 @@ void MasterState::OnStall(Seconds stall) {
   if (stall <= Seconds{0}) return;
   std::lock_guard<std::mutex> lock(mu_);
   const Seconds now = clock_->NowMonotonic();
-  for (auto& [id, info] : nodes_) {
+  table_.ForEachNode([&](int64_t, NodeInfo& info) {
     info.last_heard = std::min(info.last_heard + stall, now);
-  }
+  });
   if (!adoption_closed_) adopt_deadline_ += stall;
 }
 
@@ -925,16 +772,20 @@ absl::Status MasterState::CheckTimeouts() {
   MaybeRefitPackLimit();
   const Seconds now = clock_->NowUnixSeconds();
   bool changed = false;
-  for (auto& [id, info] : nodes_) {
-    if (info.record.state != NodeState::kUp ||
-        clock_->NowMonotonic() - info.last_heard <= options_.node_timeout) {
-      continue;
+  std::vector<int64_t> silent;
+  for (const auto& [id, info] : table_.nodes()) {
+    if (info.record.state == NodeState::kUp &&
+        clock_->NowMonotonic() - info.last_heard > options_.node_timeout) {
+      silent.push_back(id);
     }
-    if (info.up) {
+  }
+  for (int64_t id : silent) {
+    if (table_.FindNode(id)->up()) {
       LoseNode(id, now, "silent for longer than the node timeout");
-      info.up = false;
       changed = true;
     }
+    NodeInfo& info = *table_.FindNode(id);
+    info.SetLife(NodeLife::kDown);
     info.record.state = NodeState::kDown;
     RETURN_IF_ERROR(store_->UpsertNode(info.record).status());
   }
@@ -955,19 +806,13 @@ void MasterState::EndAdoptionWindow(Seconds now) {
   adoption_closed_ = true;
   // A part whose node never reported in is fenced by now (its agent's lease
   // lapsed within the node timeout of the restart): it has ended.
-  for (auto it = launches_.begin(); it != launches_.end();) {
-    Launch& launch = it->second;
-    for (Part& part : launch.parts) {
-      if (part.node_id == 0) part.ended = true;
-    }
-    ++it;
-  }
+  table_.EndUnadoptedParts();
   for (JobId id : adopting_) {
     JobRecord& rec = records_.at(id);
-    auto it = launches_.find({id, rec.attempt});
-    if (it != launches_.end() && it->second.phase == Phase::kActive) {
-      StopLaunch(it->second, v1::STOP_REASON_PREEMPT);
-      it->second.preemption_counted = true;
+    Launch* launch = table_.Find({id, rec.attempt});
+    if (launch != nullptr && launch->phase == Phase::kActive) {
+      table_.Stop(*launch, v1::STOP_REASON_PREEMPT);
+      launch->preemption_counted = true;
     }
     rec.state = JobRecordState::kPreempted;
     rec.last_stop_time = now;
@@ -983,15 +828,17 @@ void MasterState::EndAdoptionWindow(Seconds now) {
   }
   adopting_.clear();
   // Launches whose every part has now ended are done with.
-  for (auto it = launches_.begin(); it != launches_.end();) {
-    if (it->second.phase != Phase::kDeferred && it->second.AllEnded()) {
-      const JobId job = it->first.first;
-      const bool cancelling = it->second.stop_reason == v1::STOP_REASON_CANCEL;
-      it = launches_.erase(it);
-      if (cancelling) MaybeFinishCancel(job, now, "its tasks stopped");
-    } else {
-      ++it;
+  std::vector<LaunchKey> done;
+  for (const auto& [key, launch] : table_.launches()) {
+    if (launch.phase != Phase::kDeferred && launch.AllEnded()) {
+      done.push_back(key);
     }
+  }
+  for (const LaunchKey& key : done) {
+    const bool cancelling =
+        table_.Find(key)->stop_reason == v1::STOP_REASON_CANCEL;
+    table_.Erase(key);
+    if (cancelling) MaybeFinishCancel(key.first, now, "its tasks stopped");
   }
 }
 

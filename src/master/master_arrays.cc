@@ -109,7 +109,7 @@ void MasterState::RefillArraySlots(Seconds now) {
     ArraySlots& slots = it->second;
     int stopping = 0;
     for (JobId id : slots.queued) {
-      if (AnyLiveLaunch(id)) ++stopping;
+      if (table_.AnyLive(id)) ++stopping;
     }
     if (stopping > 0) again.insert(array);
     for (auto q = slots.queued.begin();

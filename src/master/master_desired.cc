@@ -14,9 +14,8 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
   const int port = options_.base_port +
                    static_cast<int>((16 * launch.job + launch.attempt) % 10000);
   auto host_of = [&](int64_t node_id) {
-    auto node = nodes_.find(node_id);
-    const std::string address =
-        node == nodes_.end() ? "" : node->second.record.address;
+    const NodeInfo* node = table_.FindNode(node_id);
+    const std::string address = node == nullptr ? "" : node->record.address;
     std::string host = address.substr(0, address.rfind(':'));
     return host.empty() ? std::string("127.0.0.1") : host;
   };
@@ -71,16 +70,16 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
 
 v1::DesiredState MasterState::DesiredStateOf(int64_t node_id) const {
   v1::DesiredState desired;
-  auto node = nodes_.find(node_id);
-  if (node == nodes_.end()) return desired;
-  desired.set_session(node->second.session);
-  desired.set_version(node->second.version);
+  const NodeInfo* node = table_.FindNode(node_id);
+  if (node == nullptr) return desired;
+  desired.set_session(node->session);
+  desired.set_version(node->version);
   // O(launches): only decided, unfinished launches are kept, at most one
   // per job and a few more being stopped.
-  for (const auto& [key, launch] : launches_) {
+  for (const auto& [key, launch] : table_.launches()) {
     for (size_t rank = 0; rank < launch.parts.size(); ++rank) {
       const Part& part = launch.parts[rank];
-      if (part.node_id != node_id || part.ended) continue;
+      if (part.node_id != node_id || part.ended()) continue;
       if (launch.phase == Phase::kActive && launch.durable &&
           records_.contains(launch.job)) {
         FillStartTask(launch, static_cast<int>(rank), desired.add_run());
@@ -99,14 +98,14 @@ v1::DesiredState MasterState::DesiredStateOf(int64_t node_id) const {
 absl::StatusOr<std::optional<v1::DesiredState>> MasterState::DesiredStateAfter(
     int64_t node_id, uint64_t session, uint64_t after_version) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto node = nodes_.find(node_id);
-  if (node == nodes_.end() || !node->second.up ||
-      node->second.session != session || session == 0) {
+  const NodeInfo* node = table_.FindNode(node_id);
+  if (node == nullptr || !node->up() || node->session != session ||
+      session == 0) {
     return absl::NotFoundError(
         absl::StrCat("node_id ", node_id, " session ", session,
                      ": not registered with this master; register again"));
   }
-  if (node->second.version <= after_version) return std::nullopt;
+  if (node->version <= after_version) return std::nullopt;
   return DesiredStateOf(node_id);
 }
 

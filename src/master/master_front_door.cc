@@ -411,8 +411,8 @@ JobPage MasterState::ListStartingJobs(const JobListQuery& query) {
   int64_t bytes = 0;
   // Launches are few (at most one per job holding or awaiting GPUs) and
   // ordered by job id.
-  for (auto it = launches_.lower_bound({query.after_id + 1, 0});
-       it != launches_.end(); ++it) {
+  for (auto it = table_.launches().lower_bound({query.after_id + 1, 0});
+       it != table_.launches().end(); ++it) {
     auto rec_it = records_.find(it->first.first);
     if (rec_it == records_.end()) continue;
     const JobRecord& rec = rec_it->second;

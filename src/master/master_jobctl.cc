@@ -215,7 +215,7 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
 
 void MasterState::EnforceTimeLimits(Seconds now) {
   std::vector<JobId> due;
-  for (const auto& [key, launch] : launches_) {
+  for (const auto& [key, launch] : table_.launches()) {
     // Counted from the release: a deferred launch has not run yet.
     if (launch.phase != Phase::kActive) continue;
     auto rec = records_.find(key.first);

@@ -34,12 +34,6 @@ absl::Status MasterState::RunPass() {
   return committed;
 }
 
-void MasterState::StopLaunch(Launch& launch, v1::StopReason reason) {
-  launch.SetPhase(Phase::kStopping);
-  launch.stop_reason = reason;
-  Touch(launch);
-}
-
 void MasterState::PreemptLaunch(JobId id, Seconds now) {
   auto rec = records_.find(id);
   Launch* launch = CurrentLaunch(id);
@@ -47,7 +41,7 @@ void MasterState::PreemptLaunch(JobId id, Seconds now) {
   if (launch->phase == Phase::kDeferred) {
     // Never started: nothing to stop, and no time to count (the scheduler
     // counted it from the decision).
-    launches_.erase({id, launch->attempt});
+    table_.Erase({id, launch->attempt});
     const Job* job = scheduler_->Find(id);
     if (job != nullptr && !job->running() && !job->finished()) {
       // Replace only fails for a job the scheduler does not hold, and it
@@ -58,7 +52,7 @@ void MasterState::PreemptLaunch(JobId id, Seconds now) {
   }
   if (launch->phase == Phase::kStopping) return;  // already being stopped
   launch->stop_decided = now;
-  StopLaunch(*launch, v1::STOP_REASON_PREEMPT);
+  table_.Stop(*launch, v1::STOP_REASON_PREEMPT);
   rec->second.state = JobRecordState::kPreempted;
   ++rec->second.preemptions;
   launch->preemption_counted = true;
@@ -66,8 +60,8 @@ void MasterState::PreemptLaunch(JobId id, Seconds now) {
   // this attempt, and says why.
   AddEvent(id, now, "preempted",
            launch->all_running
-               ? Describe(*launch)
-               : absl::StrCat(Describe(*launch), " (while starting: it had "
+               ? table_.Describe(*launch)
+               : absl::StrCat(table_.Describe(*launch), " (while starting: it had "
                                                  "not run yet)"));
   MarkDirty(id);
 }
@@ -95,51 +89,23 @@ void MasterState::StartLaunch(const StartDecision& start, Seconds now) {
   }
   launch.profile = WantsProfile(rec, launch.parts.size() > 1);
   MarkDirty(rec.id);
-  Launch& stored = launches_[{launch.job, launch.attempt}] = std::move(launch);
-  TryRelease(stored, now);
+  TryRelease(table_.Add(std::move(launch)), now);
 }
 
 void MasterState::ReleaseDeferred(Seconds now) {
-  for (auto& [key, launch] : launches_) {
+  table_.ForEachLaunch([&](Launch& launch) {
     if (launch.phase == Phase::kDeferred) TryRelease(launch, now);
-  }
-}
-
-std::vector<MasterState::LaunchKey> MasterState::BusyGpus(
-    int64_t node_id) const {
-  auto node = nodes_.find(node_id);
-  if (node == nodes_.end()) return {};
-  std::vector<LaunchKey> busy(node->second.record.gpus, LaunchKey{0, 0});
-  auto hold = [&](int gpu, LaunchKey key) {
-    if (gpu >= 0 && gpu < static_cast<int>(busy.size())) busy[gpu] = key;
-  };
-  for (const auto& [key, launch] : launches_) {
-    if (launch.phase == Phase::kDeferred) continue;
-    for (const Part& part : launch.parts) {
-      if (part.node_id != node_id || part.ended) continue;
-      for (int gpu : part.local_gpus) hold(gpu, key);
-    }
-  }
-  for (const auto& [task, gpus] : node->second.orphans) {
-    for (int gpu : gpus) hold(gpu, {std::get<0>(task), std::get<1>(task)});
-  }
-  return busy;
+  });
 }
 
 bool MasterState::EarlierAttemptMayRun(const Launch& launch, Seconds now) {
-  for (auto it = launches_.lower_bound({launch.job, 0});
-       it != launches_.end() && it->first.first == launch.job; ++it) {
-    if (it->first.second != launch.attempt && !it->second.AllEnded()) {
-      return true;
-    }
-  }
-  if (orphans_by_job_.contains(launch.job)) return true;
+  if (table_.OtherAttemptLive(launch)) return true;
   auto fence = restart_fence_.find(launch.job);
   if (fence != restart_fence_.end()) {
     // Nodes that registered with this master reported their tasks: any of
     // the job's is a launch part or an orphan, checked above.
-    for (const auto& [id, info] : nodes_) {
-      if (info.up) fence->second.erase(info.record.name);
+    for (const auto& [id, info] : table_.nodes()) {
+      if (info.up()) fence->second.erase(info.record.name);
     }
     if (!fence->second.empty() && clock_->NowMonotonic() < adopt_deadline_) {
       return true;
@@ -154,12 +120,10 @@ bool MasterState::TryRelease(Launch& launch, Seconds now) {
   if (EarlierAttemptMayRun(launch, now)) return false;
   std::map<int64_t, std::vector<LaunchKey>> busy;
   for (const Part& part : launch.parts) {
-    auto node = nodes_.find(part.node_id);
-    if (node == nodes_.end() || !node->second.up || node->second.leaving) {
-      return false;
-    }
+    const NodeInfo* node = table_.FindNode(part.node_id);
+    if (node == nullptr || !node->up() || node->leaving()) return false;
     auto [it, added] = busy.try_emplace(part.node_id);
-    if (added) it->second = BusyGpus(part.node_id);
+    if (added) it->second = table_.BusyGpus(part.node_id);
     for (int gpu : part.local_gpus) {
       if (gpu >= static_cast<int>(it->second.size()) ||
           it->second[gpu] != LaunchKey{0, 0}) {
@@ -174,30 +138,11 @@ bool MasterState::TryRelease(Launch& launch, Seconds now) {
   JobRecord& rec = records_.at(launch.job);
   rec.nodes.clear();
   for (const Part& part : launch.parts) {
-    rec.nodes.push_back(nodes_.at(part.node_id).record.name);
+    rec.nodes.push_back(table_.NodeName(part.node_id));
   }
   MarkDirty(rec.id);
   launch_records_.push_back(LaunchRecord{rec.id, launch.attempt, rec.nodes});
   return true;
-}
-
-void MasterState::Touch(const Launch& launch) {
-  for (const Part& part : launch.parts) {
-    if (part.node_id != 0) TouchNode(part.node_id);
-  }
-}
-
-std::string MasterState::Describe(const Launch& launch) const {
-  std::vector<std::string> parts;
-  for (const Part& part : launch.parts) {
-    auto node = nodes_.find(part.node_id);
-    parts.push_back(absl::StrCat(
-        node == nodes_.end() ? absl::StrCat("node ", part.node_id)
-                             : node->second.record.name,
-        " GPUs ", absl::StrJoin(part.local_gpus, ",")));
-  }
-  return absl::StrCat("attempt ", launch.attempt, " on ",
-                      absl::StrJoin(parts, "; "));
 }
 
 }  // namespace tiresias

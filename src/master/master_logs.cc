@@ -49,15 +49,15 @@ absl::StatusOr<MasterState::TaskLogLocation> MasterState::LocateTaskLog(
       return;
     }
     LogNode node{name, "", false};
-    for (const auto& [node_id, info] : nodes_) {
+    for (const auto& [node_id, info] : table_.nodes()) {
       if (info.record.name == name) {
         node.log_address = info.log_address;
-        node.up = info.up;
+        node.up = info.up();
       }
     }
     where.nodes.push_back(std::move(node));
   };
-  auto launch = launches_.find({id, where.attempt});
+  const Launch* launch = table_.Find({id, where.attempt});
   ASSIGN_OR_RETURN(std::vector<std::string> ranks,
                    store_->LaunchNodes(id, where.attempt));
   if (!ranks.empty()) {
@@ -71,11 +71,10 @@ absl::StatusOr<MasterState::TaskLogLocation> MasterState::LocateTaskLog(
     // Not recorded (a state file older than the launches table): the job's
     // last nodes, then every node.
     for (const std::string& name : rec.nodes) add(name);
-    for (const auto& [node_id, info] : nodes_) add(info.record.name);
+    for (const auto& [node_id, info] : table_.nodes()) add(info.record.name);
   }
-  if (launch != launches_.end() &&
-      rank < static_cast<int>(launch->second.parts.size())) {
-    where.ended = launch->second.parts[rank].ended;
+  if (launch != nullptr && rank < static_cast<int>(launch->parts.size())) {
+    where.ended = launch->parts[rank].ended();
   } else {
     // A launch no longer in memory has ended, unless the master restarted
     // while it ran and its agents have not re-registered it yet.
@@ -129,8 +128,8 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
         ++m.waiting_by_queue[rec.queue];
       }
     }
-    for (const auto& [node_id, info] : nodes_) {
-      if (!info.up) {
+    for (const auto& [node_id, info] : table_.nodes()) {
+      if (!info.up()) {
         ++m.nodes_down;
         continue;
       }
@@ -140,15 +139,17 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
         ++m.nodes_drained;
         m.gpus_drained += info.record.gpus;
       }
-      for (const LaunchKey& key : BusyGpus(node_id)) {
+      for (const LaunchKey& key : table_.BusyGpus(node_id)) {
         m.gpus_busy += key.first != 0;
         m.gpus_drained_idle += key.first == 0 && info.record.drained;
       }
       for (const auto& [task, gpus] : info.orphans) m.gpus_running += gpus.size();
     }
-    for (const auto& [key, launch] : launches_) {
+    for (const auto& [key, launch] : table_.launches()) {
       for (const Part& part : launch.parts) {
-        if (part.running && !part.ended) m.gpus_running += part.local_gpus.size();
+        if (part.running() && !part.ended()) {
+          m.gpus_running += part.local_gpus.size();
+        }
       }
     }
     m.passes = passes_;

@@ -15,7 +15,7 @@ v1::Node MasterState::NodeView(int64_t id, const NodeInfo& info) const {
   NodeToProto(info.record, &node);
   std::set<JobId> jobs;
   int free = 0;
-  for (const LaunchKey& key : BusyGpus(id)) {
+  for (const LaunchKey& key : table_.BusyGpus(id)) {
     if (key.first == 0) {
       ++free;
     } else {
@@ -23,7 +23,7 @@ v1::Node MasterState::NodeView(int64_t id, const NodeInfo& info) const {
     }
   }
   // What a new job may take: nothing on a leaving or drained node.
-  const bool takes_jobs = info.up && !info.leaving && !info.record.drained;
+  const bool takes_jobs = info.up() && !info.leaving() && !info.record.drained;
   node.set_gpus_free(takes_jobs ? free : 0);
   for (JobId job : jobs) node.add_job_ids(job);
   return node;
@@ -32,15 +32,10 @@ v1::Node MasterState::NodeView(int64_t id, const NodeInfo& info) const {
 absl::StatusOr<std::vector<v1::Node>> MasterState::ListNodes() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<v1::Node> out;
-  for (const auto& [id, info] : nodes_) out.push_back(NodeView(id, info));
-  return out;
-}
-
-MasterState::NodeInfo* MasterState::FindNodeByName(const std::string& name) {
-  for (auto& [id, info] : nodes_) {
-    if (info.record.name == name) return &info;
+  for (const auto& [id, info] : table_.nodes()) {
+    out.push_back(NodeView(id, info));
   }
-  return nullptr;
+  return out;
 }
 
 namespace {
@@ -80,7 +75,7 @@ absl::StatusOr<MasterState::DrainResult> MasterState::DrainNode(
     const std::string& name, const std::string& reason, bool preempt) {
   RETURN_IF_ERROR(CheckDrainReason(reason));
   std::lock_guard<std::mutex> lock(mu_);
-  NodeInfo* info = FindNodeByName(name);
+  NodeInfo* info = table_.FindNodeByName(name);
   if (info == nullptr) return UnknownNode(name);
   const int64_t id = info->record.id;
   const Seconds now = clock_->NowUnixSeconds();
@@ -92,10 +87,10 @@ absl::StatusOr<MasterState::DrainResult> MasterState::DrainNode(
   if (preempt) {
     // Every job the scheduler holds running with a GPU there: Rebuild
     // preempts them (checkpoint, requeue) as if they had lost the node.
-    for (const auto& [key, launch] : launches_) {
+    for (const auto& [key, launch] : table_.launches()) {
       if (launch.phase == Phase::kStopping) continue;
       for (const Part& part : launch.parts) {
-        if (part.node_id == id && !part.ended) {
+        if (part.node_id == id && !part.ended()) {
           result.preempted.push_back(key.first);
           break;
         }
@@ -117,7 +112,7 @@ absl::StatusOr<MasterState::DrainResult> MasterState::DrainNode(
 
 absl::StatusOr<v1::Node> MasterState::ResumeNode(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  NodeInfo* info = FindNodeByName(name);
+  NodeInfo* info = table_.FindNodeByName(name);
   if (info == nullptr) return UnknownNode(name);
   const int64_t id = info->record.id;
   if (info->record.drained) {
@@ -136,15 +131,15 @@ void MasterState::FillPendingReason(JobRecord& rec, Seconds now) const {
   rec.pending_reason_kind = 0;
   PendingReason reason;
   if (rec.state == JobRecordState::kStarting) {
-    auto it = launches_.find({rec.id, rec.attempt});
-    if (it == launches_.end() || it->second.phase != Phase::kDeferred) return;
+    const Launch* launch = table_.Find({rec.id, rec.attempt});
+    if (launch == nullptr || launch->phase != Phase::kDeferred) return;
     // Deferred: its GPUs are still held by the stopping tasks of another
     // launch (a preemption's checkpoint), or of its own previous one.
     reason.kind = PendingReasonKind::kCheckpointing;
     reason.blocker = rec.id;
     reason.own_launch = true;
-    for (const Part& part : it->second.parts) {
-      const std::vector<LaunchKey> busy = BusyGpus(part.node_id);
+    for (const Part& part : launch->parts) {
+      const std::vector<LaunchKey> busy = table_.BusyGpus(part.node_id);
       for (int gpu : part.local_gpus) {
         if (gpu < 0 || gpu >= static_cast<int>(busy.size())) continue;
         const JobId holder = busy[gpu].first;

@@ -23,7 +23,7 @@ void MasterState::OnOwnEndWhileStopping(Launch& launch, Seconds now) {
   const std::string stop = launch.stop_reason == v1::STOP_REASON_CANCEL
                                ? "its cancel"
                                : "its stop";
-  launches_.erase(key);
+  table_.Erase(key);
   EndWithOwnExit(records_.at(key.first), failure, preempted,
                  absl::StrCat("attempt ", key.second,
                               ": every task ended on its own before ", stop,
@@ -47,7 +47,7 @@ bool MasterState::OwnEndAfterRestart(int64_t node_id,
   // later attempt decided since the restart is at most deferred.
   if (!restarted || !own || task.task().rank() != 0 ||
       task.task().attempt() > rec.attempt || rec.nodes.size() != 1 ||
-      rec.nodes[0] != nodes_.at(node_id).record.name || AnyLiveLaunch(job)) {
+      rec.nodes[0] != table_.NodeName(node_id) || table_.AnyLive(job)) {
     return false;
   }
   const int code = task.exit_code();
@@ -71,7 +71,7 @@ void MasterState::EndWithOwnExit(JobRecord& rec,
   // (it waited for this one's end): dropped, as a cancel drops it.
   if (Launch* current = CurrentLaunch(rec.id);
       current != nullptr && current->phase == Phase::kDeferred) {
-    launches_.erase({rec.id, current->attempt});
+    table_.Erase({rec.id, current->attempt});
   }
   adopting_.erase(rec.id);
   restart_fence_.erase(rec.id);

@@ -115,8 +115,8 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
   std::vector<ServerSpec> servers;
   server_of_node_.clear();
   node_of_server_.clear();
-  for (const auto& [id, info] : nodes_) {
-    if (!info.up || info.leaving) continue;
+  for (const auto& [id, info] : table_.nodes()) {
+    if (!info.up() || info.leaving()) continue;
     server_of_node_[id] = static_cast<int>(servers.size());
     node_of_server_.push_back(id);
     servers.push_back(ServerSpec{0, info.record.gpus, info.record.name});
@@ -128,7 +128,9 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
     // Drained nodes stay in the cluster (what runs there keeps its GPUs)
     // but take no new job.
     for (const auto& [id, server] : server_of_node_) {
-      if (nodes_.at(id).record.drained) cluster->SetCordoned(server, true);
+      if (table_.FindNode(id)->record.drained) {
+        cluster->SetCordoned(server, true);
+      }
     }
   }
   reasons_pass_ = -1;  // the cluster changed under the reasons
@@ -145,7 +147,7 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
     if (!cluster) return false;
     for (const Part& part : launch.parts) {
       auto server = server_of_node_.find(part.node_id);
-      if (part.ended || server == server_of_node_.end()) return false;
+      if (part.ended() || server == server_of_node_.end()) return false;
       if (part.node_id == evacuate_node) return false;
       if (launch.phase == Phase::kDeferred &&
           cluster->cordoned(server->second)) {
@@ -166,23 +168,23 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
   std::set<JobId> adopted;
   for (auto it = adopting_.begin(); it != adopting_.end();) {
     JobRecord& rec = records_.at(*it);
-    auto launch = launches_.find({rec.id, rec.attempt});
+    Launch* launch = table_.Find({rec.id, rec.attempt});
     std::vector<GpuId> gpus;
-    if (launch == launches_.end() || !map_gpus(launch->second, &gpus) ||
+    if (launch == nullptr || !map_gpus(*launch, &gpus) ||
         static_cast<int>(gpus.size()) != rec.spec.num_gpus ||
         !cluster->Allocate(rec.id, gpus).ok()) {
       ++it;
       continue;
     }
     Seconds run_start = now;
-    for (const Part& part : launch->second.parts) {
+    for (const Part& part : launch->parts) {
       if (part.start_time) run_start = std::min(run_start, *part.start_time);
     }
     Job job = JobFromRecord(rec);
     job.Start(run_start, gpus);
     RETURN_IF_ERROR(sched->Restore(job, now));
-    launch->second.all_running = true;
-    AddEvent(rec.id, now, "adopted", Describe(launch->second));
+    launch->all_running = true;
+    AddEvent(rec.id, now, "adopted", table_.Describe(*launch));
     MarkDirty(rec.id);
     adopted.insert(rec.id);
     it = adopting_.erase(it);
@@ -208,7 +210,7 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
                             old.last_stop(), old.queue());
       job.Start(old.run_start(), gpus);
     } else if (launch && launch->phase == Phase::kDeferred) {
-      launches_.erase({old.id(), launch->attempt});
+      table_.Erase({old.id(), launch->attempt});
       job = UndoRun(old, now);
     } else {
       if (launch && launch->phase == Phase::kActive) {

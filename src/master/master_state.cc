@@ -18,40 +18,6 @@
 
 namespace tiresias {
 
-bool MasterState::Launch::AllEnded() const {
-  return std::all_of(parts.begin(), parts.end(),
-                     [](const Part& p) { return p.ended; });
-}
-
-std::string_view MasterState::PhaseName(Phase phase) {
-  switch (phase) {
-    case Phase::kDeferred:
-      return "deferred";
-    case Phase::kActive:
-      return "active";
-    case Phase::kStopping:
-      return "stopping";
-  }
-  return "?";
-}
-
-void MasterState::Launch::SetPhase(Phase next) {
-  // Forward only: deferred -> active -> stopping (a deferred launch that is
-  // given up is erased, never stopped: nothing of it ran).
-  const bool ok = (phase == Phase::kDeferred && next == Phase::kActive) ||
-                  (phase == Phase::kActive && next == Phase::kStopping) ||
-                  (phase == Phase::kStopping && next == Phase::kStopping);
-  if (!ok) {
-    std::fprintf(stderr,
-                 "tiresias master: invariant: launch %lld/%d moved %s -> %s\n",
-                 static_cast<long long>(job), attempt,
-                 std::string(PhaseName(phase)).c_str(),
-                 std::string(PhaseName(next)).c_str());
-    std::abort();
-  }
-  phase = next;
-}
-
 Seconds MasterState::HeartbeatInterval() const {
   return std::min(options_.heartbeat_interval, options_.node_timeout / 10);
 }
@@ -119,7 +85,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> MasterState::MakeScheduler() {
 absl::Status MasterState::Load(Seconds now) {
   ASSIGN_OR_RETURN(std::vector<NodeRecord> nodes, store_->ListNodes());
   for (NodeRecord& node : nodes) {
-    NodeInfo& info = nodes_[node.id];
+    NodeInfo& info = table_.NodeAt(node.id);
     info.record = node;
     info.last_heard = clock_->NowMonotonic();  // the timeout counts from now
   }
@@ -172,8 +138,7 @@ Cluster& MasterState::cluster() {
 MasterState::Launch* MasterState::CurrentLaunch(JobId id) {
   auto rec = records_.find(id);
   if (rec == records_.end()) return nullptr;
-  auto it = launches_.find({id, rec->second.attempt});
-  return it == launches_.end() ? nullptr : &it->second;
+  return table_.Find({id, rec->second.attempt});
 }
 
 void MasterState::AddEvent(JobId id, Seconds t, std::string kind,
@@ -214,9 +179,9 @@ bool MasterState::IsStarting(const JobRecord& rec) const {
       rec.state != JobRecordState::kPreempted) {
     return false;
   }
-  auto it = launches_.find({rec.id, rec.attempt});
-  if (it == launches_.end()) return false;
-  const Launch& launch = it->second;
+  const Launch* found = table_.Find({rec.id, rec.attempt});
+  if (found == nullptr) return false;
+  const Launch& launch = *found;
   return launch.phase == Phase::kDeferred ||
          (launch.phase == Phase::kActive && !launch.all_running);
 }
@@ -300,10 +265,10 @@ absl::Status MasterState::Commit() {
   // Durable now: released launches may be sent, changed desired states
   // published.
   for (const LaunchKey& key : undurable_) {
-    auto it = launches_.find(key);
-    if (it == launches_.end()) continue;
-    it->second.durable = true;
-    Touch(it->second);
+    Launch* launch = table_.Find(key);
+    if (launch == nullptr) continue;
+    launch->durable = true;
+    table_.Touch(*launch);
   }
   undurable_.clear();
   PublishDesired();
@@ -362,14 +327,13 @@ absl::StatusOr<JobRecord> MasterState::CancelLocked(JobId id, Seconds now,
   }
   JobRecord& rec = it->second;
   if (rec.cancel_requested) return rec;  // already being cancelled
-  for (auto l = launches_.lower_bound({id, 0});
-       l != launches_.end() && l->first.first == id; ++l) {
-    if (l->second.phase == Phase::kStopping &&
-        l->second.stop_reason == v1::STOP_REASON_CANCEL &&
-        !l->second.AllEnded()) {
-      return rec;  // already being cancelled
-    }
-  }
+  bool cancelling = false;
+  table_.ForEachLaunchOf(id, [&](const Launch& launch) {
+    cancelling = cancelling || (launch.phase == Phase::kStopping &&
+                                launch.stop_reason == v1::STOP_REASON_CANCEL &&
+                                !launch.AllEnded());
+  });
+  if (cancelling) return rec;  // already being cancelled
   adopting_.erase(id);  // its adopted parts are stopped below
   restart_fence_.erase(id);
   const Job* job = scheduler_->Find(id);
@@ -384,15 +348,14 @@ absl::StatusOr<JobRecord> MasterState::CancelLocked(JobId id, Seconds now,
   // cancelled once they all have (MaybeFinishCancel).
   if (Launch* current = CurrentLaunch(id);
       current != nullptr && current->phase == Phase::kDeferred) {
-    launches_.erase({id, current->attempt});
+    table_.Erase({id, current->attempt});
   }
   bool live = false;
-  for (auto l = launches_.lower_bound({id, 0});
-       l != launches_.end() && l->first.first == id; ++l) {
-    if (l->second.AllEnded()) continue;
-    StopLaunch(l->second, v1::STOP_REASON_CANCEL);
+  table_.ForEachLaunchOf(id, [&](Launch& launch) {
+    if (launch.AllEnded()) return;
+    table_.Stop(launch, v1::STOP_REASON_CANCEL);
     live = true;
-  }
+  });
   if (live) {
     rec.cancel_requested = true;  // stored: a restart finishes the cancel
     rec.timeout_requested = timeout;
@@ -411,8 +374,7 @@ absl::StatusOr<JobRecord> MasterState::CancelLocked(JobId id, Seconds now,
 
 std::string MasterState::NodeName(int64_t node_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto node = nodes_.find(node_id);
-  return node == nodes_.end() ? std::string() : node->second.record.name;
+  return table_.NodeName(node_id);
 }
 
 Seconds MasterState::NextWakeup() {
@@ -479,15 +441,8 @@ void MasterState::EventsWritten() { events_written_.Bump(); }
 
 void MasterState::WakeEventWatchers() { events_written_.Bump(); }
 
-void MasterState::TouchNode(int64_t node_id) {
-  auto node = nodes_.find(node_id);
-  if (node == nodes_.end()) return;
-  ++node->second.version;
-  desired_changed_ = true;
-}
-
 void MasterState::PublishDesired() {
-  if (!std::exchange(desired_changed_, false)) return;
+  if (!table_.TakeDesiredChanged()) return;
   WakeDesiredWatchers();
 }
 

@@ -125,6 +125,7 @@
 #include "master/audit_limit.h"
 #include "master/clock.h"
 #include "master/generation.h"
+#include "master/launch_table.h"
 #include "master/principal.h"
 #include "master/store.h"
 #include "place/pack_limit_runs.h"
@@ -206,7 +207,7 @@ std::string_view JobActionName(JobAction action);  // "cancel", "hold", ...
 class MasterState {
  public:
   // Exit code agents report for a task whose command could not be started.
-  static constexpr int kStartFailedExitCode = 127;
+  static constexpr int kStartFailedExitCode = LaunchTable::kStartFailedExitCode;
   // Failed gang starts in a row after which a job fails.
   static constexpr int kMaxFailedStarts = 3;
 
@@ -481,82 +482,11 @@ class MasterState {
   void WakeEventWatchers();
 
  private:
-  // One part of a launch: the task of one rank, on one node.
-  struct Part {
-    int64_t node_id = 0;
-    std::vector<int> local_gpus;
-    bool running = false;  // reported RUNNING (or later) at some point
-    bool ended = false;    // reported ended, or its node was lost
-    // It ended on its own (exited with a code, before any stop reached it;
-    // the agent judges that by the task's end time against the stop's
-    // delivery), not by a stop of ours or the system's.
-    bool own_end = false;
-    std::optional<int> exit_code;
-    std::optional<Seconds> start_time;  // agent's clock
-    std::optional<Seconds> end_time;    // agent's clock
-  };
-  // Where a launch is:
-  //   kDeferred  decided; waits for its GPUs and for the job's earlier
-  //              attempts to end; nothing was sent to any agent;
-  //   kActive    released: its parts are in their nodes' desired states
-  //              (once durable) until they end;
-  //   kStopping  its parts that have not ended are being stopped
-  //              (stop_reason says why).
-  // kDeferred -> kActive -> kStopping; kDeferred launches are erased when
-  // preempted or cancelled, the others once every part has ended.
-  enum class Phase { kDeferred, kActive, kStopping };
-  static std::string_view PhaseName(Phase phase);
-  // One launch (attempt) of a job.
-  struct Launch {
-    JobId job = 0;
-    int attempt = 0;
-    std::vector<Part> parts;  // rank order
-    Phase phase = Phase::kDeferred;
-    v1::StopReason stop_reason = v1::STOP_REASON_UNSPECIFIED;
-    bool all_running = false;  // every part reported RUNNING at some point
-    // The write that released it (its attempt and nodes) is on disk: only
-    // then is it in its nodes' desired states.
-    bool durable = false;
-    Seconds stop_decided{0};   // when a preemption was decided
-    // Its stop counted a preemption in the job's record: taken back if
-    // every task turns out to have ended on its own first.
-    bool preemption_counted = false;
-    // A gang whose rank exited non-zero while others ran: they are being
-    // stopped, and the job's fate waits until every rank has ended. It is
-    // a preemption if a rank was stopped by the system (its peers may have
-    // failed because of it), else a failure with the first exit code.
-    std::optional<std::pair<int, int>> first_failure;  // rank, exit code
-    bool system_stopped = false;  // a rank ended by a system stop
-    // Its tasks run under the traffic profiler (StartTask.profile): decided
-    // at the launch (WantsProfile).
-    bool profile = false;
-    // The best profile a rank of it reported (BetterProfile): its run for
-    // PACKLIMIT learning.
-    std::optional<JobProfile> measured;
-    bool AllEnded() const;
-    void SetPhase(Phase next);  // checks the transition
-  };
-  using LaunchKey = std::pair<JobId, int>;
-  // A task an agent reported: (job, attempt, rank).
-  using TaskKey = std::tuple<JobId, int, int>;
-  struct NodeInfo {
-    NodeRecord record;
-    std::string log_address;  // its AgentLogs service (Register, Heartbeat)
-    bool up = false;  // registered since this master started and not lost
-    bool leaving = false;  // its agent is shutting down: no new launches
-    uint64_t session = 0;  // of its current registration; 0: none
-    uint64_t version = 0;  // of its desired state, within the session
-    // The newest report applied: its agent's boot and sequence (see
-    // RegisterRequest.report_seq).
-    std::string report_boot_id;
-    uint64_t report_seq = 0;
-    // When the master last heard from it (monotonic: see clock.h); the
-    // node timeout counts from here. record.last_heartbeat is for people.
-    Seconds last_heard{0};
-    // Live tasks its agent reports that no launch part names: being
-    // stopped, and holding their GPUs until they end.
-    std::map<TaskKey, std::vector<int>> orphans;
-  };
+  // The agent-protocol records (launch_table.h).
+  using Part = LaunchTable::Part;
+  using Launch = LaunchTable::Launch;
+  using Phase = LaunchPhase;
+  using NodeInfo = LaunchTable::Node;
 
   MasterState(MasterOptions options, master::Clock* clock,
               std::unique_ptr<Store> store);
@@ -583,7 +513,6 @@ class MasterState {
   void FillPendingReason(JobRecord& rec, Seconds now) const;
   // A node as ListNodes shows it (live free GPUs and jobs).
   v1::Node NodeView(int64_t id, const NodeInfo& info) const;
-  NodeInfo* FindNodeByName(const std::string& name);
   // True if `rec` (pending or preempted) has a current launch that is
   // deferred, or active with some part not yet reported RUNNING.
   bool IsStarting(const JobRecord& rec) const;
@@ -647,24 +576,15 @@ class MasterState {
   // Scheduling (master_launch.cc).
   void StartLaunch(const StartDecision& start, Seconds now);
   void PreemptLaunch(JobId id, Seconds now);
-  // Moves `launch` to kStopping for `reason` (its nodes' desired states
-  // then list it as stopping).
-  void StopLaunch(Launch& launch, v1::StopReason reason);
   void ReleaseDeferred(Seconds now);
   bool TryRelease(Launch& launch, Seconds now);
   // True while another attempt of the job may still run: a launch with a
   // part that has not ended, a live task of the job reported by an agent,
   // or (after a restart) a node of its last launch not yet heard from.
   bool EarlierAttemptMayRun(const Launch& launch, Seconds now);
-  // GPU -> launch (or orphan) holding it, for one node; {0,0}: free.
-  std::vector<LaunchKey> BusyGpus(int64_t node_id) const;
-  // The desired state of the node (of every node of `launch`) changed:
-  // its version grows at once, so that equal versions have equal content;
-  // watchers are woken by the next Commit (PublishDesired).
-  void Touch(const Launch& launch);
-  void TouchNode(int64_t node_id);
+  // Wakes desired-state watchers if the table says a desired state changed
+  // (LaunchTable::Touch); Commit calls it once its write is durable.
   void PublishDesired();
-  std::string Describe(const Launch& launch) const;
 
   // Desired state (master_desired.cc).
   v1::DesiredState DesiredStateOf(int64_t node_id) const;
@@ -762,10 +682,6 @@ class MasterState {
                      Seconds now);
   void LoseNode(int64_t node_id, Seconds now, const std::string& why);
   void EndAdoptionWindow(Seconds now);
-  // Aborted if a report of this boot at least as new as (boot_id, seq)
-  // was already applied for the node; else records it as the newest.
-  absl::Status CheckReportOrder(NodeInfo& info, const std::string& boot_id,
-                                uint64_t seq);
   // Job control (master_jobctl.cc). CancelLocked: CancelJob without the
   // write; `timeout`: the master's stop at the job's time limit (it ends
   // kTimeout). ActLocked: one action on the unfinished job `rec`.
@@ -776,7 +692,6 @@ class MasterState {
   void EnforceTimeLimits(Seconds now);
   // A job being cancelled whose last live launch has ended: it ends.
   void MaybeFinishCancel(JobId job, Seconds now, const std::string& detail);
-  bool AnyLiveLaunch(JobId job) const;
 
   // Node set changes (master_rebuild.cc). Drained nodes' servers are
   // cordoned in the new Cluster. Jobs running on `evacuate_node` (a drain
@@ -817,8 +732,9 @@ class MasterState {
   std::unique_ptr<Cluster> empty_cluster_;
   std::map<int64_t, int> server_of_node_;  // node id -> server index
   std::vector<int64_t> node_of_server_;
-  std::map<int64_t, NodeInfo> nodes_;
-  std::map<LaunchKey, Launch> launches_;
+  // Launches, their parts and the nodes (launch_table.h): the agent
+  // protocol's records, knowing nothing of jobs.
+  LaunchTable table_;
   std::map<JobId, JobRecord> records_;  // unfinished jobs (and just-ended)
   std::set<JobId> adopting_;  // running at restart, not yet re-adopted
   // Waiting jobs reloaded at a restart, with the nodes of their last launch
@@ -831,9 +747,6 @@ class MasterState {
   // and no node reports a task of theirs (their tasks are orphans: nothing
   // wants them, so their agents stop them).
   std::map<JobId, std::set<std::string>> cancelling_after_restart_;
-  // How many orphans each job has over every up node (NodeInfo::orphans).
-  std::map<JobId, int> orphans_by_job_;
-  void SetOrphans(NodeInfo& info, std::map<TaskKey, std::vector<int>> orphans);
   void FinishRestartCancels(Seconds now);
   Seconds adopt_deadline_{0};  // monotonic (clock.h)
   bool adoption_closed_ = false;  // EndAdoptionWindow ran
@@ -842,8 +755,6 @@ class MasterState {
   std::vector<LaunchRecord> launch_records_;  // written by the next Commit
   // Released since the last successful Commit: durable once it succeeds.
   std::vector<LaunchKey> undurable_;
-  // A desired state changed since watchers were last woken.
-  bool desired_changed_ = false;
   // Sessions handed out are above this; it starts at a random point, so
   // that a session of an earlier master life is never taken for a current
   // one.

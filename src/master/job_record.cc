@@ -50,6 +50,98 @@ bool IsFinal(JobRecordState state) {
          state == JobRecordState::kTimeout;
 }
 
+bool LegalJobMove(JobRecordState from, JobRecordState to) {
+  using S = JobRecordState;
+  if (IsFinal(from) || to == S::kStarting || from == S::kStarting) {
+    return false;
+  }
+  if (IsFinal(to)) return true;
+  switch (from) {
+    case S::kPending:
+      return to == S::kPending || to == S::kRunning || to == S::kPreempted;
+    case S::kRunning:
+      return to == S::kPreempted;
+    case S::kPreempted:
+      return to == S::kPreempted || to == S::kRunning || to == S::kPending;
+    default:
+      return false;
+  }
+}
+
+absl::Status MoveJobState(JobRecordState& state, JobRecordState to,
+                          int64_t id) {
+  if (!LegalJobMove(state, to)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, ": illegal move ", std::string(JobRecordStateName(state)),
+        " -> ", std::string(JobRecordStateName(to))));
+  }
+  state = to;
+  return absl::OkStatus();
+}
+
+std::string_view EventKindName(EventKind kind) {
+  switch (kind) {
+    case EventKind::kSubmitted:
+      return "submitted";
+    case EventKind::kStarted:
+      return "started";
+    case EventKind::kResumed:
+      return "resumed";
+    case EventKind::kAdopted:
+      return "adopted";
+    case EventKind::kPreempted:
+      return "preempted";
+    case EventKind::kPromoted:
+      return "promoted";
+    case EventKind::kDemoted:
+      return "demoted";
+    case EventKind::kProfiled:
+      return "profiled";
+    case EventKind::kRankFailed:
+      return "rank_failed";
+    case EventKind::kStartFailed:
+      return "start_failed";
+    case EventKind::kNodeDown:
+      return "node_down";
+    case EventKind::kDrain:
+      return "drain";
+    case EventKind::kHeld:
+      return "held";
+    case EventKind::kReleased:
+      return "released";
+    case EventKind::kRequeued:
+      return "requeued";
+    case EventKind::kDependency:
+      return "dependency";
+    case EventKind::kCancelling:
+      return "cancelling";
+    case EventKind::kTimingOut:
+      return "timing_out";
+    case EventKind::kFinished:
+      return "finished";
+    case EventKind::kFailed:
+      return "failed";
+    case EventKind::kCancelled:
+      return "cancelled";
+    case EventKind::kTimeout:
+      return "timeout";
+  }
+  return "?";
+}
+
+EventKind EndEventKind(JobRecordState state) {
+  switch (state) {
+    case JobRecordState::kFailed:
+      return EventKind::kFailed;
+    case JobRecordState::kCancelled:
+      return EventKind::kCancelled;
+    case JobRecordState::kTimeout:
+      return EventKind::kTimeout;
+    default:
+      return EventKind::kFinished;
+  }
+}
+
 std::string_view NodeStateName(NodeState state) {
   return state == NodeState::kUp ? "up" : "down";
 }

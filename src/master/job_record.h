@@ -112,6 +112,51 @@ absl::StatusOr<JobRecordState> ParseJobRecordState(std::string_view text);
 // preempted jobs are unfinished.
 bool IsFinal(JobRecordState state);
 
+// The life of a stored job's state, one table of legal moves:
+//   pending   -> pending, running, preempted, or an end
+//   running   -> preempted, or an end
+//   preempted -> preempted, running, pending (it never ran: preempted while
+//                starting, then its next start failed), or an end
+// where an end is finished, failed, cancelled or timeout. An ended job never
+// moves again (it must never run again), and nothing moves to kStarting
+// (a view of reads, never stored).
+bool LegalJobMove(JobRecordState from, JobRecordState to);
+// FailedPrecondition "job <id>: illegal move <from> -> <to>" unless
+// legal; on OK, `state` is `to`.
+absl::Status MoveJobState(JobRecordState& state, JobRecordState to, int64_t id);
+
+// What happened to a job, as its event says (JobEvent::kind): one lowercase
+// word each, the same in the store, the API and JSON.
+enum class EventKind {
+  kSubmitted,
+  kStarted,
+  kResumed,
+  kAdopted,
+  kPreempted,
+  kPromoted,
+  kDemoted,
+  kProfiled,
+  kRankFailed,
+  kStartFailed,
+  kNodeDown,
+  kDrain,
+  kHeld,
+  kReleased,
+  kRequeued,
+  kDependency,
+  kCancelling,
+  kTimingOut,
+  // A job's end: the word of its final state.
+  kFinished,
+  kFailed,
+  kCancelled,
+  kTimeout,
+};
+// "submitted", "started", ... "rank_failed", ...
+std::string_view EventKindName(EventKind kind);
+// The event that ends a job in final state `state` (IsFinal).
+EventKind EndEventKind(JobRecordState state);
+
 // One thing that happened to a job.
 struct JobEvent {
   JobId job_id = 0;

@@ -413,7 +413,7 @@ void MasterState::OnProfile(Launch& launch,
   const std::optional<double> old_skew = PlacementSkew(rec.profile);
   rec.profile = measured;
   absl::Status saved = store_->SaveProfile(job, JobSignature(rec.spec), measured);
-  AddEvent(job, now, "profiled",
+  AddEvent(job, now, EventKind::kProfiled,
            measured.periodic
                ? absl::StrFormat("tensor skew %.4f, iteration %.4f s, %.0f "
                                  "bytes per iteration%s",
@@ -461,7 +461,7 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
     // Being re-adopted after a master restart: "adopted" says it.
     if (adopting_.contains(launch.job)) return;
     AddEvent(launch.job, std::min(*start, now),
-             ran_before ? "resumed" : "started", table_.Describe(launch));
+             ran_before ? EventKind::kResumed : EventKind::kStarted, table_.Describe(launch));
     MarkDirty(launch.job);
     return;
   }
@@ -479,10 +479,10 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
     }
     start = shifted;
   }
-  rec->second.state = JobRecordState::kRunning;
+  MoveJob(rec->second, JobRecordState::kRunning);
   if (!rec->second.first_start_time) rec->second.first_start_time = *start;
   // "resumed": it ran before this launch (and resumes from its checkpoint).
-  AddEvent(launch.job, *start, ran_before ? "resumed" : "started",
+  AddEvent(launch.job, *start, ran_before ? EventKind::kResumed : EventKind::kStarted,
            table_.Describe(launch));
   MarkDirty(launch.job);
 }
@@ -540,9 +540,9 @@ void MasterState::OnStartFailed(Launch& launch, const v1::TaskStatus& task,
     }
     // A job that ran before counts its restart when it starts again.
     if (!rec.first_start_time) ++rec.restarts;
-    rec.state = rec.first_start_time ? JobRecordState::kPreempted
-                                     : JobRecordState::kPending;
-    AddEvent(launch.job, now, "start_failed",
+    MoveJob(rec, rec.first_start_time ? JobRecordState::kPreempted
+                                      : JobRecordState::kPending);
+    AddEvent(launch.job, now, EventKind::kStartFailed,
              absl::StrCat(where, "; stopping the other parts, back to waiting (",
                           failures, " of ", kMaxFailedStarts,
                           " failed starts in a row)"));
@@ -570,14 +570,14 @@ void MasterState::OnSystemStop(Launch& launch, int rank, Seconds end,
   }
   table_.Stop(launch, v1::STOP_REASON_PREEMPT);
   if (ran) {
-    rec.state = JobRecordState::kPreempted;
+    MoveJob(rec, JobRecordState::kPreempted);
     ++rec.preemptions;
     launch.preemption_counted = true;
   } else {
-    rec.state = rec.first_start_time ? JobRecordState::kPreempted
-                                     : JobRecordState::kPending;
+    MoveJob(rec, rec.first_start_time ? JobRecordState::kPreempted
+                                      : JobRecordState::kPending);
   }
-  AddEvent(launch.job, now, "preempted",
+  AddEvent(launch.job, now, EventKind::kPreempted,
            absl::StrCat(table_.Describe(launch),
                         ran ? "" : " (while starting: it had not run yet)",
                         "; ", rank >= 0 ? absl::StrCat("rank ", rank, " ") : "",
@@ -600,9 +600,9 @@ void MasterState::ClassifyEndedGang(Launch& launch, Seconds now) {
       // Found running just above: Replace cannot fail.
       ReplaceSchedulerJob(StopRunAt(*job, at), now).IgnoreError();
     }
-    rec.state = JobRecordState::kPreempted;
+    MoveJob(rec, JobRecordState::kPreempted);
     ++rec.preemptions;
-    AddEvent(launch.job, now, "preempted",
+    AddEvent(launch.job, now, EventKind::kPreempted,
              absl::StrCat(table_.Describe(launch), "; a rank was stopped by the "
                           "system and rank ", rank, " then exited with code ",
                           code));
@@ -703,7 +703,7 @@ void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
       // was preempted is decided once they have all ended.
       launch.first_failure = std::make_pair(rank, code);
       table_.Stop(launch, v1::STOP_REASON_PREEMPT);
-      AddEvent(launch.job, now, "rank_failed",
+      AddEvent(launch.job, now, EventKind::kRankFailed,
                absl::StrCat("rank ", rank, " exited with code ", code,
                             "; stopping the other ranks"));
       return;
@@ -735,7 +735,7 @@ void MasterState::LoseNode(int64_t node_id, Seconds now,
       continue;
     }
     if (!adopting && launch->phase == Phase::kActive && job_open) {
-      AddEvent(key.first, now, "node_down", absl::StrCat(name, ": ", why));
+      AddEvent(key.first, now, EventKind::kNodeDown, absl::StrCat(name, ": ", why));
       OnSystemStop(*launch, -1, now, now,
                    absl::StrCat("node ", name, " lost (", why, ")"));
     }
@@ -814,10 +814,10 @@ void MasterState::EndAdoptionWindow(Seconds now) {
       table_.Stop(*launch, v1::STOP_REASON_PREEMPT);
       launch->preemption_counted = true;
     }
-    rec.state = JobRecordState::kPreempted;
+    MoveJob(rec, JobRecordState::kPreempted);
     rec.last_stop_time = now;
     ++rec.preemptions;
-    AddEvent(id, now, "preempted",
+    AddEvent(id, now, EventKind::kPreempted,
              absl::StrCat("attempt ", rec.attempt,
                           ": not re-adopted within the node timeout after a "
                           "master restart"));

@@ -143,7 +143,7 @@ void MasterState::ResolveDependencies(Seconds now) {
                        std::string(released.message()).c_str());
         }
       }
-      AddEvent(id, now, "dependency",
+      AddEvent(id, now, EventKind::kDependency,
                absl::StrCat("dependencies met (", FormatDependencies(deps),
                             ")", rec.held ? "; still held by user" : ""));
       pass_wanted_ = true;

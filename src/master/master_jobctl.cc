@@ -153,7 +153,7 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
       rec.held = true;
       // Its array's slot, if it held one, goes to another of its jobs.
       LeaveArraySlot(rec, /*held=*/true);
-      AddEvent(id, now, "held", "by user");
+      AddEvent(id, now, EventKind::kHeld, "by user");
       MarkDirty(id);
       break;
     }
@@ -176,7 +176,7 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
         }
       }
       rec.held = false;
-      AddEvent(id, now, "released",
+      AddEvent(id, now, EventKind::kReleased,
                waiting   ? "by user; still waiting for its dependencies"
                : no_slot ? "by user; runs when its array has a free slot"
                          : "by user");
@@ -201,7 +201,7 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
         return result;
       }
       MarkDirty(id);
-      AddEvent(id, now, "requeued", "by user");
+      AddEvent(id, now, EventKind::kRequeued, "by user");
       PreemptLaunch(id, now);
       pass_wanted_ = true;
       break;

@@ -53,12 +53,12 @@ void MasterState::PreemptLaunch(JobId id, Seconds now) {
   if (launch->phase == Phase::kStopping) return;  // already being stopped
   launch->stop_decided = now;
   table_.Stop(*launch, v1::STOP_REASON_PREEMPT);
-  rec->second.state = JobRecordState::kPreempted;
+  MoveJob(rec->second, JobRecordState::kPreempted);
   ++rec->second.preemptions;
   launch->preemption_counted = true;
   // A launch still starting never ran: its event list shows no start for
   // this attempt, and says why.
-  AddEvent(id, now, "preempted",
+  AddEvent(id, now, EventKind::kPreempted,
            launch->all_running
                ? table_.Describe(*launch)
                : absl::StrCat(table_.Describe(*launch), " (while starting: it had "

@@ -99,7 +99,7 @@ absl::StatusOr<MasterState::DrainResult> MasterState::DrainNode(
   }
   RETURN_IF_ERROR(Rebuild(now, preempt ? id : 0));
   for (JobId job : result.preempted) {
-    AddEvent(job, now, "drain",
+    AddEvent(job, now, EventKind::kDrain,
              absl::StrCat("node ", name, " drained with preemption: ",
                           reason));
     MarkDirty(job);

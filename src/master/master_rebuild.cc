@@ -184,7 +184,7 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
     job.Start(run_start, gpus);
     RETURN_IF_ERROR(sched->Restore(job, now));
     launch->all_running = true;
-    AddEvent(rec.id, now, "adopted", table_.Describe(*launch));
+    AddEvent(rec.id, now, EventKind::kAdopted, table_.Describe(*launch));
     MarkDirty(rec.id);
     adopted.insert(rec.id);
     it = adopting_.erase(it);

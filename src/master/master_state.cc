@@ -141,9 +141,18 @@ MasterState::Launch* MasterState::CurrentLaunch(JobId id) {
   return table_.Find({id, rec->second.attempt});
 }
 
-void MasterState::AddEvent(JobId id, Seconds t, std::string kind,
+void MasterState::AddEvent(JobId id, Seconds t, EventKind kind,
                            std::string detail) {
-  events_.push_back(JobEvent{id, 0, t, std::move(kind), std::move(detail)});
+  events_.push_back(JobEvent{id, 0, t, std::string(EventKindName(kind)),
+                             std::move(detail)});
+}
+
+void MasterState::MoveJob(JobRecord& rec, JobRecordState to) {
+  absl::Status moved = MoveJobState(rec.state, to, rec.id);
+  if (moved.ok()) return;
+  std::fprintf(stderr, "tiresias master: invariant: %s\n",
+               std::string(moved.message()).c_str());
+  std::abort();
 }
 
 void MasterState::SyncRecord(JobRecord& rec, Seconds now) {
@@ -152,7 +161,7 @@ void MasterState::SyncRecord(JobRecord& rec, Seconds now) {
   if (job == nullptr) return;  // a finished job: its final counters
   if (job->queue() != rec.queue) {
     const bool promoted = job->queue() < rec.queue;
-    AddEvent(rec.id, now, promoted ? "promoted" : "demoted",
+    AddEvent(rec.id, now, promoted ? EventKind::kPromoted : EventKind::kDemoted,
              absl::StrCat("queue ", rec.queue, " -> ", job->queue()));
     if (promoted) ++rec.promotions;
     rec.queue = job->queue();
@@ -202,11 +211,10 @@ void MasterState::LiveView(JobRecord& rec, Seconds now) const {
 void MasterState::Finalize(JobRecord& rec, JobRecordState state, Seconds now,
                            std::optional<int> exit_code, std::string detail) {
   SyncRecord(rec, now);
-  rec.state = state;
+  MoveJob(rec, state);
   rec.end_time = now;
   rec.exit_code = exit_code;
-  AddEvent(rec.id, now, std::string(JobRecordStateName(state)),
-           std::move(detail));
+  AddEvent(rec.id, now, EndEventKind(state), std::move(detail));
   MarkDirty(rec.id);
   pass_wanted_ = true;
   // Ended while it waited (cancelled): it waits no more. The jobs waiting
@@ -359,7 +367,7 @@ absl::StatusOr<JobRecord> MasterState::CancelLocked(JobId id, Seconds now,
   if (live) {
     rec.cancel_requested = true;  // stored: a restart finishes the cancel
     rec.timeout_requested = timeout;
-    AddEvent(id, now, timeout ? "timing_out" : "cancelling",
+    AddEvent(id, now, timeout ? EventKind::kTimingOut : EventKind::kCancelling,
              timeout ? "its time limit reached: stopping its tasks"
                      : "stopping its tasks");
   } else if (timeout) {

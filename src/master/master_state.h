@@ -501,7 +501,10 @@ class MasterState {
   // watchers if any desired state changed.
   absl::Status Commit();
   void MarkDirty(JobId id) { dirty_.insert(id); }
-  void AddEvent(JobId id, Seconds t, std::string kind, std::string detail);
+  void AddEvent(JobId id, Seconds t, EventKind kind, std::string detail);
+  // Moves the stored state of `rec` (LegalJobMove); an illegal move is a
+  // bug in the master and stops it (a job that ended must never run again).
+  static void MoveJob(JobRecord& rec, JobRecordState to);
   void SyncRecord(JobRecord& rec, Seconds now);
   // A stored record as reads show it: live counters of a running job, and
   // kStarting for a launch in progress (IsStarting).

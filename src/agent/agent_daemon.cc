@@ -390,6 +390,8 @@ absl::StatusOr<bool> AgentDaemon::Heartbeat() {
     req.set_leaving(draining_);
     req.set_boot_id(boot_id_);
     req.set_report_seq(NextReportSeq());
+    // The answer is then only what changed since (DesiredState.delta).
+    req.set_desired_version(applied_version_);
     for (v1::TaskStatus& s : Statuses()) *req.add_tasks() = std::move(s);
   }
   grpc::ClientContext ctx;
@@ -426,28 +428,42 @@ bool AgentDaemon::ApplyDesired(const v1::DesiredState& desired,
                                int64_t sent_ns) {
   std::set<TaskKey> wanted;
   std::map<std::pair<int64_t, int>, int> stopping;
-  std::vector<const v1::StartTask*> to_start;
+  std::vector<v1::StartTask> to_start;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (desired.session() != session_ || desired.version() < applied_version_) {
       return false;  // of another session, or older than what we applied
     }
+    if (desired.delta() && desired.base_version() != applied_version_) {
+      // Against a version this agent does not hold (an answer it lost):
+      // report again, naming the one it holds; the answer is then whole. A
+      // repeat of the version it holds has nothing new.
+      if (desired.version() != applied_version_) return true;
+    } else {
+      if (!desired.delta()) desired_run_.clear();
+      for (const v1::TaskRef& ref : desired.removed()) {
+        desired_run_.erase({ref.job_id(), ref.attempt(), ref.rank()});
+      }
+      for (const v1::StartTask& run : desired.run()) {
+        desired_run_[{run.task().job_id(), run.task().attempt(),
+                      run.task().rank()}] = run;
+      }
+    }
     applied_version_ = desired.version();
     for (const v1::StopTask& stop : desired.stop()) {
       stopping[{stop.job_id(), stop.attempt()}] = stop.reason();
     }
-    for (const v1::StartTask& run : desired.run()) {
-      const TaskKey key{run.task().job_id(), run.task().attempt(),
-                        run.task().rank()};
+    for (const auto& [key, run] : desired_run_) {
       wanted.insert(key);
       // Never twice: not while it runs here, nor once it has ended.
       if (!draining_ && !tasks_.contains(key) && !ended_keys_.contains(key)) {
-        to_start.push_back(&run);
+        to_start.push_back(run);
       }
     }
   }
   bool changed = false;
-  for (const v1::StartTask* run : to_start) {
+  for (const v1::StartTask& start : to_start) {
+    const v1::StartTask* run = &start;
     // Only while the answer is fresh: an agent stopped (SIGSTOP) or slowed
     // down after sending its report must not start what the master may
     // have cancelled since. A stale answer asks for another report.

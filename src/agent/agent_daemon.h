@@ -238,8 +238,11 @@ class AgentDaemon {
   void RenewLeases(int64_t sent_ns);
   // Applies `desired`, the answer to a report sent at `sent_ns` (boot
   // time), if it is of the current session and not older than the last
-  // applied; true if a task was started or stopped (or a start was put off
-  // because the answer is stale: report again).
+  // applied: a whole state replaces desired_run_, a delta against the
+  // version held is applied to it (one against another version is not:
+  // report again to get the whole state). True if a task was started or
+  // stopped (or a start was put off because the answer is stale, or a delta
+  // could not be applied: report again).
   bool ApplyDesired(const v1::DesiredState& desired, int64_t sent_ns);
   bool StartTask(const v1::StartTask& start);
   void RequestStop(const TaskKey& key, Task& task, int reason);  // mu_ held
@@ -302,6 +305,9 @@ class AgentDaemon {
   bool session_confirmed_ = false;
   bool leaving_told_ = false;  // a heartbeat with leaving=true succeeded
   uint64_t applied_version_ = 0;       // of the last desired state applied
+  // The tasks that should run here as of applied_version_ (a delta is
+  // applied to it; a whole state replaces it).
+  std::map<TaskKey, v1::StartTask> desired_run_;
   bool poked_ = false;  // the stream said the desired state changed
   grpc::ClientContext* watch_ctx_ = nullptr;  // the open stream's; mu_
   int64_t lease_ns_ = 0;  // lease length told at Register; 0: unknown

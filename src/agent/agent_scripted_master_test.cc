@@ -250,6 +250,53 @@ TEST_F(ScriptedMasterTest, LateReorderedOrReplayedStatesNeverRestartAStoppedTask
   EXPECT_TRUE(WaitUntil([&] { return Starts(3) == 1; }));
 }
 
+// Heartbeat answers as deltas (DesiredState.delta): tasks the delta does
+// not name keep running (a delta is not the whole state: they are no
+// orphans), removed ones stop, and a delta against a version the agent does
+// not hold is not applied (it reports the version it holds instead).
+TEST_F(ScriptedMasterTest, DeltasAreAppliedToTheStateHeld) {
+  master_.SetRegistered(State(kSession, 1, {Run(1)}));
+  master_.Answer(State(kSession, 1, {Run(1)}));
+  StartAgent();
+  ASSERT_TRUE(WaitUntil([&] { return Starts(1) == 1; }));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return master_.last_report().desired_version() == 1; }));
+  // Version 2 against 1: task 2 added; task 1 not named, so it stays.
+  v1::DesiredState add = State(kSession, 2, {Run(2)});
+  add.set_delta(true);
+  add.set_base_version(1);
+  int since = master_.Answer(add);
+  ASSERT_TRUE(WaitUntil([&] { return Starts(2) == 1; }));
+  ASSERT_TRUE(master_.WaitAnswered(since, 5));
+  EXPECT_EQ(agent_->task_count(), 2) << "a task a delta did not name stopped";
+  EXPECT_TRUE(Reports(1));
+  EXPECT_EQ(master_.last_report().desired_version(), 2);
+  // Version 3 against 2: task 1 removed (an orphan now: stopped).
+  v1::DesiredState remove = State(kSession, 3, {});
+  remove.set_delta(true);
+  remove.set_base_version(2);
+  v1::TaskRef* gone = remove.add_removed();
+  gone->set_job_id(1);
+  gone->set_attempt(1);
+  master_.Answer(remove);
+  ASSERT_TRUE(WaitUntil([&] { return !Reports(1); }, seconds(10)));
+  EXPECT_TRUE(Reports(2));
+  EXPECT_EQ(Starts(1), 1);
+  // A delta against version 7, which this agent never held: not applied.
+  v1::DesiredState foreign = State(kSession, 8, {Run(3)});
+  foreign.set_delta(true);
+  foreign.set_base_version(7);
+  since = master_.Answer(foreign);
+  ASSERT_TRUE(master_.WaitAnswered(since, 5));
+  EXPECT_EQ(Starts(3), 0) << "a delta against a version not held was applied";
+  EXPECT_EQ(master_.last_report().desired_version(), 3);
+  // The whole state then replaces what it holds: task 2 stays, 3 starts.
+  master_.Answer(State(kSession, 8, {Run(2), Run(3)}));
+  ASSERT_TRUE(WaitUntil([&] { return Starts(3) == 1; }));
+  EXPECT_EQ(Starts(2), 1);
+  EXPECT_TRUE(Reports(2));
+}
+
 // An answer that arrives more than AgentOptions::max_answer_age after its
 // report was sent may be out of date (the master may have cancelled since):
 // the agent reports again and starts only from a fresh answer.

@@ -355,10 +355,12 @@ LaunchTable::Applied LaunchTable::Apply(int64_t node_id,
   }
   if (!ended) {
     out.kind = Applied::Kind::kProgress;
-    if (task.state() == v1::TASK_STATE_RUNNING ||
-        task.state() == v1::TASK_STATE_EXITING) {
+    if ((task.state() == v1::TASK_STATE_RUNNING ||
+         task.state() == v1::TASK_STATE_EXITING) &&
+        !part.running()) {
       part.MarkRunning(task.has_start_time() ? Seconds{task.start_time()}
                                              : now);
+      out.started = true;
     }
     return out;
   }
@@ -368,8 +370,9 @@ LaunchTable::Applied LaunchTable::Apply(int64_t node_id,
   const bool start_failed = task.state() == v1::TASK_STATE_EXITED &&
                             task.has_exit_code() &&
                             task.exit_code() == kStartFailedExitCode;
-  if (task.has_start_time() && !start_failed) {
+  if (!part.running() && task.has_start_time() && !start_failed) {
     part.MarkRunning(Seconds{task.start_time()});
+    out.started = true;
   }
   part.MarkEnded();
   // The agent reports EXITED (not PREEMPTED) only for a task whose end came

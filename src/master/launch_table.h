@@ -149,6 +149,12 @@ class LaunchTable {
     // Live tasks its agent reports that no launch part names: being
     // stopped, and holding their GPUs until they end.
     std::map<TaskKey, std::vector<int>> orphans;
+    // What its agent was last answered (Register, Heartbeat): the version
+    // and the tasks of `run` at that version. A heartbeat naming this
+    // version (HeartbeatRequest.desired_version) is answered with a delta
+    // against it; 0: nothing answered in this session yet.
+    uint64_t told_version = 0;
+    std::set<TaskKey> told_run;
 
     // Registered since this master started and not lost.
     bool up() const { return life == NodeLife::kUp || life == NodeLife::kLeaving; }
@@ -232,6 +238,7 @@ class LaunchTable {
     Kind kind = Kind::kNotAPart;
     Launch* launch = nullptr;  // kAlreadyEnded, kProgress, kEnded
     bool ack = false;          // the agent should be told it was taken
+    bool started = false;      // the part moved to kRunning now
   };
   // Applies task status `task` from node `node_id` to its part: running
   // (at its reported start, or `now`), ended (own end, exit code, end

@@ -76,8 +76,12 @@ class LaunchTableTest : public ::testing::Test {
       v1::TaskStatus running = Report(job, attempt, rank,
                                       v1::TASK_STATE_RUNNING);
       running.set_start_time(10);
-      ASSERT_EQ(table_.Apply(rank + 1, running, Seconds{11}).kind,
-                Kind::kProgress);
+      const LaunchTable::Applied applied =
+          table_.Apply(rank + 1, running, Seconds{11});
+      ASSERT_EQ(applied.kind, Kind::kProgress);
+      ASSERT_TRUE(applied.started);
+      // Reported again: no new start.
+      ASSERT_FALSE(table_.Apply(rank + 1, running, Seconds{12}).started);
     }
   }
 
@@ -248,7 +252,9 @@ TEST_F(LaunchTableTest, AReportFromAnotherNodeIsNotAPart) {
 TEST_F(LaunchTableTest, AShortRunIsMarkedRunningAtItsStartThenEnded) {
   LaunchTable::Launch& launch = Released(8, 1, {1});
   const v1::TaskStatus done = Exited(8, 1, 0, 0, 12);
-  ASSERT_EQ(table_.Apply(1, done, Seconds{20}).kind, Kind::kEnded);
+  const LaunchTable::Applied applied = table_.Apply(1, done, Seconds{20});
+  ASSERT_EQ(applied.kind, Kind::kEnded);
+  EXPECT_TRUE(applied.started);  // MasterState marks the job running first
   EXPECT_TRUE(launch.parts[0].running());
   EXPECT_EQ(launch.parts[0].start_time, Seconds{10});
   EXPECT_TRUE(launch.parts[0].own_end);

@@ -194,7 +194,7 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   resp.set_heartbeat_interval_seconds(HeartbeatInterval().count());
   resp.set_session(info.session);
   resp.set_lease_seconds(lease.count());
-  *resp.mutable_desired() = DesiredStateOf(record.id);
+  *resp.mutable_desired() = AnswerDesired(record.id, 0);  // a new session
   return resp;
 }
 
@@ -265,7 +265,7 @@ absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
   }
   ReleaseDeferred(now);
   RETURN_IF_ERROR(Commit());  // acknowledgements only once durable
-  *resp.mutable_desired() = DesiredStateOf(req.node_id());
+  *resp.mutable_desired() = AnswerDesired(req.node_id(), req.desired_version());
   return resp;
 }
 
@@ -367,7 +367,7 @@ void MasterState::HandleTask(
   // A run shorter than the heartbeat interval is marked running at its
   // reported start first (LaunchTable::Apply), with its "started" or
   // "resumed" event; its end is processed after.
-  MaybeMarkRunning(launch, now);
+  if (applied.started) MaybeMarkRunning(launch, now);
   pass_wanted_ = true;  // its GPUs are free
   if (task.has_profile()) OnProfile(launch, task.profile(), now);
   OnPartEnded(launch, task, now);  // may erase `launch`
@@ -785,7 +785,9 @@ absl::Status MasterState::CheckTimeouts() {
       changed = true;
     }
     NodeInfo& info = *table_.FindNode(id);
-    info.SetLife(NodeLife::kDown);
+    // A node whose down state was not stored yet (its write failed) is
+    // already down in memory.
+    if (info.life != NodeLife::kDown) info.SetLife(NodeLife::kDown);
     info.record.state = NodeState::kDown;
     RETURN_IF_ERROR(store_->UpsertNode(info.record).status());
   }

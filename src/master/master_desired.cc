@@ -68,12 +68,15 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
   }
 }
 
-v1::DesiredState MasterState::DesiredStateOf(int64_t node_id) const {
+v1::DesiredState MasterState::DesiredStateOf(int64_t node_id,
+                                             const std::set<TaskKey>* known,
+                                             std::set<TaskKey>* keys) const {
   v1::DesiredState desired;
   const NodeInfo* node = table_.FindNode(node_id);
   if (node == nullptr) return desired;
   desired.set_session(node->session);
   desired.set_version(node->version);
+  std::set<TaskKey> wanted;
   // O(launches): only decided, unfinished launches are kept, at most one
   // per job and a few more being stopped.
   for (const auto& [key, launch] : table_.launches()) {
@@ -82,7 +85,13 @@ v1::DesiredState MasterState::DesiredStateOf(int64_t node_id) const {
       if (part.node_id != node_id || part.ended()) continue;
       if (launch.phase == Phase::kActive && launch.durable &&
           records_.contains(launch.job)) {
-        FillStartTask(launch, static_cast<int>(rank), desired.add_run());
+        const TaskKey task{launch.job, launch.attempt, static_cast<int>(rank)};
+        wanted.insert(task);
+        // A task's StartTask never changes within its launch: one the
+        // agent holds is not sent again.
+        if (known == nullptr || !known->contains(task)) {
+          FillStartTask(launch, static_cast<int>(rank), desired.add_run());
+        }
       } else if (launch.phase == Phase::kStopping) {
         v1::StopTask* stop = desired.add_stop();
         stop->set_job_id(launch.job);
@@ -92,6 +101,30 @@ v1::DesiredState MasterState::DesiredStateOf(int64_t node_id) const {
       }
     }
   }
+  if (known != nullptr) {
+    desired.set_delta(true);
+    for (const TaskKey& task : *known) {
+      if (wanted.contains(task)) continue;
+      v1::TaskRef* removed = desired.add_removed();
+      removed->set_job_id(std::get<0>(task));
+      removed->set_attempt(std::get<1>(task));
+      removed->set_rank(std::get<2>(task));
+    }
+  }
+  if (keys != nullptr) *keys = std::move(wanted);
+  return desired;
+}
+
+v1::DesiredState MasterState::AnswerDesired(int64_t node_id, uint64_t held) {
+  NodeInfo* node = table_.FindNode(node_id);
+  if (node == nullptr) return v1::DesiredState();
+  const bool delta = held != 0 && held == node->told_version;
+  std::set<TaskKey> keys;
+  v1::DesiredState desired =
+      DesiredStateOf(node_id, delta ? &node->told_run : nullptr, &keys);
+  if (delta) desired.set_base_version(held);
+  node->told_version = node->version;
+  node->told_run = std::move(keys);
   return desired;
 }
 
@@ -106,7 +139,11 @@ absl::StatusOr<std::optional<v1::DesiredState>> MasterState::DesiredStateAfter(
                      ": not registered with this master; register again"));
   }
   if (node->version <= after_version) return std::nullopt;
-  return DesiredStateOf(node_id);
+  // A wake-up: the agent reports and acts on the answer (see the proto).
+  v1::DesiredState wake;
+  wake.set_session(node->session);
+  wake.set_version(node->version);
+  return wake;
 }
 
 }  // namespace tiresias

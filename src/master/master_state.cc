@@ -334,6 +334,13 @@ absl::StatusOr<JobRecord> MasterState::CancelLocked(JobId id, Seconds now,
         std::string(JobRecordStateName(rec.state)), ")"));
   }
   JobRecord& rec = it->second;
+  if (IsFinal(rec.state)) {
+    // Ended, its record not yet written (a failed write keeps it in memory
+    // for the next one): it does not end again.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, " has already ended (",
+        std::string(JobRecordStateName(rec.state)), ")"));
+  }
   if (rec.cancel_requested) return rec;  // already being cancelled
   bool cancelling = false;
   table_.ForEachLaunchOf(id, [&](const Launch& launch) {

@@ -22,6 +22,7 @@
 #include "proto/tiresias.grpc.pb.h"
 #include "proto/tiresias.pb.h"
 #include "security/private_files.h"
+#include "security/rpc_status.h"
 
 namespace tiresias {
 
@@ -44,11 +45,6 @@ std::string Hostname() {
     return "localhost";
   }
   return name;
-}
-
-absl::Status FromGrpc(const grpc::Status& s) {
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      s.error_message());
 }
 
 // "host" of "host", "host:port", "[v6]:port" or "v6".
@@ -342,7 +338,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
     }
     Log(absl::StrCat("register with ", options_.master_address,
                      " failed (retry in ", retry_in.count(),
-                     " ms): ", FromGrpc(s).ToString()));
+                     " ms): ", security::ToAbsl(s).ToString()));
     return false;
   }
   {
@@ -397,7 +393,7 @@ absl::StatusOr<bool> AgentDaemon::Heartbeat() {
   v1::HeartbeatResponse resp;
   const int64_t sent_ns = BootTimeNs();
   grpc::Status s = stub_->get().Heartbeat(&ctx, req, &resp);
-  if (!s.ok()) return FromGrpc(s);
+  if (!s.ok()) return security::ToAbsl(s);
   RenewLeases(sent_ns);
   bool again = false;
   {

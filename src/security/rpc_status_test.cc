@@ -21,18 +21,17 @@ struct CodePair {
 // swapped codes fails here even if it round-trips.
 const std::vector<CodePair>& EveryErrorCode() {
   static const std::vector<CodePair> pairs = {
-      {absl::StatusCode::kCancelled, grpc::StatusCode::CANCELLED,
-       "CANCELLED"},
+      {absl::StatusCode::kCancelled, grpc::StatusCode::CANCELLED, "CANCELLED"},
       {absl::StatusCode::kUnknown, grpc::StatusCode::UNKNOWN, "UNKNOWN"},
       {absl::StatusCode::kInvalidArgument, grpc::StatusCode::INVALID_ARGUMENT,
        "INVALID_ARGUMENT"},
-      {absl::StatusCode::kDeadlineExceeded,
-       grpc::StatusCode::DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED"},
+      {absl::StatusCode::kDeadlineExceeded, grpc::StatusCode::DEADLINE_EXCEEDED,
+       "DEADLINE_EXCEEDED"},
       {absl::StatusCode::kNotFound, grpc::StatusCode::NOT_FOUND, "NOT_FOUND"},
       {absl::StatusCode::kAlreadyExists, grpc::StatusCode::ALREADY_EXISTS,
        "ALREADY_EXISTS"},
-      {absl::StatusCode::kPermissionDenied,
-       grpc::StatusCode::PERMISSION_DENIED, "PERMISSION_DENIED"},
+      {absl::StatusCode::kPermissionDenied, grpc::StatusCode::PERMISSION_DENIED,
+       "PERMISSION_DENIED"},
       {absl::StatusCode::kResourceExhausted,
        grpc::StatusCode::RESOURCE_EXHAUSTED, "RESOURCE_EXHAUSTED"},
       {absl::StatusCode::kFailedPrecondition,

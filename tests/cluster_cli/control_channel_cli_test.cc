@@ -324,8 +324,9 @@ TEST_F(ControlChannelTest, ACertificateUsersLoopIsStillTheirs) {
   setenv("TIRESIAS_KEY", key.c_str(), 1);
   EXPECT_EQ(Submit("", "cert-warm-1").exit_code, 0);
   EXPECT_EQ(Submit("", "cert-warm-2").exit_code, 0);
-  ASSERT_TRUE(WaitFor([&] { return ControlProcesses(control_dir_).size() == 1; },
-                      std::chrono::seconds(10)));
+  ASSERT_TRUE(
+      WaitFor([&] { return ControlProcesses(control_dir_).size() == 1; },
+              std::chrono::seconds(10)));
   const pid_t control = ControlProcesses(control_dir_)[0];
   const std::vector<std::string> env = StartEnvironment(control);
   EXPECT_THAT(env, ::testing::Contains("TIRESIAS_CERT=" + cert));

@@ -15,6 +15,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "agent/agent_daemon_internal.h"
+#include "agent/agent_dependencies.h"
 #include "agent/file_store.h"
 #include "agent/log_service.h"
 #include "agent/run_as.h"
@@ -22,18 +23,19 @@
 #include "proto/tiresias.grpc.pb.h"
 #include "proto/tiresias.pb.h"
 #include "security/private_files.h"
+#include "security/rpc_status.h"
 
 namespace tiresias {
 
-// The gRPC stub, kept out of the header.
+// The gRPC stub (AgentDependencies'), kept out of the header.
 class AgentStub {
  public:
-  AgentStub(const std::string& address, const security::TlsConfig& tls)
-      : stub_(v1::AgentRegistry::NewStub(security::Dial(address, tls))) {}
-  v1::AgentRegistry::Stub& get() { return *stub_; }
+  explicit AgentStub(std::unique_ptr<v1::AgentRegistry::StubInterface> stub)
+      : stub_(std::move(stub)) {}
+  v1::AgentRegistry::StubInterface& get() { return *stub_; }
 
  private:
-  std::unique_ptr<v1::AgentRegistry::Stub> stub_;
+  std::unique_ptr<v1::AgentRegistry::StubInterface> stub_;
 };
 
 namespace {
@@ -44,11 +46,6 @@ std::string Hostname() {
     return "localhost";
   }
   return name;
-}
-
-absl::Status FromGrpc(const grpc::Status& s) {
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      s.error_message());
 }
 
 // "host" of "host", "host:port", "[v6]:port" or "v6".
@@ -68,7 +65,9 @@ std::string AddressHost(const std::string& address) {
 
 }  // namespace
 
-AgentDaemon::AgentDaemon(AgentOptions options) : options_(std::move(options)) {
+AgentDaemon::AgentDaemon(AgentOptions options, AgentDependencies deps)
+    : options_(std::move(options)),
+      deps_(std::make_unique<AgentDependencies>(std::move(deps))) {
   if (options_.node_name.empty()) options_.node_name = Hostname();
 }
 
@@ -127,7 +126,7 @@ absl::Status AgentDaemon::Start() {
   run_as_ = launcher_options.run_as;
   if (absl::Status s = LoadOrCreateToken(); !s.ok()) return s;
   if (absl::StatusOr<std::optional<std::string>> boot =
-          RealFileStore()->Read("/proc/sys/kernel/random/boot_id");
+          deps_->files->Read("/proc/sys/kernel/random/boot_id");
       boot.ok() && boot->has_value()) {
     boot_id_ = std::string(absl::StripAsciiWhitespace(**boot));
   }
@@ -137,7 +136,7 @@ absl::Status AgentDaemon::Start() {
   if (!gpus.ok()) return gpus.status();
   gpus_ = *std::move(gpus);
   absl::StatusOr<TaskRecord> record =
-      TaskRecord::Open(options_.state_dir + "/tasks.json");
+      TaskRecord::Open(options_.state_dir + "/tasks.json", deps_->files);
   if (!record.ok()) return record.status();
   record_.emplace(*std::move(record));
   const std::string host = AddressHost(options_.advertised_address);
@@ -149,8 +148,8 @@ absl::Status AgentDaemon::Start() {
   log_server_ = *std::move(logs);
   log_address_ = absl::StrCat(host, ":", log_server_->port());
   Log(DescribeRunAs(launcher_options.run_as));
-  launcher_ = std::make_unique<PosixLauncher>(std::move(launcher_options));
-  stub_ = std::make_unique<AgentStub>(options_.master_address, options_.tls);
+  launcher_ = deps_->make_launcher(std::move(launcher_options));
+  stub_ = std::make_unique<AgentStub>(deps_->make_master_stub(options_));
   Log(absl::StrCat("node ", options_.node_name, ": ", gpus_.size(),
                    " GPU(s), master ", options_.master_address));
   AdoptRecorded();
@@ -342,7 +341,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
     }
     Log(absl::StrCat("register with ", options_.master_address,
                      " failed (retry in ", retry_in.count(),
-                     " ms): ", FromGrpc(s).ToString()));
+                     " ms): ", security::ToAbsl(s).ToString()));
     return false;
   }
   {
@@ -399,7 +398,7 @@ absl::StatusOr<bool> AgentDaemon::Heartbeat() {
   v1::HeartbeatResponse resp;
   const int64_t sent_ns = BootTimeNs();
   grpc::Status s = stub_->get().Heartbeat(&ctx, req, &resp);
-  if (!s.ok()) return FromGrpc(s);
+  if (!s.ok()) return security::ToAbsl(s);
   RenewLeases(sent_ns);
   bool again = false;
   {
@@ -616,7 +615,7 @@ void AgentDaemon::WatchLoop() {
       if (stopping_) return;
       watch_ctx_ = &ctx;
     }
-    std::unique_ptr<grpc::ClientReader<v1::DesiredState>> reader =
+    std::unique_ptr<grpc::ClientReaderInterface<v1::DesiredState>> reader =
         stub_->get().WatchDesiredState(&ctx, req);
     v1::DesiredState message;
     while (reader->Read(&message)) {

@@ -96,6 +96,8 @@ class TaskStatus;
 class TrafficProfile;
 }  // namespace v1
 
+struct AgentDependencies;  // agent_dependencies.h
+
 struct AgentOptions {
   std::string master_address = "127.0.0.1:50051";  // host:port
   // The agent's identity (its node's certificate) and the cluster's CA,
@@ -155,7 +157,10 @@ class AgentDaemon {
   // that a late or repeated desired state can never start them again.
   static constexpr size_t kMaxRememberedEnds = 4096;
 
+  // With RealAgentDependencies() (agent_dependencies.h).
   explicit AgentDaemon(AgentOptions options);
+  // With `deps`' launcher, files and master stub (each made at Start).
+  AgentDaemon(AgentOptions options, AgentDependencies deps);
   ~AgentDaemon();  // Stop()
   AgentDaemon(const AgentDaemon&) = delete;
   AgentDaemon& operator=(const AgentDaemon&) = delete;
@@ -275,6 +280,7 @@ class AgentDaemon {
   std::vector<v1::TaskStatus> Statuses() const;  // requires mu_
 
   AgentOptions options_;
+  std::unique_ptr<AgentDependencies> deps_;  // never null
   std::vector<GpuInfo> gpus_;
   std::unique_ptr<ProcessLauncher> launcher_;
   std::optional<TaskRecord> record_;

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/agent_daemon_internal.h"
+#include "agent/agent_dependencies.h"
 #include "agent/file_store.h"
 #include "agent/log_service.h"
 #include "agent/proc_table.h"
@@ -134,7 +135,7 @@ absl::Status AgentDaemon::LockStateDir() {
 absl::Status AgentDaemon::LoadOrCreateToken() {
   const std::string path = options_.state_dir + "/agent-token";
   absl::StatusOr<std::optional<std::string>> text =
-      RealFileStore()->Read(path);
+      deps_->files->Read(path);
   if (!text.ok()) return text.status();
   if (text->has_value()) {
     token_ = std::string(absl::StripAsciiWhitespace(**text));
@@ -150,7 +151,7 @@ absl::Status AgentDaemon::LoadOrCreateToken() {
   // Written with mode 0600 before anything else can read it.
   const mode_t old_mask = umask(077);
   absl::Status written =
-      RealFileStore()->WriteAtomically(path, token_ + "\n");
+      deps_->files->WriteAtomically(path, token_ + "\n");
   umask(old_mask);
   return written;
 }
@@ -299,7 +300,7 @@ int64_t AgentDaemon::FencedBy(int64_t deadline_ns) const {
 // "lease_ms": L, "grace_ms": G}.
 void AgentDaemon::LoadSession() {
   absl::StatusOr<std::optional<std::string>> text =
-      RealFileStore()->Read(options_.state_dir + "/session.json");
+      deps_->files->Read(options_.state_dir + "/session.json");
   if (!text.ok() || !text->has_value()) return;
   nlohmann::json json = nlohmann::json::parse(**text, nullptr, false);
   if (!json.is_object()) return;  // an older format: register again
@@ -330,7 +331,7 @@ void AgentDaemon::SaveSession() {
     json["lease_ms"] = lease_ns_ / 1'000'000;
     json["grace_ms"] = options_.grace.count();
   }
-  absl::Status s = RealFileStore()->WriteAtomically(
+  absl::Status s = deps_->files->WriteAtomically(
       options_.state_dir + "/session.json", json.dump() + "\n");
   if (!s.ok()) Log(absl::StrCat("cannot save the session: ", s.ToString()));
 }

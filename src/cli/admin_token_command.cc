@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "api/api_json.h"
 #include "cli/admin_command.h"
-#include "cli/api_json.h"
 #include "cli/cluster_client.h"
 #include "cli/printable.h"
 #include "security/tokens.h"

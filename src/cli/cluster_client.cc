@@ -18,7 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "cli/api_json.h"
+#include "api/api_json.h"
 #include "cli/job_ref.h"
 #include "core/status_macros.h"
 

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -57,11 +58,20 @@ absl::StatusOr<ClientCredentials> LoadClientCredentials();
 // Loads and checks the PEM files of credentials whose TLS is pending.
 absl::Status LoadPendingTls(ClientCredentials* creds);
 
-// The variables above that prove who a client is: a token, a token file, a
-// user certificate and its key (TIRESIAS_CA and TIRESIAS_MASTER_NAME only
-// say whom to trust).
-inline constexpr const char* kClientCredentialVariables[] = {
-    "TIRESIAS_TOKEN", "TIRESIAS_TOKEN_FILE", "TIRESIAS_CERT", "TIRESIAS_KEY"};
+// The variables above that prove who a client is (TIRESIAS_CA and
+// TIRESIAS_MASTER_NAME only say whom to trust): kClientCredentialVariables,
+// the one list of their names. A bearer token (the token, or the file
+// holding it) is sent with each call, so a process that carries other
+// processes' calls (the control process) needs neither; a user certificate
+// and its key (the paths of files) make the TLS connection itself, so that
+// process keeps them.
+inline constexpr std::array<const char*, 2> kClientTokenVariables = {
+    "TIRESIAS_TOKEN", "TIRESIAS_TOKEN_FILE"};
+inline constexpr std::array<const char*, 2> kClientCertificateVariables = {
+    "TIRESIAS_CERT", "TIRESIAS_KEY"};
+inline constexpr std::array<const char*, 4> kClientCredentialVariables = {
+    kClientTokenVariables[0], kClientTokenVariables[1],
+    kClientCertificateVariables[0], kClientCertificateVariables[1]};
 
 // For the daemons (`tiresias agent`, `up`), which authenticate with their
 // own certificates and use no client credential: removes every

@@ -272,22 +272,6 @@ bool Sets(const char* entry, absl::string_view name) {
   return absl::StartsWith(entry, name) && entry[name.size()] == '=';
 }
 
-// This process's environment for the control process: all of it (the
-// master's name, the credential files, TIRESIAS_CONTROL_*), less the token
-// and the token file, which it never needs (each call brings its caller's
-// token). It lives longer than the command that starts it, and the
-// environment a process was started with stays readable in
-// /proc/PID/environ whatever it unsets later. The pointers are environ's.
-std::vector<char*> EnvironmentWithoutToken() {
-  std::vector<char*> envp;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    if (Sets(*e, "TIRESIAS_TOKEN") || Sets(*e, "TIRESIAS_TOKEN_FILE")) continue;
-    envp.push_back(*e);
-  }
-  envp.push_back(nullptr);
-  return envp;
-}
-
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -297,6 +281,22 @@ int64_t NowMs() {
 }  // namespace
 
 void Enable() { enabled = true; }
+
+std::vector<char*> ControlProcessEnvironment(char** env) {
+  // The control process lives longer than the command that starts it, and
+  // the environment a process was started with stays readable in
+  // /proc/PID/environ whatever it unsets later.
+  std::vector<char*> envp;
+  for (char** e = env; e != nullptr && *e != nullptr; ++e) {
+    if (std::any_of(kClientTokenVariables.begin(), kClientTokenVariables.end(),
+                    [&](const char* name) { return Sets(*e, name); })) {
+      continue;
+    }
+    envp.push_back(*e);
+  }
+  envp.push_back(nullptr);
+  return envp;
+}
 
 bool CallDirectly(const Response& response) {
   return (response.code ==
@@ -471,7 +471,7 @@ void NoteDirectCall(const Endpoint& endpoint, const std::string& address) {
                   const_cast<char*>("__control"),
                   const_cast<char*>(socket_path.c_str()),
                   const_cast<char*>(address.c_str()), nullptr};
-  std::vector<char*> envp = EnvironmentWithoutToken();
+  std::vector<char*> envp = ControlProcessEnvironment(environ);
   const int max_fd =
       static_cast<int>(std::min<long>(sysconf(_SC_OPEN_MAX), 65536));
   const pid_t child = fork();
@@ -510,8 +510,7 @@ int Serve(int argc, char** argv) {
 
   // It keeps no token: each call brings its caller's. The command started
   // it without one (NoteDirectCall); this covers one started by hand.
-  unsetenv("TIRESIAS_TOKEN");
-  unsetenv("TIRESIAS_TOKEN_FILE");
+  for (const char* name : kClientTokenVariables) unsetenv(name);
   const std::string failed = base + ".failed";
   absl::StatusOr<ClientCredentials> creds = LoadClientCredentials();
   if (!creds.ok()) {

@@ -30,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -103,6 +104,14 @@ std::optional<Endpoint> EndpointFor(const std::string& address,
                                     const std::string& key,
                                     const std::string& server_name);
 
+// The environment NoteDirectCall starts the control process with: the
+// entries of `env` (null-terminated "K=V" strings; the pointers are env's),
+// less any that sets a kClientTokenVariables entry (cluster_client.h),
+// then a null. It keeps the rest: the master's name, TIRESIAS_CA and the
+// user certificate's files (kClientCertificateVariables), which the
+// process's own TLS connection needs, TIRESIAS_CONTROL_*.
+std::vector<char*> ControlProcessEnvironment(char** env);
+
 // One call over the endpoint's socket. Unavailable when nothing listens
 // there or the process there went away; the caller then calls directly.
 absl::StatusOr<Response> Call(const Endpoint& endpoint,
@@ -112,7 +121,7 @@ absl::StatusOr<Response> Call(const Endpoint& endpoint,
 // less than kLoopWindow ago, starts the control process (this binary,
 // `/proc/self/exe __control SOCKET ADDRESS`, detached, its own session,
 // standard streams on /dev/null, the environment inherited for the
-// credential files, less TIRESIAS_TOKEN and TIRESIAS_TOKEN_FILE). Never
+// credential files, less the token: ControlProcessEnvironment). Never
 // fails the command: what goes wrong only loses the speed-up.
 void NoteDirectCall(const Endpoint& endpoint, const std::string& address);
 

@@ -11,8 +11,11 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cli/cluster_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -153,6 +156,50 @@ TEST(ControlAnswerTest, OnlyRefusalsAndALostConnectionAreMadeDirectly) {
                              ""}));
   EXPECT_FALSE(CallDirectly({7, "not allowed", ""}));
   EXPECT_FALSE(CallDirectly({0, "", "body"}));
+}
+
+// The control process outlives the command that starts it, so its
+// starting environment (readable in /proc/PID/environ) holds neither token
+// variable; it keeps what its own TLS connection needs, the user
+// certificate's files included, and everything else, in order. Names are
+// matched whole: a variable that only begins like one is kept.
+TEST(ControlEnvironmentTest, DropsEveryTokenVariableAndKeepsTheCertificate) {
+  std::vector<std::string> entries = {
+      "PATH=/usr/bin",
+      "TIRESIAS_TOKEN=tsk_1_secret",
+      "TIRESIAS_CA=/etc/tiresias/ca.pem",
+      "TIRESIAS_TOKEN_FILE=/home/alice/.tiresias-token",
+      "TIRESIAS_CERT=/home/alice/user.pem",
+      "TIRESIAS_KEY=/home/alice/user-key.pem",
+      "TIRESIAS_TOKENS=not a credential",
+      "TIRESIAS_TOKEN_FILE_OLD=not a credential",
+      "TIRESIAS_TOKEN",  // no '=': not a setting
+      "TIRESIAS_MASTER=m:50051"};
+  std::vector<char*> env;
+  for (std::string& e : entries) env.push_back(e.data());
+  env.push_back(nullptr);
+  std::vector<char*> out = ControlProcessEnvironment(env.data());
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out.back(), nullptr);
+  out.pop_back();
+  std::vector<std::string> kept(out.begin(), out.end());
+  EXPECT_THAT(kept, ::testing::ElementsAre(
+                        "PATH=/usr/bin", "TIRESIAS_CA=/etc/tiresias/ca.pem",
+                        "TIRESIAS_CERT=/home/alice/user.pem",
+                        "TIRESIAS_KEY=/home/alice/user-key.pem",
+                        "TIRESIAS_TOKENS=not a credential",
+                        "TIRESIAS_TOKEN_FILE_OLD=not a credential",
+                        "TIRESIAS_TOKEN", "TIRESIAS_MASTER=m:50051"));
+  // The pointers are env's own.
+  EXPECT_EQ(out[0], env[0]);
+  // Every token variable of the one list, and only those, is dropped.
+  for (const char* name : kClientTokenVariables) {
+    for (const std::string& entry : kept) {
+      EXPECT_FALSE(absl::StartsWith(entry, absl::StrCat(name, "=")))
+          << entry;
+    }
+  }
+  EXPECT_EQ(ControlProcessEnvironment(nullptr), std::vector<char*>{nullptr});
 }
 
 // A listener that is not our user never hears our token: the command

@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "cli/api_json.h"
+#include "api/api_json.h"
 #include "cli/cluster_client.h"
 #include "cli/printable.h"
 #include "nlohmann/json.hpp"

@@ -6,7 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "cli/api_json.h"
+#include "api/api_json.h"
 #include "core/status_macros.h"
 #include "dashboard/request_checks.h"
 

@@ -5,7 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "cli/api_json.h"
+#include "api/api_json.h"
 #include "security/tls.h"
 #include "security/tokens.h"
 

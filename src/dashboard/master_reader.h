@@ -38,7 +38,7 @@ class MasterReader {
   // {"pending": N, ... every state}, "nodes": [...]}: the jobs counted by
   // state as the master keeps them (GetClusterStatus, the `jobs` of
   // `tiresias status --json`), never listed, so its size does not grow
-  // with the jobs; every node as `nodes --json` (cli/api_json.h,
+  // with the jobs; every node as `nodes --json` (api/api_json.h,
   // docs/json.md); the viewer from WhoAmI. The jobs themselves are
   // JobsPage's, a page at a time. `token` empty: the call carries none.
   ApiAnswer State(const std::string& token) const;

@@ -6,7 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "cli/api_json.h"
+#include "api/api_json.h"
 #include "dashboard/master_reader.h"
 #include "security/tokens.h"
 

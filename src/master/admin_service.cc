@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "master/service.h"
+#include "security/rpc_status.h"
 
 namespace tiresias {
 
@@ -22,9 +23,9 @@ grpc::Status AdminService::CreateToken(grpc::ServerContext* ctx,
                                        const v1::CreateTokenRequest* req,
                                        v1::CreateTokenResponse* resp) {
   absl::StatusOr<Principal> who = Admin(*ctx, "CreateToken");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   if (!std::isfinite(req->ttl_seconds()) || req->ttl_seconds() < 0) {
-    return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+    return security::ToGrpc(absl::InvalidArgumentError(absl::StrCat(
         "ttl_seconds: expected 0 (never expires) or a positive number, got ",
         req->ttl_seconds())));
   }
@@ -32,7 +33,7 @@ grpc::Status AdminService::CreateToken(grpc::ServerContext* ctx,
   if (req->ttl_seconds() > 0) ttl = Seconds{req->ttl_seconds()};
   absl::StatusOr<MasterState::IssuedTokenText> token = state_->CreateToken(
       req->user(), req->admin(), ttl, req->description());
-  if (!token.ok()) return ToGrpcStatus(token.status());
+  if (!token.ok()) return security::ToGrpc(token.status());
   auth_.Done(*who, absl::StrCat("CreateToken ", token->id),
              absl::StrCat("for ", req->user(), req->admin() ? " (admin)" : "",
                           ttl ? absl::StrCat(", expires in ", ttl->count(), " s")
@@ -47,7 +48,7 @@ grpc::Status AdminService::ListTokens(grpc::ServerContext* ctx,
                                       const v1::ListTokensRequest*,
                                       v1::ListTokensResponse* resp) {
   absl::StatusOr<Principal> who = Admin(*ctx, "ListTokens");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   for (const TokenRecord& t : state_->ListTokens()) {
     v1::TokenInfo* out = resp->add_tokens();
     out->set_id(t.id);
@@ -65,9 +66,9 @@ grpc::Status AdminService::RevokeToken(grpc::ServerContext* ctx,
                                        const v1::RevokeTokenRequest* req,
                                        v1::RevokeTokenResponse*) {
   absl::StatusOr<Principal> who = Admin(*ctx, "RevokeToken");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   if (absl::Status s = state_->RevokeToken(req->id()); !s.ok()) {
-    return ToGrpcStatus(s);
+    return security::ToGrpc(s);
   }
   auth_.Done(*who, absl::StrCat("RevokeToken ", req->id()), "");
   return grpc::Status::OK;
@@ -77,9 +78,9 @@ grpc::Status AdminService::ListAudit(grpc::ServerContext* ctx,
                                      const v1::ListAuditRequest* req,
                                      v1::ListAuditResponse* resp) {
   absl::StatusOr<Principal> who = Admin(*ctx, "ListAudit");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   if (req->limit() < 0 || req->after_sequence() < 0) {
-    return ToGrpcStatus(absl::InvalidArgumentError(
+    return security::ToGrpc(absl::InvalidArgumentError(
         "limit, after_sequence: expected >= 0"));
   }
   const int limit = req->limit() == 0
@@ -87,7 +88,7 @@ grpc::Status AdminService::ListAudit(grpc::ServerContext* ctx,
                         : std::min(req->limit(), kMaxAuditEntries);
   absl::StatusOr<std::vector<AuditRecord>> records =
       state_->AuditAfter(req->after_sequence(), limit);
-  if (!records.ok()) return ToGrpcStatus(records.status());
+  if (!records.ok()) return security::ToGrpc(records.status());
   for (const AuditRecord& r : *records) {
     v1::AuditEntry* out = resp->add_entries();
     out->set_sequence(r.sequence);

@@ -13,16 +13,10 @@
 #include "core/to_absl.h"
 #include "master/job_limits.h"
 #include "master/proto_convert.h"
+#include "security/rpc_status.h"
 #include "security/tls.h"
 
 namespace tiresias {
-
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  // absl and gRPC share the canonical code numbering.
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
-}
 
 namespace {
 
@@ -69,7 +63,7 @@ grpc::Status TiresiasService::SubmitJob(grpc::ServerContext* ctx,
                                         const v1::SubmitJobRequest* req,
                                         v1::SubmitJobResponse* resp) {
   absl::StatusOr<Principal> who = auth_.Client(*ctx, "SubmitJob");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   if (!req->has_spec()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "spec: must be set");
@@ -77,16 +71,16 @@ grpc::Status TiresiasService::SubmitJob(grpc::ServerContext* ctx,
   JobRequest spec = JobSpecFromProto(req->spec());
   if (state_->options().require_auth) {
     absl::Status owner = SetOwner(auth_, *who, "SubmitJob", "spec.user", spec);
-    if (!owner.ok()) return ToGrpcStatus(owner);
+    if (!owner.ok()) return security::ToGrpc(owner);
   }
   if (absl::Status deps = CheckDependencyOwners(*state_, auth_, *who,
                                                 "SubmitJob", "spec", spec);
       !deps.ok()) {
-    return ToGrpcStatus(deps);
+    return security::ToGrpc(deps);
   }
   absl::StatusOr<MasterState::SubmitResult> submitted =
       state_->SubmitJob(spec, req->request_id());
-  if (!submitted.ok()) return ToGrpcStatus(submitted.status());
+  if (!submitted.ok()) return security::ToGrpc(submitted.status());
   resp->set_job_id(submitted->id);
   resp->set_existing(submitted->existing);
   resp->mutable_array_job_ids()->Assign(submitted->array_job_ids.begin(),
@@ -99,7 +93,7 @@ grpc::Status TiresiasService::SubmitJobs(grpc::ServerContext* ctx,
                                          const v1::SubmitJobsRequest* req,
                                          v1::SubmitJobsResponse* resp) {
   absl::StatusOr<Principal> who = auth_.Client(*ctx, "SubmitJobs");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   std::vector<JobRequest> specs;
   specs.reserve(req->jobs_size());
   for (int i = 0; i < req->jobs_size(); ++i) {
@@ -108,18 +102,18 @@ grpc::Status TiresiasService::SubmitJobs(grpc::ServerContext* ctx,
       absl::Status owner =
           SetOwner(auth_, *who, "SubmitJobs",
                    absl::StrCat("jobs[", i, "].user"), specs.back());
-      if (!owner.ok()) return ToGrpcStatus(owner);
+      if (!owner.ok()) return security::ToGrpc(owner);
     }
     if (absl::Status deps = CheckDependencyOwners(
             *state_, auth_, *who, "SubmitJobs", absl::StrCat("jobs[", i, "]"),
             specs.back());
         !deps.ok()) {
-      return ToGrpcStatus(deps);
+      return security::ToGrpc(deps);
     }
   }
   absl::StatusOr<MasterState::BulkSubmitResult> submitted =
       state_->SubmitJobs(specs, req->request_id());
-  if (!submitted.ok()) return ToGrpcStatus(submitted.status());
+  if (!submitted.ok()) return security::ToGrpc(submitted.status());
   resp->mutable_job_ids()->Reserve(static_cast<int>(submitted->ids.size()));
   for (JobId id : submitted->ids) resp->add_job_ids(id);
   resp->set_existing(submitted->existing);
@@ -131,9 +125,9 @@ grpc::Status TiresiasService::GetJob(grpc::ServerContext* ctx,
                                      const v1::GetJobRequest* req,
                                      v1::GetJobResponse* resp) {
   absl::StatusOr<Principal> who = auth_.Client(*ctx, "GetJob");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   absl::StatusOr<JobRecord> job = state_->GetJob(req->job_id());
-  if (!job.ok()) return ToGrpcStatus(job.status());
+  if (!job.ok()) return security::ToGrpc(job.status());
   JobToProto(*job, resp->mutable_job());
   RedactFor(*who, state_->options().hide_others_commands, resp->mutable_job());
   return grpc::Status::OK;
@@ -143,7 +137,7 @@ grpc::Status TiresiasService::WhoAmI(grpc::ServerContext* ctx,
                                      const v1::WhoAmIRequest*,
                                      v1::WhoAmIResponse* resp) {
   absl::StatusOr<Principal> who = auth_.Client(*ctx, "WhoAmI");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   resp->set_user(who->user);
   resp->set_admin(who->admin);
   resp->set_via(who->via);
@@ -218,11 +212,11 @@ grpc::Status TiresiasService::ListJobs(grpc::ServerContext* ctx,
                                        const v1::ListJobsRequest* req,
                                        v1::ListJobsResponse* resp) {
   absl::StatusOr<Principal> who = auth_.Client(*ctx, "ListJobs");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   absl::StatusOr<MasterState::JobListQuery> query = ListQueryFromProto(*req);
-  if (!query.ok()) return ToGrpcStatus(query.status());
+  if (!query.ok()) return security::ToGrpc(query.status());
   absl::StatusOr<JobPage> page = state_->ListJobsPage(*query);
-  if (!page.ok()) return ToGrpcStatus(page.status());
+  if (!page.ok()) return security::ToGrpc(page.status());
   // The store cut the page at about kPageBudgetBytes; this bound on the
   // exact encoding keeps an answer clear of gRPC's 4 MiB limit even if that
   // estimate were off.
@@ -255,9 +249,9 @@ grpc::Status TiresiasService::CancelJob(grpc::ServerContext* ctx,
                                         const v1::CancelJobRequest* req,
                                         v1::CancelJobResponse* resp) {
   absl::StatusOr<Principal> who = MayActOnJob(*ctx, req->job_id(), "CancelJob");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   absl::StatusOr<JobRecord> job = state_->CancelJob(req->job_id());
-  if (!job.ok()) return ToGrpcStatus(job.status());
+  if (!job.ok()) return security::ToGrpc(job.status());
   JobToProto(*job, resp->mutable_job());
   Changed();
   return grpc::Status::OK;
@@ -284,9 +278,9 @@ grpc::Status TiresiasService::UpdateJobs(grpc::ServerContext* ctx,
                                          const v1::UpdateJobsRequest* req,
                                          v1::UpdateJobsResponse* resp) {
   absl::StatusOr<Principal> who = auth_.Client(*ctx, "UpdateJobs");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   absl::StatusOr<JobAction> action = JobActionFromProto(req->action());
-  if (!action.ok()) return ToGrpcStatus(action.status());
+  if (!action.ok()) return security::ToGrpc(action.status());
   const std::string what =
       absl::StrCat("UpdateJobs ", std::string(JobActionName(*action)));
   if (req->array_id() < 0) {
@@ -332,7 +326,7 @@ grpc::Status TiresiasService::UpdateJobs(grpc::ServerContext* ctx,
     MasterState::JobFilter filter;
     if (req->state() != v1::JOB_STATE_UNSPECIFIED) {
       absl::StatusOr<JobRecordState> state = JobStateFromProto(req->state());
-      if (!state.ok()) return ToGrpcStatus(state.status());
+      if (!state.ok()) return security::ToGrpc(state.status());
       filter.state = *state;
     }
     if (!req->user().empty()) filter.user = req->user();
@@ -340,7 +334,7 @@ grpc::Status TiresiasService::UpdateJobs(grpc::ServerContext* ctx,
     if (req->array_id() > 0) filter.array_id = req->array_id();
     if (!who->admin) {
       if (filter.user && *filter.user != who->user) {
-        return ToGrpcStatus(auth_.Deny(
+        return security::ToGrpc(auth_.Deny(
             *who, what,
             absl::StrCat("user: you are ", who->user,
                          "; only an admin may act on another user's jobs (",
@@ -362,7 +356,7 @@ grpc::Status TiresiasService::UpdateJobs(grpc::ServerContext* ctx,
                             absl::StrJoin(denied, ",")))
         .IgnoreError();
   }
-  if (!results.ok()) return ToGrpcStatus(results.status());
+  if (!results.ok()) return security::ToGrpc(results.status());
   bool any = false;
   for (const MasterState::JobActionResult& r : *results) {
     v1::JobActionResult* out = resp->add_results();
@@ -385,9 +379,9 @@ grpc::Status TiresiasService::ListNodes(grpc::ServerContext* ctx,
                                         const v1::ListNodesRequest*,
                                         v1::ListNodesResponse* resp) {
   absl::StatusOr<Principal> who = auth_.Client(*ctx, "ListNodes");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   absl::StatusOr<std::vector<v1::Node>> nodes = state_->ListNodes();
-  if (!nodes.ok()) return ToGrpcStatus(nodes.status());
+  if (!nodes.ok()) return security::ToGrpc(nodes.status());
   for (v1::Node& node : *nodes) *resp->add_nodes() = std::move(node);
   return grpc::Status::OK;
 }
@@ -415,10 +409,10 @@ grpc::Status TiresiasService::DrainNode(grpc::ServerContext* ctx,
                                         v1::DrainNodeResponse* resp) {
   absl::StatusOr<Principal> who =
       NodeAdmin(auth_, *ctx, "DrainNode", req->name());
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   absl::StatusOr<MasterState::DrainResult> drained =
       state_->DrainNode(req->name(), req->reason(), req->preempt());
-  if (!drained.ok()) return ToGrpcStatus(drained.status());
+  if (!drained.ok()) return security::ToGrpc(drained.status());
   auth_.Done(*who, absl::StrCat("DrainNode ", req->name()),
              absl::StrCat(req->preempt() ? "with preemption: " : "",
                           req->reason()));
@@ -433,9 +427,9 @@ grpc::Status TiresiasService::ResumeNode(grpc::ServerContext* ctx,
                                          v1::ResumeNodeResponse* resp) {
   absl::StatusOr<Principal> who =
       NodeAdmin(auth_, *ctx, "ResumeNode", req->name());
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   absl::StatusOr<v1::Node> node = state_->ResumeNode(req->name());
-  if (!node.ok()) return ToGrpcStatus(node.status());
+  if (!node.ok()) return security::ToGrpc(node.status());
   auth_.Done(*who, absl::StrCat("ResumeNode ", req->name()), "");
   *resp->mutable_node() = std::move(*node);
   Changed();
@@ -446,9 +440,9 @@ grpc::Status TiresiasService::GetClusterStatus(
     grpc::ServerContext* ctx, const v1::GetClusterStatusRequest*,
     v1::ClusterStatus* resp) {
   absl::StatusOr<Principal> who = auth_.Client(*ctx, "GetClusterStatus");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   absl::StatusOr<MasterState::Metrics> m = state_->SnapshotMetrics();
-  if (!m.ok()) return ToGrpcStatus(m.status());
+  if (!m.ok()) return security::ToGrpc(m.status());
   resp->set_policy(state_->options().policy);
   resp->set_placement(m->placement);
   resp->set_nodes_up(m->nodes_up);
@@ -473,7 +467,7 @@ grpc::Status TiresiasService::WatchEvents(
     grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
     grpc::ServerWriter<v1::JobEvent>* writer) {
   absl::StatusOr<Principal> who = auth_.Client(*ctx, "WatchEvents");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   // Catching up reads the log in pages of this many events.
   constexpr int kPage = 512;
   const JobId job = req->job_id();
@@ -487,7 +481,7 @@ grpc::Status TiresiasService::WatchEvents(
   }
   if (job != 0) {
     absl::StatusOr<JobRecord> rec = state_->GetJob(job);
-    if (!rec.ok()) return ToGrpcStatus(rec.status());
+    if (!rec.ok()) return security::ToGrpc(rec.status());
   }
   // Read before the cursor is fixed, so that an event written meanwhile
   // moves it and is not slept past.
@@ -497,7 +491,7 @@ grpc::Status TiresiasService::WatchEvents(
     cursor = req->after_sequence();
   } else {
     absl::StatusOr<int64_t> last = state_->LastEventSequence();
-    if (!last.ok()) return ToGrpcStatus(last.status());
+    if (!last.ok()) return security::ToGrpc(last.status());
     cursor = *last;
   }
   // Tells the client that the cursor is fixed: from here on, no event is
@@ -512,7 +506,7 @@ grpc::Status TiresiasService::WatchEvents(
     if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
     absl::StatusOr<std::vector<JobEvent>> events =
         state_->EventsAfter(cursor, kPage);
-    if (!events.ok()) return ToGrpcStatus(events.status());
+    if (!events.ok()) return security::ToGrpc(events.status());
     for (const JobEvent& event : *events) {
       cursor = std::max(cursor, event.sequence);
       if (job != 0 && event.job_id != job) continue;
@@ -550,7 +544,7 @@ grpc::Status TiresiasService::ReadJobLog(grpc::ServerContext* server_ctx,
                                          v1::ReadJobLogResponse* resp) {
   absl::StatusOr<Principal> who =
       MayActOnJob(*server_ctx, req->job_id(), "ReadJobLog");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   if (req->offset() < 0) {
     return grpc::Status(
         grpc::StatusCode::INVALID_ARGUMENT,
@@ -563,7 +557,7 @@ grpc::Status TiresiasService::ReadJobLog(grpc::ServerContext* server_ctx,
   }
   absl::StatusOr<MasterState::TaskLogLocation> where =
       state_->LocateTaskLog(req->job_id(), req->attempt(), req->rank());
-  if (!where.ok()) return ToGrpcStatus(where.status());
+  if (!where.ok()) return security::ToGrpc(where.status());
   const std::string task = absl::StrCat("job ", req->job_id(), " attempt ",
                                         where->attempt, " rank ", req->rank());
   v1::ReadTaskLogRequest agent_req;
@@ -627,10 +621,10 @@ grpc::Status AgentRegistryService::Register(grpc::ServerContext* ctx,
                                             const v1::RegisterRequest* req,
                                             v1::RegisterResponse* resp) {
   if (absl::Status s = auth_.Agent(*ctx, req->name(), "Register"); !s.ok()) {
-    return ToGrpcStatus(s);
+    return security::ToGrpc(s);
   }
   absl::StatusOr<v1::RegisterResponse> out = state_->Register(*req);
-  if (!out.ok()) return ToGrpcStatus(out.status());
+  if (!out.ok()) return security::ToGrpc(out.status());
   *resp = std::move(*out);
   if (on_change_) on_change_();
   return grpc::Status::OK;
@@ -642,10 +636,10 @@ grpc::Status AgentRegistryService::Heartbeat(grpc::ServerContext* ctx,
   if (absl::Status s = auth_.Agent(*ctx, state_->NodeName(req->node_id()),
                                    "Heartbeat");
       !s.ok()) {
-    return ToGrpcStatus(s);
+    return security::ToGrpc(s);
   }
   absl::StatusOr<v1::HeartbeatResponse> out = state_->Heartbeat(*req);
-  if (!out.ok()) return ToGrpcStatus(out.status());
+  if (!out.ok()) return security::ToGrpc(out.status());
   *resp = std::move(*out);
   // Cheap when nothing changed: the scheduling thread only runs a pass if
   // the report freed GPUs or changed a job.
@@ -659,7 +653,7 @@ grpc::Status AgentRegistryService::WatchDesiredState(
   if (absl::Status s = auth_.Agent(*ctx, state_->NodeName(req->node_id()),
                                    "WatchDesiredState");
       !s.ok()) {
-    return ToGrpcStatus(s);
+    return security::ToGrpc(s);
   }
   uint64_t sent = req->after_version();
   // Read before each look at the state, so that a change made meanwhile
@@ -673,7 +667,7 @@ grpc::Status AgentRegistryService::WatchDesiredState(
     if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
     absl::StatusOr<std::optional<v1::DesiredState>> desired =
         state_->DesiredStateAfter(req->node_id(), req->session(), sent);
-    if (!desired.ok()) return ToGrpcStatus(desired.status());
+    if (!desired.ok()) return security::ToGrpc(desired.status());
     if (desired->has_value()) {
       sent = (*desired)->version();
       if (!writer->Write(**desired)) return grpc::Status::CANCELLED;  // gone

@@ -40,9 +40,6 @@
 
 namespace tiresias {
 
-// absl::Status -> grpc::Status, code for code.
-grpc::Status ToGrpcStatus(const absl::Status& status);
-
 class TiresiasService final : public v1::Tiresias::Service {
  public:
   // `state` must outlive the service; `on_change` (may be empty) is called

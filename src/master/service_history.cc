@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "master/service.h"
+#include "security/rpc_status.h"
 
 namespace tiresias {
 namespace {
@@ -23,7 +24,7 @@ grpc::Status TiresiasService::GetClusterHistory(
     grpc::ServerContext* ctx, const v1::GetClusterHistoryRequest* req,
     v1::GetClusterHistoryResponse* resp) {
   absl::StatusOr<Principal> who = auth_.Client(*ctx, "GetClusterHistory");
-  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (!who.ok()) return security::ToGrpc(who.status());
   const double until =
       req->has_until() ? req->until() : state_->NowForHistory().count();
   const double since =
@@ -41,12 +42,12 @@ grpc::Status TiresiasService::GetClusterHistory(
                      kDefaultHistoryPoints, ") up to ", kMaxHistoryPoints,
                      ", got ", req->max_points()));
   }
-  if (!bad.ok()) return ToGrpcStatus(bad);
+  if (!bad.ok()) return security::ToGrpc(bad);
   const int max_points =
       req->max_points() == 0 ? kDefaultHistoryPoints : req->max_points();
   absl::StatusOr<std::vector<ClusterSample>> samples =
       state_->ClusterHistory(Seconds{since}, Seconds{until}, max_points);
-  if (!samples.ok()) return ToGrpcStatus(samples.status());
+  if (!samples.ok()) return security::ToGrpc(samples.status());
   for (const ClusterSample& s : *samples) {
     v1::ClusterHistoryPoint* p = resp->add_points();
     p->set_time(s.time.count());

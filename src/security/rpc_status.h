@@ -1,6 +1,9 @@
 // The two status conversions between gRPC and abseil, in one place (STYLE.md
-// "One place builds RPC channels and credentials"). Both keep the code and
-// the message: absl and gRPC share the canonical code numbering.
+// "One place builds RPC channels and credentials"): the master's services
+// answer with ToGrpc, the agent reads its master's answers with ToAbsl; no
+// other copy. Both keep the code and the message byte for byte: absl and
+// gRPC share the canonical code numbering (rpc_status_test.cc checks every
+// code by name). OK is OK either way, without a message.
 #ifndef TIRESIAS_SECURITY_RPC_STATUS_H_
 #define TIRESIAS_SECURITY_RPC_STATUS_H_
 

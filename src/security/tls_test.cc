@@ -432,19 +432,5 @@ TEST_F(TlsTest, RetryServicesStillFailWhenNothingListens) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
-TEST(RpcStatusTest, ConversionsKeepCodeAndMessage) {
-  EXPECT_TRUE(ToAbsl(grpc::Status::OK).ok());
-  EXPECT_TRUE(ToGrpc(absl::OkStatus()).ok());
-  absl::Status a = ToAbsl(grpc::Status(grpc::StatusCode::NOT_FOUND, "job 7"));
-  EXPECT_EQ(a, absl::NotFoundError("job 7"));
-  grpc::Status g = ToGrpc(absl::FailedPreconditionError("drained"));
-  EXPECT_EQ(g.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_EQ(g.error_message(), "drained");
-  for (int code = 1; code <= 16; ++code) {
-    absl::Status s(static_cast<absl::StatusCode>(code), "m");
-    EXPECT_EQ(ToAbsl(ToGrpc(s)), s) << code;
-  }
-}
-
 }  // namespace
 }  // namespace tiresias::security

@@ -24,6 +24,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cli/cluster_client.h"
 #include "cli/control_channel.h"
 #include "cli_fixture.h"
 #include "core/testing/test_dir.h"
@@ -303,6 +304,49 @@ TEST_F(ControlChannelTest, TheControlProcessKeepsNoTokenInItsEnvironment) {
                         std::chrono::seconds(10)));
   }
   unsetenv("TIRESIAS_TOKEN_FILE");
+}
+
+// A user who proves who they are with a certificate and no token: the
+// control process is started without the token variables but with
+// TIRESIAS_CERT and TIRESIAS_KEY (kClientCertificateVariables), since its
+// own TLS connection is what says who the calls are from. Without them it
+// would reach the master as nobody and every call of the loop would be
+// refused.
+TEST_F(ControlChannelTest, ACertificateUsersLoopIsStillTheirs) {
+  const fs::path carol = dir_ / "carol";
+  ProcessResult issued = RunProcess(
+      {TIRESIAS_BINARY, "admin", "user-cert", "issue", "carol", "--ca-dir",
+       (dir_ / "tls").string(), "--out", carol.string()});
+  ASSERT_EQ(issued.exit_code, 0) << issued.err;
+  const std::string cert = (carol / "user.pem").string();
+  const std::string key = (carol / "user-key.pem").string();
+  setenv("TIRESIAS_CERT", cert.c_str(), 1);
+  setenv("TIRESIAS_KEY", key.c_str(), 1);
+  EXPECT_EQ(Submit("", "cert-warm-1").exit_code, 0);
+  EXPECT_EQ(Submit("", "cert-warm-2").exit_code, 0);
+  ASSERT_TRUE(
+      WaitFor([&] { return ControlProcesses(control_dir_).size() == 1; },
+              std::chrono::seconds(10)));
+  const pid_t control = ControlProcesses(control_dir_)[0];
+  const std::vector<std::string> env = StartEnvironment(control);
+  EXPECT_THAT(env, ::testing::Contains("TIRESIAS_CERT=" + cert));
+  EXPECT_THAT(env, ::testing::Contains("TIRESIAS_KEY=" + key));
+  for (const std::string& entry : env) {
+    for (const char* name : cli::kClientTokenVariables) {
+      EXPECT_NE(entry.rfind(absl::StrCat(name, "="), 0), 0u) << entry;
+    }
+  }
+  // Carried by the control process alone (no route to the master), as
+  // carol's.
+  const bool isolated = CanUnshareNetwork();
+  ProcessResult r = Submit("", "by-carol", isolated);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (isolated) {
+    EXPECT_EQ(ControlProcesses(control_dir_), std::vector<pid_t>{control});
+  }
+  unsetenv("TIRESIAS_CERT");
+  unsetenv("TIRESIAS_KEY");
+  EXPECT_EQ(Owners()["by-carol"], "carol");
 }
 
 // The socket's folder keeps other users out; if it did not, the control

@@ -1,4 +1,4 @@
-#include "cli/job_text.h"
+#include "api/job_text.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"

@@ -1,4 +1,4 @@
-#include "cli/job_text.h"
+#include "api/job_text.h"
 
 #include "gtest/gtest.h"
 

@@ -1,7 +1,7 @@
 // Text of a job's fields that the CLI (`tiresias job`) and the dashboard
 // show alike. Pure.
-#ifndef TIRESIAS_CLI_JOB_TEXT_H_
-#define TIRESIAS_CLI_JOB_TEXT_H_
+#ifndef TIRESIAS_API_JOB_TEXT_H_
+#define TIRESIAS_API_JOB_TEXT_H_
 
 #include <string>
 
@@ -15,4 +15,4 @@ std::string FormatJobProfile(const v1::Job& job);
 
 }  // namespace tiresias
 
-#endif  // TIRESIAS_CLI_JOB_TEXT_H_
+#endif  // TIRESIAS_API_JOB_TEXT_H_

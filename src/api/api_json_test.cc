@@ -1,4 +1,4 @@
-#include "cli/api_json.h"
+#include "api/api_json.h"
 
 #include "gtest/gtest.h"
 

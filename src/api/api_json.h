@@ -11,8 +11,8 @@
 //
 //   nlohmann::json j = api::JobJson(job, api::JobView::kDetail, now);
 //   std::printf("%s\n", api::Dump(j).c_str());
-#ifndef TIRESIAS_CLI_API_JSON_H_
-#define TIRESIAS_CLI_API_JSON_H_
+#ifndef TIRESIAS_API_API_JSON_H_
+#define TIRESIAS_API_API_JSON_H_
 
 #include <optional>
 #include <string>
@@ -96,4 +96,4 @@ std::string Dump(const nlohmann::json& json, bool one_line = false);
 
 }  // namespace tiresias::api
 
-#endif  // TIRESIAS_CLI_API_JSON_H_
+#endif  // TIRESIAS_API_API_JSON_H_

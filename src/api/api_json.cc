@@ -1,4 +1,4 @@
-#include "cli/api_json.h"
+#include "api/api_json.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
-#include "cli/job_text.h"
+#include "api/job_text.h"
 
 namespace tiresias::api {
 namespace {

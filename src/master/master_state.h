@@ -210,10 +210,16 @@ class MasterState {
   // Failed gang starts in a row after which a job fails.
   static constexpr int kMaxFailedStarts = 3;
 
-  // Opens (or creates) <state_dir>/state.db and reloads unfinished jobs.
-  // `clock` must outlive the MasterState.
+  // Opens (or creates) <state_dir>/state.db (a SqliteStore) and reloads
+  // unfinished jobs. `clock` must outlive the MasterState.
   static absl::StatusOr<std::unique_ptr<MasterState>> Open(
       MasterOptions options, master::Clock* clock);
+  // The same over a store made by the caller (another backend, or a
+  // FaultStore in tests), which the MasterState owns from now on;
+  // options.state_dir is not used to find it.
+  static absl::StatusOr<std::unique_ptr<MasterState>> Open(
+      MasterOptions options, master::Clock* clock,
+      std::unique_ptr<Store> store);
   ~MasterState();
   MasterState(const MasterState&) = delete;
   MasterState& operator=(const MasterState&) = delete;

@@ -997,6 +997,12 @@ class MasterState {
   // Puts a job the store just created into memory and the scheduler.
   // Requires mu_.
   absl::Status AdmitLocked(NewJob job, const CreatedJob& created, Seconds now);
+  // A job a retried request id named (`created.existing`) that the store
+  // holds unfinished but memory does not: its first submission committed
+  // and was answered with an error (an acknowledgement lost after the
+  // commit). Admits it as stored; does nothing for any other job. Requires
+  // mu_; reads the store only for an existing job not in memory.
+  absl::Status AdmitIfLostLocked(NewJob job, const CreatedJob& created);
   // InvalidArgument if the up nodes have fewer GPUs than `spec` asks for.
   // Takes mu_.
   absl::Status CheckFitsCluster(const JobRequest& spec);

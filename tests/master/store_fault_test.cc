@@ -15,6 +15,7 @@
 // MasterState with a fake clock and a real SQLite file; agents simulated by
 // hand (they start what their desired state says, stop what it stops, and
 // report ends until acknowledged).
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -534,7 +535,6 @@ TEST_F(StoreFaultTest, EachWriteAppliedButUnacknowledgedThenACrash) {
   }
 }
 
-
 // A master over a FaultStore, with MasterFixture's agents and clients.
 class FaultFixture : public MasterFixture {
  protected:
@@ -644,9 +644,8 @@ TEST_F(FaultFixture, TokenAuditAndHistoryWritesThatFail) {
   ASSERT_EQ(master_->ListTokens().size(), 1u);
   EXPECT_FALSE(master_->ListTokens()[0].revoked.has_value());
   EXPECT_TRUE(master_->AuditAfter(0, 10).value().empty());
-  EXPECT_TRUE(master_->ClusterHistory(Seconds{0}, Seconds{1e12}, 0)
-                  .value()
-                  .empty());
+  EXPECT_TRUE(
+      master_->ClusterHistory(Seconds{0}, Seconds{1e12}, 0).value().empty());
 }
 
 }  // namespace

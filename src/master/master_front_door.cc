@@ -249,6 +249,22 @@ absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
   return WaitForDependencies(admitted);
 }
 
+absl::Status MasterState::AdmitIfLostLocked(NewJob job,
+                                             const CreatedJob& created) {
+  if (!created.existing || records_.contains(created.id)) {
+    return absl::OkStatus();
+  }
+  // Unfinished jobs are all in records_; an ended one has left it.
+  ASSIGN_OR_RETURN(JobRecord stored, store_->GetJob(created.id));
+  if (IsFinal(stored.state)) return absl::OkStatus();
+  CreatedJob lost = created;
+  lost.existing = false;
+  lost.profile = stored.profile;
+  // Also asks for a pass (the caller's pass_wanted_ covers only new jobs).
+  pass_wanted_ = true;
+  return AdmitLocked(std::move(job), lost, stored.submit_time);
+}
+
 void MasterState::WriteSubmitBatch(const std::vector<SubmitWriter*>& batch) {
   std::vector<NewJob> jobs;
   jobs.reserve(batch.size());
@@ -275,6 +291,10 @@ void MasterState::WriteSubmitBatch(const std::vector<SubmitWriter*>& batch) {
       }
       if (job->existing) {
         writer.result = SubmitResult{job->id, true};
+        if (absl::Status lost = AdmitIfLostLocked(std::move(jobs[i]), *job);
+            !lost.ok()) {
+          writer.result = lost;
+        }
         continue;
       }
       if (absl::Status admitted = AdmitLocked(std::move(jobs[i]), *job, now);
@@ -321,7 +341,10 @@ void MasterState::WriteBulk(SubmitWriter& writer) {
     for (size_t i = 0; i < created->size() && admitted.ok(); ++i) {
       const CreatedJob& job = (*created)[i];
       result.ids.push_back(job.id);
-      if (job.existing) continue;
+      if (job.existing) {
+        admitted = AdmitIfLostLocked(std::move(jobs[i]), job);
+        continue;
+      }
       result.existing = false;
       // Fails only on a broken invariant (see AdmitLocked): the jobs are
       // stored and a restarted master loads them; say so, not hide it.

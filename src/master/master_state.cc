@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "master/proto_convert.h"
+#include "master/sqlite_store.h"
 #include "sched/policy.h"
 
 namespace tiresias {
@@ -46,6 +47,13 @@ absl::StatusOr<std::unique_ptr<MasterState>> MasterState::Open(
   }
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteStore> store,
                    SqliteStore::Open(options.state_dir + "/state.db"));
+  return Open(std::move(options), clock, std::move(store));
+}
+
+absl::StatusOr<std::unique_ptr<MasterState>> MasterState::Open(
+    MasterOptions options, master::Clock* clock,
+    std::unique_ptr<Store> store) {
+  if (store == nullptr) return absl::InvalidArgumentError("store: null");
   std::unique_ptr<MasterState> state(
       new MasterState(std::move(options), clock, std::move(store)));
   std::lock_guard<std::mutex> lock(state->mu_);

@@ -213,10 +213,16 @@ class MasterState {
   // Failed gang starts in a row after which a job fails.
   static constexpr int kMaxFailedStarts = 3;
 
-  // Opens (or creates) <state_dir>/state.db and reloads unfinished jobs.
-  // `clock` must outlive the MasterState.
+  // Opens (or creates) <state_dir>/state.db (a SqliteStore) and reloads
+  // unfinished jobs. `clock` must outlive the MasterState.
   static absl::StatusOr<std::unique_ptr<MasterState>> Open(
       MasterOptions options, master::Clock* clock);
+  // The same over a store made by the caller (another backend, or a
+  // FaultStore in tests), which the MasterState owns from now on;
+  // options.state_dir is not used to find it.
+  static absl::StatusOr<std::unique_ptr<MasterState>> Open(
+      MasterOptions options, master::Clock* clock,
+      std::unique_ptr<Store> store);
   ~MasterState();
   MasterState(const MasterState&) = delete;
   MasterState& operator=(const MasterState&) = delete;
@@ -918,6 +924,12 @@ class MasterState {
   // Puts a job the store just created into memory and the scheduler.
   // Requires mu_.
   absl::Status AdmitLocked(NewJob job, const CreatedJob& created, Seconds now);
+  // A job a retried request id named (`created.existing`) that the store
+  // holds unfinished but memory does not: its first submission committed
+  // and was answered with an error (an acknowledgement lost after the
+  // commit). Admits it as stored; does nothing for any other job. Requires
+  // mu_; reads the store only for an existing job not in memory.
+  absl::Status AdmitIfLostLocked(NewJob job, const CreatedJob& created);
   // InvalidArgument if the up nodes have fewer GPUs than `spec` asks for.
   // Takes mu_.
   absl::Status CheckFitsCluster(const JobRequest& spec);

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "master/store.h"
+#include "master/sqlite_store.h"
 #include "master/test_dir.h"
 
 namespace tiresias {

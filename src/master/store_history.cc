@@ -9,7 +9,7 @@
 #include "core/status_macros.h"
 #include "master/cluster_history.h"
 #include "master/sqlite_db.h"
-#include "master/store.h"
+#include "master/sqlite_store.h"
 
 namespace tiresias {
 

@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "master/cluster_history.h"
-#include "master/store.h"
+#include "master/sqlite_store.h"
 #include "master/test_dir.h"
 
 namespace tiresias {

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "master/store.h"
+#include "master/sqlite_store.h"
 #include "master/test_dir.h"
 
 namespace tiresias {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "master/sqlite_db.h"
-#include "master/store.h"
+#include "master/sqlite_store.h"
 
 namespace tiresias {
 

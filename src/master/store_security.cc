@@ -9,7 +9,7 @@
 #include "core/status_macros.h"
 #include "master/audit_text.h"
 #include "master/sqlite_db.h"
-#include "master/store.h"
+#include "master/sqlite_store.h"
 
 namespace tiresias {
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
-#include "master/store.h"
+#include "master/sqlite_store.h"
 #include "master/test_dir.h"
 
 namespace tiresias {

@@ -1,4 +1,4 @@
-#include "master/store.h"
+#include "master/sqlite_store.h"
 
 #include <cmath>
 #include <string>

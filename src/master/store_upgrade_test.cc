@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "master/store.h"
+#include "master/sqlite_store.h"
 #include "master/store_rows.h"
 #include "master/test_dir.h"
 

@@ -20,7 +20,7 @@
 #include "gtest/gtest.h"
 #include "master/clock.h"
 #include "master/server.h"
-#include "master/store.h"
+#include "master/sqlite_store.h"
 #include "master_process.h"
 #include "nlohmann/json.hpp"
 #include "one_line_error.h"

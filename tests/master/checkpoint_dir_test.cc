@@ -9,7 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "master/store.h"
+#include "master/sqlite_store.h"
 #include "master_test_util.h"
 
 namespace tiresias::master_testing {

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "master/job_limits.h"
+#include "master/sqlite_store.h"
 
 namespace tiresias::master_testing {
 namespace {

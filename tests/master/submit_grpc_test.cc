@@ -9,6 +9,7 @@
 #include "front_door_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "master/sqlite_store.h"
 
 namespace tiresias::master_testing {
 namespace {

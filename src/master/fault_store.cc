@@ -1,0 +1,188 @@
+#include "master/fault_store.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace tiresias {
+
+std::string_view StoreWriteKindName(StoreWriteKind kind) {
+  switch (kind) {
+    case StoreWriteKind::kCreateJobs:
+      return "CreateJobs";
+    case StoreWriteKind::kWrite:
+      return "Write";
+    case StoreWriteKind::kUpsertNode:
+      return "UpsertNode";
+    case StoreWriteKind::kSetNodeDrain:
+      return "SetNodeDrain";
+    case StoreWriteKind::kCreateToken:
+      return "CreateToken";
+    case StoreWriteKind::kRevokeToken:
+      return "RevokeToken";
+    case StoreWriteKind::kAppendAudit:
+      return "AppendAudit";
+    case StoreWriteKind::kSaveProfile:
+      return "SaveProfile";
+    case StoreWriteKind::kAddPlacementRun:
+      return "AddPlacementRun";
+    case StoreWriteKind::kAddClusterSample:
+      return "AddClusterSample";
+  }
+  return "?";
+}
+
+void StoreFaults::FailNth(int64_t n, Effect effect) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_at_ = {writes_ + n, effect};
+}
+
+void StoreFaults::FailEvery(StoreWriteKind kind, Effect effect) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_every_[kind] = effect;
+}
+
+void StoreFaults::Heal() {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_at_.reset();
+  fail_every_.clear();
+}
+
+void StoreFaults::SetAfterWrite(
+    std::function<void(int64_t, StoreWriteKind)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  after_write_ = std::move(hook);
+}
+
+int64_t StoreFaults::writes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return writes_;
+}
+
+int64_t StoreFaults::failures() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failures_;
+}
+
+std::vector<StoreWriteKind> StoreFaults::history() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return history_;
+}
+
+std::optional<StoreFaults::Effect> StoreFaults::Next(StoreWriteKind kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++writes_;
+  history_.push_back(kind);
+  std::optional<Effect> effect;
+  if (fail_at_ && fail_at_->first == writes_) {
+    effect = fail_at_->second;
+    fail_at_.reset();
+  } else if (auto it = fail_every_.find(kind); it != fail_every_.end()) {
+    effect = it->second;
+  }
+  if (effect) ++failures_;
+  return effect;
+}
+
+void StoreFaults::AfterWrite(StoreWriteKind kind) {
+  std::function<void(int64_t, StoreWriteKind)> hook;
+  int64_t n = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hook = after_write_;
+    n = writes_;
+  }
+  if (hook) hook(n, kind);
+}
+
+absl::Status StoreFaults::InjectedError(StoreWriteKind kind) const {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("injected fault: ", std::string(StoreWriteKindName(kind)),
+                   ": database or disk is full"));
+}
+
+FaultStore::FaultStore(std::unique_ptr<Store> inner,
+                       std::shared_ptr<StoreFaults> faults)
+    : inner_(std::move(inner)), faults_(std::move(faults)) {}
+
+template <typename Result, typename Fn>
+Result FaultStore::Apply(StoreWriteKind kind, Fn write) {
+  const std::optional<StoreFaults::Effect> effect = faults_->Next(kind);
+  if (!effect) {
+    Result result = write();
+    faults_->AfterWrite(kind);
+    return result;
+  }
+  if (*effect == StoreFaults::Effect::kAppliedThenFailed) {
+    // Its answer, whatever it was, is lost with the acknowledgement.
+    write().IgnoreError();
+  }
+  return faults_->InjectedError(kind);
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> FaultStore::CreateJobs(
+    const std::vector<NewJob>& jobs, Seconds submit_time) {
+  return Apply<absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>>>(
+      StoreWriteKind::kCreateJobs,
+      [&] { return inner_->CreateJobs(jobs, submit_time); });
+}
+
+absl::StatusOr<std::vector<CreatedJob>> FaultStore::CreateJobsAllOrNothing(
+    const std::vector<NewJob>& jobs, Seconds submit_time) {
+  return Apply<absl::StatusOr<std::vector<CreatedJob>>>(
+      StoreWriteKind::kCreateJobs,
+      [&] { return inner_->CreateJobsAllOrNothing(jobs, submit_time); });
+}
+
+absl::Status FaultStore::Write(const StoreWrite& write) {
+  return Apply<absl::Status>(StoreWriteKind::kWrite,
+                             [&] { return inner_->Write(write); });
+}
+
+absl::StatusOr<int64_t> FaultStore::UpsertNode(const NodeRecord& node) {
+  return Apply<absl::StatusOr<int64_t>>(
+      StoreWriteKind::kUpsertNode, [&] { return inner_->UpsertNode(node); });
+}
+
+absl::Status FaultStore::SetNodeDrain(int64_t id, bool drained,
+                                      const std::string& reason) {
+  return Apply<absl::Status>(StoreWriteKind::kSetNodeDrain, [&] {
+    return inner_->SetNodeDrain(id, drained, reason);
+  });
+}
+
+absl::StatusOr<int64_t> FaultStore::CreateToken(const TokenRecord& token) {
+  return Apply<absl::StatusOr<int64_t>>(
+      StoreWriteKind::kCreateToken, [&] { return inner_->CreateToken(token); });
+}
+
+absl::Status FaultStore::RevokeToken(int64_t id, Seconds at) {
+  return Apply<absl::Status>(StoreWriteKind::kRevokeToken,
+                             [&] { return inner_->RevokeToken(id, at); });
+}
+
+absl::Status FaultStore::AppendAudit(const AuditRecord& record) {
+  return Apply<absl::Status>(StoreWriteKind::kAppendAudit,
+                             [&] { return inner_->AppendAudit(record); });
+}
+
+absl::Status FaultStore::SaveProfile(JobId job, const std::string& signature,
+                                     const JobProfile& profile) {
+  return Apply<absl::Status>(StoreWriteKind::kSaveProfile, [&] {
+    return inner_->SaveProfile(job, signature, profile);
+  });
+}
+
+absl::Status FaultStore::AddPlacementRun(const PlacementRunRecord& run) {
+  return Apply<absl::Status>(StoreWriteKind::kAddPlacementRun,
+                             [&] { return inner_->AddPlacementRun(run); });
+}
+
+absl::Status FaultStore::AddClusterSample(const ClusterSample& sample,
+                                          const HistoryRetention& retention) {
+  return Apply<absl::Status>(StoreWriteKind::kAddClusterSample, [&] {
+    return inner_->AddClusterSample(sample, retention);
+  });
+}
+
+}  // namespace tiresias

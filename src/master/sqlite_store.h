@@ -1,0 +1,149 @@
+// SqliteStore: the master's embedded Store (store.h), one SQLite file in WAL
+// mode with synchronous=FULL, so that every write is on disk when the call
+// returns OK. Its schema and row codecs are in store_rows.h; its methods are
+// spread over sqlite_store.cc (open, schema, nodes), sqlite_store_jobs.cc
+// (jobs, events, launches), store_security.cc, store_profiles.cc and
+// store_history.cc.
+//
+//   ASSIGN_OR_RETURN(std::unique_ptr<SqliteStore> store,
+//                    SqliteStore::Open(state_dir + "/state.db"));
+//
+// Thread-safe: one internal mutex serializes every call.
+#ifndef TIRESIAS_MASTER_SQLITE_STORE_H_
+#define TIRESIAS_MASTER_SQLITE_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "master/store.h"
+
+namespace tiresias {
+
+class SqliteDb;
+class SqliteTransaction;
+
+struct SqliteStoreOptions {
+  // Hold an exclusive lock on the file for the store's life, so that a
+  // second master on the same state directory fails at Open (Unavailable)
+  // instead of running every job twice.
+  bool exclusive = true;
+};
+
+class SqliteStore final : public Store {
+ public:
+  // The schema version this build writes; Open upgrades files with an older
+  // one in place (1 -> 2 adds jobs.failed_starts, 2 -> 3 the launches
+  // table, 3 -> 4 jobs.request_id with its unique index, indexes by user
+  // and by name, and nodes.agent_token_hash, 4 -> 5 the tokens and audit
+  // tables, 5 -> 6 job profiles, 6 -> 7 placement runs, 7 -> 8 the jobs'
+  // workdir, output and error, 8 -> 9 job control: time limit, no-preempt,
+  // held, 9 -> 10 nodes.drained and drain_reason, 10 -> 11 the jobs'
+  // dependencies, 11 -> 12 the cluster_history table, 12 -> 13 job arrays,
+  // 13 -> 14 request ids unique per user: see store_rows.h) and refuses
+  // newer ones.
+  static constexpr int kSchemaVersion = 14;
+
+  // Opens the state file at `path`, creating it (and its schema) if absent.
+  // An older schema version is upgraded, in one transaction. Errors name the
+  // path: "<path>: not a Tiresias state file: ..." for a file that is not
+  // one, FailedPrecondition for a newer schema version, Unavailable if
+  // another process holds it. The file (with its -wal and -shm) is its
+  // owner's alone: created 0600, and group and others' permissions removed
+  // from an existing one, since it holds jobs' environments.
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
+      const std::string& path, SqliteStoreOptions options = {});
+  ~SqliteStore() override;
+
+  absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> CreateJobs(
+      const std::vector<NewJob>& jobs, Seconds submit_time) override;
+  absl::StatusOr<std::vector<CreatedJob>> CreateJobsAllOrNothing(
+      const std::vector<NewJob>& jobs, Seconds submit_time) override;
+  absl::Status Write(const StoreWrite& write) override;
+  absl::StatusOr<JobRecord> GetJob(JobId id) const override;
+  absl::StatusOr<JobPage> QueryJobs(const JobQuery& query) const override;
+  absl::StatusOr<std::vector<JobRecord>> ListUnfinishedJobs() const override;
+  absl::StatusOr<std::vector<JobEvent>> Events(JobId job) const override;
+  absl::StatusOr<std::vector<JobEvent>> EventsAfter(int64_t after_sequence,
+                                                    int limit) const override;
+  absl::StatusOr<JobTotals> Totals() const override;
+  absl::StatusOr<std::vector<std::string>> LaunchNodes(
+      JobId job, int attempt) const override;
+  absl::StatusOr<int64_t> UpsertNode(const NodeRecord& node) override;
+  absl::Status SetNodeDrain(int64_t id, bool drained,
+                            const std::string& reason) override;
+  absl::StatusOr<std::vector<NodeRecord>> ListNodes() const override;
+  absl::StatusOr<int64_t> CreateToken(const TokenRecord& token) override;
+  absl::Status RevokeToken(int64_t id, Seconds at) override;
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens() const override;
+  absl::Status AppendAudit(const AuditRecord& record) override;
+  absl::Status SaveProfile(JobId job, const std::string& signature,
+                           const JobProfile& profile) override;
+  absl::Status AddPlacementRun(const PlacementRunRecord& run) override;
+  absl::StatusOr<std::vector<PlacementRunRecord>> ListPlacementRuns()
+      const override;
+  absl::StatusOr<std::vector<AuditRecord>> AuditAfter(
+      int64_t after, int limit) const override;
+  absl::Status AddClusterSample(const ClusterSample& sample,
+                                const HistoryRetention& retention) override;
+  absl::StatusOr<std::vector<ClusterSample>> ClusterHistory(
+      Seconds since, Seconds until) const override;
+  const std::string& cluster_id() const override { return cluster_id_; }
+
+  // Write transactions committed since Open (each one fsync): what tests
+  // and benchmarks read to see submissions share transactions.
+  int64_t commits() const;
+
+ private:
+  explicit SqliteStore(std::unique_ptr<SqliteDb> db);
+
+  // CreateJobs; with `all_or_nothing`, the first job refused rolls the
+  // transaction back and is the outer error ("jobs[I]: ...").
+  absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> CreateJobsImpl(
+      const std::vector<NewJob>& jobs, Seconds submit_time,
+      bool all_or_nothing);
+
+  // Each requires mu_ held.
+  absl::Status InitSchema();
+  // Upgrades the open transaction's file from `from_version` to
+  // kSchemaVersion and records the new version.
+  absl::Status Migrate(int from_version);
+  absl::Status UpdateJobLocked(const JobRecord& record);
+  absl::Status AppendEventLocked(const JobEvent& event);
+  absl::Status InsertLaunchLocked(const LaunchRecord& launch);
+  absl::StatusOr<std::vector<JobRecord>> SelectJobs(const std::string& where,
+                                                    int64_t arg) const;
+  absl::StatusOr<std::vector<JobEvent>> SelectEvents(const std::string& where,
+                                                     int64_t arg,
+                                                     int64_t limit) const;
+  absl::Status CheckJobExists(JobId id) const;
+  // The stored job of `user` submitted with `request_id`, if any.
+  absl::StatusOr<std::optional<JobRecord>> FindByRequestId(
+      const std::string& user, const std::string& request_id) const;
+  // The profile stored for `signature`, if any.
+  absl::StatusOr<std::optional<JobProfile>> ProfileBySignatureLocked(
+      const std::string& signature) const;
+  absl::StatusOr<JobId> InsertJobLocked(const NewJob& job,
+                                        const std::string& command,
+                                        const std::string& env,
+                                        Seconds submit_time,
+                                        const std::optional<JobProfile>& profile,
+                                        JobId array_id);
+  absl::Status CommitLocked(SqliteTransaction& txn);
+  // Reads the cluster id from `meta`, making one first if there is none.
+  absl::Status LoadClusterId();
+
+  mutable std::mutex mu_;
+  std::unique_ptr<SqliteDb> db_;
+  int64_t commits_ = 0;  // guarded by mu_
+  std::string cluster_id_;  // set by Open, constant after
+};
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_MASTER_SQLITE_STORE_H_

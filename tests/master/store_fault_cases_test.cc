@@ -1,0 +1,137 @@
+// A store that fails on purpose (issue 22), case by case: a master over a
+// FaultStore whose job writes keep failing sends no start; a submission
+// whose acknowledgement was lost runs once retried; token, audit and
+// history writes that fail. MasterState with a fake clock and a real SQLite
+// file under the FaultStore.
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "master/fault_store.h"
+#include "master/master_state.h"
+#include "master/sqlite_store.h"
+#include "master_test_util.h"
+
+namespace tiresias::master_testing {
+namespace {
+
+using Effect = StoreFaults::Effect;
+
+// A master over a FaultStore, with MasterFixture's agents and clients.
+class FaultFixture : public MasterFixture {
+ protected:
+  void OpenWithFaults() {
+    std::filesystem::create_directories(options_.state_dir);
+    auto sqlite = SqliteStore::Open(options_.state_dir + "/state.db");
+    ASSERT_TRUE(sqlite.ok()) << sqlite.status();
+    auto store = std::make_unique<FaultStore>(*std::move(sqlite), faults_);
+    store_ = store.get();
+    auto master = MasterState::Open(options_, &clock_, std::move(store));
+    ASSERT_TRUE(master.ok()) << master.status();
+    master_ = *std::move(master);
+  }
+  void Restart() {
+    master_.reset();
+    store_ = nullptr;
+    Open();  // a real SqliteStore
+  }
+
+  std::shared_ptr<StoreFaults> faults_ = std::make_shared<StoreFaults>();
+  FaultStore* store_ = nullptr;  // owned by master_
+};
+
+// While every job write fails, passes fail and no start reaches an agent:
+// the launch is decided but not durable. Once writes succeed again, the
+// next pass stores it and the agent is told.
+TEST_F(FaultFixture, NoStartReachesAnAgentWhileJobWritesFail) {
+  OpenWithFaults();
+  const int64_t n1 = Register("n1", 1);
+  const JobId id = Submit(Spec(1));
+  faults_->FailEvery(StoreWriteKind::kWrite);
+  for (int i = 0; i < 3; ++i) {
+    absl::Status pass = master_->RunPass();
+    EXPECT_EQ(pass.code(), absl::StatusCode::kResourceExhausted) << pass;
+    auto beat = master_->Heartbeat(BeatRequest(n1));
+    EXPECT_EQ(beat.status().code(), absl::StatusCode::kResourceExhausted);
+    auto desired = master_->DesiredStateAfter(n1, sessions_[n1], 0);
+    ASSERT_TRUE(desired.ok()) << desired.status();
+    if (desired->has_value()) EXPECT_EQ((*desired)->run_size(), 0);
+    clock_.Advance(Seconds{1});
+  }
+  EXPECT_EQ(store_->inner().GetJob(id)->attempt, 0);
+  faults_->Heal();
+  Pass();
+  const std::vector<v1::StartTask> starts = Starts(Beat(n1));
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].task().job_id(), id);
+  EXPECT_EQ(store_->inner().LaunchNodes(id, 1).value(),
+            std::vector<std::string>{"n1"});
+}
+
+// A submission whose commit reached the disk but whose acknowledgement was
+// lost: the client retries with its request id and gets the stored job,
+// which then runs like any other (without a master restart).
+TEST_F(FaultFixture, ASubmitWhoseAckWasLostRunsOnceRetried) {
+  OpenWithFaults();
+  const int64_t n1 = Register("n1", 1);
+  faults_->FailNth(1, Effect::kAppliedThenFailed);
+  const JobRequest spec = Spec(1);
+  auto lost = master_->SubmitJob(spec, "request-1");
+  EXPECT_EQ(lost.status().code(), absl::StatusCode::kResourceExhausted);
+  auto retried = master_->SubmitJob(spec, "request-1");
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_TRUE(retried->existing);
+  EXPECT_EQ(Get(retried->id).state, JobRecordState::kPending);
+  Pass();
+  const std::vector<v1::StartTask> starts = Starts(Beat(n1));
+  ASSERT_EQ(starts.size(), 1u) << "the stored job never starts";
+  EXPECT_EQ(starts[0].task().job_id(), retried->id);
+}
+
+// Tokens, the audit log and the cluster history: a token whose write
+// failed is not issued and authenticates nobody; a revocation whose write
+// failed answers the error and the token stays valid (in memory and after a
+// restart); an audit write that fails never fails its caller (and stores
+// nothing); a history sample that fails answers the error.
+TEST_F(FaultFixture, TokenAuditAndHistoryWritesThatFail) {
+  OpenWithFaults();
+  faults_->FailNth(1);
+  auto failed = master_->CreateToken("alice", false, std::nullopt, "ci");
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(master_->ListTokens().empty());
+  auto token = master_->CreateToken("alice", false, std::nullopt, "ci");
+  ASSERT_TRUE(token.ok()) << token.status();
+
+  faults_->FailEvery(StoreWriteKind::kRevokeToken);
+  absl::Status revoked = master_->RevokeToken(token->id);
+  EXPECT_EQ(revoked.code(), absl::StatusCode::kResourceExhausted) << revoked;
+  EXPECT_TRUE(master_->AuthenticateToken(token->text).ok());
+
+  faults_->FailEvery(StoreWriteKind::kAppendAudit);
+  AuditRecord record;
+  record.principal = "alice";
+  record.action = "CancelJob job 1";
+  record.outcome = "ok";
+  master_->Audit(record);  // returns nothing: never fails its caller
+  EXPECT_TRUE(master_->AuditAfter(0, 10).value().empty());
+
+  faults_->FailEvery(StoreWriteKind::kAddClusterSample);
+  EXPECT_EQ(master_->RecordClusterSample().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(faults_->failures(), 4);
+
+  Restart();
+  auto after = master_->AuthenticateToken(token->text);
+  EXPECT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(master_->ListTokens().size(), 1u);
+  EXPECT_FALSE(master_->ListTokens()[0].revoked.has_value());
+  EXPECT_TRUE(master_->AuditAfter(0, 10).value().empty());
+  EXPECT_TRUE(
+      master_->ClusterHistory(Seconds{0}, Seconds{1e12}, 0).value().empty());
+}
+
+}  // namespace
+}  // namespace tiresias::master_testing

@@ -106,7 +106,7 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   RETURN_IF_ERROR(Configure(*db, options));
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
-  std::lock_guard<std::mutex> lock(store->mu_);
+  absl::MutexLock lock(&store->mu_);
   RETURN_IF_ERROR(store->InitSchema());
   RETURN_IF_ERROR(store->LoadClusterId());
   return store;
@@ -272,7 +272,7 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
     encoded[i] = {std::move(*command), std::move(*env)};
   }
 
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   JobId array_id = 0;  // of the array the jobs being written belong to
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -394,7 +394,7 @@ absl::Status SqliteStore::CommitLocked(SqliteTransaction& txn) {
 }
 
 int64_t SqliteStore::commits() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return commits_;
 }
 
@@ -415,7 +415,7 @@ absl::Status SqliteStore::Write(const StoreWrite& write) {
           ": time: expected a finite number, got ", event.time.count()));
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   for (const JobRecord& record : write.jobs) {
     RETURN_IF_ERROR(UpdateJobLocked(record));
@@ -450,7 +450,7 @@ absl::Status SqliteStore::InsertLaunchLocked(const LaunchRecord& launch) {
 }
 
 absl::StatusOr<JobTotals> SqliteStore::Totals() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery query,
                    db_->Prepare("SELECT state, count(*), sum(preemptions), "
                                 "sum(promotions) FROM jobs GROUP BY state"));
@@ -481,7 +481,7 @@ absl::StatusOr<JobTotals> SqliteStore::Totals() const {
 
 absl::StatusOr<std::vector<std::string>> SqliteStore::LaunchNodes(
     JobId job, int attempt) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery query,
                    db_->Prepare("SELECT rank, node FROM launches WHERE "
                                 "job_id = ? AND attempt = ? ORDER BY rank"));
@@ -581,7 +581,7 @@ absl::StatusOr<std::vector<JobEvent>> SqliteStore::SelectEvents(
 }
 
 absl::StatusOr<JobRecord> SqliteStore::GetJob(JobId id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, SelectJobs("WHERE id = ?1", id));
   if (jobs.empty()) return NoSuchJob(id);
   ASSIGN_OR_RETURN(jobs[0].events, SelectEvents("WHERE job_id = ?1", id, -1));
@@ -608,7 +608,7 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
   if (q.ended_since) absl::StrAppend(&where, " AND end_time >= ?6");
   if (q.ended_before) absl::StrAppend(&where, " AND end_time < ?7");
   if (q.array_id) absl::StrAppend(&where, " AND array_id = ?8");
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery query, db_->Prepare(absl::StrCat(
                                           "SELECT ", kJobColumns, " FROM jobs ",
                                           where, " ORDER BY id LIMIT ?5")));
@@ -642,7 +642,7 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
 
 absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListUnfinishedJobs()
     const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return SelectJobs("WHERE state IN ('pending', 'running', 'preempted')", 0);
 }
 
@@ -654,14 +654,14 @@ absl::Status SqliteStore::CheckJobExists(JobId id) const {
 }
 
 absl::StatusOr<std::vector<JobEvent>> SqliteStore::Events(JobId job) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckJobExists(job));
   return SelectEvents("WHERE job_id = ?1", job, -1);
 }
 
 absl::StatusOr<std::vector<JobEvent>> SqliteStore::EventsAfter(
     int64_t after_sequence, int limit) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return SelectEvents("WHERE sequence > ?1", after_sequence, limit);
 }
 
@@ -677,7 +677,7 @@ absl::StatusOr<int64_t> SqliteStore::UpsertNode(const NodeRecord& node) {
     return absl::InvalidArgumentError(absl::StrCat(
         "node ", node.name, ": last_heartbeat: expected a finite number"));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
       SqliteQuery upsert,
       db_->Prepare(
@@ -703,7 +703,7 @@ absl::StatusOr<int64_t> SqliteStore::UpsertNode(const NodeRecord& node) {
 
 absl::Status SqliteStore::SetNodeDrain(int64_t id, bool drained,
                                        const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery update,
                    db_->Prepare("UPDATE nodes SET drained = ?, "
                                 "drain_reason = ? WHERE id = ?"));
@@ -719,7 +719,7 @@ absl::Status SqliteStore::SetNodeDrain(int64_t id, bool drained,
 }
 
 absl::StatusOr<std::vector<NodeRecord>> SqliteStore::ListNodes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery query,
                    db_->Prepare(absl::StrCat("SELECT ", kNodeColumns,
                                              " FROM nodes ORDER BY id")));

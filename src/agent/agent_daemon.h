@@ -170,7 +170,7 @@ class AgentDaemon {
   // Stops heartbeating and joins the threads; tasks keep running, for a
   // restarted agent to re-attach to (until their lease lapses).
   // Idempotent.
-  void Stop();
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Hands the node's jobs back: tells the master the agent is leaving (it
   // starts nothing more here and preempts what runs here), stops every
@@ -179,11 +179,13 @@ class AgentDaemon {
   // acknowledged them all or `timeout` passed, then Stop(). OK if every
   // end was acknowledged; DeadlineExceeded otherwise (the ends stay in the
   // task record and are reported by the next agent on this state dir).
-  absl::Status Drain(std::chrono::milliseconds timeout);
+  absl::Status Drain(std::chrono::milliseconds timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Drain in two steps, for stopping several agents at once: BeginDrain
   // returns at once; WaitDrained waits as Drain does.
-  void BeginDrain();
-  absl::Status WaitDrained(std::chrono::milliseconds timeout);
+  void BeginDrain() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status WaitDrained(std::chrono::milliseconds timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Not OK once the master refused this agent's configuration (a grace
   // that does not fit its node timeout, more GPUs than it allows, a bad
@@ -201,7 +203,7 @@ class AgentDaemon {
   // The master's id for this node; 0 until registered.
   int64_t node_id() const { return node_id_.load(); }
   // Tasks started (or adopted) and not yet acknowledged as ended.
-  int task_count() const;
+  int task_count() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   using TaskKey = std::tuple<int64_t, int, int>;  // job, attempt, rank
@@ -223,41 +225,42 @@ class AgentDaemon {
     std::shared_ptr<const v1::TrafficProfile> profile;
   };
 
-  void Loop();
-  void WatchLoop();
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+  void WatchLoop() ABSL_LOCKS_EXCLUDED(mu_);
   void Log(std::string_view line);
   // Waits `d`, until Stop(), or until something for the loop arrives;
   // false if stopping.
-  bool Sleep(std::chrono::milliseconds d);
+  bool Sleep(std::chrono::milliseconds d) ABSL_LOCKS_EXCLUDED(mu_);
   // false: not registered (logged, with `retry_in`).
-  bool Register(std::chrono::milliseconds retry_in);
+  bool Register(std::chrono::milliseconds retry_in) ABSL_LOCKS_EXCLUDED(mu_);
   // Whether to heartbeat again at once (it started or stopped a task, or
   // the last task of a draining agent was acknowledged); NotFound (register
   // again) or another error (master unreachable).
-  absl::StatusOr<bool> Heartbeat();
+  absl::StatusOr<bool> Heartbeat() ABSL_LOCKS_EXCLUDED(mu_);
   // Renews every task's lease from a call sent at `sent_ns` (boot time).
-  void RenewLeases(int64_t sent_ns);
+  void RenewLeases(int64_t sent_ns) ABSL_LOCKS_EXCLUDED(mu_);
   // Applies `desired`, the answer to a report sent at `sent_ns` (boot
   // time), if it is of the current session and not older than the last
   // applied; true if a task was started or stopped (or a start was put off
   // because the answer is stale: report again).
-  bool ApplyDesired(const v1::DesiredState& desired, int64_t sent_ns);
-  bool StartTask(const v1::StartTask& start);
+  bool ApplyDesired(const v1::DesiredState& desired, int64_t sent_ns)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  bool StartTask(const v1::StartTask& start) ABSL_LOCKS_EXCLUDED(mu_);
   void RequestStop(const TaskKey& key, Task& task, int reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops every task not already being stopped, for a shutdown.
-  void StopAllForShutdown();
+  void StopAllForShutdown() ABSL_LOCKS_EXCLUDED(mu_);
   void Acknowledge(const TaskKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool PollExits();  // true if a task ended
+  bool PollExits() ABSL_LOCKS_EXCLUDED(mu_);  // true if a task ended
   // Reads the profile of each profiled task still running once its
   // recording has stopped (the profiler's time limit, plus a margin), so
   // that a long job is placed by its skew before it ends; true if one was
   // read (report it).
-  bool ReadRunningProfiles();
-  void AdoptRecorded();
-  void RemoveStaleFiles();
-  void SaveSession();
-  void LoadSession();
+  bool ReadRunningProfiles() ABSL_LOCKS_EXCLUDED(mu_);
+  void AdoptRecorded() ABSL_LOCKS_EXCLUDED(mu_);
+  void RemoveStaleFiles() ABSL_LOCKS_EXCLUDED(mu_);
+  void SaveSession() ABSL_LOCKS_EXCLUDED(mu_);
+  void LoadSession() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status LoadOrCreateToken();
   // Holds <state>/lock (flock) for the agent's life: one agent per dir.
   absl::Status LockStateDir();

@@ -20,9 +20,13 @@ TEST(SteadyCondVarTest, AnUnsignalledWaitTimesOutAfterItsTimeout) {
   bool timed_out = false;
   {
     absl::MutexLock lock(&mu);
-    // Spurious wakeups return early without a timeout: wait out the rest.
+    // Spurious wakeups return early without a timeout: wait out the rest
+    // (a bounded number of times, so that a wait that never says it timed
+    // out fails the test instead of hanging it).
     const auto deadline = start + milliseconds(100);
-    while (!timed_out) timed_out = cv.WaitUntil(&mu, deadline);
+    for (int i = 0; i < 100 && !timed_out; ++i) {
+      timed_out = cv.WaitUntil(&mu, deadline);
+    }
   }
   EXPECT_TRUE(timed_out);
   EXPECT_GE(steady_clock::now() - start, milliseconds(100));

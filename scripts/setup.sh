@@ -14,6 +14,7 @@ packages=(
   chromium zlib1g-dev
   python3-torch python3-torchvision
   libibverbs-dev
+  clang-14  # scripts/check_thread_safety.sh: the lock rules (GCC ignores them)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -162,11 +162,11 @@ absl::Status AgentDaemon::Start() {
 
 void AgentDaemon::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     if (watch_ctx_ != nullptr) watch_ctx_->TryCancel();
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
   if (watch_thread_.joinable()) watch_thread_.join();
   log_server_.reset();
@@ -177,7 +177,7 @@ void AgentDaemon::Stop() {
 }
 
 void AgentDaemon::BeginDrain() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (draining_) return;
   draining_ = true;
   Log("shutting down: handing this node's jobs back to the master");
@@ -187,11 +187,11 @@ void AgentDaemon::BeginDrain() {
   // first would let a rank on another node fail on its lost peer before
   // the master knew why. If the master cannot be reached, the loop stops
   // them itself (StopAllForShutdown).
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void AgentDaemon::StopAllForShutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto& [key, task] : tasks_) {
     if (!task.ended && !task.stop_reason) {
       RequestStop(key, task, v1::STOP_REASON_SHUTDOWN);
@@ -202,8 +202,12 @@ void AgentDaemon::StopAllForShutdown() {
 absl::Status AgentDaemon::WaitDrained(std::chrono::milliseconds timeout) {
   bool done;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    done = cv_.wait_for(lock, timeout, [this] { return drained_; });
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    absl::MutexLock lock(&mu_);
+    while (!drained_) {
+      if (cv_.WaitUntil(&mu_, deadline)) break;
+    }
+    done = drained_;
   }
   Stop();
   if (done) return absl::OkStatus();
@@ -219,13 +223,16 @@ absl::Status AgentDaemon::Drain(std::chrono::milliseconds timeout) {
 }
 
 int AgentDaemon::task_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return static_cast<int>(tasks_.size());
 }
 
 bool AgentDaemon::Sleep(std::chrono::milliseconds d) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, d, [this] { return stopping_ || poked_; });
+  const auto deadline = std::chrono::steady_clock::now() + d;
+  absl::MutexLock lock(&mu_);
+  while (!stopping_ && !poked_) {
+    if (cv_.WaitUntil(&mu_, deadline)) break;
+  }
   return !stopping_;
 }
 
@@ -264,7 +271,7 @@ std::vector<v1::TaskStatus> AgentDaemon::Statuses() const {
 }
 
 void AgentDaemon::RenewLeases(int64_t sent_ns) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (lease_ns_ <= 0) return;
   lease_deadline_ns_ = sent_ns + lease_ns_;
   for (auto& [key, task] : tasks_) {
@@ -316,7 +323,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
   req.set_boot_id(boot_id_);
   req.set_report_seq(NextReportSeq());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (v1::TaskStatus& s : Statuses()) *req.add_tasks() = std::move(s);
   }
   grpc::ClientContext ctx;
@@ -331,12 +338,12 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
         s.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
       // This agent, as configured, can never register with this master:
       // say so and stop, rather than retry forever.
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       fatal_ = absl::FailedPreconditionError(
           absl::StrCat("the master at ", options_.master_address,
                        " refuses this agent: ", s.error_message()));
       stopping_ = true;
-      cv_.notify_all();
+      cv_.SignalAll();
       return false;
     }
     Log(absl::StrCat("register with ", options_.master_address,
@@ -345,7 +352,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
     return false;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     node_id_ = resp.node_id();
     session_ = resp.session();
     session_confirmed_ = true;
@@ -362,7 +369,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
       Acknowledge({ref.job_id(), ref.attempt(), ref.rank()});
     }
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   SaveSession();
   RenewLeases(sent_ns);
   for (const v1::TaskReportError& e : resp.rejected()) {
@@ -373,7 +380,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
                    heartbeat_interval_.count(), " ms, lease ",
                    resp.lease_seconds(), " s"));
   if (ApplyDesired(resp.desired(), sent_ns)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     poked_ = true;  // report what it started at once
   }
   return true;
@@ -384,7 +391,7 @@ absl::StatusOr<bool> AgentDaemon::Heartbeat() {
   req.set_node_id(node_id_.load());
   req.set_log_address(log_address_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     req.set_session(session_);
     req.set_leaving(draining_);
     req.set_boot_id(boot_id_);
@@ -402,7 +409,7 @@ absl::StatusOr<bool> AgentDaemon::Heartbeat() {
   RenewLeases(sent_ns);
   bool again = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     session_confirmed_ = true;
     for (const v1::TaskRef& ref : resp.acknowledged()) {
       Acknowledge({ref.job_id(), ref.attempt(), ref.rank()});
@@ -416,7 +423,7 @@ absl::StatusOr<bool> AgentDaemon::Heartbeat() {
       again = true;  // tell it so at once
     }
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (const v1::TaskReportError& e : resp.rejected()) {
     Log(absl::StrCat("the master refused a report: ", e.message()));
   }
@@ -429,7 +436,7 @@ bool AgentDaemon::ApplyDesired(const v1::DesiredState& desired,
   std::map<std::pair<int64_t, int>, int> stopping;
   std::vector<v1::StartTask> to_start;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (desired.session() != session_ || desired.version() < applied_version_) {
       return false;  // of another session, or older than what we applied
     }
@@ -476,7 +483,7 @@ bool AgentDaemon::ApplyDesired(const v1::DesiredState& desired,
     }
     changed |= StartTask(*run);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto& [key, task] : tasks_) {
     if (task.ended || task.stop_reason) continue;
     auto stop = stopping.find({std::get<0>(key), std::get<1>(key)});
@@ -504,27 +511,27 @@ void AgentDaemon::Loop() {
   };
   // A saved session is tried with a heartbeat first (see the header).
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     registered = session_ != 0;
   }
   auto last_beat = std::chrono::steady_clock::time_point{};
   bool changed = true;
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
     if (!registered) {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         if (draining_ && tasks_.empty()) {  // nothing to hand back
           drained_ = true;
-          cv_.notify_all();
+          cv_.SignalAll();
           return;
         }
       }
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         if (draining_ && !tasks_.empty()) {
           for (auto& [key, task] : tasks_) {
             if (!task.ended && !task.stop_reason) {
@@ -548,7 +555,7 @@ void AgentDaemon::Loop() {
     if (ReadRunningProfiles()) changed = true;
     bool leaving_untold;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       // A push: the desired state changed; report at once and act on the
       // answer (never on the pushed copy, which may be late).
       if (std::exchange(poked_, false)) changed = true;
@@ -561,7 +568,7 @@ void AgentDaemon::Loop() {
         backoff = options_.min_backoff;
         last_beat = now;
         changed = *s;
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         if (drained_) return;
       } else if (absl::IsNotFound(s.status())) {
         Log(absl::StrCat("master does not know node ", node_id_.load(),
@@ -571,7 +578,7 @@ void AgentDaemon::Loop() {
       } else {
         bool draining;
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           draining = draining_;
         }
         // Shutting down and the master cannot be told: stop the tasks here
@@ -600,10 +607,10 @@ void AgentDaemon::WatchLoop() {
   while (true) {
     v1::WatchDesiredStateRequest req;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       // Only once the master has confirmed the session: a task started
       // from a push before that would have no lease renewed yet.
-      cv_.wait(lock, [this] { return stopping_ || session_confirmed_; });
+      while (!stopping_ && !session_confirmed_) cv_.Wait(&mu_);
       if (stopping_) return;
       req.set_node_id(node_id_.load());
       req.set_session(session_);
@@ -611,7 +618,7 @@ void AgentDaemon::WatchLoop() {
     }
     grpc::ClientContext ctx;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stopping_) return;
       watch_ctx_ = &ctx;
     }
@@ -620,24 +627,25 @@ void AgentDaemon::WatchLoop() {
     v1::DesiredState message;
     while (reader->Read(&message)) {
       backoff = options_.min_backoff;
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (message.session() != session_ ||
           message.version() <= applied_version_) {
         continue;  // nothing new
       }
       poked_ = true;
-      cv_.notify_all();
+      cv_.SignalAll();
     }
     // Why it ended does not matter: cancelled for a new session, the master
     // away, or the session over (the loop registers again).
     reader->Finish();
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     watch_ctx_ = nullptr;
     if (stopping_) return;
     if (req.session() != session_) continue;  // registered again: reopen now
-    cv_.wait_for(lock, backoff, [&] {
-      return stopping_ || req.session() != session_;
-    });
+    const auto deadline = std::chrono::steady_clock::now() + backoff;
+    while (!stopping_ && req.session() == session_) {
+      if (cv_.WaitUntil(&mu_, deadline)) break;
+    }
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
 }

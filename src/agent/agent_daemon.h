@@ -60,13 +60,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -75,12 +73,15 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/gpu_discovery.h"
 #include "agent/launcher.h"
 #include "agent/lease.h"
 #include "agent/task_record.h"
+#include "core/steady_cond_var.h"
 #include "security/tls.h"
 
 namespace grpc {
@@ -174,7 +175,7 @@ class AgentDaemon {
   // Stops heartbeating and joins the threads; tasks keep running, for a
   // restarted agent to re-attach to (until their lease lapses).
   // Idempotent.
-  void Stop();
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Hands the node's jobs back: tells the master the agent is leaving (it
   // starts nothing more here and preempts what runs here), stops every
@@ -183,29 +184,31 @@ class AgentDaemon {
   // acknowledged them all or `timeout` passed, then Stop(). OK if every
   // end was acknowledged; DeadlineExceeded otherwise (the ends stay in the
   // task record and are reported by the next agent on this state dir).
-  absl::Status Drain(std::chrono::milliseconds timeout);
+  absl::Status Drain(std::chrono::milliseconds timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Drain in two steps, for stopping several agents at once: BeginDrain
   // returns at once; WaitDrained waits as Drain does.
-  void BeginDrain();
-  absl::Status WaitDrained(std::chrono::milliseconds timeout);
+  void BeginDrain() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status WaitDrained(std::chrono::milliseconds timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Not OK once the master refused this agent's configuration (a grace
   // that does not fit its node timeout, more GPUs than it allows, a bad
   // name, a certificate for another node or none): the agent has stopped
   // trying; its tasks keep running until their leases lapse.
-  absl::Status fatal() const {
-    std::lock_guard<std::mutex> lock(mu_);
+  absl::Status fatal() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     return fatal_;
   }
   // True once a drain has handed every task back (see Drain).
-  bool drained() const {
-    std::lock_guard<std::mutex> lock(mu_);
+  bool drained() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     return drained_;
   }
   // The master's id for this node; 0 until registered.
   int64_t node_id() const { return node_id_.load(); }
   // Tasks started (or adopted) and not yet acknowledged as ended.
-  int task_count() const;
+  int task_count() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   using TaskKey = std::tuple<int64_t, int, int>;  // job, attempt, rank
@@ -227,20 +230,20 @@ class AgentDaemon {
     std::shared_ptr<const v1::TrafficProfile> profile;
   };
 
-  void Loop();
-  void WatchLoop();
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+  void WatchLoop() ABSL_LOCKS_EXCLUDED(mu_);
   void Log(std::string_view line);
   // Waits `d`, until Stop(), or until something for the loop arrives;
   // false if stopping.
-  bool Sleep(std::chrono::milliseconds d);
+  bool Sleep(std::chrono::milliseconds d) ABSL_LOCKS_EXCLUDED(mu_);
   // false: not registered (logged, with `retry_in`).
-  bool Register(std::chrono::milliseconds retry_in);
+  bool Register(std::chrono::milliseconds retry_in) ABSL_LOCKS_EXCLUDED(mu_);
   // Whether to heartbeat again at once (it started or stopped a task, or
   // the last task of a draining agent was acknowledged); NotFound (register
   // again) or another error (master unreachable).
-  absl::StatusOr<bool> Heartbeat();
+  absl::StatusOr<bool> Heartbeat() ABSL_LOCKS_EXCLUDED(mu_);
   // Renews every task's lease from a call sent at `sent_ns` (boot time).
-  void RenewLeases(int64_t sent_ns);
+  void RenewLeases(int64_t sent_ns) ABSL_LOCKS_EXCLUDED(mu_);
   // Applies `desired`, the answer to a report sent at `sent_ns` (boot
   // time), if it is of the current session and not older than the last
   // applied: a whole state replaces desired_run_, a delta against the
@@ -248,22 +251,24 @@ class AgentDaemon {
   // report again to get the whole state). True if a task was started or
   // stopped (or a start was put off because the answer is stale, or a delta
   // could not be applied: report again).
-  bool ApplyDesired(const v1::DesiredState& desired, int64_t sent_ns);
-  bool StartTask(const v1::StartTask& start);
-  void RequestStop(const TaskKey& key, Task& task, int reason);  // mu_ held
+  bool ApplyDesired(const v1::DesiredState& desired, int64_t sent_ns)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  bool StartTask(const v1::StartTask& start) ABSL_LOCKS_EXCLUDED(mu_);
+  void RequestStop(const TaskKey& key, Task& task, int reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops every task not already being stopped, for a shutdown.
-  void StopAllForShutdown();
-  void Acknowledge(const TaskKey& key);  // mu_ held
-  bool PollExits();  // true if a task ended
+  void StopAllForShutdown() ABSL_LOCKS_EXCLUDED(mu_);
+  void Acknowledge(const TaskKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool PollExits() ABSL_LOCKS_EXCLUDED(mu_);  // true if a task ended
   // Reads the profile of each profiled task still running once its
   // recording has stopped (the profiler's time limit, plus a margin), so
   // that a long job is placed by its skew before it ends; true if one was
   // read (report it).
-  bool ReadRunningProfiles();
-  void AdoptRecorded();
-  void RemoveStaleFiles();
-  void SaveSession();
-  void LoadSession();
+  bool ReadRunningProfiles() ABSL_LOCKS_EXCLUDED(mu_);
+  void AdoptRecorded() ABSL_LOCKS_EXCLUDED(mu_);
+  void RemoveStaleFiles() ABSL_LOCKS_EXCLUDED(mu_);
+  void SaveSession() ABSL_LOCKS_EXCLUDED(mu_);
+  void LoadSession() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status LoadOrCreateToken();
   // Holds <state>/lock (flock) for the agent's life: one agent per dir.
   absl::Status LockStateDir();
@@ -277,7 +282,8 @@ class AgentDaemon {
   // profile); false (logged) if the library cannot be found: the task runs
   // unprofiled.
   bool AddProfiler(const TaskKey& key, TaskSpec& spec);
-  std::vector<v1::TaskStatus> Statuses() const;  // requires mu_
+  std::vector<v1::TaskStatus> Statuses() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   AgentOptions options_;
   std::unique_ptr<AgentDependencies> deps_;  // never null
@@ -295,31 +301,43 @@ class AgentDaemon {
   uint64_t last_report_seq_ = 0;
   uint64_t NextReportSeq();
 
-  mutable std::mutex mu_;  // everything below up to the threads
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  bool draining_ = false;
-  bool drained_ = false;  // the master acknowledged every end while draining
-  absl::Status fatal_;     // see fatal()
-  std::map<TaskKey, Task> tasks_;
-  RunAsPolicy run_as_;  // as the launcher's: whom tasks run as
-  std::set<TaskKey> ended_keys_;       // acknowledged ends remembered
-  std::deque<TaskKey> ended_order_;    // oldest first, to forget
-  uint64_t session_ = 0;               // of the current registration
+  mutable absl::Mutex mu_;
+  SteadyCondVar cv_;  // signalled when what the loops wait on changes
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  // The master acknowledged every end while draining.
+  bool drained_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status fatal_ ABSL_GUARDED_BY(mu_);  // see fatal()
+  std::map<TaskKey, Task> tasks_ ABSL_GUARDED_BY(mu_);
+  // As the launcher's: whom tasks run as. Not guarded: set by Start before
+  // the threads, constant after.
+  RunAsPolicy run_as_;
+  // Acknowledged ends remembered, and their order (oldest first, to forget).
+  std::set<TaskKey> ended_keys_ ABSL_GUARDED_BY(mu_);
+  std::deque<TaskKey> ended_order_ ABSL_GUARDED_BY(mu_);
+  uint64_t session_ ABSL_GUARDED_BY(mu_) = 0;  // of the current registration
   // The master answered a call of this session since this agent started
   // (a saved session is not confirmed until then).
-  bool session_confirmed_ = false;
-  bool leaving_told_ = false;  // a heartbeat with leaving=true succeeded
-  uint64_t applied_version_ = 0;       // of the last desired state applied
+  bool session_confirmed_ ABSL_GUARDED_BY(mu_) = false;
+  // A heartbeat with leaving=true succeeded.
+  bool leaving_told_ ABSL_GUARDED_BY(mu_) = false;
+  // Of the last desired state applied.
+  uint64_t applied_version_ ABSL_GUARDED_BY(mu_) = 0;
   // The tasks that should run here as of applied_version_ (a delta is
   // applied to it; a whole state replaces it).
-  std::map<TaskKey, v1::StartTask> desired_run_;
-  bool poked_ = false;  // the stream said the desired state changed
-  grpc::ClientContext* watch_ctx_ = nullptr;  // the open stream's; mu_
-  int64_t lease_ns_ = 0;  // lease length told at Register; 0: unknown
-  int64_t lease_deadline_ns_ = kNoLease;  // of the last renewal
+  std::map<TaskKey, v1::StartTask> desired_run_ ABSL_GUARDED_BY(mu_);
+  // The stream said the desired state changed.
+  bool poked_ ABSL_GUARDED_BY(mu_) = false;
+  // The open stream's.
+  grpc::ClientContext* watch_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // The lease length told at Register (0: unknown), and the deadline of
+  // the last renewal.
+  int64_t lease_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t lease_deadline_ns_ ABSL_GUARDED_BY(mu_) = kNoLease;
 
   std::atomic<int64_t> node_id_{0};
+  // Not guarded: only the Loop thread reads and writes it (Register, and
+  // LoadSession in Start before the threads).
   std::chrono::milliseconds heartbeat_interval_{2000};
   std::thread thread_;
   std::thread watch_thread_;

@@ -6,10 +6,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <unordered_map>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/checkpoint_dir.h"
 #include "agent/clock.h"
 #include "agent/exit_file.h"
@@ -101,8 +102,8 @@ struct PosixLauncher::State {
   PosixLauncherOptions options;
   Clock* clock;
   ProcessTable* procs;
-  std::mutex mu;
-  std::unordered_map<pid_t, Tracked> tasks;  // by pid; guarded by mu
+  absl::Mutex mu;
+  std::unordered_map<pid_t, Tracked> tasks ABSL_GUARDED_BY(mu);  // by pid
 
   enum class Liveness { kRunning, kExited, kReplaced };
 
@@ -161,14 +162,15 @@ struct PosixLauncher::State {
 
   // Kills what is left of the group once its leader has exited: the task is
   // over and its GPUs go to someone else.
-  void SweepGroup(const Tracked& t) {
+  void SweepGroup(const Tracked& t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     for (const auto& [pid, other] : tasks) {
       if (pid != t.handle.pid && other.handle.pgid == t.handle.pgid) return;
     }
     killpg(t.handle.pgid, SIGKILL);
   }
 
-  std::optional<TaskExit> PollLocked(Tracked& t) {
+  std::optional<TaskExit> PollLocked(Tracked& t)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     const Liveness liveness = Check(t);
     if (liveness == Liveness::kRunning) {
       if (t.stop.has_value() && !t.killed && clock->SteadyNow() >= t.kill_at) {
@@ -211,7 +213,8 @@ struct PosixLauncher::State {
                     (*recorded)->fenced, (*recorded)->end_time);
   }
 
-  absl::StatusOr<Tracked*> Find(const TaskHandle& handle) {
+  absl::StatusOr<Tracked*> Find(const TaskHandle& handle)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     auto it = tasks.find(handle.pid);
     if (it == tasks.end() ||
         it->second.handle.proc_start_ticks != handle.proc_start_ticks) {
@@ -304,7 +307,7 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   if (stat.ok() && stat->has_value())
     handle.proc_start_ticks = (*stat)->start_ticks;
 
-  std::lock_guard<std::mutex> lock(state_->mu);
+  absl::MutexLock lock(&state_->mu);
   State::Tracked& t = state_->tasks[*pid];
   t.handle = handle;
   return handle;
@@ -313,7 +316,7 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
 absl::Status PosixLauncher::Adopt(const TaskHandle& handle,
                                   std::optional<StopReason> stop,
                                   milliseconds grace) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  absl::MutexLock lock(&state_->mu);
   if (state_->tasks.contains(handle.pid)) {
     return absl::AlreadyExistsError(absl::StrCat(
         "pid ", handle.pid, " is already in the launcher's charge"));
@@ -333,7 +336,7 @@ absl::Status PosixLauncher::Adopt(const TaskHandle& handle,
 
 absl::Status PosixLauncher::RequestStop(const TaskHandle& handle,
                                         StopReason reason, milliseconds grace) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  absl::MutexLock lock(&state_->mu);
   ASSIGN_OR_RETURN(State::Tracked * t, state_->Find(handle));
   if (t->stop.has_value() || state_->Check(*t) != State::Liveness::kRunning) {
     return absl::OkStatus();
@@ -369,7 +372,7 @@ absl::StatusOr<TaskExit> PosixLauncher::Stop(const TaskHandle& handle,
 
 absl::StatusOr<std::optional<TaskExit>> PosixLauncher::Poll(
     const TaskHandle& handle) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  absl::MutexLock lock(&state_->mu);
   ASSIGN_OR_RETURN(State::Tracked * t, state_->Find(handle));
   std::optional<TaskExit> exit = state_->PollLocked(*t);
   if (exit.has_value()) state_->tasks.erase(handle.pid);
@@ -377,7 +380,7 @@ absl::StatusOr<std::optional<TaskExit>> PosixLauncher::Poll(
 }
 
 std::vector<TaskExit> PosixLauncher::PollAll() {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  absl::MutexLock lock(&state_->mu);
   std::vector<TaskExit> exits;
   for (auto it = state_->tasks.begin(); it != state_->tasks.end();) {
     std::optional<TaskExit> exit = state_->PollLocked(it->second);

@@ -15,24 +15,32 @@ ProgressLine::ProgressLine(std::function<std::string()> describe)
 ProgressLine::~ProgressLine() {
   if (!enabled_) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     done_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   thread_.join();
   if (drawn_) std::fputs("\r\033[K", stderr);
 }
 
+bool ProgressLine::WaitDone(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done_) {
+    if (cv_.WaitUntil(&mu_, deadline)) break;
+  }
+  return done_;
+}
+
 void ProgressLine::Loop() {
   using namespace std::chrono_literals;
-  std::unique_lock<std::mutex> lock(mu_);
-  if (cv_.wait_for(lock, 1s, [this] { return done_; })) return;
+  absl::MutexLock lock(&mu_);
+  if (WaitDone(1s)) return;
   while (!done_) {
     std::string line = describe_();
     std::fprintf(stderr, "\r\033[K%s", line.c_str());
     std::fflush(stderr);
     drawn_ = true;
-    cv_.wait_for(lock, 250ms, [this] { return done_; });
+    WaitDone(250ms);
   }
 }
 

@@ -5,11 +5,14 @@
 #define TIRESIAS_CLI_PROGRESS_H_
 
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "core/steady_cond_var.h"
 
 namespace tiresias {
 
@@ -21,14 +24,17 @@ class ProgressLine {
   ~ProgressLine();  // erases the line and stops the thread
 
  private:
-  void Loop();
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits until done_ or `timeout` passes; done_ then.
+  bool WaitDone(std::chrono::milliseconds timeout)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::function<std::string()> describe_;
   bool enabled_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  bool drawn_ = false;
+  absl::Mutex mu_;
+  SteadyCondVar cv_;  // signalled when done_ is set
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool drawn_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

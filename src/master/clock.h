@@ -11,8 +11,9 @@
 #define TIRESIAS_MASTER_CLOCK_H_
 
 #include <chrono>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "core/time.h"
 
 namespace tiresias::master {
@@ -46,27 +47,27 @@ class FakeClock final : public Clock {
  public:
   explicit FakeClock(Seconds start = Seconds{1000}) : now_(start) {}
   Seconds NowUnixSeconds() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return now_;
   }
   Seconds NowMonotonic() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return monotonic_;
   }
   void Advance(Seconds by) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     now_ += by;
     monotonic_ += by;
   }
   void Set(Seconds to) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     now_ = to;
   }
 
  private:
-  std::mutex mu_;
-  Seconds now_;
-  Seconds monotonic_{0};
+  absl::Mutex mu_;
+  Seconds now_ ABSL_GUARDED_BY(mu_);
+  Seconds monotonic_ ABSL_GUARDED_BY(mu_) = Seconds{0};
 };
 
 }  // namespace tiresias::master

@@ -33,44 +33,44 @@ std::string_view StoreWriteKindName(StoreWriteKind kind) {
 }
 
 void StoreFaults::FailNth(int64_t n, Effect effect) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   fail_at_ = {writes_ + n, effect};
 }
 
 void StoreFaults::FailEvery(StoreWriteKind kind, Effect effect) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   fail_every_[kind] = effect;
 }
 
 void StoreFaults::Heal() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   fail_at_.reset();
   fail_every_.clear();
 }
 
 void StoreFaults::SetAfterWrite(
     std::function<void(int64_t, StoreWriteKind)> hook) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   after_write_ = std::move(hook);
 }
 
 int64_t StoreFaults::writes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return writes_;
 }
 
 int64_t StoreFaults::failures() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return failures_;
 }
 
 std::vector<StoreWriteKind> StoreFaults::history() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return history_;
 }
 
 std::optional<StoreFaults::Effect> StoreFaults::Next(StoreWriteKind kind) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++writes_;
   history_.push_back(kind);
   std::optional<Effect> effect;
@@ -88,7 +88,7 @@ void StoreFaults::AfterWrite(StoreWriteKind kind) {
   std::function<void(int64_t, StoreWriteKind)> hook;
   int64_t n = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     hook = after_write_;
     n = writes_;
   }

@@ -30,13 +30,14 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
 #include "master/store.h"
 
@@ -88,13 +89,15 @@ class StoreFaults {
   absl::Status InjectedError(StoreWriteKind kind) const;
 
  private:
-  mutable std::mutex mu_;
-  int64_t writes_ = 0;
-  int64_t failures_ = 0;
-  std::optional<std::pair<int64_t, Effect>> fail_at_;  // absolute number
-  std::map<StoreWriteKind, Effect> fail_every_;
-  std::vector<StoreWriteKind> history_;
-  std::function<void(int64_t, StoreWriteKind)> after_write_;
+  mutable absl::Mutex mu_;
+  int64_t writes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
+  // Absolute number.
+  std::optional<std::pair<int64_t, Effect>> fail_at_ ABSL_GUARDED_BY(mu_);
+  std::map<StoreWriteKind, Effect> fail_every_ ABSL_GUARDED_BY(mu_);
+  std::vector<StoreWriteKind> history_ ABSL_GUARDED_BY(mu_);
+  std::function<void(int64_t, StoreWriteKind)> after_write_
+      ABSL_GUARDED_BY(mu_);
 };
 
 class FaultStore final : public Store {

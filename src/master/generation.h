@@ -14,37 +14,43 @@
 #define TIRESIAS_MASTER_GENERATION_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "core/steady_cond_var.h"
 
 namespace tiresias {
 
 class Generation {
  public:
-  uint64_t Get() {
-    std::lock_guard<std::mutex> lock(mu_);
+  uint64_t Get() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     return value_;
   }
   // Moves it on and wakes every waiter.
-  void Bump() {
+  void Bump() ABSL_LOCKS_EXCLUDED(mu_) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ++value_;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   // Waits until it differs from `seen` or `timeout` passes; its value then.
-  uint64_t WaitChange(uint64_t seen, std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, timeout, [&] { return value_ != seen; });
+  uint64_t WaitChange(uint64_t seen, std::chrono::milliseconds timeout)
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    absl::MutexLock lock(&mu_);
+    while (value_ == seen) {
+      if (cv_.WaitUntil(&mu_, deadline)) break;
+    }
     return value_;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  uint64_t value_ = 0;
+  absl::Mutex mu_;
+  SteadyCondVar cv_;
+  uint64_t value_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tiresias

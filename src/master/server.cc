@@ -52,19 +52,19 @@ MasterServer::~MasterServer() { Shutdown(); }
 
 void MasterServer::Notify() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     notified_ = true;
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void MasterServer::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_ && !thread_.joinable() && !server_) return;
     stopping_ = true;
   }
-  cv_.notify_one();
+  cv_.Signal();
   tiresias_service_.Stop();  // open WatchEvents streams end now
   agent_service_.Stop();     // and WatchDesiredState streams
   if (server_) {
@@ -104,8 +104,10 @@ void MasterServer::Loop() {
                             duration<double>(std::max(0.05, to_wakeup))));
     }
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_until(lock, deadline, [&] { return notified_ || stopping_; });
+      absl::MutexLock lock(&mu_);
+      while (!notified_ && !stopping_) {
+        if (cv_.WaitUntil(&mu_, deadline)) break;
+      }
       if (stopping_) return;
       notified_ = false;
     }

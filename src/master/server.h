@@ -12,15 +12,16 @@
 #ifndef TIRESIAS_MASTER_SERVER_H_
 #define TIRESIAS_MASTER_SERVER_H_
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "core/steady_cond_var.h"
 #include "master/clock.h"
 #include "master/master_state.h"
 #include "master/admin_service.h"
@@ -43,15 +44,15 @@ class MasterServer {
 
   int port() const { return port_; }
   // Asks the scheduling thread for a pass soon. Thread-safe.
-  void Notify();
+  void Notify() ABSL_LOCKS_EXCLUDED(mu_);
   // Stops serving (in-flight calls finish) and joins the scheduling thread.
   // Idempotent.
-  void Shutdown();
+  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   MasterServer(MasterState* state, master::Clock* clock,
                const security::TlsConfig& tls);
-  void Loop();
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
 
   MasterState* state_;
   master::Clock* clock_;
@@ -61,10 +62,10 @@ class MasterServer {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool notified_ = false;
-  bool stopping_ = false;
+  absl::Mutex mu_;
+  SteadyCondVar cv_;  // signalled when notified_ or stopping_ is set
+  bool notified_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

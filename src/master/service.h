@@ -29,10 +29,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "master/call_auth.h"
 #include "master/master_state.h"
 #include "security/tls.h"
@@ -119,7 +120,8 @@ class TiresiasService final : public v1::Tiresias::Service {
     std::shared_ptr<v1::AgentLogs::Stub> stub;
   };
   std::shared_ptr<v1::AgentLogs::Stub> AgentLogsStub(
-      const std::string& node, const std::string& address);
+      const std::string& node, const std::string& address)
+      ABSL_LOCKS_EXCLUDED(stubs_mu_);
 
   // The caller, if it may act on job `id` (its owner or an admin); else
   // Unauthenticated, NotFound or PermissionDenied (audited).
@@ -131,8 +133,9 @@ class TiresiasService final : public v1::Tiresias::Service {
   security::TlsConfig agent_tls_;
   CallAuth auth_;
   std::atomic<bool> stopping_{false};
-  std::mutex stubs_mu_;
-  std::map<std::string, AgentChannel> stubs_;  // by node name
+  absl::Mutex stubs_mu_;
+  std::map<std::string, AgentChannel> stubs_  // by node name
+      ABSL_GUARDED_BY(stubs_mu_);
 };
 
 // The agent protocol. WatchDesiredState pushes a node's desired state each

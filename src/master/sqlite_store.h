@@ -14,11 +14,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "master/store.h"
@@ -109,38 +110,47 @@ class SqliteStore final : public Store {
       bool all_or_nothing);
 
   // Each requires mu_ held.
-  absl::Status InitSchema();
+  absl::Status InitSchema() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Upgrades the open transaction's file from `from_version` to
   // kSchemaVersion and records the new version.
-  absl::Status Migrate(int from_version);
-  absl::Status UpdateJobLocked(const JobRecord& record);
-  absl::Status AppendEventLocked(const JobEvent& event);
-  absl::Status InsertLaunchLocked(const LaunchRecord& launch);
+  absl::Status Migrate(int from_version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status UpdateJobLocked(const JobRecord& record)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status AppendEventLocked(const JobEvent& event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status InsertLaunchLocked(const LaunchRecord& launch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<JobRecord>> SelectJobs(const std::string& where,
-                                                    int64_t arg) const;
+                                                    int64_t arg) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<JobEvent>> SelectEvents(const std::string& where,
                                                      int64_t arg,
-                                                     int64_t limit) const;
-  absl::Status CheckJobExists(JobId id) const;
+                                                     int64_t limit) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckJobExists(JobId id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The stored job of `user` submitted with `request_id`, if any.
   absl::StatusOr<std::optional<JobRecord>> FindByRequestId(
-      const std::string& user, const std::string& request_id) const;
+      const std::string& user, const std::string& request_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The profile stored for `signature`, if any.
   absl::StatusOr<std::optional<JobProfile>> ProfileBySignatureLocked(
-      const std::string& signature) const;
+      const std::string& signature) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<JobId> InsertJobLocked(const NewJob& job,
                                         const std::string& command,
                                         const std::string& env,
                                         Seconds submit_time,
                                         const std::optional<JobProfile>& profile,
-                                        JobId array_id);
-  absl::Status CommitLocked(SqliteTransaction& txn);
+                                        JobId array_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CommitLocked(SqliteTransaction& txn)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads the cluster id from `meta`, making one first if there is none.
-  absl::Status LoadClusterId();
+  absl::Status LoadClusterId() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
-  std::unique_ptr<SqliteDb> db_;
-  int64_t commits_ = 0;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::unique_ptr<SqliteDb> db_ ABSL_PT_GUARDED_BY(mu_);
+  int64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
   std::string cluster_id_;  // set by Open, constant after
 };
 

@@ -72,7 +72,7 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
     encoded[i] = {std::move(*command), std::move(*env)};
   }
 
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   JobId array_id = 0;  // of the array the jobs being written belong to
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -204,7 +204,7 @@ absl::Status SqliteStore::Write(const StoreWrite& write) {
           ": time: expected a finite number, got ", event.time.count()));
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   for (const JobRecord& record : write.jobs) {
     RETURN_IF_ERROR(UpdateJobLocked(record));
@@ -239,7 +239,7 @@ absl::Status SqliteStore::InsertLaunchLocked(const LaunchRecord& launch) {
 }
 
 absl::StatusOr<JobTotals> SqliteStore::Totals() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery query,
                    db_->Prepare("SELECT state, count(*), sum(preemptions), "
                                 "sum(promotions) FROM jobs GROUP BY state"));
@@ -270,7 +270,7 @@ absl::StatusOr<JobTotals> SqliteStore::Totals() const {
 
 absl::StatusOr<std::vector<std::string>> SqliteStore::LaunchNodes(
     JobId job, int attempt) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery query,
                    db_->Prepare("SELECT rank, node FROM launches WHERE "
                                 "job_id = ? AND attempt = ? ORDER BY rank"));
@@ -370,7 +370,7 @@ absl::StatusOr<std::vector<JobEvent>> SqliteStore::SelectEvents(
 }
 
 absl::StatusOr<JobRecord> SqliteStore::GetJob(JobId id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, SelectJobs("WHERE id = ?1", id));
   if (jobs.empty()) return NoSuchJob(id);
   ASSIGN_OR_RETURN(jobs[0].events, SelectEvents("WHERE job_id = ?1", id, -1));
@@ -397,7 +397,7 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
   if (q.ended_since) absl::StrAppend(&where, " AND end_time >= ?6");
   if (q.ended_before) absl::StrAppend(&where, " AND end_time < ?7");
   if (q.array_id) absl::StrAppend(&where, " AND array_id = ?8");
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery query, db_->Prepare(absl::StrCat(
                                           "SELECT ", kJobColumns, " FROM jobs ",
                                           where, " ORDER BY id LIMIT ?5")));
@@ -431,7 +431,7 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
 
 absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListUnfinishedJobs()
     const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return SelectJobs("WHERE state IN ('pending', 'running', 'preempted')", 0);
 }
 
@@ -443,14 +443,14 @@ absl::Status SqliteStore::CheckJobExists(JobId id) const {
 }
 
 absl::StatusOr<std::vector<JobEvent>> SqliteStore::Events(JobId job) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckJobExists(job));
   return SelectEvents("WHERE job_id = ?1", job, -1);
 }
 
 absl::StatusOr<std::vector<JobEvent>> SqliteStore::EventsAfter(
     int64_t after_sequence, int limit) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return SelectEvents("WHERE sequence > ?1", after_sequence, limit);
 }
 

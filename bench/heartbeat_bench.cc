@@ -67,23 +67,29 @@ struct Round {
 
 int main(int argc, char** argv) {
   int nodes = 1000, gpus = 8, rounds = 5, env = 20;
-  std::string root =
-      std::filesystem::exists("/dev/shm") ? "/dev/shm" : "/tmp";
+  std::string root = std::filesystem::exists("/dev/shm") ? "/dev/shm" : "/tmp";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--nodes")) nodes = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--gpus")) gpus = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--env")) env = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--dir")) root = argv[i + 1];
+    if (!std::strcmp(argv[i], "--nodes"))
+      nodes = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--gpus"))
+      gpus = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--rounds"))
+      rounds = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--env"))
+      env = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--dir"))
+      root = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: heartbeat_bench [--nodes N] [--gpus G] "
-                           "[--rounds R] [--env E] [--dir FOLDER]\n");
+      std::fprintf(stderr,
+                   "usage: heartbeat_bench [--nodes N] [--gpus G] "
+                   "[--rounds R] [--env E] [--dir FOLDER]\n");
       return 2;
     }
   }
   if (nodes < 1 || gpus < 1 || rounds < 1 || env < 0) {
-    std::fprintf(stderr, "heartbeat_bench: --nodes, --gpus and --rounds must "
-                         "be >= 1, --env >= 0\n");
+    std::fprintf(stderr,
+                 "heartbeat_bench: --nodes, --gpus and --rounds must "
+                 "be >= 1, --env >= 0\n");
     return 2;
   }
   const std::string dir =
@@ -121,8 +127,10 @@ int main(int argc, char** argv) {
     JobRequest spec;
     spec.num_gpus = 1;
     spec.command = {"/usr/bin/python3", "/home/alice/project/train.py",
-                    "--model", "resnet50", "--batch-size", "256",
-                    "--data", "/datasets/imagenet", "--epochs", "90"};
+                    "--model",          "resnet50",
+                    "--batch-size",     "256",
+                    "--data",           "/datasets/imagenet",
+                    "--epochs",         "90"};
     for (int e = 0; e < env; ++e) {
       spec.env[absl::StrCat("VARIABLE_", e)] =
           absl::StrCat("/some/path/value-", e, "-of-a-typical-length");
@@ -185,11 +193,12 @@ int main(int argc, char** argv) {
     for (double x : v) s += x;
     return s;
   };
-  std::printf("%d nodes x %d GPUs, %d running 1-GPU jobs (%d env variables "
-              "each), %d rounds, store in %s\n",
-              nodes, gpus, nodes * gpus, env, rounds, root.c_str());
-  std::printf("  %-6s %12s %16s %16s\n", "agent", "answer (B)",
-              "round (KiB)", "master CPU (us)");
+  std::printf(
+      "%d nodes x %d GPUs, %d running 1-GPU jobs (%d env variables "
+      "each), %d rounds, store in %s\n",
+      nodes, gpus, nodes * gpus, env, rounds, root.c_str());
+  std::printf("  %-6s %12s %16s %16s\n", "agent", "answer (B)", "round (KiB)",
+              "master CPU (us)");
   for (const auto& [name, round] :
        {std::pair<const char*, const Round&>{"whole", whole},
         std::pair<const char*, const Round&>{"delta", delta}}) {

@@ -10,9 +10,8 @@ namespace tiresias {
 namespace {
 
 using S = JobRecordState;
-constexpr S kAll[] = {S::kPending,   S::kRunning,   S::kPreempted,
-                      S::kFinished,  S::kFailed,    S::kCancelled,
-                      S::kStarting,  S::kTimeout};
+constexpr S kAll[] = {S::kPending, S::kRunning,   S::kPreempted, S::kFinished,
+                      S::kFailed,  S::kCancelled, S::kStarting,  S::kTimeout};
 
 TEST(JobStateMachine, TheTableOfLegalMoves) {
   // Hand-written: from -> the states it may move to.

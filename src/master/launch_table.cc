@@ -46,9 +46,9 @@ template <typename E, typename NameOf>
 absl::Status MoveBy(const Moves<E>& moves, NameOf name, E& state, E to,
                     std::string_view what) {
   if (!moves.Allows(state, to)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        std::string(what), ": illegal move ", std::string(name(state)), " -> ",
-        std::string(name(to))));
+    return absl::FailedPreconditionError(
+        absl::StrCat(std::string(what), ": illegal move ",
+                     std::string(name(state)), " -> ", std::string(name(to))));
   }
   state = to;
   return absl::OkStatus();
@@ -178,7 +178,28 @@ const LaunchTable::Launch* LaunchTable::Find(LaunchKey key) const {
 
 LaunchTable::Launch& LaunchTable::Add(Launch launch) {
   const LaunchKey key = launch.key();
+  for (size_t rank = 0; rank < launch.parts.size(); ++rank) {
+    if (launch.parts[rank].node_id != 0) {
+      parts_by_node_[launch.parts[rank].node_id].insert(
+          {key, static_cast<int>(rank)});
+    }
+  }
   return launches_[key] = std::move(launch);
+}
+
+LaunchTable::Part& LaunchTable::PlacePart(Launch& launch, int rank,
+                                          int64_t node_id) {
+  Part& part = launch.parts[rank];
+  part.node_id = node_id;
+  parts_by_node_[node_id].insert({launch.key(), rank});
+  return part;
+}
+
+const std::set<std::pair<LaunchKey, int>>& LaunchTable::PartsOn(
+    int64_t node_id) const {
+  static const std::set<std::pair<LaunchKey, int>> kNone;
+  auto it = parts_by_node_.find(node_id);
+  return it == parts_by_node_.end() ? kNone : it->second;
 }
 
 LaunchTable::Launch& LaunchTable::Adopted(LaunchKey key, int ranks) {
@@ -194,7 +215,19 @@ LaunchTable::Launch& LaunchTable::Adopted(LaunchKey key, int ranks) {
   return launch;
 }
 
-void LaunchTable::Erase(LaunchKey key) { launches_.erase(key); }
+void LaunchTable::Erase(LaunchKey key) {
+  auto it = launches_.find(key);
+  if (it == launches_.end()) return;
+  for (size_t rank = 0; rank < it->second.parts.size(); ++rank) {
+    const int64_t node = it->second.parts[rank].node_id;
+    if (node == 0) continue;
+    auto parts = parts_by_node_.find(node);
+    if (parts == parts_by_node_.end()) continue;
+    parts->second.erase({key, static_cast<int>(rank)});
+    if (parts->second.empty()) parts_by_node_.erase(parts);
+  }
+  launches_.erase(it);
+}
 
 bool LaunchTable::AnyLive(JobId job) const {
   for (auto it = launches_.lower_bound({job, 0});
@@ -226,10 +259,10 @@ std::string LaunchTable::Describe(const Launch& launch) const {
   std::vector<std::string> parts;
   for (const Part& part : launch.parts) {
     auto node = nodes_.find(part.node_id);
-    parts.push_back(absl::StrCat(
-        node == nodes_.end() ? absl::StrCat("node ", part.node_id)
-                             : node->second.record.name,
-        " GPUs ", absl::StrJoin(part.local_gpus, ",")));
+    parts.push_back(
+        absl::StrCat(node == nodes_.end() ? absl::StrCat("node ", part.node_id)
+                                          : node->second.record.name,
+                     " GPUs ", absl::StrJoin(part.local_gpus, ",")));
   }
   return absl::StrCat("attempt ", launch.attempt, " on ",
                       absl::StrJoin(parts, "; "));
@@ -266,12 +299,11 @@ std::vector<LaunchKey> LaunchTable::BusyGpus(int64_t node_id) const {
   auto hold = [&](int gpu, LaunchKey key) {
     if (gpu >= 0 && gpu < static_cast<int>(busy.size())) busy[gpu] = key;
   };
-  for (const auto& [key, launch] : launches_) {
-    if (launch.phase == LaunchPhase::kDeferred) continue;
-    for (const Part& part : launch.parts) {
-      if (part.node_id != node_id || part.ended()) continue;
-      for (int gpu : part.local_gpus) hold(gpu, key);
-    }
+  for (const auto& [key, rank] : PartsOn(node_id)) {
+    const Launch& launch = launches_.at(key);
+    const Part& part = launch.parts[rank];
+    if (launch.phase == LaunchPhase::kDeferred || part.ended()) continue;
+    for (int gpu : part.local_gpus) hold(gpu, key);
   }
   for (const auto& [task, gpus] : node->orphans) {
     for (int gpu : gpus) hold(gpu, {std::get<0>(task), std::get<1>(task)});
@@ -284,9 +316,9 @@ absl::Status LaunchTable::CheckReportOrder(Node& node,
                                            uint64_t seq) {
   if (boot_id.empty()) return absl::OkStatus();
   if (boot_id == node.report_boot_id && seq <= node.report_seq) {
-    return absl::AbortedError(absl::StrCat(
-        "report_seq: a newer report of this agent was applied (", seq,
-        " <= ", node.report_seq, "): this one is stale"));
+    return absl::AbortedError(
+        absl::StrCat("report_seq: a newer report of this agent was applied (",
+                     seq, " <= ", node.report_seq, "): this one is stale"));
   }
   node.report_boot_id = boot_id;
   node.report_seq = seq;
@@ -329,8 +361,7 @@ bool LaunchTable::IsLivePart(int64_t node_id, const TaskKey& task) const {
   const int rank = std::get<2>(task);
   return launch != nullptr && launch->phase != LaunchPhase::kDeferred &&
          rank >= 0 && rank < static_cast<int>(launch->parts.size()) &&
-         launch->parts[rank].node_id == node_id &&
-         !launch->parts[rank].ended();
+         launch->parts[rank].node_id == node_id && !launch->parts[rank].ended();
 }
 
 LaunchTable::Applied LaunchTable::Apply(int64_t node_id,
@@ -390,17 +421,15 @@ LaunchTable::Applied LaunchTable::Apply(int64_t node_id,
 std::vector<std::pair<LaunchKey, int>> LaunchTable::Unreported(
     int64_t node_id, const std::set<TaskKey>& present) const {
   std::vector<std::pair<LaunchKey, int>> gone;
-  for (const auto& [key, launch] : launches_) {
-    if (launch.phase == LaunchPhase::kDeferred) continue;
-    for (size_t rank = 0; rank < launch.parts.size(); ++rank) {
-      const Part& part = launch.parts[rank];
-      if (part.node_id != node_id || part.ended() ||
-          present.contains({key.first, key.second, static_cast<int>(rank)})) {
-        continue;
-      }
-      if (part.running() || launch.phase == LaunchPhase::kStopping) {
-        gone.push_back({key, static_cast<int>(rank)});
-      }
+  for (const auto& [key, rank] : PartsOn(node_id)) {
+    const Launch& launch = launches_.at(key);
+    const Part& part = launch.parts[rank];
+    if (launch.phase == LaunchPhase::kDeferred || part.ended() ||
+        present.contains({key.first, key.second, rank})) {
+      continue;
+    }
+    if (part.running() || launch.phase == LaunchPhase::kStopping) {
+      gone.push_back({key, rank});
     }
   }
   return gone;
@@ -408,22 +437,21 @@ std::vector<std::pair<LaunchKey, int>> LaunchTable::Unreported(
 
 std::vector<LaunchKey> LaunchTable::LosePartsOn(int64_t node_id, Seconds now) {
   std::vector<LaunchKey> affected;
-  for (auto& [key, launch] : launches_) {
+  for (const auto& [key, rank] : PartsOn(node_id)) {
+    Launch& launch = launches_.at(key);
     if (launch.phase == LaunchPhase::kDeferred) continue;  // nothing sent
-    bool lost = false;
-    for (Part& part : launch.parts) {
-      // Fenced by construction (its lease lapsed before the node timeout),
-      // or gone cleanly: its task has ended.
-      if (part.node_id == node_id && !part.ended()) {
-        part.MarkEnded();
-        if (!part.end_time) part.end_time = now;
-        lost = true;
-      }
-    }
-    if (!lost) continue;
+    Part& part = launch.parts[rank];
+    // Fenced by construction (its lease lapsed before the node timeout),
+    // or gone cleanly: its task has ended.
+    if (part.ended()) continue;
+    part.MarkEnded();
+    if (!part.end_time) part.end_time = now;
+    if (affected.empty() || affected.back() != key) affected.push_back(key);
+  }
+  for (const LaunchKey& key : affected) {
+    Launch& launch = launches_.at(key);
     launch.system_stopped = true;  // its ranks there were lost with the node
     Touch(launch);
-    affected.push_back(key);
   }
   return affected;
 }

@@ -62,7 +62,7 @@ enum class LaunchPhase { kDeferred, kActive, kStopping };
 // Where a node's agent is (see the file comment).
 enum class NodeLife { kKnown, kUp, kLeaving, kDown };
 
-std::string_view PartStateName(PartState state);     // "placed", ...
+std::string_view PartStateName(PartState state);      // "placed", ...
 std::string_view LaunchPhaseName(LaunchPhase phase);  // "deferred", ...
 std::string_view NodeLifeName(NodeLife life);         // "known", ...
 bool LegalMove(PartState from, PartState to);
@@ -157,7 +157,9 @@ class LaunchTable {
     std::set<TaskKey> told_run;
 
     // Registered since this master started and not lost.
-    bool up() const { return life == NodeLife::kUp || life == NodeLife::kLeaving; }
+    bool up() const {
+      return life == NodeLife::kUp || life == NodeLife::kLeaving;
+    }
     // Its agent is shutting down: no new launches.
     bool leaving() const { return life == NodeLife::kLeaving; }
     void SetLife(NodeLife next);  // MoveOrDie
@@ -172,7 +174,14 @@ class LaunchTable {
   // The launch being re-adopted after a restart: made active and durable
   // with `ranks` empty parts if absent.
   Launch& Adopted(LaunchKey key, int ranks);
+  // Places rank `rank` of `launch` (a part with no node yet: being
+  // re-adopted) on node `node_id`.
+  Part& PlacePart(Launch& launch, int rank, int64_t node_id);
   void Erase(LaunchKey key);
+  // (launch, rank) of every part placed on node `node_id` (ended ones
+  // too), in launch order: O(parts there), not O(launches). A part's node
+  // is set only by Add and PlacePart, which keep this index.
+  const std::set<std::pair<LaunchKey, int>>& PartsOn(int64_t node_id) const;
   // Visits every launch; `visit` may not add or erase launches.
   template <typename F>
   void ForEachLaunch(F&& visit) {
@@ -266,17 +275,17 @@ class LaunchTable {
   // must do. `job_open`: the job is unfinished; `adopting`: it is being
   // re-adopted after a restart.
   enum class EndKind {
-    kGangWaits,         // a gang failure waits for its other ranks
-    kGangDecided,       // ... and every rank has now ended
+    kGangWaits,            // a gang failure waits for its other ranks
+    kGangDecided,          // ... and every rank has now ended
     kOwnEndWhileStopping,  // being stopped, but every task ended on its own
-    kStopEnded,         // a stop (ours, or the job ended) reached every part
-    kStopWaits,         // ... not yet every part
-    kFinished,          // every part exited 0
-    kFinishWaits,       // this part exited 0, others still run
-    kStartFailed,       // kStartFailedExitCode before every part ran
-    kSystemStop,        // stopped by nobody here (shutdown, fence, lost)
-    kRankFailed,        // a non-zero exit while other ranks still run
-    kFailed,            // a non-zero exit, every part ended
+    kStopEnded,            // a stop (ours, or the job ended) reached every part
+    kStopWaits,            // ... not yet every part
+    kFinished,             // every part exited 0
+    kFinishWaits,          // this part exited 0, others still run
+    kStartFailed,          // kStartFailedExitCode before every part ran
+    kSystemStop,           // stopped by nobody here (shutdown, fence, lost)
+    kRankFailed,           // a non-zero exit while other ranks still run
+    kFailed,               // a non-zero exit, every part ended
   };
   static std::string_view EndKindName(EndKind kind);
   // Also marks the launch system-stopped when this end was a system stop.
@@ -292,6 +301,8 @@ class LaunchTable {
  private:
   std::map<LaunchKey, Launch> launches_;
   std::map<int64_t, Node> nodes_;
+  // Node id -> (launch, rank) of the parts placed there (PartsOn).
+  std::map<int64_t, std::set<std::pair<LaunchKey, int>>> parts_by_node_;
   // How many orphans each job has over every up node (Node::orphans).
   std::map<JobId, int> orphans_by_job_;
   bool desired_changed_ = false;

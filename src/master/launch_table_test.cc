@@ -31,8 +31,8 @@ v1::TaskStatus Exited(JobId job, int attempt, int rank, int code,
   return task;
 }
 
-v1::TaskStatus Stopped(JobId job, int attempt, int rank,
-                       v1::StopReason reason, double end = 60) {
+v1::TaskStatus Stopped(JobId job, int attempt, int rank, v1::StopReason reason,
+                       double end = 60) {
   v1::TaskStatus task = Report(job, attempt, rank, v1::TASK_STATE_PREEMPTED);
   task.set_stop_reason(reason);
   task.set_end_time(end);
@@ -73,8 +73,8 @@ class LaunchTableTest : public ::testing::Test {
 
   void RunAll(JobId job, int attempt, int ranks) {
     for (int rank = 0; rank < ranks; ++rank) {
-      v1::TaskStatus running = Report(job, attempt, rank,
-                                      v1::TASK_STATE_RUNNING);
+      v1::TaskStatus running =
+          Report(job, attempt, rank, v1::TASK_STATE_RUNNING);
       running.set_start_time(10);
       const LaunchTable::Applied applied =
           table_.Apply(rank + 1, running, Seconds{11});
@@ -195,13 +195,13 @@ TEST_F(LaunchTableTest, AFencedTaskIsASystemStop) {
   EXPECT_TRUE(launch.system_stopped);
   EXPECT_FALSE(launch.parts[0].own_end);
   // Our own preemption and an orphan's stop are not system stops.
-  EXPECT_FALSE(LaunchTable::IsSystemStop(
-      Stopped(6, 2, 0, v1::STOP_REASON_PREEMPT)));
-  EXPECT_FALSE(LaunchTable::IsSystemStop(
-      Stopped(6, 2, 0, v1::STOP_REASON_ORPHAN)));
+  EXPECT_FALSE(
+      LaunchTable::IsSystemStop(Stopped(6, 2, 0, v1::STOP_REASON_PREEMPT)));
+  EXPECT_FALSE(
+      LaunchTable::IsSystemStop(Stopped(6, 2, 0, v1::STOP_REASON_ORPHAN)));
   // An exit whose code was lost is one.
-  EXPECT_TRUE(LaunchTable::IsSystemStop(
-      Report(6, 2, 0, v1::TASK_STATE_EXITED)));
+  EXPECT_TRUE(
+      LaunchTable::IsSystemStop(Report(6, 2, 0, v1::TASK_STATE_EXITED)));
 }
 
 TEST_F(LaunchTableTest, ALostNodeEndsItsPartsOnlyAndFreesItsGpus) {
@@ -227,8 +227,7 @@ TEST_F(LaunchTableTest, ALostNodeEndsItsPartsOnlyAndFreesItsGpus) {
   EXPECT_TRUE(five->system_stopped);
   EXPECT_FALSE(table_.Find({6, 1})->system_stopped);
   EXPECT_FALSE(table_.Find({7, 1})->parts[0].ended());
-  EXPECT_EQ(table_.BusyGpus(1),
-            (std::vector<LaunchKey>(4, LaunchKey{0, 0})));
+  EXPECT_EQ(table_.BusyGpus(1), (std::vector<LaunchKey>(4, LaunchKey{0, 0})));
   EXPECT_GT(table_.FindNode(1)->version, version);
   // Job 5 still runs on node 2.
   EXPECT_TRUE(table_.AnyLive(5));
@@ -316,6 +315,25 @@ TEST_F(LaunchTableTest, OrphansHoldTheirGpusAndBlockTheJobsNextAttempt) {
   table_.SetOrphans(node, {});
   EXPECT_FALSE(table_.HasOrphans(5));
   EXPECT_FALSE(table_.OtherAttemptLive(next));
+}
+
+TEST_F(LaunchTableTest, PartsOnANodeFollowAddsPlacementsAndErases) {
+  Released(5, 1, {1, 2});
+  Released(6, 1, {2});
+  using Parts = std::set<std::pair<LaunchKey, int>>;
+  EXPECT_EQ(table_.PartsOn(1), (Parts{{{5, 1}, 0}}));
+  EXPECT_EQ(table_.PartsOn(2), (Parts{{{5, 1}, 1}, {{6, 1}, 0}}));
+  // Re-adopted after a restart: its parts get their node as agents report.
+  LaunchTable::Launch& adopted = table_.Adopted({7, 3}, 2);
+  EXPECT_TRUE(table_.PartsOn(3).empty());
+  table_.PlacePart(adopted, 1, 1);
+  EXPECT_EQ(table_.PartsOn(1), (Parts{{{5, 1}, 0}, {{7, 3}, 1}}));
+  table_.Erase({5, 1});
+  EXPECT_EQ(table_.PartsOn(1), (Parts{{{7, 3}, 1}}));
+  EXPECT_EQ(table_.PartsOn(2), (Parts{{{6, 1}, 0}}));
+  table_.Erase({6, 1});
+  EXPECT_TRUE(table_.PartsOn(2).empty());
+  EXPECT_EQ(table_.BusyGpus(2), (std::vector<LaunchKey>(4, LaunchKey{0, 0})));
 }
 
 TEST_F(LaunchTableTest, StaleReportsAreRefused) {

@@ -31,7 +31,9 @@ std::string HashToken(std::string_view token) {
       absl::string_view(reinterpret_cast<const char*>(digest), size));
 }
 
-std::string SecondsText(Seconds s) { return absl::StrFormat("%g s", s.count()); }
+std::string SecondsText(Seconds s) {
+  return absl::StrFormat("%g s", s.count());
+}
 
 // Lower-case name of a stop reason, for events: "fenced", "shutdown", ...
 std::string StopReasonWord(v1::StopReason reason) {
@@ -130,7 +132,7 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
         " or the master with --node-timeout >= ",
         absl::StrFormat("%g", (grace + kFenceMargin + min_lease).count())));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const Seconds now = clock_->NowUnixSeconds();
   const std::string token_hash = HashToken(req.agent_token());
   const std::string name = req.name();
@@ -214,11 +216,10 @@ void MasterState::AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task,
   }
   Launch& launch =
       table_.Adopted(key, static_cast<int>(rec->second.nodes.size()));
-  Part& part = launch.parts[rank];
-  if (part.node_id != 0) return;
+  if (launch.parts[rank].node_id != 0) return;
   // Ended tasks are adopted as running too; Reconcile then accounts for
   // their end.
-  part.node_id = node_id;
+  Part& part = table_.PlacePart(launch, rank, node_id);
   part.local_gpus.assign(task.gpu_indexes().begin(), task.gpu_indexes().end());
   part.MarkRunning(task.has_start_time() ? Seconds{task.start_time()} : now);
   table_.TouchNode(node_id);
@@ -227,7 +228,7 @@ void MasterState::AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task,
 absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
     const v1::HeartbeatRequest& req) {
   RETURN_IF_ERROR(ValidateHeartbeatRequest(req));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   NodeInfo* node = table_.FindNode(req.node_id());
   if (node == nullptr || !node->up() || node->session != req.session() ||
       req.session() == 0) {
@@ -412,7 +413,8 @@ void MasterState::OnProfile(Launch& launch,
   }
   const std::optional<double> old_skew = PlacementSkew(rec.profile);
   rec.profile = measured;
-  absl::Status saved = store_->SaveProfile(job, JobSignature(rec.spec), measured);
+  absl::Status saved =
+      store_->SaveProfile(job, JobSignature(rec.spec), measured);
   AddEvent(job, now, EventKind::kProfiled,
            measured.periodic
                ? absl::StrFormat("tensor skew %.4f, iteration %.4f s, %.0f "
@@ -461,7 +463,8 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
     // Being re-adopted after a master restart: "adopted" says it.
     if (adopting_.contains(launch.job)) return;
     AddEvent(launch.job, std::min(*start, now),
-             ran_before ? EventKind::kResumed : EventKind::kStarted, table_.Describe(launch));
+             ran_before ? EventKind::kResumed : EventKind::kStarted,
+             table_.Describe(launch));
     MarkDirty(launch.job);
     return;
   }
@@ -482,7 +485,8 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
   MoveJob(rec->second, JobRecordState::kRunning);
   if (!rec->second.first_start_time) rec->second.first_start_time = *start;
   // "resumed": it ran before this launch (and resumes from its checkpoint).
-  AddEvent(launch.job, *start, ran_before ? EventKind::kResumed : EventKind::kStarted,
+  AddEvent(launch.job, *start,
+           ran_before ? EventKind::kResumed : EventKind::kStarted,
            table_.Describe(launch));
   MarkDirty(launch.job);
 }
@@ -542,10 +546,11 @@ void MasterState::OnStartFailed(Launch& launch, const v1::TaskStatus& task,
     if (!rec.first_start_time) ++rec.restarts;
     MoveJob(rec, rec.first_start_time ? JobRecordState::kPreempted
                                       : JobRecordState::kPending);
-    AddEvent(launch.job, now, EventKind::kStartFailed,
-             absl::StrCat(where, "; stopping the other parts, back to waiting (",
-                          failures, " of ", kMaxFailedStarts,
-                          " failed starts in a row)"));
+    AddEvent(
+        launch.job, now, EventKind::kStartFailed,
+        absl::StrCat(where, "; stopping the other parts, back to waiting (",
+                     failures, " of ", kMaxFailedStarts,
+                     " failed starts in a row)"));
     MarkDirty(launch.job);
     pass_wanted_ = true;
   }
@@ -603,9 +608,10 @@ void MasterState::ClassifyEndedGang(Launch& launch, Seconds now) {
     MoveJob(rec, JobRecordState::kPreempted);
     ++rec.preemptions;
     AddEvent(launch.job, now, EventKind::kPreempted,
-             absl::StrCat(table_.Describe(launch), "; a rank was stopped by the "
-                          "system and rank ", rank, " then exited with code ",
-                          code));
+             absl::StrCat(table_.Describe(launch),
+                          "; a rank was stopped by the "
+                          "system and rank ",
+                          rank, " then exited with code ", code));
     MarkDirty(launch.job);
     pass_wanted_ = true;
   } else {
@@ -735,7 +741,8 @@ void MasterState::LoseNode(int64_t node_id, Seconds now,
       continue;
     }
     if (!adopting && launch->phase == Phase::kActive && job_open) {
-      AddEvent(key.first, now, EventKind::kNodeDown, absl::StrCat(name, ": ", why));
+      AddEvent(key.first, now, EventKind::kNodeDown,
+               absl::StrCat(name, ": ", why));
       OnSystemStop(*launch, -1, now, now,
                    absl::StrCat("node ", name, " lost (", why, ")"));
     }
@@ -759,7 +766,7 @@ void MasterState::LoseNode(int64_t node_id, Seconds now,
 
 void MasterState::OnStall(Seconds stall) {
   if (stall <= Seconds{0}) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const Seconds now = clock_->NowMonotonic();
   table_.ForEachNode([&](int64_t, NodeInfo& info) {
     info.last_heard = std::min(info.last_heard + stall, now);
@@ -768,7 +775,7 @@ void MasterState::OnStall(Seconds stall) {
 }
 
 absl::Status MasterState::CheckTimeouts() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   MaybeRefitPackLimit();
   const Seconds now = clock_->NowUnixSeconds();
   bool changed = false;

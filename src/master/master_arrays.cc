@@ -53,7 +53,7 @@ void MasterState::PlanArraySlots(const std::vector<JobRecord>& jobs) {
   // must count as running whatever the limit says (running, being
   // re-adopted, being cancelled), then those that ran (they resume from a
   // checkpoint), then the rest.
-  auto round = [&](auto takes) {
+  auto round = [&](auto takes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const JobRecord& rec : jobs) {
       if (!Limited(rec) || !takes(rec)) continue;
       ArraySlots& slots = array_slots_[rec.array_id];

@@ -29,7 +29,7 @@ absl::Status MasterState::CheckDependencyTargets(const JobRequest& spec,
                                                  const MayAct& may_depend,
                                                  std::string_view field) {
   if (spec.dependencies.empty()) return absl::OkStatus();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const JobDependency& dep : spec.dependencies) {
     const std::string named = absl::StrCat(ToAbsl(field), ".dependencies: ",
                                            FormatDependency(dep), ": ");
@@ -123,8 +123,9 @@ void MasterState::ResolveDependencies(Seconds now) {
     }
     JobRecord& rec = rec_it->second;
     const std::vector<JobDependency>& deps = rec.spec.dependencies;
-    const DependencyCheck check = CheckDependencies(
-        deps, [&](JobId target) { return TargetOf(target); });
+    const DependencyCheck check =
+        CheckDependencies(deps, [&](JobId target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                                    mu_) { return TargetOf(target); });
     if (check.verdict == DependencyVerdict::kWaiting) {
       dependency_waits_[id] = check;
       continue;

@@ -13,7 +13,7 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
   const Part& part = launch.parts[rank];
   const int port = options_.base_port +
                    static_cast<int>((16 * launch.job + launch.attempt) % 10000);
-  auto host_of = [&](int64_t node_id) {
+  auto host_of = [&](int64_t node_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const NodeInfo* node = table_.FindNode(node_id);
     const std::string address = node == nullptr ? "" : node->record.address;
     std::string host = address.substr(0, address.rfind(':'));
@@ -77,28 +77,27 @@ v1::DesiredState MasterState::DesiredStateOf(int64_t node_id,
   desired.set_session(node->session);
   desired.set_version(node->version);
   std::set<TaskKey> wanted;
-  // O(launches): only decided, unfinished launches are kept, at most one
-  // per job and a few more being stopped.
-  for (const auto& [key, launch] : table_.launches()) {
-    for (size_t rank = 0; rank < launch.parts.size(); ++rank) {
-      const Part& part = launch.parts[rank];
-      if (part.node_id != node_id || part.ended()) continue;
-      if (launch.phase == Phase::kActive && launch.durable &&
-          records_.contains(launch.job)) {
-        const TaskKey task{launch.job, launch.attempt, static_cast<int>(rank)};
-        wanted.insert(task);
-        // A task's StartTask never changes within its launch: one the
-        // agent holds is not sent again.
-        if (known == nullptr || !known->contains(task)) {
-          FillStartTask(launch, static_cast<int>(rank), desired.add_run());
-        }
-      } else if (launch.phase == Phase::kStopping) {
-        v1::StopTask* stop = desired.add_stop();
-        stop->set_job_id(launch.job);
-        stop->set_attempt(launch.attempt);
-        stop->set_reason(launch.stop_reason);
-        break;  // one entry per launch
+  // O(parts on the node) (LaunchTable::PartsOn), in launch order.
+  LaunchKey last_stop{0, 0};
+  for (const auto& [key, rank] : table_.PartsOn(node_id)) {
+    const Launch& launch = *table_.Find(key);
+    const Part& part = launch.parts[rank];
+    if (part.ended()) continue;
+    if (launch.phase == Phase::kActive && launch.durable &&
+        records_.contains(launch.job)) {
+      const TaskKey task{launch.job, launch.attempt, rank};
+      wanted.insert(task);
+      // A task's StartTask never changes within its launch: one the agent
+      // holds is not sent again.
+      if (known == nullptr || !known->contains(task)) {
+        FillStartTask(launch, rank, desired.add_run());
       }
+    } else if (launch.phase == Phase::kStopping && key != last_stop) {
+      v1::StopTask* stop = desired.add_stop();  // one entry per launch
+      stop->set_job_id(launch.job);
+      stop->set_attempt(launch.attempt);
+      stop->set_reason(launch.stop_reason);
+      last_stop = key;
     }
   }
   if (known != nullptr) {
@@ -130,7 +129,7 @@ v1::DesiredState MasterState::AnswerDesired(int64_t node_id, uint64_t held) {
 
 absl::StatusOr<std::optional<v1::DesiredState>> MasterState::DesiredStateAfter(
     int64_t node_id, uint64_t session, uint64_t after_version) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const NodeInfo* node = table_.FindNode(node_id);
   if (node == nullptr || !node->up() || node->session != session ||
       session == 0) {

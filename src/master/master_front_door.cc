@@ -17,7 +17,7 @@
 namespace tiresias {
 
 absl::Status MasterState::CheckFitsCluster(const JobRequest& spec) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (cluster_ && spec.num_gpus > cluster_->total_gpus()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "spec.gpus: ", spec.num_gpus, " GPUs requested but the cluster has ",
@@ -180,11 +180,15 @@ absl::StatusOr<MasterState::BulkSubmitResult> MasterState::SubmitJobs(
 }
 
 void MasterState::QueueAndWrite(SubmitWriter& self) {
-  std::unique_lock<std::mutex> lock(submit_mu_);
+  submit_mu_.Lock();
   submit_queue_.push_back(&self);
-  self.cv.wait(lock,
-               [&] { return self.done || submit_queue_.front() == &self; });
-  if (self.done) return;  // a leader wrote it
+  while (!self.done && submit_queue_.front() != &self) {
+    self.cv.Wait(&submit_mu_);
+  }
+  if (self.done) {  // a leader wrote it
+    submit_mu_.Unlock();
+    return;
+  }
 
   // This writer leads: it takes everything queued behind it, up to the
   // cap, stopping before a bulk writer; a bulk writer goes alone.
@@ -196,14 +200,14 @@ void MasterState::QueueAndWrite(SubmitWriter& self) {
     }
     batch.push_back(writer);
   }
-  lock.unlock();
+  submit_mu_.Unlock();
   // The fsync, with no lock of ours held.
   if (self.bulk != nullptr) {
     WriteBulk(self);
   } else {
     WriteSubmitBatch(batch);
   }
-  lock.lock();
+  submit_mu_.Lock();
   ++submit_stats_.batches;
   submit_stats_.jobs += self.bulk != nullptr
                             ? static_cast<int64_t>(self.bulk->size())
@@ -213,9 +217,10 @@ void MasterState::QueueAndWrite(SubmitWriter& self) {
     writer->done = true;
     // Under the lock: the writer cannot return (and destroy its condition
     // variable) before the notification is made.
-    if (writer != &self) writer->cv.notify_one();
+    if (writer != &self) writer->cv.Signal();
   }
-  if (!submit_queue_.empty()) submit_queue_.front()->cv.notify_one();
+  if (!submit_queue_.empty()) submit_queue_.front()->cv.Signal();
+  submit_mu_.Unlock();
 }
 
 absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
@@ -281,7 +286,7 @@ void MasterState::WriteSubmitBatch(const std::vector<SubmitWriter*>& batch) {
   }
   bool any_new = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (size_t i = 0; i < batch.size(); ++i) {
       SubmitWriter& writer = *batch[i];
       const absl::StatusOr<CreatedJob>& job = (*created)[i];
@@ -337,7 +342,7 @@ void MasterState::WriteBulk(SubmitWriter& writer) {
   absl::Status admitted;
   bool any_new = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (size_t i = 0; i < created->size() && admitted.ok(); ++i) {
       const CreatedJob& job = (*created)[i];
       result.ids.push_back(job.id);
@@ -363,7 +368,7 @@ void MasterState::WriteBulk(SubmitWriter& writer) {
 }
 
 MasterState::SubmitStats MasterState::submit_stats() {
-  std::lock_guard<std::mutex> lock(submit_mu_);
+  absl::MutexLock lock(&submit_mu_);
   return submit_stats_;
 }
 
@@ -395,7 +400,7 @@ absl::StatusOr<JobPage> MasterState::ListJobsPage(const JobListQuery& query) {
     // the agents need not wait for SQLite.
     ASSIGN_OR_RETURN(JobPage page, store_->QueryJobs(stored));
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       const Seconds now = clock_->NowUnixSeconds();
       for (JobRecord& rec : page.jobs) {
         // An unfinished job's record in memory is at least as new as the
@@ -428,7 +433,7 @@ absl::StatusOr<JobPage> MasterState::ListJobsPage(const JobListQuery& query) {
 JobPage MasterState::ListStartingJobs(const JobListQuery& query) {
   // A starting job has not ended.
   if (query.ended_since || query.ended_before) return JobPage{};
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const Seconds now = clock_->NowUnixSeconds();
   JobPage out;
   int64_t bytes = 0;

@@ -10,7 +10,7 @@
 namespace tiresias {
 
 absl::Status MasterState::RunPass() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto began = std::chrono::steady_clock::now();
   const Seconds now = clock_->NowUnixSeconds();
   if (cluster_) {
@@ -59,10 +59,10 @@ void MasterState::PreemptLaunch(JobId id, Seconds now) {
   // A launch still starting never ran: its event list shows no start for
   // this attempt, and says why.
   AddEvent(id, now, EventKind::kPreempted,
-           launch->all_running
-               ? table_.Describe(*launch)
-               : absl::StrCat(table_.Describe(*launch), " (while starting: it had "
-                                                 "not run yet)"));
+           launch->all_running ? table_.Describe(*launch)
+                               : absl::StrCat(table_.Describe(*launch),
+                                              " (while starting: it had "
+                                              "not run yet)"));
   MarkDirty(id);
 }
 
@@ -93,9 +93,11 @@ void MasterState::StartLaunch(const StartDecision& start, Seconds now) {
 }
 
 void MasterState::ReleaseDeferred(Seconds now) {
-  table_.ForEachLaunch([&](Launch& launch) {
-    if (launch.phase == Phase::kDeferred) TryRelease(launch, now);
-  });
+  std::vector<LaunchKey> deferred;
+  for (const auto& [key, launch] : table_.launches()) {
+    if (launch.phase == Phase::kDeferred) deferred.push_back(key);
+  }
+  for (const LaunchKey& key : deferred) TryRelease(*table_.Find(key), now);
 }
 
 bool MasterState::EarlierAttemptMayRun(const Launch& launch, Seconds now) {

@@ -20,7 +20,7 @@ absl::StatusOr<MasterState::TaskLogLocation> MasterState::LocateTaskLog(
     return absl::InvalidArgumentError(
         absl::StrCat("rank: expected >= 0, got ", rank));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // Unfinished jobs are in memory; only an ended one is read from the store.
   JobRecord rec;
   if (auto live = records_.find(id); live != records_.end()) {
@@ -43,7 +43,7 @@ absl::StatusOr<MasterState::TaskLogLocation> MasterState::LocateTaskLog(
   where.current_attempt = rec.attempt;
   where.state = rec.state;
 
-  auto add = [&](const std::string& name) {
+  auto add = [&](const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (std::any_of(where.nodes.begin(), where.nodes.end(),
                     [&](const LogNode& n) { return n.name == name; })) {
       return;
@@ -88,12 +88,12 @@ absl::StatusOr<MasterState::TaskLogLocation> MasterState::LocateTaskLog(
 absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
   Metrics m;
   {
-    std::lock_guard<std::mutex> lock(auth_mu_);  // a leaf: never with mu_
+    absl::MutexLock lock(&auth_mu_);  // a leaf: never with mu_
     m.audit_refusals = audit_limit_.Counts();
   }
   {
     // O(unfinished jobs + nodes) in memory; no store access under the lock.
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (JobRecordState state :
          {JobRecordState::kPending, JobRecordState::kStarting,
           JobRecordState::kRunning, JobRecordState::kPreempted,
@@ -143,7 +143,8 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
         m.gpus_busy += key.first != 0;
         m.gpus_drained_idle += key.first == 0 && info.record.drained;
       }
-      for (const auto& [task, gpus] : info.orphans) m.gpus_running += gpus.size();
+      for (const auto& [task, gpus] : info.orphans)
+        m.gpus_running += gpus.size();
     }
     for (const auto& [key, launch] : table_.launches()) {
       for (const Part& part : launch.parts) {
@@ -161,7 +162,7 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
 }
 
 absl::Status MasterState::CheckHealth() {
-  std::lock_guard<std::mutex> lock(mu_);      // a wedged master never answers
+  absl::MutexLock lock(&mu_);      // a wedged master never answers
   return store_->LaunchNodes(0, 0).status();  // one cheap indexed read
 }
 

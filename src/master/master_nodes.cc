@@ -30,7 +30,7 @@ v1::Node MasterState::NodeView(int64_t id, const NodeInfo& info) const {
 }
 
 absl::StatusOr<std::vector<v1::Node>> MasterState::ListNodes() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<v1::Node> out;
   for (const auto& [id, info] : table_.nodes()) {
     out.push_back(NodeView(id, info));
@@ -65,8 +65,8 @@ absl::Status CheckDrainReason(const std::string& reason) {
 }
 
 absl::Status UnknownNode(const std::string& name) {
-  return absl::NotFoundError(
-      absl::StrCat("node ", name, ": no such node (tiresias nodes lists them)"));
+  return absl::NotFoundError(absl::StrCat(
+      "node ", name, ": no such node (tiresias nodes lists them)"));
 }
 
 }  // namespace
@@ -74,7 +74,7 @@ absl::Status UnknownNode(const std::string& name) {
 absl::StatusOr<MasterState::DrainResult> MasterState::DrainNode(
     const std::string& name, const std::string& reason, bool preempt) {
   RETURN_IF_ERROR(CheckDrainReason(reason));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   NodeInfo* info = table_.FindNodeByName(name);
   if (info == nullptr) return UnknownNode(name);
   const int64_t id = info->record.id;
@@ -111,7 +111,7 @@ absl::StatusOr<MasterState::DrainResult> MasterState::DrainNode(
 }
 
 absl::StatusOr<v1::Node> MasterState::ResumeNode(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   NodeInfo* info = table_.FindNodeByName(name);
   if (info == nullptr) return UnknownNode(name);
   const int64_t id = info->record.id;

@@ -143,24 +143,27 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
   // The launch's GPUs in the new numbering; false if a part is gone, is on
   // the node being evacuated (a drain with preemption), or was never
   // released to a node that is now drained (it would be a new launch).
-  auto map_gpus = [&](const Launch& launch, std::vector<GpuId>* gpus) {
-    if (!cluster) return false;
-    for (const Part& part : launch.parts) {
-      auto server = server_of_node_.find(part.node_id);
-      if (part.ended() || server == server_of_node_.end()) return false;
-      if (part.node_id == evacuate_node) return false;
-      if (launch.phase == Phase::kDeferred &&
-          cluster->cordoned(server->second)) {
-        return false;
-      }
-      const Server& s = cluster->topology().server(server->second);
-      for (int gpu : part.local_gpus) {
-        if (gpu < 0 || gpu >= s.num_gpus) return false;
-        gpus->push_back(s.first_gpu + gpu);
-      }
-    }
-    return true;
-  };
+  auto map_gpus = [&](const Launch& launch, std::vector<GpuId>* gpus)
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                        if (!cluster) return false;
+                        for (const Part& part : launch.parts) {
+                          auto server = server_of_node_.find(part.node_id);
+                          if (part.ended() || server == server_of_node_.end())
+                            return false;
+                          if (part.node_id == evacuate_node) return false;
+                          if (launch.phase == Phase::kDeferred &&
+                              cluster->cordoned(server->second)) {
+                            return false;
+                          }
+                          const Server& s =
+                              cluster->topology().server(server->second);
+                          for (int gpu : part.local_gpus) {
+                            if (gpu < 0 || gpu >= s.num_gpus) return false;
+                            gpus->push_back(s.first_gpu + gpu);
+                          }
+                        }
+                        return true;
+                      };
 
   // Jobs running at a master restart, once every task has been reported:
   // first, since their tasks really hold their GPUs (a launch decided

@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<MasterState>> MasterState::Open(
   if (store == nullptr) return absl::InvalidArgumentError("store: null");
   std::unique_ptr<MasterState> state(
       new MasterState(std::move(options), clock, std::move(store)));
-  std::lock_guard<std::mutex> lock(state->mu_);
+  absl::MutexLock lock(&state->mu_);
   ASSIGN_OR_RETURN(state->scheduler_, state->MakeScheduler());
   RETURN_IF_ERROR(state->LoadPlacementRuns());
   RETURN_IF_ERROR(state->Load(clock->NowUnixSeconds()));
@@ -66,7 +66,7 @@ absl::StatusOr<std::unique_ptr<MasterState>> MasterState::Open(
 
 absl::Status MasterState::LoadTokens() {
   ASSIGN_OR_RETURN(std::vector<TokenRecord> tokens, store_->ListTokens());
-  std::lock_guard<std::mutex> lock(auth_mu_);
+  absl::MutexLock lock(&auth_mu_);
   for (TokenRecord& t : tokens) tokens_[t.id] = std::move(t);
   return absl::OkStatus();
 }
@@ -306,13 +306,13 @@ absl::StatusOr<JobId> MasterState::SubmitJob(const JobRequest& spec) {
 }
 
 std::optional<double> MasterState::PlacementSkewOf(JobId id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const Job* job = scheduler_->Find(id);
   return job == nullptr ? std::nullopt : job->spec().measured_skew;
 }
 
 absl::StatusOr<JobRecord> MasterState::GetJob(JobId id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(JobRecord rec, store_->GetJob(id));
   LiveView(rec, clock_->NowUnixSeconds());
   return rec;
@@ -325,7 +325,7 @@ absl::StatusOr<std::vector<JobRecord>> MasterState::ListJobs(
 }
 
 absl::StatusOr<JobRecord> MasterState::CancelJob(JobId id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(JobRecord result,
                    CancelLocked(id, clock_->NowUnixSeconds(), false));
   RETURN_IF_ERROR(Commit());
@@ -373,12 +373,14 @@ absl::StatusOr<JobRecord> MasterState::CancelLocked(JobId id, Seconds now,
       current != nullptr && current->phase == Phase::kDeferred) {
     table_.Erase({id, current->attempt});
   }
-  bool live = false;
+  std::vector<LaunchKey> live_launches;
   table_.ForEachLaunchOf(id, [&](Launch& launch) {
-    if (launch.AllEnded()) return;
-    table_.Stop(launch, v1::STOP_REASON_CANCEL);
-    live = true;
+    if (!launch.AllEnded()) live_launches.push_back(launch.key());
   });
+  for (const LaunchKey& key : live_launches) {
+    table_.Stop(*table_.Find(key), v1::STOP_REASON_CANCEL);
+  }
+  const bool live = !live_launches.empty();
   if (live) {
     rec.cancel_requested = true;  // stored: a restart finishes the cancel
     rec.timeout_requested = timeout;
@@ -396,17 +398,17 @@ absl::StatusOr<JobRecord> MasterState::CancelLocked(JobId id, Seconds now,
 }
 
 std::string MasterState::NodeName(int64_t node_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return table_.NodeName(node_id);
 }
 
 Seconds MasterState::NextWakeup() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return scheduler_->NextWakeup();
 }
 
 bool MasterState::TakePassWanted() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return std::exchange(pass_wanted_, false);
 }
 

@@ -22,9 +22,9 @@
 // names the version it was last answered with, as a delta against it
 // (AnswerDesired); the WatchDesiredState stream only wakes the agent (a
 // version, nothing else) on a per-node version that grows whenever a
-// launch touching the node changes. A launch appears in a desired state only once the write
-// that recorded it (its attempt, its nodes) is durable: persist, then
-// answer.
+// launch touching the node changes. A launch appears in a desired state only
+// once the write that recorded it (its attempt, its nodes) is durable: persist,
+// then answer.
 //
 // One attempt at a time: a launch is released only when no earlier launch
 // of its job has a part that has not ended, no node reports a live task of
@@ -105,14 +105,12 @@
 #define TIRESIAS_MASTER_MASTER_STATE_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -121,18 +119,21 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/cluster.h"
+#include "core/steady_cond_var.h"
 #include "master/audit_limit.h"
 #include "master/clock.h"
+#include "master/cluster_history.h"
 #include "master/generation.h"
 #include "master/launch_table.h"
 #include "master/principal.h"
 #include "master/store.h"
 #include "place/pack_limit_runs.h"
 #include "place/placement.h"
-#include "master/cluster_history.h"
 #include "proto/tiresias.pb.h"
 #include "sched/pending_reason.h"
 #include "sched/queues.h"
@@ -340,15 +341,15 @@ class MasterState {
     std::map<int, int64_t> waiting_by_queue;  // pending/preempted, by queue
     int64_t nodes_up = 0;
     int64_t nodes_down = 0;
-    int64_t gpus_up = 0;    // GPUs of the up nodes
-    int64_t gpus_busy = 0;  // of those, held by a launch now
+    int64_t gpus_up = 0;       // GPUs of the up nodes
+    int64_t gpus_busy = 0;     // of those, held by a launch now
     int64_t gpus_running = 0;  // of those, held by a task reported running
     // Up nodes drained (DrainNode), their GPUs, and of those the ones no
     // launch holds (neither busy nor free: no new job may take them).
     int64_t nodes_drained = 0;
     int64_t gpus_drained = 0;
     int64_t gpus_drained_idle = 0;
-    int64_t passes = 0;     // scheduling passes since the master started
+    int64_t passes = 0;       // scheduling passes since the master started
     double pass_seconds = 0;  // their total wall time
     int64_t last_event_sequence = 0;
     // Placement, and PACKLIMIT: the value placement uses (learnt or
@@ -441,8 +442,7 @@ class MasterState {
   // after them); MasterServer calls it every second, so a flood that stops
   // is summarized even if nothing else is audited after it.
   void FlushAudit();
-  absl::StatusOr<std::vector<AuditRecord>> AuditAfter(int64_t after,
-                                                      int limit);
+  absl::StatusOr<std::vector<AuditRecord>> AuditAfter(int64_t after, int limit);
   const MasterOptions& options() const { return options_; }
 
   // Lease = node timeout - grace - kFenceMargin: covers the task shim's
@@ -498,38 +498,50 @@ class MasterState {
 
   MasterState(MasterOptions options, master::Clock* clock,
               std::unique_ptr<Store> store);
-  absl::Status Load(Seconds now);  // restart recovery
+  // Restart recovery.
+  absl::Status Load(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Requires mu_ (all below).
   // Also sets placement_.
-  absl::StatusOr<std::unique_ptr<Scheduler>> MakeScheduler();
-  Cluster& cluster();  // the live one, or an empty stand-in
+  absl::StatusOr<std::unique_ptr<Scheduler>> MakeScheduler()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The live one, or an empty stand-in.
+  Cluster& cluster() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes what changed; on success, makes the launches it released
   // durable (they enter their nodes' desired states). Wakes desired-state
   // watchers if any desired state changed.
-  absl::Status Commit();
-  void MarkDirty(JobId id) { dirty_.insert(id); }
-  void AddEvent(JobId id, Seconds t, EventKind kind, std::string detail);
+  absl::Status Commit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MarkDirty(JobId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    dirty_.insert(id);
+  }
+  void AddEvent(JobId id, Seconds t, EventKind kind, std::string detail)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves the stored state of `rec` (LegalJobMove); an illegal move is a
   // bug in the master and stops it (a job that ended must never run again).
   static void MoveJob(JobRecord& rec, JobRecordState to);
-  void SyncRecord(JobRecord& rec, Seconds now);
+  void SyncRecord(JobRecord& rec, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A stored record as reads show it: live counters of a running job, and
   // kStarting for a launch in progress (IsStarting).
-  void LiveView(JobRecord& rec, Seconds now) const;
+  void LiveView(JobRecord& rec, Seconds now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets rec.pending_reason for a waiting job as shown (after LiveView's
   // state): from ExplainWaiting over the scheduler, computed once per pass
   // when first asked (reasons_); for a deferred starting job, which launch
   // holds its GPUs. Clears it for any other state.
-  void FillPendingReason(JobRecord& rec, Seconds now) const;
+  void FillPendingReason(JobRecord& rec, Seconds now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A node as ListNodes shows it (live free GPUs and jobs).
-  v1::Node NodeView(int64_t id, const NodeInfo& info) const;
+  v1::Node NodeView(int64_t id, const NodeInfo& info) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True if `rec` (pending or preempted) has a current launch that is
   // deferred, or active with some part not yet reported RUNNING.
-  bool IsStarting(const JobRecord& rec) const;
+  bool IsStarting(const JobRecord& rec) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Finalize(JobRecord& rec, JobRecordState state, Seconds now,
-                std::optional<int> exit_code, std::string detail);
-  Launch* CurrentLaunch(JobId id);
+                std::optional<int> exit_code, std::string detail)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Launch* CurrentLaunch(JobId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Job dependencies (master_deps.cc). A job waiting for its dependencies
   // is held in the scheduler (Scheduler::Hold, as a user's hold is, so no
@@ -543,15 +555,17 @@ class MasterState {
   // WaitForDependencies: `rec` (waiting, in the scheduler, in records_)
   // starts waiting if it has dependencies; they are checked at the next
   // ResolveDependencies.
-  absl::Status WaitForDependencies(const JobRecord& rec);
+  absl::Status WaitForDependencies(const JobRecord& rec)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Checks the queued dependents: met: released (unless held by a user),
   // with a "dependency" event; never met: out of the scheduler and ended
   // kFailed with an event naming the dependency; else still waiting.
-  void ResolveDependencies(Seconds now);
+  void ResolveDependencies(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How job `id` stands for its dependents: from records_, else the store.
-  DependencyTarget TargetOf(JobId id) const;
+  DependencyTarget TargetOf(JobId id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops `id`'s wait and its entries in dependents_.
-  void StopWaiting(JobId id, const std::vector<JobDependency>& deps);
+  void StopWaiting(JobId id, const std::vector<JobDependency>& deps)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Job arrays' running limits (master_arrays.cc). A job of an array with
   // a limit (JobArraySpec::max_running) holds one of the array's slots
@@ -572,30 +586,37 @@ class MasterState {
   // `rec` (waiting, in the scheduler and records_) joins its array: takes
   // a free slot unless held by a user, else is held in the scheduler.
   // Nothing for a job outside a limited array.
-  absl::Status JoinArraySlots(const JobRecord& rec);
+  absl::Status JoinArraySlots(const JobRecord& rec)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Load: hands out the slots of every limited array among the unfinished
   // `jobs` (running and cancelling ones first, then those that ran, then by
   // id), touching no scheduler state; Load holds the queued ones.
-  void PlanArraySlots(const std::vector<JobRecord>& jobs);
+  void PlanArraySlots(const std::vector<JobRecord>& jobs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `rec` waits for a slot of its array.
-  bool WaitsForArraySlot(const JobRecord& rec) const;
+  bool WaitsForArraySlot(const JobRecord& rec) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `rec` ended (or, with `held`, was held by a user): its slot, if any, is
   // freed for the next RefillArraySlots; an ended job leaves the array.
-  void LeaveArraySlot(const JobRecord& rec, bool held);
-  void RefillArraySlots(Seconds now);
+  void LeaveArraySlot(const JobRecord& rec, bool held)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RefillArraySlots(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Scheduling (master_launch.cc).
-  void StartLaunch(const StartDecision& start, Seconds now);
-  void PreemptLaunch(JobId id, Seconds now);
-  void ReleaseDeferred(Seconds now);
-  bool TryRelease(Launch& launch, Seconds now);
+  void StartLaunch(const StartDecision& start, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PreemptLaunch(JobId id, Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseDeferred(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool TryRelease(Launch& launch, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True while another attempt of the job may still run: a launch with a
   // part that has not ended, a live task of the job reported by an agent,
   // or (after a restart) a node of its last launch not yet heard from.
-  bool EarlierAttemptMayRun(const Launch& launch, Seconds now);
+  bool EarlierAttemptMayRun(const Launch& launch, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Wakes desired-state watchers if the table says a desired state changed
   // (LaunchTable::Touch); Commit calls it once its write is durable.
-  void PublishDesired();
+  void PublishDesired() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Desired state (master_desired.cc). DesiredStateOf: the node's whole
   // desired state, or with `known` (the tasks of `run` at the version the
@@ -605,12 +626,15 @@ class MasterState {
   // tasks sent.
   v1::DesiredState DesiredStateOf(int64_t node_id,
                                   const std::set<TaskKey>* known = nullptr,
-                                  std::set<TaskKey>* keys = nullptr) const;
+                                  std::set<TaskKey>* keys = nullptr) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The answer to node `node_id`'s report naming `held` (0: none): a delta
   // against the version it was last answered with, if that is `held`, else
   // the whole state; records what it answered (Node::told_*).
-  v1::DesiredState AnswerDesired(int64_t node_id, uint64_t held);
-  void FillStartTask(const Launch& launch, int rank, v1::StartTask* start) const;
+  v1::DesiredState AnswerDesired(int64_t node_id, uint64_t held)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FillStartTask(const Launch& launch, int rank, v1::StartTask* start) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Agents (master_agents.cc).
   // One agent report's task statuses, checked: those to apply, and every
@@ -629,188 +653,219 @@ class MasterState {
   template <typename Response>
   CheckedReports CheckReports(
       const google::protobuf::RepeatedPtrField<v1::TaskStatus>& tasks,
-      const NodeRecord& node, Seconds now, Response* resp);
+      const NodeRecord& node, Seconds now, Response* resp)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether rank `rank` of launch (job, attempt) was ever placed on the
   // node called `node`.
-  bool PlacedOn(JobId job, int attempt, int rank, const std::string& node);
+  bool PlacedOn(JobId job, int attempt, int rank, const std::string& node)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies one agent report: each task, then the parts it no longer has
   // (ended without a status: a system stop), then its orphans. Adds the
   // acknowledgements to `resp` (a Register or Heartbeat answer).
   template <typename Response>
   void Reconcile(int64_t node_id, const CheckedReports& reports, Seconds now,
-                 Response* resp);
+                 Response* resp) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleTask(int64_t node_id, const v1::TaskStatus& task, Seconds now,
-                  google::protobuf::RepeatedPtrField<v1::TaskRef>* acks);
-  void OnPartEnded(Launch& launch, const v1::TaskStatus& task, Seconds now);
+                  google::protobuf::RepeatedPtrField<v1::TaskRef>* acks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnPartEnded(Launch& launch, const v1::TaskStatus& task, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A rank of `job` reported its traffic profile: kept if it is the job's
   // first or better (BetterProfile), stored with the job and its
   // signature, and the scheduler's job given the measured skew (Replace,
   // so that its cached placement scheme follows).
-  void OnProfile(Launch& launch, const v1::TrafficProfile& profile,
-                 Seconds now);
+  void OnProfile(Launch& launch, const v1::TrafficProfile& profile, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // PACKLIMIT learning (master_pack_limit.cc). Open: the runs stored, the
   // classifier fitted on them and placement given its PACKLIMIT.
-  absl::Status LoadPlacementRuns();
+  absl::Status LoadPlacementRuns() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether a launch of `rec` placed `spread` (or not) runs profiled.
-  bool WantsProfile(const JobRecord& rec, bool spread) const;
+  bool WantsProfile(const JobRecord& rec, bool spread) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A rank of `launch` reported periodic profile `measured`: if it is the
   // launch's best, the launch's run is (re)recorded, durably.
   void RecordPlacementRun(Launch& launch, const JobProfile& measured,
-                          Seconds now);
+                          Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Refits when new runs came in and pack_limit_refresh passed since the
   // last refit (CheckTimeouts calls it every second).
-  void MaybeRefitPackLimit();
+  void MaybeRefitPackLimit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gives the scheduler a `profiled` placer with the learnt PACKLIMIT, when
   // that is the placement and learning is on.
-  absl::Status ApplyPackLimit();
-  bool LearnsPackLimit() const;
+  absl::Status ApplyPackLimit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool LearnsPackLimit() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A part exited with kStartFailedExitCode before every part ran: the
   // others are stopped and the job waits again, or fails after
   // kMaxFailedStarts such launches in a row.
-  void OnStartFailed(Launch& launch, const v1::TaskStatus& task, Seconds now);
+  void OnStartFailed(Launch& launch, const v1::TaskStatus& task, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Every rank of a gang with a failure has ended: preempts or fails the
   // job (see Launch::first_failure). Erases `launch`.
-  void ClassifyEndedGang(Launch& launch, Seconds now);
+  void ClassifyEndedGang(Launch& launch, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A launch being stopped (preempted, requeued, drained, cancelled,
   // stopped by the system) all of whose tasks had ended on their own
   // before the stop reached them: their end wins. The job ends finished
   // (every task exited 0) or failed (the first non-zero code by rank), the
   // stop's preemption is taken back, and a later attempt decided meanwhile
   // (deferred: nothing of it ran) is dropped. Erases `launch`.
-  void OnOwnEndWhileStopping(Launch& launch, Seconds now);
+  void OnOwnEndWhileStopping(Launch& launch, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a master restart the launches of waiting jobs are forgotten: a
   // node reporting that the last launch of such a job (being preempted or
   // cancelled when the master went down, one rank on that node) ended on
   // its own ends the job with that exit, as OnOwnEndWhileStopping would
   // have. True if it did.
   bool OwnEndAfterRestart(int64_t node_id, const v1::TaskStatus& task,
-                          Seconds now);
+                          Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the unfinished `rec` with its tasks' own exit (`failure`: the
   // first non-zero one, as rank and code), taking back `preempted` (its
   // last stop's preemption), dropping a deferred later attempt and taking
   // it out of the scheduler. `why` ends the event's detail.
-  void EndWithOwnExit(JobRecord& rec, std::optional<std::pair<int, int>> failure,
-                      bool preempted, const std::string& why, Seconds now);
+  void EndWithOwnExit(JobRecord& rec,
+                      std::optional<std::pair<int, int>> failure,
+                      bool preempted, const std::string& why, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A part of an active launch was stopped by the system, not by us (its
   // agent shut down or was fenced, or lost it): the job is preempted at
   // `end`, not failed.
   void OnSystemStop(Launch& launch, int rank, Seconds end, Seconds now,
-                    const std::string& why);
+                    const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The reported end of a preempted launch: its checkpointing time counts.
-  void AccountStop(const Launch& launch);
-  void MaybeMarkRunning(Launch& launch, Seconds now);
-  void AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task,
-                     Seconds now);
-  void LoseNode(int64_t node_id, Seconds now, const std::string& why);
-  void EndAdoptionWindow(Seconds now);
+  void AccountStop(const Launch& launch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeMarkRunning(Launch& launch, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LoseNode(int64_t node_id, Seconds now, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndAdoptionWindow(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Job control (master_jobctl.cc). CancelLocked: CancelJob without the
   // write; `timeout`: the master's stop at the job's time limit (it ends
   // kTimeout). ActLocked: one action on the unfinished job `rec`.
-  absl::StatusOr<JobRecord> CancelLocked(JobId id, Seconds now, bool timeout);
-  JobActionResult ActLocked(JobAction action, JobRecord& rec, Seconds now);
+  absl::StatusOr<JobRecord> CancelLocked(JobId id, Seconds now, bool timeout)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  JobActionResult ActLocked(JobAction action, JobRecord& rec, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops every running job whose executed time reached its time limit
   // (CheckTimeouts calls it every second). O(launches).
-  void EnforceTimeLimits(Seconds now);
+  void EnforceTimeLimits(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A job being cancelled whose last live launch has ended: it ends.
-  void MaybeFinishCancel(JobId job, Seconds now, const std::string& detail);
+  void MaybeFinishCancel(JobId job, Seconds now, const std::string& detail)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Node set changes (master_rebuild.cc). Drained nodes' servers are
   // cordoned in the new Cluster. Jobs running on `evacuate_node` (a drain
   // with preemption; 0: none) are preempted as if they had lost it.
-  absl::Status Rebuild(Seconds now, int64_t evacuate_node = 0);
-  Job JobFromRecord(const JobRecord& rec) const;
+  absl::Status Rebuild(Seconds now, int64_t evacuate_node = 0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Job JobFromRecord(const JobRecord& rec) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Swaps the scheduler's record of job.id() for `job` and marks the job
   // dirty (GPUs in the cluster untouched).
-  absl::Status ReplaceSchedulerJob(const Job& job, Seconds now);
+  absl::Status ReplaceSchedulerJob(const Job& job, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's counters as the scheduler holds them, with its current run
   // restarted at `run_start` (the agents' reported start).
-  Job ShiftRunStart(const Job& old, Seconds run_start) const;
+  Job ShiftRunStart(const Job& old, Seconds run_start) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A waiting job whose last run ended at `end` instead of at last_stop().
-  Job ShiftStop(const Job& old, Seconds end) const;
+  Job ShiftStop(const Job& old, Seconds end) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A running job stopped at `end` (>= its run start): waiting from there,
   // with the run's time counted.
-  Job StopRunAt(const Job& old, Seconds end) const;
+  Job StopRunAt(const Job& old, Seconds end) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A running job put back to waiting at `now` with no executed time for
   // its current run (it never really started).
-  Job UndoRun(const Job& old, Seconds now) const;
+  Job UndoRun(const Job& old, Seconds now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A job the scheduler just stopped whose last run never happened (its
   // launch was deferred and never started): that run's time removed; a job
   // that never ran before is as submitted.
-  Job UndoStoppedRun(const Job& old) const;
+  Job UndoStoppedRun(const Job& old) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   MasterOptions options_;
   master::Clock* clock_;
   std::unique_ptr<Store> store_;
 
-  // Guarded by mu_.
-  std::mutex mu_;
-  std::unique_ptr<Scheduler> scheduler_;
-  std::string placement_;  // the scheme's name (options or policy default)
-  std::optional<PackLimitRuns> pack_runs_;  // set at Open
-  Seconds last_pack_refit_{0};  // monotonic
-  std::unique_ptr<Cluster> cluster_;  // null while no node is up
-  std::unique_ptr<Cluster> empty_cluster_;
-  std::map<int64_t, int> server_of_node_;  // node id -> server index
-  std::vector<int64_t> node_of_server_;
+  // Guarded by mu_ (the annotations say so; scripts/check_thread_safety.sh
+  // checks them).
+  absl::Mutex mu_;
+  std::unique_ptr<Scheduler> scheduler_ ABSL_GUARDED_BY(mu_);
+  // The scheme's name (options or policy default)
+  std::string placement_ ABSL_GUARDED_BY(mu_);
+  std::optional<PackLimitRuns> pack_runs_ ABSL_GUARDED_BY(mu_);  // set at Open
+  Seconds last_pack_refit_ ABSL_GUARDED_BY(mu_){0};              // monotonic
+  // Null while no node is up.
+  std::unique_ptr<Cluster> cluster_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<Cluster> empty_cluster_ ABSL_GUARDED_BY(mu_);
+  // Node id -> server index.
+  std::map<int64_t, int> server_of_node_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> node_of_server_ ABSL_GUARDED_BY(mu_);
   // Launches, their parts and the nodes (launch_table.h): the agent
   // protocol's records, knowing nothing of jobs.
-  LaunchTable table_;
-  std::map<JobId, JobRecord> records_;  // unfinished jobs (and just-ended)
-  std::set<JobId> adopting_;  // running at restart, not yet re-adopted
+  LaunchTable table_ ABSL_GUARDED_BY(mu_);
+  // Unfinished jobs (and just-ended)
+  std::map<JobId, JobRecord> records_ ABSL_GUARDED_BY(mu_);
+  // Running at restart, not yet re-adopted.
+  std::set<JobId> adopting_ ABSL_GUARDED_BY(mu_);
   // Waiting jobs reloaded at a restart, with the nodes of their last launch
   // that have not reported in since: no new launch until they have, or
   // until adopt_deadline_.
-  std::map<JobId, std::set<std::string>> restart_fence_;
+  std::map<JobId, std::set<std::string>> restart_fence_ ABSL_GUARDED_BY(mu_);
   // Jobs whose cancel was requested before a restart while their tasks
   // ran, with the nodes of their last launch not heard from since: they
   // end cancelled once those nodes reported in (or adopt_deadline_ passed)
   // and no node reports a task of theirs (their tasks are orphans: nothing
   // wants them, so their agents stop them).
-  std::map<JobId, std::set<std::string>> cancelling_after_restart_;
-  void FinishRestartCancels(Seconds now);
-  Seconds adopt_deadline_{0};  // monotonic (clock.h)
-  bool adoption_closed_ = false;  // EndAdoptionWindow ran
-  std::set<JobId> dirty_;
-  std::vector<JobEvent> events_;
-  std::vector<LaunchRecord> launch_records_;  // written by the next Commit
+  std::map<JobId, std::set<std::string>> cancelling_after_restart_
+      ABSL_GUARDED_BY(mu_);
+  void FinishRestartCancels(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Seconds adopt_deadline_ ABSL_GUARDED_BY(mu_){0};     // monotonic (clock.h)
+  bool adoption_closed_ ABSL_GUARDED_BY(mu_) = false;  // EndAdoptionWindow ran
+  std::set<JobId> dirty_ ABSL_GUARDED_BY(mu_);
+  std::vector<JobEvent> events_ ABSL_GUARDED_BY(mu_);
+  // Written by the next Commit.
+  std::vector<LaunchRecord> launch_records_ ABSL_GUARDED_BY(mu_);
   // Released since the last successful Commit: durable once it succeeds.
-  std::vector<LaunchKey> undurable_;
+  std::vector<LaunchKey> undurable_ ABSL_GUARDED_BY(mu_);
   // Sessions handed out are above this; it starts at a random point, so
   // that a session of an earlier master life is never taken for a current
   // one.
-  uint64_t last_session_ = 0;
-  bool pass_wanted_ = true;
-  int64_t passes_ = 0;
+  uint64_t last_session_ ABSL_GUARDED_BY(mu_) = 0;
+  bool pass_wanted_ ABSL_GUARDED_BY(mu_) = true;
+  int64_t passes_ ABSL_GUARDED_BY(mu_) = 0;
   // Job dependencies (see WaitForDependencies): the waiting jobs with
   // their last check (the first dependency not met yet), the jobs waited
   // for with the jobs waiting for them, and the waiting jobs to check
   // again at the next ResolveDependencies.
-  std::map<JobId, DependencyCheck> dependency_waits_;
-  std::map<JobId, std::set<JobId>> dependents_;
-  std::set<JobId> dependency_checks_;
+  std::map<JobId, DependencyCheck> dependency_waits_ ABSL_GUARDED_BY(mu_);
+  std::map<JobId, std::set<JobId>> dependents_ ABSL_GUARDED_BY(mu_);
+  std::set<JobId> dependency_checks_ ABSL_GUARDED_BY(mu_);
   // Limited arrays with unfinished jobs, by array id, and those where a
   // slot was freed (or a job let go) since the last RefillArraySlots.
-  std::map<JobId, ArraySlots> array_slots_;
-  std::set<JobId> array_refills_;
+  std::map<JobId, ArraySlots> array_slots_ ABSL_GUARDED_BY(mu_);
+  std::set<JobId> array_refills_ ABSL_GUARDED_BY(mu_);
   // Pending reasons by job as of pass reasons_pass_ (-1: none): a cache
   // of reads, filled by FillPendingReason, reset by Rebuild.
-  mutable std::map<JobId, PendingReason> reasons_;
-  mutable int64_t reasons_pass_ = -1;
-  double pass_seconds_ = 0;
+  mutable std::map<JobId, PendingReason> reasons_ ABSL_GUARDED_BY(mu_);
+  mutable int64_t reasons_pass_ ABSL_GUARDED_BY(mu_) = -1;
+  double pass_seconds_ ABSL_GUARDED_BY(mu_) = 0;
   // For metrics: jobs ever accepted, and over ended jobs only the count by
   // final state and the summed preemptions and promotions (loaded at Open,
   // kept by SubmitJob and Commit).
-  JobTotals ended_;
+  JobTotals ended_ ABSL_GUARDED_BY(mu_);
 
   // Guarded by auth_mu_ (a leaf: never held while taking mu_).
-  std::mutex auth_mu_;
-  std::map<int64_t, TokenRecord> tokens_;
-  AuditRateLimit audit_limit_{kAuditRefusalsPerSecond};
+  absl::Mutex auth_mu_;
+  std::map<int64_t, TokenRecord> tokens_ ABSL_GUARDED_BY(auth_mu_);
+  AuditRateLimit audit_limit_ ABSL_GUARDED_BY(auth_mu_){
+      kAuditRefusalsPerSecond};
   // Writes `records` to the store and stderr (no lock held).
   void WriteAudit(const std::vector<AuditRecord>& records);
-  absl::Status LoadTokens();
+  absl::Status LoadTokens();  // takes auth_mu_
 
   // Watchers of desired states (WatchDesiredState) and of events
   // (WatchEvents): bumped inside mu_, waited on outside it.
@@ -909,8 +964,10 @@ class MasterState {
     // nothing.
     std::vector<NewJob>* bulk = nullptr;  // moved from by the leader
     absl::StatusOr<BulkSubmitResult> bulk_result;
+    // Written and read under submit_mu_ (not annotated: the lock is the
+    // MasterState's, not the writer's).
     bool done = false;
-    std::condition_variable cv;  // signalled under submit_mu_
+    SteadyCondVar cv;  // signalled under submit_mu_
   };
   // Queues `self` and waits until a leader wrote it, or leads: writes the
   // writers at the queue's front (a bulk one alone) and wakes them.
@@ -923,13 +980,15 @@ class MasterState {
                                            std::string_view request_id);
   // Puts a job the store just created into memory and the scheduler.
   // Requires mu_.
-  absl::Status AdmitLocked(NewJob job, const CreatedJob& created, Seconds now);
+  absl::Status AdmitLocked(NewJob job, const CreatedJob& created, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A job a retried request id named (`created.existing`) that the store
   // holds unfinished but memory does not: its first submission committed
   // and was answered with an error (an acknowledgement lost after the
   // commit). Admits it as stored; does nothing for any other job. Requires
   // mu_; reads the store only for an existing job not in memory.
-  absl::Status AdmitIfLostLocked(NewJob job, const CreatedJob& created);
+  absl::Status AdmitIfLostLocked(NewJob job, const CreatedJob& created)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // InvalidArgument if the up nodes have fewer GPUs than `spec` asks for.
   // Takes mu_.
   absl::Status CheckFitsCluster(const JobRequest& spec);
@@ -939,14 +998,14 @@ class MasterState {
   void WriteSubmitBatch(const std::vector<SubmitWriter*>& batch);
   // After admitting new jobs (requires mu_): checks those with
   // dependencies and writes what that changed.
-  void CommitDependencies();
+  void CommitDependencies() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ListJobsPage for kStarting: from the launches in memory.
   JobPage ListStartingJobs(const JobListQuery& query);
 
   // Never held together with mu_ (the leader takes them in turn).
-  std::mutex submit_mu_;
-  std::deque<SubmitWriter*> submit_queue_;  // guarded by submit_mu_
-  SubmitStats submit_stats_;                // guarded by submit_mu_
+  absl::Mutex submit_mu_;
+  std::deque<SubmitWriter*> submit_queue_ ABSL_GUARDED_BY(submit_mu_);
+  SubmitStats submit_stats_ ABSL_GUARDED_BY(submit_mu_);
 };
 
 }  // namespace tiresias

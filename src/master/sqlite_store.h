@@ -136,13 +136,10 @@ class SqliteStore final : public Store {
   // The profile stored for `signature`, if any.
   absl::StatusOr<std::optional<JobProfile>> ProfileBySignatureLocked(
       const std::string& signature) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<JobId> InsertJobLocked(const NewJob& job,
-                                        const std::string& command,
-                                        const std::string& env,
-                                        Seconds submit_time,
-                                        const std::optional<JobProfile>& profile,
-                                        JobId array_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<JobId> InsertJobLocked(
+      const NewJob& job, const std::string& command, const std::string& env,
+      Seconds submit_time, const std::optional<JobProfile>& profile,
+      JobId array_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CommitLocked(SqliteTransaction& txn)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads the cluster id from `meta`, making one first if there is none.

@@ -83,10 +83,12 @@ class Chaos:
             else:
                 self.c.kill_agent(name)
                 AGENT_KILLS.append((time.time(), name))
+            TIMELINE.append((time.time(), "SIGKILL", name))
             self.state[name] = "dead"
             self.due.append((now + self.rng.uniform(0.2, 3.0), "start", name))
         else:
             os.kill(self.pid(name), signal.SIGSTOP)
+            TIMELINE.append((time.time(), "SIGSTOP", name))
             self.state[name] = "stopped"
             # Agents: sometimes past the node timeout (fenced, declared
             # lost); the master too: past the lease (every agent fences)
@@ -104,6 +106,7 @@ class Chaos:
             if when > now and not everything:
                 continue
             self.due.remove(item)
+            TIMELINE.append((time.time(), what, name))
             if what == "cont":
                 os.kill(self.pid(name), signal.SIGCONT)
             elif name == "master":
@@ -144,7 +147,9 @@ def cancel(cluster, rng, jobs):
 def requeue(cluster, rng, jobs):
     if not jobs:
         return
-    cluster.cli_raw_timeout(6, "requeue", rng.choice(sorted(jobs)))
+    job_id = rng.choice(sorted(jobs))
+    TIMELINE.append((time.time(), "requeue", "job " + job_id))
+    cluster.cli_raw_timeout(6, "requeue", job_id)
 
 
 # Events that say a launch was lost with its node, so that its task's own
@@ -159,6 +164,14 @@ LOST_WORDS = ("node_down", "not re-adopted")
 # issue's note), so such ends are not judged here.
 AGENT_KILLS = []
 KILL_WINDOW = 5.0  # s
+# (time, what, target) of every chaos action, for the report of a problem.
+TIMELINE = []
+
+
+def around(when, span=10.0):
+    """The chaos actions within `span` seconds of `when`, as text."""
+    return ", ".join("%+.1f s %s %s" % (t - when, what, name)
+                     for t, what, name in TIMELINE if abs(t - when) <= span)
 
 
 def killed_near(node, when):
@@ -185,11 +198,12 @@ def ran_again_after_own_end(cluster, tasks, jobs):
         if any(w in kind or w in detail for kind, detail in evs
                for w in LOST_WORDS):
             continue
+        end = [t for t in own if t["attempt"] == first][0]
         problems.append(
-            "job %s: attempt %d ended on its own (exit %d) and attempts %s "
-            "ran after it; events %s" %
-            (job_id, first, [t["code"] for t in own if t["attempt"] == first][0],
-             later, evs))
+            "job %s: attempt %d ended on its own (exit %d, on %s at %.3f) and "
+            "attempts %s ran after it; events %s; chaos around its end: %s" %
+            (job_id, first, end["code"], end["node"], end["last"], later, evs,
+             around(end["last"]) or "none"))
     return problems
 
 

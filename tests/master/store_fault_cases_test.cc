@@ -71,6 +71,35 @@ TEST_F(FaultFixture, NoStartReachesAnAgentWhileJobWritesFail) {
             std::vector<std::string>{"n1"});
 }
 
+// A job ended (every task exited 0) by a heartbeat whose write failed: its
+// end is kept in memory for the next write and not acknowledged. A cancel
+// meanwhile is refused, not applied to the ended record: before, the
+// master moved the ended job to cancelled (and, with the job state machine,
+// would have stopped on the illegal move). Found by review of issue 22.
+TEST_F(FaultFixture, ACancelOfAJobWhoseEndIsNotWrittenYetIsRefused) {
+  OpenWithFaults();
+  const int64_t n1 = Register("n1", 1);
+  const JobId id = Submit(Spec(1));
+  Pass();
+  Beat(n1, {Task(id, 1, 0, v1::TASK_STATE_RUNNING, {0}, std::nullopt, 1000.0)});
+  clock_.Advance(Seconds{5});
+  v1::TaskStatus done = Task(id, 1, 0, v1::TASK_STATE_EXITED, {0}, 0, 1000.0);
+  done.set_end_time(1004.0);
+  faults_->FailEvery(StoreWriteKind::kWrite);
+  auto beat = master_->Heartbeat(BeatRequest(n1, {done}));
+  EXPECT_EQ(beat.status().code(), absl::StatusCode::kResourceExhausted);
+  auto cancel = master_->CancelJob(id);
+  EXPECT_EQ(cancel.status().code(), absl::StatusCode::kFailedPrecondition)
+      << cancel.status();
+  EXPECT_EQ(store_->inner().GetJob(id)->state, JobRecordState::kRunning);
+  faults_->Heal();
+  // Reported again: acknowledged now, and the job ended finished, once.
+  const v1::HeartbeatResponse again = Beat(n1, {done});
+  ASSERT_EQ(again.acknowledged_size(), 1);
+  EXPECT_EQ(Get(id).state, JobRecordState::kFinished);
+  EXPECT_EQ(store_->inner().GetJob(id)->state, JobRecordState::kFinished);
+}
+
 // A submission whose commit reached the disk but whose acknowledgement was
 // lost: the client retries with its request id and gets the stored job,
 // which then runs like any other (without a master restart).

@@ -462,69 +462,6 @@ TEST_F(AgentProtocolTest, DesiredStateVersionGrowsWithItsContent) {
             absl::StatusCode::kNotFound);
 }
 
-// Heartbeat answers carry only what changed since the version the agent
-// names (HeartbeatRequest.desired_version), when that is the version it was
-// last answered with; otherwise (none named, or a gap) the whole state.
-TEST_F(AgentProtocolTest, HeartbeatAnswersAreDeltasAgainstTheVersionHeld) {
-  Open();
-  v1::RegisterResponse reg;
-  const int64_t node = Register("n1", 2, {}, &reg);
-  EXPECT_FALSE(reg.desired().delta());
-  const JobId a = Submit(Spec(1));
-  Pass();
-  // Named nothing: whole.
-  v1::HeartbeatResponse whole = Beat(node);
-  ASSERT_EQ(whole.desired().run_size(), 1);
-  EXPECT_FALSE(whole.desired().delta());
-  const uint64_t va = whole.desired().version();
-  auto beat_holding = [&](uint64_t held,
-                          std::vector<v1::TaskStatus> tasks) {
-    v1::HeartbeatRequest req = BeatRequest(node, tasks);
-    req.set_desired_version(held);
-    auto resp = master_->Heartbeat(req);
-    EXPECT_TRUE(resp.ok()) << resp.status();
-    return resp.ok() ? resp->desired() : v1::DesiredState();
-  };
-  const v1::TaskStatus a_runs = Task(a, 1, 0, TASK_STATE_RUNNING, {0}, {},
-                                     1000.0);
-  // Nothing changed since va: an empty delta (no command, no env again).
-  v1::DesiredState same = beat_holding(va, {a_runs});
-  EXPECT_TRUE(same.delta());
-  EXPECT_EQ(same.base_version(), va);
-  EXPECT_EQ(same.version(), va);
-  EXPECT_EQ(same.run_size(), 0);
-  EXPECT_EQ(same.removed_size(), 0);
-  EXPECT_LT(same.ByteSizeLong(), whole.desired().ByteSizeLong());
-  // A second job placed there: only it is sent.
-  const JobId b = Submit(Spec(1));
-  Pass();
-  v1::DesiredState added = beat_holding(va, {a_runs});
-  EXPECT_TRUE(added.delta());
-  EXPECT_GT(added.version(), va);
-  ASSERT_EQ(added.run_size(), 1);
-  EXPECT_EQ(added.run(0).task().job_id(), b);
-  EXPECT_FALSE(added.run(0).command().empty());
-  // Job a ends: it is removed, b is not sent again.
-  v1::TaskStatus a_done = a_runs;
-  a_done.set_state(TASK_STATE_EXITED);
-  a_done.set_exit_code(0);
-  a_done.set_end_time(1001.0);
-  const v1::TaskStatus b_runs = Task(b, 1, 0, TASK_STATE_RUNNING, {1}, {},
-                                     1000.5);
-  v1::DesiredState ended = beat_holding(added.version(), {a_done, b_runs});
-  EXPECT_TRUE(ended.delta());
-  EXPECT_EQ(ended.run_size(), 0);
-  ASSERT_EQ(ended.removed_size(), 1);
-  EXPECT_EQ(ended.removed(0).job_id(), a);
-  EXPECT_EQ(Get(a).state, JobRecordState::kFinished);
-  // An agent that lost that answer still names the version before it: a
-  // gap, so the whole state (only b).
-  v1::DesiredState gap = beat_holding(added.version(), {b_runs});
-  EXPECT_FALSE(gap.delta());
-  ASSERT_EQ(gap.run_size(), 1);
-  EXPECT_EQ(gap.run(0).task().job_id(), b);
-}
-
 // From the review of this protocol: each of these failed before its fix.
 
 // A report that waited at the master after its agent gave up on it (a

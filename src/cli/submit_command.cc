@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "api/api_json.h"
+#include "api/job_spec.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/env_export.h"
@@ -163,33 +164,7 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
 
 v1::SubmitJobRequest ToRequest(const JobRequest& spec) {
   v1::SubmitJobRequest req;
-  v1::JobSpec& out = *req.mutable_spec();
-  out.set_name(spec.name);
-  out.set_user(spec.user);
-  out.set_gpus(spec.num_gpus);
-  for (const std::string& arg : spec.command) out.add_command(arg);
-  for (const auto& [key, value] : spec.env) {
-    v1::EnvVar* var = out.add_env();
-    var->set_key(key);
-    var->set_value(value);
-  }
-  out.set_checkpoint_dir(spec.checkpoint_dir);
-  out.set_model(spec.model);
-  out.set_workdir(spec.workdir);
-  out.set_output(spec.output);
-  out.set_error(spec.error);
-  out.set_time_limit_seconds(spec.time_limit.count());
-  out.set_no_preempt(spec.no_preempt);
-  out.set_hold(spec.hold);
-  for (const JobDependency& dep : spec.dependencies) {
-    v1::JobDependency* d = out.add_dependencies();
-    d->set_kind(static_cast<v1::DependencyKind>(dep.kind));
-    d->set_job_id(dep.job_id);
-  }
-  if (!spec.array.empty()) {
-    out.mutable_array()->set_indices(spec.array.indices);
-    out.mutable_array()->set_max_running(spec.array.max_running);
-  }
+  JobSpecToProto(spec, req.mutable_spec());  // the master's own conversion
   req.set_request_id(NewRequestId());
   return req;
 }

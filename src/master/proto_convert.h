@@ -6,6 +6,7 @@
 #define TIRESIAS_MASTER_PROTO_CONVERT_H_
 
 #include "absl/status/statusor.h"
+#include "api/job_spec.h"  // JobSpecToProto, JobSpecFromProto
 #include "master/job_record.h"
 #include "proto/tiresias.pb.h"
 
@@ -17,12 +18,6 @@ absl::StatusOr<JobRecordState> JobStateFromProto(v1::JobState state);
 
 v1::NodeState NodeStateToProto(NodeState state);
 absl::StatusOr<NodeState> NodeStateFromProto(v1::NodeState state);
-
-void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out);
-// Copies the fields as they are (env in name order; of a name given twice,
-// the last value); validating them (ValidateJobRequest) is the caller's
-// business.
-JobRequest JobSpecFromProto(const v1::JobSpec& spec);
 
 void JobEventToProto(const JobEvent& event, v1::JobEvent* out);
 JobEvent JobEventFromProto(const v1::JobEvent& event);

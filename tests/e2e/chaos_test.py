@@ -168,6 +168,26 @@ KILL_WINDOW = 5.0  # s
 TIMELINE = []
 
 
+def lost_near(node, when):
+    """Whether `node`'s agent was silent (frozen or dead) for a node timeout
+    around `when`: the master then declared the node lost, and a task end
+    it had not reported yet could not reach the master before its launch was
+    counted lost (a known limit: see the issue notes). A launch being
+    stopped when its node is lost gets no node_down event, so the events
+    alone cannot tell."""
+    began = {}
+    for t, what, name in TIMELINE:
+        if name != node:
+            continue
+        if what in ("SIGSTOP", "SIGKILL"):
+            began.setdefault(node, t)
+        elif what in ("cont", "start") and node in began:
+            t0 = began.pop(node)
+            if t - t0 >= NODE_TIMEOUT - 0.5 and t0 - 1.0 <= when <= t:
+                return True
+    return False
+
+
 def around(when, span=10.0):
     """The chaos actions within `span` seconds of `when`, as text."""
     return ", ".join("%+.1f s %s %s" % (t - when, what, name)
@@ -187,7 +207,8 @@ def ran_again_after_own_end(cluster, tasks, jobs):
         by_job[t["job"]].append(t)
     for job_id, ts in sorted(by_job.items(), key=lambda kv: int(kv[0])):
         own = [t for t in ts if t["code"] is not None and t["code"] != 143
-               and not killed_near(t["node"], t["last"])]
+               and not killed_near(t["node"], t["last"])
+               and not lost_near(t["node"], t["last"])]
         if not own:
             continue
         first = min(t["attempt"] for t in own)

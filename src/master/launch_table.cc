@@ -472,34 +472,6 @@ bool LaunchTable::IsSystemStop(const v1::TaskStatus& task) {
          (task.state() == v1::TASK_STATE_EXITED && !task.has_exit_code());
 }
 
-std::string_view LaunchTable::EndKindName(EndKind kind) {
-  switch (kind) {
-    case EndKind::kGangWaits:
-      return "gang_waits";
-    case EndKind::kGangDecided:
-      return "gang_decided";
-    case EndKind::kOwnEndWhileStopping:
-      return "own_end_while_stopping";
-    case EndKind::kStopEnded:
-      return "stop_ended";
-    case EndKind::kStopWaits:
-      return "stop_waits";
-    case EndKind::kFinished:
-      return "finished";
-    case EndKind::kFinishWaits:
-      return "finish_waits";
-    case EndKind::kStartFailed:
-      return "start_failed";
-    case EndKind::kSystemStop:
-      return "system_stop";
-    case EndKind::kRankFailed:
-      return "rank_failed";
-    case EndKind::kFailed:
-      return "failed";
-  }
-  return "?";
-}
-
 LaunchTable::EndKind LaunchTable::ClassifyEnd(Launch& launch,
                                               const v1::TaskStatus& task,
                                               bool job_open, bool adopting) {

@@ -182,11 +182,7 @@ class LaunchTable {
   // too), in launch order: O(parts there), not O(launches). A part's node
   // is set only by Add and PlacePart, which keep this index.
   const std::set<std::pair<LaunchKey, int>>& PartsOn(int64_t node_id) const;
-  // Visits every launch; `visit` may not add or erase launches.
-  template <typename F>
-  void ForEachLaunch(F&& visit) {
-    for (auto& [key, launch] : launches_) visit(launch);
-  }
+  // Visits every launch of `job`; `visit` may not add or erase launches.
   template <typename F>
   void ForEachLaunchOf(JobId job, F&& visit) {
     for (auto it = launches_.lower_bound({job, 0});
@@ -287,7 +283,6 @@ class LaunchTable {
     kRankFailed,           // a non-zero exit while other ranks still run
     kFailed,               // a non-zero exit, every part ended
   };
-  static std::string_view EndKindName(EndKind kind);
   // Also marks the launch system-stopped when this end was a system stop.
   static EndKind ClassifyEnd(Launch& launch, const v1::TaskStatus& task,
                              bool job_open, bool adopting);

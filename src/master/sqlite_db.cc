@@ -39,6 +39,16 @@ SqliteQuery& SqliteQuery::Bind(int index, std::string_view value) {
   return *this;
 }
 
+SqliteQuery& SqliteQuery::BindBlob(int index, std::string_view bytes) {
+  // A null pointer would bind NULL: an empty blob needs one that is not.
+  static constexpr char kEmpty[] = "";
+  int rc =
+      sqlite3_bind_blob64(stmt_, index, bytes.data() ? bytes.data() : kEmpty,
+                          bytes.size(), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK && bind_error_ == 0) bind_error_ = rc;
+  return *this;
+}
+
 SqliteQuery& SqliteQuery::BindNull(int index) {
   int rc = sqlite3_bind_null(stmt_, index);
   if (rc != SQLITE_OK && bind_error_ == 0) bind_error_ = rc;
@@ -82,6 +92,13 @@ std::string SqliteQuery::Text(int column) const {
   int size = sqlite3_column_bytes(stmt_, column);
   if (text == nullptr) return "";
   return std::string(reinterpret_cast<const char*>(text), size);
+}
+
+std::string SqliteQuery::Blob(int column) const {
+  const void* bytes = sqlite3_column_blob(stmt_, column);
+  int size = sqlite3_column_bytes(stmt_, column);
+  if (bytes == nullptr) return "";
+  return std::string(static_cast<const char*>(bytes), size);
 }
 
 int SqliteQuery::Type(int column) const {

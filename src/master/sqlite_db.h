@@ -42,6 +42,8 @@ class SqliteQuery {
   SqliteQuery& Bind(int index, double value);
   SqliteQuery& Bind(int index, std::string_view value);
   SqliteQuery& BindNull(int index);
+  // Binds bytes as a BLOB (never NULL, also when empty).
+  SqliteQuery& BindBlob(int index, std::string_view bytes);
   template <typename T>
   SqliteQuery& Bind(int index, const std::optional<T>& value) {
     return value ? Bind(index, *value) : BindNull(index);
@@ -56,6 +58,8 @@ class SqliteQuery {
   int64_t Int(int column) const;
   double Double(int column) const;
   std::string Text(int column) const;
+  // The bytes of a BLOB (or TEXT) column; "" for NULL.
+  std::string Blob(int column) const;
   // The SQLite type name of a column in the current row ("integer", "real",
   // "text", "blob", "null"), for error messages.
   const char* TypeName(int column) const;

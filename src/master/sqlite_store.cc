@@ -192,6 +192,7 @@ absl::Status SqliteStore::Migrate(int from_version) {
   if (from_version == kSchemaVersion) return absl::OkStatus();
   for (int v = from_version; v < kSchemaVersion; ++v) {
     absl::Status status = db_->Exec(store_internal::kMigrations[v - 1]);
+    if (status.ok()) status = store_internal::MigrateInCode(*db_, v + 1);
     if (!status.ok()) {
       return absl::Status(
           status.code(), absl::StrCat("upgrading schema version ", v, " to ",

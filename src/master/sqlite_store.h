@@ -46,9 +46,9 @@ class SqliteStore final : public Store {
   // workdir, output and error, 8 -> 9 job control: time limit, no-preempt,
   // held, 9 -> 10 nodes.drained and drain_reason, 10 -> 11 the jobs'
   // dependencies, 11 -> 12 the cluster_history table, 12 -> 13 job arrays,
-  // 13 -> 14 request ids unique per user: see store_rows.h) and refuses
-  // newer ones.
-  static constexpr int kSchemaVersion = 14;
+  // 13 -> 14 request ids unique per user, 14 -> 15 a job's spec in one
+  // column: see store_rows.h) and refuses newer ones.
+  static constexpr int kSchemaVersion = 15;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the
@@ -137,9 +137,9 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::optional<JobProfile>> ProfileBySignatureLocked(
       const std::string& signature) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<JobId> InsertJobLocked(
-      const NewJob& job, const std::string& command, const std::string& env,
-      Seconds submit_time, const std::optional<JobProfile>& profile,
-      JobId array_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      const NewJob& job, Seconds submit_time,
+      const std::optional<JobProfile>& profile, JobId array_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CommitLocked(SqliteTransaction& txn)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads the cluster id from `meta`, making one first if there is none.

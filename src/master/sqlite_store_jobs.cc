@@ -54,29 +54,13 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
     return absl::InvalidArgumentError(absl::StrCat(
         "submit_time: expected a finite number, got ", submit_time.count()));
   }
-  // Each job's outcome; a refused one is skipped by the transaction.
+  // Each job's outcome, in order.
   std::vector<absl::StatusOr<CreatedJob>> out(jobs.size(), CreatedJob{});
-  // The JSON columns, encoded before the transaction; a job whose strings
-  // cannot be is refused alone.
-  std::vector<std::pair<std::string, std::string>> encoded(jobs.size());
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    absl::StatusOr<std::string> command =
-        store_internal::EncodeStrings(jobs[i].spec.command, "command");
-    absl::StatusOr<std::string> env =
-        store_internal::EncodeEnv(jobs[i].spec.env);
-    if (!command.ok() || !env.ok()) {
-      out[i] = !command.ok() ? command.status() : env.status();
-      if (all_or_nothing) return refuse_all(i, out[i].status());
-      continue;
-    }
-    encoded[i] = {std::move(*command), std::move(*env)};
-  }
 
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   JobId array_id = 0;  // of the array the jobs being written belong to
   for (size_t i = 0; i < jobs.size(); ++i) {
-    if (!out[i].ok()) continue;
     const NewJob& job = jobs[i];
     if (job.starts_array) array_id = 0;
     if (!job.request_id.empty()) {
@@ -101,10 +85,8 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
     }
     ASSIGN_OR_RETURN(std::optional<JobProfile> profile,
                      ProfileBySignatureLocked(JobSignature(job.spec)));
-    ASSIGN_OR_RETURN(JobId id,
-                     InsertJobLocked(job, encoded[i].first, encoded[i].second,
-                                     submit_time, profile,
-                                     job.array_index ? array_id : 0));
+    ASSIGN_OR_RETURN(JobId id, InsertJobLocked(job, submit_time, profile,
+                                               job.array_index ? array_id : 0));
     if (job.starts_array) array_id = id;
     out[i] = CreatedJob{id, false, profile};
     if (job.array_index) out[i]->array_id = array_id;
@@ -114,19 +96,17 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
 }
 
 absl::StatusOr<JobId> SqliteStore::InsertJobLocked(
-    const NewJob& job, const std::string& command, const std::string& env,
-    Seconds submit_time, const std::optional<JobProfile>& profile,
-    JobId array_id) {
+    const NewJob& job, Seconds submit_time,
+    const std::optional<JobProfile>& profile, JobId array_id) {
   const JobRequest& spec = job.spec;
   {
     ASSIGN_OR_RETURN(
         SqliteQuery insert,
         db_->Prepare(absl::StrCat(
             "INSERT INTO jobs (", kJobColumns,
-            ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, 0, 0, "
-            "0, ?8, NULL, NULL, ?8, 0, 0, 0, 0, '[]', NULL, 0, ?9, 0, ?10, "
-            "?11, ?12, ?13, ?14, ?15, ?16, ?16, 0, ?17, ?18, ?19, ?20, "
-            "?21)")));
+            ") VALUES (NULL, ?1, ?2, ?3, ?4, 'pending', 0, 0, 0, 0, ?5, "
+            "NULL, NULL, ?5, 0, 0, 0, 0, '[]', NULL, 0, ?6, 0, ?7, ?8, 0, ?9, "
+            "?10)")));
     std::optional<std::string_view> request_id;
     if (!job.request_id.empty()) request_id = job.request_id;
     std::optional<std::string> profile_json;
@@ -134,24 +114,13 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(
     insert.Bind(1, spec.name)
         .Bind(2, spec.user)
         .Bind(3, int64_t{spec.num_gpus})
-        .Bind(4, command)
-        .Bind(5, env)
-        .Bind(6, spec.checkpoint_dir)
-        .Bind(7, spec.model)
-        .Bind(8, submit_time.count())
-        .Bind(9, request_id)
-        .Bind(10, profile_json)
-        .Bind(11, spec.workdir)
-        .Bind(12, spec.output)
-        .Bind(13, spec.error)
-        .Bind(14, spec.time_limit.count())
-        .Bind(15, int64_t{spec.no_preempt ? 1 : 0})
-        .Bind(16, int64_t{spec.hold ? 1 : 0})
-        .Bind(17, store_internal::EncodeDependencies(spec.dependencies))
-        .Bind(18, spec.array.indices)
-        .Bind(19, int64_t{spec.array.max_running})
-        .Bind(20, int64_t{array_id})
-        .Bind(21, int64_t{job.array_index.value_or(0)});
+        .BindBlob(4, store_internal::EncodeSpec(spec))
+        .Bind(5, submit_time.count())
+        .Bind(6, request_id)
+        .Bind(7, profile_json)
+        .Bind(8, int64_t{spec.hold ? 1 : 0})
+        .Bind(9, int64_t{array_id})
+        .Bind(10, int64_t{job.array_index.value_or(0)});
     absl::Status status = insert.Run();
     if (insert.last_error_code() == SQLITE_CONSTRAINT_UNIQUE) {
       // FindByRequestId looked first under the same lock: only a hand edit

@@ -72,7 +72,6 @@ struct StoreWrite {
   std::vector<LaunchRecord> launches;
 };
 
-// One job for Store::CreateJobs.
 // A launch's measured speed (Store::AddPlacementRun).
 struct PlacementRunRecord {
   JobId job = 0;
@@ -81,6 +80,7 @@ struct PlacementRunRecord {
   PlacementRun run;
 };
 
+// One job for Store::CreateJobs.
 struct NewJob {
   JobRequest spec;
   // The client's idempotency key (SubmitJobRequest.request_id); empty:
@@ -145,16 +145,15 @@ class Store {
   // order. Request ids are scoped to the job's user (spec.user): a job
   // whose request_id names a stored job of the same user (or one earlier
   // in the batch) is not written again: with the same spec it gets that job's
-  // id and `existing`; with another spec, AlreadyExists naming that job. A job
-  // that cannot be stored (a string that is not UTF-8) gets InvalidArgument
-  // alone. The outer status fails (and nothing is written) when the
-  // transaction does, or for a non-finite `submit_time`. Specs are stored
-  // as given; the caller validates them.
+  // id and `existing`; with another spec, AlreadyExists naming that job
+  // (refused alone). The outer status fails (and nothing is written) when
+  // the transaction does, or for a non-finite `submit_time`. Specs are
+  // stored as given, their strings as bytes; the caller validates them.
   virtual absl::StatusOr<std::vector<absl::StatusOr<CreatedJob>>> CreateJobs(
       const std::vector<NewJob>& jobs, Seconds submit_time) = 0;
 
   // CreateJobs, all or nothing (SubmitJobs): if any job cannot be stored
-  // (AlreadyExists, InvalidArgument as above), nothing is written and the
+  // (AlreadyExists as above), nothing is written and the
   // error is that job's, its message starting "jobs[I]: " (I its index in
   // `jobs`). Otherwise what became of each job, in order.
   virtual absl::StatusOr<std::vector<CreatedJob>> CreateJobsAllOrNothing(

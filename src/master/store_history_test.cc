@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "master/cluster_history.h"
+#include "master/old_state_file.h"
 #include "master/sqlite_store.h"
 #include "master/test_dir.h"
 
@@ -138,22 +139,7 @@ TEST(StoreHistoryTest, ThinSamplesKeepsEveryKthAndTheNewest) {
 TEST(StoreHistoryTest, UpgradeAddsAnEmptyHistoryTable) {
   TestDir dir;
   const std::string path = dir.File("state.db");
-  {
-    auto store = SqliteStore::Open(path);
-    ASSERT_TRUE(store.ok()) << store.status();
-  }
-  // Back to version 11, the one before the table, as that build wrote it
-  // (without version 13's job-array columns either, and with version 4's
-  // request-id index, not version 14's per-user one).
-  RawSql(path,
-         "DROP TABLE cluster_history; DROP INDEX jobs_by_array;"
-         "DROP INDEX jobs_by_user_request_id;"
-         "CREATE UNIQUE INDEX jobs_by_request_id ON jobs (request_id);"
-         "ALTER TABLE jobs DROP COLUMN array_indices;"
-         "ALTER TABLE jobs DROP COLUMN array_max_running;"
-         "ALTER TABLE jobs DROP COLUMN array_id;"
-         "ALTER TABLE jobs DROP COLUMN array_index;"
-         "UPDATE meta SET value = '11' WHERE key = 'schema_version'");
+  master_testing::WriteOldStateFile(path, 11);
   {
     auto store = SqliteStore::Open(path);
     ASSERT_TRUE(store.ok()) << store.status();

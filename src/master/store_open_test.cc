@@ -242,14 +242,19 @@ TEST(SqliteStoreOpenTest, MalformedRowsGetErrorsNamingTheColumn) {
                   ": job 1: column 'state': \"starting\" is shown, never "
                   "stored");
   }
-  RawSql(path,
-         "UPDATE jobs SET state = 'pending', command = '{\"not\": \"a list\"}'");
+  RawSql(path, "UPDATE jobs SET state = 'pending', spec = x'ff'");
   {
     auto store = SqliteStore::Open(path);
     EXPECT_EQ((*store)->GetJob(1).status().message(),
-              path + ": job 1: column 'command': not a JSON array");
+              path + ": job 1: column 'spec': not a serialized JobSpec");
   }
-  RawSql(path, "UPDATE jobs SET command = '[]', queue = 'high'");
+  RawSql(path, "UPDATE jobs SET spec = '[\"train\"]'");
+  {
+    auto store = SqliteStore::Open(path);
+    EXPECT_EQ((*store)->GetJob(1).status().message(),
+              path + ": job 1: column 'spec': unexpected text value");
+  }
+  RawSql(path, "UPDATE jobs SET spec = x'', queue = 'high'");
   {
     auto store = SqliteStore::Open(path);
     EXPECT_EQ((*store)->GetJob(1).status().message(),

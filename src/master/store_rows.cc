@@ -6,7 +6,11 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "api/job_spec.h"
+#include "core/dependency.h"
+#include "core/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "proto/tiresias.pb.h"
 
 namespace tiresias::store_internal {
 namespace {
@@ -105,6 +109,28 @@ class RowReader {
     }
     return deps;
   }
+  // A JobSpec's protobuf bytes (EncodeSpec), whole but for the name, user
+  // and GPU count, which the caller reads from their own columns.
+  JobRequest Spec(int column, absl::string_view name) {
+    v1::JobSpec proto;
+    if (row_.Type(column) != SQLITE_BLOB) {
+      Fail(column, name);
+      return {};
+    }
+    if (!proto.ParseFromString(row_.Blob(column))) {
+      Fail(column, name, "not a serialized JobSpec");
+      return {};
+    }
+    for (const v1::JobDependency& dep : proto.dependencies()) {
+      if (!IsDependencyKind(dep.kind()) || dep.job_id() <= 0) {
+        Fail(column, name,
+             absl::StrCat("dependency kind ", dep.kind(), " on job ",
+                          dep.job_id(), ": not a dependency"));
+        return {};
+      }
+    }
+    return JobSpecFromProto(proto);
+  }
   // A parsed enum value, or its parse error attributed to the column.
   template <typename T>
   T Parsed(absl::StatusOr<T> value, int column, absl::string_view name) {
@@ -151,7 +177,62 @@ absl::Status CheckCount(const JobRecord& record, absl::string_view field,
       "job ", record.id, ": ", field, ": expected >= 0, got ", value));
 }
 
+// Version 15's code step: each job's spec, from the 13 columns that held
+// it, into the spec column; then those columns go.
+absl::Status MoveSpecsIntoOneColumn(SqliteDb& db) {
+  std::vector<std::pair<int64_t, std::string>> specs;
+  {
+    ASSIGN_OR_RETURN(
+        SqliteQuery select,
+        db.Prepare("SELECT id, command, env, checkpoint_dir, model, workdir, "
+                   "output, error, time_limit_seconds, no_preempt, "
+                   "submitted_held, dependencies, array_indices, "
+                   "array_max_running FROM jobs ORDER BY id"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, select.Step());
+      if (!more) break;
+      RowReader in(select, db.path(), "a job row");
+      const int64_t id = in.Int64(0, "id");
+      in.set_what(absl::StrCat("job ", id));
+      JobRequest spec;
+      spec.command = in.Strings(1, "command");
+      spec.env = in.Env(2, "env");
+      spec.checkpoint_dir = in.Text(3, "checkpoint_dir");
+      spec.model = in.Text(4, "model");
+      spec.workdir = in.Text(5, "workdir");
+      spec.output = in.Text(6, "output");
+      spec.error = in.Text(7, "error");
+      spec.time_limit = Seconds{in.Real(8, "time_limit_seconds")};
+      spec.no_preempt = in.Int(9, "no_preempt") != 0;
+      spec.hold = in.Int(10, "submitted_held") != 0;
+      spec.dependencies = in.Dependencies(11, "dependencies");
+      spec.array.indices = in.Text(12, "array_indices");
+      spec.array.max_running = in.Int(13, "array_max_running");
+      RETURN_IF_ERROR(in.status());
+      specs.emplace_back(id, EncodeSpec(spec));
+    }
+  }  // the SELECT is reset: the table may change
+  for (const auto& [id, bytes] : specs) {
+    ASSIGN_OR_RETURN(SqliteQuery update,
+                     db.Prepare("UPDATE jobs SET spec = ?2 WHERE id = ?1"));
+    RETURN_IF_ERROR(update.Bind(1, id).BindBlob(2, bytes).Run());
+  }
+  for (const char* column :
+       {"command", "env", "checkpoint_dir", "model", "workdir", "output",
+        "error", "time_limit_seconds", "no_preempt", "submitted_held",
+        "dependencies", "array_indices", "array_max_running"}) {
+    RETURN_IF_ERROR(
+        db.Exec(absl::StrCat("ALTER TABLE jobs DROP COLUMN ", column)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status MigrateInCode(SqliteDb& db, int to_version) {
+  if (to_version == 15) return MoveSpecsIntoOneColumn(db);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::string> EncodeStrings(const std::vector<std::string>& list,
                                           absl::string_view field) {
@@ -163,23 +244,13 @@ absl::StatusOr<std::string> EncodeStrings(const std::vector<std::string>& list,
   }
 }
 
-absl::StatusOr<std::string> EncodeEnv(
-    const std::map<std::string, std::string>& env) {
-  try {
-    return Json(env).dump();
-  } catch (const Json::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("env: not valid UTF-8: ", e.what()));
-  }
-}
-
-std::string EncodeDependencies(const std::vector<JobDependency>& deps) {
-  Json list = Json::array();
-  for (const JobDependency& dep : deps) {
-    list.push_back(Json{{"kind", std::string(DependencyKindName(dep.kind))},
-                        {"job_id", dep.job_id}});
-  }
-  return list.dump();
+std::string EncodeSpec(const JobRequest& spec) {
+  v1::JobSpec proto;
+  JobSpecToProto(spec, &proto);
+  proto.clear_name();
+  proto.clear_user();
+  proto.clear_gpus();
+  return proto.SerializeAsString();
 }
 
 absl::Status CheckJobNumbers(const JobRecord& r) {
@@ -214,50 +285,38 @@ absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
   JobRecord r;
   r.id = in.Int64(0, "id");
   in.set_what(absl::StrCat("job ", r.id));
+  r.spec = in.Spec(4, "spec");
   r.spec.name = in.Text(1, "name");
   r.spec.user = in.Text(2, "user");
   r.spec.num_gpus = in.Int(3, "gpus");
-  r.spec.command = in.Strings(4, "command");
-  r.spec.env = in.Env(5, "env");
-  r.spec.checkpoint_dir = in.Text(6, "checkpoint_dir");
-  r.spec.model = in.Text(7, "model");
-  r.state = in.Parsed(ParseJobRecordState(in.Text(8, "state")), 8, "state");
+  r.state = in.Parsed(ParseJobRecordState(in.Text(5, "state")), 5, "state");
   if (r.state == JobRecordState::kStarting) {
-    in.Reject(8, "state", "\"starting\" is shown, never stored");
+    in.Reject(5, "state", "\"starting\" is shown, never stored");
   }
-  r.queue = in.Int(9, "queue");
-  r.attained_gpu_seconds = in.Real(10, "attained_gpu_seconds");
-  r.executed = Seconds{in.Real(11, "executed_seconds")};
-  r.total_executed = Seconds{in.Real(12, "total_executed_seconds")};
-  r.submit_time = Seconds{in.Real(13, "submit_time")};
-  r.first_start_time = in.OptionalTime(14, "first_start_time");
-  r.end_time = in.OptionalTime(15, "end_time");
-  r.last_stop_time = Seconds{in.Real(16, "last_stop_time")};
-  r.preemptions = in.Int(17, "preemptions");
-  r.promotions = in.Int(18, "promotions");
-  r.restarts = in.Int(19, "restarts");
-  r.attempt = in.Int(20, "attempt");
-  r.nodes = in.Strings(21, "nodes");
-  r.exit_code = in.OptionalInt(22, "exit_code");
-  r.failed_starts = in.Int(23, "failed_starts");
-  if (!row.IsNull(24)) r.request_id = in.Text(24, "request_id");
-  r.cancel_requested = in.Int(25, "cancel_requested") != 0;
-  if (!row.IsNull(26)) {
-    r.profile = in.Parsed(DecodeProfile(in.Text(26, "profile")), 26, "profile");
+  r.queue = in.Int(6, "queue");
+  r.attained_gpu_seconds = in.Real(7, "attained_gpu_seconds");
+  r.executed = Seconds{in.Real(8, "executed_seconds")};
+  r.total_executed = Seconds{in.Real(9, "total_executed_seconds")};
+  r.submit_time = Seconds{in.Real(10, "submit_time")};
+  r.first_start_time = in.OptionalTime(11, "first_start_time");
+  r.end_time = in.OptionalTime(12, "end_time");
+  r.last_stop_time = Seconds{in.Real(13, "last_stop_time")};
+  r.preemptions = in.Int(14, "preemptions");
+  r.promotions = in.Int(15, "promotions");
+  r.restarts = in.Int(16, "restarts");
+  r.attempt = in.Int(17, "attempt");
+  r.nodes = in.Strings(18, "nodes");
+  r.exit_code = in.OptionalInt(19, "exit_code");
+  r.failed_starts = in.Int(20, "failed_starts");
+  if (!row.IsNull(21)) r.request_id = in.Text(21, "request_id");
+  r.cancel_requested = in.Int(22, "cancel_requested") != 0;
+  if (!row.IsNull(23)) {
+    r.profile = in.Parsed(DecodeProfile(in.Text(23, "profile")), 23, "profile");
   }
-  r.spec.workdir = in.Text(27, "workdir");
-  r.spec.output = in.Text(28, "output");
-  r.spec.error = in.Text(29, "error");
-  r.spec.time_limit = Seconds{in.Real(30, "time_limit_seconds")};
-  r.spec.no_preempt = in.Int(31, "no_preempt") != 0;
-  r.spec.hold = in.Int(32, "submitted_held") != 0;
-  r.held = in.Int(33, "held") != 0;
-  r.timeout_requested = in.Int(34, "timeout_requested") != 0;
-  r.spec.dependencies = in.Dependencies(35, "dependencies");
-  r.spec.array.indices = in.Text(36, "array_indices");
-  r.spec.array.max_running = in.Int(37, "array_max_running");
-  r.array_id = in.Int64(38, "array_id");
-  r.array_index = in.Int(39, "array_index");
+  r.held = in.Int(24, "held") != 0;
+  r.timeout_requested = in.Int(25, "timeout_requested") != 0;
+  r.array_id = in.Int64(26, "array_id");
+  r.array_index = in.Int(27, "array_index");
   if (!in.status().ok()) return in.status();
   return r;
 }

@@ -148,6 +148,12 @@ inline constexpr const char* kMigrations[] = {
     // users are unique per user.
     "DROP INDEX jobs_by_request_id;"
     "CREATE UNIQUE INDEX jobs_by_user_request_id ON jobs (user, request_id)",
+    // 15: a job's spec is one column (issue 22): the v1::JobSpec it was
+    // submitted with as protobuf bytes (EncodeSpec), less its name, user and
+    // GPU count, which stay columns for listings to filter on. Its code step
+    // (MigrateInCode) fills it from the 13 columns it replaces, then drops
+    // them; a new per-job field needs no migration from here on.
+    "ALTER TABLE jobs ADD COLUMN spec BLOB NOT NULL DEFAULT x''",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =
@@ -155,28 +161,30 @@ inline constexpr int kLatestSchemaVersion =
 
 // Column lists, in the order the Decode functions read them.
 inline constexpr char kJobColumns[] =
-    "id, name, user, gpus, command, env, checkpoint_dir, model, state, "
-    "queue, attained_gpu_seconds, executed_seconds, total_executed_seconds, "
-    "submit_time, first_start_time, end_time, last_stop_time, preemptions, "
-    "promotions, restarts, attempt, nodes, exit_code, failed_starts, "
-    "request_id, cancel_requested, profile, workdir, output, error, "
-    "time_limit_seconds, no_preempt, "
-    "submitted_held, held, timeout_requested, dependencies, array_indices, "
-    "array_max_running, array_id, array_index";
+    "id, name, user, gpus, spec, state, queue, attained_gpu_seconds, "
+    "executed_seconds, total_executed_seconds, submit_time, "
+    "first_start_time, end_time, last_stop_time, preemptions, promotions, "
+    "restarts, attempt, nodes, exit_code, failed_starts, request_id, "
+    "cancel_requested, profile, held, timeout_requested, array_id, "
+    "array_index";
 inline constexpr char kEventColumns[] =
     "sequence, job_id, time, kind, detail";
 inline constexpr char kNodeColumns[] =
     "id, name, address, gpus, state, last_heartbeat, agent_token_hash, "
     "drained, drain_reason";
 
-// JSON text of a string list / map. InvalidArgument naming `field` if a
-// string is not valid UTF-8.
+// The code step of the migration to `to_version`, run after its SQL
+// (kMigrations[to_version - 2]) in the same transaction; nothing for most
+// versions. Errors name the file, the row and the column, as DecodeJob's.
+absl::Status MigrateInCode(SqliteDb& db, int to_version);
+
+// JSON text of a string list. InvalidArgument naming `field` if a string is
+// not valid UTF-8.
 absl::StatusOr<std::string> EncodeStrings(const std::vector<std::string>& list,
                                           absl::string_view field);
-absl::StatusOr<std::string> EncodeEnv(
-    const std::map<std::string, std::string>& env);
-// JSON text of a job's dependencies: [{"kind": "afterok", "job_id": 12}].
-std::string EncodeDependencies(const std::vector<JobDependency>& deps);
+// The spec column of a job: JobSpecToProto(spec) serialized, less the name,
+// user and GPU count (columns of their own). DecodeJob reads it back whole.
+std::string EncodeSpec(const JobRequest& spec);
 
 // InvalidArgument naming the field unless every number in `record` is
 // finite and every count non-negative.

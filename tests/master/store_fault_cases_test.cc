@@ -58,7 +58,9 @@ TEST_F(FaultFixture, NoStartReachesAnAgentWhileJobWritesFail) {
     EXPECT_EQ(beat.status().code(), absl::StatusCode::kResourceExhausted);
     auto desired = master_->DesiredStateAfter(n1, sessions_[n1], 0);
     ASSERT_TRUE(desired.ok()) << desired.status();
-    if (desired->has_value()) EXPECT_EQ((*desired)->run_size(), 0);
+    if (desired->has_value()) {
+      EXPECT_EQ((*desired)->run_size(), 0);
+    }
     clock_.Advance(Seconds{1});
   }
   EXPECT_EQ(store_->inner().GetJob(id)->attempt, 0);

@@ -108,6 +108,93 @@ class SlowLauncher final : public ProcessLauncher {
   std::mutex* mu_;
 };
 
+// The real stub to the master, whose heartbeats can be lost on the way
+// (`drop_requests`: the master never sees them) or on the way back
+// (`drop_answers`: the master applied the report, the agent gets
+// UNAVAILABLE), as over a flaky network. Register and the desired-state
+// watch pass through.
+class LossyMasterStub final : public v1::AgentRegistry::StubInterface {
+ public:
+  explicit LossyMasterStub(
+      std::unique_ptr<v1::AgentRegistry::StubInterface> real)
+      : real_(std::move(real)) {}
+
+  grpc::Status Register(grpc::ClientContext* context,
+                        const v1::RegisterRequest& request,
+                        v1::RegisterResponse* response) override {
+    return real_->Register(context, request, response);
+  }
+  grpc::Status Heartbeat(grpc::ClientContext* context,
+                         const v1::HeartbeatRequest& request,
+                         v1::HeartbeatResponse* response) override {
+    if (drop_requests) {
+      ++dropped;
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "injected: request lost");
+    }
+    grpc::Status status = real_->Heartbeat(context, request, response);
+    if (status.ok() && drop_answers) {
+      ++dropped;
+      response->Clear();
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "injected: answer lost");
+    }
+    if (status.ok()) ++delivered;
+    return status;
+  }
+
+  std::atomic<bool> drop_requests{false};
+  std::atomic<bool> drop_answers{false};
+  std::atomic<int> dropped{0};
+  std::atomic<int> delivered{0};
+
+ private:
+  using RegisterReader =
+      grpc::ClientAsyncResponseReaderInterface<v1::RegisterResponse>;
+  using HeartbeatReader =
+      grpc::ClientAsyncResponseReaderInterface<v1::HeartbeatResponse>;
+  using DesiredReader = grpc::ClientAsyncReaderInterface<v1::DesiredState>;
+
+  // The agent calls none of the asynchronous forms; they pass through.
+  RegisterReader* AsyncRegisterRaw(grpc::ClientContext* context,
+                                   const v1::RegisterRequest& request,
+                                   grpc::CompletionQueue* cq) override {
+    return real_->AsyncRegister(context, request, cq).release();
+  }
+  RegisterReader* PrepareAsyncRegisterRaw(grpc::ClientContext* context,
+                                          const v1::RegisterRequest& request,
+                                          grpc::CompletionQueue* cq) override {
+    return real_->PrepareAsyncRegister(context, request, cq).release();
+  }
+  HeartbeatReader* AsyncHeartbeatRaw(grpc::ClientContext* context,
+                                     const v1::HeartbeatRequest& request,
+                                     grpc::CompletionQueue* cq) override {
+    return real_->AsyncHeartbeat(context, request, cq).release();
+  }
+  HeartbeatReader* PrepareAsyncHeartbeatRaw(
+      grpc::ClientContext* context, const v1::HeartbeatRequest& request,
+      grpc::CompletionQueue* cq) override {
+    return real_->PrepareAsyncHeartbeat(context, request, cq).release();
+  }
+  grpc::ClientReaderInterface<v1::DesiredState>* WatchDesiredStateRaw(
+      grpc::ClientContext* context,
+      const v1::WatchDesiredStateRequest& request) override {
+    return real_->WatchDesiredState(context, request).release();
+  }
+  DesiredReader* AsyncWatchDesiredStateRaw(
+      grpc::ClientContext* context, const v1::WatchDesiredStateRequest& request,
+      grpc::CompletionQueue* cq, void* tag) override {
+    return real_->AsyncWatchDesiredState(context, request, cq, tag).release();
+  }
+  DesiredReader* PrepareAsyncWatchDesiredStateRaw(
+      grpc::ClientContext* context, const v1::WatchDesiredStateRequest& request,
+      grpc::CompletionQueue* cq) override {
+    return real_->PrepareAsyncWatchDesiredState(context, request, cq).release();
+  }
+
+  std::unique_ptr<v1::AgentRegistry::StubInterface> real_;
+};
+
 // A master with a 100 ms heartbeat interval on a free loopback port, and
 // one agent (2 emulated GPUs, root's test tasks allowed as in
 // agent_daemon_test) with the dependencies a test gives it.
@@ -185,6 +272,19 @@ class AgentDependenciesTest : public testing::Test {
     return deps;
   }
 
+  // The real dependencies, the master stub wrapped in a LossyMasterStub
+  // (lossy_stub_ points to it once the agent started).
+  AgentDependencies WithLossyMasterStub() {
+    AgentDependencies deps = RealAgentDependencies();
+    deps.make_master_stub = [this, real = std::move(deps.make_master_stub)](
+                                const AgentOptions& options) {
+      auto lossy = std::make_unique<LossyMasterStub>(real(options));
+      lossy_stub_ = lossy.get();
+      return lossy;
+    };
+    return deps;
+  }
+
   JobId Submit(const std::string& script) {
     JobRequest req;
     req.name = "t";
@@ -231,6 +331,7 @@ class AgentDependenciesTest : public testing::Test {
   std::unique_ptr<MasterServer> server_;
   std::unique_ptr<AgentDaemon> agent_;
   SlowLauncher* slow_launcher_ = nullptr;  // the agent's, if slow
+  LossyMasterStub* lossy_stub_ = nullptr;  // the agent's, if lossy
   std::mutex log_mu_;
   std::vector<std::string> log_;
 };
@@ -336,6 +437,74 @@ TEST_F(AgentDependenciesTest, AJobCancelledDuringASlowStartIsStopped) {
   EXPECT_EQ(starts,
             (std::map<std::string, int>{{absl::StrCat(id, "/1/0"), 1},
                                         {absl::StrCat(next, "/1/0"), 1}}));
+}
+
+// Heartbeats lost on a flaky network while a task runs and ends: first
+// the master hears nothing for a second (ten heartbeats), then for a
+// second it hears every report, its end included, but the agent never
+// gets an answer. Judged from the ground truth: the task's process started
+// once and ran to its end, its log says so once, and the job ends
+// finished on its first attempt, never preempted or started again.
+TEST_F(AgentDependenciesTest, LostHeartbeatsNeitherRepeatNorLoseATask) {
+  StartAgent(WithLossyMasterStub());
+  ASSERT_NE(lossy_stub_, nullptr);
+  const JobId id = Submit("echo ran; sleep 1.2; echo done");
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Job(id).state == JobRecordState::kRunning; }, seconds(10)));
+  lossy_stub_->drop_requests = true;
+  std::this_thread::sleep_for(milliseconds(1000));
+  EXPECT_EQ(Job(id).state, JobRecordState::kRunning);  // the master heard nothing
+  lossy_stub_->drop_requests = false;
+  lossy_stub_->drop_answers = true;
+  // The end reaches the master while no answer reaches the agent.
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Job(id).state == JobRecordState::kFinished; }, seconds(10)));
+  std::this_thread::sleep_for(milliseconds(500));
+  lossy_stub_->drop_answers = false;
+  EXPECT_TRUE(WaitUntil([&] { return agent_->task_count() == 0; }, seconds(5)));
+  // More heartbeats after the losses, and nothing changes.
+  const int delivered = lossy_stub_->delivered.load();
+  ASSERT_TRUE(WaitUntil(
+      [&] { return lossy_stub_->delivered.load() >= delivered + 5; },
+      seconds(5)));
+  EXPECT_GE(lossy_stub_->dropped.load(), 10);
+  const JobRecord job = Job(id);
+  EXPECT_EQ(job.state, JobRecordState::kFinished);
+  EXPECT_EQ(job.exit_code, 0);
+  EXPECT_EQ(job.attempt, 1);
+  EXPECT_EQ(job.preemptions, 0);
+  EXPECT_EQ(StartedPids().size(), 1u);
+  EXPECT_EQ(ReadFile(dir_.File(
+                absl::StrCat("agent/logs/job-", id, "-attempt-1-rank-0.log"))),
+            "ran\ndone\n");
+  EXPECT_TRUE(agent_->fatal().ok());
+}
+
+// A cancel the agent cannot hear (every heartbeat answer lost: the watch
+// only wakes it, and the stop would come in the answer), raced by the
+// task's own end: the task, never told to stop, runs to its end and exits
+// 0, and its own end wins over the stop nobody delivered: the job ends
+// finished, with its exit code, once.
+TEST_F(AgentDependenciesTest, ACancelLostOnTheWayLosesToTheTasksOwnEnd) {
+  StartAgent(WithLossyMasterStub());
+  ASSERT_NE(lossy_stub_, nullptr);
+  const JobId id = Submit("echo ran; sleep 1; echo done");
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Job(id).state == JobRecordState::kRunning; }, seconds(10)));
+  lossy_stub_->drop_answers = true;
+  ASSERT_TRUE(state_->CancelJob(id).ok());
+  server_->Notify();
+  ASSERT_TRUE(WaitUntil([&] { return IsFinal(Job(id).state); }, seconds(10)));
+  lossy_stub_->drop_answers = false;
+  EXPECT_TRUE(WaitUntil([&] { return agent_->task_count() == 0; }, seconds(5)));
+  const JobRecord job = Job(id);
+  EXPECT_EQ(job.state, JobRecordState::kFinished);
+  EXPECT_EQ(job.exit_code, 0);
+  EXPECT_EQ(job.attempt, 1);
+  EXPECT_EQ(StartedPids().size(), 1u);
+  EXPECT_EQ(ReadFile(dir_.File(
+                absl::StrCat("agent/logs/job-", id, "-attempt-1-rank-0.log"))),
+            "ran\ndone\n");
 }
 
 }  // namespace

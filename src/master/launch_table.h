@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "core/time.h"
 #include "master/job_record.h"
@@ -230,6 +231,29 @@ class LaunchTable {
   void TouchNode(int64_t node_id);
   // True (and reset) if any desired state changed since the last call.
   bool TakeDesiredChanged();
+  // Describes one task to start for the desired state: whether its job is
+  // still wanted (known to the job side) and, if `start` is not null, its
+  // StartTask filled (command, environment, GPUs, addresses, ...).
+  using FillStart =
+      absl::FunctionRef<bool(const Launch& launch, int rank,
+                             v1::StartTask* start)>;
+  // What node `node_id` should run: its session and version, a StartTask
+  // for each part of an active, durable launch there (`fill` wants it),
+  // and one StopTask per launch being stopped there. With `known` (the
+  // tasks of `run` at the version its agent holds) a delta: `run` only the
+  // tasks not in `known` (a StartTask never changes within its launch),
+  // `removed` those of `known` no longer wanted. `keys` (if set) gets every
+  // task that should run. O(parts on the node); a StartTask is filled only
+  // for a task sent. Empty for an unknown node.
+  v1::DesiredState DesiredStateOf(int64_t node_id,
+                                  const std::set<TaskKey>* known,
+                                  std::set<TaskKey>* keys,
+                                  FillStart fill) const;
+  // The answer to node `node_id`'s report naming `held` (0: none): a delta
+  // against the version it was last answered with, if that is `held`, else
+  // the whole state; records what it answered (Node::told_*).
+  v1::DesiredState AnswerDesired(int64_t node_id, uint64_t held,
+                                 FillStart fill);
 
   // ---- Agent reports ----
   // What one task status did to the table (Apply).

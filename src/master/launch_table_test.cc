@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/match.h"
 
 namespace tiresias {
@@ -346,6 +350,82 @@ TEST_F(LaunchTableTest, StaleReportsAreRefused) {
   EXPECT_TRUE(LaunchTable::CheckReportOrder(node, "boot-1", 6).ok());
   // A new boot starts its own sequence.
   EXPECT_TRUE(LaunchTable::CheckReportOrder(node, "boot-2", 1).ok());
+}
+
+// The desired state of a node, whole and as deltas: a StartTask per live
+// part of an active, durable launch (filled by the job side, and only for
+// a task the agent does not hold), one StopTask per launch being stopped,
+// and in a delta the held tasks no longer wanted. A job the job side no
+// longer knows is not wanted.
+TEST_F(LaunchTableTest, DesiredStatesAreWholeOrDeltasAgainstWhatWasTold) {
+  std::vector<std::pair<JobId, int>> filled;
+  std::set<JobId> gone;  // jobs the job side no longer knows
+  auto fill = [&](const LaunchTable::Launch& launch, int rank,
+                  v1::StartTask* start) {
+    if (gone.contains(launch.job)) return false;
+    if (start != nullptr) {
+      start->mutable_task()->set_job_id(launch.job);
+      start->mutable_task()->set_rank(rank);
+      filled.emplace_back(launch.job, rank);
+    }
+    return true;
+  };
+  Released(7, 1, {1, 2});
+  Released(8, 1, {1});
+  {  // decided, not released (its GPUs are still held)
+    LaunchTable::Launch deferred;
+    deferred.job = 9;
+    deferred.attempt = 1;
+    deferred.parts.resize(1);
+    deferred.parts[0].node_id = 1;
+    table_.Add(std::move(deferred)).durable = true;
+  }
+
+  table_.TouchNode(1);  // as its registration does: version 1 and up
+  // Registration: the whole state of node 1, jobs 7 and 8 (not 9, whose
+  // launch is not released).
+  v1::DesiredState whole = table_.AnswerDesired(1, 0, fill);
+  EXPECT_FALSE(whole.delta());
+  ASSERT_EQ(whole.run_size(), 2);
+  EXPECT_EQ(whole.run(0).task().job_id(), 7);
+  EXPECT_EQ(whole.run(1).task().job_id(), 8);
+  EXPECT_EQ(filled, (std::vector<std::pair<JobId, int>>{{7, 0}, {8, 0}}));
+  const uint64_t told = whole.version();
+
+  // Nothing changed: a delta with nothing in it, and nothing filled.
+  filled.clear();
+  v1::DesiredState same = table_.AnswerDesired(1, told, fill);
+  EXPECT_TRUE(same.delta());
+  EXPECT_EQ(same.base_version(), told);
+  EXPECT_EQ(same.run_size(), 0);
+  EXPECT_EQ(same.removed_size(), 0);
+  EXPECT_TRUE(filled.empty());
+
+  // Job 7 is being stopped, job 8 forgotten by the job side, job 9
+  // released: the delta starts 9 alone, stops 7 once, removes 7 and 8.
+  table_.Stop(*table_.Find({7, 1}), v1::STOP_REASON_PREEMPT);
+  gone.insert(8);
+  table_.Find({9, 1})->SetPhase(LaunchPhase::kActive);
+  table_.TouchNode(1);
+  v1::DesiredState delta = table_.AnswerDesired(1, told, fill);
+  EXPECT_TRUE(delta.delta());
+  EXPECT_GT(delta.version(), told);
+  ASSERT_EQ(delta.run_size(), 1);
+  EXPECT_EQ(delta.run(0).task().job_id(), 9);
+  ASSERT_EQ(delta.stop_size(), 1);
+  EXPECT_EQ(delta.stop(0).job_id(), 7);
+  EXPECT_EQ(delta.stop(0).reason(), v1::STOP_REASON_PREEMPT);
+  std::set<JobId> removed;
+  for (const v1::TaskRef& task : delta.removed()) removed.insert(task.job_id());
+  EXPECT_EQ(removed, (std::set<JobId>{7, 8}));
+
+  // An agent naming a version it was not last told gets the whole state.
+  v1::DesiredState again = table_.AnswerDesired(1, told, fill);
+  EXPECT_FALSE(again.delta());
+  ASSERT_EQ(again.run_size(), 1);
+  EXPECT_EQ(again.run(0).task().job_id(), 9);
+  // An unknown node: nothing.
+  EXPECT_EQ(table_.AnswerDesired(42, 0, fill).ByteSizeLong(), 0u);
 }
 
 }  // namespace

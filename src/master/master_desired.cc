@@ -1,6 +1,8 @@
 // MasterState: what each node should run, derived from the launches every
 // time it is asked for (never queued), so that a repeated, late or lost
-// message costs nothing: the next answer says the same.
+// message costs nothing: the next answer says the same. The table
+// (LaunchTable::DesiredStateOf) assembles it; the job side fills each
+// task's StartTask from the job's record (FillStartTask).
 #include "absl/strings/str_cat.h"
 #include "master/master_state.h"
 #include "master/output_pattern.h"
@@ -68,63 +70,20 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
   }
 }
 
-v1::DesiredState MasterState::DesiredStateOf(int64_t node_id,
-                                             const std::set<TaskKey>* known,
-                                             std::set<TaskKey>* keys) const {
-  v1::DesiredState desired;
-  const NodeInfo* node = table_.FindNode(node_id);
-  if (node == nullptr) return desired;
-  desired.set_session(node->session);
-  desired.set_version(node->version);
-  std::set<TaskKey> wanted;
-  // O(parts on the node) (LaunchTable::PartsOn), in launch order.
-  LaunchKey last_stop{0, 0};
-  for (const auto& [key, rank] : table_.PartsOn(node_id)) {
-    const Launch& launch = *table_.Find(key);
-    const Part& part = launch.parts[rank];
-    if (part.ended()) continue;
-    if (launch.phase == Phase::kActive && launch.durable &&
-        records_.contains(launch.job)) {
-      const TaskKey task{launch.job, launch.attempt, rank};
-      wanted.insert(task);
-      // A task's StartTask never changes within its launch: one the agent
-      // holds is not sent again.
-      if (known == nullptr || !known->contains(task)) {
-        FillStartTask(launch, rank, desired.add_run());
-      }
-    } else if (launch.phase == Phase::kStopping && key != last_stop) {
-      v1::StopTask* stop = desired.add_stop();  // one entry per launch
-      stop->set_job_id(launch.job);
-      stop->set_attempt(launch.attempt);
-      stop->set_reason(launch.stop_reason);
-      last_stop = key;
-    }
-  }
-  if (known != nullptr) {
-    desired.set_delta(true);
-    for (const TaskKey& task : *known) {
-      if (wanted.contains(task)) continue;
-      v1::TaskRef* removed = desired.add_removed();
-      removed->set_job_id(std::get<0>(task));
-      removed->set_attempt(std::get<1>(task));
-      removed->set_rank(std::get<2>(task));
-    }
-  }
-  if (keys != nullptr) *keys = std::move(wanted);
-  return desired;
+bool MasterState::FillDesiredStart(const Launch& launch, int rank,
+                                   v1::StartTask* start) const {
+  if (!records_.contains(launch.job)) return false;
+  if (start != nullptr) FillStartTask(launch, rank, start);
+  return true;
 }
 
 v1::DesiredState MasterState::AnswerDesired(int64_t node_id, uint64_t held) {
-  NodeInfo* node = table_.FindNode(node_id);
-  if (node == nullptr) return v1::DesiredState();
-  const bool delta = held != 0 && held == node->told_version;
-  std::set<TaskKey> keys;
-  v1::DesiredState desired =
-      DesiredStateOf(node_id, delta ? &node->told_run : nullptr, &keys);
-  if (delta) desired.set_base_version(held);
-  node->told_version = node->version;
-  node->told_run = std::move(keys);
-  return desired;
+  return table_.AnswerDesired(
+      node_id, held,
+      [&](const Launch& launch, int rank, v1::StartTask* start)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            return FillDesiredStart(launch, rank, start);
+          });
 }
 
 absl::StatusOr<std::optional<v1::DesiredState>> MasterState::DesiredStateAfter(

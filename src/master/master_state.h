@@ -17,7 +17,8 @@
 // The agent protocol is level-triggered (proto/tiresias.proto, "Agent
 // protocol"): nothing is queued for an agent. Its desired state (the tasks
 // that should run on the node, the launches being stopped there) is built
-// from the launches each time it is asked for (DesiredStateOf): whole in
+// from the launches each time it is asked for (LaunchTable::DesiredStateOf,
+// each StartTask filled from the job's record): whole in
 // every Register answer, and in a Heartbeat answer whole or, when the agent
 // names the version it was last answered with, as a delta against it
 // (AnswerDesired); the WatchDesiredState stream only wakes the agent (a
@@ -618,20 +619,14 @@ class MasterState {
   // (LaunchTable::Touch); Commit calls it once its write is durable.
   void PublishDesired() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Desired state (master_desired.cc). DesiredStateOf: the node's whole
-  // desired state, or with `known` (the tasks of `run` at the version the
-  // agent holds) a delta against it: `run` only the tasks not in `known`,
-  // `removed` those of `known` no longer wanted. `keys` (if set) gets every
-  // task that should run. O(launches), and a StartTask filled only for the
-  // tasks sent.
-  v1::DesiredState DesiredStateOf(int64_t node_id,
-                                  const std::set<TaskKey>* known = nullptr,
-                                  std::set<TaskKey>* keys = nullptr) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The answer to node `node_id`'s report naming `held` (0: none): a delta
-  // against the version it was last answered with, if that is `held`, else
-  // the whole state; records what it answered (Node::told_*).
+  // Desired state (master_desired.cc), assembled by the table
+  // (LaunchTable::DesiredStateOf) with each StartTask filled here.
+  // LaunchTable::AnswerDesired, for node `node_id`'s report naming `held`.
   v1::DesiredState AnswerDesired(int64_t node_id, uint64_t held)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // LaunchTable::FillStart: false for a job no longer known.
+  bool FillDesiredStart(const Launch& launch, int rank,
+                        v1::StartTask* start) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FillStartTask(const Launch& launch, int rank, v1::StartTask* start) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

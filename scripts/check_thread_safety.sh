@@ -10,7 +10,7 @@
 # drops the output, optimisation and warning flags, and runs the units in
 # parallel. Only units that can break a lock rule are compiled: those that
 # include (by the build's own dependency record, `ninja -t deps`) or are a
-# file of the project that uses an annotation or an absl::Mutex; the
+# file of the project that uses an annotation (core/mutex.h does); the
 # analysis has nothing to check in the others. --all compiles every unit
 # under src/. Exits 1 with clang's diagnostics on any error (a lock rule
 # broken, or a unit clang cannot parse).

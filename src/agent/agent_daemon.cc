@@ -162,7 +162,7 @@ absl::Status AgentDaemon::Start() {
 
 void AgentDaemon::Stop() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     if (watch_ctx_ != nullptr) watch_ctx_->TryCancel();
   }
@@ -177,7 +177,7 @@ void AgentDaemon::Stop() {
 }
 
 void AgentDaemon::BeginDrain() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (draining_) return;
   draining_ = true;
   Log("shutting down: handing this node's jobs back to the master");
@@ -191,7 +191,7 @@ void AgentDaemon::BeginDrain() {
 }
 
 void AgentDaemon::StopAllForShutdown() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (auto& [key, task] : tasks_) {
     if (!task.ended && !task.stop_reason) {
       RequestStop(key, task, v1::STOP_REASON_SHUTDOWN);
@@ -203,7 +203,7 @@ absl::Status AgentDaemon::WaitDrained(std::chrono::milliseconds timeout) {
   bool done;
   {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     while (!drained_) {
       if (cv_.WaitUntil(&mu_, deadline)) break;
     }
@@ -223,13 +223,13 @@ absl::Status AgentDaemon::Drain(std::chrono::milliseconds timeout) {
 }
 
 int AgentDaemon::task_count() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return static_cast<int>(tasks_.size());
 }
 
 bool AgentDaemon::Sleep(std::chrono::milliseconds d) {
   const auto deadline = std::chrono::steady_clock::now() + d;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   while (!stopping_ && !poked_) {
     if (cv_.WaitUntil(&mu_, deadline)) break;
   }
@@ -271,7 +271,7 @@ std::vector<v1::TaskStatus> AgentDaemon::Statuses() const {
 }
 
 void AgentDaemon::RenewLeases(int64_t sent_ns) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (lease_ns_ <= 0) return;
   lease_deadline_ns_ = sent_ns + lease_ns_;
   for (auto& [key, task] : tasks_) {
@@ -323,7 +323,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
   req.set_boot_id(boot_id_);
   req.set_report_seq(NextReportSeq());
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (v1::TaskStatus& s : Statuses()) *req.add_tasks() = std::move(s);
   }
   grpc::ClientContext ctx;
@@ -338,7 +338,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
         s.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
       // This agent, as configured, can never register with this master:
       // say so and stop, rather than retry forever.
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       fatal_ = absl::FailedPreconditionError(
           absl::StrCat("the master at ", options_.master_address,
                        " refuses this agent: ", s.error_message()));
@@ -352,7 +352,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
     return false;
   }
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     node_id_ = resp.node_id();
     session_ = resp.session();
     session_confirmed_ = true;
@@ -380,7 +380,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
                    heartbeat_interval_.count(), " ms, lease ",
                    resp.lease_seconds(), " s"));
   if (ApplyDesired(resp.desired(), sent_ns)) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     poked_ = true;  // report what it started at once
   }
   return true;
@@ -391,7 +391,7 @@ absl::StatusOr<bool> AgentDaemon::Heartbeat() {
   req.set_node_id(node_id_.load());
   req.set_log_address(log_address_);
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     req.set_session(session_);
     req.set_leaving(draining_);
     req.set_boot_id(boot_id_);
@@ -409,7 +409,7 @@ absl::StatusOr<bool> AgentDaemon::Heartbeat() {
   RenewLeases(sent_ns);
   bool again = false;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     session_confirmed_ = true;
     for (const v1::TaskRef& ref : resp.acknowledged()) {
       Acknowledge({ref.job_id(), ref.attempt(), ref.rank()});
@@ -436,7 +436,7 @@ bool AgentDaemon::ApplyDesired(const v1::DesiredState& desired,
   std::map<std::pair<int64_t, int>, int> stopping;
   std::vector<v1::StartTask> to_start;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (desired.session() != session_ || desired.version() < applied_version_) {
       return false;  // of another session, or older than what we applied
     }
@@ -483,7 +483,7 @@ bool AgentDaemon::ApplyDesired(const v1::DesiredState& desired,
     }
     changed |= StartTask(*run);
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (auto& [key, task] : tasks_) {
     if (task.ended || task.stop_reason) continue;
     auto stop = stopping.find({std::get<0>(key), std::get<1>(key)});
@@ -511,19 +511,19 @@ void AgentDaemon::Loop() {
   };
   // A saved session is tried with a heartbeat first (see the header).
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     registered = session_ != 0;
   }
   auto last_beat = std::chrono::steady_clock::time_point{};
   bool changed = true;
   while (true) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (stopping_) return;
     }
     if (!registered) {
       {
-        absl::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         if (draining_ && tasks_.empty()) {  // nothing to hand back
           drained_ = true;
           cv_.SignalAll();
@@ -531,7 +531,7 @@ void AgentDaemon::Loop() {
         }
       }
       {
-        absl::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         if (draining_ && !tasks_.empty()) {
           for (auto& [key, task] : tasks_) {
             if (!task.ended && !task.stop_reason) {
@@ -555,7 +555,7 @@ void AgentDaemon::Loop() {
     if (ReadRunningProfiles()) changed = true;
     bool leaving_untold;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       // A push: the desired state changed; report at once and act on the
       // answer (never on the pushed copy, which may be late).
       if (std::exchange(poked_, false)) changed = true;
@@ -568,7 +568,7 @@ void AgentDaemon::Loop() {
         backoff = options_.min_backoff;
         last_beat = now;
         changed = *s;
-        absl::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         if (drained_) return;
       } else if (absl::IsNotFound(s.status())) {
         Log(absl::StrCat("master does not know node ", node_id_.load(),
@@ -578,7 +578,7 @@ void AgentDaemon::Loop() {
       } else {
         bool draining;
         {
-          absl::MutexLock lock(&mu_);
+          MutexLock lock(&mu_);
           draining = draining_;
         }
         // Shutting down and the master cannot be told: stop the tasks here
@@ -607,7 +607,7 @@ void AgentDaemon::WatchLoop() {
   while (true) {
     v1::WatchDesiredStateRequest req;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       // Only once the master has confirmed the session: a task started
       // from a push before that would have no lease renewed yet.
       while (!stopping_ && !session_confirmed_) cv_.Wait(&mu_);
@@ -618,7 +618,7 @@ void AgentDaemon::WatchLoop() {
     }
     grpc::ClientContext ctx;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (stopping_) return;
       watch_ctx_ = &ctx;
     }
@@ -627,7 +627,7 @@ void AgentDaemon::WatchLoop() {
     v1::DesiredState message;
     while (reader->Read(&message)) {
       backoff = options_.min_backoff;
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (message.session() != session_ ||
           message.version() <= applied_version_) {
         continue;  // nothing new
@@ -638,7 +638,7 @@ void AgentDaemon::WatchLoop() {
     // Why it ended does not matter: cancelled for a new session, the master
     // away, or the session over (the loop registers again).
     reader->Finish();
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     watch_ctx_ = nullptr;
     if (stopping_) return;
     if (req.session() != session_) continue;  // registered again: reopen now

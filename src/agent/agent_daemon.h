@@ -76,11 +76,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "agent/gpu_discovery.h"
 #include "agent/launcher.h"
 #include "agent/lease.h"
 #include "agent/task_record.h"
+#include "core/mutex.h"
 #include "core/steady_cond_var.h"
 #include "security/tls.h"
 
@@ -197,12 +197,12 @@ class AgentDaemon {
   // name, a certificate for another node or none): the agent has stopped
   // trying; its tasks keep running until their leases lapse.
   absl::Status fatal() const ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return fatal_;
   }
   // True once a drain has handed every task back (see Drain).
   bool drained() const ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return drained_;
   }
   // The master's id for this node; 0 until registered.
@@ -301,7 +301,7 @@ class AgentDaemon {
   uint64_t last_report_seq_ = 0;
   uint64_t NextReportSeq();
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   SteadyCondVar cv_;  // signalled when what the loops wait on changes
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;

@@ -181,7 +181,7 @@ void AgentDaemon::AdoptRecorded() {
   std::vector<RecoveredTask> found =
       CheckRecordedTasks(record_->entries(), *RealProcessTable(),
                          std::chrono::system_clock::now());
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (const RecoveredTask& r : found) {
     const TaskHandle& h = r.entry.handle;
     const TaskKey key{h.job_id, h.attempt, h.rank};
@@ -285,7 +285,7 @@ void AgentDaemon::RemoveStaleFiles() {
     ghost.lease = *std::move(lease);
     Log(absl::StrCat(TaskName(job, attempt, rank),
                      ": an unrecorded copy may run until its lease lapses"));
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     tasks_.emplace(TaskKey{job, attempt, rank}, std::move(ghost));
   }
 }
@@ -313,7 +313,7 @@ void AgentDaemon::LoadSession() {
   const int64_t grace_ms = json.value("grace_ms", int64_t{-1});
   if (grace_ms != options_.grace.count()) return;
   if (id > 0 && session > 0 && interval_ms > 0 && lease_ms > 0) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     node_id_ = id;
     session_ = session;
     heartbeat_interval_ = std::chrono::milliseconds(interval_ms);
@@ -324,7 +324,7 @@ void AgentDaemon::LoadSession() {
 void AgentDaemon::SaveSession() {
   nlohmann::json json;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     json["node_id"] = node_id_.load();
     json["session"] = session_;
     json["heartbeat_interval_ms"] = heartbeat_interval_.count();

@@ -168,7 +168,7 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
   if (st.profile()) task.profiled = AddProfiler(key, spec);
   int64_t deadline;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     deadline = lease_deadline_ns_;
   }
   if (deadline != kNoLease && BootTimeNs() >= deadline) {
@@ -215,7 +215,7 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
     task.start_time = now;
     task.end_time = now;
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   Task& stored = tasks_[key] = std::move(task);
   if (stored.handle) {
     // Recorded before it is reported running, so that a restarted agent
@@ -268,7 +268,7 @@ bool AgentDaemon::PollExits() {
       profiles[key] = **std::move(p);
     }
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   bool ended_ghost = false;
   for (auto& [key, task] : tasks_) {
     if (!task.handle && !task.ended && task.lease &&
@@ -330,7 +330,7 @@ bool AgentDaemon::ReadRunningProfiles() {
   const double now = UnixSeconds(std::chrono::system_clock::now());
   std::vector<TaskKey> due;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (auto& [key, task] : tasks_) {
       if (task.profiled && !task.ended && !task.profile_read &&
           task.start_time && now - *task.start_time >= read_after_s) {
@@ -351,7 +351,7 @@ bool AgentDaemon::ReadRunningProfiles() {
     }
     const std::optional<v1::TrafficProfile>& p = *profile;
     if (!p) continue;
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = tasks_.find(key);
     if (it == tasks_.end() || it->second.profile) continue;
     it->second.profile = std::make_shared<const v1::TrafficProfile>(*p);

@@ -10,13 +10,13 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "agent/checkpoint_dir.h"
 #include "agent/clock.h"
 #include "agent/exit_file.h"
 #include "agent/proc_table.h"
 #include "agent/spawn.h"
 #include "agent/task_env.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "core/to_absl.h"
 
@@ -102,7 +102,7 @@ struct PosixLauncher::State {
   PosixLauncherOptions options;
   Clock* clock;
   ProcessTable* procs;
-  absl::Mutex mu;
+  Mutex mu;
   std::unordered_map<pid_t, Tracked> tasks ABSL_GUARDED_BY(mu);  // by pid
 
   enum class Liveness { kRunning, kExited, kReplaced };
@@ -307,7 +307,7 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   if (stat.ok() && stat->has_value())
     handle.proc_start_ticks = (*stat)->start_ticks;
 
-  absl::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   State::Tracked& t = state_->tasks[*pid];
   t.handle = handle;
   return handle;
@@ -316,7 +316,7 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
 absl::Status PosixLauncher::Adopt(const TaskHandle& handle,
                                   std::optional<StopReason> stop,
                                   milliseconds grace) {
-  absl::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   if (state_->tasks.contains(handle.pid)) {
     return absl::AlreadyExistsError(absl::StrCat(
         "pid ", handle.pid, " is already in the launcher's charge"));
@@ -336,7 +336,7 @@ absl::Status PosixLauncher::Adopt(const TaskHandle& handle,
 
 absl::Status PosixLauncher::RequestStop(const TaskHandle& handle,
                                         StopReason reason, milliseconds grace) {
-  absl::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   ASSIGN_OR_RETURN(State::Tracked * t, state_->Find(handle));
   if (t->stop.has_value() || state_->Check(*t) != State::Liveness::kRunning) {
     return absl::OkStatus();
@@ -372,7 +372,7 @@ absl::StatusOr<TaskExit> PosixLauncher::Stop(const TaskHandle& handle,
 
 absl::StatusOr<std::optional<TaskExit>> PosixLauncher::Poll(
     const TaskHandle& handle) {
-  absl::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   ASSIGN_OR_RETURN(State::Tracked * t, state_->Find(handle));
   std::optional<TaskExit> exit = state_->PollLocked(*t);
   if (exit.has_value()) state_->tasks.erase(handle.pid);
@@ -380,7 +380,7 @@ absl::StatusOr<std::optional<TaskExit>> PosixLauncher::Poll(
 }
 
 std::vector<TaskExit> PosixLauncher::PollAll() {
-  absl::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   std::vector<TaskExit> exits;
   for (auto it = state_->tasks.begin(); it != state_->tasks.end();) {
     std::optional<TaskExit> exit = state_->PollLocked(it->second);

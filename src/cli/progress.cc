@@ -15,7 +15,7 @@ ProgressLine::ProgressLine(std::function<std::string()> describe)
 ProgressLine::~ProgressLine() {
   if (!enabled_) return;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     done_ = true;
   }
   cv_.SignalAll();
@@ -33,7 +33,7 @@ bool ProgressLine::WaitDone(std::chrono::milliseconds timeout) {
 
 void ProgressLine::Loop() {
   using namespace std::chrono_literals;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (WaitDone(1s)) return;
   while (!done_) {
     std::string line = describe_();

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/steady_cond_var.h"
 
 namespace tiresias {
@@ -31,7 +31,7 @@ class ProgressLine {
 
   std::function<std::string()> describe_;
   bool enabled_;
-  absl::Mutex mu_;
+  Mutex mu_;
   SteadyCondVar cv_;  // signalled when done_ is set
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool drawn_ ABSL_GUARDED_BY(mu_) = false;

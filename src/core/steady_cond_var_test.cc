@@ -4,7 +4,7 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "gtest/gtest.h"
 
 namespace tiresias {
@@ -14,12 +14,12 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 TEST(SteadyCondVarTest, AnUnsignalledWaitTimesOutAfterItsTimeout) {
-  absl::Mutex mu;
+  Mutex mu;
   SteadyCondVar cv;
   const auto start = steady_clock::now();
   bool timed_out = false;
   {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     // Spurious wakeups return early without a timeout: wait out the rest
     // (a bounded number of times, so that a wait that never says it timed
     // out fails the test instead of hanging it).
@@ -33,28 +33,28 @@ TEST(SteadyCondVarTest, AnUnsignalledWaitTimesOutAfterItsTimeout) {
 }
 
 TEST(SteadyCondVarTest, ADeadlineAlreadyPastReturnsAtOnce) {
-  absl::Mutex mu;
+  Mutex mu;
   SteadyCondVar cv;
-  absl::MutexLock lock(&mu);
+  MutexLock lock(&mu);
   EXPECT_TRUE(cv.WaitUntil(&mu, steady_clock::now() - milliseconds(1)));
 }
 
 // The wait gives the mutex up (the signaller takes it to set the flag) and
 // holds it again when it returns (the flag is read under it).
 TEST(SteadyCondVarTest, ASignalUnderTheMutexWakesTheWaiterBeforeItsTimeout) {
-  absl::Mutex mu;
+  Mutex mu;
   SteadyCondVar cv;
   bool ready = false;
   const auto start = steady_clock::now();
   std::thread signaller([&] {
     std::this_thread::sleep_for(milliseconds(20));
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     ready = true;
     cv.Signal();
   });
   bool timed_out = false;
   {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     const auto deadline = start + std::chrono::seconds(30);
     while (!ready && !timed_out) timed_out = cv.WaitUntil(&mu, deadline);
     EXPECT_TRUE(ready);
@@ -65,7 +65,7 @@ TEST(SteadyCondVarTest, ASignalUnderTheMutexWakesTheWaiterBeforeItsTimeout) {
 }
 
 TEST(SteadyCondVarTest, SignalAllWakesEveryWaiter) {
-  absl::Mutex mu;
+  Mutex mu;
   SteadyCondVar cv;
   bool go = false;
   int waiting = 0;
@@ -73,7 +73,7 @@ TEST(SteadyCondVarTest, SignalAllWakesEveryWaiter) {
   std::vector<std::thread> waiters;
   for (int i = 0; i < 3; ++i) {
     waiters.emplace_back([&] {
-      absl::MutexLock lock(&mu);
+      MutexLock lock(&mu);
       ++waiting;
       while (!go) cv.Wait(&mu);
       ++woken;
@@ -82,18 +82,18 @@ TEST(SteadyCondVarTest, SignalAllWakesEveryWaiter) {
   // Signalled without the mutex held, once all three wait.
   for (;;) {
     {
-      absl::MutexLock lock(&mu);
+      MutexLock lock(&mu);
       if (waiting == 3) break;
     }
     std::this_thread::yield();
   }
   {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     go = true;
   }
   cv.SignalAll();
   for (std::thread& t : waiters) t.join();
-  absl::MutexLock lock(&mu);
+  MutexLock lock(&mu);
   EXPECT_EQ(woken, 3);
 }
 

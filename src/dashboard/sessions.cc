@@ -17,7 +17,7 @@ SessionStore::SessionStore(std::chrono::seconds idle_timeout,
 
 std::string SessionStore::Create(Session session, Clock::time_point now) {
   std::string id = security::RandomHex(kSessionIdBytes);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   DropIdle(now);
   if (sessions_.size() >= max_sessions_) {
     auto oldest = std::min_element(
@@ -32,7 +32,7 @@ std::string SessionStore::Create(Session session, Clock::time_point now) {
 
 std::optional<Session> SessionStore::Find(const std::string& id,
                                           Clock::time_point now) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return std::nullopt;
   if (now - it->second.last_used >= idle_timeout_) {
@@ -44,12 +44,12 @@ std::optional<Session> SessionStore::Find(const std::string& id,
 }
 
 void SessionStore::Remove(const std::string& id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   sessions_.erase(id);
 }
 
 size_t SessionStore::size() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return sessions_.size();
 }
 

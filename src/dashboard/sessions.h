@@ -22,7 +22,7 @@
 #include <unordered_map>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 
 namespace tiresias {
 
@@ -64,7 +64,7 @@ class SessionStore {
   const std::chrono::seconds idle_timeout_;
   const size_t max_sessions_;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::unordered_map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mu_);
 };
 

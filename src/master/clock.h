@@ -13,7 +13,7 @@
 #include <chrono>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/time.h"
 
 namespace tiresias::master {
@@ -47,25 +47,25 @@ class FakeClock final : public Clock {
  public:
   explicit FakeClock(Seconds start = Seconds{1000}) : now_(start) {}
   Seconds NowUnixSeconds() override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return now_;
   }
   Seconds NowMonotonic() override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return monotonic_;
   }
   void Advance(Seconds by) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     now_ += by;
     monotonic_ += by;
   }
   void Set(Seconds to) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     now_ = to;
   }
 
  private:
-  absl::Mutex mu_;
+  Mutex mu_;
   Seconds now_ ABSL_GUARDED_BY(mu_);
   Seconds monotonic_ ABSL_GUARDED_BY(mu_) = Seconds{0};
 };

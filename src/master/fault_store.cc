@@ -33,44 +33,44 @@ std::string_view StoreWriteKindName(StoreWriteKind kind) {
 }
 
 void StoreFaults::FailNth(int64_t n, Effect effect) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   fail_at_ = {writes_ + n, effect};
 }
 
 void StoreFaults::FailEvery(StoreWriteKind kind, Effect effect) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   fail_every_[kind] = effect;
 }
 
 void StoreFaults::Heal() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   fail_at_.reset();
   fail_every_.clear();
 }
 
 void StoreFaults::SetAfterWrite(
     std::function<void(int64_t, StoreWriteKind)> hook) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   after_write_ = std::move(hook);
 }
 
 int64_t StoreFaults::writes() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return writes_;
 }
 
 int64_t StoreFaults::failures() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return failures_;
 }
 
 std::vector<StoreWriteKind> StoreFaults::history() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return history_;
 }
 
 std::optional<StoreFaults::Effect> StoreFaults::Next(StoreWriteKind kind) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ++writes_;
   history_.push_back(kind);
   std::optional<Effect> effect;
@@ -88,7 +88,7 @@ void StoreFaults::AfterWrite(StoreWriteKind kind) {
   std::function<void(int64_t, StoreWriteKind)> hook;
   int64_t n = 0;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     hook = after_write_;
     n = writes_;
   }

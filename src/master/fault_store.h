@@ -37,8 +37,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
+#include "core/mutex.h"
 #include "master/store.h"
 
 namespace tiresias {
@@ -89,7 +89,7 @@ class StoreFaults {
   absl::Status InjectedError(StoreWriteKind kind) const;
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   int64_t writes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
   // Absolute number.

@@ -17,7 +17,7 @@
 #include <cstdint>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/steady_cond_var.h"
 
 namespace tiresias {
@@ -25,13 +25,13 @@ namespace tiresias {
 class Generation {
  public:
   uint64_t Get() ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return value_;
   }
   // Moves it on and wakes every waiter.
   void Bump() ABSL_LOCKS_EXCLUDED(mu_) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       ++value_;
     }
     cv_.SignalAll();
@@ -40,7 +40,7 @@ class Generation {
   uint64_t WaitChange(uint64_t seen, std::chrono::milliseconds timeout)
       ABSL_LOCKS_EXCLUDED(mu_) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     while (value_ == seen) {
       if (cv_.WaitUntil(&mu_, deadline)) break;
     }
@@ -48,7 +48,7 @@ class Generation {
   }
 
  private:
-  absl::Mutex mu_;
+  Mutex mu_;
   SteadyCondVar cv_;
   uint64_t value_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -122,7 +122,7 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
         " or the master with --node-timeout >= ",
         absl::StrFormat("%g", (grace + kFenceMargin + min_lease).count())));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const Seconds now = clock_->NowUnixSeconds();
   const std::string token_hash = HashToken(req.agent_token());
   const std::string name = req.name();
@@ -218,7 +218,7 @@ void MasterState::AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task,
 absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
     const v1::HeartbeatRequest& req) {
   RETURN_IF_ERROR(ValidateHeartbeatRequest(req));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   NodeInfo* node = table_.FindNode(req.node_id());
   if (node == nullptr || !node->up() || node->session != req.session() ||
       req.session() == 0) {
@@ -373,7 +373,7 @@ void MasterState::LoseNode(int64_t node_id, Seconds now,
 
 void MasterState::OnStall(Seconds stall) {
   if (stall <= Seconds{0}) return;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const Seconds now = clock_->NowMonotonic();
   table_.ForEachNode([&](int64_t, NodeInfo& info) {
     info.last_heard = std::min(info.last_heard + stall, now);
@@ -382,7 +382,7 @@ void MasterState::OnStall(Seconds stall) {
 }
 
 absl::Status MasterState::CheckTimeouts() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   MaybeRefitPackLimit();
   const Seconds now = clock_->NowUnixSeconds();
   bool changed = false;

@@ -27,7 +27,7 @@ absl::StatusOr<Principal> MasterState::AuthenticateToken(
   absl::StatusOr<security::ParsedToken> parsed = security::ParseToken(token);
   if (!parsed.ok()) return Unauthenticated("the token is malformed");
   const Seconds now = clock_->NowUnixSeconds();
-  absl::MutexLock lock(&auth_mu_);
+  MutexLock lock(&auth_mu_);
   auto it = tokens_.find(parsed->id);
   // The same answer for an unknown id and a wrong secret: it says nothing
   // about which tokens exist.
@@ -84,13 +84,13 @@ absl::StatusOr<MasterState::IssuedTokenText> MasterState::CreateToken(
       absl::StrCat(ToAbsl(security::kTokenPrefix), record.id, "_",
                    parsed.secret),
       record.expires};
-  absl::MutexLock lock(&auth_mu_);
+  MutexLock lock(&auth_mu_);
   tokens_[record.id] = std::move(record);
   return out;
 }
 
 std::vector<TokenRecord> MasterState::ListTokens() {
-  absl::MutexLock lock(&auth_mu_);
+  MutexLock lock(&auth_mu_);
   std::vector<TokenRecord> out;
   for (const auto& [id, t] : tokens_) {
     TokenRecord shown = t;
@@ -104,7 +104,7 @@ std::vector<TokenRecord> MasterState::ListTokens() {
 absl::Status MasterState::RevokeToken(int64_t id) {
   const Seconds now = clock_->NowUnixSeconds();
   RETURN_IF_ERROR(store_->RevokeToken(id, now));
-  absl::MutexLock lock(&auth_mu_);
+  MutexLock lock(&auth_mu_);
   auto it = tokens_.find(id);
   if (it != tokens_.end() && !it->second.revoked) it->second.revoked = now;
   return absl::OkStatus();
@@ -119,7 +119,7 @@ void MasterState::Audit(AuditRecord record) {
   record = SanitizedAuditRecord(std::move(record));
   std::vector<AuditRecord> to_write;
   {
-    absl::MutexLock lock(&auth_mu_);
+    MutexLock lock(&auth_mu_);
     to_write = audit_limit_.Admit(std::move(record));
   }
   WriteAudit(to_write);
@@ -129,7 +129,7 @@ void MasterState::FlushAudit() {
   const Seconds now = clock_->NowUnixSeconds();
   std::optional<AuditRecord> summary;
   {
-    absl::MutexLock lock(&auth_mu_);
+    MutexLock lock(&auth_mu_);
     summary = audit_limit_.Flush(now);
   }
   if (summary) WriteAudit({*std::move(summary)});

@@ -29,7 +29,7 @@ absl::Status MasterState::CheckDependencyTargets(const JobRequest& spec,
                                                  const MayAct& may_depend,
                                                  std::string_view field) {
   if (spec.dependencies.empty()) return absl::OkStatus();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (const JobDependency& dep : spec.dependencies) {
     const std::string named = absl::StrCat(ToAbsl(field), ".dependencies: ",
                                            FormatDependency(dep), ": ");

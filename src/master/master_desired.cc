@@ -88,7 +88,7 @@ v1::DesiredState MasterState::AnswerDesired(int64_t node_id, uint64_t held) {
 
 absl::StatusOr<std::optional<v1::DesiredState>> MasterState::DesiredStateAfter(
     int64_t node_id, uint64_t session, uint64_t after_version) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const NodeInfo* node = table_.FindNode(node_id);
   if (node == nullptr || !node->up() || node->session != session ||
       session == 0) {

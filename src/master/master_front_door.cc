@@ -17,7 +17,7 @@
 namespace tiresias {
 
 absl::Status MasterState::CheckFitsCluster(const JobRequest& spec) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (cluster_ && spec.num_gpus > cluster_->total_gpus()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "spec.gpus: ", spec.num_gpus, " GPUs requested but the cluster has ",
@@ -286,7 +286,7 @@ void MasterState::WriteSubmitBatch(const std::vector<SubmitWriter*>& batch) {
   }
   bool any_new = false;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (size_t i = 0; i < batch.size(); ++i) {
       SubmitWriter& writer = *batch[i];
       const absl::StatusOr<CreatedJob>& job = (*created)[i];
@@ -342,7 +342,7 @@ void MasterState::WriteBulk(SubmitWriter& writer) {
   absl::Status admitted;
   bool any_new = false;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (size_t i = 0; i < created->size() && admitted.ok(); ++i) {
       const CreatedJob& job = (*created)[i];
       result.ids.push_back(job.id);
@@ -368,7 +368,7 @@ void MasterState::WriteBulk(SubmitWriter& writer) {
 }
 
 MasterState::SubmitStats MasterState::submit_stats() {
-  absl::MutexLock lock(&submit_mu_);
+  MutexLock lock(&submit_mu_);
   return submit_stats_;
 }
 
@@ -400,7 +400,7 @@ absl::StatusOr<JobPage> MasterState::ListJobsPage(const JobListQuery& query) {
     // the agents need not wait for SQLite.
     ASSIGN_OR_RETURN(JobPage page, store_->QueryJobs(stored));
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       const Seconds now = clock_->NowUnixSeconds();
       for (JobRecord& rec : page.jobs) {
         // An unfinished job's record in memory is at least as new as the
@@ -433,7 +433,7 @@ absl::StatusOr<JobPage> MasterState::ListJobsPage(const JobListQuery& query) {
 JobPage MasterState::ListStartingJobs(const JobListQuery& query) {
   // A starting job has not ended.
   if (query.ended_since || query.ended_before) return JobPage{};
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const Seconds now = clock_->NowUnixSeconds();
   JobPage out;
   int64_t bytes = 0;

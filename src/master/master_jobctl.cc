@@ -44,7 +44,7 @@ MasterState::UpdateJobs(JobAction action, std::vector<JobId> ids,
                         const MayAct& may_act) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const Seconds now = clock_->NowUnixSeconds();
   std::vector<JobActionResult> results;
   results.reserve(ids.size());
@@ -87,7 +87,7 @@ MasterState::UpdateMatchingJobs(JobAction action, const JobFilter& filter,
   }
   std::vector<JobId> ids;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     const Seconds now = clock_->NowUnixSeconds();
     // Unfinished jobs are all in memory.
     for (const auto& [id, rec] : records_) {

@@ -10,7 +10,7 @@
 namespace tiresias {
 
 absl::Status MasterState::RunPass() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const auto began = std::chrono::steady_clock::now();
   const Seconds now = clock_->NowUnixSeconds();
   if (cluster_) {

@@ -20,7 +20,7 @@ absl::StatusOr<MasterState::TaskLogLocation> MasterState::LocateTaskLog(
     return absl::InvalidArgumentError(
         absl::StrCat("rank: expected >= 0, got ", rank));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   // Unfinished jobs are in memory; only an ended one is read from the store.
   JobRecord rec;
   if (auto live = records_.find(id); live != records_.end()) {
@@ -88,12 +88,12 @@ absl::StatusOr<MasterState::TaskLogLocation> MasterState::LocateTaskLog(
 absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
   Metrics m;
   {
-    absl::MutexLock lock(&auth_mu_);  // a leaf: never with mu_
+    MutexLock lock(&auth_mu_);  // a leaf: never with mu_
     m.audit_refusals = audit_limit_.Counts();
   }
   {
     // O(unfinished jobs + nodes) in memory; no store access under the lock.
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (JobRecordState state :
          {JobRecordState::kPending, JobRecordState::kStarting,
           JobRecordState::kRunning, JobRecordState::kPreempted,
@@ -162,7 +162,7 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
 }
 
 absl::Status MasterState::CheckHealth() {
-  absl::MutexLock lock(&mu_);      // a wedged master never answers
+  MutexLock lock(&mu_);                       // a wedged master never answers
   return store_->LaunchNodes(0, 0).status();  // one cheap indexed read
 }
 

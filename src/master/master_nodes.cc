@@ -30,7 +30,7 @@ v1::Node MasterState::NodeView(int64_t id, const NodeInfo& info) const {
 }
 
 absl::StatusOr<std::vector<v1::Node>> MasterState::ListNodes() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<v1::Node> out;
   for (const auto& [id, info] : table_.nodes()) {
     out.push_back(NodeView(id, info));
@@ -74,7 +74,7 @@ absl::Status UnknownNode(const std::string& name) {
 absl::StatusOr<MasterState::DrainResult> MasterState::DrainNode(
     const std::string& name, const std::string& reason, bool preempt) {
   RETURN_IF_ERROR(CheckDrainReason(reason));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   NodeInfo* info = table_.FindNodeByName(name);
   if (info == nullptr) return UnknownNode(name);
   const int64_t id = info->record.id;
@@ -111,7 +111,7 @@ absl::StatusOr<MasterState::DrainResult> MasterState::DrainNode(
 }
 
 absl::StatusOr<v1::Node> MasterState::ResumeNode(const std::string& name) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   NodeInfo* info = table_.FindNodeByName(name);
   if (info == nullptr) return UnknownNode(name);
   const int64_t id = info->record.id;

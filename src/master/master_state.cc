@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<MasterState>> MasterState::Open(
   if (store == nullptr) return absl::InvalidArgumentError("store: null");
   std::unique_ptr<MasterState> state(
       new MasterState(std::move(options), clock, std::move(store)));
-  absl::MutexLock lock(&state->mu_);
+  MutexLock lock(&state->mu_);
   ASSIGN_OR_RETURN(state->scheduler_, state->MakeScheduler());
   RETURN_IF_ERROR(state->LoadPlacementRuns());
   RETURN_IF_ERROR(state->Load(clock->NowUnixSeconds()));
@@ -66,7 +66,7 @@ absl::StatusOr<std::unique_ptr<MasterState>> MasterState::Open(
 
 absl::Status MasterState::LoadTokens() {
   ASSIGN_OR_RETURN(std::vector<TokenRecord> tokens, store_->ListTokens());
-  absl::MutexLock lock(&auth_mu_);
+  MutexLock lock(&auth_mu_);
   for (TokenRecord& t : tokens) tokens_[t.id] = std::move(t);
   return absl::OkStatus();
 }
@@ -306,13 +306,13 @@ absl::StatusOr<JobId> MasterState::SubmitJob(const JobRequest& spec) {
 }
 
 std::optional<double> MasterState::PlacementSkewOf(JobId id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const Job* job = scheduler_->Find(id);
   return job == nullptr ? std::nullopt : job->spec().measured_skew;
 }
 
 absl::StatusOr<JobRecord> MasterState::GetJob(JobId id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(JobRecord rec, store_->GetJob(id));
   LiveView(rec, clock_->NowUnixSeconds());
   return rec;
@@ -325,7 +325,7 @@ absl::StatusOr<std::vector<JobRecord>> MasterState::ListJobs(
 }
 
 absl::StatusOr<JobRecord> MasterState::CancelJob(JobId id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(JobRecord result,
                    CancelLocked(id, clock_->NowUnixSeconds(), false));
   RETURN_IF_ERROR(Commit());
@@ -398,17 +398,17 @@ absl::StatusOr<JobRecord> MasterState::CancelLocked(JobId id, Seconds now,
 }
 
 std::string MasterState::NodeName(int64_t node_id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return table_.NodeName(node_id);
 }
 
 Seconds MasterState::NextWakeup() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return scheduler_->NextWakeup();
 }
 
 bool MasterState::TakePassWanted() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return std::exchange(pass_wanted_, false);
 }
 

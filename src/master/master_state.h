@@ -123,8 +123,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "core/cluster.h"
+#include "core/mutex.h"
 #include "core/steady_cond_var.h"
 #include "master/audit_limit.h"
 #include "master/clock.h"
@@ -787,7 +787,7 @@ class MasterState {
 
   // Guarded by mu_ (the annotations say so; scripts/check_thread_safety.sh
   // checks them).
-  absl::Mutex mu_;
+  Mutex mu_;
   std::unique_ptr<Scheduler> scheduler_ ABSL_GUARDED_BY(mu_);
   // The scheme's name (options or policy default)
   std::string placement_ ABSL_GUARDED_BY(mu_);
@@ -854,7 +854,7 @@ class MasterState {
   JobTotals ended_ ABSL_GUARDED_BY(mu_);
 
   // Guarded by auth_mu_ (a leaf: never held while taking mu_).
-  absl::Mutex auth_mu_;
+  Mutex auth_mu_;
   std::map<int64_t, TokenRecord> tokens_ ABSL_GUARDED_BY(auth_mu_);
   AuditRateLimit audit_limit_ ABSL_GUARDED_BY(auth_mu_){
       kAuditRefusalsPerSecond};
@@ -998,7 +998,7 @@ class MasterState {
   JobPage ListStartingJobs(const JobListQuery& query);
 
   // Never held together with mu_ (the leader takes them in turn).
-  absl::Mutex submit_mu_;
+  Mutex submit_mu_;
   std::deque<SubmitWriter*> submit_queue_ ABSL_GUARDED_BY(submit_mu_);
   SubmitStats submit_stats_ ABSL_GUARDED_BY(submit_mu_);
 };

@@ -52,7 +52,7 @@ MasterServer::~MasterServer() { Shutdown(); }
 
 void MasterServer::Notify() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     notified_ = true;
   }
   cv_.Signal();
@@ -60,7 +60,7 @@ void MasterServer::Notify() {
 
 void MasterServer::Shutdown() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (stopping_ && !thread_.joinable() && !server_) return;
     stopping_ = true;
   }
@@ -104,7 +104,7 @@ void MasterServer::Loop() {
                             duration<double>(std::max(0.05, to_wakeup))));
     }
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       while (!notified_ && !stopping_) {
         if (cv_.WaitUntil(&mu_, deadline)) break;
       }

@@ -12,19 +12,19 @@
 #ifndef TIRESIAS_MASTER_SERVER_H_
 #define TIRESIAS_MASTER_SERVER_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
 #include <thread>
 
-#include <grpcpp/grpcpp.h>
-
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/steady_cond_var.h"
+#include "master/admin_service.h"
 #include "master/clock.h"
 #include "master/master_state.h"
-#include "master/admin_service.h"
 #include "master/service.h"
 #include "security/tls.h"
 
@@ -62,7 +62,7 @@ class MasterServer {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 
-  absl::Mutex mu_;
+  Mutex mu_;
   SteadyCondVar cv_;  // signalled when notified_ or stopping_ is set
   bool notified_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

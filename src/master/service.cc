@@ -521,7 +521,7 @@ grpc::Status TiresiasService::WatchEvents(
 
 std::shared_ptr<v1::AgentLogs::Stub> TiresiasService::AgentLogsStub(
     const std::string& node, const std::string& address) {
-  absl::MutexLock lock(&stubs_mu_);
+  MutexLock lock(&stubs_mu_);
   AgentChannel& channel = stubs_[node];
   // One channel per node, replaced when its agent moves (a restarted agent
   // serves on a new port).

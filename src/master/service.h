@@ -33,11 +33,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "master/call_auth.h"
 #include "master/master_state.h"
-#include "security/tls.h"
 #include "proto/tiresias.grpc.pb.h"
+#include "security/tls.h"
 
 namespace tiresias {
 
@@ -133,7 +133,7 @@ class TiresiasService final : public v1::Tiresias::Service {
   security::TlsConfig agent_tls_;
   CallAuth auth_;
   std::atomic<bool> stopping_{false};
-  absl::Mutex stubs_mu_;
+  Mutex stubs_mu_;
   std::map<std::string, AgentChannel> stubs_  // by node name
       ABSL_GUARDED_BY(stubs_mu_);
 };

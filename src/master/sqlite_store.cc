@@ -100,7 +100,7 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   RETURN_IF_ERROR(Configure(*db, options));
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
-  absl::MutexLock lock(&store->mu_);
+  MutexLock lock(&store->mu_);
   RETURN_IF_ERROR(store->InitSchema());
   RETURN_IF_ERROR(store->LoadClusterId());
   return store;
@@ -212,7 +212,7 @@ absl::Status SqliteStore::CommitLocked(SqliteTransaction& txn) {
 }
 
 int64_t SqliteStore::commits() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return commits_;
 }
 
@@ -228,7 +228,7 @@ absl::StatusOr<int64_t> SqliteStore::UpsertNode(const NodeRecord& node) {
     return absl::InvalidArgumentError(absl::StrCat(
         "node ", node.name, ": last_heartbeat: expected a finite number"));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
       SqliteQuery upsert,
       db_->Prepare(
@@ -254,7 +254,7 @@ absl::StatusOr<int64_t> SqliteStore::UpsertNode(const NodeRecord& node) {
 
 absl::Status SqliteStore::SetNodeDrain(int64_t id, bool drained,
                                        const std::string& reason) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery update,
                    db_->Prepare("UPDATE nodes SET drained = ?, "
                                 "drain_reason = ? WHERE id = ?"));
@@ -270,7 +270,7 @@ absl::Status SqliteStore::SetNodeDrain(int64_t id, bool drained,
 }
 
 absl::StatusOr<std::vector<NodeRecord>> SqliteStore::ListNodes() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery query,
                    db_->Prepare(absl::StrCat("SELECT ", kNodeColumns,
                                              " FROM nodes ORDER BY id")));

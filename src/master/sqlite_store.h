@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/mutex.h"
 #include "master/store.h"
 
 namespace tiresias {
@@ -145,7 +145,7 @@ class SqliteStore final : public Store {
   // Reads the cluster id from `meta`, making one first if there is none.
   absl::Status LoadClusterId() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::unique_ptr<SqliteDb> db_ ABSL_PT_GUARDED_BY(mu_);
   int64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
   std::string cluster_id_;  // set by Open, constant after

@@ -57,7 +57,7 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
   // Each job's outcome, in order.
   std::vector<absl::StatusOr<CreatedJob>> out(jobs.size(), CreatedJob{});
 
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   JobId array_id = 0;  // of the array the jobs being written belong to
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -173,7 +173,7 @@ absl::Status SqliteStore::Write(const StoreWrite& write) {
           ": time: expected a finite number, got ", event.time.count()));
     }
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   for (const JobRecord& record : write.jobs) {
     RETURN_IF_ERROR(UpdateJobLocked(record));
@@ -208,7 +208,7 @@ absl::Status SqliteStore::InsertLaunchLocked(const LaunchRecord& launch) {
 }
 
 absl::StatusOr<JobTotals> SqliteStore::Totals() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery query,
                    db_->Prepare("SELECT state, count(*), sum(preemptions), "
                                 "sum(promotions) FROM jobs GROUP BY state"));
@@ -239,7 +239,7 @@ absl::StatusOr<JobTotals> SqliteStore::Totals() const {
 
 absl::StatusOr<std::vector<std::string>> SqliteStore::LaunchNodes(
     JobId job, int attempt) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery query,
                    db_->Prepare("SELECT rank, node FROM launches WHERE "
                                 "job_id = ? AND attempt = ? ORDER BY rank"));
@@ -339,7 +339,7 @@ absl::StatusOr<std::vector<JobEvent>> SqliteStore::SelectEvents(
 }
 
 absl::StatusOr<JobRecord> SqliteStore::GetJob(JobId id) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, SelectJobs("WHERE id = ?1", id));
   if (jobs.empty()) return NoSuchJob(id);
   ASSIGN_OR_RETURN(jobs[0].events, SelectEvents("WHERE job_id = ?1", id, -1));
@@ -366,7 +366,7 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
   if (q.ended_since) absl::StrAppend(&where, " AND end_time >= ?6");
   if (q.ended_before) absl::StrAppend(&where, " AND end_time < ?7");
   if (q.array_id) absl::StrAppend(&where, " AND array_id = ?8");
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery query, db_->Prepare(absl::StrCat(
                                           "SELECT ", kJobColumns, " FROM jobs ",
                                           where, " ORDER BY id LIMIT ?5")));
@@ -400,7 +400,7 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
 
 absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListUnfinishedJobs()
     const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return SelectJobs("WHERE state IN ('pending', 'running', 'preempted')", 0);
 }
 
@@ -412,14 +412,14 @@ absl::Status SqliteStore::CheckJobExists(JobId id) const {
 }
 
 absl::StatusOr<std::vector<JobEvent>> SqliteStore::Events(JobId job) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckJobExists(job));
   return SelectEvents("WHERE job_id = ?1", job, -1);
 }
 
 absl::StatusOr<std::vector<JobEvent>> SqliteStore::EventsAfter(
     int64_t after_sequence, int limit) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return SelectEvents("WHERE sequence > ?1", after_sequence, limit);
 }
 

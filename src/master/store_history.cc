@@ -37,7 +37,7 @@ absl::Status SqliteStore::AddClusterSample(const ClusterSample& s,
         "cluster sample at ", s.time.count(),
         ": expected a finite time and non-negative counts"));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   {
     ASSIGN_OR_RETURN(
@@ -86,7 +86,7 @@ absl::Status SqliteStore::AddClusterSample(const ClusterSample& s,
 
 absl::StatusOr<std::vector<ClusterSample>> SqliteStore::ClusterHistory(
     Seconds since, Seconds until) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
       SqliteQuery query,
       db_->Prepare("SELECT time, gpus_busy, gpus_total, jobs_waiting, "

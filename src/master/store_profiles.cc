@@ -30,7 +30,7 @@ SqliteStore::ProfileBySignatureLocked(const std::string& signature) const {
 absl::Status SqliteStore::SaveProfile(JobId job, const std::string& signature,
                                       const JobProfile& profile) {
   const std::string json = EncodeProfile(profile);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   {
     ASSIGN_OR_RETURN(SqliteQuery update,
@@ -56,7 +56,7 @@ absl::Status SqliteStore::AddPlacementRun(const PlacementRunRecord& r) {
         "placement run of job ", r.job, " attempt ", r.attempt,
         ": expected a signature and finite skew, iteration time and time"));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   ASSIGN_OR_RETURN(
       SqliteQuery insert,
@@ -76,7 +76,7 @@ absl::Status SqliteStore::AddPlacementRun(const PlacementRunRecord& r) {
 
 absl::StatusOr<std::vector<PlacementRunRecord>>
 SqliteStore::ListPlacementRuns() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
       SqliteQuery query,
       db_->Prepare("SELECT job_id, attempt, signature, skew, spread, "

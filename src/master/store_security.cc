@@ -37,7 +37,7 @@ absl::Status CheckTime(const char* field, Seconds t) {
 absl::StatusOr<int64_t> SqliteStore::CreateToken(const TokenRecord& token) {
   RETURN_IF_ERROR(CheckTime("created", token.created));
   if (token.expires) RETURN_IF_ERROR(CheckTime("expires", *token.expires));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   ASSIGN_OR_RETURN(
       SqliteQuery insert,
@@ -59,7 +59,7 @@ absl::StatusOr<int64_t> SqliteStore::CreateToken(const TokenRecord& token) {
 
 absl::Status SqliteStore::RevokeToken(int64_t id, Seconds at) {
   RETURN_IF_ERROR(CheckTime("revoked", at));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   ASSIGN_OR_RETURN(
       SqliteQuery update,
@@ -73,7 +73,7 @@ absl::Status SqliteStore::RevokeToken(int64_t id, Seconds at) {
 }
 
 absl::StatusOr<std::vector<TokenRecord>> SqliteStore::ListTokens() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
       SqliteQuery query,
       db_->Prepare("SELECT id, user, admin, salt, hash, created, expires, "
@@ -99,7 +99,7 @@ absl::StatusOr<std::vector<TokenRecord>> SqliteStore::ListTokens() const {
 absl::Status SqliteStore::AppendAudit(const AuditRecord& given) {
   RETURN_IF_ERROR(CheckTime("time", given.time));
   const AuditRecord record = SanitizedAuditRecord(given);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   ASSIGN_OR_RETURN(
       SqliteQuery insert,
@@ -117,7 +117,7 @@ absl::Status SqliteStore::AppendAudit(const AuditRecord& given) {
 
 absl::StatusOr<std::vector<AuditRecord>> SqliteStore::AuditAfter(
     int64_t after, int limit) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
       SqliteQuery query,
       db_->Prepare("SELECT sequence, time, principal, peer, action, outcome, "

@@ -1,0 +1,295 @@
+#include "agent/cgroups.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace tiresias {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status WriteFile(const std::string& path, absl::string_view value) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  const ssize_t n = write(fd, value.data(), value.size());
+  const int error = errno;
+  close(fd);
+  if (n != static_cast<ssize_t>(value.size())) {
+    return absl::InternalError(absl::StrCat(path, ": cannot write \"", value,
+                                            "\": ", std::strerror(error)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read"));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<int64_t> ReadNumber(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &value)) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": expected a number, got \"", *text, "\""));
+  }
+  return value;
+}
+
+bool SafeRelative(const std::string& path) {
+  if (path.empty() || path.front() == '/') return false;
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    if (part.empty() || part == "." || part == "..") return false;
+  }
+  return true;
+}
+
+// Makes <mount>/<relative>, folder by folder; a new cpuset folder gets
+// its parent's CPUs and memory nodes (empty ones refuse every process).
+absl::Status MakeGroup(const std::string& mount, const std::string& controller,
+                       const std::string& relative) {
+  std::string dir = mount;
+  for (absl::string_view part : absl::StrSplit(relative, '/')) {
+    const std::string parent = dir;
+    dir = absl::StrCat(dir, "/", part);
+    if (mkdir(dir.c_str(), 0755) != 0) {
+      if (errno == EEXIST) continue;
+      return absl::InternalError(
+          absl::StrCat(dir, ": cannot make: ", std::strerror(errno)));
+    }
+    if (controller == "cpuset") {
+      for (const char* file : {"cpuset.cpus", "cpuset.mems"}) {
+        absl::StatusOr<std::string> value =
+            ReadFile(absl::StrCat(parent, "/", file));
+        if (!value.ok()) return value.status();
+        const std::string trimmed(absl::StripAsciiWhitespace(*value));
+        if (absl::Status status =
+                WriteFile(absl::StrCat(dir, "/", file), trimmed);
+            !status.ok()) {
+          return status;
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, std::string>> FindCgroupMounts(
+    absl::string_view mounts_text) {
+  std::map<std::string, std::string> found;
+  for (absl::string_view line : absl::StrSplit(mounts_text, '\n')) {
+    const std::vector<absl::string_view> fields =
+        absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (fields.size() < 4 || fields[2] != "cgroup") continue;
+    for (absl::string_view option : absl::StrSplit(fields[3], ',')) {
+      for (const char* controller : kTaskControllers) {
+        if (option == controller && !found.contains(controller)) {
+          found[controller] = std::string(fields[1]);
+        }
+      }
+    }
+  }
+  for (const char* controller : kTaskControllers) {
+    if (!found.contains(controller)) {
+      return absl::NotFoundError(
+          absl::StrCat("no cgroup v1 hierarchy with the ", controller,
+                       " controller is mounted (/proc/self/mounts)"));
+    }
+  }
+  return found;
+}
+
+absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(
+    const std::map<std::string, std::string>& mounts, const std::string& parent,
+    const std::string& name, const CgroupLimits& limits) {
+  if (!SafeRelative(parent) || !SafeRelative(name) ||
+      name.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cgroup \"", parent, "\" / \"", name,
+                     "\": expected relative names without \".\" or \"..\""));
+  }
+  std::vector<std::string> dirs;
+  std::map<std::string, std::string> by_controller;
+  for (const char* controller : kTaskControllers) {
+    auto mount = mounts.find(controller);
+    if (mount == mounts.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("no hierarchy for the ", controller, " controller"));
+    }
+    const std::string dir = absl::StrCat(mount->second, "/", parent, "/", name);
+    by_controller[controller] = dir;
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) {
+      dirs.push_back(dir);
+    }
+  }
+  std::unique_ptr<TaskCgroup> group(new TaskCgroup(dirs));
+  group->by_controller_ = by_controller;
+  auto fail = [&](absl::Status status) {
+    group->Remove().IgnoreError();
+    return status;
+  };
+  for (const char* controller : kTaskControllers) {
+    absl::Status made = MakeGroup(mounts.at(controller), controller,
+                                  absl::StrCat(parent, "/", name));
+    if (!made.ok()) return fail(made);
+  }
+  auto write = [&](absl::string_view controller, absl::string_view file,
+                   absl::string_view value) {
+    return WriteFile(absl::StrCat(group->DirOf(controller), "/", file), value);
+  };
+  if (!limits.cpus.empty()) {
+    absl::Status status =
+        write("cpuset", "cpuset.cpus", absl::StrJoin(limits.cpus, ","));
+    if (!status.ok()) return fail(status);
+  }
+  if (limits.memory_bytes > 0) {
+    const std::string bytes = absl::StrCat(limits.memory_bytes);
+    absl::Status status = write("memory", "memory.limit_in_bytes", bytes);
+    if (!status.ok()) return fail(status);
+    // Memory plus swap, where the kernel accounts swap: no escape into it.
+    if (fs::exists(absl::StrCat(group->DirOf("memory"),
+                                "/memory.memsw.limit_in_bytes"))) {
+      status = write("memory", "memory.memsw.limit_in_bytes", bytes);
+      if (!status.ok()) return fail(status);
+    }
+  }
+  if (limits.pids > 0) {
+    absl::Status status = write("pids", "pids.max", absl::StrCat(limits.pids));
+    if (!status.ok()) return fail(status);
+  }
+  for (int minor : limits.denied_gpu_minors) {
+    absl::Status status =
+        write("devices", "devices.deny",
+              absl::StrCat("c ", kNvidiaMajor, ":", minor, " rwm"));
+    if (!status.ok()) return fail(status);
+  }
+  return group;
+}
+
+std::string TaskCgroup::DirOf(absl::string_view controller) const {
+  auto it = by_controller_.find(std::string(controller));
+  return it == by_controller_.end() ? "" : it->second;
+}
+
+absl::Status TaskCgroup::Join(pid_t pid) const {
+  for (const std::string& dir : dirs_) {
+    absl::Status status =
+        WriteFile(absl::StrCat(dir, "/cgroup.procs"), absl::StrCat(pid));
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int>> TaskCgroup::OpenProcsFiles() const {
+  std::vector<int> fds;
+  for (const std::string& dir : dirs_) {
+    const std::string path = absl::StrCat(dir, "/cgroup.procs");
+    const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      const int error = errno;
+      for (int open_fd : fds) close(open_fd);
+      return absl::InternalError(
+          absl::StrCat(path, ": cannot open: ", std::strerror(error)));
+    }
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
+bool JoinSelf(const std::vector<int>& procs_fds) {
+  for (int fd : procs_fds) {
+    if (write(fd, "0", 1) != 1) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<CgroupUsage> TaskCgroup::Usage() const {
+  CgroupUsage usage;
+  absl::StatusOr<int64_t> peak =
+      ReadNumber(absl::StrCat(DirOf("memory"), "/memory.max_usage_in_bytes"));
+  if (!peak.ok()) return peak.status();
+  usage.memory_peak_bytes = *peak;
+  absl::StatusOr<int64_t> cpu_ns =
+      ReadNumber(absl::StrCat(DirOf("cpuacct"), "/cpuacct.usage"));
+  if (!cpu_ns.ok()) return cpu_ns.status();
+  usage.cpu_seconds = static_cast<double>(*cpu_ns) / 1e9;
+  const std::string oom_path =
+      absl::StrCat(DirOf("memory"), "/memory.oom_control");
+  absl::StatusOr<std::string> oom = ReadFile(oom_path);
+  if (!oom.ok()) return oom.status();
+  for (absl::string_view line : absl::StrSplit(*oom, '\n')) {
+    std::vector<absl::string_view> words =
+        absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (words.size() == 2 && words[0] == "oom_kill" &&
+        !absl::SimpleAtoi(words[1], &usage.oom_kills)) {
+      return absl::DataLossError(
+          absl::StrCat(oom_path, ": oom_kill: expected a number"));
+    }
+  }
+  return usage;
+}
+
+absl::Status TaskCgroup::Remove() {
+  for (const std::string& dir : dirs_) {
+    if (rmdir(dir.c_str()) != 0 && errno != ENOENT) {
+      if (errno == EBUSY) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(dir, ": a process is still in it"));
+      }
+      return absl::InternalError(
+          absl::StrCat(dir, ": cannot remove: ", std::strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> TaskCgroup::RemoveStale(
+    const std::map<std::string, std::string>& mounts, const std::string& parent,
+    const std::set<std::string>& keep) {
+  if (!SafeRelative(parent)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cgroup parent \"", parent, "\": not a relative path"));
+  }
+  std::set<std::string> seen;
+  int removed = 0;
+  for (const auto& [controller, mount] : mounts) {
+    const std::string dir = absl::StrCat(mount, "/", parent);
+    if (!seen.insert(dir).second) continue;
+    std::error_code error;
+    for (const fs::directory_entry& entry :
+         fs::directory_iterator(dir, error)) {
+      if (!entry.is_directory() ||
+          keep.contains(entry.path().filename().string())) {
+        continue;
+      }
+      // rmdir fails (EBUSY) while a process is in the group: it stays.
+      if (rmdir(entry.path().c_str()) == 0) ++removed;
+    }
+  }
+  return removed;
+}
+
+}  // namespace tiresias

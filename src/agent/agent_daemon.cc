@@ -148,12 +148,14 @@ absl::Status AgentDaemon::Start() {
   log_server_ = *std::move(logs);
   log_address_ = absl::StrCat(host, ":", log_server_->port());
   Log(DescribeRunAs(launcher_options.run_as));
+  if (absl::Status s = SetUpCgroups(launcher_options); !s.ok()) return s;
   launcher_ = deps_->make_launcher(std::move(launcher_options));
   stub_ = std::make_unique<AgentStub>(deps_->make_master_stub(options_));
   Log(absl::StrCat("node ", options_.node_name, ": ", gpus_.size(),
                    " GPU(s), master ", options_.master_address));
   AdoptRecorded();
   RemoveStaleFiles();
+  RemoveStaleCgroups();
   LoadSession();
   thread_ = std::thread([this] { Loop(); });
   watch_thread_ = std::thread([this] { WatchLoop(); });
@@ -170,6 +172,7 @@ void AgentDaemon::Stop() {
   if (thread_.joinable()) thread_.join();
   if (watch_thread_.joinable()) watch_thread_.join();
   log_server_.reset();
+  RemoveCgroupParent();
   if (lock_fd_ >= 0) {  // the next agent on this state dir may start
     close(lock_fd_);
     lock_fd_ = -1;
@@ -256,6 +259,7 @@ std::vector<v1::TaskStatus> AgentDaemon::Statuses() const {
     }
     for (int g : task.gpus) s.add_gpu_indexes(g);
     if (task.exit_code) s.set_exit_code(*task.exit_code);
+    if (task.out_of_memory) s.set_out_of_memory(true);
     if (task.start_time) s.set_start_time(*task.start_time);
     if (task.profile) *s.mutable_profile() = *task.profile;
     if (task.end_time) {

@@ -146,6 +146,16 @@ struct AgentOptions {
   std::string user_map_file;
   // Run tasks whose account is root (uid 0); refused otherwise.
   bool allow_root_tasks = false;
+  // Each task in cgroups of its own (cgroups.h: its node's other GPUs
+  // denied, its memory-kill reported, what it left killed), under
+  // tiresias/<node> of the v1 hierarchies. kAuto: when the agent can make
+  // them (root, the hierarchies mounted and writable), else it logs why
+  // and runs tasks without; kOn: Start fails without them; kOff: never.
+  enum class Cgroups { kAuto, kOn, kOff };
+  Cgroups cgroups = Cgroups::kAuto;
+  // With cgroups: each task's memory limit, per GPU it was given; a task
+  // past it is killed by the kernel and reported out of memory. 0: none.
+  int64_t memory_per_gpu_bytes = 0;
   // One line per notable event; null: "tiresias agent: ..." on stderr.
   // Called from the agent's threads.
   std::function<void(std::string_view)> log;
@@ -207,6 +217,9 @@ class AgentDaemon {
   }
   // The master's id for this node; 0 until registered.
   int64_t node_id() const { return node_id_.load(); }
+  // The subtree of the tasks' cgroups ("tiresias/<node>-<hash of the state
+  // dir>"); empty without cgroups. Set by Start.
+  const std::string& cgroup_parent() const { return cgroup_parent_; }
   // Tasks started (or adopted) and not yet acknowledged as ended.
   int task_count() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -221,6 +234,7 @@ class AgentDaemon {
     // its shim fenced it: it is reported PREEMPTED with this reason.
     std::optional<int> stop_reason;  // a v1::StopReason
     std::optional<int> exit_code;
+    bool out_of_memory = false;        // TaskExit::out_of_memory
     std::optional<double> start_time;  // Unix seconds
     std::optional<double> end_time;
     // Started under the traffic profiler (StartTask.profile): what it
@@ -267,6 +281,15 @@ class AgentDaemon {
   bool ReadRunningProfiles() ABSL_LOCKS_EXCLUDED(mu_);
   void AdoptRecorded() ABSL_LOCKS_EXCLUDED(mu_);
   void RemoveStaleFiles() ABSL_LOCKS_EXCLUDED(mu_);
+  // Cgroups (agent_cgroups.cc): whether tasks get them (options_.cgroups),
+  // set in `launcher` if so; and at Start, the groups a previous agent
+  // left for tasks no longer running removed. The parent folder is
+  // "tiresias/<node>-<hash of the state dir>".
+  absl::Status SetUpCgroups(PosixLauncherOptions& launcher);
+  void RemoveStaleCgroups() ABSL_LOCKS_EXCLUDED(mu_);
+  // At Stop: the parent folder, if no task's groups are left in it (tasks
+  // kept running for the next agent keep it).
+  void RemoveCgroupParent();
   void SaveSession() ABSL_LOCKS_EXCLUDED(mu_);
   void LoadSession() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status LoadOrCreateToken();
@@ -288,6 +311,11 @@ class AgentDaemon {
   AgentOptions options_;
   std::unique_ptr<AgentDependencies> deps_;  // never null
   std::vector<GpuInfo> gpus_;
+  // The hierarchies and subtree of the tasks' cgroups (SetUpCgroups);
+  // empty mounts: none. Written by Start before the threads, constant
+  // after.
+  std::map<std::string, std::string> cgroup_mounts_;
+  std::string cgroup_parent_;
   std::unique_ptr<ProcessLauncher> launcher_;
   std::optional<TaskRecord> record_;
   std::unique_ptr<class AgentStub> stub_;

@@ -303,6 +303,7 @@ bool AgentDaemon::PollExits() {
       task.exit_code = *e.exit_code;
     }
     task.end_time = UnixSeconds(e.end_time);
+    task.out_of_memory = e.out_of_memory;
     Log(absl::StrCat(
         TaskName(e.handle.job_id, e.handle.attempt, e.handle.rank), ": ",
         e.Describe(), e.fenced ? " (fenced: the agent's lease lapsed)" : ""));

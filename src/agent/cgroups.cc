@@ -1,6 +1,7 @@
 #include "agent/cgroups.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,17 +123,20 @@ absl::StatusOr<std::map<std::string, std::string>> FindCgroupMounts(
   return found;
 }
 
-absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(
-    const std::map<std::string, std::string>& mounts, const std::string& parent,
-    const std::string& name, const CgroupLimits& limits) {
+namespace {
+
+// The group folders of <parent>/<name>, one per controller mount, and the
+// folder of each controller.
+absl::Status GroupDirs(const std::map<std::string, std::string>& mounts,
+                       const std::string& parent, const std::string& name,
+                       std::vector<std::string>* dirs,
+                       std::map<std::string, std::string>* by_controller) {
   if (!SafeRelative(parent) || !SafeRelative(name) ||
       name.find('/') != std::string::npos) {
     return absl::InvalidArgumentError(
         absl::StrCat("cgroup \"", parent, "\" / \"", name,
                      "\": expected relative names without \".\" or \"..\""));
   }
-  std::vector<std::string> dirs;
-  std::map<std::string, std::string> by_controller;
   for (const char* controller : kTaskControllers) {
     auto mount = mounts.find(controller);
     if (mount == mounts.end()) {
@@ -140,11 +144,54 @@ absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(
           absl::StrCat("no hierarchy for the ", controller, " controller"));
     }
     const std::string dir = absl::StrCat(mount->second, "/", parent, "/", name);
-    by_controller[controller] = dir;
-    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) {
-      dirs.push_back(dir);
+    (*by_controller)[controller] = dir;
+    if (std::find(dirs->begin(), dirs->end(), dir) == dirs->end()) {
+      dirs->push_back(dir);
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Open(
+    const std::map<std::string, std::string>& mounts, const std::string& parent,
+    const std::string& name) {
+  std::vector<std::string> dirs;
+  std::map<std::string, std::string> by_controller;
+  absl::Status status = GroupDirs(mounts, parent, name, &dirs, &by_controller);
+  if (!status.ok()) return status;
+  std::unique_ptr<TaskCgroup> group(new TaskCgroup(std::move(dirs)));
+  group->by_controller_ = std::move(by_controller);
+  return group;
+}
+
+int TaskCgroup::KillAll() const {
+  std::set<pid_t> pids;
+  for (const std::string& dir : dirs_) {
+    absl::StatusOr<std::string> procs =
+        ReadFile(absl::StrCat(dir, "/cgroup.procs"));
+    if (!procs.ok()) continue;
+    for (absl::string_view line :
+         absl::StrSplit(*procs, '\n', absl::SkipEmpty())) {
+      int pid = 0;
+      if (absl::SimpleAtoi(line, &pid) && pid > 0) pids.insert(pid);
+    }
+  }
+  int killed = 0;
+  for (pid_t pid : pids) {
+    if (kill(pid, SIGKILL) == 0) ++killed;
+  }
+  return killed;
+}
+
+absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(
+    const std::map<std::string, std::string>& mounts, const std::string& parent,
+    const std::string& name, const CgroupLimits& limits) {
+  std::vector<std::string> dirs;
+  std::map<std::string, std::string> by_controller;
+  absl::Status named = GroupDirs(mounts, parent, name, &dirs, &by_controller);
+  if (!named.ok()) return named;
   std::unique_ptr<TaskCgroup> group(new TaskCgroup(dirs));
   group->by_controller_ = by_controller;
   auto fail = [&](absl::Status status) {
@@ -217,6 +264,10 @@ absl::StatusOr<std::vector<int>> TaskCgroup::OpenProcsFiles() const {
     fds.push_back(fd);
   }
   return fds;
+}
+
+std::string TaskCgroupName(int64_t job_id, int attempt, int rank) {
+  return absl::StrCat("job-", job_id, "-", attempt, "-", rank);
 }
 
 bool JoinSelf(const std::vector<int>& procs_fds) {

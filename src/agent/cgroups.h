@@ -75,6 +75,12 @@ class TaskCgroup {
       const std::string& parent, const std::string& name,
       const CgroupLimits& limits);
 
+  // The groups <mount>/<parent>/<name> as Create made them (a task a
+  // previous agent started), without making or changing anything.
+  static absl::StatusOr<std::unique_ptr<TaskCgroup>> Open(
+      const std::map<std::string, std::string>& mounts,
+      const std::string& parent, const std::string& name);
+
   TaskCgroup(const TaskCgroup&) = delete;
   TaskCgroup& operator=(const TaskCgroup&) = delete;
 
@@ -88,6 +94,9 @@ class TaskCgroup {
   absl::StatusOr<std::vector<int>> OpenProcsFiles() const;
   // What the task used so far (or in all, once it ended).
   absl::StatusOr<CgroupUsage> Usage() const;
+  // SIGKILLs every process still in the groups (a task's leftovers,
+  // whatever process group or session they moved to); how many.
+  int KillAll() const;
   // Removes the groups. FailedPrecondition while a process is still in
   // one.
   absl::Status Remove();
@@ -109,6 +118,9 @@ class TaskCgroup {
   std::vector<std::string> dirs_;
   std::map<std::string, std::string> by_controller_;
 };
+
+// The name of a task's groups: "job-<id>-<attempt>-<rank>".
+std::string TaskCgroupName(int64_t job_id, int attempt, int rank);
 
 // In a forked child: writes "0" to each of `procs_fds` (OpenProcsFiles),
 // moving itself into the groups. Async-signal-safe. False if one failed.

@@ -67,14 +67,16 @@ class TaskCgroupTest : public testing::Test {
     auto mounts = FindCgroupMounts(Slurp("/proc/self/mounts"));
     if (!mounts.ok()) GTEST_SKIP() << mounts.status();
     mounts_ = *mounts;
-    parent_ = absl::StrCat("tiresias-test/", getpid());
+    // One folder per test process, removed by it alone: tests run in
+    // parallel, and one removing a shared folder another was making in
+    // would fail the other.
+    parent_ = absl::StrCat("tiresias-test-", getpid());
   }
   void TearDown() override {
     if (mounts_.empty()) return;
     TaskCgroup::RemoveStale(mounts_, parent_, {}).IgnoreError();
     for (const auto& [controller, mount] : mounts_) {
       rmdir(absl::StrCat(mount, "/", parent_).c_str());
-      rmdir(absl::StrCat(mount, "/tiresias-test").c_str());
     }
   }
 

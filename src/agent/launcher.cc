@@ -4,12 +4,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <unordered_map>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "agent/cgroups.h"
 #include "agent/checkpoint_dir.h"
 #include "agent/clock.h"
 #include "agent/exit_file.h"
@@ -79,9 +82,9 @@ std::string TaskExit::Describe() const {
         "killed by signal ", *signal,
         abbrev != nullptr ? absl::StrCat(" (SIG", abbrev, ")") : "");
   }
+  if (out_of_memory) how = absl::StrCat("out of memory, ", how);
   const std::string_view name = TaskOutcomeName(outcome);
-  return absl::StrCat(ToAbsl(name), " (", how,
-                      ")");
+  return absl::StrCat(ToAbsl(name), " (", how, ")");
 }
 
 struct PosixLauncher::State {
@@ -97,6 +100,8 @@ struct PosixLauncher::State {
         std::chrono::system_clock::time_point::min();
     std::chrono::steady_clock::time_point kill_at;
     bool killed = false;
+    // Its cgroups (PosixLauncherOptions::cgroup_mounts); null: none.
+    std::shared_ptr<TaskCgroup> cgroup;
   };
 
   PosixLauncherOptions options;
@@ -104,6 +109,27 @@ struct PosixLauncher::State {
   ProcessTable* procs;
   Mutex mu;
   std::unordered_map<pid_t, Tracked> tasks ABSL_GUARDED_BY(mu);  // by pid
+  // Cgroups of ended tasks that still held a dying process: removed by a
+  // later PollAll.
+  std::vector<std::shared_ptr<TaskCgroup>> leftover_cgroups ABSL_GUARDED_BY(mu);
+
+  // The task's cgroups, once it ended: whether the kernel killed it for
+  // memory, then whatever is left in them killed and the groups removed
+  // (or kept for a later try).
+  void EndCgroup(Tracked& t, TaskExit& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (t.cgroup == nullptr) return;
+    absl::StatusOr<CgroupUsage> usage = t.cgroup->Usage();
+    if (usage.ok() && usage->oom_kills > 0) exit.out_of_memory = true;
+    t.cgroup->KillAll();
+    if (!t.cgroup->Remove().ok()) leftover_cgroups.push_back(t.cgroup);
+    t.cgroup.reset();
+  }
+  void RemoveLeftoverCgroups() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    std::erase_if(leftover_cgroups, [](const std::shared_ptr<TaskCgroup>& g) {
+      g->KillAll();
+      return g->Remove().ok();
+    });
+  }
 
   enum class Liveness { kRunning, kExited, kReplaced };
 
@@ -283,8 +309,41 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   if (spec.error_path != spec.output_path) {
     request.error_path = spec.error_path;
   }
+  std::shared_ptr<TaskCgroup> cgroup;
+  const PosixLauncherOptions& options = state_->options;
+  if (!options.cgroup_mounts.empty()) {
+    CgroupLimits limits;
+    limits.memory_bytes =
+        options.memory_per_gpu *
+        std::max<int64_t>(1, static_cast<int64_t>(spec.gpus.size()));
+    for (int gpu : options.node_gpus) {
+      if (std::find(spec.gpus.begin(), spec.gpus.end(), gpu) ==
+          spec.gpus.end()) {
+        limits.denied_gpu_minors.push_back(gpu);
+      }
+    }
+    absl::StatusOr<std::unique_ptr<TaskCgroup>> made = TaskCgroup::Create(
+        options.cgroup_mounts, options.cgroup_parent,
+        TaskCgroupName(spec.job_id, spec.attempt, spec.rank), limits);
+    absl::StatusOr<std::vector<int>> fds =
+        made.ok() ? (*made)->OpenProcsFiles() : made.status();
+    if (!fds.ok()) {
+      if (made.ok()) (*made)->Remove().IgnoreError();
+      return absl::Status(
+          fds.status().code(),
+          absl::StrCat("cannot start ", task_name,
+                       ": its cgroups: ", fds.status().message()));
+    }
+    cgroup = *std::move(made);
+    request.cgroup_procs_fds = *std::move(fds);
+  }
   absl::StatusOr<pid_t> pid = SpawnProcess(request);
+  for (int fd : request.cgroup_procs_fds) close(fd);
   if (!pid.ok()) {
+    if (cgroup != nullptr) {
+      cgroup->KillAll();
+      cgroup->Remove().IgnoreError();
+    }
     return absl::Status(pid.status().code(),
                         absl::StrCat("cannot start ", task_name, ": ",
                                      pid.status().message()));
@@ -310,6 +369,7 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   MutexLock lock(&state_->mu);
   State::Tracked& t = state_->tasks[*pid];
   t.handle = handle;
+  t.cgroup = std::move(cgroup);
   return handle;
 }
 
@@ -324,6 +384,13 @@ absl::Status PosixLauncher::Adopt(const TaskHandle& handle,
   State::Tracked& t = state_->tasks[handle.pid];
   t.handle = handle;
   t.child = false;
+  if (!state_->options.cgroup_mounts.empty()) {
+    // Made by the agent that started it; removed here once it ends.
+    absl::StatusOr<std::unique_ptr<TaskCgroup>> group = TaskCgroup::Open(
+        state_->options.cgroup_mounts, state_->options.cgroup_parent,
+        TaskCgroupName(handle.job_id, handle.attempt, handle.rank));
+    if (group.ok()) t.cgroup = *std::move(group);
+  }
   t.stop = stop;
   t.kill_at = state_->clock->SteadyNow() + grace;
   // The previous agent may have died between recording the stop and
@@ -375,16 +442,21 @@ absl::StatusOr<std::optional<TaskExit>> PosixLauncher::Poll(
   MutexLock lock(&state_->mu);
   ASSIGN_OR_RETURN(State::Tracked * t, state_->Find(handle));
   std::optional<TaskExit> exit = state_->PollLocked(*t);
-  if (exit.has_value()) state_->tasks.erase(handle.pid);
+  if (exit.has_value()) {
+    state_->EndCgroup(*t, *exit);
+    state_->tasks.erase(handle.pid);
+  }
   return exit;
 }
 
 std::vector<TaskExit> PosixLauncher::PollAll() {
   MutexLock lock(&state_->mu);
+  state_->RemoveLeftoverCgroups();
   std::vector<TaskExit> exits;
   for (auto it = state_->tasks.begin(); it != state_->tasks.end();) {
     std::optional<TaskExit> exit = state_->PollLocked(it->second);
     if (exit.has_value()) {
+      state_->EndCgroup(it->second, *exit);
       exits.push_back(std::move(*exit));
       it = state_->tasks.erase(it);
     } else {

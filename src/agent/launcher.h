@@ -131,6 +131,9 @@ struct TaskExit {
   // When the agent saw the exit (no later than one Poll interval after it).
   std::chrono::system_clock::time_point end_time;
   bool fenced = false;  // its shim stopped it: its lease lapsed
+  // The kernel killed a process of the task for memory (its cgroup's
+  // limit): the task's end is that, whatever its exit status says.
+  bool out_of_memory = false;
 
   // "preempted (killed by signal 9)", "failed (exit code 3)".
   std::string Describe() const;
@@ -201,6 +204,19 @@ struct PosixLauncherOptions {
   // Where accounts without a usable home get their "~" for checkpoints
   // (checkpoint_dir.h); empty: such a task is refused.
   std::string checkpoint_fallback_dir;
+  // Each task in cgroups of its own (cgroups.h: TaskCgroupName under
+  // `cgroup_parent`, e.g. "tiresias/node-a", of the v1 hierarchies in
+  // `cgroup_mounts`), made before it starts and removed once it ended,
+  // with what was left in them killed. Empty mounts: no cgroups.
+  std::map<std::string, std::string> cgroup_mounts;
+  std::string cgroup_parent;
+  // Every GPU of the node (GpuInfo::index, which is its device minor,
+  // /dev/nvidiaN): in cgroups, the ones a task was not given are denied
+  // to it.
+  std::vector<int> node_gpus;
+  // In cgroups: each task's memory limit, this many bytes per GPU it was
+  // given (one GPU's worth for a task without); 0: none.
+  int64_t memory_per_gpu = 0;
 };
 
 // Forks and execs tasks (see spawn.h for the child's setup, task_env.h for

@@ -39,6 +39,7 @@ enum ChildStage : int {
   kOutputFile,   // opening SpawnRequest::output_path
   kErrorFile,    // opening SpawnRequest::error_path
   kTeeSetup,     // the pipes and socket of the copy to the user's files
+  kCgroup,       // joining SpawnRequest::cgroup_procs_fds
 };
 
 struct ChildError {
@@ -89,6 +90,9 @@ struct ChildSetup {
   // The user's output files (SpawnRequest); null: none.
   const char* output_path;
   const char* error_path;
+  // SpawnRequest::cgroup_procs_fds.
+  const int* cgroup_fds;
+  size_t cgroup_fd_count;
 };
 
 // The shim's copy of the task's output to the user's files, when it has
@@ -464,6 +468,11 @@ void WaitForEvent(Tee& tee, int64_t wait_ns) {
 // can wait for it. Only async-signal-safe calls: the agent is threaded.
 [[noreturn]] void RunChild(const ChildSetup& s) {
   if (setpgid(0, 0) != 0) Fail(s, kSetpgid);
+  // Into the task's cgroups before anything else: the task forked below,
+  // and whatever it forks, start inside.
+  for (size_t i = 0; i < s.cgroup_fd_count; ++i) {
+    if (write(s.cgroup_fds[i], "0", 1) != 1) Fail(s, kCgroup);
+  }
   // Dispositions the agent set (handlers, ignores) must not survive in the
   // shim; the stop signals are ignored instead, and nothing is blocked.
   struct sigaction default_action = {};
@@ -649,6 +658,8 @@ absl::Status ChildFailure(const SpawnRequest& request, ChildError failure) {
           "checkpoint dir ", request.checkpoint_dir,
           ": cannot create it, or read, write and enter it: ",
           std::strerror(failure.error)));
+    case kCgroup:
+      return Error("join the task's cgroups", "", failure.error);
     case kLeaseLapsed:
       return absl::AbortedError(
           "the agent's lease lapsed before the task could start (the master "
@@ -732,7 +743,9 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
       .output_path =
           request.output_path.empty() ? nullptr : request.output_path.c_str(),
       .error_path =
-          request.error_path.empty() ? nullptr : request.error_path.c_str()};
+          request.error_path.empty() ? nullptr : request.error_path.c_str(),
+      .cgroup_fds = request.cgroup_procs_fds.data(),
+      .cgroup_fd_count = request.cgroup_procs_fds.size()};
 
   const pid_t pid = fork();
   if (pid < 0) return Error("fork", "", errno);

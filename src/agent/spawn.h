@@ -90,6 +90,11 @@ struct SpawnRequest {
   // set, stderr alone goes through the shim. Empty: straight to log_path.
   std::string output_path;
   std::string error_path;
+  // The task's cgroup.procs files (TaskCgroup::OpenProcsFiles), open for
+  // writing: the shim moves itself into those groups first thing, so the
+  // task and every process it makes run inside. Not closed here. Empty:
+  // none.
+  std::vector<int> cgroup_procs_fds;
 };
 
 // The task's umask, set by its process before it makes its checkpoint

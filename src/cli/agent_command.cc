@@ -3,12 +3,18 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "agent/agent_daemon.h"
 #include "cli/cluster_client.h"
 #include "cli/master_flags.h"
@@ -31,7 +37,51 @@ struct AgentFlags {
   bool insecure = false;
   std::string user_map;
   bool allow_root_tasks = false;
+  std::string cgroups = "auto";
+  std::string mem_per_gpu;  // Slurm's SIZE: a number of MiB, or K/M/G/T
 };
+
+// Slurm's memory size: a whole number with an optional K, M, G or T suffix
+// (binary units), megabytes without one. In bytes; InvalidArgument naming
+// `flag` otherwise.
+absl::StatusOr<int64_t> ParseMemorySize(std::string_view flag,
+                                        std::string_view text) {
+  std::string digits(text);
+  int64_t unit = int64_t{1} << 20;
+  if (!digits.empty()) {
+    switch (std::toupper(static_cast<unsigned char>(digits.back()))) {
+      case 'K':
+        unit = int64_t{1} << 10;
+        digits.pop_back();
+        break;
+      case 'M':
+        unit = int64_t{1} << 20;
+        digits.pop_back();
+        break;
+      case 'G':
+        unit = int64_t{1} << 30;
+        digits.pop_back();
+        break;
+      case 'T':
+        unit = int64_t{1} << 40;
+        digits.pop_back();
+        break;
+      default:
+        break;
+    }
+  }
+  int64_t value = 0;
+  if (digits.empty() ||
+      digits.find_first_not_of("0123456789") != std::string::npos ||
+      !absl::SimpleAtoi(digits, &value) || value <= 0 ||
+      value > (int64_t{1} << 62) / unit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(flag),
+        ": expected a size such as 16G, 512M or 2048 (MiB), got \"",
+        std::string(text), "\""));
+  }
+  return value * unit;
+}
 
 std::string DefaultMaster() {
   const char* env = std::getenv("TIRESIAS_MASTER");
@@ -95,6 +145,19 @@ int RunAgent(const AgentFlags& f) {
       static_cast<int64_t>(f.grace_seconds * 1000));
   options.user_map_file = f.user_map;
   options.allow_root_tasks = f.allow_root_tasks;
+  if (!f.mem_per_gpu.empty()) {
+    absl::StatusOr<int64_t> bytes =
+        ParseMemorySize("--mem-per-gpu", f.mem_per_gpu);
+    if (!bytes.ok()) {
+      std::fprintf(stderr, "tiresias agent: %s\n",
+                   std::string(bytes.status().message()).c_str());
+      return 2;
+    }
+    options.memory_per_gpu_bytes = *bytes;
+  }
+  options.cgroups = f.cgroups == "on"    ? AgentOptions::Cgroups::kOn
+                    : f.cgroups == "off" ? AgentOptions::Cgroups::kOff
+                                         : AgentOptions::Cgroups::kAuto;
   // Blocked before any thread starts, so that every thread inherits the
   // mask and only this thread takes them. Tasks get an empty mask
   // (spawn.h).
@@ -221,6 +284,22 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
                 "Run tasks whose account is root (uid 0). Without it such a "
                 "task fails to start (exit code 127, the reason in its log), "
                 "as does one whose owner is empty or has no account");
+  cmd->add_option("--cgroups", f.cgroups,
+                  "Run each task in cgroups of its own (v1: memory, cpuset, "
+                  "pids, devices, cpuacct, under tiresias/NODE): the node's "
+                  "GPUs a task was not given are denied to it, a kill at a "
+                  "memory limit is reported as out of memory, and what a "
+                  "task leaves behind is killed. auto: when the agent can "
+                  "(root, the hierarchies mounted), else it says why and "
+                  "runs without; on: refuse to start without; off: never")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->default_val("auto");
+  cmd->add_option("--mem-per-gpu", f.mem_per_gpu,
+                  "With cgroups: each task's memory limit per GPU it was "
+                  "given (one GPU's worth without), as Slurm's SIZE: 16G, "
+                  "512M, or a number of MiB. A task past it is killed by the "
+                  "kernel and its job's event says out of memory. Default: "
+                  "no limit");
   cmd->callback([flags, exit_code] { *exit_code = RunAgent(*flags); });
 }
 

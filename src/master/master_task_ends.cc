@@ -24,6 +24,14 @@ std::string StopReasonWord(v1::StopReason reason) {
   return name;
 }
 
+// " (out of memory: ...)" for a task the kernel killed at its cgroup's
+// memory limit; "" otherwise.
+std::string OutOfMemory(const v1::TaskStatus& task) {
+  return task.out_of_memory()
+             ? " (out of memory: killed at its cgroup's memory limit)"
+             : "";
+}
+
 }  // namespace
 
 void MasterState::HandleTask(
@@ -395,14 +403,15 @@ void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
       table_.Stop(launch, v1::STOP_REASON_PREEMPT);
       AddEvent(launch.job, now, EventKind::kRankFailed,
                absl::StrCat("rank ", rank, " exited with code ", code,
-                            "; stopping the other ranks"));
+                            OutOfMemory(task), "; stopping the other ranks"));
       return;
     case EndKind::kFailed:
       // Remove only fails for a job the scheduler does not hold.
       scheduler_->Remove(launch.job, now, cluster()).IgnoreError();
-      Finalize(rec_it->second, JobRecordState::kFailed, now,
-               task.has_exit_code() ? std::optional<int>(code) : std::nullopt,
-               absl::StrCat("rank ", rank, " exit code ", code));
+      Finalize(
+          rec_it->second, JobRecordState::kFailed, now,
+          task.has_exit_code() ? std::optional<int>(code) : std::nullopt,
+          absl::StrCat("rank ", rank, " exit code ", code, OutOfMemory(task)));
       table_.Stop(launch, v1::STOP_REASON_CANCEL);
       if (launch.AllEnded()) table_.Erase(key);
       return;

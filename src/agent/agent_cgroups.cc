@@ -1,0 +1,117 @@
+// AgentDaemon: whether tasks run in cgroups of their own, and the groups a
+// previous agent left behind.
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "agent/agent_daemon.h"
+#include "agent/cgroups.h"
+
+namespace tiresias {
+namespace {
+
+// A node name as one folder name: [A-Za-z0-9._-], anything else '_'.
+std::string FolderName(const std::string& name) {
+  std::string out = name.empty() ? std::string("node") : name;
+  for (char& c : out) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  if (out == "." || out == "..") out = "node";
+  return out;
+}
+
+// FNV-1a of `text`, 8 hex digits: stable across builds and restarts.
+std::string ShortHash(const std::string& text) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return absl::StrCat(absl::Hex(hash & 0xffffffff, absl::kZeroPad8));
+}
+
+}  // namespace
+
+absl::Status AgentDaemon::SetUpCgroups(PosixLauncherOptions& launcher) {
+  if (options_.cgroups == AgentOptions::Cgroups::kOff) {
+    if (options_.memory_per_gpu_bytes > 0) {
+      return absl::InvalidArgumentError(
+          "--mem-per-gpu needs cgroups (not --cgroups off)");
+    }
+    Log("cgroups: off (--cgroups off): tasks share the node unconstrained");
+    return absl::OkStatus();
+  }
+  std::ifstream in("/proc/self/mounts");
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<std::map<std::string, std::string>> mounts =
+      FindCgroupMounts(text.str());
+  // The node's name and its state dir's: the same across the agent's
+  // restarts (a restarted agent adopts its tasks' groups), another for a
+  // second agent on the machine (tests run several).
+  const std::string parent =
+      absl::StrCat("tiresias/", FolderName(options_.node_name), "-",
+                   ShortHash(std::filesystem::absolute(options_.state_dir)));
+  absl::Status usable = mounts.status();
+  if (usable.ok()) {
+    // Can the agent make groups there (root, writable)? A probe says.
+    absl::StatusOr<std::unique_ptr<TaskCgroup>> probe = TaskCgroup::Create(
+        *mounts, parent, absl::StrCat("probe-", getpid()), {});
+    usable = probe.status();
+    if (probe.ok()) (*probe)->Remove().IgnoreError();
+  }
+  if (!usable.ok()) {
+    if (options_.cgroups == AgentOptions::Cgroups::kOn) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cgroups (--cgroups on): ", usable.message()));
+    }
+    if (options_.memory_per_gpu_bytes > 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--mem-per-gpu needs cgroups: ", usable.message()));
+    }
+    Log(absl::StrCat("cgroups: off: ", usable.message(),
+                     "; tasks share the node unconstrained"));
+    return absl::OkStatus();
+  }
+  cgroup_mounts_ = *mounts;
+  cgroup_parent_ = parent;
+  launcher.cgroup_mounts = *mounts;
+  launcher.cgroup_parent = parent;
+  for (const GpuInfo& gpu : gpus_) launcher.node_gpus.push_back(gpu.index);
+  launcher.memory_per_gpu = options_.memory_per_gpu_bytes;
+  Log(absl::StrCat(
+      "cgroups: each task in its own, under ", parent,
+      " (v1: memory, cpuset, pids, devices, cpuacct)",
+      options_.memory_per_gpu_bytes > 0
+          ? absl::StrCat("; memory ", options_.memory_per_gpu_bytes,
+                         " bytes per GPU")
+          : ""));
+  return absl::OkStatus();
+}
+
+void AgentDaemon::RemoveStaleCgroups() {
+  if (cgroup_mounts_.empty()) return;
+  // Before the threads start, so no task is being started: a group that
+  // holds no process is a task's that ended (while no agent ran, or
+  // before its group could be removed); a running task's holds it.
+  absl::StatusOr<int> removed =
+      TaskCgroup::RemoveStale(cgroup_mounts_, cgroup_parent_, {});
+  if (removed.ok() && *removed > 0) {
+    Log(absl::StrCat("cgroups: removed ", *removed,
+                     " left by tasks no longer running"));
+  }
+}
+
+void AgentDaemon::RemoveCgroupParent() {
+  for (const auto& [controller, mount] : cgroup_mounts_) {
+    rmdir(absl::StrCat(mount, "/", cgroup_parent_).c_str());  // if empty
+  }
+}
+
+}  // namespace tiresias

@@ -1,0 +1,208 @@
+// A shared node's isolation judged from inside the jobs (issue 23): a real
+// master and a real agent as root with cgroups on (the default when it can
+// make them), 2 emulated GPUs, and real task processes. What a job could
+// open, how much memory it got, and where it ran are what the job itself
+// wrote to its log. Needs root and the v1 hierarchies (as this machine and
+// CI have); elsewhere each test says why it skips.
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agent/agent_daemon.h"
+#include "agent/agent_testing.h"
+#include "agent/cgroups.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "master/clock.h"
+#include "master/master_state.h"
+#include "master/server.h"
+
+namespace tiresias {
+namespace {
+
+using agent_testing::ReadFile;
+using agent_testing::TestDir;
+using agent_testing::WaitUntil;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+
+class AgentIsolationTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to make cgroups";
+    std::ifstream in("/proc/self/mounts");
+    std::stringstream mounts;
+    mounts << in.rdbuf();
+    auto found = FindCgroupMounts(mounts.str());
+    if (!found.ok()) GTEST_SKIP() << found.status();
+    mounts_ = *found;
+    std::filesystem::create_directories(dir_.path() / "master");
+    MasterOptions options;
+    options.state_dir = dir_.File("master");
+    options.checkpoint_base = dir_.File("checkpoints");
+    options.policy = "tiresias-l";
+    options.queues = *QueueConfig::Create({3600.0});
+    options.heartbeat_interval = Seconds{0.1};
+    options.node_timeout = Seconds{60};
+    auto state = MasterState::Open(options, &clock_);
+    ASSERT_TRUE(state.ok()) << state.status();
+    state_ = *std::move(state);
+    auto server = MasterServer::Start(state_.get(), &clock_, "127.0.0.1:0");
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    AgentOptions agent;
+    agent.master_address = absl::StrCat("127.0.0.1:", server_->port());
+    agent.node_name = absl::StrCat("iso-", getpid());
+    agent.emulate_gpus = 2;
+    agent.state_dir = dir_.File("agent");
+    agent.grace = seconds(3);
+    agent.allow_root_tasks = true;
+    agent.cgroups = AgentOptions::Cgroups::kOn;
+    agent.memory_per_gpu_bytes = 64 << 20;
+    agent.log = [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(log_mu_);
+      log_.push_back(std::string(line));
+    };
+    agent_ = std::make_unique<AgentDaemon>(std::move(agent));
+    ASSERT_TRUE(agent_->Start().ok());
+    ASSERT_TRUE(WaitUntil([&] { return agent_->node_id() != 0; }));
+    parent_ = agent_->cgroup_parent();
+    ASSERT_THAT(parent_, ::testing::StartsWith(
+                             absl::StrCat("tiresias/iso-", getpid(), "-")));
+  }
+
+  void TearDown() override {
+    if (agent_ != nullptr) {
+      EXPECT_TRUE(
+          WaitUntil([&] { return agent_->task_count() == 0; }, seconds(5)));
+      agent_.reset();
+    }
+    if (server_) server_->Shutdown();
+    for (const auto& [controller, mount] : mounts_) {
+      if (!parent_.empty()) rmdir(absl::StrCat(mount, "/", parent_).c_str());
+    }
+    if (HasFailure()) {
+      std::lock_guard<std::mutex> lock(log_mu_);
+      for (const std::string& line : log_) {
+        std::fprintf(stderr, "agent: %s\n", line.c_str());
+      }
+    }
+  }
+
+  JobId Submit(const std::string& script, int gpus = 1) {
+    JobRequest req;
+    req.name = "iso";
+    req.user = "root";
+    req.num_gpus = gpus;
+    req.command = {"/bin/sh", "-c", script};
+    auto id = state_->SubmitJob(req);
+    EXPECT_TRUE(id.ok()) << id.status();
+    server_->Notify();
+    return id.ok() ? *id : 0;
+  }
+
+  JobRecord WaitEnded(JobId id) {
+    JobRecord job;
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          auto rec = state_->GetJob(id);
+          if (rec.ok()) job = *rec;
+          return rec.ok() && IsFinal(rec->state);
+        },
+        seconds(20)));
+    return job;
+  }
+
+  std::string Log(JobId id) {
+    return ReadFile(dir_.File(
+        absl::StrCat("agent/logs/job-", id, "-attempt-1-rank-0.log")));
+  }
+
+  TestDir dir_;
+  master::RealClock clock_;
+  std::map<std::string, std::string> mounts_;
+  std::string parent_;
+  std::unique_ptr<MasterState> state_;
+  std::unique_ptr<MasterServer> server_;
+  std::unique_ptr<AgentDaemon> agent_;
+  std::mutex log_mu_;
+  std::vector<std::string> log_;
+};
+
+// The job is given one of the node's two GPUs: from inside, its own
+// device node opens as far as the (absent) driver allows, the other's is
+// refused (EPERM), whichever path the node has; /proc/self/cgroup names
+// the job's groups; and they are gone once it ended.
+TEST_F(AgentIsolationTest, AJobCannotOpenTheGpuItWasNotGiven) {
+  for (int minor : {0, 1}) {
+    const std::string path = dir_.File(absl::StrCat("nvidia", minor));
+    ASSERT_EQ(mknod(path.c_str(), S_IFCHR | 0666, makedev(kNvidiaMajor, minor)),
+              0);
+  }
+  const std::string probe = absl::StrCat(
+      "import os\n"
+      "mine = int(os.environ['CUDA_VISIBLE_DEVICES'])\n"
+      "for n in (0, 1):\n"
+      "    try:\n"
+      "        os.close(os.open('",
+      dir_.File("nvidia"),
+      "%d' % n, os.O_RDWR))\n"
+      "        how = 'opened'\n"
+      "    except OSError as e:\n"
+      "        how = 'refused' if e.errno == 1 else 'not-refused'\n"
+      "    print(('mine' if n == mine else 'other'), how)\n"
+      "print(open('/proc/self/cgroup').read())\n");
+  std::ofstream(dir_.File("probe.py")) << probe;
+  const JobId id =
+      Submit(absl::StrCat("/usr/bin/python3 ", dir_.File("probe.py")));
+  const JobRecord job = WaitEnded(id);
+  EXPECT_EQ(job.state, JobRecordState::kFinished) << Log(id);
+  const std::string log = Log(id);
+  EXPECT_THAT(log, HasSubstr("mine not-refused\n"));  // ENXIO: no driver
+  EXPECT_THAT(log, HasSubstr("other refused\n"));     // EPERM
+  EXPECT_THAT(log, HasSubstr(absl::StrCat(":devices:/", parent_, "/",
+                                          TaskCgroupName(id, 1, 0))));
+  EXPECT_THAT(log, HasSubstr(absl::StrCat(":memory:/", parent_, "/",
+                                          TaskCgroupName(id, 1, 0))));
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return !std::filesystem::exists(absl::StrCat(
+            mounts_.at("memory"), "/", parent_, "/", TaskCgroupName(id, 1, 0)));
+      },
+      seconds(5)));
+}
+
+// A job past its memory (64 MiB per GPU, one GPU) is killed by the kernel,
+// and its failure says out of memory; a job within it finishes.
+TEST_F(AgentIsolationTest, AJobPastItsMemoryFailsOutOfMemory) {
+  const JobId hog = Submit(
+      "/usr/bin/python3 -c \"b = b'x' * (512 << 20); print('survived')\"");
+  const JobRecord job = WaitEnded(hog);
+  EXPECT_EQ(job.state, JobRecordState::kFailed);
+  EXPECT_EQ(job.exit_code, 137);  // SIGKILL
+  EXPECT_THAT(Log(hog), ::testing::Not(HasSubstr("survived")));
+  auto full = state_->GetJob(hog);
+  ASSERT_TRUE(full.ok());
+  ASSERT_FALSE(full->events.empty());
+  EXPECT_THAT(full->events.back().detail, HasSubstr("out of memory"))
+      << full->events.back().detail;
+
+  const JobId fits =
+      Submit("/usr/bin/python3 -c \"b = b'x' * (8 << 20); print('fits')\"");
+  const JobRecord ok = WaitEnded(fits);
+  EXPECT_EQ(ok.state, JobRecordState::kFinished) << Log(fits);
+  EXPECT_THAT(Log(fits), HasSubstr("fits"));
+}
+
+}  // namespace
+}  // namespace tiresias

@@ -2,7 +2,6 @@
 // JobSpec as protobuf bytes, beside the name, user and GPU count that
 // listings filter on. A version-14 file's 13 spec columns are moved into
 // it in the upgrade's transaction, or, if one row is malformed, not at all.
-#include <sqlite3.h>
 
 #include <string>
 
@@ -17,34 +16,14 @@
 namespace tiresias {
 namespace {
 
+using master_testing::QueryValue;
 using master_testing::RawSql;
 using master_testing::TestDir;
 using master_testing::WriteOldStateFile;
 
-// The first column of the first row of `sql` on the file, as bytes ("" if
-// none).
-std::string QueryBytes(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  std::string value;
-  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
-        sqlite3_step(stmt) == SQLITE_ROW) {
-      const void* bytes = sqlite3_column_blob(stmt, 0);
-      if (bytes != nullptr) {
-        value.assign(static_cast<const char*>(bytes),
-                     sqlite3_column_bytes(stmt, 0));
-      }
-    }
-    sqlite3_finalize(stmt);
-  }
-  sqlite3_close(db);
-  return value;
-}
-
 // The columns of the jobs table, in order, space-separated.
 std::string JobColumns(const std::string& path) {
-  return QueryBytes(path,
+  return QueryValue(path,
                     "SELECT group_concat(name, ' ') FROM "
                     "pragma_table_info('jobs')");
 }
@@ -114,7 +93,7 @@ TEST(StoreSpecColumnTest, VersionFourteenFileMovesEverySpecFieldIntoOneColumn) {
     EXPECT_EQ(old->spec.model, "vgg16");
     EXPECT_EQ(old->spec.num_gpus, 2);
   }
-  EXPECT_EQ(QueryBytes(path,
+  EXPECT_EQ(QueryValue(path,
                        "SELECT value FROM meta WHERE key = "
                        "'schema_version'"),
             "15");
@@ -128,7 +107,7 @@ TEST(StoreSpecColumnTest, VersionFourteenFileMovesEverySpecFieldIntoOneColumn) {
   // The column is the wire's message, without what has columns of its own.
   v1::JobSpec stored;
   ASSERT_TRUE(stored.ParseFromString(
-      QueryBytes(path, "SELECT spec FROM jobs WHERE id = 3")));
+      QueryValue(path, "SELECT spec FROM jobs WHERE id = 3")));
   EXPECT_EQ(stored.name(), "");
   EXPECT_EQ(stored.user(), "");
   EXPECT_EQ(stored.gpus(), 0);
@@ -157,7 +136,7 @@ TEST(StoreSpecColumnTest, AMalformedRowStopsTheUpgradeAndChangesNothing) {
   EXPECT_EQ(store.status().message(),
             absl::StrCat("upgrading schema version 14 to 15: ", path,
                          ": job 3: column 'env': not a JSON object"));
-  EXPECT_EQ(QueryBytes(path,
+  EXPECT_EQ(QueryValue(path,
                        "SELECT value FROM meta WHERE key = "
                        "'schema_version'"),
             "14");
@@ -184,7 +163,7 @@ TEST(StoreSpecColumnTest, NameUserAndGpusLiveInTheirColumnsOnly) {
     ASSERT_TRUE(store.ok()) << store.status();
     ASSERT_TRUE((*store)->CreateJob(spec, Seconds{100}).ok());
   }
-  EXPECT_EQ(QueryBytes(path,
+  EXPECT_EQ(QueryValue(path,
                        "SELECT name || ' ' || user || ' ' || gpus "
                        "FROM jobs"),
             "full carol 4");

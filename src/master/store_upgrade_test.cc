@@ -5,7 +5,6 @@
 // version 9 with the job-control columns (time limit, no-preempt, held),
 // version 10 with nodes.drained and drain_reason, version 11 with
 // jobs.dependencies, and version 12 with the job-array columns.
-#include <sqlite3.h>
 
 #include <cmath>
 #include <string>
@@ -23,6 +22,7 @@
 namespace tiresias {
 namespace {
 
+using master_testing::QueryValue;
 using master_testing::RawSql;
 using master_testing::TestDir;
 using master_testing::WriteOldStateFile;
@@ -38,23 +38,6 @@ constexpr char kBobsRequestR[] = R"sql(
       VALUES (3, 'mine', 'bob', 1, '["true"]', '{}', '', '', 'pending', 0,
       0.0, 0.0, 0.0, 102.0, 102.0, 0, 0, 0, 0, '[]', 'r');
 )sql";
-
-// The single text value of `sql` run on the file at `path` ("" if none).
-std::string QueryText(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  std::string value;
-  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
-        sqlite3_step(stmt) == SQLITE_ROW &&
-        sqlite3_column_text(stmt, 0) != nullptr) {
-      value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
-    }
-    sqlite3_finalize(stmt);
-  }
-  sqlite3_close(db);
-  return value;
-}
 
 TEST(StoreUpgradeTest, VersionThreeFileGetsRequestIdsAndAgentTokenHashes) {
   TestDir dir;
@@ -88,18 +71,18 @@ TEST(StoreUpgradeTest, VersionThreeFileGetsRequestIdsAndAgentTokenHashes) {
     node.agent_token_hash = "h";
     ASSERT_TRUE((*store)->UpsertNode(node).ok());
   }
-  EXPECT_EQ(QueryText(path,
-                      "SELECT value FROM meta WHERE key = "
-                      "'schema_version'"),
+  EXPECT_EQ(QueryValue(path,
+                       "SELECT value FROM meta WHERE key = "
+                       "'schema_version'"),
             absl::StrCat(SqliteStore::kSchemaVersion));
-  EXPECT_EQ(QueryText(path,
-                      "SELECT count(*) FROM jobs WHERE request_id IS "
-                      "NULL"),
+  EXPECT_EQ(QueryValue(path,
+                       "SELECT count(*) FROM jobs WHERE request_id IS "
+                       "NULL"),
             "2");
   // Unique per user since version 14.
-  EXPECT_EQ(QueryText(path,
-                      "SELECT name FROM sqlite_schema WHERE name = "
-                      "'jobs_by_user_request_id'"),
+  EXPECT_EQ(QueryValue(path,
+                       "SELECT name FROM sqlite_schema WHERE name = "
+                       "'jobs_by_user_request_id'"),
             "jobs_by_user_request_id");
   // Upgraded once: reopening keeps what was written.
   auto reopened = SqliteStore::Open(path);
@@ -284,9 +267,9 @@ TEST(StoreUpgradeTest, VersionThreeFileGetsWorkdirOutputAndError) {
     ASSERT_TRUE(created.ok()) << created.status();
     id = *created;
   }
-  EXPECT_EQ(QueryText(path,
-                      "SELECT value FROM meta WHERE key = "
-                      "'schema_version'"),
+  EXPECT_EQ(QueryValue(path,
+                       "SELECT value FROM meta WHERE key = "
+                       "'schema_version'"),
             absl::StrCat(SqliteStore::kSchemaVersion));
   auto store = SqliteStore::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
@@ -358,8 +341,7 @@ TEST(StoreUpgradeTest, VersionThreeFileGetsJobControl) {
     ended.end_time = Seconds{300};
     ASSERT_TRUE((*store)->UpdateJob(ended, {}).ok());
   }
-  EXPECT_EQ(QueryText(path, "SELECT state FROM jobs WHERE id = 2"),
-            "timeout");
+  EXPECT_EQ(QueryValue(path, "SELECT state FROM jobs WHERE id = 2"), "timeout");
   auto store = SqliteStore::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   auto rec = (*store)->GetJob(id);
@@ -380,9 +362,9 @@ TEST(StoreUpgradeTest, SchemaVersionIsWrittenToTheFile) {
   TestDir dir;
   const std::string path = dir.File("state.db");
   ASSERT_TRUE(SqliteStore::Open(path).ok());
-  EXPECT_EQ(QueryText(path,
-                      "SELECT value FROM meta WHERE key = "
-                      "'schema_version'"),
+  EXPECT_EQ(QueryValue(path,
+                       "SELECT value FROM meta WHERE key = "
+                       "'schema_version'"),
             absl::StrCat(SqliteStore::kSchemaVersion));
 }
 
@@ -515,12 +497,14 @@ TEST(StoreUpgradeTest, VersionThreeFileGetsJobArrays) {
     EXPECT_EQ((*after)[0]->id, 7);
     EXPECT_EQ((*after)[0]->array_id, 0);
   }
-  EXPECT_EQ(QueryText(path, "SELECT group_concat(a, ' ') FROM (SELECT "
-                            "array_id || '_' || array_index AS a FROM jobs "
-                            "ORDER BY id)"),
+  EXPECT_EQ(QueryValue(path,
+                       "SELECT group_concat(a, ' ') FROM (SELECT "
+                       "array_id || '_' || array_index AS a FROM jobs "
+                       "ORDER BY id)"),
             "0_0 0_0 3_0 3_4 3_8 3_12 0_0");
-  EXPECT_EQ(QueryText(path, "SELECT name FROM sqlite_schema WHERE name = "
-                            "'jobs_by_array'"),
+  EXPECT_EQ(QueryValue(path,
+                       "SELECT name FROM sqlite_schema WHERE name = "
+                       "'jobs_by_array'"),
             "jobs_by_array");
   auto store = SqliteStore::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
@@ -555,8 +539,9 @@ TEST(StoreUpgradeTest, VersionThirteenFileScopesRequestIdsToUsers) {
   const std::string path = dir.File("state.db");
   WriteOldStateFile(path, 13);
   RawSql(path, kBobsRequestR);
-  ASSERT_EQ(QueryText(path, "SELECT value FROM meta WHERE key = "
-                            "'schema_version'"),
+  ASSERT_EQ(QueryValue(path,
+                       "SELECT value FROM meta WHERE key = "
+                       "'schema_version'"),
             "13");
   JobRequest bobs;
   bobs.name = "mine";
@@ -589,20 +574,23 @@ TEST(StoreUpgradeTest, VersionThirteenFileScopesRequestIdsToUsers) {
     EXPECT_NE((*refused)[0].status().message().find("job 3"),
               std::string::npos);
   }
-  EXPECT_EQ(QueryText(path,
-                      "SELECT value FROM meta WHERE key = "
-                      "'schema_version'"),
+  EXPECT_EQ(QueryValue(path,
+                       "SELECT value FROM meta WHERE key = "
+                       "'schema_version'"),
             absl::StrCat(SqliteStore::kSchemaVersion));
-  EXPECT_EQ(QueryText(path, "SELECT count(*) FROM sqlite_schema WHERE name = "
-                            "'jobs_by_request_id'"),
+  EXPECT_EQ(QueryValue(path,
+                       "SELECT count(*) FROM sqlite_schema WHERE name = "
+                       "'jobs_by_request_id'"),
             "0");
-  EXPECT_EQ(QueryText(path, "SELECT sql FROM sqlite_schema WHERE name = "
-                            "'jobs_by_user_request_id'"),
+  EXPECT_EQ(QueryValue(path,
+                       "SELECT sql FROM sqlite_schema WHERE name = "
+                       "'jobs_by_user_request_id'"),
             "CREATE UNIQUE INDEX jobs_by_user_request_id ON jobs (user, "
             "request_id)");
-  EXPECT_EQ(QueryText(path, "SELECT group_concat(user, ' ') FROM (SELECT "
-                            "user FROM jobs WHERE request_id = 'r' ORDER BY "
-                            "id)"),
+  EXPECT_EQ(QueryValue(path,
+                       "SELECT group_concat(user, ' ') FROM (SELECT "
+                       "user FROM jobs WHERE request_id = 'r' ORDER BY "
+                       "id)"),
             "bob alice");
 }
 

@@ -25,6 +25,27 @@ inline void RawSql(const std::string& path, const std::string& sql) {
   sqlite3_close(db);
 }
 
+// The first column of the first row of `sql` run on the file directly,
+// as bytes (TEXT or BLOB); "" if none.
+inline std::string QueryValue(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string value;
+  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW) {
+      const void* bytes = sqlite3_column_blob(stmt, 0);
+      if (bytes != nullptr) {
+        value.assign(static_cast<const char*>(bytes),
+                     sqlite3_column_bytes(stmt, 0));
+      }
+    }
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return value;
+}
+
 }  // namespace tiresias::master_testing
 
 #endif  // TIRESIAS_MASTER_TEST_DIR_H_

@@ -287,20 +287,27 @@ absl::StatusOr<CgroupUsage> TaskCgroup::Usage() const {
       ReadNumber(absl::StrCat(DirOf("cpuacct"), "/cpuacct.usage"));
   if (!cpu_ns.ok()) return cpu_ns.status();
   usage.cpu_seconds = static_cast<double>(*cpu_ns) / 1e9;
-  const std::string oom_path =
-      absl::StrCat(DirOf("memory"), "/memory.oom_control");
-  absl::StatusOr<std::string> oom = ReadFile(oom_path);
-  if (!oom.ok()) return oom.status();
-  for (absl::string_view line : absl::StrSplit(*oom, '\n')) {
+  absl::StatusOr<int64_t> oom_kills = OomKills();
+  if (!oom_kills.ok()) return oom_kills.status();
+  usage.oom_kills = *oom_kills;
+  return usage;
+}
+
+absl::StatusOr<int64_t> TaskCgroup::OomKills() const {
+  const std::string path = absl::StrCat(DirOf("memory"), "/memory.oom_control");
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  int64_t kills = 0;
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
     std::vector<absl::string_view> words =
         absl::StrSplit(line, ' ', absl::SkipEmpty());
     if (words.size() == 2 && words[0] == "oom_kill" &&
-        !absl::SimpleAtoi(words[1], &usage.oom_kills)) {
+        !absl::SimpleAtoi(words[1], &kills)) {
       return absl::DataLossError(
-          absl::StrCat(oom_path, ": oom_kill: expected a number"));
+          absl::StrCat(path, ": oom_kill: expected a number"));
     }
   }
-  return usage;
+  return kills;
 }
 
 absl::Status TaskCgroup::Remove() {

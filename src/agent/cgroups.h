@@ -94,6 +94,9 @@ class TaskCgroup {
   absl::StatusOr<std::vector<int>> OpenProcsFiles() const;
   // What the task used so far (or in all, once it ended).
   absl::StatusOr<CgroupUsage> Usage() const;
+  // How many of its processes the kernel killed at its memory limit (what
+  // Usage says as oom_kills, alone: one file read).
+  absl::StatusOr<int64_t> OomKills() const;
   // SIGKILLs every process still in the groups (a task's leftovers,
   // whatever process group or session they moved to); how many.
   int KillAll() const;

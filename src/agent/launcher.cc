@@ -118,8 +118,8 @@ struct PosixLauncher::State {
   // (or kept for a later try).
   void EndCgroup(Tracked& t, TaskExit& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (t.cgroup == nullptr) return;
-    absl::StatusOr<CgroupUsage> usage = t.cgroup->Usage();
-    if (usage.ok() && usage->oom_kills > 0) exit.out_of_memory = true;
+    absl::StatusOr<int64_t> oom_kills = t.cgroup->OomKills();
+    if (oom_kills.ok() && *oom_kills > 0) exit.out_of_memory = true;
     t.cgroup->KillAll();
     if (!t.cgroup->Remove().ok()) leftover_cgroups.push_back(t.cgroup);
     t.cgroup.reset();

@@ -426,6 +426,13 @@ def main(argv):
         hard_exit(launch(argv, local_envs(args)))
     if args.rank_per_gpu and not os.environ.get(gpu_ranks.CHILD_VAR):
         # A node task: start this node's ranks, keep the store while they run.
+        local = os.environ.get("LOCAL_WORLD_SIZE", "1")
+        if local != "1":
+            raise UsageError(
+                f"--rank-per-gpu starts this node's ranks itself, but the "
+                f"agent already started {local} processes here (one per "
+                f"GPU): submit with --tasks-per-node 1, or drop "
+                f"--rank-per-gpu")
         node_env = common_read_env()
         store, envs = gpu_ranks.child_envs(node_env, args, args.dist_timeout)
         code = launch(argv, envs)

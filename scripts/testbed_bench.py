@@ -109,8 +109,9 @@ class Testbed:
                "--servers", str(servers), "--steps", str(steps),
                "--compute-time", str(compute_time), "--rank-per-gpu",
                "--log-every", "100"]
-        return self.cli("submit", "--gpus", str(gpus), "--name", name,
-                        "--", *cmd).strip()
+        # One task per node: --rank-per-gpu starts the node's ranks.
+        return self.cli("submit", "--gpus", str(gpus), "--tasks-per-node",
+                        "1", "--name", name, "--", *cmd).strip()
 
     def job(self, job_id):
         return json.loads(self.cli("job", job_id, "--json"))

@@ -567,12 +567,18 @@ TEST_F(AgentDaemonTest, DrainingAgentHandsItsJobsBackToResumeElsewhere) {
   AgentDaemon* a = StartAgent("node-a");
   const std::string term = dir_.File("term");
   JobId id = Submit(2, "trap \"echo $TIRESIAS_NODE_NAME >> " + term +
-                           "; exit 143\" TERM; while true; do sleep 0.02; "
-                           "done");
+                           "; exit 143\" TERM; touch " + dir_.File("ready-") +
+                           "$LOCAL_RANK; while true; do sleep 0.02; done");
   ASSERT_TRUE(WaitState(id, JobRecordState::kRunning));
+  // Both processes (one per GPU) have their trap.
+  ASSERT_TRUE(WaitUntil([&] {
+    return std::filesystem::exists(dir_.File("ready-0")) &&
+           std::filesystem::exists(dir_.File("ready-1"));
+  }));
   StartAgent("node-b");
   ASSERT_TRUE(a->Drain(seconds(10)).ok());
-  EXPECT_EQ(ReadFile(term), "node-a\n");  // checkpointed there, once
+  // Checkpointed there, once by each of its two processes (one per GPU).
+  EXPECT_EQ(ReadFile(term), "node-a\nnode-a\n");
   ASSERT_TRUE(WaitUntil(
       [&] {
         JobRecord rec = Job(id);

@@ -135,6 +135,21 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
   spec.rank = st.task().rank();
   spec.world_size = st.world_size();
   spec.local_rank = st.local_rank();
+  if (st.processes() > 0) {
+    spec.processes = st.processes();
+    spec.first_process = st.first_process();
+    spec.total_processes = st.total_processes();
+  } else {  // a master before processes: one, ranked as its task
+    spec.processes = 1;
+    spec.first_process = spec.rank;
+    spec.total_processes = spec.world_size;
+  }
+  spec.node_names.assign(st.node_names().begin(), st.node_names().end());
+  if (st.warn_signal() != 0) {
+    spec.warn_signal = st.warn_signal();
+    spec.warn_after = std::chrono::milliseconds(static_cast<int64_t>(
+        std::clamp(st.warn_after_seconds(), 0.0, 1e9) * 1000));
+  }
   spec.gpus.assign(st.gpu_indexes().begin(), st.gpu_indexes().end());
   spec.argv.assign(st.command().begin(), st.command().end());
   spec.env.insert(st.env().begin(), st.env().end());

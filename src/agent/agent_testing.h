@@ -55,8 +55,9 @@ inline TaskSpec OwnedByRoot(TaskSpec spec) {
 }
 
 // Rank 1 of a 2-rank launch (job 42, attempt 3, restarted twice) on GPUs 1
-// and 3, rank 0 at 10.0.0.5:29500, owned by root (see RootTasksAllowed).
-// Tests add argv and paths.
+// and 3, one process per node (so RANK 1 of WORLD_SIZE 2), rank 0 at
+// 10.0.0.5:29500, owned by root (see RootTasksAllowed). Tests add argv and
+// paths.
 inline TaskSpec SampleTaskSpec() {
   TaskSpec spec;
   spec.owner = "root";
@@ -65,6 +66,9 @@ inline TaskSpec SampleTaskSpec() {
   spec.rank = 1;
   spec.world_size = 2;
   spec.local_rank = 0;
+  spec.processes = 1;
+  spec.first_process = 1;
+  spec.total_processes = 2;
   spec.gpus = {1, 3};
   spec.restart_count = 2;
   spec.master_addr = "10.0.0.5";

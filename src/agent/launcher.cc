@@ -282,10 +282,13 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   }
   TaskSpec resolved = spec;
   resolved.checkpoint_dir = *std::move(checkpoint_dir);
-  const std::vector<std::string> env =
-      BuildTaskEnvironment(resolved, as != nullptr ? *as : OwnAccount());
+  std::vector<std::vector<std::string>> envs;
+  for (int p = 0; p < spec.processes; ++p) {
+    envs.push_back(
+        BuildTaskEnvironment(resolved, as != nullptr ? *as : OwnAccount(), p));
+  }
   absl::StatusOr<std::string> path =
-      ResolveCommand(spec.argv[0], FindEnv(env, "PATH"), spec.working_dir);
+      ResolveCommand(spec.argv[0], FindEnv(envs[0], "PATH"), spec.working_dir);
   // What fails as the account says so.
   const std::string task_name =
       as == nullptr ? TaskName(spec)
@@ -295,11 +298,16 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
     return absl::NotFoundError(absl::StrCat("cannot start ", task_name, ": ",
                                             path.status().message()));
   }
-  SpawnRequest request{*path,          spec.argv,      env,
-                       spec.working_dir, spec.log_path, spec.exit_path};
+  SpawnRequest request{*path,           spec.argv,
+                       std::move(envs), spec.working_dir,
+                       spec.log_path,   spec.exit_path};
   request.lease = spec.lease;
   request.fence_grace_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(spec.fence_grace)
+          .count();
+  request.warn_signal = spec.warn_signal;
+  request.warn_after_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(spec.warn_after)
           .count();
   if (as != nullptr) request.run_as = as->ids;
   request.checkpoint_dir = resolved.checkpoint_dir;

@@ -47,9 +47,17 @@ namespace tiresias {
 struct TaskSpec {
   int64_t job_id = 0;
   int attempt = 0;  // how many times the job was started before (0..)
-  int rank = 0;     // 0 <= rank < world_size, across all machines
-  int world_size = 1;
+  int rank = 0;     // 0 <= rank < world_size: the task (node) in its launch
+  int world_size = 1;             // the launch's tasks (nodes)
   int local_rank = 0;             // rank among the job's tasks on this machine
+  // The task's processes (StartTask.processes): `processes` of them, with
+  // global ranks first_process.. of total_processes in the launch, each
+  // its own RANK, LOCAL_RANK and the rest (task_env.h).
+  int processes = 1;
+  int first_process = 0;
+  int total_processes = 1;
+  // The launch's nodes in rank order (SLURM_JOB_NODELIST); empty: unknown.
+  std::vector<std::string> node_names;
   std::vector<int> gpus;          // GpuInfo::index values; empty: no GPU
   std::vector<std::string> argv;  // argv[0] looked up in PATH if bare
   std::map<std::string, std::string> env;  // the user's --env K=V
@@ -73,9 +81,9 @@ struct TaskSpec {
   // output_path: none; empty error_path: stderr goes with stdout.
   std::string output_path;
   std::string error_path;
-  // host:port of each rank's worker, for TF_CONFIG's cluster.worker list
-  // (size world_size). Empty: "master_addr:(master_port + 1 + rank)", which
-  // is right when all ranks run on the master_addr machine.
+  // host:port of each process's worker, for TF_CONFIG's cluster.worker
+  // list (size total_processes). Empty: "master_addr:(master_port + 1 +
+  // RANK)", which is right when all run on the master_addr machine.
   std::vector<std::string> worker_addrs;
   std::string node_name;  // TIRESIAS_NODE_NAME; empty: not set
   // A job of an array (StartTask.array): the array's id (0: not in one),
@@ -92,6 +100,10 @@ struct TaskSpec {
   const int64_t* lease = nullptr;
   // SIGTERM to SIGKILL when the shim fences the task.
   std::chrono::milliseconds fence_grace{0};
+  // A signal (StartTask.warn_signal; 0: none) the shim sends the task's
+  // group once, warn_after after the task started.
+  int warn_signal = 0;
+  std::chrono::milliseconds warn_after{0};
 };
 
 enum class StopReason { kPreempt, kCancel };

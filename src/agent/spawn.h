@@ -15,6 +15,18 @@
 // the one process that can report its end; what the task started is left
 // to the agent, which kills the group once its leader is gone.
 //
+// Processes (SpawnRequest::envs): a task may be several processes, all
+// forked by the shim into its group from the same command, each with its
+// own environment (RANK, LOCAL_RANK, ...), as torchrun starts
+// --nproc-per-node workers. The task ends when all have. Its status is
+// that of the first process to end otherwise than with exit code 0 (0 if
+// none did), and once one has, the others are stopped: SIGTERM to the
+// group, SIGKILL to those left after the grace (fence_grace_ns), as a
+// torchrun worker group is torn down when one worker fails. SpawnProcess
+// returns once every process has exec'd; if one could not, the shim stops
+// the others as the peers of a failed process, and SpawnProcess answers
+// that process's error once the shim has ended.
+//
 // Fencing (lease.h): a shim whose lease has already lapsed does not start
 // its task (SpawnProcess answers Aborted). While it waits, the shim checks
 // the lease every kShimTick. Once it has lapsed it stops the task on its
@@ -65,7 +77,10 @@ struct RunAs {
 struct SpawnRequest {
   std::string path;               // the file to execve (see ResolveCommand)
   std::vector<std::string> argv;  // argv[0] included
-  std::vector<std::string> env;   // "K=V", the whole environment
+  // One process of the task per entry, each with this whole environment
+  // ("K=V"; at least one, at most kMaxTaskProcesses): a worker group as
+  // torchrun's, see the file comment.
+  std::vector<std::vector<std::string>> envs;
   std::string working_dir;        // empty: the caller's
   std::string log_path;           // stdout and stderr, appended; created
   // Where the shim records how the task ended (its folder created; a stale
@@ -73,8 +88,14 @@ struct SpawnRequest {
   std::string exit_path;
   // The task's lease (lease.h), mapped shared; null: never fenced.
   const int64_t* lease = nullptr;
-  // SIGTERM to SIGKILL when fencing, nanoseconds.
+  // SIGTERM to SIGKILL when fencing, and for the other processes of a task
+  // one of whose processes failed; nanoseconds.
   int64_t fence_grace_ns = 0;
+  // A signal the shim sends the task's group once, warn_after_ns after it
+  // forked the task's processes (0: none). Only one the shim ignores
+  // (kShimIgnores in spawn_child.cc; core/warn_signal.h's).
+  int warn_signal = 0;
+  int64_t warn_after_ns = 0;
   // Whom the task runs as; nullopt: the caller's identity, unchanged.
   std::optional<RunAs> run_as;
   // Created by the task's process (as run_as) if missing, with its missing
@@ -103,6 +124,9 @@ struct SpawnRequest {
 // whatever the agent's (077: the agent's state is its own). The shim keeps
 // the agent's, so the exit file and the task log (0600) stay private.
 inline constexpr mode_t kTaskUmask = 022;
+
+// The most processes one task may run (SpawnRequest::envs).
+inline constexpr size_t kMaxTaskProcesses = 64;
 
 // How often a waiting shim checks its task's lease, nanoseconds.
 inline constexpr int64_t kShimTickNs = 100'000'000;

@@ -18,11 +18,19 @@ namespace tiresias {
 // InvalidArgument naming the first bad field of `spec`.
 absl::Status ValidateTaskSpec(const TaskSpec& spec);
 
-// TF_CONFIG for `spec`: {"cluster":{"worker":[...]},"task":{"type":"worker",
-// "index":RANK}}, the worker list being spec.worker_addrs, or, when that is
-// empty, "master_addr:(master_port + 1 + r)" for each rank r (one above
-// MASTER_PORT, which PyTorch's rendezvous takes).
-std::string TfConfigJson(const TaskSpec& spec);
+// TF_CONFIG for the task's process `process`: {"cluster":{"worker":[...]},
+// "task":{"type":"worker","index":RANK}}, the worker list being
+// spec.worker_addrs, or, when that is empty, "master_addr:(master_port + 1
+// + r)" for each rank r (one above MASTER_PORT, which PyTorch's rendezvous
+// takes).
+std::string TfConfigJson(const TaskSpec& spec, int process = 0);
+
+// Host names as Slurm writes a node list (SLURM_JOB_NODELIST), sorted,
+// each run of numbered names under one prefix as ranges:
+// {"gpu2", "gpu1", "gpu3", "login"} is "gpu[1-3],login"; zero-padded
+// numbers keep their width ("n[01-02]"). What Slurm's `scontrol show
+// hostnames` expands back.
+std::string SlurmHostlist(std::vector<std::string> names);
 
 // PATH of a task unless the submitter exports one.
 inline constexpr std::string_view kDefaultTaskPath =
@@ -41,15 +49,29 @@ inline constexpr std::string_view kDefaultTaskPath =
 //   2. spec.env: what the submitter exported (`submit --export`) and set
 //      (--env), which may replace any of the above;
 //   3. what the agent owns, which spec.env cannot override:
-//      CUDA_VISIBLE_DEVICES (spec.gpus joined by ','; empty hides all GPUs),
-//      MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK, TF_CONFIG,
-//      TIRESIAS_JOB_ID, TIRESIAS_ATTEMPT, TIRESIAS_CHECKPOINT_DIR,
-//      TIRESIAS_RESTART_COUNT, TIRESIAS_NODE_NAME (if spec.node_name), and
-//      for a job of an array (array_job_id > 0) TIRESIAS_ARRAY_JOB_ID,
-//      _TASK_ID, _TASK_COUNT, _TASK_MIN and _TASK_MAX.
-// Sorted by name. `spec` must be valid.
+//      CUDA_VISIBLE_DEVICES (spec.gpus joined by ','; empty hides all GPUs;
+//      the same for every process of the task), MASTER_ADDR, MASTER_PORT;
+//      torchrun's RANK (first_process + process), LOCAL_RANK (local_rank +
+//      process), WORLD_SIZE (total_processes), LOCAL_WORLD_SIZE
+//      (processes), GROUP_RANK (rank: the node's), GROUP_WORLD_SIZE
+//      (world_size), ROLE_RANK, ROLE_WORLD_SIZE; TF_CONFIG; Slurm's
+//      SLURM_JOB_ID (and SLURM_JOBID), SLURM_PROCID (RANK), SLURM_LOCALID
+//      (LOCAL_RANK), SLURM_NTASKS (and SLURM_NPROCS), SLURM_NTASKS_PER_NODE,
+//      SLURM_NODEID (GROUP_RANK), SLURM_NNODES (and SLURM_JOB_NUM_NODES),
+//      SLURM_JOB_NODELIST (and SLURM_NODELIST; if spec.node_names),
+//      SLURMD_NODENAME (if spec.node_name), SLURM_GPUS_ON_NODE,
+//      SLURM_JOB_GPUS and SLURM_STEP_GPUS (spec.gpus), SLURM_RESTART_COUNT,
+//      SLURM_SUBMIT_DIR (if spec.working_dir), SLURM_JOB_USER (the
+//      account's name); TIRESIAS_JOB_ID, TIRESIAS_ATTEMPT,
+//      TIRESIAS_CHECKPOINT_DIR, TIRESIAS_RESTART_COUNT, TIRESIAS_NODE_NAME
+//      (if spec.node_name), and for a job of an array (array_job_id > 0)
+//      TIRESIAS_ARRAY_JOB_ID, _TASK_ID, _TASK_COUNT, _TASK_MIN and
+//      _TASK_MAX, with their SLURM_ARRAY_* twins.
+// For the task's process `process` (0 .. spec.processes - 1). Sorted by
+// name. `spec` must be valid.
 std::vector<std::string> BuildTaskEnvironment(const TaskSpec& spec,
-                                              const TaskAccount& account);
+                                              const TaskAccount& account,
+                                              int process = 0);
 
 // The value of `name` in "K=V" entries; empty if absent.
 std::string_view FindEnv(const std::vector<std::string>& env,

@@ -1,5 +1,7 @@
 #include "agent/task_env.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "agent/agent_testing.h"
 #include "gmock/gmock.h"
@@ -48,7 +50,7 @@ TEST(TaskEnvTest, LayersAccountSpecAndFrameworkVariables) {
 TEST(TaskEnvTest, StartsFromTheAccountNotTheAgent) {
   TaskSpec spec = Spec();
   std::vector<std::string> env = BuildTaskEnvironment(spec, Alice());
-  const std::vector<std::string> expected = {
+  std::vector<std::string> expected = {
       "CUDA_DEVICE_ORDER=PCI_BUS_ID",
       "CUDA_VISIBLE_DEVICES=1,3",
       "HOME=/home/alice",
@@ -67,7 +69,29 @@ TEST(TaskEnvTest, StartsFromTheAccountNotTheAgent) {
       "TMPDIR=/tmp",
       "USER=alice",
       "WORLD_SIZE=2",
+      // torchrun's other names, and Slurm's.
+      "LOCAL_WORLD_SIZE=1",
+      "GROUP_RANK=1",
+      "GROUP_WORLD_SIZE=2",
+      "ROLE_RANK=1",
+      "ROLE_WORLD_SIZE=2",
+      "SLURM_JOB_ID=42",
+      "SLURM_JOBID=42",
+      "SLURM_PROCID=1",
+      "SLURM_LOCALID=0",
+      "SLURM_NTASKS=2",
+      "SLURM_NPROCS=2",
+      "SLURM_NTASKS_PER_NODE=1",
+      "SLURM_NODEID=1",
+      "SLURM_NNODES=2",
+      "SLURM_JOB_NUM_NODES=2",
+      "SLURM_GPUS_ON_NODE=2",
+      "SLURM_JOB_GPUS=1,3",
+      "SLURM_STEP_GPUS=1,3",
+      "SLURM_RESTART_COUNT=2",
+      "SLURM_JOB_USER=alice",
   };
+  std::sort(expected.begin(), expected.end());
   EXPECT_EQ(env, expected);  // nothing else at all
 
   spec.env = {{"PATH", "/opt/conda/bin:/usr/bin"},
@@ -82,6 +106,64 @@ TEST(TaskEnvTest, StartsFromTheAccountNotTheAgent) {
   EXPECT_EQ(FindEnv(env, "USER"), "alias");
   EXPECT_EQ(FindEnv(env, "LOGNAME"), "alice");
   EXPECT_EQ(FindEnv(env, "TIRESIAS_JOB_ID"), "42");
+}
+
+// A task of several processes (rank 1 of 2 nodes, processes 2 and 3 of
+// 4): each its own RANK and LOCAL_RANK, as torchrun and srun number them,
+// and the same GPUs.
+TEST(TaskEnvTest, EachProcessGetsItsRanksUnderBothNames) {
+  TaskSpec spec = Spec();
+  spec.processes = 2;
+  spec.first_process = 2;
+  spec.total_processes = 4;
+  spec.node_names = {"gpu2", "gpu1"};
+  spec.node_name = "gpu2";
+  spec.working_dir = "/work";
+  ASSERT_TRUE(ValidateTaskSpec(spec).ok());
+  for (int p = 0; p < 2; ++p) {
+    SCOPED_TRACE(p);
+    const std::vector<std::string> env = BuildTaskEnvironment(spec, Alice(), p);
+    const std::string rank = absl::StrCat(2 + p), local = absl::StrCat(p);
+    EXPECT_EQ(FindEnv(env, "RANK"), rank);
+    EXPECT_EQ(FindEnv(env, "SLURM_PROCID"), rank);
+    EXPECT_EQ(FindEnv(env, "ROLE_RANK"), rank);
+    EXPECT_EQ(FindEnv(env, "LOCAL_RANK"), local);
+    EXPECT_EQ(FindEnv(env, "SLURM_LOCALID"), local);
+    EXPECT_EQ(FindEnv(env, "WORLD_SIZE"), "4");
+    EXPECT_EQ(FindEnv(env, "SLURM_NTASKS"), "4");
+    EXPECT_EQ(FindEnv(env, "LOCAL_WORLD_SIZE"), "2");
+    EXPECT_EQ(FindEnv(env, "SLURM_NTASKS_PER_NODE"), "2");
+    EXPECT_EQ(FindEnv(env, "GROUP_RANK"), "1");
+    EXPECT_EQ(FindEnv(env, "SLURM_NODEID"), "1");
+    EXPECT_EQ(FindEnv(env, "SLURM_NNODES"), "2");
+    EXPECT_EQ(FindEnv(env, "SLURM_JOB_NODELIST"), "gpu[1-2]");
+    EXPECT_EQ(FindEnv(env, "SLURMD_NODENAME"), "gpu2");
+    EXPECT_EQ(FindEnv(env, "SLURM_SUBMIT_DIR"), "/work");
+    EXPECT_EQ(FindEnv(env, "CUDA_VISIBLE_DEVICES"), "1,3");
+    const nlohmann::json tf =
+        nlohmann::json::parse(std::string(FindEnv(env, "TF_CONFIG")));
+    EXPECT_EQ(tf["task"]["index"], 2 + p);
+    EXPECT_EQ(tf["cluster"]["worker"].size(), 4u);
+  }
+  spec.first_process = 3;  // 3 and 4 of 0..3
+  EXPECT_THAT(std::string(ValidateTaskSpec(spec).message()),
+              HasSubstr("'first_process': expected 0..2"));
+  spec.first_process = 0;
+  spec.processes = 0;
+  EXPECT_THAT(std::string(ValidateTaskSpec(spec).message()),
+              HasSubstr("'processes': expected 1..64, got 0"));
+}
+
+TEST(TaskEnvTest, NodeListsAreWrittenAsSlurmWritesThem) {
+  EXPECT_EQ(SlurmHostlist({}), "");
+  EXPECT_EQ(SlurmHostlist({"login"}), "login");
+  EXPECT_EQ(SlurmHostlist({"gpu7"}), "gpu7");
+  EXPECT_EQ(SlurmHostlist({"gpu2", "gpu1", "gpu3", "login"}), "gpu[1-3],login");
+  EXPECT_EQ(SlurmHostlist({"node12", "node9", "node10"}), "node[9-10,12]");
+  EXPECT_EQ(SlurmHostlist({"n02", "n01", "n10"}), "n[01-02,10]");
+  EXPECT_EQ(SlurmHostlist({"gpu1", "gpu1"}), "gpu1");
+  EXPECT_EQ(SlurmHostlist({"r1-n4", "r2-n1", "r1-n3"}), "r1-n[3-4],r2-n1");
+  EXPECT_EQ(SlurmHostlist({"b", "a"}), "a,b");
 }
 
 // An agent whose uid has no passwd entry (a container's) runs tasks

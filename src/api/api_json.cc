@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "api/job_text.h"
+#include "core/warn_signal.h"
 
 namespace tiresias::api {
 namespace {
@@ -147,6 +148,15 @@ json JobJson(const v1::Job& j, JobView view, double now_unix_seconds) {
                            ? json(spec.time_limit_seconds())
                            : json(nullptr)},
       {"no_preempt", spec.no_preempt()},
+      {"shape", spec.nodes() > 0 ? json{{"nodes", spec.nodes()},
+                                        {"gpus_per_node", spec.gpus_per_node()}}
+                                 : json(nullptr)},
+      {"tasks_per_node",
+       spec.tasks_per_node() > 0 ? json(spec.tasks_per_node()) : json(nullptr)},
+      {"signal", spec.signal() != 0 ? json(FormatWarnSignal(
+                                          {.signal = spec.signal(),
+                                           .seconds = spec.signal_seconds()}))
+                                    : json(nullptr)},
       {"dependencies", std::move(dependencies)},
       {"waiting_on_dependencies", j.waiting_on_dependencies()},
       {"queue", j.queue()},
@@ -172,8 +182,7 @@ json JobJson(const v1::Job& j, JobView view, double now_unix_seconds) {
       {"profile", ProfileJson(j)},
       {"profile_text", FormatJobProfile(j)},
       {"array_id", j.array_id() > 0 ? json(j.array_id()) : json(nullptr)},
-      {"array_index",
-       j.array_id() > 0 ? json(j.array_index()) : json(nullptr)},
+      {"array_index", j.array_id() > 0 ? json(j.array_index()) : json(nullptr)},
       {"array", spec.has_array()
                     ? json{{"indices", spec.array().indices()},
                            {"max_running", spec.array().max_running()}}

@@ -35,6 +35,11 @@ void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
   } else {
     out->clear_array();
   }
+  out->set_nodes(spec.nodes);
+  out->set_gpus_per_node(spec.gpus_per_node);
+  out->set_tasks_per_node(spec.tasks_per_node);
+  out->set_signal(spec.warn.signal);
+  out->set_signal_seconds(spec.warn.signal != 0 ? spec.warn.seconds : 0);
 }
 
 JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
@@ -61,6 +66,12 @@ JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
   }
   out.array.indices = spec.array().indices();
   out.array.max_running = spec.array().max_running();
+  out.nodes = spec.nodes();
+  out.gpus_per_node = spec.gpus_per_node();
+  out.tasks_per_node = spec.tasks_per_node();
+  if (spec.signal() != 0) {
+    out.warn = {.signal = spec.signal(), .seconds = spec.signal_seconds()};
+  }
   return out;
 }
 

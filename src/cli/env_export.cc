@@ -26,6 +26,11 @@ constexpr std::string_view kSetByAgent[] = {"CUDA_VISIBLE_DEVICES",
                                             "WORLD_SIZE",
                                             "RANK",
                                             "LOCAL_RANK",
+                                            "LOCAL_WORLD_SIZE",
+                                            "GROUP_RANK",
+                                            "GROUP_WORLD_SIZE",
+                                            "ROLE_RANK",
+                                            "ROLE_WORLD_SIZE",
                                             "TF_CONFIG",
                                             "USER",
                                             "LOGNAME",
@@ -45,7 +50,10 @@ constexpr std::string_view kCallerOnly[] = {"NVIDIA_VISIBLE_DEVICES",
                                             "TMUX",
                                             "TMUX_PANE",
                                             "TERMCAP"};
-constexpr std::string_view kCallerOnlyPrefixes[] = {"SSH_", "XDG_SESSION_"};
+// SLURM_*: a Slurm allocation the caller runs in (the agent sets the
+// job's own).
+constexpr std::string_view kCallerOnlyPrefixes[] = {"SSH_", "XDG_SESSION_",
+                                                    "SLURM_", "SLURMD_"};
 
 constexpr std::string_view kClientPrefix = "TIRESIAS_";
 

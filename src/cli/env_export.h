@@ -9,7 +9,9 @@
 // or must never leave the caller's machine:
 //   - set by the agent for every task, which would win anyway (task_env.h):
 //     CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, MASTER_ADDR, MASTER_PORT,
-//     WORLD_SIZE, RANK, LOCAL_RANK, TF_CONFIG, USER, LOGNAME, HOME (the
+//     WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK,
+//     GROUP_WORLD_SIZE, ROLE_RANK, ROLE_WORLD_SIZE, TF_CONFIG, USER,
+//     LOGNAME, HOME (the
 //     task's account's), and every TIRESIAS_* variable (the agent's task
 //     variables, and the client's own settings and credentials:
 //     TIRESIAS_TOKEN, TIRESIAS_TOKEN_FILE, TIRESIAS_CA, TIRESIAS_MASTER);
@@ -18,7 +20,8 @@
 //     named: NVIDIA_VISIBLE_DEVICES, HOSTNAME, PWD, OLDPWD, SHLVL, _,
 //     DISPLAY, XAUTHORITY, SSH_* (SSH_AUTH_SOCK, SSH_CONNECTION, ...),
 //     XDG_RUNTIME_DIR, XDG_SESSION_*, DBUS_SESSION_BUS_ADDRESS, TMUX,
-//     TMUX_PANE, TERMCAP.
+//     TMUX_PANE, TERMCAP, and SLURM_* and SLURMD_* (a Slurm allocation the
+//     caller runs in; the agent sets the job's own).
 // ALL also leaves out what the master would refuse rather than failing the
 // submission over it: names that are not [A-Za-z_][A-Za-z0-9_]* (bash's
 // exported functions, BASH_FUNC_f%%) and values that are not UTF-8.

@@ -90,6 +90,8 @@ TEST(EnvExport, WhatTheAgentSetsOrTiresiasOwnsIsRefusedByName) {
   EXPECT_TRUE(LeftOutOfExport("XDG_SESSION_ID"));
   EXPECT_TRUE(LeftOutOfExport("TIRESIAS_CA"));
   EXPECT_TRUE(LeftOutOfExport("LOCAL_RANK"));
+  EXPECT_TRUE(LeftOutOfExport("LOCAL_WORLD_SIZE"));
+  EXPECT_TRUE(LeftOutOfExport("SLURM_CPUS_PER_TASK"));  // the caller's
   EXPECT_FALSE(LeftOutOfExport("LD_LIBRARY_PATH"));
 }
 

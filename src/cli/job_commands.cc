@@ -22,6 +22,7 @@
 #include "cli/printable.h"
 #include "cli/time_arg.h"
 #include "core/dependency.h"
+#include "core/warn_signal.h"
 
 namespace tiresias {
 namespace {
@@ -207,9 +208,24 @@ void PrintJob(const v1::Job& job, double now) {
     line("Reason:", Printable(job.pending_reason()));
   }
   line("Command:", absl::StrJoin(command, " "));
-  line("GPUs:", absl::StrCat(job.spec().gpus()));
+  line("GPUs:", job.spec().nodes() > 0
+                    ? absl::StrCat(job.spec().gpus(), " (", job.spec().nodes(),
+                                   job.spec().nodes() == 1 ? " node" : " nodes",
+                                   " x ", job.spec().gpus_per_node(), ")")
+                    : absl::StrCat(job.spec().gpus()));
+  line("Processes:", job.spec().tasks_per_node() > 0
+                         ? absl::StrCat(job.spec().tasks_per_node(),
+                                        " per node (--tasks-per-node)")
+                         : std::string("one per GPU"));
   if (job.spec().time_limit_seconds() > 0) {
     line("Time limit:", cli::FormatDuration(job.spec().time_limit_seconds()));
+  }
+  if (job.spec().signal() != 0) {
+    line(
+        "Signal:",
+        absl::StrCat(FormatWarnSignal({.signal = job.spec().signal(),
+                                       .seconds = job.spec().signal_seconds()}),
+                     " (before the time limit)"));
   }
   if (job.spec().no_preempt()) line("Preemptible:", "no (--no-preempt)");
   if (job.spec().dependencies_size() > 0) {

@@ -1,6 +1,8 @@
 #include "cli/job_file.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -11,8 +13,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "core/to_absl.h"
 #include "cli/time_limit.h"
+#include "core/to_absl.h"
+#include "core/warn_signal.h"
 #include "master/job_validation.h"
 #include "nlohmann/json.hpp"
 
@@ -22,8 +25,9 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr const char* kFields =
-    "gpus, command, name, env, checkpoint_dir, chdir (or workdir), output, "
-    "error, time, no_preempt, hold, dependency";
+    "gpus, command, nodes, gpus_per_node, tasks_per_node, name, env, "
+    "checkpoint_dir, chdir (or workdir), output, error, time, signal, "
+    "no_preempt, hold, dependency";
 
 // A JSON value for a message: its text, cut to about 40 bytes.
 std::string Shown(const Json& value) {
@@ -61,7 +65,8 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
   bool has_gpus = false, has_command = false, has_name = false;
   std::string workdir_key;  // "chdir" or "workdir", once given
   for (const auto& [key, value] : object.items()) {
-    if (key == "gpus") {
+    if (key == "gpus" || key == "nodes" || key == "gpus_per_node" ||
+        key == "tasks_per_node") {
       // 2.0 is a number JSON writers produce for 2; 2.5 is not a count.
       const bool integral =
           value.is_number_integer() ||
@@ -70,12 +75,19 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
                                       value.get<double>())));
       if (!value.is_number() || !integral || value.get<double>() > 1e9 ||
           value.get<double>() < -1e9) {
-        return FieldError(key, absl::StrCat("expected a whole number of GPUs, "
-                                            "got ",
-                                            Shown(value)));
+        return FieldError(key, absl::StrCat("expected a whole number",
+                                            key == "gpus" ? " of GPUs" : "",
+                                            ", got ", Shown(value)));
       }
-      spec.num_gpus = static_cast<int>(value.get<double>());
-      has_gpus = true;
+      const int number = static_cast<int>(value.get<double>());
+      if (key == "gpus") {
+        spec.num_gpus = number;
+        has_gpus = true;
+      } else {
+        (key == "nodes"           ? spec.nodes
+         : key == "gpus_per_node" ? spec.gpus_per_node
+                                  : spec.tasks_per_node) = number;
+      }
     } else if (key == "command") {
       if (!value.is_array()) {
         return FieldError(key, absl::StrCat("expected an array of strings "
@@ -126,6 +138,12 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
       absl::StatusOr<double> limit = ParseTimeLimit(key, *text);
       if (!limit.ok()) return limit.status();
       spec.time_limit = Seconds{*limit};
+    } else if (key == "signal") {
+      auto text = StringField(value, key);
+      if (!text.ok()) return text.status();
+      absl::StatusOr<WarnSignal> warn = ParseWarnSignal(*text);
+      if (!warn.ok()) return FieldError(key, warn.status().message());
+      spec.warn = *warn;
     } else if (key == "dependency") {
       auto text = StringField(value, key);
       if (!text.ok()) return text.status();
@@ -160,7 +178,17 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
                                           kFields));
     }
   }
-  if (!has_gpus) return FieldError("gpus", "required (a number of GPUs)");
+  if (!has_gpus && spec.nodes > 0 && spec.gpus_per_node > 0) {
+    // Too many for an int is refused by ValidateJobRequest (spec.nodes).
+    spec.num_gpus = static_cast<int>(std::min<int64_t>(
+        static_cast<int64_t>(spec.nodes) * spec.gpus_per_node, INT32_MAX));
+    has_gpus = true;
+  }
+  if (!has_gpus) {
+    return FieldError("gpus",
+                      "required (a number of GPUs, or nodes with "
+                      "gpus_per_node)");
+  }
   if (!has_command) {
     return FieldError("command", "required (an array of strings, argv)");
   }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/warn_signal.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -87,7 +88,7 @@ TEST(JobFile, WorkdirDefaultsToTheCallersAndOutputPatternsAreChecked) {
 TEST(JobFile, ParsesJobControlFields) {
   auto entries = ParseJobFile(
       "{\"gpus\": 1, \"command\": [\"true\"], \"time\": \"1-0:30\", "
-      "\"no_preempt\": true, \"hold\": true}\n"
+      "\"no_preempt\": true, \"hold\": true, \"signal\": \"USR2@30\"}\n"
       "{\"gpus\": 1, \"command\": [\"true\"]}\n",
       "jobs.jsonl", "");
   ASSERT_TRUE(entries.ok()) << entries.status();
@@ -95,6 +96,7 @@ TEST(JobFile, ParsesJobControlFields) {
   EXPECT_EQ(first.time_limit, Seconds{86400 + 30 * 60});
   EXPECT_TRUE(first.no_preempt);
   EXPECT_TRUE(first.hold);
+  EXPECT_EQ(FormatWarnSignal(first.warn), "USR2@30");
   const JobRequest& second = (*entries)[1].spec;
   EXPECT_EQ(second.time_limit, Seconds{0});
   EXPECT_FALSE(second.no_preempt);
@@ -106,7 +108,46 @@ TEST(JobFile, ParsesJobControlFields) {
            {"{\"gpus\": 1, \"command\": [\"true\"], \"time\": 30}",
             "jobs.jsonl:1: time: expected a string"},
            {"{\"gpus\": 1, \"command\": [\"true\"], \"hold\": 1}",
-            "jobs.jsonl:1: hold: expected true or false, got 1"}}) {
+            "jobs.jsonl:1: hold: expected true or false, got 1"},
+           {"{\"gpus\": 1, \"command\": [\"true\"], \"signal\": "
+            "\"KILL@5\", \"time\": \"10\"}",
+            "jobs.jsonl:1: signal: \"KILL@5\": expected SIG[@SECONDS]"},
+           {"{\"gpus\": 1, \"command\": [\"true\"], \"signal\": "
+            "\"USR1\"}",
+            "jobs.jsonl:1: signal: a signal before the time limit needs a "
+            "time limit"}}) {
+    auto bad = ParseJobFile(line + "\n", "jobs.jsonl", "");
+    ASSERT_FALSE(bad.ok()) << line;
+    EXPECT_THAT(Message(bad.status()), HasSubstr(expected));
+  }
+}
+
+// A shape: nodes and gpus_per_node give the GPU count, or must match it.
+TEST(JobFile, ParsesShapes) {
+  auto entries = ParseJobFile(
+      "{\"nodes\": 2, \"gpus_per_node\": 4, \"command\": [\"t\"]}\n"
+      "{\"gpus\": 2, \"tasks_per_node\": 1, \"command\": [\"t\"]}\n",
+      "jobs.jsonl", "");
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  const JobRequest& first = (*entries)[0].spec;
+  EXPECT_EQ(first.num_gpus, 8);
+  EXPECT_EQ(first.nodes, 2);
+  EXPECT_EQ(first.gpus_per_node, 4);
+  EXPECT_EQ(first.tasks_per_node, 0);
+  EXPECT_EQ((*entries)[1].spec.tasks_per_node, 1);
+  for (const auto& [line, expected] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"{\"gpus\": 3, \"nodes\": 2, \"gpus_per_node\": 2, "
+            "\"command\": [\"t\"]}",
+            "jobs.jsonl:1: gpus: expected nodes x gpus_per_node = 4 "
+            "GPUs, got 3"},
+           {"{\"nodes\": 2, \"command\": [\"t\"]}",
+            "jobs.jsonl:1: gpus: required"},
+           {"{\"gpus\": 1, \"nodes\": 1.5, \"command\": [\"t\"]}",
+            "jobs.jsonl:1: nodes: expected a whole number, got 1.5"},
+           {"{\"nodes\": 100000, \"gpus_per_node\": 100000, "
+            "\"command\": [\"t\"]}",
+            "jobs.jsonl:1: nodes: expected 0 (any) to 1024"}}) {
     auto bad = ParseJobFile(line + "\n", "jobs.jsonl", "");
     ASSERT_FALSE(bad.ok()) << line;
     EXPECT_THAT(Message(bad.status()), HasSubstr(expected));
@@ -151,7 +192,8 @@ TEST(JobFile, NamesTheLineAndFieldOfTheFirstBadLine) {
       {"{\"gpus\": 2.5, \"command\": [\"true\"]}",
        "jobs.jsonl:3: gpus: expected a whole number of GPUs, got 2.5"},
       {"{\"command\": [\"true\"]}",
-       "jobs.jsonl:3: gpus: required (a number of GPUs)"},
+       "jobs.jsonl:3: gpus: required (a number of GPUs, or nodes with "
+       "gpus_per_node)"},
       {"{\"gpus\": 1}",
        "jobs.jsonl:3: command: required (an array of strings, argv)"},
       {"{\"gpus\": 1, \"command\": \"true\"}",
@@ -167,7 +209,7 @@ TEST(JobFile, NamesTheLineAndFieldOfTheFirstBadLine) {
        "jobs.jsonl:3: env: expected an object"},
       {"{\"gpus\": 1, \"command\": [\"true\"], \"gpu\": 2}",
        "jobs.jsonl:3: gpu: unknown field; expected one of gpus, command, "
-       "name, env, checkpoint_dir"},
+       "nodes, gpus_per_node, tasks_per_node, name, env, checkpoint_dir"},
       {"{\"gpus\": 1, \"command\": [\"true\"]",
        "jobs.jsonl:3: not valid JSON at byte"},
       {"[1, 2]", "jobs.jsonl:3: expected a JSON object"},

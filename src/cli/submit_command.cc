@@ -36,6 +36,7 @@
 #include "cli/time_limit.h"
 #include "core/job_array.h"
 #include "core/status_macros.h"
+#include "core/warn_signal.h"
 #include "master/job_limits.h"
 #include "master/job_validation.h"
 #include "master/output_pattern.h"
@@ -58,6 +59,9 @@ struct SubmitFlags {
   std::string file;  // --file: the jobs come from there instead
   bool json = false;
   std::optional<int> gpus;
+  std::optional<int> nodes;          // --nodes
+  std::optional<int> gpus_per_node;  // --gpus-per-node
+  int tasks_per_node = 0;            // --tasks-per-node; 0: one per GPU
   std::string name;
   std::string checkpoint_dir;
   std::vector<std::string> env;
@@ -69,6 +73,7 @@ struct SubmitFlags {
   double retry_for_seconds = 30;
   bool wait = false;  // --wait: until the job ends, exit with its code
   std::string time;   // --time: Slurm's forms (time_limit.h); empty: none
+  std::string signal;  // --signal SIG[@SECONDS] (core/warn_signal.h)
   bool no_preempt = false;
   bool hold = false;
   std::string dependency;  // --dependency: Slurm's form (core/dependency.h)
@@ -107,6 +112,46 @@ absl::StatusOr<std::string> CurrentDirectory() {
   return cwd.string();
 }
 
+// The job's GPUs and shape from --gpus, --nodes and --gpus-per-node, any
+// two of which give the third (--gpus-per-node alone: one node; --gpus
+// alone: no shape), into spec.num_gpus, nodes and gpus_per_node.
+absl::Status ResolveShape(const SubmitFlags& f, JobRequest* spec) {
+  spec->num_gpus = f.gpus.value_or(0);
+  if (!f.nodes && !f.gpus_per_node) return absl::OkStatus();
+  for (const auto& [flag, value] :
+       {std::pair{"--nodes", f.nodes}, {"--gpus-per-node", f.gpus_per_node}}) {
+    if (value && *value < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": expected at least 1, got ", *value));
+    }
+  }
+  int nodes = f.nodes.value_or(0);
+  int per_node = f.gpus_per_node.value_or(0);
+  if (nodes == 0) {
+    nodes = f.gpus ? *f.gpus / per_node : 1;
+  } else if (per_node == 0) {
+    if (!f.gpus || *f.gpus % nodes != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--nodes ", nodes, " needs --gpus-per-node G (or a --gpus that ",
+          nodes, " divides)"));
+    }
+    per_node = *f.gpus / nodes;
+  }
+  if (f.gpus && static_cast<int64_t>(nodes) * per_node != *f.gpus) {
+    return absl::InvalidArgumentError(
+        f.nodes
+            ? absl::StrCat("--gpus ", *f.gpus, " is not --nodes ", nodes,
+                           " x --gpus-per-node ", per_node,
+                           "; give two of the three")
+            : absl::StrCat("--gpus ", *f.gpus,
+                           " is not a multiple of --gpus-per-node ", per_node));
+  }
+  spec->nodes = nodes;
+  spec->gpus_per_node = per_node;
+  spec->num_gpus = nodes * per_node;
+  return absl::OkStatus();
+}
+
 // The spec the flags describe, or a one-line error about a flag.
 absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
                                          const cli::ClientCredentials& creds) {
@@ -122,7 +167,8 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
   RETURN_IF_ERROR(ValidateOutputPattern("--error", f.error));
   spec.output = f.output;
   spec.error = f.error;
-  spec.num_gpus = f.gpus.value_or(0);
+  RETURN_IF_ERROR(ResolveShape(f, &spec));
+  spec.tasks_per_node = f.tasks_per_node;
   spec.user = cli::OwnerToSend(creds);
   spec.checkpoint_dir = f.checkpoint_dir;
   spec.command = f.command;
@@ -130,6 +176,18 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
     absl::StatusOr<double> limit = cli::ParseTimeLimit("--time", f.time);
     if (!limit.ok()) return limit.status();
     spec.time_limit = Seconds{*limit};
+  }
+  if (!f.signal.empty()) {
+    absl::StatusOr<WarnSignal> warn = ParseWarnSignal(f.signal);
+    if (!warn.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--signal ", warn.status().message()));
+    }
+    if (f.time.empty()) {
+      return absl::InvalidArgumentError(
+          "--signal warns before the time limit: give --time too");
+    }
+    spec.warn = *warn;
   }
   spec.no_preempt = f.no_preempt;
   spec.hold = f.hold;
@@ -229,7 +287,11 @@ int Submit(const SubmitFlags& f) {
                                ? " (give the command after --, e.g. `tiresias "
                                  "submit --gpus 1 -- python3 train.py`)"
                                : "";
-  if (!f.gpus) return Fail("submit: --gpus is required (or --file JOBS.jsonl)");
+  if (!f.gpus && !f.nodes && !f.gpus_per_node) {
+    return Fail(
+        "submit: --gpus (or --nodes with --gpus-per-node) is "
+        "required (or --file JOBS.jsonl)");
+  }
   // Read and checked once; the client below uses them.
   absl::StatusOr<cli::ClientCredentials> creds = cli::LoadClientCredentials();
   if (!creds.ok()) return Fail(std::string(creds.status().message()));
@@ -285,14 +347,17 @@ int SubmitFile(const SubmitFlags& f) {
     return Fail("submit: --wait waits for one job, not with --file (poll "
                 "`tiresias jobs --json` for a file's jobs)");
   }
-  if (f.gpus || !f.name.empty() || !f.checkpoint_dir.empty() ||
-      !f.env.empty() || !f.command.empty() || !f.chdir.empty() ||
-      !f.output.empty() || !f.error.empty() || !f.time.empty() ||
+  if (f.gpus || f.nodes || f.gpus_per_node || f.tasks_per_node != 0 ||
+      !f.name.empty() || !f.checkpoint_dir.empty() || !f.env.empty() ||
+      !f.command.empty() || !f.chdir.empty() || !f.output.empty() ||
+      !f.error.empty() || !f.time.empty() || !f.signal.empty() ||
       f.no_preempt || f.hold || !f.dependency.empty() || !f.array.empty()) {
     return Fail(
         "submit: --file takes every job from the file; give no --gpus, "
-        "--name, --env, --checkpoint-dir, --chdir, --output, --error, "
-        "--time, --no-preempt, --hold, --dependency, --array or command "
+        "--nodes, --gpus-per-node, --tasks-per-node, --name, --env, "
+        "--checkpoint-dir, --chdir, --output, --error, "
+        "--time, --signal, --no-preempt, --hold, --dependency, --array or "
+        "command "
         "with it "
         "(--export is the one that applies to every job)");
   }
@@ -389,6 +454,19 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--gpus", submit->gpus,
                   "GPUs the job needs, all at once (required, but with "
                   "--file)");
+  cmd->add_option("--nodes,-N", submit->nodes,
+                  "Run on exactly this many nodes, --gpus-per-node GPUs on "
+                  "each (two of --gpus, --nodes and --gpus-per-node give the "
+                  "third). Without: any spread the placement scheme picks");
+  cmd->add_option("--gpus-per-node", submit->gpus_per_node,
+                  "GPUs on each of the job's nodes (alone: one node)");
+  cmd->add_option("--tasks-per-node,--ntasks-per-node", submit->tasks_per_node,
+                  "Processes started on each node (default: one per GPU "
+                  "there, as torchrun's --nproc-per-node). Each gets RANK, "
+                  "LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE and Slurm's "
+                  "SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, ... and sees "
+                  "all of the node's GPUs of the job")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--name", submit->name,
                   "Label for listings (default: the command's base name)");
   cmd->add_option("--checkpoint-dir", submit->checkpoint_dir,
@@ -426,8 +504,10 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--file", submit->file,
                   "Submit every job of JOBS.jsonl (- for standard input) "
                   "together, all or none: one JSON object per line with the "
-                  "fields gpus, command (an array), name, env (an object), "
+                  "fields gpus, command (an array), nodes, gpus_per_node, "
+                  "tasks_per_node, name, env (an object), "
                   "checkpoint_dir, chdir, output, error, time (as --time), "
+                  "signal (as --signal), "
                   "no_preempt, hold (booleans), dependency (as "
                   "--dependency); prints their ids, one per line");
   cmd->add_flag("--json", submit->json,
@@ -447,6 +527,13 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
                   "waiting does not count), as Slurm writes it: MM, MM:SS, "
                   "HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS. Past it the master "
                   "stops the job and it ends timeout");
+  cmd->add_option("--signal", submit->signal,
+                  "SIG[@SECONDS] (Slurm's --signal): send SIG (USR1, USR2, "
+                  "TERM, INT, HUP, QUIT or ALRM) to every process of the job "
+                  "SECONDS (default 60) before its --time limit, for it to "
+                  "checkpoint or wrap up; once per run, at its start if less "
+                  "is left")
+      ->allow_extra_args(false);
   cmd->add_flag("--no-preempt", submit->no_preempt,
                 "The job cannot checkpoint: once started it is never "
                 "preempted and keeps its GPUs until it ends (the master may "

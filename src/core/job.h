@@ -41,6 +41,13 @@ struct JobSpec {
   // cannot checkpoint): it keeps its GPUs until it ends, is removed, or its
   // host stops it (a lost node).
   bool no_preempt = false;
+  // Its shape (core/shape.h): exactly `nodes` servers with `gpus_per_node`
+  // GPUs each (num_gpus is their product). 0: any spread its placement
+  // scheme picks.
+  int nodes = 0;
+  int gpus_per_node = 0;
+
+  bool shaped() const { return nodes > 0; }
 };
 
 enum class JobState { kPending, kRunning, kPreempted, kFinished };

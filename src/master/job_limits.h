@@ -45,6 +45,11 @@ inline constexpr size_t kMaxRequestIdBytes = 128;
 // JobSpec.dependencies: at most this many.
 inline constexpr size_t kMaxDependencies = 64;
 
+// JobSpec.nodes, .gpus_per_node, .tasks_per_node: at most these.
+inline constexpr int kMaxNodes = 1024;
+inline constexpr int kMaxGpusPerNode = 64;
+inline constexpr int kMaxTasksPerNode = 64;
+
 // Every string of a spec: valid UTF-8 without NUL bytes.
 
 // SubmitJobsRequest: 1 to kMaxJobsPerSubmission specs, and a request_id of

@@ -194,6 +194,19 @@ std::optional<double> PlacementSkew(const std::optional<JobProfile>& profile) {
   return profile->tensor_skew;
 }
 
+JobSpec CoreJobSpec(JobId id, const JobRequest& spec, Seconds submit_time,
+                    const std::optional<JobProfile>& profile) {
+  return JobSpec{.id = id,
+                 .num_gpus = spec.num_gpus,
+                 .submit_time = submit_time,
+                 .duration = std::nullopt,
+                 .model = spec.model,
+                 .measured_skew = PlacementSkew(profile),
+                 .no_preempt = spec.no_preempt,
+                 .nodes = spec.nodes,
+                 .gpus_per_node = spec.gpus_per_node};
+}
+
 std::string EncodeProfile(const JobProfile& p) {
   nlohmann::json j;
   j["periodic"] = p.periodic;

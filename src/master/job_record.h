@@ -16,9 +16,10 @@
 
 #include "absl/status/statusor.h"
 #include "core/dependency.h"
-#include "core/job_array.h"
 #include "core/job.h"
+#include "core/job_array.h"
 #include "core/time.h"
+#include "core/warn_signal.h"
 
 namespace tiresias {
 
@@ -50,6 +51,15 @@ struct JobRequest {
   // stores the same spec, this included (its running limit survives a
   // master restart). Empty indices: not an array.
   JobArraySpec array;
+  // Its shape (JobSpec.nodes, gpus_per_node): exactly `nodes` nodes with
+  // `gpus_per_node` GPUs each (num_gpus is their product); 0 and 0: any
+  // spread the placement scheme picks.
+  int nodes = 0;
+  int gpus_per_node = 0;
+  // Processes per node (JobSpec.tasks_per_node); 0: one per GPU there.
+  int tasks_per_node = 0;
+  // A signal before the time limit (JobSpec.signal); signal 0: none.
+  WarnSignal warn;
 
   bool operator==(const JobRequest&) const = default;
 };
@@ -73,6 +83,11 @@ struct JobProfile {
 bool BetterProfile(const JobProfile& a, const JobProfile& b);
 // The skew placement may use: set only for a periodic profile.
 std::optional<double> PlacementSkew(const std::optional<JobProfile>& profile);
+// What the scheduling core sees of job `id` (core/job.h): its GPUs, shape,
+// model, preemptibility, and the skew of `profile`. The one conversion, at
+// admission and when the scheduler is rebuilt from the records.
+JobSpec CoreJobSpec(JobId id, const JobRequest& spec, Seconds submit_time,
+                    const std::optional<JobProfile>& profile);
 // JSON text of a profile (the store's column) and back; InvalidArgument
 // when `text` is not such JSON.
 std::string EncodeProfile(const JobProfile& profile);

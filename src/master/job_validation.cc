@@ -174,6 +174,42 @@ absl::Status CheckDependencyFields(const std::vector<JobDependency>& deps) {
   return absl::OkStatus();
 }
 
+// The job's shape: nodes and gpus_per_node both set (their product the
+// GPU count) or both 0; a process count per node within its limit.
+absl::Status CheckShape(const JobRequest& spec) {
+  if (spec.nodes < 0 || spec.nodes > limits::kMaxNodes) {
+    return Refuse("spec.nodes",
+                  absl::StrCat("expected 0 (any) to ", limits::kMaxNodes,
+                               ", got ", spec.nodes));
+  }
+  if (spec.gpus_per_node < 0 || spec.gpus_per_node > limits::kMaxGpusPerNode) {
+    return Refuse("spec.gpus_per_node",
+                  absl::StrCat("expected 0 (any) to ", limits::kMaxGpusPerNode,
+                               ", got ", spec.gpus_per_node));
+  }
+  if ((spec.nodes == 0) != (spec.gpus_per_node == 0)) {
+    return Refuse(spec.nodes == 0 ? "spec.nodes" : "spec.gpus_per_node",
+                  absl::StrCat("expected nodes and gpus_per_node both set or "
+                               "both 0, got ",
+                               spec.nodes, " and ", spec.gpus_per_node));
+  }
+  if (spec.nodes > 0 &&
+      static_cast<int64_t>(spec.nodes) * spec.gpus_per_node != spec.num_gpus) {
+    return Refuse("spec.gpus", absl::StrCat("expected nodes x gpus_per_node = ",
+                                            static_cast<int64_t>(spec.nodes) *
+                                                spec.gpus_per_node,
+                                            " GPUs, got ", spec.num_gpus));
+  }
+  if (spec.tasks_per_node < 0 ||
+      spec.tasks_per_node > limits::kMaxTasksPerNode) {
+    return Refuse(
+        "spec.tasks_per_node",
+        absl::StrCat("expected 0 (one per GPU) to ", limits::kMaxTasksPerNode,
+                     ", got ", spec.tasks_per_node));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateJobRequest(const JobRequest& spec) {
@@ -181,7 +217,8 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
     return Refuse("spec.gpus",
                   absl::StrCat("expected at least 1 GPU, got ", spec.num_gpus));
   }
-  absl::Status status = CheckCommand(spec.command);
+  absl::Status status = CheckShape(spec);
+  if (status.ok()) status = CheckCommand(spec.command);
   if (status.ok()) {
     status = CheckField("spec.name", spec.name, limits::kMaxNameBytes);
   }
@@ -203,6 +240,22 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
                     absl::StrCat("expected a finite number of seconds >= 0 "
                                  "(0: no limit), got ",
                                  spec.time_limit.count()));
+  }
+  if (status.ok() && spec.warn.signal != 0) {
+    if (!IsWarnSignal(spec.warn.signal)) {
+      status = Refuse("spec.signal",
+                      absl::StrCat("expected USR1, USR2, TERM, INT, HUP, "
+                                   "QUIT or ALRM (their numbers), got ",
+                                   spec.warn.signal));
+    } else if (spec.warn.seconds < 1 || spec.warn.seconds > kMaxWarnSeconds) {
+      status = Refuse("spec.signal_seconds",
+                      absl::StrCat("expected 1 to ", kMaxWarnSeconds, ", got ",
+                                   spec.warn.seconds));
+    } else if (spec.time_limit <= Seconds{0}) {
+      status = Refuse("spec.signal",
+                      "a signal before the time limit needs a time limit "
+                      "(--time)");
+    }
   }
   if (status.ok()) status = CheckDependencyFields(spec.dependencies);
   if (status.ok() && (!spec.array.empty() || spec.array.max_running != 0)) {

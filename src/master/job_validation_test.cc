@@ -4,6 +4,8 @@
 // of bad input in messages.
 #include "master/job_validation.h"
 
+#include <signal.h>
+
 #include <string>
 
 #include "gmock/gmock.h"
@@ -50,6 +52,50 @@ TEST(JobValidationTest, BadInputIsQuotedEscapedAndCutInMessages) {
   spec.name = "a\xed\xa0\x80";  // a surrogate: not UTF-8
   EXPECT_THAT(std::string(ValidateJobRequest(spec).message()),
               HasSubstr("spec.name: expected valid UTF-8"));
+}
+
+TEST(JobValidationTest, AShapeIsNodesTimesGpusPerNodeOrNone) {
+  JobRequest spec;
+  spec.command = {"true"};
+  spec.num_gpus = 4;
+  EXPECT_TRUE(ValidateJobRequest(spec).ok());  // any spread
+  spec.nodes = 2;
+  spec.gpus_per_node = 2;
+  spec.tasks_per_node = 4;
+  EXPECT_TRUE(ValidateJobRequest(spec).ok());
+  spec.gpus_per_node = 3;
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.gpus: expected nodes x gpus_per_node = 6 GPUs, got 4");
+  spec.gpus_per_node = 0;
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.gpus_per_node: expected nodes and gpus_per_node both set or "
+            "both 0, got 2 and 0");
+  spec.nodes = 0;
+  spec.gpus_per_node = 65;
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.gpus_per_node: expected 0 (any) to 64, got 65");
+  spec.gpus_per_node = 0;
+  spec.tasks_per_node = -1;
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.tasks_per_node: expected 0 (one per GPU) to 64, got -1");
+}
+
+TEST(JobValidationTest, ASignalBeforeTheLimitNeedsALimitAndAStopSignal) {
+  JobRequest spec;
+  spec.command = {"true"};
+  spec.warn = {.signal = SIGUSR1, .seconds = 60};
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.signal: a signal before the time limit needs a time limit "
+            "(--time)");
+  spec.time_limit = Seconds{600};
+  EXPECT_TRUE(ValidateJobRequest(spec).ok());
+  spec.warn.seconds = 0;
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.signal_seconds: expected 1 to 65535, got 0");
+  spec.warn = {.signal = SIGKILL, .seconds = 60};
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.signal: expected USR1, USR2, TERM, INT, HUP, QUIT or ALRM "
+            "(their numbers), got 9");
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // message costs nothing: the next answer says the same. The table
 // (LaunchTable::DesiredStateOf) assembles it; the job side fills each
 // task's StartTask from the job's record (FillStartTask).
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "master/master_state.h"
 #include "master/output_pattern.h"
@@ -64,9 +66,32 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
   start->set_error(ExpandOutputPattern(rec.spec.error, values));
   start->set_master_addr(host_of(launch.parts[0].node_id));
   start->set_master_port(port);
+  // Processes: tasks_per_node on each node, or one per GPU there; global
+  // ranks node by node in rank order.
+  auto processes_on = [&](const Part& p) {
+    return rec.spec.tasks_per_node > 0
+               ? rec.spec.tasks_per_node
+               : std::max(1, static_cast<int>(p.local_gpus.size()));
+  };
+  int total = 0;
   for (size_t r = 0; r < launch.parts.size(); ++r) {
-    start->add_worker_addresses(absl::StrCat(host_of(launch.parts[r].node_id),
-                                             ":", port + static_cast<int>(r)));
+    const Part& p = launch.parts[r];
+    if (static_cast<int>(r) == rank) start->set_first_process(total);
+    const std::string host = host_of(p.node_id);
+    for (int i = processes_on(p); i > 0; --i) {
+      start->add_worker_addresses(absl::StrCat(host, ":", port + total++));
+    }
+    start->add_node_names(table_.NodeName(p.node_id));
+  }
+  start->set_processes(processes_on(part));
+  start->set_total_processes(total);
+  // The record holds the executed time before this run (SyncRecord), so
+  // the answer is the same for the whole launch.
+  if (rec.spec.warn.signal != 0 && rec.spec.time_limit > Seconds{0}) {
+    start->set_warn_signal(rec.spec.warn.signal);
+    start->set_warn_after_seconds(
+        std::max(0.0, (rec.spec.time_limit - rec.total_executed).count() -
+                          rec.spec.warn.seconds));
   }
 }
 

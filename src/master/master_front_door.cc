@@ -225,14 +225,8 @@ void MasterState::QueueAndWrite(SubmitWriter& self) {
 
 absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
                                       Seconds now) {
-  JobSpec core{.id = created.id,
-               .num_gpus = job.spec.num_gpus,
-               .submit_time = now,
-               .duration = std::nullopt,
-               .model = job.spec.model,
-               // Measured before, on a job of the same signature.
-               .measured_skew = PlacementSkew(created.profile),
-               .no_preempt = job.spec.no_preempt};
+  // The profile: measured before, on a job of the same signature.
+  const JobSpec core = CoreJobSpec(created.id, job.spec, now, created.profile);
   // Only a broken invariant (an id the scheduler already holds) fails
   // here; the job is stored and a restarted master would load it.
   RETURN_IF_ERROR(scheduler_->Submit(core, now));

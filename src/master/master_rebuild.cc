@@ -34,11 +34,8 @@ Job BuildWaitingJob(JobSpec spec, std::optional<Seconds> first_start,
 }  // namespace
 
 Job MasterState::JobFromRecord(const JobRecord& rec) const {
-  JobSpec spec{.id = rec.id, .num_gpus = rec.spec.num_gpus,
-               .submit_time = rec.submit_time, .duration = std::nullopt,
-               .model = rec.spec.model,
-               .measured_skew = PlacementSkew(rec.profile),
-               .no_preempt = rec.spec.no_preempt};
+  const JobSpec spec =
+      CoreJobSpec(rec.id, rec.spec, rec.submit_time, rec.profile);
   return BuildWaitingJob(spec, rec.first_start_time, rec.executed,
                          rec.total_executed, rec.last_stop_time, rec.queue);
 }

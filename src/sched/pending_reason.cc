@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "core/rng.h"
+#include "core/shape.h"
 #include "sched/scheduler.h"
 
 namespace tiresias {
@@ -30,10 +32,45 @@ std::string_view PendingReasonKindName(PendingReasonKind kind) {
 namespace {
 
 std::string Gpus(int n) { return absl::StrCat(n, n == 1 ? " GPU" : " GPUs"); }
+std::string Nodes(int n) {
+  return absl::StrCat(n, n == 1 ? " node" : " nodes");
+}
+
+// "2 nodes with 4 GPUs each" (`free`: "4 free GPUs").
+std::string Shape(const PendingReason& r, bool free) {
+  return absl::StrCat(
+      Nodes(r.nodes), " with ", r.gpus_per_node, free ? " free" : "",
+      r.gpus_per_node == 1 ? " GPU" : " GPUs", r.nodes == 1 ? "" : " each");
+}
+
+// The sentences of a shaped job, where they differ.
+std::string FormatShaped(const PendingReason& r) {
+  switch (r.kind) {
+    case PendingReasonKind::kTooLarge:
+      return absl::StrCat("needs ", Shape(r, false), ", up nodes have ",
+                          r.capacity, " such: cannot run as configured");
+    case PendingReasonKind::kDrained:
+      return absl::StrCat("needs ", Shape(r, false),
+                          ", nodes not drained have ", r.capacity,
+                          " such (nodes drained)");
+    case PendingReasonKind::kResources:
+      return absl::StrCat("needs ", Shape(r, false), " (", Gpus(r.gpus),
+                          "), only ", r.free, " free");
+    case PendingReasonKind::kPlacement:
+      return absl::StrCat("needs ", Shape(r, true), ", ", r.fitting,
+                          r.fitting == 1 ? " node has" : " nodes have",
+                          " that many free");
+    default:
+      return "";
+  }
+}
 
 }  // namespace
 
 std::string FormatPendingReason(const PendingReason& r) {
+  if (r.nodes > 0) {
+    if (std::string shaped = FormatShaped(r); !shaped.empty()) return shaped;
+  }
   switch (r.kind) {
     case PendingReasonKind::kNone:
       return "";
@@ -120,7 +157,21 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
       scheduler.policy().traits().head_of_line_blocking;
   // Whether a job of (scheme, GPUs) fits the free GPUs now: one placement
   // try per pair. The generator is a throwaway: nothing is allocated.
-  std::map<std::pair<std::string_view, int>, bool> fits;
+  // A shaped job's key is its shape (scheme "").
+  std::map<std::tuple<std::string_view, int, int>, bool> fits;
+  // Servers with at least G GPUs (undrained ones: and not cordoned), by G.
+  std::map<int, std::pair<int, int>> servers_with;
+  auto count_servers = [&](int per_node) {
+    auto [it, added] = servers_with.try_emplace(per_node);
+    if (added) {
+      for (int s = 0; s < cluster.topology().num_servers(); ++s) {
+        if (cluster.topology().server(s).num_gpus < per_node) continue;
+        ++it->second.first;
+        if (!cluster.cordoned(s)) ++it->second.second;
+      }
+    }
+    return it->second;
+  };
   Rng rng(1);
   std::vector<GpuId> scratch;
   int ahead = 0;
@@ -130,8 +181,21 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
     r.queue = job.queue();
     r.free = free;
     r.ahead = ahead++;
+    const bool shaped = job.spec().shaped();
+    std::pair<int, int> with_shape = {0, 0};  // servers, undrained ones
+    if (shaped) {
+      r.nodes = job.spec().nodes;
+      r.gpus_per_node = job.spec().gpus_per_node;
+      with_shape = count_servers(r.gpus_per_node);
+    }
     if (total == 0) {
       r.kind = PendingReasonKind::kNoNodes;
+    } else if (shaped && with_shape.first < r.nodes) {
+      r.kind = PendingReasonKind::kTooLarge;
+      r.capacity = with_shape.first;
+    } else if (shaped && with_shape.second < r.nodes) {
+      r.kind = PendingReasonKind::kDrained;
+      r.capacity = with_shape.second;
     } else if (r.gpus > total) {
       r.kind = PendingReasonKind::kTooLarge;
       r.capacity = total;
@@ -139,11 +203,13 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
       r.kind = PendingReasonKind::kDrained;
       r.capacity = undrained;
     } else {
-      const std::string_view scheme = scheduler.placer().SchemeFor(job);
-      auto [it, added] = fits.try_emplace({scheme, r.gpus}, false);
+      const std::string_view scheme =
+          shaped ? std::string_view() : scheduler.placer().SchemeFor(job);
+      auto [it, added] =
+          fits.try_emplace({scheme, r.gpus, r.gpus_per_node}, false);
       if (added && r.gpus <= free) {
         scratch.clear();
-        it->second = scheduler.placer().Place(cluster, job, rng, &scratch);
+        it->second = PlaceJob(scheduler.placer(), cluster, job, rng, &scratch);
       }
       if (it->second) {
         r.kind = head_of_line && r.ahead > 0 ? PendingReasonKind::kPriority
@@ -153,6 +219,7 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
                              : PendingReasonKind::kResources;
       } else {
         r.kind = PendingReasonKind::kPlacement;
+        if (shaped) r.fitting = ServersWithAtLeast(cluster, r.gpus_per_node);
         r.one_server = r.gpus <= cluster.topology().max_gpus_per_server();
         r.largest_free = largest_free;
         r.whole_free = cluster.whole_free_gpus();

@@ -64,6 +64,12 @@ struct PendingReason {
   // dependencies are not met yet (that one included).
   DependencyKind dependency = DependencyKind::kAfterOk;
   int unmet = 0;
+  // A shaped job (JobSpec::nodes): its shape. Then kTooLarge's and
+  // kDrained's `capacity` count servers with gpus_per_node GPUs, and
+  // kPlacement's `fitting` those with as many free.
+  int nodes = 0;
+  int gpus_per_node = 0;
+  int fitting = 0;
 
   bool operator==(const PendingReason&) const = default;
 };
@@ -81,7 +87,8 @@ std::string FormatPendingReason(const PendingReason& reason);
 // `cluster` as it stands (cordoned servers are drained nodes; a host with
 // no cluster at all says kNoNodes itself). Meant to be
 // called after a pass, when someone asks: O(waiting jobs), one placement
-// try per distinct (scheme, GPU count). Does not change either argument.
+// try per distinct (scheme, GPU count) or shape. Does not change either
+// argument.
 std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
     const Scheduler& scheduler, const Cluster& cluster);
 

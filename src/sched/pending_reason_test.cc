@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "sched/testing/harness.h"
@@ -101,6 +102,44 @@ TEST(PendingReasonTest, TooLargeDrainedAndNextPass) {
   EXPECT_EQ(r.at(3).kind, PendingReasonKind::kNextPass);
   h.cluster().SetCordoned(0, true);
   EXPECT_EQ(Text(h, 3), "needs 1 GPU; every up node is drained");
+}
+
+// 3 servers x 4 GPUs. Job 1 (3 GPUs) takes server 0; a 2x2 job takes two
+// GPUs of servers 1 and 2 (the fullest that hold 2 each; consolidate
+// would put a 4-GPU job on one server); a 2x3 job then waits with 5 GPUs
+// free, a 3x1 job starts behind it, and a 4x1 job can never run on 3
+// servers.
+TEST(PendingReasonTest, ShapedJobsArePlacedAndExplainedByTheirShape) {
+  Harness h(Topology::Uniform(1, 3, 4), Options("tiresias-l", "consolidate"));
+  h.Submit(1, 3, 0);
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
+  h.SubmitShaped(2, 2, 2, 1);
+  EXPECT_THAT(Started(h.At(1)), ElementsAre(2));
+  std::vector<GpuId> gpus = h.job(2).gpus();
+  std::sort(gpus.begin(), gpus.end());
+  EXPECT_THAT(gpus, ElementsAre(4, 5, 8, 9));
+  h.SubmitShaped(3, 2, 3, 2);
+  EXPECT_TRUE(h.At(2).empty());
+  EXPECT_EQ(Text(h, 3), "needs 2 nodes with 3 GPUs each (6 GPUs), only 5 free");
+  h.SubmitShaped(4, 3, 1, 3);
+  h.SubmitShaped(5, 4, 1, 3);
+  EXPECT_THAT(Started(h.At(3)), ElementsAre(4));  // one GPU of each server
+  gpus = h.job(4).gpus();
+  std::sort(gpus.begin(), gpus.end());
+  EXPECT_THAT(gpus, ElementsAre(3, 6, 10));
+  std::map<JobId, PendingReason> r = Reasons(h);
+  EXPECT_EQ(r.at(5).kind, PendingReasonKind::kTooLarge);
+  EXPECT_EQ(FormatPendingReason(r.at(5)),
+            "needs 4 nodes with 1 GPU each, up nodes have 3 such: cannot "
+            "run as configured");
+  // Jobs 1 and 4 end: server 0 all free, servers 1 and 2 two each (job
+  // 2 holds the rest): 8 GPUs free, but only one server with 3.
+  h.Finish(1, 4);
+  h.Finish(4, 4);
+  r = Reasons(h);
+  EXPECT_EQ(r.at(3).kind, PendingReasonKind::kPlacement);
+  EXPECT_EQ(FormatPendingReason(r.at(3)),
+            "needs 2 nodes with 3 free GPUs each, 1 node has that many free");
 }
 
 // A host with no cluster at all (the master with no node up) says so.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/shape.h"
 
 namespace tiresias {
 namespace {
@@ -558,12 +559,16 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
   // with every running job behind it set aside, under the same scheme and
   // needing at least as many GPUs, cannot be placed either.
   const std::string_view scheme = slots_[index].scheme;
+  // (A shaped job is placed by its shape, not its scheme: core/shape.h.)
+  const bool shaped = job.spec().shaped();
   for (const auto& [failed_scheme, gpus] : scratch_unplaceable_) {
-    if (failed_scheme == scheme && job.num_gpus() >= gpus) return false;
+    if (!shaped && failed_scheme == scheme && job.num_gpus() >= gpus) {
+      return false;
+    }
   }
   auto place = [&] {
     scratch_gpus_.clear();
-    if (!placer_->Place(cluster, job, rng_, &scratch_gpus_)) return false;
+    if (!PlaceJob(*placer_, cluster, job, rng_, &scratch_gpus_)) return false;
     absl::Status allocated = cluster.Allocate(job.id(), scratch_gpus_);
     assert(allocated.ok());
     (void)allocated;
@@ -575,7 +580,7 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     return true;
   }
   auto unplaceable = [&] {
-    scratch_unplaceable_.push_back({scheme, job.num_gpus()});
+    if (!shaped) scratch_unplaceable_.push_back({scheme, job.num_gpus()});
     return false;
   };
   // Could it fit with every lower-priority running job set aside? First
@@ -592,7 +597,7 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
                               : topo.server(s).num_gpus - scratch_kept_[s];
       total += scratch_avail_[s];
     }
-    if (!placer_->MightFit(topo, scratch_avail_, total, job)) {
+    if (!JobMightFit(*placer_, topo, scratch_avail_, total, job)) {
       return unplaceable();
     }
   }
@@ -705,7 +710,7 @@ bool Scheduler::TryStart(uint32_t index, Seconds now, Cluster& cluster,
                          Decisions* decisions) {
   Job& job = jobs_[index];
   scratch_gpus_.clear();
-  if (!placer_->Place(cluster, job, rng_, &scratch_gpus_)) return false;
+  if (!PlaceJob(*placer_, cluster, job, rng_, &scratch_gpus_)) return false;
   absl::Status allocated = cluster.Allocate(job.id(), scratch_gpus_);
   assert(allocated.ok());
   (void)allocated;

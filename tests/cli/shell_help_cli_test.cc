@@ -78,7 +78,8 @@ TEST_F(ShellHelpCliTest, CompletionKnowsTheRealCommands) {
               ElementsAre("tiresias-g", "tiresias-l"));
   EXPECT_THAT(Complete({"tiresias", "master", "--placement", "pro"}),
               ElementsAre("profiled"));
-  EXPECT_THAT(Complete({"tiresias", "submit", "--gp"}), ElementsAre("--gpus"));
+  EXPECT_THAT(Complete({"tiresias", "submit", "--gp"}),
+              ElementsAre("--gpus", "--gpus-per-node"));
   EXPECT_THAT(Complete({"tiresias", "submit", "--gpus", "1", "--", "bas"}),
               Contains("bash"));
   ProcessResult zsh = Tiresias({"completion", "zsh"});

@@ -232,6 +232,29 @@ TEST_F(FrontDoorCliTest, SubmitRefusesABadSpecBeforeSendingIt) {
   ExpectOneLineError(r,
                      "submit: spec.name: expected at most 256 bytes, got "
                      "300");
+  // Shapes and --signal, refused naming the flags.
+  for (const auto& [flags, says] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--gpus", "3", "--nodes", "2", "--gpus-per-node", "2"},
+            "--gpus 3 is not --nodes 2 x --gpus-per-node 2; give two of the "
+            "three"},
+           {{"--gpus", "3", "--gpus-per-node", "2"},
+            "--gpus 3 is not a multiple of --gpus-per-node 2"},
+           {{"--nodes", "2"},
+            "--nodes 2 needs --gpus-per-node G (or a --gpus that 2 "
+            "divides)"},
+           {{"--nodes", "0", "--gpus-per-node", "1"},
+            "--nodes: expected at least 1, got 0"},
+           {{"--gpus", "1", "--signal", "USR1@60"},
+            "--signal warns before the time limit: give --time too"},
+           {{"--gpus", "1", "--time", "5", "--signal", "KILL"},
+            "--signal \"KILL\": expected SIG[@SECONDS]"}}) {
+    std::vector<std::string> argv = {TIRESIAS_BINARY, "submit", "--master",
+                                     nowhere};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--", "/bin/true"});
+    ExpectOneLineError(RunProcess(argv), says);
+  }
 }
 
 TEST_F(FrontDoorCliTest, SubmitRetriesUntilTheMasterComesUpAndCreatesOneJob) {

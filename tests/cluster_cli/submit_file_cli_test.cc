@@ -114,7 +114,8 @@ TEST_F(SubmitFileCliTest, ABadLineInTheMiddleSubmitsNothingAndNamesIt) {
       absl::StrCat(kGoodLine, "\n{\"gpus\": 1, \"comand\": [\"x\"]}\n"));
   EXPECT_THAT(MustFail(typo),
               HasSubstr(":2: comand: unknown field; expected one of gpus, "
-                        "command, name, env, checkpoint_dir"));
+                        "command, nodes, gpus_per_node, tasks_per_node, name, "
+                        "env, checkpoint_dir"));
   const std::string broken =
       WriteFile("broken.jsonl", absl::StrCat(kGoodLine, "\n{\"gpus\": 1,\n"));
   EXPECT_THAT(MustFail(broken), HasSubstr(":2: not valid JSON at byte"));

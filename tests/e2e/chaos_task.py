@@ -34,7 +34,10 @@ job = os.environ["TIRESIAS_JOB_ID"]
 attempt = os.environ["TIRESIAS_ATTEMPT"]
 rank = os.environ.get("RANK", "0")
 node = os.environ.get("TIRESIAS_NODE_NAME", "?")
-gpus = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g]
+# A task of several processes (one per GPU) holds its GPUs once: its first
+# process (LOCAL_RANK 0) locks and records them for all.
+gpus = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+        if g and os.environ.get("LOCAL_RANK", "0") == "0"]
 ckpt_dir = os.environ["TIRESIAS_CHECKPOINT_DIR"]
 me = "%s-%s-%s-%d" % (job, attempt, rank, os.getpid())
 

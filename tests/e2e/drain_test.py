@@ -49,7 +49,9 @@ def submit(cluster, name, gpus, first_secs, later_secs=None):
     marker = os.path.join(cluster.workdir, "marker-" + name)
     cluster.markers.append(marker)
     later = first_secs if later_secs is None else later_secs
-    job_id = cluster.cli("submit", "--gpus", str(gpus), "--name", name,
+    # One process per node: each start of a node's task is one line.
+    job_id = cluster.cli("submit", "--gpus", str(gpus), "--tasks-per-node",
+                         "1", "--name", name,
                          "--", "/bin/sh", "-c", NODE_SCRIPT, "sh", marker,
                          str(first_secs), str(later)).strip()
     if not job_id.isdigit():

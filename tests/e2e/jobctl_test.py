@@ -74,12 +74,14 @@ class Jobs:
         self.n = 0
 
     def submit(self, *flags, command=("sleep", "60"), gpus=1):
-        """Submits a recorded job; returns (id, record path)."""
+        """Submits a recorded job, one process per node (one record line
+        per start); returns (id, record path)."""
         self.n += 1
         path = os.path.join(self.cluster.workdir, "record-%d" % self.n)
         self.cluster.markers.append(path)
         job_id = self.cluster.cli(
-            "submit", "--gpus", str(gpus), *flags, "--", "/bin/sh", "-c",
+            "submit", "--gpus", str(gpus), "--tasks-per-node", "1", *flags,
+            "--", "/bin/sh", "-c",
             RECORD, "sh", path, *command).strip()
         if not job_id.isdigit():
             fail("submit printed %r, not a job id" % job_id)

@@ -80,16 +80,16 @@ def run_as_throwaway_user(run, prefix):
 
 
 @contextlib.contextmanager
-def secure_up(binary, workdir, state, address, env=None):
-    """A secure `tiresias up` (TLS and tokens, its default: one agent of 2
-    emulated GPUs, grace 2 s) on `address` with `state`, its output in
+def secure_up(binary, workdir, state, address, env=None, agents=1):
+    """A secure `tiresias up` (TLS and tokens, its default: `agents` agents
+    of 2 emulated GPUs, grace 2 s) on `address` with `state`, its output in
     workdir/up.out and up.err; ready once its admin token is written (plus
     a second for the agent). Stopped with SIGINT (killed after 30 s) when
     the block ends."""
     with open(os.path.join(workdir, "up.out"), "w") as out, \
             open(os.path.join(workdir, "up.err"), "w") as err:
         up = subprocess.Popen(
-            [binary, "up", "--agents", "1", "--gpus", "2", "--listen",
+            [binary, "up", "--agents", str(agents), "--gpus", "2", "--listen",
              address, "--state-dir", state, "--grace", "2"],
             stdout=out, stderr=err, text=True, env=env)
         try:
@@ -275,11 +275,13 @@ class Cluster:
         return out.stdout
 
     def submit_sh(self, name, gpus, first_secs, later_secs=None):
-        """Submits a JOB_SCRIPT job; returns (id, marker path)."""
+        """Submits a JOB_SCRIPT job, one process per node (each start is
+        one marker line); returns (id, marker path)."""
         marker = os.path.join(self.workdir, "marker-" + name)
         self.markers.append(marker)
         later = first_secs if later_secs is None else later_secs
-        job_id = self.cli("submit", "--gpus", str(gpus), "--name", name,
+        job_id = self.cli("submit", "--gpus", str(gpus), "--tasks-per-node",
+                          "1", "--name", name,
                           "--", "/bin/sh", "-c", JOB_SCRIPT, "sh", marker,
                           str(first_secs), str(later)).strip()
         if not job_id.isdigit():

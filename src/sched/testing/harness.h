@@ -42,6 +42,15 @@ class Harness {
     if (duration) spec.duration = Seconds{*duration};
     ASSERT_TRUE(scheduler_.Submit(spec, Seconds{submit}).ok());
   }
+  // A job of `nodes` servers with `per_node` GPUs each (core/shape.h).
+  void SubmitShaped(JobId id, int nodes, int per_node, double submit) {
+    JobSpec spec{.id = id,
+                 .num_gpus = nodes * per_node,
+                 .submit_time = Seconds{submit},
+                 .nodes = nodes,
+                 .gpus_per_node = per_node};
+    ASSERT_TRUE(scheduler_.Submit(spec, Seconds{submit}).ok());
+  }
   Decisions At(double t) { return scheduler_.Schedule(Seconds{t}, cluster_); }
   void Finish(JobId id, double t) {
     ASSERT_TRUE(scheduler_.Finish(id, Seconds{t}, cluster_).ok());

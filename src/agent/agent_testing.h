@@ -161,6 +161,20 @@ bool WaitUntil(Condition condition,
   return true;
 }
 
+// Polls `launcher` until the task of `handle` has exited (WaitUntil's
+// limit) and returns its exit; a failed expectation and an empty TaskExit
+// if it did not, or if polling failed.
+inline TaskExit WaitExit(ProcessLauncher& launcher, const TaskHandle& handle) {
+  std::optional<TaskExit> exit;
+  EXPECT_TRUE(WaitUntil([&] {
+    absl::StatusOr<std::optional<TaskExit>> polled = launcher.Poll(handle);
+    EXPECT_TRUE(polled.ok()) << polled.status();
+    if (polled.ok()) exit = *polled;
+    return !polled.ok() || exit.has_value();
+  }));
+  return exit.value_or(TaskExit{});
+}
+
 // Runs `command` with /bin/sh, retrying while it fails: useradd and
 // userdel fail while another process holds /etc/passwd's lock (parallel
 // tests). True once it succeeded.

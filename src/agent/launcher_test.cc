@@ -64,14 +64,7 @@ class LauncherTest : public ::testing::Test {
   }
 
   TaskExit WaitExit(const TaskHandle& handle) {
-    std::optional<TaskExit> exit;
-    EXPECT_TRUE(WaitUntil([&] {
-      absl::StatusOr<std::optional<TaskExit>> polled = launcher_.Poll(handle);
-      EXPECT_TRUE(polled.ok()) << polled.status();
-      if (polled.ok()) exit = *polled;
-      return !polled.ok() || exit.has_value();
-    }));
-    return exit.value_or(TaskExit{});
+    return agent_testing::WaitExit(launcher_, handle);
   }
 
   TestDir dir_;

@@ -27,6 +27,7 @@ using agent_testing::MessageOf;
 using agent_testing::ReadFile;
 using agent_testing::TestDir;
 using agent_testing::ThrowawayUser;
+using agent_testing::WaitExit;
 using agent_testing::WaitUntil;
 using std::chrono::milliseconds;
 using ::testing::ElementsAre;
@@ -76,15 +77,6 @@ class RunAsLauncherTest : public ::testing::Test {
   std::unique_ptr<PosixLauncher> Launcher(RunAsPolicy policy = {}) const {
     return std::make_unique<PosixLauncher>(
         PosixLauncherOptions{.run_as = std::move(policy)});
-  }
-
-  TaskExit WaitExit(PosixLauncher& launcher, const TaskHandle& handle) {
-    std::optional<TaskExit> exit;
-    EXPECT_TRUE(WaitUntil([&] {
-      exit = launcher.Poll(handle).value_or(std::nullopt);
-      return exit.has_value();
-    }));
-    return exit.value_or(TaskExit{});
   }
 
   // Runs `spec` to its end; the task must finish (exit 0).

@@ -261,16 +261,14 @@ std::vector<std::string> BuildTaskEnvironment(const TaskSpec& spec,
   env["TIRESIAS_CHECKPOINT_DIR"] = spec.checkpoint_dir;
   env["TIRESIAS_RESTART_COUNT"] = absl::StrCat(spec.restart_count);
   if (spec.array_job_id > 0) {
-    env["TIRESIAS_ARRAY_JOB_ID"] = absl::StrCat(spec.array_job_id);
-    env["TIRESIAS_ARRAY_TASK_ID"] = absl::StrCat(spec.array_task_id);
-    env["TIRESIAS_ARRAY_TASK_COUNT"] = absl::StrCat(spec.array_task_count);
-    env["TIRESIAS_ARRAY_TASK_MIN"] = absl::StrCat(spec.array_task_min);
-    env["TIRESIAS_ARRAY_TASK_MAX"] = absl::StrCat(spec.array_task_max);
-    env["SLURM_ARRAY_JOB_ID"] = absl::StrCat(spec.array_job_id);
-    env["SLURM_ARRAY_TASK_ID"] = absl::StrCat(spec.array_task_id);
-    env["SLURM_ARRAY_TASK_COUNT"] = absl::StrCat(spec.array_task_count);
-    env["SLURM_ARRAY_TASK_MIN"] = absl::StrCat(spec.array_task_min);
-    env["SLURM_ARRAY_TASK_MAX"] = absl::StrCat(spec.array_task_max);
+    for (const char* prefix : {"TIRESIAS_ARRAY_", "SLURM_ARRAY_"}) {
+      env[absl::StrCat(prefix, "JOB_ID")] = absl::StrCat(spec.array_job_id);
+      env[absl::StrCat(prefix, "TASK_ID")] = absl::StrCat(spec.array_task_id);
+      env[absl::StrCat(prefix, "TASK_COUNT")] =
+          absl::StrCat(spec.array_task_count);
+      env[absl::StrCat(prefix, "TASK_MIN")] = absl::StrCat(spec.array_task_min);
+      env[absl::StrCat(prefix, "TASK_MAX")] = absl::StrCat(spec.array_task_max);
+    }
   }
   std::vector<std::string> entries;
   entries.reserve(env.size());

@@ -190,11 +190,13 @@ TEST(TaskEnvTest, ArrayJobsGetTheirArrayVariables) {
   spec.array_task_min = 0;
   spec.array_task_max = 12;
   env = BuildTaskEnvironment(spec, Alice());
-  EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_JOB_ID"), "40");
-  EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_TASK_ID"), "8");
-  EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_TASK_COUNT"), "4");
-  EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_TASK_MIN"), "0");
-  EXPECT_EQ(FindEnv(env, "TIRESIAS_ARRAY_TASK_MAX"), "12");
+  for (const std::string prefix : {"TIRESIAS_ARRAY_", "SLURM_ARRAY_"}) {
+    EXPECT_EQ(FindEnv(env, prefix + "JOB_ID"), "40") << prefix;
+    EXPECT_EQ(FindEnv(env, prefix + "TASK_ID"), "8") << prefix;
+    EXPECT_EQ(FindEnv(env, prefix + "TASK_COUNT"), "4") << prefix;
+    EXPECT_EQ(FindEnv(env, prefix + "TASK_MIN"), "0") << prefix;
+    EXPECT_EQ(FindEnv(env, prefix + "TASK_MAX"), "12") << prefix;
+  }
 }
 
 TEST(TaskEnvTest, NoGpusHidesAllOfThem) {

@@ -1,5 +1,6 @@
 // AgentDaemon: whether tasks run in cgroups of their own, and the groups a
 // previous agent left behind.
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -85,13 +86,30 @@ absl::Status AgentDaemon::SetUpCgroups(PosixLauncherOptions& launcher) {
   launcher.cgroup_parent = parent;
   for (const GpuInfo& gpu : gpus_) launcher.node_gpus.push_back(gpu.index);
   launcher.memory_per_gpu = options_.memory_per_gpu_bytes;
+  std::string cpus = "; CPUs not bound (--cpus-per-gpu -1)";
+  if (options_.cpus_per_gpu >= 0 && !gpus_.empty()) {
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    if (sched_getaffinity(0, sizeof(mine), &mine) == 0) {
+      for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (CPU_ISSET(cpu, &mine)) launcher.node_cpus.push_back(cpu);
+      }
+    }
+    launcher.cpus_per_gpu = options_.cpus_per_gpu;
+    const std::vector<int> first =
+        CpusForGpus(launcher.node_cpus, static_cast<int>(gpus_.size()), {0},
+                    options_.cpus_per_gpu);
+    cpus = absl::StrCat("; ", first.size(), " of ", launcher.node_cpus.size(),
+                        " CPUs per GPU");
+  }
   Log(absl::StrCat(
       "cgroups: each task in its own, under ", parent,
       " (v1: memory, cpuset, pids, devices, cpuacct)",
       options_.memory_per_gpu_bytes > 0
           ? absl::StrCat("; memory ", options_.memory_per_gpu_bytes,
                          " bytes per GPU")
-          : ""));
+          : "",
+      cpus));
   return absl::OkStatus();
 }
 

@@ -156,6 +156,10 @@ struct AgentOptions {
   // With cgroups: each task's memory limit, per GPU it was given; a task
   // past it is killed by the kernel and reported out of memory. 0: none.
   int64_t memory_per_gpu_bytes = 0;
+  // With cgroups: a task with GPUs is bound to this many CPUs per GPU, a
+  // block of its own per GPU (CpusForGpus of the CPUs the agent may use);
+  // 0: an even share of them; -1: no binding.
+  int cpus_per_gpu = 0;
   // One line per notable event; null: "tiresias agent: ..." on stderr.
   // Called from the agent's threads.
   std::function<void(std::string_view)> log;

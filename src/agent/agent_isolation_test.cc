@@ -4,6 +4,7 @@
 // open, how much memory it got, and where it ran are what the job itself
 // wrote to its log. Needs root and the v1 hierarchies (as this machine and
 // CI have); elsewhere each test says why it skips.
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "agent/agent_daemon.h"
 #include "agent/agent_testing.h"
 #include "agent/cgroups.h"
@@ -202,6 +204,43 @@ TEST_F(AgentIsolationTest, AJobPastItsMemoryFailsOutOfMemory) {
   const JobRecord ok = WaitEnded(fits);
   EXPECT_EQ(ok.state, JobRecordState::kFinished) << Log(fits);
   EXPECT_THAT(Log(fits), HasSubstr("fits"));
+}
+
+// Two 1-GPU jobs at once each run on their GPU's own CPUs, and a 2-GPU
+// job on both blocks, as seen from inside (sched_getaffinity); the
+// blocks are this machine's CPUs (those the test may use) shared by 2.
+TEST_F(AgentIsolationTest, EachJobRunsOnItsGpusCpus) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  std::vector<int> node_cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &mine)) node_cpus.push_back(cpu);
+  }
+  auto expected = [&](std::vector<int> gpus) {
+    return absl::StrCat(
+        "[", absl::StrJoin(CpusForGpus(node_cpus, 2, gpus, 0), ", "), "]");
+  };
+  const std::string probe =
+      "/usr/bin/python3 -c \"import os, time; time.sleep(0.5); "
+      "print('gpus', os.environ['CUDA_VISIBLE_DEVICES'], 'cpus', "
+      "sorted(os.sched_getaffinity(0)))\"";
+  const JobId a = Submit(probe);
+  const JobId b = Submit(probe);
+  for (JobId id : {a, b}) {
+    EXPECT_EQ(WaitEnded(id).state, JobRecordState::kFinished) << Log(id);
+  }
+  for (JobId id : {a, b}) {
+    const std::string log = Log(id);
+    const int gpu = log.find("gpus 1 ") != std::string::npos ? 1 : 0;
+    EXPECT_THAT(log, HasSubstr(absl::StrCat("gpus ", gpu, " cpus ",
+                                            expected({gpu}), "\n")));
+  }
+  EXPECT_NE(Log(a).substr(0, 7), Log(b).substr(0, 7));  // two GPUs
+  const JobId both = Submit(probe, 2);
+  EXPECT_EQ(WaitEnded(both).state, JobRecordState::kFinished) << Log(both);
+  EXPECT_THAT(Log(both),
+              HasSubstr(absl::StrCat("cpus ", expected({0, 1}), "\n")));
 }
 
 }  // namespace

@@ -266,6 +266,25 @@ absl::StatusOr<std::vector<int>> TaskCgroup::OpenProcsFiles() const {
   return fds;
 }
 
+std::vector<int> CpusForGpus(const std::vector<int>& node_cpus, int gpu_count,
+                             const std::vector<int>& gpus, int per_gpu) {
+  const int count = static_cast<int>(node_cpus.size());
+  if (count == 0 || gpus.empty() || gpu_count < 1) return {};
+  if (per_gpu < 1) per_gpu = std::max(1, count / gpu_count);
+  std::vector<int> cpus;
+  for (int gpu : gpus) {
+    if (gpu < 0) continue;
+    // Fewer CPUs than GPUs: one each, round the CPUs.
+    const int first = count >= gpu_count ? gpu * per_gpu : gpu;
+    for (int j = 0; j < per_gpu; ++j) {
+      cpus.push_back(node_cpus[(first + j) % count]);
+    }
+  }
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  return cpus;
+}
+
 std::string TaskCgroupName(int64_t job_id, int attempt, int rank) {
   return absl::StrCat("job-", job_id, "-", attempt, "-", rank);
 }

@@ -125,6 +125,16 @@ class TaskCgroup {
 // The name of a task's groups: "job-<id>-<attempt>-<rank>".
 std::string TaskCgroupName(int64_t job_id, int attempt, int rank);
 
+// The CPUs a task given `gpus` (indexes 0 .. gpu_count - 1) is bound to
+// (its cpuset): each GPU has its own block of `per_gpu` of `node_cpus`,
+// in order, GPU g the g-th (0: node_cpus.size() / gpu_count each), so
+// tasks that hold different GPUs get CPUs of their own, as Slurm binds
+// cores to GPUs. With fewer CPUs than GPUs, GPU g gets CPU g mod the
+// count; blocks past the end wrap around (shared). Ascending, no
+// repeats. Empty (the parent's: no binding) without CPUs or GPUs.
+std::vector<int> CpusForGpus(const std::vector<int>& node_cpus, int gpu_count,
+                             const std::vector<int>& gpus, int per_gpu);
+
 // In a forked child: writes "0" to each of `procs_fds` (OpenProcsFiles),
 // moving itself into the groups. Async-signal-safe. False if one failed.
 bool JoinSelf(const std::vector<int>& procs_fds);

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +35,33 @@ std::string Slurp(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// 16 CPUs (numbered 0-7 and 16-23, as a two-socket machine may have
+// them) for 8 GPUs: two each, in order; 2 CPUs for 4 GPUs: shared round.
+TEST(CpusForGpusTest, EachGpuHasItsOwnBlockOfTheNodesCpus) {
+  const std::vector<int> cpus = {0,  1,  2,  3,  4,  5,  6,  7,
+                                 16, 17, 18, 19, 20, 21, 22, 23};
+  EXPECT_EQ(CpusForGpus(cpus, 8, {0}, 0), (std::vector<int>{0, 1}));
+  EXPECT_EQ(CpusForGpus(cpus, 8, {7, 4}, 0),  // CPUs 8-9 and 14-15 of 16
+            (std::vector<int>{16, 17, 22, 23}));
+  EXPECT_EQ(CpusForGpus(cpus, 8, {1}, 4), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(CpusForGpus(cpus, 8, {7}, 4),  // 28-31: past the end, wraps
+            (std::vector<int>{20, 21, 22, 23}));
+  EXPECT_EQ(CpusForGpus({0, 1}, 4, {3}, 0), (std::vector<int>{1}));
+  EXPECT_EQ(CpusForGpus({0, 1}, 4, {0, 2}, 0), (std::vector<int>{0}));
+  EXPECT_EQ(CpusForGpus({0, 1, 2}, 2, {1}, 0), (std::vector<int>{1}));
+  EXPECT_TRUE(CpusForGpus(cpus, 8, {}, 0).empty());  // no GPU: no binding
+  EXPECT_TRUE(CpusForGpus({}, 8, {0}, 0).empty());
+  // Tasks holding different GPUs never share a CPU (when there are enough).
+  for (int a = 0; a < 8; ++a) {
+    for (int b = a + 1; b < 8; ++b) {
+      for (int cpu : CpusForGpus(cpus, 8, {a}, 0)) {
+        const std::vector<int> other = CpusForGpus(cpus, 8, {b}, 0);
+        EXPECT_EQ(std::count(other.begin(), other.end(), cpu), 0);
+      }
+    }
+  }
 }
 
 TEST(FindCgroupMountsTest, ReadsControllersFromMountOptions) {

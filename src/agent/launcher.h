@@ -229,6 +229,11 @@ struct PosixLauncherOptions {
   // In cgroups: each task's memory limit, this many bytes per GPU it was
   // given (one GPU's worth for a task without); 0: none.
   int64_t memory_per_gpu = 0;
+  // In cgroups: the CPUs a task given GPUs is bound to, CpusForGpus of
+  // these (the node's CPUs, those the agent may use) and this many per
+  // GPU (0: an even share). No CPUs: no binding.
+  std::vector<int> node_cpus;
+  int cpus_per_gpu = 0;
 };
 
 // Forks and execs tasks (see spawn.h for the child's setup, task_env.h for

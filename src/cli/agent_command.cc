@@ -39,6 +39,7 @@ struct AgentFlags {
   bool allow_root_tasks = false;
   std::string cgroups = "auto";
   std::string mem_per_gpu;  // Slurm's SIZE: a number of MiB, or K/M/G/T
+  int cpus_per_gpu = 0;     // 0: an even share; -1: no binding
 };
 
 // Slurm's memory size: a whole number with an optional K, M, G or T suffix
@@ -155,6 +156,7 @@ int RunAgent(const AgentFlags& f) {
     }
     options.memory_per_gpu_bytes = *bytes;
   }
+  options.cpus_per_gpu = f.cpus_per_gpu;
   options.cgroups = f.cgroups == "on"    ? AgentOptions::Cgroups::kOn
                     : f.cgroups == "off" ? AgentOptions::Cgroups::kOff
                                          : AgentOptions::Cgroups::kAuto;
@@ -300,6 +302,14 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
                   "512M, or a number of MiB. A task past it is killed by the "
                   "kernel and its job's event says out of memory. Default: "
                   "no limit");
+  cmd->add_option("--cpus-per-gpu", f.cpus_per_gpu,
+                  "With cgroups: bind each task to this many CPUs per GPU it "
+                  "was given, a block of its own per GPU of the CPUs the "
+                  "agent may use (GPU 0 the first block, ...), so jobs on "
+                  "different GPUs never share a CPU. Default 0: an even "
+                  "share (the agent's CPUs / its GPUs); -1: no binding")
+      ->check(CLI::Range(-1, 1024))
+      ->default_val(0);
   cmd->callback([flags, exit_code] { *exit_code = RunAgent(*flags); });
 }
 

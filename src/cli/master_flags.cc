@@ -90,6 +90,13 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
         ": expected -1 (any size), 0 (refuse such jobs) or a GPU count"));
   }
   o.max_no_preempt_gpus = f.max_no_preempt_gpus;
+  if (f.job_port_base < 1024 || f.job_port_base > 55000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--job-port-base ", f.job_port_base,
+                     ": expected 1024 to 55000 (jobs use the 10,000 ports "
+                     "above it)"));
+  }
+  o.base_port = f.job_port_base;
   if (f.max_nodes < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--max-nodes ", f.max_nodes, ": expected a positive number"));
@@ -197,6 +204,12 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
   cmd->add_option("--max-no-preempt-gpus", f.max_no_preempt_gpus,
                   "Largest job accepted with --no-preempt (it keeps its GPUs "
                   "until it ends): 0 refuses such jobs, -1 any size")
+      ->capture_default_str();
+  cmd->add_option("--job-port-base", f.job_port_base,
+                  "A job's MASTER_PORT is this plus (16 x job id + attempt) "
+                  "mod 10000 on its rank 0's node (its processes' TF_CONFIG "
+                  "ports follow it): move it off ports other services or "
+                  "another cluster on the same hosts use")
       ->capture_default_str();
   cmd->add_option("--max-nodes", f.max_nodes,
                   "Refuse a new node name beyond this many nodes")

@@ -46,6 +46,8 @@ struct MasterFlags {
   // Jobs submitted --no-preempt: at most this many GPUs; 0 refuses them,
   // -1 (the default) accepts any size.
   int max_no_preempt_gpus = -1;
+  // MASTER_PORT of a launch: this + (16 x job + attempt) mod 10000.
+  int job_port_base = 29500;
   // host:port for /metrics and /healthz over HTTP; empty: not served.
   std::string http_listen;
   // /metrics on a secure master answers only requests with a valid bearer

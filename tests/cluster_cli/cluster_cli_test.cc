@@ -291,6 +291,11 @@ TEST_F(ClusterCliTest, StatusShowsThePackLimitAndWhereItComesFrom) {
                   "--state-dir", (dir_ / "bad").string(), "--insecure",
                   "--pack-limit-refresh", "0"}),
       "--pack-limit-refresh 0: expected a positive number of seconds");
+  ExpectOneLineError(
+      RunProcess({TIRESIAS_BINARY, "master", "--listen", "127.0.0.1:0",
+                  "--state-dir", (dir_ / "bad").string(), "--insecure",
+                  "--job-port-base", "80"}),
+      "--job-port-base 80: expected 1024 to 55000");
 }
 
 TEST_F(ClusterCliTest, MasterRejectsBadFlags) {

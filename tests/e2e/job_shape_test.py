@@ -57,7 +57,12 @@ def cli(binary, env, *args, timeout=60):
 def run(binary, workdir, user):
     state = os.path.join(workdir, "state")
     address = "127.0.0.1:%d" % free_port()
-    with secure_up(binary, workdir, state, address, agents=2):
+    # Its jobs' MASTER_PORTs away from those of another test's cluster
+    # (e2e.preemption's job 1 would take 29517 too) and below the kernel's
+    # ephemeral ports (32768 and up), which any connection may hold.
+    port_base = 20000 + (os.getpid() % 90) * 100
+    with secure_up(binary, workdir, state, address, agents=2,
+                   extra=("--job-port-base", str(port_base))):
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith("TIRESIAS_")}
         base["TIRESIAS_MASTER"] = address
@@ -87,10 +92,12 @@ def check_torch_job(binary, env, home, uid):
             "--chdir", home, "--checkpoint-dir", ckpt, "--wait", "--",
             "/bin/sh", "-c", PROBE, "probe", "/usr/bin/python3", TRAIN,
             "--steps", "20", timeout=300)
+    job = r.stdout.split()[0] if r.stdout.split() else "?"
     if r.returncode != 0:
-        fail("the 2x2 job exited %d: %s %s" % (r.returncode, r.stdout,
-                                               r.stderr))
-    job = r.stdout.split()[0]
+        logs = [cli(binary, env, "logs", job, "--rank", str(rank)).stdout
+                for rank in (0, 1)]
+        fail("the 2x2 job %s exited %d: %s; its tasks' logs:\n%s" %
+             (job, r.returncode, r.stderr, "\n".join(logs)[-6000:]))
     procs = {}
     for rank in range(5):
         path = os.path.join(home, "proc-%d" % rank)

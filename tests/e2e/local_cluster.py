@@ -80,17 +80,18 @@ def run_as_throwaway_user(run, prefix):
 
 
 @contextlib.contextmanager
-def secure_up(binary, workdir, state, address, env=None, agents=1):
+def secure_up(binary, workdir, state, address, env=None, agents=1,
+              extra=()):
     """A secure `tiresias up` (TLS and tokens, its default: `agents` agents
     of 2 emulated GPUs, grace 2 s) on `address` with `state`, its output in
     workdir/up.out and up.err; ready once its admin token is written (plus
-    a second for the agent). Stopped with SIGINT (killed after 30 s) when
-    the block ends."""
+    a second for the agent); `extra`: more of its flags. Stopped with
+    SIGINT (killed after 30 s) when the block ends."""
     with open(os.path.join(workdir, "up.out"), "w") as out, \
             open(os.path.join(workdir, "up.err"), "w") as err:
         up = subprocess.Popen(
             [binary, "up", "--agents", str(agents), "--gpus", "2", "--listen",
-             address, "--state-dir", state, "--grace", "2"],
+             address, "--state-dir", state, "--grace", "2", *extra],
             stdout=out, stderr=err, text=True, env=env)
         try:
             deadline = time.time() + 20

@@ -11,7 +11,12 @@
 //    instruction and the next one's first, and the fraction of the span the
 //    GPU ran a task.
 //
+// `--cgroups on` runs every task in cgroups of its own (the agent's
+// --cgroups on: needs root and writable v1 hierarchies), `off` without;
+// the default is the agent's own, auto.
+//
 //   build/bench/handoff_bench [--jobs 40] [--gap-jobs 20] [--task-seconds 1]
+//                             [--cgroups auto|on|off]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -73,7 +78,8 @@ std::vector<int64_t> Stamps(const std::string& log) {
 
 class Bench {
  public:
-  explicit Bench(std::string dir) : dir_(std::move(dir)) {}
+  Bench(std::string dir, AgentOptions::Cgroups cgroups)
+      : dir_(std::move(dir)), cgroups_(cgroups) {}
 
   bool Start() {
     MasterOptions options;
@@ -95,6 +101,7 @@ class Bench {
     // The jobs are root's (Submit): run as root, the bench's tasks run as
     // root; not root, they run as the bench's user anyway.
     agent.allow_root_tasks = true;
+    agent.cgroups = cgroups_;
     agent.log = [](std::string_view) {};
     agent_ = std::make_unique<AgentDaemon>(agent);
     if (absl::Status s = agent_->Start(); !s.ok()) return Fail(s.ToString());
@@ -146,6 +153,7 @@ class Bench {
   }
 
   std::string dir_;
+  AgentOptions::Cgroups cgroups_;
   tiresias::master::RealClock clock_;
   std::unique_ptr<MasterState> state_;
   std::unique_ptr<MasterServer> server_;
@@ -159,6 +167,7 @@ int main(int argc, char** argv) {
   int jobs = 40;
   int gap_jobs = 20;
   double task_seconds = 1;
+  std::string cgroups = "auto";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--jobs")) {
       jobs = std::atoi(argv[i + 1]);
@@ -166,21 +175,29 @@ int main(int argc, char** argv) {
       gap_jobs = std::atoi(argv[i + 1]);
     } else if (!std::strcmp(argv[i], "--task-seconds")) {
       task_seconds = std::atof(argv[i + 1]);
+    } else if (!std::strcmp(argv[i], "--cgroups")) {
+      cgroups = argv[i + 1];
     } else {
-      std::fprintf(stderr, "usage: handoff_bench [--jobs N] [--gap-jobs M] "
-                           "[--task-seconds S]\n");
+      std::fprintf(stderr,
+                   "usage: handoff_bench [--jobs N] [--gap-jobs M] "
+                   "[--task-seconds S] [--cgroups auto|on|off]\n");
       return 2;
     }
   }
-  if (jobs < 1 || gap_jobs < 2 || !(task_seconds > 0)) {
-    std::fprintf(stderr, "handoff_bench: --jobs >= 1, --gap-jobs >= 2, "
-                         "--task-seconds > 0\n");
+  if (jobs < 1 || gap_jobs < 2 || !(task_seconds > 0) ||
+      (cgroups != "auto" && cgroups != "on" && cgroups != "off")) {
+    std::fprintf(stderr,
+                 "handoff_bench: --jobs >= 1, --gap-jobs >= 2, "
+                 "--task-seconds > 0, --cgroups auto, on or off\n");
     return 2;
   }
+  std::printf("cgroups: %s\n", cgroups.c_str());
   const std::string dir =
       absl::StrCat("/tmp/tiresias-handoff-bench-", getpid());
   std::filesystem::remove_all(dir);
-  Bench bench(dir);
+  Bench bench(dir, cgroups == "on"    ? AgentOptions::Cgroups::kOn
+                   : cgroups == "off" ? AgentOptions::Cgroups::kOff
+                                      : AgentOptions::Cgroups::kAuto);
   if (!bench.Start()) return 1;
 
   // 1. One job at a time on an idle cluster.

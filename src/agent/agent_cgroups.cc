@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -111,6 +112,34 @@ absl::Status AgentDaemon::SetUpCgroups(PosixLauncherOptions& launcher) {
           : "",
       cpus));
   return absl::OkStatus();
+}
+
+void AgentDaemon::MeasureResources(const PosixLauncherOptions& launcher) {
+  const int gpus = static_cast<int>(gpus_.size());
+  int cpus = static_cast<int>(launcher.node_cpus.size());
+  if (cpus > 0 && gpus > 0) {
+    // Bound: each GPU's block (CpusForGpus), as many as there are.
+    const int block = launcher.cpus_per_gpu > 0 ? launcher.cpus_per_gpu
+                                                : std::max(1, cpus / gpus);
+    cpus = std::min(cpus, block * gpus);
+  } else {
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    cpus =
+        sched_getaffinity(0, sizeof(mine), &mine) == 0 ? CPU_COUNT(&mine) : 0;
+  }
+  report_cpus_ = cpus;
+  report_memory_mib_ = options_.memory_mib;
+  if (report_memory_mib_ <= 0) {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page = sysconf(_SC_PAGESIZE);
+    report_memory_mib_ = pages > 0 && page > 0 ? static_cast<int64_t>(pages) *
+                                                     page / (int64_t{1} << 20)
+                                               : 0;
+  }
+  Log(absl::StrCat("resources: ", report_cpus_, " CPUs and ",
+                   report_memory_mib_, " MiB for ", gpus,
+                   gpus == 1 ? " GPU" : " GPUs"));
 }
 
 void AgentDaemon::RemoveStaleCgroups() {

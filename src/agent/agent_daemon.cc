@@ -149,6 +149,7 @@ absl::Status AgentDaemon::Start() {
   log_address_ = absl::StrCat(host, ":", log_server_->port());
   Log(DescribeRunAs(launcher_options.run_as));
   if (absl::Status s = SetUpCgroups(launcher_options); !s.ok()) return s;
+  MeasureResources(launcher_options);
   launcher_ = deps_->make_launcher(std::move(launcher_options));
   stub_ = std::make_unique<AgentStub>(deps_->make_master_stub(options_));
   Log(absl::StrCat("node ", options_.node_name, ": ", gpus_.size(),
@@ -321,6 +322,13 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
   req.set_address(options_.advertised_address);
   req.set_log_address(log_address_);
   req.set_gpus(static_cast<int>(gpus_.size()));
+  req.set_gpu_model(!options_.gpu_model.empty() ? options_.gpu_model
+                    : gpus_.empty()             ? std::string()
+                                                : gpus_[0].name);
+  req.mutable_features()->Assign(options_.features.begin(),
+                                 options_.features.end());
+  req.set_cpus(report_cpus_);
+  req.set_memory_mib(report_memory_mib_);
   req.set_agent_token(token_);
   req.set_grace_seconds(
       std::chrono::duration<double>(options_.grace).count());

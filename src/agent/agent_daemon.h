@@ -114,6 +114,14 @@ struct AgentOptions {
   // bound port.
   std::string log_listen;
   std::optional<int> emulate_gpus;  // --gpus N; nullopt: discover
+  // The model of its GPUs told to the master (RegisterRequest.gpu_model);
+  // empty: the first GPU's name as discovered ("Emulated GPU" when
+  // emulated). And its features (--feature), for jobs' --constraint.
+  std::string gpu_model;
+  std::vector<std::string> features;
+  // Memory the node's GPUs share out to jobs (--memory), MiB; 0: the
+  // machine's (sysconf). Jobs' --mem-per-gpu is matched against it.
+  int64_t memory_mib = 0;
   // Created if missing; required. 0711 (an existing one is set so, and
   // what lies in it closed to group and others, security/private_files.h):
   // only the agent reads it, but tasks running as other accounts must
@@ -290,6 +298,11 @@ class AgentDaemon {
   // left for tasks no longer running removed. The parent folder is
   // "tiresias/<node>-<hash of the state dir>".
   absl::Status SetUpCgroups(PosixLauncherOptions& launcher);
+  // The CPUs and memory told to the master (RegisterRequest.cpus,
+  // memory_mib), from what SetUpCgroups chose: the CPUs of the GPUs'
+  // blocks when tasks are bound, else those the agent may use; --memory,
+  // else the machine's.
+  void MeasureResources(const PosixLauncherOptions& launcher);
   void RemoveStaleCgroups() ABSL_LOCKS_EXCLUDED(mu_);
   // At Stop: the parent folder, if no task's groups are left in it (tasks
   // kept running for the next agent keep it).
@@ -320,6 +333,8 @@ class AgentDaemon {
   // after.
   std::map<std::string, std::string> cgroup_mounts_;
   std::string cgroup_parent_;
+  int report_cpus_ = 0;  // MeasureResources; constant after Start
+  int64_t report_memory_mib_ = 0;
   std::unique_ptr<ProcessLauncher> launcher_;
   std::optional<TaskRecord> record_;
   std::unique_ptr<class AgentStub> stub_;

@@ -150,6 +150,9 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
     spec.warn_after = std::chrono::milliseconds(static_cast<int64_t>(
         std::clamp(st.warn_after_seconds(), 0.0, 1e9) * 1000));
   }
+  spec.cpus_per_gpu = std::max(0, st.cpus_per_gpu());
+  spec.memory_per_gpu =
+      std::clamp<int64_t>(st.mem_per_gpu_mib(), 0, int64_t{1} << 40) << 20;
   spec.gpus.assign(st.gpu_indexes().begin(), st.gpu_indexes().end());
   spec.argv.assign(st.command().begin(), st.command().end());
   spec.env.insert(st.env().begin(), st.env().end());

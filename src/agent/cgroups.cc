@@ -267,16 +267,18 @@ absl::StatusOr<std::vector<int>> TaskCgroup::OpenProcsFiles() const {
 }
 
 std::vector<int> CpusForGpus(const std::vector<int>& node_cpus, int gpu_count,
-                             const std::vector<int>& gpus, int per_gpu) {
+                             const std::vector<int>& gpus, int per_gpu,
+                             int take) {
   const int count = static_cast<int>(node_cpus.size());
   if (count == 0 || gpus.empty() || gpu_count < 1) return {};
   if (per_gpu < 1) per_gpu = std::max(1, count / gpu_count);
+  const int used = take > 0 ? std::min(take, per_gpu) : per_gpu;
   std::vector<int> cpus;
   for (int gpu : gpus) {
     if (gpu < 0) continue;
     // Fewer CPUs than GPUs: one each, round the CPUs.
     const int first = count >= gpu_count ? gpu * per_gpu : gpu;
-    for (int j = 0; j < per_gpu; ++j) {
+    for (int j = 0; j < used; ++j) {
       cpus.push_back(node_cpus[(first + j) % count]);
     }
   }

@@ -131,9 +131,12 @@ std::string TaskCgroupName(int64_t job_id, int attempt, int rank);
 // tasks that hold different GPUs get CPUs of their own, as Slurm binds
 // cores to GPUs. With fewer CPUs than GPUs, GPU g gets CPU g mod the
 // count; blocks past the end wrap around (shared). Ascending, no
-// repeats. Empty (the parent's: no binding) without CPUs or GPUs.
+// repeats. Empty (the parent's: no binding) without CPUs or GPUs. `take`
+// > 0: only the first `take` CPUs of each block (a job's --cpus-per-gpu);
+// blocks stay where they are, so jobs on other GPUs keep theirs.
 std::vector<int> CpusForGpus(const std::vector<int>& node_cpus, int gpu_count,
-                             const std::vector<int>& gpus, int per_gpu);
+                             const std::vector<int>& gpus, int per_gpu,
+                             int take = 0);
 
 // In a forked child: writes "0" to each of `procs_fds` (OpenProcsFiles),
 // moving itself into the groups. Async-signal-safe. False if one failed.

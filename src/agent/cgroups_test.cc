@@ -64,6 +64,17 @@ TEST(CpusForGpusTest, EachGpuHasItsOwnBlockOfTheNodesCpus) {
   }
 }
 
+// A job's --cpus-per-gpu takes the first CPUs of each of its GPUs' blocks,
+// which stay where the node's layout puts them.
+TEST(CpusForGpusTest, AJobTakesTheFirstCpusOfEachBlock) {
+  const std::vector<int> cpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(CpusForGpus(cpus, 2, {1}, 0, 1), (std::vector<int>{4}));
+  EXPECT_EQ(CpusForGpus(cpus, 2, {0, 1}, 0, 2), (std::vector<int>{0, 1, 4, 5}));
+  // More than a block holds: the block (the scheduler never places so).
+  EXPECT_EQ(CpusForGpus(cpus, 2, {1}, 0, 9), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(CpusForGpus(cpus, 4, {3}, 0, 0), (std::vector<int>{6, 7}));
+}
+
 TEST(FindCgroupMountsTest, ReadsControllersFromMountOptions) {
   const char kMounts[] =
       "sysfs /sys sysfs rw 0 0\n"

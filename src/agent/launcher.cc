@@ -322,11 +322,12 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   if (!options.cgroup_mounts.empty()) {
     CgroupLimits limits;
     limits.memory_bytes =
-        options.memory_per_gpu *
+        (spec.memory_per_gpu > 0 ? spec.memory_per_gpu
+                                 : options.memory_per_gpu) *
         std::max<int64_t>(1, static_cast<int64_t>(spec.gpus.size()));
-    limits.cpus = CpusForGpus(options.node_cpus,
-                              static_cast<int>(options.node_gpus.size()),
-                              spec.gpus, options.cpus_per_gpu);
+    limits.cpus = CpusForGpus(
+        options.node_cpus, static_cast<int>(options.node_gpus.size()),
+        spec.gpus, options.cpus_per_gpu, spec.cpus_per_gpu);
     for (int gpu : options.node_gpus) {
       if (std::find(spec.gpus.begin(), spec.gpus.end(), gpu) ==
           spec.gpus.end()) {

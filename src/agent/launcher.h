@@ -104,6 +104,11 @@ struct TaskSpec {
   // group once, warn_after after the task started.
   int warn_signal = 0;
   std::chrono::milliseconds warn_after{0};
+  // With cgroups: CPUs of each GPU's block it is bound to, and its memory
+  // limit per GPU (StartTask.cpus_per_gpu, mem_per_gpu_mib); 0: the
+  // launcher's defaults (PosixLauncherOptions).
+  int cpus_per_gpu = 0;
+  int64_t memory_per_gpu = 0;  // bytes
 };
 
 enum class StopReason { kPreempt, kCancel };

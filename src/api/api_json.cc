@@ -123,6 +123,18 @@ json JobEventJson(const v1::JobEvent& e) {
           {"detail", e.detail()}};
 }
 
+// Which nodes may run it; null when any may.
+json NodeFilterJson(const v1::JobSpec& spec) {
+  if (spec.gpu_type().empty() && spec.constraint().empty() &&
+      spec.nodelist().empty() && spec.exclude().empty()) {
+    return nullptr;
+  }
+  return {{"gpu_type", TextOrNull(spec.gpu_type())},
+          {"constraint", TextOrNull(spec.constraint())},
+          {"nodelist", Strings(spec.nodelist())},
+          {"exclude", Strings(spec.exclude())}};
+}
+
 json JobJson(const v1::Job& j, JobView view, double now_unix_seconds) {
   const v1::JobSpec& spec = j.spec();
   json dependencies = json::array();
@@ -157,6 +169,13 @@ json JobJson(const v1::Job& j, JobView view, double now_unix_seconds) {
                                           {.signal = spec.signal(),
                                            .seconds = spec.signal_seconds()}))
                                     : json(nullptr)},
+      {"node_filter", NodeFilterJson(spec)},
+      {"exclusive", spec.exclusive()},
+      {"cpus_per_gpu",
+       spec.cpus_per_gpu() > 0 ? json(spec.cpus_per_gpu()) : json(nullptr)},
+      {"mem_per_gpu_mib", spec.mem_per_gpu_mib() > 0
+                              ? json(spec.mem_per_gpu_mib())
+                              : json(nullptr)},
       {"dependencies", std::move(dependencies)},
       {"waiting_on_dependencies", j.waiting_on_dependencies()},
       {"queue", j.queue()},
@@ -217,6 +236,10 @@ json NodeJson(const v1::Node& n) {
           {"gpus_free", n.gpus_free()},
           {"drained", n.drained()},
           {"drain_reason", TextOrNull(n.drain_reason())},
+          {"gpu_model", TextOrNull(n.gpu_model())},
+          {"features", Strings(n.features())},
+          {"cpus", n.cpus()},
+          {"memory_mib", n.memory_mib()},
           {"last_heartbeat_time", n.last_heartbeat_time()},
           {"job_ids", Ids(n.job_ids())}};
 }

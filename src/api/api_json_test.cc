@@ -1,5 +1,6 @@
 #include "api/api_json.h"
 
+#include "api/job_text.h"
 #include "gtest/gtest.h"
 
 namespace tiresias::api {
@@ -147,6 +148,24 @@ TEST(ApiJsonTest, AnUnfinishedJobWaitsUntilNowLessWhatItRan) {
   EXPECT_EQ(JobWaitSeconds(job, 2010), 0.0);
 }
 
+TEST(ApiJsonTest, ANodeFilterIsAnObjectOrNull) {
+  v1::Job job = FinishedJob();
+  EXPECT_TRUE(JobJson(job, JobView::kList, 5000)["node_filter"].is_null());
+  job.mutable_spec()->set_gpu_type("a100");
+  job.mutable_spec()->add_exclude("n3");
+  EXPECT_EQ(JobJson(job, JobView::kList, 5000)["node_filter"],
+            json::parse(R"({"gpu_type": "a100", "constraint": null,
+                            "nodelist": [], "exclude": ["n3"]})"));
+  EXPECT_EQ(NodeFilterText(job.spec()), "GPU type a100, not n3");
+  EXPECT_TRUE(JobJson(job, JobView::kList, 5000)["cpus_per_gpu"].is_null());
+  job.mutable_spec()->set_cpus_per_gpu(4);
+  job.mutable_spec()->set_mem_per_gpu_mib(1536);
+  EXPECT_EQ(JobJson(job, JobView::kList, 5000)["mem_per_gpu_mib"], 1536);
+  EXPECT_EQ(NodeFilterText(job.spec()),
+            "GPU type a100, not n3, 4 CPUs per GPU, 1536M memory per GPU");
+  EXPECT_EQ(NodeFilterText(v1::JobSpec()), "");
+}
+
 TEST(ApiJsonTest, EveryStateIsALowerCaseWord) {
   EXPECT_EQ(JobStateWord(v1::JOB_STATE_STARTING), "starting");
   EXPECT_EQ(JobStateWord(v1::JOB_STATE_PREEMPTED), "preempted");
@@ -168,9 +187,13 @@ TEST(ApiJsonTest, NodesStatusAndAnswersUseTheSameWords) {
   node.set_state(v1::NODE_STATE_UP);
   node.set_last_heartbeat_time(1500.5);
   node.add_job_ids(9);
+  node.set_gpu_model("NVIDIA H200");
+  node.add_features("ib");
   EXPECT_EQ(NodeJson(node), json::parse(R"({"id": 3, "name": "node-1",
               "address": "10.0.0.1:7000", "state": "up", "gpus": 4,
               "gpus_free": 1, "drained": false, "drain_reason": null,
+              "gpu_model": "NVIDIA H200", "features": ["ib"],
+              "cpus": 0, "memory_mib": 0,
               "last_heartbeat_time": 1500.5, "job_ids": [9]})"));
   v1::DrainNodeResponse drain;
   *drain.mutable_node() = node;

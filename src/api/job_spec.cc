@@ -40,6 +40,13 @@ void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
   out->set_tasks_per_node(spec.tasks_per_node);
   out->set_signal(spec.warn.signal);
   out->set_signal_seconds(spec.warn.signal != 0 ? spec.warn.seconds : 0);
+  out->set_gpu_type(spec.gpu_type);
+  out->set_constraint(spec.constraint);
+  out->mutable_nodelist()->Assign(spec.nodelist.begin(), spec.nodelist.end());
+  out->mutable_exclude()->Assign(spec.exclude.begin(), spec.exclude.end());
+  out->set_cpus_per_gpu(spec.cpus_per_gpu);
+  out->set_mem_per_gpu_mib(spec.mem_per_gpu_mib);
+  out->set_exclusive(spec.exclusive);
 }
 
 JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
@@ -72,6 +79,13 @@ JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
   if (spec.signal() != 0) {
     out.warn = {.signal = spec.signal(), .seconds = spec.signal_seconds()};
   }
+  out.gpu_type = spec.gpu_type();
+  out.constraint = spec.constraint();
+  out.nodelist.assign(spec.nodelist().begin(), spec.nodelist().end());
+  out.exclude.assign(spec.exclude().begin(), spec.exclude().end());
+  out.cpus_per_gpu = spec.cpus_per_gpu();
+  out.mem_per_gpu_mib = spec.mem_per_gpu_mib();
+  out.exclusive = spec.exclusive();
   return out;
 }
 

@@ -26,6 +26,17 @@ JobRequest Full() {
                        {DependencyKind::kAfterAny, 9}};
   spec.array.indices = "0-9%2";
   spec.array.max_running = 2;
+  spec.nodes = 2;
+  spec.gpus_per_node = 2;
+  spec.tasks_per_node = 3;
+  spec.warn = {.signal = 10, .seconds = 60};
+  spec.gpu_type = "a100";
+  spec.constraint = "ib&nvme|big";
+  spec.nodelist = {"n1", "n2"};
+  spec.exclude = {"n3"};
+  spec.cpus_per_gpu = 6;
+  spec.mem_per_gpu_mib = 24576;
+  spec.exclusive = true;
   return spec;
 }
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/node_filter.h"
 
 namespace tiresias {
 
@@ -21,6 +22,19 @@ std::string FormatJobProfile(const v1::Job& job) {
           ? absl::StrFormat("%.0f", p.bytes_per_iteration())
           : "-",
       from);
+}
+
+std::string NodeFilterText(const v1::JobSpec& spec) {
+  NodeFilter filter;
+  filter.gpu_type = spec.gpu_type();
+  // Only its text is shown: no need to parse it.
+  filter.constraint_text = spec.constraint();
+  if (!spec.constraint().empty()) filter.constraint = {{spec.constraint()}};
+  filter.nodelist.assign(spec.nodelist().begin(), spec.nodelist().end());
+  filter.exclude.assign(spec.exclude().begin(), spec.exclude().end());
+  filter.cpus_per_gpu = spec.cpus_per_gpu();
+  filter.mem_per_gpu_mib = spec.mem_per_gpu_mib();
+  return filter.Describe();
 }
 
 }  // namespace tiresias

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +19,8 @@
 #include "agent/agent_daemon.h"
 #include "cli/cluster_client.h"
 #include "cli/master_flags.h"
+#include "core/memory_size.h"
+#include "core/node_filter.h"
 #include "security/private_files.h"
 #include "security/tls.h"
 
@@ -39,49 +42,30 @@ struct AgentFlags {
   bool allow_root_tasks = false;
   std::string cgroups = "auto";
   std::string mem_per_gpu;  // Slurm's SIZE: a number of MiB, or K/M/G/T
+  std::string memory;       // --memory, the same form
   int cpus_per_gpu = 0;     // 0: an even share; -1: no binding
+  std::string gpu_model;
+  std::vector<std::string> features;
 };
 
-// Slurm's memory size: a whole number with an optional K, M, G or T suffix
-// (binary units), megabytes without one. In bytes; InvalidArgument naming
-// `flag` otherwise.
-absl::StatusOr<int64_t> ParseMemorySize(std::string_view flag,
-                                        std::string_view text) {
-  std::string digits(text);
-  int64_t unit = int64_t{1} << 20;
-  if (!digits.empty()) {
-    switch (std::toupper(static_cast<unsigned char>(digits.back()))) {
-      case 'K':
-        unit = int64_t{1} << 10;
-        digits.pop_back();
-        break;
-      case 'M':
-        unit = int64_t{1} << 20;
-        digits.pop_back();
-        break;
-      case 'G':
-        unit = int64_t{1} << 30;
-        digits.pop_back();
-        break;
-      case 'T':
-        unit = int64_t{1} << 40;
-        digits.pop_back();
-        break;
-      default:
-        break;
+// --feature's labels, each once, in the order given; InvalidArgument for
+// one a job's --constraint could not name.
+absl::StatusOr<std::vector<std::string>> CheckFeatures(
+    const std::vector<std::string>& given) {
+  std::vector<std::string> out;
+  for (const std::string& f : given) {
+    if (!ValidFeature(f)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--feature \"", f, "\": expected 1 to ", kMaxFeatureBytes,
+          " bytes of letters, digits and _.:+-"));
     }
+    if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
   }
-  int64_t value = 0;
-  if (digits.empty() ||
-      digits.find_first_not_of("0123456789") != std::string::npos ||
-      !absl::SimpleAtoi(digits, &value) || value <= 0 ||
-      value > (int64_t{1} << 62) / unit) {
+  if (out.size() > kMaxFeatures) {
     return absl::InvalidArgumentError(absl::StrCat(
-        std::string(flag),
-        ": expected a size such as 16G, 512M or 2048 (MiB), got \"",
-        std::string(text), "\""));
+        "--feature: at most ", kMaxFeatures, " features, got ", out.size()));
   }
-  return value * unit;
+  return out;
 }
 
 std::string DefaultMaster() {
@@ -156,7 +140,34 @@ int RunAgent(const AgentFlags& f) {
     }
     options.memory_per_gpu_bytes = *bytes;
   }
+  if (!f.memory.empty()) {
+    absl::StatusOr<int64_t> bytes = ParseMemorySize("--memory", f.memory);
+    if (!bytes.ok() || *bytes < (int64_t{1} << 20)) {
+      std::fprintf(stderr, "tiresias agent: %s\n",
+                   bytes.ok() ? "--memory: at least 1M"
+                              : std::string(bytes.status().message()).c_str());
+      return 2;
+    }
+    options.memory_mib = *bytes >> 20;
+  }
   options.cpus_per_gpu = f.cpus_per_gpu;
+  if (f.gpu_model.size() > kMaxGpuModelBytes ||
+      std::any_of(f.gpu_model.begin(), f.gpu_model.end(),
+                  [](char c) { return c < 0x20 || c > 0x7e; })) {
+    std::fprintf(stderr,
+                 "tiresias agent: --gpu-model: expected at most %zu bytes of "
+                 "printable ASCII\n",
+                 kMaxGpuModelBytes);
+    return 2;
+  }
+  options.gpu_model = f.gpu_model;
+  absl::StatusOr<std::vector<std::string>> features = CheckFeatures(f.features);
+  if (!features.ok()) {
+    std::fprintf(stderr, "tiresias agent: %s\n",
+                 std::string(features.status().message()).c_str());
+    return 2;
+  }
+  options.features = *std::move(features);
   options.cgroups = f.cgroups == "on"    ? AgentOptions::Cgroups::kOn
                     : f.cgroups == "off" ? AgentOptions::Cgroups::kOff
                                          : AgentOptions::Cgroups::kAuto;
@@ -299,17 +310,36 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--mem-per-gpu", f.mem_per_gpu,
                   "With cgroups: each task's memory limit per GPU it was "
                   "given (one GPU's worth without), as Slurm's SIZE: 16G, "
-                  "512M, or a number of MiB. A task past it is killed by the "
-                  "kernel and its job's event says out of memory. Default: "
-                  "no limit");
+                  "512M, or a number of MiB, for jobs that do not give their "
+                  "own (submit --mem-per-gpu). A task past it is killed by "
+                  "the kernel and its job's event says out of memory. "
+                  "Default: no limit");
+  cmd->add_option("--memory", f.memory,
+                  "Memory this node's GPUs share out to jobs, told to the "
+                  "master (Slurm's RealMemory; same form as --mem-per-gpu): "
+                  "a job with submit --mem-per-gpu M goes only where this "
+                  "over the GPUs is at least M. Default: the machine's");
   cmd->add_option("--cpus-per-gpu", f.cpus_per_gpu,
                   "With cgroups: bind each task to this many CPUs per GPU it "
                   "was given, a block of its own per GPU of the CPUs the "
                   "agent may use (GPU 0 the first block, ...), so jobs on "
                   "different GPUs never share a CPU. Default 0: an even "
-                  "share (the agent's CPUs / its GPUs); -1: no binding")
+                  "share (the agent's CPUs / its GPUs); -1: no binding. A job "
+                  "with submit --cpus-per-gpu N gets the first N of each of "
+                  "its GPUs' blocks, and goes only where a block holds N")
       ->check(CLI::Range(-1, 1024))
       ->default_val(0);
+  cmd->add_option("--gpu-model", f.gpu_model,
+                  "The model of this node's GPUs as told to the master, "
+                  "which jobs' --gpu-type is matched against (a word of it, "
+                  "case ignored: 'a100' matches 'NVIDIA A100-SXM4-80GB'). "
+                  "Default: the name NVML or nvidia-smi gives GPU 0 "
+                  "('Emulated GPU' with --gpus N)");
+  cmd->add_option("--feature", f.features,
+                  "A label of this node for jobs' --constraint (e.g. ib, "
+                  "nvme): repeat it or give a comma list; 1 to 64 bytes of "
+                  "letters, digits and _.:+- each")
+      ->delimiter(',');
   cmd->callback([flags, exit_code] { *exit_code = RunAgent(*flags); });
 }
 

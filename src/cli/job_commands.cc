@@ -217,6 +217,12 @@ void PrintJob(const v1::Job& job, double now) {
                          ? absl::StrCat(job.spec().tasks_per_node(),
                                         " per node (--tasks-per-node)")
                          : std::string("one per GPU"));
+  if (const std::string nodes = NodeFilterText(job.spec()); !nodes.empty()) {
+    line("Nodes:", nodes);
+  }
+  if (job.spec().exclusive()) {
+    line("Exclusive:", "yes (its nodes run nothing else)");
+  }
   if (job.spec().time_limit_seconds() > 0) {
     line("Time limit:", cli::FormatDuration(job.spec().time_limit_seconds()));
   }

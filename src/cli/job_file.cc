@@ -13,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cli/node_filter_flags.h"
 #include "cli/time_limit.h"
 #include "core/to_absl.h"
 #include "core/warn_signal.h"
@@ -27,7 +28,8 @@ using Json = nlohmann::json;
 constexpr const char* kFields =
     "gpus, command, nodes, gpus_per_node, tasks_per_node, name, env, "
     "checkpoint_dir, chdir (or workdir), output, error, time, signal, "
-    "no_preempt, hold, dependency";
+    "no_preempt, hold, dependency, gpu_type, constraint, nodelist, "
+    "exclude, cpus_per_gpu, mem_per_gpu, exclusive";
 
 // A JSON value for a message: its text, cut to about 40 bytes.
 std::string Shown(const Json& value) {
@@ -64,6 +66,7 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
   spec.user = user;
   bool has_gpus = false, has_command = false, has_name = false;
   std::string workdir_key;  // "chdir" or "workdir", once given
+  NodeFilterFlags filter;   // as strings; nodelist and exclude host lists
   for (const auto& [key, value] : object.items()) {
     if (key == "gpus" || key == "nodes" || key == "gpus_per_node" ||
         key == "tasks_per_node") {
@@ -144,6 +147,25 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
       absl::StatusOr<WarnSignal> warn = ParseWarnSignal(*text);
       if (!warn.ok()) return FieldError(key, warn.status().message());
       spec.warn = *warn;
+    } else if (key == "gpu_type" || key == "constraint" || key == "nodelist" ||
+               key == "exclude") {
+      auto text = StringField(value, key);
+      if (!text.ok()) return text.status();
+      (key == "gpu_type"     ? filter.gpu_type
+       : key == "constraint" ? filter.constraint
+       : key == "nodelist"   ? filter.nodelist
+                             : filter.exclude) = *std::move(text);
+    } else if (key == "cpus_per_gpu" || key == "mem_per_gpu") {
+      // A number, or for memory also Slurm's "16G"; checked with the flags.
+      if (!value.is_number_integer() && !value.is_string()) {
+        return FieldError(
+            key, absl::StrCat("expected a whole number",
+                              key == "mem_per_gpu" ? " of MiB or a size (16G)"
+                                                   : " of CPUs",
+                              ", got ", Shown(value)));
+      }
+      (key == "cpus_per_gpu" ? filter.cpus_per_gpu : filter.mem_per_gpu) =
+          value.is_string() ? value.get<std::string>() : value.dump();
     } else if (key == "dependency") {
       auto text = StringField(value, key);
       if (!text.ok()) return text.status();
@@ -151,12 +173,14 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
           ParseDependencies(*text);
       if (!deps.ok()) return FieldError(key, deps.status().message());
       spec.dependencies = *std::move(deps);
-    } else if (key == "no_preempt" || key == "hold") {
+    } else if (key == "no_preempt" || key == "hold" || key == "exclusive") {
       if (!value.is_boolean()) {
         return FieldError(key, absl::StrCat("expected true or false, got ",
                                             Shown(value)));
       }
-      (key == "hold" ? spec.hold : spec.no_preempt) = value.get<bool>();
+      (key == "hold"        ? spec.hold
+       : key == "exclusive" ? filter.exclusive
+                            : spec.no_preempt) = value.get<bool>();
     } else if (key == "env") {
       if (!value.is_object()) {
         return FieldError(key, absl::StrCat("expected an object {\"NAME\": "
@@ -191,6 +215,10 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
   }
   if (!has_command) {
     return FieldError("command", "required (an array of strings, argv)");
+  }
+  if (absl::Status s = ApplyNodeFilter(filter, kNodeFilterFieldNames, &spec);
+      !s.ok()) {
+    return s;
   }
   if (workdir_key.empty() && !cwd.empty()) spec.workdir = cwd;
   if (!has_name && !spec.command.empty()) {

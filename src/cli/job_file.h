@@ -5,10 +5,12 @@
 //    "env": {"SEED": "1"}, "checkpoint_dir": "/ckpt/resnet",
 //    "chdir": "runs/resnet", "output": "out-%j.txt", "error": "err-%j.txt",
 //    "time": "1:30:00", "no_preempt": false, "hold": false,
-//    "dependency": "afterok:12"}
+//    "dependency": "afterok:12", "gpu_type": "a100", "constraint": "ib",
+//    "nodelist": "gpu[01-04]", "exclude": "gpu03"}
 //
 // ("time" in the forms of `submit --time`, cli/time_limit.h; "dependency"
-// as `submit --dependency`, core/dependency.h.)
+// as `submit --dependency`, core/dependency.h; the node filter's fields
+// as submit's flags, cli/node_filter_flags.h.)
 // "gpus" and "command" are required; "name" defaults to the command's base
 // name, as for `submit`; "chdir" (or "workdir", its name in JobSpec) to
 // the caller's directory, and a relative one is relative to it. Blank

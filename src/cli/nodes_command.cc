@@ -11,6 +11,7 @@
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/printable.h"
+#include "core/memory_size.h"
 
 namespace tiresias {
 namespace {
@@ -37,17 +38,27 @@ int ListNodes(const std::string& master, bool json) {
     std::printf("%s\n", api::Dump(api::NodeListJson(resp)).c_str());
     return 0;
   }
-  std::printf("%-20s %-8s %4s %4s %-12s %s\n", "NODE", "STATE", "GPUS",
-              "FREE", "JOBS", "REASON");
+  std::printf("%-20s %-8s %4s %4s %4s %6s %-12s %-16s %-12s %s\n", "NODE",
+              "STATE", "GPUS", "FREE", "CPUS", "MEMORY", "JOBS", "GPU MODEL",
+              "FEATURES", "REASON");
   for (const v1::Node& node : resp.nodes()) {
     const std::string jobs =
         node.job_ids().empty() ? "-" : absl::StrJoin(node.job_ids(), ",");
     const std::string reason =
         node.drained() ? cli::Printable(node.drain_reason()) : "-";
-    std::printf("%-20s %-8s %4d %4d %-12s %s\n",
+    const std::string model =
+        node.gpu_model().empty() ? "-" : cli::Printable(node.gpu_model());
+    const std::string features =
+        node.features().empty()
+            ? "-"
+            : cli::Printable(absl::StrJoin(node.features(), ","));
+    const std::string memory =
+        node.memory_mib() > 0 ? MemoryText(node.memory_mib()) : "-";
+    std::printf("%-20s %-8s %4d %4d %4d %6s %-12s %-16s %-12s %s\n",
                 cli::Printable(node.name()).c_str(),
                 NodeStateText(node).c_str(), node.gpus(), node.gpus_free(),
-                jobs.c_str(), reason.c_str());
+                node.cpus(), memory.c_str(), jobs.c_str(), model.c_str(),
+                features.c_str(), reason.c_str());
   }
   return 0;
 }

@@ -33,6 +33,7 @@
 #include "cli/env_export.h"
 #include "cli/job_file.h"
 #include "cli/job_wait.h"
+#include "cli/node_filter_flags.h"
 #include "cli/time_limit.h"
 #include "core/job_array.h"
 #include "core/status_macros.h"
@@ -78,6 +79,7 @@ struct SubmitFlags {
   bool hold = false;
   std::string dependency;  // --dependency: Slurm's form (core/dependency.h)
   std::string array;       // --array: Slurm's form (core/job_array.h)
+  cli::NodeFilterFlags filter;  // --gpu-type, --constraint, ...
 };
 
 // 128 random bits from std::random_device, as 32 hex digits.
@@ -189,6 +191,8 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
     }
     spec.warn = *warn;
   }
+  RETURN_IF_ERROR(
+      cli::ApplyNodeFilter(f.filter, cli::kNodeFilterFlagNames, &spec));
   spec.no_preempt = f.no_preempt;
   spec.hold = f.hold;
   absl::StatusOr<std::vector<JobDependency>> deps =
@@ -351,13 +355,15 @@ int SubmitFile(const SubmitFlags& f) {
       !f.name.empty() || !f.checkpoint_dir.empty() || !f.env.empty() ||
       !f.command.empty() || !f.chdir.empty() || !f.output.empty() ||
       !f.error.empty() || !f.time.empty() || !f.signal.empty() ||
-      f.no_preempt || f.hold || !f.dependency.empty() || !f.array.empty()) {
+      f.no_preempt || f.hold || !f.dependency.empty() || !f.array.empty() ||
+      !f.filter.empty()) {
     return Fail(
         "submit: --file takes every job from the file; give no --gpus, "
         "--nodes, --gpus-per-node, --tasks-per-node, --name, --env, "
         "--checkpoint-dir, --chdir, --output, --error, "
-        "--time, --signal, --no-preempt, --hold, --dependency, --array or "
-        "command "
+        "--time, --signal, --no-preempt, --hold, --dependency, --array, "
+        "--gpu-type, --constraint, --nodelist, --exclude, --cpus-per-gpu, "
+        "--mem-per-gpu, --exclusive or command "
         "with it "
         "(--export is the one that applies to every job)");
   }
@@ -467,6 +473,7 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
                   "SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, ... and sees "
                   "all of the node's GPUs of the job")
       ->check(CLI::Range(1, 64));
+  cli::AddNodeFilterFlags(cmd, &submit->filter);
   cmd->add_option("--name", submit->name,
                   "Label for listings (default: the command's base name)");
   cmd->add_option("--checkpoint-dir", submit->checkpoint_dir,
@@ -508,8 +515,10 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
                   "tasks_per_node, name, env (an object), "
                   "checkpoint_dir, chdir, output, error, time (as --time), "
                   "signal (as --signal), "
-                  "no_preempt, hold (booleans), dependency (as "
-                  "--dependency); prints their ids, one per line");
+                  "no_preempt, hold, exclusive (booleans), dependency (as "
+                  "--dependency), gpu_type, constraint, nodelist, exclude, "
+                  "cpus_per_gpu, mem_per_gpu (as their flags); prints their "
+                  "ids, one per line");
   cmd->add_flag("--json", submit->json,
                 "Print the answer as JSON: {\"job_id\": ...} (with "
                 "--array also \"array_job_ids\": [...]) or, with --file, "

@@ -11,6 +11,8 @@ Cluster::Cluster(Topology topology)
       owner_(topology_.total_gpus(), kNoJob),
       free_on_(topology_.num_servers()),
       cordoned_(topology_.num_servers(), false),
+      exclusive_gpu_(topology_.total_gpus(), false),
+      reserved_(topology_.num_servers(), 0),
       by_free_(topology_.max_gpus_per_server() + 1,
                ServerSet(topology_.num_servers())),
       free_gpus_(topology_.total_gpus()) {
@@ -21,7 +23,8 @@ Cluster::Cluster(Topology topology)
   }
 }
 
-absl::Status Cluster::Allocate(JobId job, std::span<const GpuId> gpus) {
+absl::Status Cluster::Allocate(JobId job, std::span<const GpuId> gpus,
+                               bool exclusive) {
   for (size_t i = 0; i < gpus.size(); ++i) {
     GpuId g = gpus[i];
     if (g < 0 || g >= total_gpus()) {
@@ -40,11 +43,36 @@ absl::Status Cluster::Allocate(JobId job, std::span<const GpuId> gpus) {
       }
     }
   }
+  if (!Fits(gpus, exclusive)) {
+    return absl::FailedPreconditionError(
+        exclusive ? "a server of these GPUs is reserved or holds another job"
+                  : "a server of these GPUs is reserved by an exclusive job");
+  }
   for (GpuId g : gpus) {
     owner_[g] = job;
-    Adjust(topology_.ServerOf(g), -1);
+    const int server = topology_.ServerOf(g);
+    Adjust(server, -1);
+    if (exclusive) {
+      exclusive_gpu_[g] = true;
+      if (reserved_[server]++ == 0) Recount(server);
+    }
   }
   return absl::OkStatus();
+}
+
+bool Cluster::Fits(std::span<const GpuId> gpus, bool exclusive) const {
+  for (GpuId g : gpus) {
+    if (owner_[g] != kNoJob) return false;
+    const int server = topology_.ServerOf(g);
+    if (reserved_[server] > 0) return false;
+    if (exclusive) {
+      const Server& s = topology_.server(server);
+      for (int i = 0; i < s.num_gpus; ++i) {
+        if (owner_[s.first_gpu + i] != kNoJob) return false;
+      }
+    }
+  }
+  return true;
 }
 
 void Cluster::Release(JobId job, std::span<const GpuId> gpus) {
@@ -52,7 +80,12 @@ void Cluster::Release(JobId job, std::span<const GpuId> gpus) {
     assert(owner_[g] == job);
     (void)job;
     owner_[g] = kNoJob;
-    Adjust(topology_.ServerOf(g), +1);
+    const int server = topology_.ServerOf(g);
+    Adjust(server, +1);
+    if (exclusive_gpu_[g]) {
+      exclusive_gpu_[g] = false;
+      if (--reserved_[server] == 0) Recount(server);
+    }
   }
 }
 
@@ -61,6 +94,7 @@ void Cluster::Adjust(int server, int delta) {
     cordoned_idle_ += delta;
     return;
   }
+  if (reserved_[server] > 0) return;  // none of its GPUs is free
   const int old_free = free_on_[server];
   free_on_[server] += delta;
   free_gpus_ += delta;
@@ -74,13 +108,24 @@ void Cluster::SetCordoned(int server, bool cordoned) {
   for (int i = 0; i < s.num_gpus; ++i) {
     if (owner_[s.first_gpu + i] == kNoJob) ++idle;
   }
-  const int old_free = free_on_[server];
   cordoned_[server] = cordoned;
   const int sign = cordoned ? 1 : -1;
   cordoned_gpus_ += sign * s.num_gpus;
   cordoned_idle_ += sign * idle;
-  free_gpus_ -= sign * idle;
-  free_on_[server] = cordoned ? 0 : idle;
+  Recount(server);
+}
+
+void Cluster::Recount(int server) {
+  const Server& s = topology_.server(server);
+  int idle = 0;
+  if (!cordoned_[server] && reserved_[server] == 0) {
+    for (int i = 0; i < s.num_gpus; ++i) {
+      if (owner_[s.first_gpu + i] == kNoJob) ++idle;
+    }
+  }
+  const int old_free = free_on_[server];
+  free_on_[server] = idle;
+  free_gpus_ += idle - old_free;
   Reindex(server, old_free);
 }
 
@@ -94,7 +139,7 @@ void Cluster::Reindex(int server, int old_free) {
 
 void Cluster::AppendFreeGpus(int server, int max,
                              std::vector<GpuId>* out) const {
-  if (cordoned_[server]) return;
+  if (cordoned_[server] || reserved_[server] > 0) return;
   const Server& s = topology_.server(server);
   for (int i = 0; i < s.num_gpus && max > 0; ++i) {
     GpuId g = s.first_gpu + i;

@@ -11,6 +11,11 @@
 // placement scheme skips it; jobs already holding its GPUs keep them and
 // may release them as usual.
 //
+// A server where an exclusive job (`submit --exclusive`) holds GPUs is
+// reserved: its other GPUs are not free either, until the job releases
+// them all. It is not cordoned (not drained): cordoned_gpus and
+// cordoned_idle_gpus leave it out.
+//
 // Not thread-safe; the host serializes access.
 #ifndef TIRESIAS_CORE_CLUSTER_H_
 #define TIRESIAS_CORE_CLUSTER_H_
@@ -41,7 +46,9 @@ class Cluster {
   // GPUs on servers that are entirely free (and not cordoned).
   int whole_free_gpus() const { return whole_free_gpus_; }
   bool gpu_free(GpuId gpu) const {
-    return owner_[gpu] == kNoJob && !cordoned_[topology_.ServerOf(gpu)];
+    const int server = topology_.ServerOf(gpu);
+    return owner_[gpu] == kNoJob && !cordoned_[server] &&
+           reserved_[server] == 0;
   }
   // GPUs held by nobody whatever their server (cordoned ones included).
   bool gpu_unheld(GpuId gpu) const { return owner_[gpu] == kNoJob; }
@@ -54,10 +61,21 @@ class Cluster {
   int cordoned_idle_gpus() const { return cordoned_idle_; }
   // The job holding `gpu`, or kNoJob.
   JobId owner(GpuId gpu) const { return owner_[gpu]; }
+  // Whether an exclusive job holds `gpu`; whether one holds any GPU of
+  // `server` (then none of its GPUs is free).
+  bool exclusive_gpu(GpuId gpu) const { return exclusive_gpu_[gpu]; }
+  bool reserved(int server) const { return reserved_[server] > 0; }
 
   // Gives every GPU in `gpus` to `job`. Fails, changing nothing, if a GPU is
-  // out of range, listed twice, or already held.
-  absl::Status Allocate(JobId job, std::span<const GpuId> gpus);
+  // out of range, listed twice, or already held, or on a reserved server;
+  // `exclusive`: also if another job holds a GPU of one of its servers.
+  // An exclusive job's servers take no other job while it holds GPUs
+  // there (see the class comment).
+  absl::Status Allocate(JobId job, std::span<const GpuId> gpus,
+                        bool exclusive = false);
+  // Whether Allocate of `gpus` (valid GPU ids, none twice) would succeed:
+  // O(their servers' GPUs) when `exclusive`, else O(gpus).
+  bool Fits(std::span<const GpuId> gpus, bool exclusive) const;
   // Frees `gpus`, which must all be held by `job` (asserted).
   void Release(JobId job, std::span<const GpuId> gpus);
 
@@ -72,11 +90,15 @@ class Cluster {
   void Reindex(int server, int old_free);
   // One GPU of `server` taken (-1) or given back (+1).
   void Adjust(int server, int delta);
+  // free_on_[server] recounted after a cordon or a reservation changed.
+  void Recount(int server);
 
   Topology topology_;
   std::vector<JobId> owner_;
   std::vector<int> free_on_;  // 0 on a cordoned server
   std::vector<bool> cordoned_;
+  std::vector<bool> exclusive_gpu_;
+  std::vector<int> reserved_;  // per server: GPUs exclusive jobs hold
   int cordoned_gpus_ = 0;
   int cordoned_idle_ = 0;
   std::vector<ServerSet> by_free_;

@@ -51,6 +51,59 @@ TEST(ClusterTest, AllocateIsAllOrNothing) {
   EXPECT_EQ(c.free_gpus(), 10);
 }
 
+// An exclusive job's server keeps its other GPUs from everyone until the
+// job releases all of its GPUs there; cordons and reservations compose.
+TEST(ClusterTest, AnExclusiveJobReservesItsServers) {
+  Cluster c(Mixed());  // s0: 0-1, s1: 2-9, s2: 10-11
+  const std::vector<GpuId> mine = {2, 3, 10};
+  ASSERT_TRUE(c.Allocate(7, mine, /*exclusive=*/true).ok());
+  EXPECT_TRUE(c.reserved(1) && c.reserved(2) && !c.reserved(0));
+  EXPECT_EQ(c.free_gpus(), 2);  // s0's alone
+  EXPECT_EQ(c.free_on(1), 0);
+  EXPECT_FALSE(c.gpu_free(4));
+  EXPECT_TRUE(c.exclusive_gpu(3) && !c.exclusive_gpu(4));
+  EXPECT_EQ(c.whole_free_gpus(), 2);
+  EXPECT_EQ(c.cordoned_gpus(), 0);  // reserved is not drained
+  std::vector<GpuId> free;
+  c.AppendFreeGpus(1, 8, &free);
+  EXPECT_TRUE(free.empty());
+  EXPECT_THAT(c.ServersWithFree(0), ElementsAre(1, 2));
+  // Nobody else may take a reserved server's GPUs, and an exclusive job
+  // no server another job holds a GPU of.
+  EXPECT_FALSE(c.Fits(std::vector<GpuId>{4}, false));
+  EXPECT_EQ(c.Allocate(9, std::vector<GpuId>{4}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(c.Allocate(9, std::vector<GpuId>{0}).ok());
+  EXPECT_FALSE(c.Fits(std::vector<GpuId>{1}, true));
+  EXPECT_TRUE(c.Fits(std::vector<GpuId>{1}, false));
+  c.Release(9, std::vector<GpuId>{0});
+  EXPECT_TRUE(c.Fits(std::vector<GpuId>{0, 1}, true));
+  // A drain on top, lifted while still reserved: nothing frees.
+  c.SetCordoned(1, true);
+  EXPECT_EQ(c.cordoned_idle_gpus(), 6);
+  c.SetCordoned(1, false);
+  EXPECT_EQ(c.free_gpus(), 2);
+  // Partly released: still reserved; all released: free again.
+  c.Release(7, std::vector<GpuId>{2});
+  EXPECT_TRUE(c.reserved(1));
+  EXPECT_EQ(c.free_on(1), 0);
+  c.Release(7, std::vector<GpuId>{3, 10});
+  EXPECT_FALSE(c.reserved(1) || c.reserved(2));
+  EXPECT_EQ(c.free_gpus(), 12);
+  EXPECT_EQ(c.whole_free_gpus(), 12);
+  EXPECT_EQ(c.free_on(1), 8);
+  EXPECT_FALSE(c.exclusive_gpu(3));
+  // Cordoned while reserved, released, then uncordoned: counts line up.
+  ASSERT_TRUE(c.Allocate(8, std::vector<GpuId>{0}, true).ok());
+  c.SetCordoned(0, true);
+  c.Release(8, std::vector<GpuId>{0});
+  EXPECT_EQ(c.cordoned_idle_gpus(), 2);
+  EXPECT_EQ(c.free_gpus(), 10);
+  c.SetCordoned(0, false);
+  EXPECT_EQ(c.free_gpus(), 12);
+  EXPECT_EQ(c.free_on(0), 2);
+}
+
 TEST(ClusterTest, IndexesServersByFreeCount) {
   Cluster c(Mixed());
   EXPECT_THAT(c.ServersWithFree(2), ElementsAre(0, 2));

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,8 @@ namespace tiresias {
 using JobId = int64_t;
 // A GPU's index in its cluster's topology: 0 .. total_gpus - 1.
 using GpuId = int32_t;
+
+struct NodeFilter;  // core/node_filter.h
 
 struct JobSpec {
   JobId id = 0;
@@ -46,8 +49,20 @@ struct JobSpec {
   // scheme picks.
   int nodes = 0;
   int gpus_per_node = 0;
+  // Which servers may run it (core/node_filter.h); null: any. Shared: a
+  // spec is copied with every job record the host rebuilds.
+  std::shared_ptr<const NodeFilter> filter;
+  // Its servers run no other job while it holds GPUs there (`submit
+  // --exclusive`): placed only on servers entirely free, which then take
+  // no other job (Cluster's reservation) until it releases them.
+  bool exclusive = false;
 
   bool shaped() const { return nodes > 0; }
+  // Placed by a rule of its own (its shape, its filter's servers, whole
+  // servers), so not comparable with other jobs of its placement scheme.
+  bool own_placement() const {
+    return nodes > 0 || filter != nullptr || exclusive;
+  }
 };
 
 enum class JobState { kPending, kRunning, kPreempted, kFinished };

@@ -30,12 +30,17 @@ bool PlaceShaped(const Cluster& cluster, const Job& job,
 int ServersWithAtLeast(const Cluster& cluster, int gpus);
 
 // `placer` for a job without a shape, PlaceShaped for one with (the
-// contract of Placer::Place).
+// contract of Placer::Place). A job with a node filter (JobSpec::filter)
+// is placed so on the servers its filter admits, as if the others were
+// cordoned: O(servers) to find them, and a copy of `cluster` when they
+// have enough free GPUs. An exclusive job (JobSpec::exclusive) likewise on
+// the servers entirely free.
 bool PlaceJob(const Placer& placer, const Cluster& cluster, const Job& job,
               Rng& rng, std::vector<GpuId>* gpus);
 
 // Placer::MightFit, exact for a shaped job: at least `nodes` servers with
-// avail[s] >= gpus_per_node.
+// avail[s] >= gpus_per_node. Counts only the servers a node filter admits
+// (and for an exclusive job those whose every GPU is available).
 bool JobMightFit(const Placer& placer, const Topology& topology,
                  const std::vector<int>& avail, int total, const Job& job);
 

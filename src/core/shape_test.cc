@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/testing/lowest_free_placer.h"
+
 namespace tiresias {
 namespace {
 
@@ -20,26 +22,7 @@ Job Shaped(int nodes, int per_node) {
                      .gpus_per_node = per_node});
 }
 
-// Takes the lowest-numbered free GPUs, and counts its calls.
-class LowestFirst : public Placer {
- public:
-  std::string_view name() const override { return "lowest"; }
-  bool Place(const Cluster& cluster, const Job& job, Rng&,
-             std::vector<GpuId>* gpus) const override {
-    ++calls;
-    std::vector<GpuId> out;
-    for (GpuId g = 0; g < cluster.total_gpus(); ++g) {
-      if (cluster.gpu_free(g) &&
-          static_cast<int>(out.size()) < job.num_gpus()) {
-        out.push_back(g);
-      }
-    }
-    if (static_cast<int>(out.size()) < job.num_gpus()) return false;
-    gpus->insert(gpus->end(), out.begin(), out.end());
-    return true;
-  }
-  mutable int calls = 0;
-};
+using LowestFirst = test_support::LowestFreePlacer;
 
 TEST(ShapeTest, TakesTheFullestServersThatHoldAWholeNodeEach) {
   Cluster cluster(Mixed());

@@ -5,6 +5,7 @@
 #ifndef TIRESIAS_CORE_TOPOLOGY_H_
 #define TIRESIAS_CORE_TOPOLOGY_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,14 @@ struct ServerSpec {
   int rack = 0;      // 0-based rack (switch) index
   int num_gpus = 0;  // > 0
   std::string name;  // optional; "" gets "sN"
+  // What a job's node filter (core/node_filter.h) is matched against:
+  // the model of its GPUs ("" unknown) and its features.
+  std::string gpu_model;
+  std::vector<std::string> features;
+  // The CPUs and memory (MiB) its GPUs share out, an equal slice each;
+  // 0: unknown (no job that asks for either goes there).
+  int cpus = 0;
+  int64_t memory_mib = 0;
 };
 
 struct Server {
@@ -24,6 +33,10 @@ struct Server {
   int num_gpus;
   GpuId first_gpu;
   std::string name;
+  std::string gpu_model;              // ServerSpec::gpu_model
+  std::vector<std::string> features;  // ServerSpec::features
+  int cpus = 0;                       // ServerSpec::cpus
+  int64_t memory_mib = 0;             // ServerSpec::memory_mib
 };
 
 class Topology {

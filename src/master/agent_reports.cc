@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "core/node_filter.h"
 
 namespace tiresias {
 namespace {
@@ -122,6 +123,37 @@ absl::Status ValidateRegisterRequest(const v1::RegisterRequest& req,
   if (req.tasks_size() > kMaxReportedTasks) {
     return Bad("tasks", absl::StrCat("at most ", kMaxReportedTasks),
                absl::StrCat(req.tasks_size()));
+  }
+  if (req.cpus() < 0 || req.cpus() > kMaxNodeCpus) {
+    return Bad("cpus", absl::StrCat("0 to ", kMaxNodeCpus),
+               absl::StrCat(req.cpus()));
+  }
+  if (req.memory_mib() < 0 || req.memory_mib() > kMaxNodeMemoryMib) {
+    return Bad("memory_mib", absl::StrCat("0 to ", kMaxNodeMemoryMib, " MiB"),
+               absl::StrCat(req.memory_mib()));
+  }
+  if (absl::Status s =
+          CheckText("gpu_model", req.gpu_model(), kMaxGpuModelBytes, false);
+      !s.ok()) {
+    return s;
+  }
+  if (static_cast<size_t>(req.features_size()) > kMaxFeatures) {
+    return Bad("features", absl::StrCat("at most ", kMaxFeatures),
+               absl::StrCat(req.features_size()));
+  }
+  std::set<std::string_view> seen;
+  for (int i = 0; i < req.features_size(); ++i) {
+    const std::string& f = req.features(i);
+    if (!ValidFeature(f)) {
+      return Bad(absl::StrCat("features[", i, "]"),
+                 absl::StrCat("1 to ", kMaxFeatureBytes,
+                              " bytes of letters, digits and _.:+-"),
+                 Quote(f));
+    }
+    if (!seen.insert(f).second) {
+      return Bad(absl::StrCat("features[", i, "]"), "each feature once",
+                 Quote(f));
+    }
   }
   return absl::OkStatus();
 }

@@ -22,6 +22,9 @@ inline constexpr int kMaxAgentTokenBytes = 256;
 // Tasks in one report: far above what any node runs (one task per launch
 // and node), low enough that a report stays small.
 inline constexpr int kMaxReportedTasks = 65536;
+// RegisterRequest.cpus and memory_mib: at most these.
+inline constexpr int kMaxNodeCpus = 65536;
+inline constexpr int64_t kMaxNodeMemoryMib = int64_t{1} << 40;
 // A reported time may be this far ahead of the master's clock (clock skew
 // between machines), no more.
 inline constexpr Seconds kMaxClockSkew{86400};
@@ -29,7 +32,8 @@ inline constexpr Seconds kMaxClockSkew{86400};
 // OK, or InvalidArgument naming the field: name (1..253 bytes of printable
 // UTF-8), address and log_address (at most 255 printable bytes), gpus
 // (1..max_gpus), agent_token (16..256 bytes), grace_seconds (finite, >= 0),
-// at most kMaxReportedTasks tasks.
+// at most kMaxReportedTasks tasks, gpu_model and features (core/
+// node_filter.h), cpus and memory_mib (0 to kMaxNodeCpus, kMaxNodeMemoryMib).
 absl::Status ValidateRegisterRequest(const v1::RegisterRequest& req,
                                      int max_gpus);
 // The same for a heartbeat's own fields (node_id > 0, log_address, task

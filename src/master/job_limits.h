@@ -11,6 +11,7 @@
 #define TIRESIAS_MASTER_JOB_LIMITS_H_
 
 #include <cstddef>
+#include <cstdint>
 
 namespace tiresias::job_limits {
 
@@ -49,6 +50,15 @@ inline constexpr size_t kMaxDependencies = 64;
 inline constexpr int kMaxNodes = 1024;
 inline constexpr int kMaxGpusPerNode = 64;
 inline constexpr int kMaxTasksPerNode = 64;
+
+// JobSpec.nodelist, .exclude: node names of 1 to this many bytes (as
+// RegisterRequest.name); their count, gpu_type and constraint are limited
+// in core/node_filter.h.
+inline constexpr size_t kMaxNodeNameBytes = 253;
+
+// JobSpec.cpus_per_gpu and mem_per_gpu_mib: 0 (the node's default) to these.
+inline constexpr int kMaxCpusPerGpu = 1024;
+inline constexpr int64_t kMaxMemPerGpuMib = int64_t{1} << 30;
 
 // Every string of a spec: valid UTF-8 without NUL bytes.
 

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/node_filter.h"
 #include "nlohmann/json.hpp"
 
 namespace tiresias {
@@ -204,7 +205,30 @@ JobSpec CoreJobSpec(JobId id, const JobRequest& spec, Seconds submit_time,
                  .measured_skew = PlacementSkew(profile),
                  .no_preempt = spec.no_preempt,
                  .nodes = spec.nodes,
-                 .gpus_per_node = spec.gpus_per_node};
+                 .gpus_per_node = spec.gpus_per_node,
+                 .filter = NodeFilterOf(spec),
+                 .exclusive = spec.exclusive};
+}
+
+std::shared_ptr<const NodeFilter> NodeFilterOf(const JobRequest& spec) {
+  if (spec.gpu_type.empty() && spec.constraint.empty() &&
+      spec.nodelist.empty() && spec.exclude.empty() && spec.cpus_per_gpu == 0 &&
+      spec.mem_per_gpu_mib == 0) {
+    return nullptr;
+  }
+  auto filter = std::make_shared<NodeFilter>();
+  filter->gpu_type = spec.gpu_type;
+  // Validated at admission; a stored one that no longer parses admits by
+  // features nothing rather than everything.
+  absl::StatusOr<Constraint> constraint = ParseConstraint(spec.constraint);
+  filter->constraint =
+      constraint.ok() ? *std::move(constraint) : Constraint{{""}};
+  filter->constraint_text = spec.constraint;
+  filter->nodelist = spec.nodelist;
+  filter->exclude = spec.exclude;
+  filter->cpus_per_gpu = spec.cpus_per_gpu;
+  filter->mem_per_gpu_mib = spec.mem_per_gpu_mib;
+  return filter;
 }
 
 std::string EncodeProfile(const JobProfile& p) {

@@ -60,6 +60,18 @@ struct JobRequest {
   int tasks_per_node = 0;
   // A signal before the time limit (JobSpec.signal); signal 0: none.
   WarnSignal warn;
+  // Which nodes may run it (JobSpec.gpu_type, constraint, nodelist,
+  // exclude; core/node_filter.h): all empty, any.
+  std::string gpu_type;
+  std::string constraint;
+  std::vector<std::string> nodelist;
+  std::vector<std::string> exclude;
+  // CPUs and memory with each GPU (JobSpec.cpus_per_gpu, mem_per_gpu_mib):
+  // placed only where each GPU's slice holds them; 0: the node's default.
+  int cpus_per_gpu = 0;
+  int64_t mem_per_gpu_mib = 0;
+  // Its nodes run nothing else (JobSpec.exclusive).
+  bool exclusive = false;
 
   bool operator==(const JobRequest&) const = default;
 };
@@ -88,6 +100,9 @@ std::optional<double> PlacementSkew(const std::optional<JobProfile>& profile);
 // admission and when the scheduler is rebuilt from the records.
 JobSpec CoreJobSpec(JobId id, const JobRequest& spec, Seconds submit_time,
                     const std::optional<JobProfile>& profile);
+// The node filter of `spec` (its gpu_type, constraint, nodelist, exclude);
+// null when it has none.
+std::shared_ptr<const NodeFilter> NodeFilterOf(const JobRequest& spec);
 // JSON text of a profile (the store's column) and back; InvalidArgument
 // when `text` is not such JSON.
 std::string EncodeProfile(const JobProfile& profile);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/node_filter.h"
 #include "core/status_macros.h"
 #include "core/to_absl.h"
 #include "core/utf8.h"
@@ -210,6 +211,50 @@ absl::Status CheckShape(const JobRequest& spec) {
   return absl::OkStatus();
 }
 
+// Node names of --nodelist or --exclude: 1 to 253 bytes of text each.
+absl::Status CheckNodeNames(std::string_view field,
+                            const std::vector<std::string>& names) {
+  if (names.size() > kMaxFilterNodes) {
+    return Refuse(field, absl::StrCat("expected at most ", kMaxFilterNodes,
+                                      " node names, got ", names.size()));
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string item = absl::StrCat(ToAbsl(field), "[", i, "]");
+    if (names[i].empty() || names[i].size() > limits::kMaxNodeNameBytes) {
+      return Refuse(item, absl::StrCat("expected a node name of 1 to ",
+                                       limits::kMaxNodeNameBytes,
+                                       " bytes, got ", names[i].size()));
+    }
+    RETURN_IF_ERROR(CheckText(item, names[i]));
+  }
+  return absl::OkStatus();
+}
+
+// Which nodes may run it (core/node_filter.h).
+absl::Status CheckNodeFilter(const JobRequest& spec) {
+  RETURN_IF_ERROR(CheckField("spec.gpu_type", spec.gpu_type, kMaxGpuTypeBytes));
+  if (absl::StatusOr<Constraint> c = ParseConstraint(spec.constraint);
+      !c.ok()) {
+    return Refuse("spec.constraint", std::string(c.status().message()));
+  }
+  RETURN_IF_ERROR(CheckNodeNames("spec.nodelist", spec.nodelist));
+  RETURN_IF_ERROR(CheckNodeNames("spec.exclude", spec.exclude));
+  if (spec.cpus_per_gpu < 0 || spec.cpus_per_gpu > limits::kMaxCpusPerGpu) {
+    return Refuse(
+        "spec.cpus_per_gpu",
+        absl::StrCat("expected 0 (the node's default) to ",
+                     limits::kMaxCpusPerGpu, ", got ", spec.cpus_per_gpu));
+  }
+  if (spec.mem_per_gpu_mib < 0 ||
+      spec.mem_per_gpu_mib > limits::kMaxMemPerGpuMib) {
+    return Refuse("spec.mem_per_gpu_mib",
+                  absl::StrCat("expected 0 (the node's default) to ",
+                               limits::kMaxMemPerGpuMib, " MiB, got ",
+                               spec.mem_per_gpu_mib));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateJobRequest(const JobRequest& spec) {
@@ -258,6 +303,7 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
     }
   }
   if (status.ok()) status = CheckDependencyFields(spec.dependencies);
+  if (status.ok()) status = CheckNodeFilter(spec);
   if (status.ok() && (!spec.array.empty() || spec.array.max_running != 0)) {
     if (spec.array.empty()) {
       status = Refuse("spec.array.indices",

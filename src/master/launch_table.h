@@ -137,6 +137,12 @@ class LaunchTable {
   struct Node {
     NodeRecord record;
     std::string log_address;  // its AgentLogs service (Register, Heartbeat)
+    // Its GPUs' model and features, as its agent last registered them
+    // (what jobs' node filters are matched against).
+    std::string gpu_model;
+    std::vector<std::string> features;
+    int cpus = 0;            // RegisterRequest.cpus
+    int64_t memory_mib = 0;  // RegisterRequest.memory_mib
     NodeLife life = NodeLife::kKnown;
     uint64_t session = 0;  // of its current registration; 0: none
     uint64_t version = 0;  // of its desired state, within the session

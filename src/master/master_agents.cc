@@ -163,6 +163,10 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   record.drain_reason = info.record.drain_reason;
   info.record = record;
   info.log_address = req.log_address();
+  info.gpu_model = req.gpu_model();
+  info.features.assign(req.features().begin(), req.features().end());
+  info.cpus = req.cpus();
+  info.memory_mib = req.memory_mib();
   info.report_boot_id = req.boot_id();
   info.report_seq = req.report_seq();
   info.last_heard = clock_->NowMonotonic();

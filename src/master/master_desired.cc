@@ -85,6 +85,8 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
   }
   start->set_processes(processes_on(part));
   start->set_total_processes(total);
+  start->set_cpus_per_gpu(rec.spec.cpus_per_gpu);
+  start->set_mem_per_gpu_mib(rec.spec.mem_per_gpu_mib);
   // The record holds the executed time before this run (SyncRecord), so
   // the answer is the same for the whole launch.
   if (rec.spec.warn.signal != 0 && rec.spec.time_limit > Seconds{0}) {

@@ -26,6 +26,10 @@ v1::Node MasterState::NodeView(int64_t id, const NodeInfo& info) const {
   const bool takes_jobs = info.up() && !info.leaving() && !info.record.drained;
   node.set_gpus_free(takes_jobs ? free : 0);
   for (JobId job : jobs) node.add_job_ids(job);
+  node.set_gpu_model(info.gpu_model);
+  node.mutable_features()->Assign(info.features.begin(), info.features.end());
+  node.set_cpus(info.cpus);
+  node.set_memory_mib(info.memory_mib);
   return node;
 }
 

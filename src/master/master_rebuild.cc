@@ -116,7 +116,9 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
     if (!info.up() || info.leaving()) continue;
     server_of_node_[id] = static_cast<int>(servers.size());
     node_of_server_.push_back(id);
-    servers.push_back(ServerSpec{0, info.record.gpus, info.record.name});
+    servers.push_back(ServerSpec{0, info.record.gpus, info.record.name,
+                                 info.gpu_model, info.features, info.cpus,
+                                 info.memory_mib});
   }
   std::unique_ptr<Cluster> cluster;
   if (!servers.empty()) {
@@ -172,7 +174,7 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
     std::vector<GpuId> gpus;
     if (launch == nullptr || !map_gpus(*launch, &gpus) ||
         static_cast<int>(gpus.size()) != rec.spec.num_gpus ||
-        !cluster->Allocate(rec.id, gpus).ok()) {
+        !cluster->Allocate(rec.id, gpus, rec.spec.exclusive).ok()) {
       ++it;
       continue;
     }
@@ -198,7 +200,7 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
         launch && launch->phase != Phase::kStopping &&
         map_gpus(*launch, &gpus) &&
         static_cast<int>(gpus.size()) == old.num_gpus() &&
-        cluster->Allocate(old.id(), gpus).ok();
+        cluster->Allocate(old.id(), gpus, old.spec().exclusive).ok();
     // Kept: the counters as of its run start, then it starts again there.
     // Lost: it stops now; a launch that was never released (deferred) ran
     // no time at all.

@@ -1,10 +1,14 @@
 #include "sched/pending_reason.h"
 
 #include <algorithm>
+#include <cassert>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/node_filter.h"
 #include "core/rng.h"
 #include "core/shape.h"
 #include "sched/scheduler.h"
@@ -25,6 +29,8 @@ std::string_view PendingReasonKindName(PendingReasonKind kind) {
     case PendingReasonKind::kHeld: return "held";
     case PendingReasonKind::kDependency: return "dependency";
     case PendingReasonKind::kArrayLimit: return "array-limit";
+    case PendingReasonKind::kNoMatch:
+      return "no-match";
   }
   return "";
 }
@@ -67,12 +73,48 @@ std::string FormatShaped(const PendingReason& r) {
 
 }  // namespace
 
+namespace {
+std::string FormatUnfiltered(const PendingReason& r);
+}  // namespace
+
 std::string FormatPendingReason(const PendingReason& r) {
+  if (r.kind == PendingReasonKind::kNoMatch) {
+    return absl::StrCat("no up node matches ", r.filter,
+                        ": waiting for one that does");
+  }
+  std::string text;
+  if (r.exclusive && r.kind == PendingReasonKind::kPlacement) {
+    text =
+        r.nodes > 0
+            ? absl::StrCat("needs ", Shape(r, false),
+                           " of its own (--exclusive), ", r.fitting,
+                           r.fitting == 1 ? " such node is" : " such nodes are",
+                           " entirely free")
+            : absl::StrCat("needs ", Gpus(r.gpus),
+                           " on nodes of its own (--exclusive), entirely "
+                           "free nodes have ",
+                           r.whole_free);
+  } else {
+    text = FormatUnfiltered(r);
+  }
+  if (r.filter.empty() || text.empty()) return text;
+  absl::StrAppend(
+      &text, " (on the ", r.matching == 1 ? "" : absl::StrCat(r.matching, " "),
+      r.matching == 1 ? "node" : "nodes", " matching ", r.filter, ": ",
+      absl::StrJoin(r.matching_names, ", "),
+      r.matching > static_cast<int>(r.matching_names.size()) ? ", ..." : "",
+      ")");
+  return text;
+}
+
+namespace {
+std::string FormatUnfiltered(const PendingReason& r) {
   if (r.nodes > 0) {
     if (std::string shaped = FormatShaped(r); !shaped.empty()) return shaped;
   }
   switch (r.kind) {
     case PendingReasonKind::kNone:
+    case PendingReasonKind::kNoMatch:  // FormatPendingReason's
       return "";
     case PendingReasonKind::kNextPass:
       return "waiting for the next scheduling pass";
@@ -140,55 +182,152 @@ std::string FormatPendingReason(const PendingReason& r) {
   return "";
 }
 
-std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
-    const Scheduler& scheduler, const Cluster& cluster) {
-  std::vector<std::pair<JobId, PendingReason>> out;
-  const int total = cluster.total_gpus();
-  const int undrained = total - cluster.cordoned_gpus();
-  const int free = cluster.free_gpus();
-  int largest_free = 0;
-  for (int f = cluster.topology().max_gpus_per_server(); f > 0; --f) {
-    if (!cluster.ServersWithFree(f).empty()) {
-      largest_free = f;
-      break;
+}  // namespace
+
+namespace {
+
+// The part of a cluster a job may use, with what its reasons read of it:
+// the whole cluster for a job without a node filter, else a copy holding
+// only the servers its filter admits (their holders and cordons kept).
+class View {
+ public:
+  explicit View(const Cluster& cluster) : cluster_(&cluster) { Count(); }
+  View(const Cluster& cluster, const NodeFilter& filter) {
+    std::vector<int> admitted;
+    std::vector<ServerSpec> specs;
+    const Topology& topology = cluster.topology();
+    for (int s = 0; s < topology.num_servers(); ++s) {
+      const Server& server = topology.server(s);
+      if (!filter.Admits(server)) continue;
+      admitted.push_back(s);
+      specs.push_back(ServerSpec{server.rack, server.num_gpus, server.name,
+                                 server.gpu_model, server.features, server.cpus,
+                                 server.memory_mib});
     }
+    matching_ = static_cast<int>(admitted.size());
+    constexpr size_t kNamesShown = 4;
+    for (size_t i = 0; i < admitted.size() && i < kNamesShown; ++i) {
+      names_.push_back(topology.server(admitted[i]).name);
+    }
+    if (admitted.empty()) return;
+    absl::StatusOr<Topology> sub = Topology::Create(std::move(specs));
+    assert(sub.ok());
+    owned_ = std::make_unique<Cluster>(*std::move(sub));
+    // Each holder's GPUs there, in the copy's numbering, given at once (an
+    // exclusive holder reserves its servers on its first GPU).
+    std::map<JobId, std::pair<std::vector<GpuId>, bool>> held;
+    for (size_t i = 0; i < admitted.size(); ++i) {
+      const Server& from = topology.server(admitted[i]);
+      const GpuId to = owned_->topology().server(static_cast<int>(i)).first_gpu;
+      for (int g = 0; g < from.num_gpus; ++g) {
+        const JobId owner = cluster.owner(from.first_gpu + g);
+        if (owner == kNoJob) continue;
+        auto& [gpus, exclusive] = held[owner];
+        gpus.push_back(to + g);
+        exclusive = exclusive || cluster.exclusive_gpu(from.first_gpu + g);
+      }
+      if (cluster.cordoned(admitted[i])) {
+        owned_->SetCordoned(static_cast<int>(i), true);
+      }
+    }
+    for (const auto& [owner, gpus] : held) {
+      // Refused only where `cluster` broke its own invariant: the copy
+      // then counts those GPUs free, which a reason may overstate.
+      owned_->Allocate(owner, gpus.first, gpus.second).IgnoreError();
+    }
+    cluster_ = owned_.get();
+    Count();
   }
-  const bool head_of_line =
-      scheduler.policy().traits().head_of_line_blocking;
-  // Whether a job of (scheme, GPUs) fits the free GPUs now: one placement
-  // try per pair. The generator is a throwaway: nothing is allocated.
-  // A shaped job's key is its shape (scheme "").
-  std::map<std::tuple<std::string_view, int, int>, bool> fits;
-  // Servers with at least G GPUs (undrained ones: and not cordoned), by G.
-  std::map<int, std::pair<int, int>> servers_with;
-  auto count_servers = [&](int per_node) {
-    auto [it, added] = servers_with.try_emplace(per_node);
+
+  // Null when the filter admits no server.
+  const Cluster* cluster() const { return cluster_; }
+  int total = 0, undrained = 0, free = 0, largest_free = 0;
+  // Whether a job of (scheme, GPUs, GPUs per node, exclusive) fits the
+  // free GPUs now: one placement try per key. A shaped job's scheme is "".
+  std::map<std::tuple<std::string_view, int, int, bool>, bool> fits;
+
+  // Servers with at least G GPUs, and of those the ones not cordoned.
+  std::pair<int, int> ServersWith(int per_node) {
+    auto [it, added] = servers_with_.try_emplace(per_node);
     if (added) {
-      for (int s = 0; s < cluster.topology().num_servers(); ++s) {
-        if (cluster.topology().server(s).num_gpus < per_node) continue;
+      for (int s = 0; s < cluster_->topology().num_servers(); ++s) {
+        if (cluster_->topology().server(s).num_gpus < per_node) continue;
         ++it->second.first;
-        if (!cluster.cordoned(s)) ++it->second.second;
+        if (!cluster_->cordoned(s)) ++it->second.second;
       }
     }
     return it->second;
-  };
-  Rng rng(1);
+  }
+  void Describe(const NodeFilter& filter, PendingReason* r) const {
+    r->filter = filter.Describe();
+    r->matching = matching_;
+    r->matching_names = names_;
+  }
+
+ private:
+  void Count() {
+    total = cluster_->total_gpus();
+    undrained = total - cluster_->cordoned_gpus();
+    free = cluster_->free_gpus();
+    for (int f = cluster_->topology().max_gpus_per_server(); f > 0; --f) {
+      if (!cluster_->ServersWithFree(f).empty()) {
+        largest_free = f;
+        break;
+      }
+    }
+  }
+
+  const Cluster* cluster_ = nullptr;
+  std::unique_ptr<Cluster> owned_;
+  int matching_ = 0;
+  std::vector<std::string> names_;
+  std::map<int, std::pair<int, int>> servers_with_;
+};
+
+}  // namespace
+
+std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
+    const Scheduler& scheduler, const Cluster& cluster) {
+  std::vector<std::pair<JobId, PendingReason>> out;
+  const bool head_of_line = scheduler.policy().traits().head_of_line_blocking;
+  View whole(cluster);
+  // One view per distinct filter (jobs of an array share theirs).
+  std::map<std::string, View> filtered;
+  Rng rng(1);  // a throwaway: nothing is allocated
   std::vector<GpuId> scratch;
   int ahead = 0;
   scheduler.ForEachWaiting([&](const Job& job) {
     PendingReason r;
     r.gpus = job.num_gpus();
     r.queue = job.queue();
-    r.free = free;
     r.ahead = ahead++;
+    View* view = &whole;
+    if (const NodeFilter* filter = job.spec().filter.get()) {
+      std::string key = filter->Describe();
+      auto it = filtered.find(key);
+      if (it == filtered.end()) {
+        it = filtered.try_emplace(std::move(key), cluster, *filter).first;
+      }
+      view = &it->second;
+      view->Describe(*filter, &r);
+      if (view->cluster() == nullptr) {
+        r.kind = PendingReasonKind::kNoMatch;
+        r.free = whole.free;
+        out.emplace_back(job.id(), r);
+        return;
+      }
+    }
+    const Cluster& c = *view->cluster();
+    r.free = view->free;
     const bool shaped = job.spec().shaped();
+    r.exclusive = job.spec().exclusive;
     std::pair<int, int> with_shape = {0, 0};  // servers, undrained ones
     if (shaped) {
       r.nodes = job.spec().nodes;
       r.gpus_per_node = job.spec().gpus_per_node;
-      with_shape = count_servers(r.gpus_per_node);
+      with_shape = view->ServersWith(r.gpus_per_node);
     }
-    if (total == 0) {
+    if (view->total == 0) {
       r.kind = PendingReasonKind::kNoNodes;
     } else if (shaped && with_shape.first < r.nodes) {
       r.kind = PendingReasonKind::kTooLarge;
@@ -196,33 +335,41 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
     } else if (shaped && with_shape.second < r.nodes) {
       r.kind = PendingReasonKind::kDrained;
       r.capacity = with_shape.second;
-    } else if (r.gpus > total) {
+    } else if (r.gpus > view->total) {
       r.kind = PendingReasonKind::kTooLarge;
-      r.capacity = total;
-    } else if (r.gpus > undrained) {
+      r.capacity = view->total;
+    } else if (r.gpus > view->undrained) {
       r.kind = PendingReasonKind::kDrained;
-      r.capacity = undrained;
+      r.capacity = view->undrained;
     } else {
       const std::string_view scheme =
           shaped ? std::string_view() : scheduler.placer().SchemeFor(job);
-      auto [it, added] =
-          fits.try_emplace({scheme, r.gpus, r.gpus_per_node}, false);
-      if (added && r.gpus <= free) {
+      auto [it, added] = view->fits.try_emplace(
+          {scheme, r.gpus, r.gpus_per_node, r.exclusive}, false);
+      if (added && r.gpus <= r.free) {
         scratch.clear();
-        it->second = PlaceJob(scheduler.placer(), cluster, job, rng, &scratch);
+        it->second = PlaceJob(scheduler.placer(), c, job, rng, &scratch);
       }
       if (it->second) {
         r.kind = head_of_line && r.ahead > 0 ? PendingReasonKind::kPriority
                                              : PendingReasonKind::kNextPass;
-      } else if (r.gpus > free) {
+      } else if (r.gpus > r.free) {
         r.kind = r.ahead > 0 ? PendingReasonKind::kPriority
                              : PendingReasonKind::kResources;
       } else {
         r.kind = PendingReasonKind::kPlacement;
-        if (shaped) r.fitting = ServersWithAtLeast(cluster, r.gpus_per_node);
-        r.one_server = r.gpus <= cluster.topology().max_gpus_per_server();
-        r.largest_free = largest_free;
-        r.whole_free = cluster.whole_free_gpus();
+        if (shaped && r.exclusive) {
+          r.fitting = 0;
+          for (int s = 0; s < c.topology().num_servers(); ++s) {
+            const int n = c.topology().server(s).num_gpus;
+            r.fitting += n >= r.gpus_per_node && c.free_on(s) == n;
+          }
+        } else if (shaped) {
+          r.fitting = ServersWithAtLeast(c, r.gpus_per_node);
+        }
+        r.one_server = r.gpus <= c.topology().max_gpus_per_server();
+        r.largest_free = view->largest_free;
+        r.whole_free = c.whole_free_gpus();
       }
     }
     out.emplace_back(job.id(), r);

@@ -37,6 +37,7 @@ enum class PendingReasonKind : int8_t {
   kHeld = 9,           // held by a user until released
   kDependency = 10,    // waiting for jobs it depends on to end
   kArrayLimit = 11,    // its array's running limit is reached
+  kNoMatch = 12,       // no up node passes its node filter
 };
 
 struct PendingReason {
@@ -70,24 +71,36 @@ struct PendingReason {
   int nodes = 0;
   int gpus_per_node = 0;
   int fitting = 0;
+  // A job with a node filter (JobSpec::filter): the filter in words, the
+  // up nodes it admits and the first few of their names. Then every count
+  // above is of those nodes alone.
+  std::string filter;
+  int matching = 0;
+  std::vector<std::string> matching_names;
+  // An exclusive job (JobSpec::exclusive): kPlacement then counts entirely
+  // free servers (whole_free GPUs; `fitting` such servers of its shape).
+  bool exclusive = false;
 
   bool operator==(const PendingReason&) const = default;
 };
 
 // "next-pass", "no-nodes", "too-large", "drained", "priority",
 // "resources", "placement", "checkpointing", "held", "dependency",
-// "array-limit"; "" for kNone.
+// "array-limit", "no-match"; "" for kNone.
 std::string_view PendingReasonKindName(PendingReasonKind kind);
 
 // The reason in plain words, e.g. "needs 4 GPUs on one server, largest
-// free block is 3". Empty for kNone.
+// free block is 3". Empty for kNone. A job with a node filter gets the
+// nodes that pass it after, "(on the 2 nodes matching GPU type a100: n1,
+// n2)", or "no up node matches GPU type a100: ...".
 std::string FormatPendingReason(const PendingReason& reason);
 
 // Why each waiting job of `scheduler` waits, in priority order, on
 // `cluster` as it stands (cordoned servers are drained nodes; a host with
 // no cluster at all says kNoNodes itself). Meant to be
 // called after a pass, when someone asks: O(waiting jobs), one placement
-// try per distinct (scheme, GPU count) or shape. Does not change either
+// try per distinct (scheme, GPU count) or shape, and per distinct node
+// filter a copy of the servers it admits. Does not change either
 // argument.
 std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
     const Scheduler& scheduler, const Cluster& cluster);

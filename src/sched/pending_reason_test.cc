@@ -142,6 +142,96 @@ TEST(PendingReasonTest, ShapedJobsArePlacedAndExplainedByTheirShape) {
             "needs 2 nodes with 3 free GPUs each, 1 node has that many free");
 }
 
+// s0 and s1 have 4 A100s each, s2 4 H200s. Filtered jobs land only on
+// the servers they admit, wait there while those are busy, and their
+// reasons count those servers alone.
+TEST(PendingReasonTest, FilteredJobsArePlacedAndExplainedOnTheirNodes) {
+  Harness h(*Topology::Create({{0, 4, "s0", "NVIDIA A100", {"ib"}},
+                               {0, 4, "s1", "NVIDIA A100", {}},
+                               {0, 4, "s2", "NVIDIA H200", {"ib"}}}),
+            Options("tiresias-l", "consolidate"));
+  h.SubmitFiltered(1, 3, 0, {.gpu_type = "h200"});
+  h.SubmitFiltered(2, 2, 0, {.gpu_type = "h200"});
+  h.SubmitFiltered(3, 2, 0, {.gpu_type = "v100"});
+  h.SubmitFiltered(
+      4, 4, 0,
+      {.constraint = {{"ib"}}, .constraint_text = "ib", .exclude = {"s2"}});
+  h.Submit(5, 4, 0);
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 4, 5));
+  std::vector<GpuId> gpus = h.job(1).gpus();
+  std::sort(gpus.begin(), gpus.end());
+  EXPECT_THAT(gpus, ElementsAre(8, 9, 10));
+  EXPECT_EQ(h.job(4).gpus().front(), 0);  // s0: the one with ib left
+  EXPECT_EQ(h.job(5).gpus().front(), 4);  // what the filtered left
+  std::map<JobId, PendingReason> r = Reasons(h);
+  // Job 2 needs 2 H200s, 1 is free (10 GPUs are free nowhere else).
+  EXPECT_EQ(r.at(2).kind, PendingReasonKind::kResources);
+  EXPECT_EQ(r.at(2).free, 1);
+  EXPECT_EQ(FormatPendingReason(r.at(2)),
+            "needs 2 GPUs, only 1 free (on the node matching GPU type h200: "
+            "s2)");
+  EXPECT_EQ(r.at(3).kind, PendingReasonKind::kNoMatch);
+  EXPECT_EQ(FormatPendingReason(r.at(3)),
+            "no up node matches GPU type v100: waiting for one that does");
+  EXPECT_EQ(PendingReasonKindName(PendingReasonKind::kNoMatch), "no-match");
+  // Too large for the matching nodes alone, though the cluster has 12.
+  h.SubmitFiltered(6, 8, 1, {.nodelist = {"s1", "s2"}, .exclude = {"s2"}});
+  h.At(1);
+  r = Reasons(h);
+  EXPECT_EQ(r.at(6).kind, PendingReasonKind::kTooLarge);
+  EXPECT_EQ(r.at(6).capacity, 4);
+  EXPECT_EQ(FormatPendingReason(r.at(6)),
+            "needs 8 GPUs, more than every up node has together (4): cannot "
+            "run as configured (on the node matching nodes s1,s2, not s2: "
+            "s1)");
+  // Job 1 ends: job 2 takes the H200s, not the A100s job 5 left free.
+  h.Finish(5, 2);
+  h.Finish(1, 2);
+  EXPECT_THAT(Started(h.At(2)), ElementsAre(2));
+  EXPECT_EQ(h.cluster().topology().ServerOf(h.job(2).gpus().front()), 2);
+}
+
+// 2 servers x 4 GPUs. An exclusive job takes a server no one holds GPUs
+// of, and keeps everyone else off it until it ends; one that finds no such
+// server waits saying so.
+TEST(PendingReasonTest, ExclusiveJobsTakeWholeServersAndKeepThem) {
+  Harness h(Topology::Uniform(1, 2, 4), Options("tiresias-l", "consolidate"));
+  h.Submit(1, 1, 0);
+  h.SubmitExclusive(2, 2, 0);
+  h.Submit(3, 2, 0);
+  h.Submit(4, 2, 0);
+  h.SubmitExclusive(5, 1, 0);
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3));
+  auto server_of = [&](JobId id) {
+    return h.cluster().topology().ServerOf(h.job(id).gpus().front());
+  };
+  EXPECT_EQ(server_of(1), 0);
+  EXPECT_EQ(server_of(2), 1);
+  EXPECT_EQ(server_of(3), 0);  // server 1's other two GPUs are not free
+  EXPECT_EQ(h.cluster().free_gpus(), 1);
+  std::map<JobId, PendingReason> r = Reasons(h);
+  EXPECT_EQ(FormatPendingReason(r.at(4)), "needs 2 GPUs, only 1 free");
+  EXPECT_EQ(r.at(5).kind, PendingReasonKind::kPlacement);
+  EXPECT_EQ(FormatPendingReason(r.at(5)),
+            "needs 1 GPU on nodes of its own (--exclusive), entirely free "
+            "nodes have 0");
+  // Job 2 ends: job 4 takes two of server 1's GPUs, so job 5 still waits.
+  h.Finish(2, 10);
+  EXPECT_THAT(Started(h.At(10)), ElementsAre(4));
+  EXPECT_EQ(server_of(4), 1);
+  // Jobs 1 and 3 end: job 5 takes server 0, and a new job goes to server 1.
+  h.Finish(1, 20);
+  h.Finish(3, 20);
+  h.Submit(6, 1, 20);
+  EXPECT_THAT(Started(h.At(20)), ElementsAre(5, 6));
+  EXPECT_EQ(server_of(5), 0);
+  EXPECT_EQ(server_of(6), 1);
+  EXPECT_TRUE(h.cluster().reserved(0));
+  h.Finish(5, 30);
+  EXPECT_FALSE(h.cluster().reserved(0));
+  EXPECT_EQ(h.cluster().free_on(0), 4);
+}
+
 // A host with no cluster at all (the master with no node up) says so.
 TEST(PendingReasonTest, KindsHaveNamesAndTexts) {
   EXPECT_EQ(FormatPendingReason({.kind = PendingReasonKind::kNoNodes}),

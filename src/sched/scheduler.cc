@@ -559,17 +559,19 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
   // with every running job behind it set aside, under the same scheme and
   // needing at least as many GPUs, cannot be placed either.
   const std::string_view scheme = slots_[index].scheme;
-  // (A shaped job is placed by its shape, not its scheme: core/shape.h.)
-  const bool shaped = job.spec().shaped();
+  // (A shaped or filtered job is placed by a rule of its own, not its
+  // scheme's: core/shape.h.)
+  const bool own = job.spec().own_placement();
   for (const auto& [failed_scheme, gpus] : scratch_unplaceable_) {
-    if (!shaped && failed_scheme == scheme && job.num_gpus() >= gpus) {
+    if (!own && failed_scheme == scheme && job.num_gpus() >= gpus) {
       return false;
     }
   }
   auto place = [&] {
     scratch_gpus_.clear();
     if (!PlaceJob(*placer_, cluster, job, rng_, &scratch_gpus_)) return false;
-    absl::Status allocated = cluster.Allocate(job.id(), scratch_gpus_);
+    absl::Status allocated =
+        cluster.Allocate(job.id(), scratch_gpus_, job.spec().exclusive);
     assert(allocated.ok());
     (void)allocated;
     return true;
@@ -580,7 +582,7 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     return true;
   }
   auto unplaceable = [&] {
-    if (!shaped) scratch_unplaceable_.push_back({scheme, job.num_gpus()});
+    if (!own) scratch_unplaceable_.push_back({scheme, job.num_gpus()});
     return false;
   };
   // Could it fit with every lower-priority running job set aside? First
@@ -616,7 +618,8 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
   }
   if (!placed) {
     for (uint32_t r : released) {
-      absl::Status back = cluster.Allocate(jobs_[r].id(), jobs_[r].gpus());
+      absl::Status back = cluster.Allocate(jobs_[r].id(), jobs_[r].gpus(),
+                                           jobs_[r].spec().exclusive);
       assert(back.ok());
       (void)back;
     }
@@ -631,7 +634,8 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     size_t kept = 0;
     for (size_t i = released.size() - 1; i-- > 0;) {
       const Job& other = jobs_[released[i]];
-      absl::Status back = cluster.Allocate(other.id(), other.gpus());
+      absl::Status back =
+          cluster.Allocate(other.id(), other.gpus(), other.spec().exclusive);
       assert(back.ok());
       (void)back;
       if (cluster.free_gpus() >= job.num_gpus() && place()) {
@@ -654,12 +658,11 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
   pending_starts_.push_back({index, scratch_gpus_});
   for (uint32_t r : released) {
     const Job& other = jobs_[r];
-    bool untouched = true;
-    for (GpuId g : other.gpus()) {
-      untouched = untouched && cluster.gpu_unheld(g);
-    }
-    if (untouched) {
-      absl::Status kept = cluster.Allocate(other.id(), other.gpus());
+    // Kept if its GPUs are as it left them: unheld, and not on a server
+    // an exclusive job took (nor, for an exclusive one, beside another).
+    if (cluster.Fits(other.gpus(), other.spec().exclusive)) {
+      absl::Status kept =
+          cluster.Allocate(other.id(), other.gpus(), other.spec().exclusive);
       assert(kept.ok());
       (void)kept;
     } else {
@@ -711,7 +714,8 @@ bool Scheduler::TryStart(uint32_t index, Seconds now, Cluster& cluster,
   Job& job = jobs_[index];
   scratch_gpus_.clear();
   if (!PlaceJob(*placer_, cluster, job, rng_, &scratch_gpus_)) return false;
-  absl::Status allocated = cluster.Allocate(job.id(), scratch_gpus_);
+  absl::Status allocated =
+      cluster.Allocate(job.id(), scratch_gpus_, job.spec().exclusive);
   assert(allocated.ok());
   (void)allocated;
   CommitStart(index, now, scratch_gpus_, decisions);

@@ -8,12 +8,16 @@
 // no arrival, completion or queue change decides nothing. With job control
 // on (some jobs no-preempt, some submitted held and released later): a
 // running no-preempt job is never preempted, and a held job never starts.
+// With exclusive jobs (a share --exclusive): no server ever holds an
+// exclusive job and another job at once, and a server is reserved exactly
+// while an exclusive job holds GPUs there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 
 #include "place/placement.h"
 #include "sched/policy.h"
@@ -28,7 +32,8 @@ struct Workload {
 };
 
 Workload RandomWorkload(uint64_t seed, int num_jobs,
-                        double no_preempt_share = 0) {
+                        double no_preempt_share = 0,
+                        double exclusive_share = 0) {
   std::mt19937_64 gen(seed);
   // Two racks of mixed 2-, 4- and 8-GPU servers.
   std::vector<ServerSpec> servers;
@@ -47,6 +52,8 @@ Workload RandomWorkload(uint64_t seed, int num_jobs,
   }
   std::bernoulli_distribution no_preempt(no_preempt_share);
   for (JobSpec& job : w.jobs) job.no_preempt = no_preempt(gen);
+  std::bernoulli_distribution exclusive(exclusive_share);
+  for (JobSpec& job : w.jobs) job.exclusive = exclusive(gen);
   return w;
 }
 
@@ -210,13 +217,35 @@ class Driver {
 
   void CheckAllocation() {
     int busy = 0;
+    const Topology& topology = cluster_.topology();
+    // Per server: jobs holding GPUs there, and whether one is exclusive.
+    std::vector<std::set<JobId>> holders(topology.num_servers());
+    std::vector<bool> has_exclusive(topology.num_servers(), false);
     for (const Job& job : scheduler_.jobs()) {
       if (!job.running()) continue;
       busy += job.num_gpus();
       ASSERT_EQ(static_cast<int>(job.gpus().size()), job.num_gpus());
-      for (GpuId g : job.gpus()) ASSERT_EQ(cluster_.owner(g), job.id());
+      for (GpuId g : job.gpus()) {
+        ASSERT_EQ(cluster_.owner(g), job.id());
+        const int s = topology.ServerOf(g);
+        holders[s].insert(job.id());
+        if (job.spec().exclusive) has_exclusive[s] = true;
+      }
     }
-    ASSERT_EQ(busy, cluster_.busy_gpus()) << "a GPU is held by no job";
+    int reserved_idle = 0;
+    for (int s = 0; s < topology.num_servers(); ++s) {
+      ASSERT_EQ(cluster_.reserved(s), has_exclusive[s]) << "server " << s;
+      if (has_exclusive[s]) {
+        ASSERT_EQ(holders[s].size(), 1u)
+            << "server " << s << " holds an exclusive job and another";
+        const Server& server = topology.server(s);
+        for (int i = 0; i < server.num_gpus; ++i) {
+          reserved_idle += cluster_.owner(server.first_gpu + i) == kNoJob;
+        }
+      }
+    }
+    ASSERT_EQ(busy + reserved_idle, cluster_.busy_gpus())
+        << "a GPU is held by no job";
   }
 
   Decisions FromSnapshot(double now) {
@@ -266,6 +295,8 @@ struct Case {
   // Job control: a third of the jobs no-preempt, one in ten submitted held
   // and released 10 minutes later.
   bool jobctl = false;
+  // One job in five --exclusive.
+  bool exclusive = false;
 };
 
 class SchedulerPropertyTest : public ::testing::TestWithParam<Case> {};
@@ -274,7 +305,8 @@ TEST_P(SchedulerPropertyTest, ConservesWorkAndNeverDoubleBooks) {
   const Case& c = GetParam();
   for (uint64_t seed : {1, 2, 3}) {
     SCOPED_TRACE(testing::Message() << "seed " << seed);
-    Workload w = RandomWorkload(seed, 300, c.jobctl ? 0.33 : 0);
+    Workload w =
+        RandomWorkload(seed, 300, c.jobctl ? 0.33 : 0, c.exclusive ? 0.2 : 0);
     SchedulerOptions options;
     options.queues = *QueueConfig::Create({600, 3000});
     options.promote_knob = c.knob;
@@ -318,21 +350,29 @@ std::vector<Case> AllCases() {
   }
   cases.push_back({"tiresias-l", "pack", INFINITY, QueueOrder::kStartTime,
                    true});
+  for (const char* policy : {"tiresias-l", "tiresias-g", "yarn-cs", "srtf"}) {
+    cases.push_back(
+        {policy, "consolidate", 2.0, QueueOrder::kStable, false, true});
+  }
+  cases.push_back(
+      {"tiresias-l", "pack", INFINITY, QueueOrder::kStartTime, true, true});
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllPoliciesAndSchemes, SchedulerPropertyTest,
-    ::testing::ValuesIn(AllCases()),
-    [](const ::testing::TestParamInfo<Case>& info) {
-      std::string name =
-          info.param.policy + "_" + info.param.placement +
-          (std::isinf(info.param.knob) ? "" : "_knob") +
-          (info.param.order == QueueOrder::kStable ? "" : "_start_time") +
-          (info.param.jobctl ? "_jobctl" : "");
-      std::replace(name.begin(), name.end(), '-', '_');
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(AllPoliciesAndSchemes, SchedulerPropertyTest,
+                         ::testing::ValuesIn(AllCases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           std::string name =
+                               info.param.policy + "_" + info.param.placement +
+                               (std::isinf(info.param.knob) ? "" : "_knob") +
+                               (info.param.order == QueueOrder::kStable
+                                    ? ""
+                                    : "_start_time") +
+                               (info.param.jobctl ? "_jobctl" : "") +
+                               (info.param.exclusive ? "_exclusive" : "");
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace tiresias

@@ -79,7 +79,7 @@ TEST_F(ShellHelpCliTest, CompletionKnowsTheRealCommands) {
   EXPECT_THAT(Complete({"tiresias", "master", "--placement", "pro"}),
               ElementsAre("profiled"));
   EXPECT_THAT(Complete({"tiresias", "submit", "--gp"}),
-              ElementsAre("--gpus", "--gpus-per-node"));
+              ElementsAre("--gpu-type", "--gpus", "--gpus-per-node"));
   EXPECT_THAT(Complete({"tiresias", "submit", "--gpus", "1", "--", "bas"}),
               Contains("bash"));
   ProcessResult zsh = Tiresias({"completion", "zsh"});

@@ -3,14 +3,15 @@
 #ifndef TIRESIAS_SCHED_TESTING_HARNESS_H_
 #define TIRESIAS_SCHED_TESTING_HARNESS_H_
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "core/cluster.h"
+#include "core/node_filter.h"
 #include "place/placement.h"
 #include "sched/policy.h"
 #include "sched/scheduler.h"
@@ -49,6 +50,23 @@ class Harness {
                  .submit_time = Seconds{submit},
                  .nodes = nodes,
                  .gpus_per_node = per_node};
+    ASSERT_TRUE(scheduler_.Submit(spec, Seconds{submit}).ok());
+  }
+  // A job that may run only on the servers `filter` admits.
+  void SubmitFiltered(JobId id, int gpus, double submit, NodeFilter filter) {
+    JobSpec spec{
+        .id = id,
+        .num_gpus = gpus,
+        .submit_time = Seconds{submit},
+        .filter = std::make_shared<const NodeFilter>(std::move(filter))};
+    ASSERT_TRUE(scheduler_.Submit(spec, Seconds{submit}).ok());
+  }
+  // A job whose servers run nothing else (JobSpec::exclusive).
+  void SubmitExclusive(JobId id, int gpus, double submit) {
+    JobSpec spec{.id = id,
+                 .num_gpus = gpus,
+                 .submit_time = Seconds{submit},
+                 .exclusive = true};
     ASSERT_TRUE(scheduler_.Submit(spec, Seconds{submit}).ok());
   }
   Decisions At(double t) { return scheduler_.Schedule(Seconds{t}, cluster_); }

@@ -8,6 +8,12 @@
 //     running jobs' keys drift. The state drifts a little during a run
 //     (yarn-cs blocks behind a job that does not fit while jobs finish); the
 //     *_end counters say where it ended.
+//   BM_PassMixed/<mix>: BM_Pass for tiresias-l on the same cluster with
+//     half its servers "NVIDIA A100" and half "NVIDIA H200", where 10% of
+//     the jobs ask for `--gpu-type a100` (mix "filtered") or `--exclusive`
+//     (mix "exclusive"): such jobs place on a copy of the cluster with the
+//     refused servers cordoned (core/shape.cc), the cost to watch at 1,000
+//     servers. Compare with BM_Pass/tiresias-l of the same run.
 //   BM_SubmitSchedule/<policy>/<pending>: Submit one job and Schedule with
 //     1k, 10k, 100k jobs pending on a full 64x8 cluster, then Remove the job
 //     again so that the pending count stays put. Should grow ~log n in the
@@ -35,6 +41,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "core/cluster.h"
+#include "core/node_filter.h"
 #include "core/topology.h"
 #include "place/placement.h"
 #include "sched/policy.h"
@@ -63,11 +70,27 @@ constexpr SizeWeight kPhillySizes[] = {
 
 // A scheduler, its cluster and the bookkeeping a host keeps (which jobs run),
 // driven with synthetic jobs.
+// Which jobs carry what (BM_PassMixed): every tenth job.
+enum class Mix { kPlain, kFiltered, kExclusive };
+
+// Half the servers A100s, half H200s, one rack.
+Topology TwoModels(int servers, int gpus_per_server) {
+  std::vector<ServerSpec> specs;
+  for (int i = 0; i < servers; ++i) {
+    specs.push_back({.rack = 0,
+                     .num_gpus = gpus_per_server,
+                     .gpu_model = i % 2 == 0 ? "NVIDIA A100" : "NVIDIA H200"});
+  }
+  absl::StatusOr<Topology> topology = Topology::Create(std::move(specs));
+  Check(topology.status());
+  return *std::move(topology);
+}
+
 class TestBed {
  public:
-  TestBed(const std::string& policy_name, int servers, int gpus_per_server)
-      : cluster_(Topology::Uniform(1, servers, gpus_per_server)),
-        gen_(42) {
+  TestBed(const std::string& policy_name, int servers, int gpus_per_server,
+          Mix mix = Mix::kPlain)
+      : cluster_(TwoModels(servers, gpus_per_server)), mix_(mix), gen_(42) {
     absl::StatusOr<std::unique_ptr<Policy>> policy =
         MakePolicy(policy_name, {});
     Check(policy.status());
@@ -100,6 +123,12 @@ class TestBed {
     // Long enough that no oracle policy sees a job run out.
     spec.duration = Seconds{1e6 + static_cast<double>(gen_() % 100000)};
     spec.model = spec.id % 2 == 0 ? "vgg16" : "resnet50";
+    if (spec.id % 10 == 0 && mix_ == Mix::kFiltered) {
+      static const auto* const kA100 = new std::shared_ptr<const NodeFilter>(
+          std::make_shared<NodeFilter>(NodeFilter{.gpu_type = "a100"}));
+      spec.filter = *kA100;
+    }
+    if (spec.id % 10 == 0 && mix_ == Mix::kExclusive) spec.exclusive = true;
     Check(scheduler_->Submit(std::move(spec), Seconds{now_}));
     return next_id_ - 1;
   }
@@ -157,6 +186,7 @@ class TestBed {
   }
 
   Cluster cluster_;
+  Mix mix_;
   std::unique_ptr<Scheduler> scheduler_;
   std::mt19937_64 gen_;
   std::discrete_distribution<int> size_dist_;
@@ -185,8 +215,9 @@ void ReportState(benchmark::State& state, TestBed& bed, int64_t started_before,
 }
 
 // One event and its pass on 1,000 x 8 GPUs with 10,000 jobs pending.
-void BM_Pass(benchmark::State& state, const std::string& policy) {
-  TestBed bed(policy, 1000, 8);
+void BM_Pass(benchmark::State& state, const std::string& policy,
+             Mix mix = Mix::kPlain) {
+  TestBed bed(policy, 1000, 8, mix);
   bed.FillTo(10000);
   const int64_t started_before = bed.started();
   const int64_t preempted_before = bed.preempted();
@@ -232,6 +263,15 @@ void RegisterAll() {
     benchmark::RegisterBenchmark(
         (std::string("BM_Pass/") + policy).c_str(),
         [policy](benchmark::State& state) { BM_Pass(state, policy); })
+        ->ComputeStatistics("min", Min)
+        ->Unit(benchmark::kMicrosecond);
+  }
+  for (const auto& [name, mix] :
+       {std::pair<const char*, Mix>{"filtered", Mix::kFiltered},
+        {"exclusive", Mix::kExclusive}}) {
+    benchmark::RegisterBenchmark(
+        (std::string("BM_PassMixed/") + name).c_str(),
+        [mix](benchmark::State& state) { BM_Pass(state, "tiresias-l", mix); })
         ->ComputeStatistics("min", Min)
         ->Unit(benchmark::kMicrosecond);
   }

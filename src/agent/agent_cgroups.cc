@@ -7,11 +7,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "agent/agent_daemon.h"
 #include "agent/cgroups.h"
+#include "core/memory_size.h"
 
 namespace tiresias {
 namespace {
@@ -29,6 +32,22 @@ std::string FolderName(const std::string& name) {
 }
 
 // FNV-1a of `text`, 8 hex digits: stable across builds and restarts.
+const char* CgroupsFlag(AgentOptions::Cgroups cgroups) {
+  switch (cgroups) {
+    case AgentOptions::Cgroups::kAuto:
+      return "auto";
+    case AgentOptions::Cgroups::kOn:
+      return "on";
+    case AgentOptions::Cgroups::kOff:
+      return "off";
+    case AgentOptions::Cgroups::kV1:
+      return "v1";
+    case AgentOptions::Cgroups::kV2:
+      return "v2";
+  }
+  return "?";
+}
+
 std::string ShortHash(const std::string& text) {
   uint64_t hash = 14695981039346656037ull;
   for (unsigned char c : text) {
@@ -40,6 +59,28 @@ std::string ShortHash(const std::string& text) {
 
 }  // namespace
 
+// The hierarchies tasks' groups go in, as --cgroups chose: v1 or v2 as
+// asked; auto (and on) the unified hierarchy where it is the machine's
+// only one (mounted at /sys/fs/cgroup), else the v1 hierarchies, else a
+// unified one mounted elsewhere (a hybrid host's, which offers devices
+// by eBPF and little else).
+absl::StatusOr<std::map<std::string, std::string>>
+AgentDaemon::ChooseCgroupHierarchy() const {
+  std::ifstream in("/proc/self/mounts");
+  std::stringstream text;
+  text << in.rdbuf();
+  using Cgroups = AgentOptions::Cgroups;
+  if (options_.cgroups == Cgroups::kV1) return FindCgroupMounts(text.str());
+  absl::StatusOr<std::map<std::string, std::string>> v2 =
+      FindCgroup2Mount(text.str());
+  if (options_.cgroups == Cgroups::kV2) return v2;
+  if (v2.ok() && v2->at(kCgroup2) == "/sys/fs/cgroup") return v2;
+  absl::StatusOr<std::map<std::string, std::string>> v1 =
+      FindCgroupMounts(text.str());
+  if (v1.ok() || !v2.ok()) return v1;
+  return v2;
+}
+
 absl::Status AgentDaemon::SetUpCgroups(PosixLauncherOptions& launcher) {
   if (options_.cgroups == AgentOptions::Cgroups::kOff) {
     if (options_.memory_per_gpu_bytes > 0) {
@@ -49,11 +90,8 @@ absl::Status AgentDaemon::SetUpCgroups(PosixLauncherOptions& launcher) {
     Log("cgroups: off (--cgroups off): tasks share the node unconstrained");
     return absl::OkStatus();
   }
-  std::ifstream in("/proc/self/mounts");
-  std::stringstream text;
-  text << in.rdbuf();
   absl::StatusOr<std::map<std::string, std::string>> mounts =
-      FindCgroupMounts(text.str());
+      ChooseCgroupHierarchy();
   // The node's name and its state dir's: the same across the agent's
   // restarts (a restarted agent adopts its tasks' groups), another for a
   // second agent on the machine (tests run several).
@@ -61,17 +99,29 @@ absl::Status AgentDaemon::SetUpCgroups(PosixLauncherOptions& launcher) {
       absl::StrCat("tiresias/", FolderName(options_.node_name), "-",
                    ShortHash(std::filesystem::absolute(options_.state_dir)));
   absl::Status usable = mounts.status();
+  std::set<std::string> offered;  // v2: the hierarchy's controllers
+  if (usable.ok() && IsCgroup2(*mounts)) {
+    absl::StatusOr<std::set<std::string>> found =
+        Cgroup2Controllers(mounts->at(kCgroup2));
+    usable = found.status();
+    if (found.ok()) offered = *std::move(found);
+  }
   if (usable.ok()) {
-    // Can the agent make groups there (root, writable)? A probe says.
+    // Can the agent make groups there (root, writable; on v2, load and
+    // attach a device filter)? A probe says.
+    CgroupLimits probe_limits;
+    if (IsCgroup2(*mounts)) probe_limits.denied_gpu_minors = {0};
     absl::StatusOr<std::unique_ptr<TaskCgroup>> probe = TaskCgroup::Create(
-        *mounts, parent, absl::StrCat("probe-", getpid()), {});
+        *mounts, parent, absl::StrCat("probe-", getpid()), probe_limits);
     usable = probe.status();
     if (probe.ok()) (*probe)->Remove().IgnoreError();
   }
+  const bool required = options_.cgroups != AgentOptions::Cgroups::kAuto;
   if (!usable.ok()) {
-    if (options_.cgroups == AgentOptions::Cgroups::kOn) {
+    if (required) {
       return absl::FailedPreconditionError(
-          absl::StrCat("cgroups (--cgroups on): ", usable.message()));
+          absl::StrCat("cgroups (--cgroups ", CgroupsFlag(options_.cgroups),
+                       "): ", usable.message()));
     }
     if (options_.memory_per_gpu_bytes > 0) {
       return absl::FailedPreconditionError(
@@ -81,6 +131,13 @@ absl::Status AgentDaemon::SetUpCgroups(PosixLauncherOptions& launcher) {
                      "; tasks share the node unconstrained"));
     return absl::OkStatus();
   }
+  const bool v2 = IsCgroup2(*mounts);
+  memory_limited_ = !v2 || offered.contains("memory");
+  if (!memory_limited_ && options_.memory_per_gpu_bytes > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--mem-per-gpu: the cgroup v2 hierarchy at ",
+                     mounts->at(kCgroup2), " offers no memory controller"));
+  }
   cgroup_mounts_ = *mounts;
   cgroup_parent_ = parent;
   launcher.cgroup_mounts = *mounts;
@@ -88,7 +145,11 @@ absl::Status AgentDaemon::SetUpCgroups(PosixLauncherOptions& launcher) {
   for (const GpuInfo& gpu : gpus_) launcher.node_gpus.push_back(gpu.index);
   launcher.memory_per_gpu = options_.memory_per_gpu_bytes;
   std::string cpus = "; CPUs not bound (--cpus-per-gpu -1)";
-  if (options_.cpus_per_gpu >= 0 && !gpus_.empty()) {
+  const bool can_bind = !v2 || offered.contains("cpuset");
+  const bool can_quota = v2 && offered.contains("cpu");
+  if (options_.cpus_per_gpu >= 0 && !gpus_.empty() && !can_bind && !can_quota) {
+    cpus = "; CPUs not limited (the hierarchy offers neither cpuset nor cpu)";
+  } else if (options_.cpus_per_gpu >= 0 && !gpus_.empty()) {
     cpu_set_t mine;
     CPU_ZERO(&mine);
     if (sched_getaffinity(0, sizeof(mine), &mine) == 0) {
@@ -97,24 +158,30 @@ absl::Status AgentDaemon::SetUpCgroups(PosixLauncherOptions& launcher) {
       }
     }
     launcher.cpus_per_gpu = options_.cpus_per_gpu;
+    launcher.cpu_quota = !can_bind;
     const std::vector<int> first =
         CpusForGpus(launcher.node_cpus, static_cast<int>(gpus_.size()), {0},
                     options_.cpus_per_gpu);
     cpus = absl::StrCat("; ", first.size(), " of ", launcher.node_cpus.size(),
-                        " CPUs per GPU");
+                        " CPUs per GPU",
+                        can_bind ? "" : " as a CPU-time quota (no cpuset)");
   }
+  const std::string how =
+      v2 ? absl::StrCat(" (v2 at ", mounts->at(kCgroup2), ", controllers \"",
+                        absl::StrJoin(offered, " "), "\", GPU devices by eBPF)")
+         : " (v1: memory, cpuset, pids, devices, cpuacct)";
   Log(absl::StrCat(
-      "cgroups: each task in its own, under ", parent,
-      " (v1: memory, cpuset, pids, devices, cpuacct)",
+      "cgroups: each task in its own, under ", parent, how,
       options_.memory_per_gpu_bytes > 0
           ? absl::StrCat("; memory ", options_.memory_per_gpu_bytes,
                          " bytes per GPU")
           : "",
+      memory_limited_ ? "" : "; memory not limited (no memory controller)",
       cpus));
   return absl::OkStatus();
 }
 
-void AgentDaemon::MeasureResources(const PosixLauncherOptions& launcher) {
+void AgentDaemon::MeasureResources(PosixLauncherOptions& launcher) {
   const int gpus = static_cast<int>(gpus_.size());
   int cpus = static_cast<int>(launcher.node_cpus.size());
   if (cpus > 0 && gpus > 0) {
@@ -130,16 +197,30 @@ void AgentDaemon::MeasureResources(const PosixLauncherOptions& launcher) {
   }
   report_cpus_ = cpus;
   report_memory_mib_ = options_.memory_mib;
-  if (report_memory_mib_ <= 0) {
+  if (!memory_limited_) {
+    // Nothing to hold a job to what it asked: none to offer (jobs with
+    // --mem-per-gpu go elsewhere, their pending reason says why).
+    report_memory_mib_ = 0;
+  } else if (report_memory_mib_ <= 0) {
     const long pages = sysconf(_SC_PHYS_PAGES);
     const long page = sysconf(_SC_PAGESIZE);
     report_memory_mib_ = pages > 0 && page > 0 ? static_cast<int64_t>(pages) *
                                                      page / (int64_t{1} << 20)
                                                : 0;
   }
+  std::string share;
+  if (!launcher.cgroup_mounts.empty() && memory_limited_ &&
+      launcher.memory_per_gpu == 0 && gpus > 0 && report_memory_mib_ > 0) {
+    // A job promised its GPUs' slices (the master places by them) gets
+    // them only if no other job takes more than its own.
+    launcher.memory_per_gpu = report_memory_mib_ / gpus * (int64_t{1} << 20);
+    share = absl::StrCat("; a task that asks none is held to ",
+                         MemoryText(report_memory_mib_ / gpus),
+                         " per GPU (an equal share; --mem-per-gpu to set)");
+  }
   Log(absl::StrCat("resources: ", report_cpus_, " CPUs and ",
                    report_memory_mib_, " MiB for ", gpus,
-                   gpus == 1 ? " GPU" : " GPUs"));
+                   gpus == 1 ? " GPU" : " GPUs", share));
 }
 
 void AgentDaemon::RemoveStaleCgroups() {

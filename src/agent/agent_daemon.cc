@@ -3,14 +3,13 @@
 // recovery are in agent_recovery.cc, tasks in agent_tasks.cc.
 #include "agent/agent_daemon.h"
 
+#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -19,6 +18,7 @@
 #include "agent/file_store.h"
 #include "agent/log_service.h"
 #include "agent/run_as.h"
+#include "core/node_filter.h"
 #include "nlohmann/json.hpp"
 #include "proto/tiresias.grpc.pb.h"
 #include "proto/tiresias.pb.h"
@@ -39,6 +39,16 @@ class AgentStub {
 };
 
 namespace {
+
+// A discovered GPU name as the master takes it (agent_reports.h): printable
+// ASCII, at most kMaxGpuModelBytes; anything else '?', the rest cut.
+std::string ReportableGpuModel(std::string name) {
+  if (name.size() > kMaxGpuModelBytes) name.resize(kMaxGpuModelBytes);
+  for (char& c : name) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return name;
+}
 
 std::string Hostname() {
   char name[256] = {};
@@ -261,6 +271,10 @@ std::vector<v1::TaskStatus> AgentDaemon::Statuses() const {
     for (int g : task.gpus) s.add_gpu_indexes(g);
     if (task.exit_code) s.set_exit_code(*task.exit_code);
     if (task.out_of_memory) s.set_out_of_memory(true);
+    if (task.usage) {
+      s.set_cpu_seconds(task.usage->cpu_seconds);
+      s.set_memory_peak_bytes(task.usage->memory_peak_bytes);
+    }
     if (task.start_time) s.set_start_time(*task.start_time);
     if (task.profile) *s.mutable_profile() = *task.profile;
     if (task.end_time) {
@@ -324,7 +338,7 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
   req.set_gpus(static_cast<int>(gpus_.size()));
   req.set_gpu_model(!options_.gpu_model.empty() ? options_.gpu_model
                     : gpus_.empty()             ? std::string()
-                                                : gpus_[0].name);
+                                    : ReportableGpuModel(gpus_[0].name));
   req.mutable_features()->Assign(options_.features.begin(),
                                  options_.features.end());
   req.set_cpus(report_cpus_);
@@ -565,6 +579,7 @@ void AgentDaemon::Loop() {
     }
     if (PollExits()) changed = true;
     if (ReadRunningProfiles()) changed = true;
+    ReadTaskUsage();
     bool leaving_untold;
     {
       MutexLock lock(&mu_);

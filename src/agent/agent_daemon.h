@@ -156,13 +156,16 @@ struct AgentOptions {
   bool allow_root_tasks = false;
   // Each task in cgroups of its own (cgroups.h: its node's other GPUs
   // denied, its memory-kill reported, what it left killed), under
-  // tiresias/<node> of the v1 hierarchies. kAuto: when the agent can make
-  // them (root, the hierarchies mounted and writable), else it logs why
-  // and runs tasks without; kOn: Start fails without them; kOff: never.
-  enum class Cgroups { kAuto, kOn, kOff };
+  // tiresias/<node>. kAuto: when the agent can make them (root, a
+  // hierarchy mounted and writable: v2 where it is the machine's only
+  // one, else v1), else it logs why and runs tasks without; kOn: the same
+  // choice, but Start fails without; kV1, kV2: that one or Start fails;
+  // kOff: never.
+  enum class Cgroups { kAuto, kOn, kOff, kV1, kV2 };
   Cgroups cgroups = Cgroups::kAuto;
   // With cgroups: each task's memory limit, per GPU it was given; a task
-  // past it is killed by the kernel and reported out of memory. 0: none.
+  // past it is killed by the kernel and reported out of memory. 0: an
+  // equal share per GPU of the memory told to the master (MeasureResources).
   int64_t memory_per_gpu_bytes = 0;
   // With cgroups: a task with GPUs is bound to this many CPUs per GPU, a
   // block of its own per GPU (CpusForGpus of the CPUs the agent may use);
@@ -247,6 +250,8 @@ class AgentDaemon {
     std::optional<int> stop_reason;  // a v1::StopReason
     std::optional<int> exit_code;
     bool out_of_memory = false;        // TaskExit::out_of_memory
+    // Its cgroup's latest reading (ReadTaskUsage), or the final one.
+    std::optional<CgroupUsage> usage;
     std::optional<double> start_time;  // Unix seconds
     std::optional<double> end_time;
     // Started under the traffic profiler (StartTask.profile): what it
@@ -291,6 +296,11 @@ class AgentDaemon {
   // that a long job is placed by its skew before it ends; true if one was
   // read (report it).
   bool ReadRunningProfiles() ABSL_LOCKS_EXCLUDED(mu_);
+  // Every kUsageReadInterval, what each running task used so far (its
+  // cgroup), for the next report; never a report of its own.
+  void ReadTaskUsage() ABSL_LOCKS_EXCLUDED(mu_);
+  static constexpr std::chrono::seconds kUsageReadInterval{5};
+  std::chrono::steady_clock::time_point next_usage_read_{};  // Loop's own
   void AdoptRecorded() ABSL_LOCKS_EXCLUDED(mu_);
   void RemoveStaleFiles() ABSL_LOCKS_EXCLUDED(mu_);
   // Cgroups (agent_cgroups.cc): whether tasks get them (options_.cgroups),
@@ -298,11 +308,15 @@ class AgentDaemon {
   // left for tasks no longer running removed. The parent folder is
   // "tiresias/<node>-<hash of the state dir>".
   absl::Status SetUpCgroups(PosixLauncherOptions& launcher);
+  absl::StatusOr<std::map<std::string, std::string>> ChooseCgroupHierarchy()
+      const;
   // The CPUs and memory told to the master (RegisterRequest.cpus,
   // memory_mib), from what SetUpCgroups chose: the CPUs of the GPUs'
   // blocks when tasks are bound, else those the agent may use; --memory,
-  // else the machine's.
-  void MeasureResources(const PosixLauncherOptions& launcher);
+  // else the machine's. With cgroups and no --mem-per-gpu, a task that
+  // asks no memory is held to its GPUs' equal shares of it (so that no
+  // job takes what another was promised): launcher.memory_per_gpu.
+  void MeasureResources(PosixLauncherOptions& launcher);
   void RemoveStaleCgroups() ABSL_LOCKS_EXCLUDED(mu_);
   // At Stop: the parent folder, if no task's groups are left in it (tasks
   // kept running for the next agent keep it).
@@ -335,6 +349,9 @@ class AgentDaemon {
   std::string cgroup_parent_;
   int report_cpus_ = 0;  // MeasureResources; constant after Start
   int64_t report_memory_mib_ = 0;
+  // False on a v2 hierarchy without the memory controller: no memory is
+  // offered to jobs (MeasureResources). Set by SetUpCgroups.
+  bool memory_limited_ = true;
   std::unique_ptr<ProcessLauncher> launcher_;
   std::optional<TaskRecord> record_;
   std::unique_ptr<class AgentStub> stub_;

@@ -3,7 +3,8 @@
 // make them), 2 emulated GPUs, and real task processes. What a job could
 // open, how much memory it got, and where it ran are what the job itself
 // wrote to its log. Needs root and the v1 hierarchies (as this machine and
-// CI have); elsewhere each test says why it skips.
+// CI have); elsewhere each test says why it skips. AgentIsolationV2Test
+// runs the agent on the v2 hierarchy (--cgroups v2) instead.
 #include <sched.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -40,14 +41,30 @@ using ::testing::HasSubstr;
 
 class AgentIsolationTest : public testing::Test {
  protected:
+  // Which hierarchy the agent is told to use.
+  virtual AgentOptions::Cgroups Which() const {
+    return AgentOptions::Cgroups::kOn;
+  }
+  // The last word on the agent's options.
+  virtual void Configure(AgentOptions&) {}
+
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root to make cgroups";
     std::ifstream in("/proc/self/mounts");
     std::stringstream mounts;
     mounts << in.rdbuf();
-    auto found = FindCgroupMounts(mounts.str());
+    const bool v2 = Which() == AgentOptions::Cgroups::kV2;
+    auto found =
+        v2 ? FindCgroup2Mount(mounts.str()) : FindCgroupMounts(mounts.str());
     if (!found.ok()) GTEST_SKIP() << found.status();
     mounts_ = *found;
+    // Memory limits where the hierarchy offers them.
+    bool memory = !v2;
+    if (v2) {
+      auto offered = Cgroup2Controllers(mounts_.at(kCgroup2));
+      ASSERT_TRUE(offered.ok()) << offered.status();
+      memory = offered->contains("memory");
+    }
     std::filesystem::create_directories(dir_.path() / "master");
     MasterOptions options;
     options.state_dir = dir_.File("master");
@@ -69,8 +86,9 @@ class AgentIsolationTest : public testing::Test {
     agent.state_dir = dir_.File("agent");
     agent.grace = seconds(3);
     agent.allow_root_tasks = true;
-    agent.cgroups = AgentOptions::Cgroups::kOn;
-    agent.memory_per_gpu_bytes = 64 << 20;
+    agent.cgroups = Which();
+    agent.memory_per_gpu_bytes = memory ? 64 << 20 : 0;
+    Configure(agent);
     agent.log = [this](std::string_view line) {
       std::lock_guard<std::mutex> lock(log_mu_);
       log_.push_back(std::string(line));
@@ -113,6 +131,9 @@ class AgentIsolationTest : public testing::Test {
     return id.ok() ? *id : 0;
   }
 
+  // Runs a job given one GPU of two that tries to open both; its log.
+  std::string RunGpuProbe(JobId* id);
+
   JobRecord WaitEnded(JobId id) {
     JobRecord job;
     EXPECT_TRUE(WaitUntil(
@@ -145,10 +166,10 @@ class AgentIsolationTest : public testing::Test {
 // device node opens as far as the (absent) driver allows, the other's is
 // refused (EPERM), whichever path the node has; /proc/self/cgroup names
 // the job's groups; and they are gone once it ended.
-TEST_F(AgentIsolationTest, AJobCannotOpenTheGpuItWasNotGiven) {
+std::string AgentIsolationTest::RunGpuProbe(JobId* id) {
   for (int minor : {0, 1}) {
     const std::string path = dir_.File(absl::StrCat("nvidia", minor));
-    ASSERT_EQ(mknod(path.c_str(), S_IFCHR | 0666, makedev(kNvidiaMajor, minor)),
+    EXPECT_EQ(mknod(path.c_str(), S_IFCHR | 0666, makedev(kNvidiaMajor, minor)),
               0);
   }
   const std::string probe = absl::StrCat(
@@ -165,23 +186,27 @@ TEST_F(AgentIsolationTest, AJobCannotOpenTheGpuItWasNotGiven) {
       "    print(('mine' if n == mine else 'other'), how)\n"
       "print(open('/proc/self/cgroup').read())\n");
   std::ofstream(dir_.File("probe.py")) << probe;
-  const JobId id =
-      Submit(absl::StrCat("/usr/bin/python3 ", dir_.File("probe.py")));
-  const JobRecord job = WaitEnded(id);
-  EXPECT_EQ(job.state, JobRecordState::kFinished) << Log(id);
-  const std::string log = Log(id);
+  *id = Submit(absl::StrCat("/usr/bin/python3 ", dir_.File("probe.py")));
+  const JobRecord job = WaitEnded(*id);
+  EXPECT_EQ(job.state, JobRecordState::kFinished) << Log(*id);
+  const std::string log = Log(*id);
   EXPECT_THAT(log, HasSubstr("mine not-refused\n"));  // ENXIO: no driver
   EXPECT_THAT(log, HasSubstr("other refused\n"));     // EPERM
+  const std::string group = absl::StrCat(mounts_.begin()->second, "/", parent_,
+                                         "/", TaskCgroupName(*id, 1, 0));
+  EXPECT_TRUE(
+      WaitUntil([&] { return !std::filesystem::exists(group); }, seconds(5)))
+      << group;
+  return log;
+}
+
+TEST_F(AgentIsolationTest, AJobCannotOpenTheGpuItWasNotGiven) {
+  JobId id = 0;
+  const std::string log = RunGpuProbe(&id);
   EXPECT_THAT(log, HasSubstr(absl::StrCat(":devices:/", parent_, "/",
                                           TaskCgroupName(id, 1, 0))));
   EXPECT_THAT(log, HasSubstr(absl::StrCat(":memory:/", parent_, "/",
                                           TaskCgroupName(id, 1, 0))));
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        return !std::filesystem::exists(absl::StrCat(
-            mounts_.at("memory"), "/", parent_, "/", TaskCgroupName(id, 1, 0)));
-      },
-      seconds(5)));
 }
 
 // A job past its memory (64 MiB per GPU, one GPU) is killed by the kernel,
@@ -204,6 +229,24 @@ TEST_F(AgentIsolationTest, AJobPastItsMemoryFailsOutOfMemory) {
   const JobRecord ok = WaitEnded(fits);
   EXPECT_EQ(ok.state, JobRecordState::kFinished) << Log(fits);
   EXPECT_THAT(Log(fits), HasSubstr("fits"));
+}
+
+// What the job used, as its cgroups measured it, reaches its record: CPU
+// time it burnt (about half a second) and the memory it touched (24 MiB).
+TEST_F(AgentIsolationTest, WhatAJobUsedIsInItsRecord) {
+  const JobId id = Submit(
+      "/usr/bin/python3 -c \"import time\n"
+      "b = bytearray(24 << 20)\n"
+      "for i in range(0, len(b), 4096): b[i] = 1\n"
+      "t = time.process_time()\n"
+      "while time.process_time() - t < 0.5: pass\n"
+      "print('done')\"");
+  const JobRecord job = WaitEnded(id);
+  EXPECT_EQ(job.state, JobRecordState::kFinished) << Log(id);
+  EXPECT_GE(job.cpu_seconds, 0.4) << Log(id);
+  EXPECT_LT(job.cpu_seconds, 30.0);
+  EXPECT_GE(job.max_memory_bytes, int64_t{24} << 20);
+  EXPECT_LE(job.max_memory_bytes, int64_t{64} << 20);  // its limit
 }
 
 // Two 1-GPU jobs at once each run on their GPU's own CPUs, and a 2-GPU
@@ -241,6 +284,45 @@ TEST_F(AgentIsolationTest, EachJobRunsOnItsGpusCpus) {
   EXPECT_EQ(WaitEnded(both).state, JobRecordState::kFinished) << Log(both);
   EXPECT_THAT(Log(both),
               HasSubstr(absl::StrCat("cpus ", expected({0, 1}), "\n")));
+}
+
+// The same agent on the unified hierarchy (--cgroups v2): the other GPU
+// is refused by the eBPF device filter, the job's one group is named in
+// /proc/self/cgroup ("0::/..."), and it goes once the job ended.
+class AgentIsolationV2Test : public AgentIsolationTest {
+ protected:
+  AgentOptions::Cgroups Which() const override {
+    return AgentOptions::Cgroups::kV2;
+  }
+};
+
+TEST_F(AgentIsolationV2Test, AJobCannotOpenTheGpuItWasNotGiven) {
+  JobId id = 0;
+  const std::string log = RunGpuProbe(&id);
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("0::/", parent_, "/",
+                                          TaskCgroupName(id, 1, 0), "\n")));
+}
+
+// Without --mem-per-gpu, a task that asks no memory is held to its GPUs'
+// equal shares of what the node offers (--memory 128M over 2 GPUs: 64M
+// each), so that it cannot take memory the master promised another job.
+class AgentIsolationDefaultMemoryTest : public AgentIsolationTest {
+ protected:
+  void Configure(AgentOptions& agent) override {
+    agent.memory_per_gpu_bytes = 0;
+    agent.memory_mib = 128;
+  }
+};
+
+TEST_F(AgentIsolationDefaultMemoryTest, ATaskGetsItsGpusShareOfMemory) {
+  const JobId hog = Submit(
+      "/usr/bin/python3 -c \"b = b'x' * (256 << 20); print('survived')\"");
+  const JobRecord job = WaitEnded(hog);
+  EXPECT_EQ(job.state, JobRecordState::kFailed) << Log(hog);
+  EXPECT_THAT(Log(hog), ::testing::Not(HasSubstr("survived")));
+  const JobId fits =
+      Submit("/usr/bin/python3 -c \"b = b'x' * (8 << 20); print('fits')\"");
+  EXPECT_EQ(WaitEnded(fits).state, JobRecordState::kFinished) << Log(fits);
 }
 
 }  // namespace

@@ -152,7 +152,9 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
   }
   spec.cpus_per_gpu = std::max(0, st.cpus_per_gpu());
   spec.memory_per_gpu =
-      std::clamp<int64_t>(st.mem_per_gpu_mib(), 0, int64_t{1} << 40) << 20;
+      // At most the master's job_limits::kMaxMemPerGpuMib (2^30 MiB): no
+      // product with the GPU count can overflow.
+      std::clamp<int64_t>(st.mem_per_gpu_mib(), 0, int64_t{1} << 30) << 20;
   spec.gpus.assign(st.gpu_indexes().begin(), st.gpu_indexes().end());
   spec.argv.assign(st.command().begin(), st.command().end());
   spec.env.insert(st.env().begin(), st.env().end());
@@ -322,6 +324,7 @@ bool AgentDaemon::PollExits() {
     }
     task.end_time = UnixSeconds(e.end_time);
     task.out_of_memory = e.out_of_memory;
+    if (e.usage) task.usage = e.usage;
     Log(absl::StrCat(
         TaskName(e.handle.job_id, e.handle.attempt, e.handle.rank), ": ",
         e.Describe(), e.fenced ? " (fenced: the agent's lease lapsed)" : ""));
@@ -385,5 +388,18 @@ bool AgentDaemon::ReadRunningProfiles() {
   return read;
 }
 
+void AgentDaemon::ReadTaskUsage() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_usage_read_) return;
+  next_usage_read_ = now + kUsageReadInterval;
+  std::vector<std::pair<TaskHandle, CgroupUsage>> readings =
+      launcher_->ReadUsage();
+  MutexLock lock(&mu_);
+  for (const auto& [handle, usage] : readings) {
+    auto it = tasks_.find({handle.job_id, handle.attempt, handle.rank});
+    // An ended task keeps its final reading.
+    if (it != tasks_.end() && !it->second.ended) it->second.usage = usage;
+  }
+}
 
 }  // namespace tiresias

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/device_filter.h"
 
 namespace tiresias {
 namespace {
@@ -54,6 +55,25 @@ absl::StatusOr<int64_t> ReadNumber(const std::string& path) {
   if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &value)) {
     return absl::DataLossError(
         absl::StrCat(path, ": expected a number, got \"", *text, "\""));
+  }
+  return value;
+}
+
+// The number after `key` in a file of "key value" lines (memory.events,
+// cpu.stat, v1's memory.oom_control); 0 when the key is absent.
+absl::StatusOr<int64_t> ReadKey(const std::string& path,
+                                absl::string_view key) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  int64_t value = 0;
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    std::vector<absl::string_view> words =
+        absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (words.size() == 2 && words[0] == key &&
+        !absl::SimpleAtoi(words[1], &value)) {
+      return absl::DataLossError(
+          absl::StrCat(path, ": ", key, ": expected a number"));
+    }
   }
   return value;
 }
@@ -123,6 +143,33 @@ absl::StatusOr<std::map<std::string, std::string>> FindCgroupMounts(
   return found;
 }
 
+absl::StatusOr<std::map<std::string, std::string>> FindCgroup2Mount(
+    absl::string_view mounts_text) {
+  for (absl::string_view line : absl::StrSplit(mounts_text, '\n')) {
+    const std::vector<absl::string_view> fields =
+        absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (fields.size() >= 3 && fields[2] == "cgroup2") {
+      return std::map<std::string, std::string>{
+          {kCgroup2, std::string(fields[1])}};
+    }
+  }
+  return absl::NotFoundError(
+      "no cgroup v2 (unified) hierarchy is mounted (/proc/self/mounts)");
+}
+
+absl::StatusOr<std::set<std::string>> Cgroup2Controllers(
+    const std::string& mount) {
+  absl::StatusOr<std::string> text =
+      ReadFile(absl::StrCat(mount, "/cgroup.controllers"));
+  if (!text.ok()) return text.status();
+  std::set<std::string> offered;
+  for (absl::string_view word :
+       absl::StrSplit(*text, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
+    offered.insert(std::string(word));
+  }
+  return offered;
+}
+
 namespace {
 
 // The group folders of <parent>/<name>, one per controller mount, and the
@@ -136,6 +183,16 @@ absl::Status GroupDirs(const std::map<std::string, std::string>& mounts,
     return absl::InvalidArgumentError(
         absl::StrCat("cgroup \"", parent, "\" / \"", name,
                      "\": expected relative names without \".\" or \"..\""));
+  }
+  if (IsCgroup2(mounts)) {
+    // One folder, every controller's files in it.
+    const std::string dir =
+        absl::StrCat(mounts.at(kCgroup2), "/", parent, "/", name);
+    dirs->push_back(dir);
+    for (const char* controller : kTaskControllers) {
+      (*by_controller)[controller] = dir;
+    }
+    return absl::OkStatus();
   }
   for (const char* controller : kTaskControllers) {
     auto mount = mounts.find(controller);
@@ -161,7 +218,8 @@ absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Open(
   std::map<std::string, std::string> by_controller;
   absl::Status status = GroupDirs(mounts, parent, name, &dirs, &by_controller);
   if (!status.ok()) return status;
-  std::unique_ptr<TaskCgroup> group(new TaskCgroup(std::move(dirs)));
+  std::unique_ptr<TaskCgroup> group(
+      new TaskCgroup(std::move(dirs), IsCgroup2(mounts)));
   group->by_controller_ = std::move(by_controller);
   return group;
 }
@@ -192,12 +250,22 @@ absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(
   std::map<std::string, std::string> by_controller;
   absl::Status named = GroupDirs(mounts, parent, name, &dirs, &by_controller);
   if (!named.ok()) return named;
-  std::unique_ptr<TaskCgroup> group(new TaskCgroup(dirs));
+  std::unique_ptr<TaskCgroup> group(new TaskCgroup(dirs, IsCgroup2(mounts)));
   group->by_controller_ = by_controller;
   auto fail = [&](absl::Status status) {
     group->Remove().IgnoreError();
     return status;
   };
+  if (group->v2_) {
+    absl::Status made = group->MakeV2(mounts.at(kCgroup2),
+                                      absl::StrCat(parent, "/", name), limits);
+    if (!made.ok()) return fail(made);
+    return group;
+  }
+  if (limits.cpu_quota_cpus > 0) {
+    return absl::InvalidArgumentError(
+        "a CPU quota is for cgroup v2 (cpu.max); v1 binds CPUs by cpuset");
+  }
   for (const char* controller : kTaskControllers) {
     absl::Status made = MakeGroup(mounts.at(controller), controller,
                                   absl::StrCat(parent, "/", name));
@@ -234,6 +302,89 @@ absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(
     if (!status.ok()) return fail(status);
   }
   return group;
+}
+
+absl::Status TaskCgroup::MakeV2(const std::string& mount,
+                                const std::string& relative,
+                                const CgroupLimits& limits) {
+  std::vector<std::pair<std::string, std::string>> needed;  // controller, why
+  if (!limits.cpus.empty()) needed.emplace_back("cpuset", "bind CPUs");
+  if (limits.cpu_quota_cpus > 0) needed.emplace_back("cpu", "limit CPU time");
+  if (limits.memory_bytes > 0) needed.emplace_back("memory", "limit memory");
+  if (limits.pids > 0) needed.emplace_back("pids", "limit processes");
+  std::string enable;
+  if (!needed.empty()) {
+    absl::StatusOr<std::set<std::string>> offered = Cgroup2Controllers(mount);
+    if (!offered.ok()) return offered.status();
+    for (const auto& [controller, why] : needed) {
+      if (!offered->contains(controller)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(mount, ": the cgroup v2 hierarchy offers no ",
+                         controller, " controller (cgroup.controllers: \"",
+                         absl::StrJoin(*offered, " "), "\"), needed to ", why));
+      }
+      absl::StrAppend(&enable, enable.empty() ? "+" : " +", controller);
+    }
+  }
+  // Folder by folder, each parent enabling the controllers for its
+  // children (the kernel's rule: a child has only what its parent's
+  // cgroup.subtree_control names).
+  std::string dir = mount;
+  for (absl::string_view part : absl::StrSplit(relative, '/')) {
+    if (!enable.empty()) {
+      absl::Status status =
+          WriteFile(absl::StrCat(dir, "/cgroup.subtree_control"), enable);
+      if (!status.ok()) return status;
+    }
+    dir = absl::StrCat(dir, "/", part);
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::InternalError(
+          absl::StrCat(dir, ": cannot make: ", std::strerror(errno)));
+    }
+  }
+  auto write = [&](absl::string_view file, absl::string_view value) {
+    return WriteFile(absl::StrCat(dir, "/", file), value);
+  };
+  if (!limits.cpus.empty()) {
+    absl::Status status = write("cpuset.cpus", absl::StrJoin(limits.cpus, ","));
+    if (!status.ok()) return status;
+  }
+  if (limits.cpu_quota_cpus > 0) {
+    constexpr int64_t kPeriodUs = 100000;
+    absl::Status status =
+        write("cpu.max",
+              absl::StrCat(limits.cpu_quota_cpus * kPeriodUs, " ", kPeriodUs));
+    if (!status.ok()) return status;
+  }
+  if (limits.memory_bytes > 0) {
+    absl::Status status =
+        write("memory.max", absl::StrCat(limits.memory_bytes));
+    if (!status.ok()) return status;
+    // No escape into swap, where the kernel has it.
+    if (fs::exists(absl::StrCat(dir, "/memory.swap.max"))) {
+      status = write("memory.swap.max", "0");
+      if (!status.ok()) return status;
+    }
+  }
+  if (limits.pids > 0) {
+    absl::Status status = write("pids.max", absl::StrCat(limits.pids));
+    if (!status.ok()) return status;
+  }
+  if (!limits.denied_gpu_minors.empty()) {
+    const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+      return absl::InternalError(
+          absl::StrCat(dir, ": cannot open: ", std::strerror(errno)));
+    }
+    absl::Status status =
+        AttachDeviceFilter(fd, kNvidiaMajor, limits.denied_gpu_minors);
+    close(fd);
+    if (!status.ok()) {
+      return absl::Status(status.code(),
+                          absl::StrCat(dir, ": ", status.message()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string TaskCgroup::DirOf(absl::string_view controller) const {
@@ -300,14 +451,30 @@ bool JoinSelf(const std::vector<int>& procs_fds) {
 
 absl::StatusOr<CgroupUsage> TaskCgroup::Usage() const {
   CgroupUsage usage;
-  absl::StatusOr<int64_t> peak =
-      ReadNumber(absl::StrCat(DirOf("memory"), "/memory.max_usage_in_bytes"));
-  if (!peak.ok()) return peak.status();
-  usage.memory_peak_bytes = *peak;
-  absl::StatusOr<int64_t> cpu_ns =
-      ReadNumber(absl::StrCat(DirOf("cpuacct"), "/cpuacct.usage"));
-  if (!cpu_ns.ok()) return cpu_ns.status();
-  usage.cpu_seconds = static_cast<double>(*cpu_ns) / 1e9;
+  if (v2_) {
+    // memory.peak (Linux 5.19) and memory.events exist only where the
+    // memory controller is enabled; cpu.stat in every group.
+    const std::string dir = dirs_.front();
+    if (fs::exists(absl::StrCat(dir, "/memory.peak"))) {
+      absl::StatusOr<int64_t> peak =
+          ReadNumber(absl::StrCat(dir, "/memory.peak"));
+      if (!peak.ok()) return peak.status();
+      usage.memory_peak_bytes = *peak;
+    }
+    absl::StatusOr<int64_t> cpu_us =
+        ReadKey(absl::StrCat(dir, "/cpu.stat"), "usage_usec");
+    if (!cpu_us.ok()) return cpu_us.status();
+    usage.cpu_seconds = static_cast<double>(*cpu_us) / 1e6;
+  } else {
+    absl::StatusOr<int64_t> peak =
+        ReadNumber(absl::StrCat(DirOf("memory"), "/memory.max_usage_in_bytes"));
+    if (!peak.ok()) return peak.status();
+    usage.memory_peak_bytes = *peak;
+    absl::StatusOr<int64_t> cpu_ns =
+        ReadNumber(absl::StrCat(DirOf("cpuacct"), "/cpuacct.usage"));
+    if (!cpu_ns.ok()) return cpu_ns.status();
+    usage.cpu_seconds = static_cast<double>(*cpu_ns) / 1e9;
+  }
   absl::StatusOr<int64_t> oom_kills = OomKills();
   if (!oom_kills.ok()) return oom_kills.status();
   usage.oom_kills = *oom_kills;
@@ -315,20 +482,13 @@ absl::StatusOr<CgroupUsage> TaskCgroup::Usage() const {
 }
 
 absl::StatusOr<int64_t> TaskCgroup::OomKills() const {
-  const std::string path = absl::StrCat(DirOf("memory"), "/memory.oom_control");
-  absl::StatusOr<std::string> text = ReadFile(path);
-  if (!text.ok()) return text.status();
-  int64_t kills = 0;
-  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
-    std::vector<absl::string_view> words =
-        absl::StrSplit(line, ' ', absl::SkipEmpty());
-    if (words.size() == 2 && words[0] == "oom_kill" &&
-        !absl::SimpleAtoi(words[1], &kills)) {
-      return absl::DataLossError(
-          absl::StrCat(path, ": oom_kill: expected a number"));
-    }
+  if (v2_) {
+    const std::string events = absl::StrCat(dirs_.front(), "/memory.events");
+    if (!fs::exists(events)) return 0;  // no memory controller: no limit
+    return ReadKey(events, "oom_kill");
   }
-  return kills;
+  return ReadKey(absl::StrCat(DirOf("memory"), "/memory.oom_control"),
+                 "oom_kill");
 }
 
 absl::Status TaskCgroup::Remove() {

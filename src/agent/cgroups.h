@@ -1,21 +1,30 @@
-// A task's control groups on cgroup v1: one group per controller (memory,
-// cpuset, pids, devices, cpuacct) under the agent's own subtree, so that a
-// task on a shared node gets only the CPUs, memory, processes and GPU
-// devices it was given, and the agent can say what it used and whether the
-// kernel killed it for memory (issue 23).
+// A task's control groups, on cgroup v1 or v2, under the agent's own
+// subtree, so that a task on a shared node gets only the CPUs, memory,
+// processes and GPU devices it was given, and the agent can say what it
+// used and whether the kernel killed it for memory (issue 23).
 //
+// v1: one group per controller (memory, cpuset, pids, devices, cpuacct).
 // The hierarchies are found from /proc/self/mounts (a controller may share
 // a mount with others, as cpu,cpuacct often do). A group's path is
 // <mount>/<parent>/<name>, e.g. /sys/fs/cgroup/memory/tiresias/node-a/
 // job-7-1-0; the parent's folders are made as needed (a new cpuset gets its
 // parent's CPUs and memory nodes, which the kernel requires before a
-// process may join).
+// process may join). GPU devices: as Slurm's ConstrainDevices does on v1,
+// the group keeps the default of every device allowed and denies each GPU
+// of the node the task was not given (char major 195, one minor per GPU),
+// so /dev/nvidiactl, /dev/nvidia-uvm, InfiniBand and the rest stay usable.
 //
-// GPU devices: as Slurm's ConstrainDevices does on v1, the group keeps the
-// default of every device allowed and denies each GPU of the node the task
-// was not given (char major 195, one minor per GPU), so /dev/nvidiactl,
-// /dev/nvidia-uvm, InfiniBand and the rest stay usable. Opening a denied
-// device fails with EPERM, whatever path its node has.
+// v2 (a mounts map holding kCgroup2): one folder per task in the unified
+// hierarchy, the controllers a limit needs enabled in each parent's
+// cgroup.subtree_control on the way down; cpuset.cpus, memory.max (and
+// memory.swap.max 0), pids.max and cpu.max (a CPU-time quota, for nodes
+// whose hierarchy offers cpu but not cpuset, as systemd's delegation
+// often does); the GPU devices denied by an eBPF program
+// (device_filter.h). A limit whose controller the hierarchy does not
+// offer is an error naming it, never silently dropped.
+//
+// Either way, opening a denied device fails with EPERM, whatever path its
+// node has.
 //
 // Not thread-safe: one owner (the agent's task table) at a time.
 #ifndef TIRESIAS_AGENT_CGROUPS_H_
@@ -46,17 +55,41 @@ struct CgroupLimits {
   // GPU minors (195:N) the task may not open: the node's GPUs it was not
   // given.
   std::vector<int> denied_gpu_minors;
+  // v2 only: at most this many CPUs' worth of time (cpu.max, a quota over
+  // a 100 ms period); 0: none.
+  int cpu_quota_cpus = 0;
 };
 
 struct CgroupUsage {
-  int64_t memory_peak_bytes = 0;  // memory.max_usage_in_bytes
-  double cpu_seconds = 0;         // cpuacct.usage
-  int64_t oom_kills = 0;          // memory.oom_control's oom_kill
+  // v1 memory.max_usage_in_bytes; v2 memory.peak (0 where the kernel or
+  // the hierarchy has none).
+  int64_t memory_peak_bytes = 0;
+  double cpu_seconds = 0;  // v1 cpuacct.usage; v2 cpu.stat usage_usec
+  // v1 memory.oom_control's oom_kill; v2 memory.events' (0 without).
+  int64_t oom_kills = 0;
 };
 
-// The controllers a task's groups are made in.
+// The controllers a task's groups are made in, on v1.
 inline constexpr const char* kTaskControllers[] = {"memory", "cpuset", "pids",
                                                    "devices", "cpuacct"};
+
+// The key of a mounts map that means the unified (v2) hierarchy mounted
+// there: TaskCgroup uses its v2 back end for such a map.
+inline constexpr char kCgroup2[] = "cgroup2";
+
+inline bool IsCgroup2(const std::map<std::string, std::string>& mounts) {
+  return mounts.contains(kCgroup2);
+}
+
+// The unified hierarchy's mount, from the text of /proc/self/mounts, as a
+// mounts map {kCgroup2: mount point}. NotFound without one.
+absl::StatusOr<std::map<std::string, std::string>> FindCgroup2Mount(
+    absl::string_view mounts_text);
+
+// The controllers a v2 hierarchy offers to its groups: those listed in
+// <mount>/cgroup.controllers.
+absl::StatusOr<std::set<std::string>> Cgroup2Controllers(
+    const std::string& mount);
 
 // Where each controller's v1 hierarchy is mounted, from the text of
 // /proc/self/mounts: controller -> mount point, for the kTaskControllers
@@ -67,9 +100,9 @@ absl::StatusOr<std::map<std::string, std::string>> FindCgroupMounts(
 class TaskCgroup {
  public:
   // Makes the groups <mount>/<parent>/<name> for every kTaskControllers
-  // entry of `mounts` and applies `limits`. `parent` and `name` are
-  // relative paths without "..". Errors name the file that could not be
-  // written; nothing is left behind on an error.
+  // entry of `mounts` (v2: the one folder) and applies `limits`. `parent` and
+  // `name` are relative paths without "..". Errors name the file that could not
+  // be written; nothing is left behind on an error.
   static absl::StatusOr<std::unique_ptr<TaskCgroup>> Create(
       const std::map<std::string, std::string>& mounts,
       const std::string& parent, const std::string& name,
@@ -115,10 +148,15 @@ class TaskCgroup {
       const std::string& parent, const std::set<std::string>& keep);
 
  private:
-  explicit TaskCgroup(std::vector<std::string> dirs) : dirs_(std::move(dirs)) {}
+  TaskCgroup(std::vector<std::string> dirs, bool v2)
+      : dirs_(std::move(dirs)), v2_(v2) {}
   std::string DirOf(absl::string_view controller) const;
+  // Create's v2 half: the folders made, the limits written.
+  absl::Status MakeV2(const std::string& mount, const std::string& relative,
+                      const CgroupLimits& limits);
 
   std::vector<std::string> dirs_;
+  bool v2_ = false;
   std::map<std::string, std::string> by_controller_;
 };
 

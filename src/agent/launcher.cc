@@ -118,8 +118,14 @@ struct PosixLauncher::State {
   // (or kept for a later try).
   void EndCgroup(Tracked& t, TaskExit& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (t.cgroup == nullptr) return;
-    absl::StatusOr<int64_t> oom_kills = t.cgroup->OomKills();
-    if (oom_kills.ok() && *oom_kills > 0) exit.out_of_memory = true;
+    absl::StatusOr<CgroupUsage> usage = t.cgroup->Usage();
+    if (usage.ok()) {
+      exit.usage = *usage;
+      if (usage->oom_kills > 0) exit.out_of_memory = true;
+    } else {
+      absl::StatusOr<int64_t> oom_kills = t.cgroup->OomKills();
+      if (oom_kills.ok() && *oom_kills > 0) exit.out_of_memory = true;
+    }
     t.cgroup->KillAll();
     if (!t.cgroup->Remove().ok()) leftover_cgroups.push_back(t.cgroup);
     t.cgroup.reset();
@@ -328,6 +334,10 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
     limits.cpus = CpusForGpus(
         options.node_cpus, static_cast<int>(options.node_gpus.size()),
         spec.gpus, options.cpus_per_gpu, spec.cpus_per_gpu);
+    if (options.cpu_quota) {
+      limits.cpu_quota_cpus = static_cast<int>(limits.cpus.size());
+      limits.cpus.clear();
+    }
     for (int gpu : options.node_gpus) {
       if (std::find(spec.gpus.begin(), spec.gpus.end(), gpu) ==
           spec.gpus.end()) {
@@ -476,6 +486,25 @@ std::vector<TaskExit> PosixLauncher::PollAll() {
     }
   }
   return exits;
+}
+
+std::vector<std::pair<TaskHandle, CgroupUsage>> PosixLauncher::ReadUsage() {
+  std::vector<std::pair<TaskHandle, std::shared_ptr<TaskCgroup>>> groups;
+  {
+    MutexLock lock(&state_->mu);
+    for (const auto& [pid, t] : state_->tasks) {
+      if (t.cgroup != nullptr) groups.emplace_back(t.handle, t.cgroup);
+    }
+  }
+  // Read outside the lock (a few small files each); a group removed
+  // meanwhile (its task just ended) fails to read and is left out: its
+  // exit carries the final reading.
+  std::vector<std::pair<TaskHandle, CgroupUsage>> out;
+  for (const auto& [handle, group] : groups) {
+    absl::StatusOr<CgroupUsage> usage = group->Usage();
+    if (usage.ok()) out.emplace_back(handle, *usage);
+  }
+  return out;
 }
 
 }  // namespace tiresias

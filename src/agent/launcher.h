@@ -39,6 +39,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "agent/cgroups.h"
 #include "agent/run_as.h"
 
 namespace tiresias {
@@ -151,6 +152,9 @@ struct TaskExit {
   // The kernel killed a process of the task for memory (its cgroup's
   // limit): the task's end is that, whatever its exit status says.
   bool out_of_memory = false;
+  // What it used in all, read from its cgroup as it ended; absent without
+  // one (or when it could not be read).
+  std::optional<CgroupUsage> usage;
 
   // "preempted (killed by signal 9)", "failed (exit code 3)".
   std::string Describe() const;
@@ -201,6 +205,12 @@ class ProcessLauncher {
 
   // Poll for every task in charge; the exits seen.
   virtual std::vector<TaskExit> PollAll() = 0;
+
+  // What each running task in charge that has a cgroup used so far. None
+  // by default (a launcher without cgroups).
+  virtual std::vector<std::pair<TaskHandle, CgroupUsage>> ReadUsage() {
+    return {};
+  }
 };
 
 class Clock;
@@ -223,7 +233,8 @@ struct PosixLauncherOptions {
   std::string checkpoint_fallback_dir;
   // Each task in cgroups of its own (cgroups.h: TaskCgroupName under
   // `cgroup_parent`, e.g. "tiresias/node-a", of the v1 hierarchies in
-  // `cgroup_mounts`), made before it starts and removed once it ended,
+  // `cgroup_mounts`, or of its kCgroup2 hierarchy), made before it starts
+  // and removed once it ended,
   // with what was left in them killed. Empty mounts: no cgroups.
   std::map<std::string, std::string> cgroup_mounts;
   std::string cgroup_parent;
@@ -239,6 +250,9 @@ struct PosixLauncherOptions {
   // GPU (0: an even share). No CPUs: no binding.
   std::vector<int> node_cpus;
   int cpus_per_gpu = 0;
+  // v2 without cpuset: instead of binding a task to those CPUs, hold it
+  // to their count's worth of CPU time (cpu.max).
+  bool cpu_quota = false;
 };
 
 // Forks and execs tasks (see spawn.h for the child's setup, task_env.h for
@@ -264,6 +278,7 @@ class PosixLauncher final : public ProcessLauncher {
   absl::StatusOr<std::optional<TaskExit>> Poll(
       const TaskHandle& handle) override;
   std::vector<TaskExit> PollAll() override;
+  std::vector<std::pair<TaskHandle, CgroupUsage>> ReadUsage() override;
 
  private:
   struct State;

@@ -196,6 +196,8 @@ json JobJson(const v1::Job& j, JobView view, double now_unix_seconds) {
       {"last_stop_time", j.last_stop_time()},
       {"nodes", Strings(j.nodes())},
       {"exit_code", j.has_exit_code() ? json(j.exit_code()) : json(nullptr)},
+      {"cpu_s", j.cpu_seconds()},
+      {"max_memory_bytes", j.max_memory_bytes()},
       {"pending_reason", TextOrNull(j.pending_reason())},
       {"pending_reason_kind", TextOrNull(reason_kind)},
       {"profile", ProfileJson(j)},

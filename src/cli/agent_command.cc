@@ -142,9 +142,11 @@ int RunAgent(const AgentFlags& f) {
   }
   if (!f.memory.empty()) {
     absl::StatusOr<int64_t> bytes = ParseMemorySize("--memory", f.memory);
-    if (!bytes.ok() || *bytes < (int64_t{1} << 20)) {
+    // The master's bounds (agent_reports.h: 1 MiB to 2^40 MiB).
+    if (!bytes.ok() || *bytes < (int64_t{1} << 20) ||
+        (*bytes >> 20) > (int64_t{1} << 40)) {
       std::fprintf(stderr, "tiresias agent: %s\n",
-                   bytes.ok() ? "--memory: at least 1M"
+                   bytes.ok() ? "--memory: expected 1M to 1048576T"
                               : std::string(bytes.status().message()).c_str());
       return 2;
     }
@@ -170,6 +172,8 @@ int RunAgent(const AgentFlags& f) {
   options.features = *std::move(features);
   options.cgroups = f.cgroups == "on"    ? AgentOptions::Cgroups::kOn
                     : f.cgroups == "off" ? AgentOptions::Cgroups::kOff
+                    : f.cgroups == "v1"  ? AgentOptions::Cgroups::kV1
+                    : f.cgroups == "v2"  ? AgentOptions::Cgroups::kV2
                                          : AgentOptions::Cgroups::kAuto;
   // Blocked before any thread starts, so that every thread inherits the
   // mask and only this thread takes them. Tasks get an empty mask
@@ -298,14 +302,17 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
                 "task fails to start (exit code 127, the reason in its log), "
                 "as does one whose owner is empty or has no account");
   cmd->add_option("--cgroups", f.cgroups,
-                  "Run each task in cgroups of its own (v1: memory, cpuset, "
-                  "pids, devices, cpuacct, under tiresias/NODE): the node's "
-                  "GPUs a task was not given are denied to it, a kill at a "
-                  "memory limit is reported as out of memory, and what a "
-                  "task leaves behind is killed. auto: when the agent can "
-                  "(root, the hierarchies mounted), else it says why and "
-                  "runs without; on: refuse to start without; off: never")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
+                  "Run each task in cgroups of its own, under tiresias/NODE "
+                  "(v1: memory, cpuset, pids, devices, cpuacct; v2: one "
+                  "group, GPU devices denied by an eBPF program): the "
+                  "node's GPUs a task was not given are denied to it, a "
+                  "kill at a memory limit is reported as out of memory, and "
+                  "what a task leaves behind is killed. auto: when the agent "
+                  "can (root, a hierarchy mounted; v2 where it is the only "
+                  "one, else v1), else it says why and runs without; on: "
+                  "the same, but refuse to start without; v1, v2: that "
+                  "one; off: never")
+      ->check(CLI::IsMember({"auto", "on", "off", "v1", "v2"}))
       ->default_val("auto");
   cmd->add_option("--mem-per-gpu", f.mem_per_gpu,
                   "With cgroups: each task's memory limit per GPU it was "
@@ -313,7 +320,9 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
                   "512M, or a number of MiB, for jobs that do not give their "
                   "own (submit --mem-per-gpu). A task past it is killed by "
                   "the kernel and its job's event says out of memory. "
-                  "Default: no limit");
+                  "Default: an equal share per GPU of --memory (or of the "
+                  "machine's), so that no job takes memory the master "
+                  "promised another");
   cmd->add_option("--memory", f.memory,
                   "Memory this node's GPUs share out to jobs, told to the "
                   "master (Slurm's RealMemory; same form as --mem-per-gpu): "

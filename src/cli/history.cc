@@ -14,6 +14,7 @@
 #include "api/api_json.h"
 #include "cli/cluster_client.h"
 #include "cli/printable.h"
+#include "core/memory_size.h"
 #include "nlohmann/json.hpp"
 
 namespace tiresias::cli {
@@ -76,6 +77,15 @@ const std::vector<Field>& Fields() {
       {"run", "RUN",
        [](const v1::Job& j, double) { return FormatDuration(RunSeconds(j)); },
        "total_executed_s"},
+      {"cpu", "CPU",
+       [](const v1::Job& j, double) { return FormatDuration(j.cpu_seconds()); },
+       "cpu_s"},
+      {"maxmem", "MAXMEM",
+       [](const v1::Job& j, double) {
+         return j.max_memory_bytes() > 0 ? ByteSizeText(j.max_memory_bytes())
+                                         : std::string("-");
+       },
+       "max_memory_bytes"},
       {"gpu_seconds", "GPU-SECONDS",
        [](const v1::Job& j, double) {
          return absl::StrFormat("%.0f", j.attained_gpu_seconds());

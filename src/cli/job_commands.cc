@@ -22,6 +22,7 @@
 #include "cli/printable.h"
 #include "cli/time_arg.h"
 #include "core/dependency.h"
+#include "core/memory_size.h"
 #include "core/warn_signal.h"
 
 namespace tiresias {
@@ -250,6 +251,14 @@ void PrintJob(const v1::Job& job, double now) {
   line("Queue:", absl::StrCat(job.queue()));
   line("Attained:", absl::StrFormat("%.0f GPU-s", job.attained_gpu_seconds()));
   line("Executed:", cli::FormatDuration(job.total_executed_seconds()));
+  if (job.cpu_seconds() > 0 || job.max_memory_bytes() > 0) {
+    // From the tasks' cgroups: CPU time summed over them (Slurm's
+    // TotalCPU), memory the largest peak of one (MaxRSS).
+    line("Used:",
+         absl::StrCat(cli::FormatDuration(job.cpu_seconds()),
+                      " CPU time, memory peak ",
+                      ByteSizeText(job.max_memory_bytes()), " (largest task)"));
+  }
   line("Wait:", cli::FormatDuration(api::JobWaitSeconds(job, now)));
   line("Submitted:", cli::FormatTime(job.submit_time()));
   if (job.has_first_start_time()) {

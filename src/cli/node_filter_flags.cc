@@ -187,14 +187,15 @@ absl::Status ApplyNodeFilter(const NodeFilterFlags& flags,
   if (!flags.mem_per_gpu.empty()) {
     ASSIGN_OR_RETURN(int64_t bytes,
                      ParseMemorySize(names.mem_per_gpu, flags.mem_per_gpu));
-    if (bytes < (int64_t{1} << 20) ||
-        (bytes >> 20) > job_limits::kMaxMemPerGpuMib) {
+    if (bytes < (int64_t{1} << 20) || ((bytes + (int64_t{1} << 20) - 1) >> 20) >
+                                          job_limits::kMaxMemPerGpuMib) {
       return absl::InvalidArgumentError(
           absl::StrCat(names.mem_per_gpu, ": expected 1M to ",
                        job_limits::kMaxMemPerGpuMib >> 10, "G, got \"",
                        flags.mem_per_gpu, "\""));
     }
-    spec->mem_per_gpu_mib = bytes >> 20;
+    // Rounded up, as Slurm does: a job gets at least what it asked.
+    spec->mem_per_gpu_mib = (bytes + (int64_t{1} << 20) - 1) >> 20;
   }
   return absl::OkStatus();
 }

@@ -62,6 +62,11 @@ TEST(ApplyNodeFilterTest, SetsTheSpecOrNamesTheFlag) {
                   .ok());
   EXPECT_EQ(spec.cpus_per_gpu, 6);
   EXPECT_EQ(spec.mem_per_gpu_mib, 24576);
+  // Rounded up to whole MiB: a job gets at least what it asked.
+  ASSERT_TRUE(
+      ApplyNodeFilter({.mem_per_gpu = "1536K"}, kNodeFilterFlagNames, &spec)
+          .ok());
+  EXPECT_EQ(spec.mem_per_gpu_mib, 2);
   for (const char* cpus : {"0", "-1", "1.5", "x", "1025"}) {
     bad = ApplyNodeFilter({.cpus_per_gpu = cpus}, kNodeFilterFlagNames, &spec);
     EXPECT_THAT(bad.message(), HasSubstr("--cpus-per-gpu: ")) << cpus;

@@ -1,9 +1,11 @@
 #include "core/memory_size.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/to_absl.h"
 
 namespace tiresias {
@@ -50,6 +52,20 @@ absl::StatusOr<int64_t> ParseMemorySize(std::string_view flag,
 std::string MemoryText(int64_t mib) {
   if (mib > 0 && mib % 1024 == 0) return absl::StrCat(mib / 1024, "G");
   return absl::StrCat(mib, "M");
+}
+
+std::string ByteSizeText(int64_t bytes) {
+  if (bytes < 1024) return absl::StrCat(std::max<int64_t>(bytes, 0));
+  constexpr const char* kUnits[] = {"K", "M", "G", "T", "P", "E"};
+  double value = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  while (value >= 1024 && unit < 5) {
+    value /= 1024;
+    ++unit;
+  }
+  // One decimal below 10, none above: "1.5G", "812M", "12G".
+  return value < 10 ? absl::StrFormat("%.1f%s", value, kUnits[unit])
+                    : absl::StrFormat("%.0f%s", value, kUnits[unit]);
 }
 
 }  // namespace tiresias

@@ -21,6 +21,10 @@ absl::StatusOr<int64_t> ParseMemorySize(std::string_view flag,
 // A size in MiB for people: "32G" when whole GiB, else "1536M".
 std::string MemoryText(int64_t mib);
 
+// A measured size in bytes for people, to three figures or so: "1.5G",
+// "812M", "4.0K", "100" (bytes); "0" for none.
+std::string ByteSizeText(int64_t bytes);
+
 }  // namespace tiresias
 
 #endif  // TIRESIAS_CORE_MEMORY_SIZE_H_

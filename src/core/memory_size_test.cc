@@ -26,5 +26,16 @@ TEST(MemorySizeTest, TextIsGibibytesWhenWhole) {
   EXPECT_EQ(MemoryText(0), "0M");
 }
 
+TEST(MemorySizeTest, MeasuredBytesReadInThreeFigures) {
+  EXPECT_EQ(ByteSizeText(0), "0");
+  EXPECT_EQ(ByteSizeText(-5), "0");
+  EXPECT_EQ(ByteSizeText(1023), "1023");
+  EXPECT_EQ(ByteSizeText(1024), "1.0K");
+  EXPECT_EQ(ByteSizeText(812 << 20), "812M");
+  EXPECT_EQ(ByteSizeText(int64_t{3} << 29), "1.5G");
+  EXPECT_EQ(ByteSizeText(int64_t{12} << 30), "12G");
+  EXPECT_EQ(ByteSizeText(int64_t{1} << 62), "4.0E");
+}
+
 }  // namespace
 }  // namespace tiresias

@@ -92,6 +92,25 @@ bool NodeFilter::Admits(const Server& server) const {
       });
 }
 
+std::string NodeFilter::Key() const {
+  std::string key;
+  auto add = [&](std::string_view part) {
+    absl::StrAppend(&key, part.size(), ":", ToAbsl(part), ";");
+  };
+  add(gpu_type);
+  absl::StrAppend(&key, constraint.size(), "|");
+  for (const std::vector<std::string>& group : constraint) {
+    absl::StrAppend(&key, group.size(), "&");
+    for (const std::string& feature : group) add(feature);
+  }
+  absl::StrAppend(&key, nodelist.size(), "n");
+  for (const std::string& name : nodelist) add(name);
+  absl::StrAppend(&key, exclude.size(), "x");
+  for (const std::string& name : exclude) add(name);
+  absl::StrAppend(&key, cpus_per_gpu, "c", mem_per_gpu_mib, "m");
+  return key;
+}
+
 std::string NodeFilter::Describe() const {
   std::vector<std::string> parts;
   if (!gpu_type.empty()) parts.push_back(absl::StrCat("GPU type ", gpu_type));

@@ -76,6 +76,10 @@ struct NodeFilter {
   // "GPU type a100, features ib&nvme, nodes n1,n2, not n3, 8 CPUs per GPU,
   // 32G memory per GPU": the parts set.
   std::string Describe() const;
+  // The same text for equal filters and different texts for different
+  // ones (each part length-prefixed: names may hold any separator), to
+  // group jobs by filter.
+  std::string Key() const;
 };
 
 }  // namespace tiresias

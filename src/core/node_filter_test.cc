@@ -92,6 +92,27 @@ TEST(NodeFilterTest, EveryPartMustPass) {
   EXPECT_EQ(listed.Describe(), "nodes b,c, not c");
 }
 
+// Filters whose descriptions read alike (a GPU type may hold ", nodes")
+// still get keys of their own; equal filters share one.
+TEST(NodeFilterTest, KeysTellApartFiltersThatReadAlike) {
+  const NodeFilter typed{.gpu_type = "a100, node n1"};
+  const NodeFilter listed{.gpu_type = "a100", .nodelist = {"n1"}};
+  EXPECT_EQ(typed.Describe(), listed.Describe());
+  EXPECT_NE(typed.Key(), listed.Key());
+  const NodeFilter two{.nodelist = {"a,b"}};
+  const NodeFilter split{.nodelist = {"a", "b"}};
+  EXPECT_NE(two.Key(), split.Key());
+  const NodeFilter in{.nodelist = {"a"}};
+  const NodeFilter out{.exclude = {"a"}};
+  EXPECT_NE(in.Key(), out.Key());
+  const NodeFilter ab{.constraint = *ParseConstraint("a&b")};
+  const NodeFilter a_or_b{.constraint = *ParseConstraint("a|b")};
+  EXPECT_NE(ab.Key(), a_or_b.Key());
+  EXPECT_NE(NodeFilter{.cpus_per_gpu = 12}.Key(),
+            NodeFilter{.mem_per_gpu_mib = 12}.Key());
+  EXPECT_EQ(NodeFilter(listed).Key(), listed.Key());
+}
+
 // Each GPU's slice of a server's CPUs and memory, rounded down, must hold
 // what the job asks; a server that told neither takes no job that asks.
 TEST(NodeFilterTest, CpusAndMemoryMustFitAGpusSlice) {

@@ -238,6 +238,21 @@ std::string TaskReportError(const v1::TaskStatus& task, int index, int gpus,
     return absl::StrCat(at, ".exit_code: expected 0..383 (128 + signal for a "
                         "signal), got ", task.exit_code());
   }
+  // Usage: at most a million CPUs for a century, and 2^60 bytes.
+  if (task.has_cpu_seconds() &&
+      (!std::isfinite(task.cpu_seconds()) || task.cpu_seconds() < 0 ||
+       task.cpu_seconds() > 3.2e15)) {
+    return absl::StrCat(at,
+                        ".cpu_seconds: expected a finite number of "
+                        "seconds >= 0, got ",
+                        Number(task.cpu_seconds()));
+  }
+  if (task.has_memory_peak_bytes() &&
+      (task.memory_peak_bytes() < 0 ||
+       task.memory_peak_bytes() > (int64_t{1} << 60))) {
+    return absl::StrCat(at, ".memory_peak_bytes: expected 0 to 2^60, got ",
+                        task.memory_peak_bytes());
+  }
   if (!v1::StopReason_IsValid(task.stop_reason())) {
     return absl::StrCat(at, ".stop_reason: expected a stop reason, got ",
                         static_cast<int>(task.stop_reason()));

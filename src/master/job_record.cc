@@ -158,8 +158,9 @@ int64_t ApproxEncodedBytes(const JobRecord& job) {
   // Each string costs its bytes plus a tag and a length varint (3 bytes
   // past 16 KiB); an env entry's own framing is covered by its two strings.
   constexpr int64_t kPerString = 4;
-  // Ids, state, counters and times with their tags: at most about 120.
-  constexpr int64_t kNumbers = 128;
+  // Ids, state, counters, times and usage with their tags: at most about
+  // 140.
+  constexpr int64_t kNumbers = 144;
   int64_t bytes = kNumbers;
   auto add = [&](const std::string& s) {
     bytes += static_cast<int64_t>(s.size()) + kPerString;
@@ -171,6 +172,10 @@ int64_t ApproxEncodedBytes(const JobRecord& job) {
   add(job.spec.workdir);
   add(job.spec.output);
   add(job.spec.error);
+  add(job.spec.gpu_type);
+  add(job.spec.constraint);
+  for (const std::string& node : job.spec.nodelist) add(node);
+  for (const std::string& node : job.spec.exclude) add(node);
   for (const std::string& arg : job.spec.command) add(arg);
   for (const auto& [key, value] : job.spec.env) {
     add(key);

@@ -243,6 +243,11 @@ struct JobRecord {
   int array_index = 0;
   std::vector<std::string> nodes;  // node names it runs (or last ran) on
   std::optional<int> exit_code;
+  // What its ended tasks used (proto Job.cpu_seconds, max_memory_bytes):
+  // CPU time summed, the largest memory peak. Stored; reads add the
+  // running tasks' latest readings (MasterState::LiveView).
+  double cpu_seconds = 0;
+  int64_t max_memory_bytes = 0;
   // The client's idempotency key it was submitted with
   // (SubmitJobRequest.request_id); empty if none. Written once, at creation.
   std::string request_id;

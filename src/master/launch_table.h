@@ -90,6 +90,10 @@ class LaunchTable {
     std::optional<int> exit_code;
     std::optional<Seconds> start_time;  // agent's clock
     std::optional<Seconds> end_time;    // agent's clock
+    // Its task's latest usage reading (TaskStatus.cpu_seconds,
+    // memory_peak_bytes); added to the job's record as it ends.
+    double cpu_seconds = 0;
+    int64_t memory_peak_bytes = 0;
 
     bool running() const { return ran; }  // reported running at some point
     bool ended() const { return state == PartState::kEnded; }

@@ -29,6 +29,13 @@ absl::Status MasterState::CheckFitsCluster(const JobRequest& spec) {
         "spec.no_preempt: this master accepts no jobs that cannot be "
         "preempted (its --max-no-preempt-gpus is 0)");
   }
+  if (spec.no_preempt && spec.exclusive && max_no_preempt >= 0) {
+    // Its nodes' every GPU would be held, past what the limit counts.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.no_preempt: a job with nodes of its own (--exclusive) cannot "
+        "also be unpreemptible on this master (--max-no-preempt-gpus ",
+        max_no_preempt, " limits the GPUs such a job holds)"));
+  }
   if (spec.no_preempt && max_no_preempt > 0 &&
       spec.num_gpus > max_no_preempt) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -114,6 +114,7 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
     m.pack_limit_fit = std::string(PackLimitFitName(pack_runs_->fit()));
     m.preemptions = ended_.preemptions;
     m.promotions = ended_.promotions;
+    m.cpu_seconds = ended_.cpu_seconds;
     // The state as shown (starting overlaid); a waiting job's stored queue
     // is current (a re-queue marks it dirty), so no live view is needed.
     for (const auto& [id, rec] : records_) {
@@ -123,6 +124,11 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
       ++m.jobs_by_state[shown];
       m.preemptions += rec.preemptions;
       m.promotions += rec.promotions;
+      const auto [cpu, memory] = UsageWithRunning(rec);
+      m.cpu_seconds += cpu;
+      if (shown == JobRecordState::kRunning) {
+        m.running_usage.push_back({id, rec.spec.user, cpu, memory});
+      }
       if (shown == JobRecordState::kPending ||
           shown == JobRecordState::kPreempted) {
         ++m.waiting_by_queue[rec.queue];

@@ -10,6 +10,12 @@
 
 namespace tiresias {
 
+bool MasterState::ReservedNode(int64_t id) const {
+  auto server = server_of_node_.find(id);
+  return cluster_ != nullptr && server != server_of_node_.end() &&
+         cluster_->reserved(server->second);
+}
+
 v1::Node MasterState::NodeView(int64_t id, const NodeInfo& info) const {
   v1::Node node;
   NodeToProto(info.record, &node);
@@ -22,8 +28,10 @@ v1::Node MasterState::NodeView(int64_t id, const NodeInfo& info) const {
       jobs.insert(key.first);
     }
   }
-  // What a new job may take: nothing on a leaving or drained node.
-  const bool takes_jobs = info.up() && !info.leaving() && !info.record.drained;
+  // What a new job may take: nothing on a leaving or drained node, nor on
+  // one an exclusive job holds.
+  const bool takes_jobs =
+      info.up() && !info.leaving() && !info.record.drained && !ReservedNode(id);
   node.set_gpus_free(takes_jobs ? free : 0);
   for (JobId job : jobs) node.add_job_ids(job);
   node.set_gpu_model(info.gpu_model);

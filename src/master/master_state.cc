@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iterator>
 #include <random>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -130,6 +131,7 @@ absl::Status MasterState::Load(Seconds now) {
     // ended_ sums over ended jobs only (unfinished ones are in records_).
     ended_.preemptions -= rec.preemptions;
     ended_.promotions -= rec.promotions;
+    ended_.cpu_seconds -= rec.cpu_seconds;
     records_[rec.id] = std::move(rec);
   }
   adopt_deadline_ = clock_->NowMonotonic() + options_.node_timeout;
@@ -203,11 +205,25 @@ bool MasterState::IsStarting(const JobRecord& rec) const {
          (launch.phase == Phase::kActive && !launch.all_running);
 }
 
+std::pair<double, int64_t> MasterState::UsageWithRunning(
+    const JobRecord& rec) const {
+  std::pair<double, int64_t> usage{rec.cpu_seconds, rec.max_memory_bytes};
+  if (const Launch* launch = table_.Find({rec.id, rec.attempt})) {
+    for (const Part& part : launch->parts) {
+      if (part.ended()) continue;  // in the record already
+      usage.first += part.cpu_seconds;
+      usage.second = std::max(usage.second, part.memory_peak_bytes);
+    }
+  }
+  return usage;
+}
+
 void MasterState::LiveView(JobRecord& rec, Seconds now) const {
   if (IsFinal(rec.state)) return;
   if (IsStarting(rec)) rec.state = JobRecordState::kStarting;
   rec.waiting_on_dependencies = dependency_waits_.contains(rec.id);
   FillPendingReason(rec, now);
+  std::tie(rec.cpu_seconds, rec.max_memory_bytes) = UsageWithRunning(rec);
   const Job* job = scheduler_->Find(rec.id);
   if (job == nullptr || !job->running()) return;
   rec.executed = job->Executed(now);
@@ -295,6 +311,7 @@ absl::Status MasterState::Commit() {
     ++ended_.by_state[rec.state];
     ended_.preemptions += rec.preemptions;
     ended_.promotions += rec.promotions;
+    ended_.cpu_seconds += rec.cpu_seconds;
     records_.erase(rec.id);
   }
   return absl::OkStatus();

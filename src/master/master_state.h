@@ -366,6 +366,16 @@ class MasterState {
     // Refusals in the audit log by cause, and of those the ones written
     // only in a summary (AuditRateLimit::Counts).
     std::vector<AuditCauseCount> audit_refusals;
+    // CPU time of every job's tasks ever (from their cgroups; running
+    // tasks' latest readings included), and what each running job used.
+    double cpu_seconds = 0;
+    struct JobUsage {
+      JobId id = 0;
+      std::string user;
+      double cpu_seconds = 0;
+      int64_t max_memory_bytes = 0;
+    };
+    std::vector<JobUsage> running_usage;  // by job id
   };
   absl::StatusOr<Metrics> SnapshotMetrics();
   // The cluster's history (master_history.cc). RecordClusterSample stores
@@ -524,6 +534,10 @@ class MasterState {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A stored record as reads show it: live counters of a running job, and
   // kStarting for a launch in progress (IsStarting).
+  // What `rec` and its current launch's running tasks used (their latest
+  // readings added to the record's).
+  std::pair<double, int64_t> UsageWithRunning(const JobRecord& rec) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LiveView(JobRecord& rec, Seconds now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets rec.pending_reason for a waiting job as shown (after LiveView's
@@ -535,6 +549,9 @@ class MasterState {
   // A node as ListNodes shows it (live free GPUs and jobs).
   v1::Node NodeView(int64_t id, const NodeInfo& info) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether an exclusive job holds node `id`'s server (none of its GPUs
+  // is free for another job).
+  bool ReservedNode(int64_t id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True if `rec` (pending or preempted) has a current launch that is
   // deferred, or active with some part not yet reported RUNNING.
   bool IsStarting(const JobRecord& rec) const
@@ -670,6 +687,11 @@ class MasterState {
   // signature, and the scheduler's job given the measured skew (Replace,
   // so that its cached placement scheme follows).
   void OnProfile(Launch& launch, const v1::TrafficProfile& profile, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A rank's usage reading kept with its part; once the part `ended`, its
+  // last reading is added to the job's record (JobRecord::cpu_seconds,
+  // max_memory_bytes).
+  void NoteUsage(Launch& launch, const v1::TaskStatus& task, bool ended)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // PACKLIMIT learning (master_pack_limit.cc). Open: the runs stored, the

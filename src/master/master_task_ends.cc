@@ -50,6 +50,7 @@ void MasterState::HandleTask(
     return;
   }
   Launch& launch = *applied.launch;
+  NoteUsage(launch, task, applied.kind == Kind::kEnded);
   if (applied.kind == Kind::kProgress) {
     // A long task's profile, read once its recording stopped (repeated in
     // every report: kept only if better).
@@ -64,6 +65,30 @@ void MasterState::HandleTask(
   pass_wanted_ = true;  // its GPUs are free
   if (task.has_profile()) OnProfile(launch, task.profile(), now);
   OnPartEnded(launch, task, now);  // may erase `launch`
+}
+
+void MasterState::NoteUsage(Launch& launch, const v1::TaskStatus& task,
+                            bool ended) {
+  const int rank = task.task().rank();
+  if (rank < 0 || rank >= static_cast<int>(launch.parts.size())) return;
+  Part& part = launch.parts[rank];
+  // Readings only grow; a late, older one is no news.
+  if (task.has_cpu_seconds()) {
+    part.cpu_seconds = std::max(part.cpu_seconds, task.cpu_seconds());
+  }
+  if (task.has_memory_peak_bytes()) {
+    part.memory_peak_bytes =
+        std::max(part.memory_peak_bytes, task.memory_peak_bytes());
+  }
+  if (!ended || (part.cpu_seconds == 0 && part.memory_peak_bytes == 0)) {
+    return;
+  }
+  auto it = records_.find(launch.job);
+  if (it == records_.end()) return;
+  it->second.cpu_seconds += part.cpu_seconds;
+  it->second.max_memory_bytes =
+      std::max(it->second.max_memory_bytes, part.memory_peak_bytes);
+  MarkDirty(launch.job);
 }
 
 void MasterState::OnProfile(Launch& launch,

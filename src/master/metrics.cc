@@ -59,6 +59,24 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
          "Promotions to the first queue (starvation avoidance), summed over "
          "all jobs.");
   absl::StrAppend(&out, "tiresias_job_promotions_total ", m.promotions, "\n");
+  Family(&out, "tiresias_job_cpu_seconds_total", "counter",
+         "CPU time of every job's tasks, from their cgroups.");
+  absl::StrAppend(&out, "tiresias_job_cpu_seconds_total ",
+                  absl::StrFormat("%.3f", m.cpu_seconds), "\n");
+  Family(&out, "tiresias_running_job_cpu_seconds", "gauge",
+         "CPU time a running job's tasks used so far (every attempt).");
+  for (const auto& u : m.running_usage) {
+    absl::StrAppend(&out, "tiresias_running_job_cpu_seconds{job=\"", u.id,
+                    "\",user=\"", LabelValue(u.user), "\"} ",
+                    absl::StrFormat("%.3f", u.cpu_seconds), "\n");
+  }
+  Family(&out, "tiresias_running_job_memory_peak_bytes", "gauge",
+         "The largest memory peak of any task of a running job.");
+  for (const auto& u : m.running_usage) {
+    absl::StrAppend(&out, "tiresias_running_job_memory_peak_bytes{job=\"", u.id,
+                    "\",user=\"", LabelValue(u.user), "\"} ",
+                    u.max_memory_bytes, "\n");
+  }
   Family(&out, "tiresias_waiting_jobs", "gauge",
          "Pending and preempted jobs by queue (0 = highest priority).");
   for (const auto& [queue, count] : m.waiting_by_queue) {

@@ -82,6 +82,8 @@ void JobToProto(const JobRecord& job, v1::Job* out) {
   out->set_attempt(job.attempt);
   out->mutable_nodes()->Assign(job.nodes.begin(), job.nodes.end());
   if (job.exit_code) out->set_exit_code(*job.exit_code);
+  out->set_cpu_seconds(job.cpu_seconds);
+  out->set_max_memory_bytes(job.max_memory_bytes);
   out->set_held(job.held);
   out->set_waiting_on_dependencies(job.waiting_on_dependencies);
   out->set_array_id(job.array_id);
@@ -135,6 +137,8 @@ absl::StatusOr<JobRecord> JobFromProto(const v1::Job& job) {
   out.attempt = job.attempt();
   out.nodes.assign(job.nodes().begin(), job.nodes().end());
   if (job.has_exit_code()) out.exit_code = job.exit_code();
+  out.cpu_seconds = job.cpu_seconds();
+  out.max_memory_bytes = job.max_memory_bytes();
   out.held = job.held();
   out.waiting_on_dependencies = job.waiting_on_dependencies();
   out.array_id = job.array_id();

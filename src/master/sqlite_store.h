@@ -47,8 +47,9 @@ class SqliteStore final : public Store {
   // held, 9 -> 10 nodes.drained and drain_reason, 10 -> 11 the jobs'
   // dependencies, 11 -> 12 the cluster_history table, 12 -> 13 job arrays,
   // 13 -> 14 request ids unique per user, 14 -> 15 a job's spec in one
-  // column: see store_rows.h) and refuses newer ones.
-  static constexpr int kSchemaVersion = 15;
+  // column, 15 -> 16 what a job's tasks used: see store_rows.h) and
+  // refuses newer ones.
+  static constexpr int kSchemaVersion = 16;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the

@@ -106,7 +106,7 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(
             "INSERT INTO jobs (", kJobColumns,
             ") VALUES (NULL, ?1, ?2, ?3, ?4, 'pending', 0, 0, 0, 0, ?5, "
             "NULL, NULL, ?5, 0, 0, 0, 0, '[]', NULL, 0, ?6, 0, ?7, ?8, 0, ?9, "
-            "?10)")));
+            "?10, 0, 0)")));
     std::optional<std::string_view> request_id;
     if (!job.request_id.empty()) request_id = job.request_id;
     std::optional<std::string> profile_json;
@@ -211,7 +211,8 @@ absl::StatusOr<JobTotals> SqliteStore::Totals() const {
   MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery query,
                    db_->Prepare("SELECT state, count(*), sum(preemptions), "
-                                "sum(promotions) FROM jobs GROUP BY state"));
+                                "sum(promotions), total(cpu_seconds) FROM "
+                                "jobs GROUP BY state"));
   JobTotals totals;
   while (true) {
     ASSIGN_OR_RETURN(bool row, query.Step());
@@ -226,6 +227,7 @@ absl::StatusOr<JobTotals> SqliteStore::Totals() const {
     totals.jobs += query.Int(1);
     totals.preemptions += query.Int(2);
     totals.promotions += query.Int(3);
+    totals.cpu_seconds += query.Double(4);
   }
   // Ids never repeat (AUTOINCREMENT): the highest ever given is in
   // sqlite_sequence, also when that job is gone.
@@ -269,24 +271,34 @@ absl::Status SqliteStore::UpdateJobLocked(const JobRecord& r) {
           "first_start_time = ?7, end_time = ?8, last_stop_time = ?9, "
           "preemptions = ?10, promotions = ?11, restarts = ?12, "
           "attempt = ?13, nodes = ?14, exit_code = ?15, failed_starts = ?16, "
-          "cancel_requested = ?17, held = ?18, timeout_requested = ?19 "
-          "WHERE id = ?1"));
+          "cancel_requested = ?17, held = ?18, timeout_requested = ?19, "
+          "cpu_seconds = ?20, max_memory_bytes = ?21 WHERE id = ?1"));
   auto seconds = [](const std::optional<Seconds>& t) {
     return t ? std::optional<double>(t->count()) : std::nullopt;
   };
   std::optional<int64_t> exit_code;
   if (r.exit_code) exit_code = *r.exit_code;
-  update.Bind(1, r.id).Bind(2, JobRecordStateName(r.state))
-      .Bind(3, int64_t{r.queue}).Bind(4, r.attained_gpu_seconds)
-      .Bind(5, r.executed.count()).Bind(6, r.total_executed.count())
-      .Bind(7, seconds(r.first_start_time)).Bind(8, seconds(r.end_time))
-      .Bind(9, r.last_stop_time.count()).Bind(10, int64_t{r.preemptions})
-      .Bind(11, int64_t{r.promotions}).Bind(12, int64_t{r.restarts})
-      .Bind(13, int64_t{r.attempt}).Bind(14, nodes).Bind(15, exit_code)
+  update.Bind(1, r.id)
+      .Bind(2, JobRecordStateName(r.state))
+      .Bind(3, int64_t{r.queue})
+      .Bind(4, r.attained_gpu_seconds)
+      .Bind(5, r.executed.count())
+      .Bind(6, r.total_executed.count())
+      .Bind(7, seconds(r.first_start_time))
+      .Bind(8, seconds(r.end_time))
+      .Bind(9, r.last_stop_time.count())
+      .Bind(10, int64_t{r.preemptions})
+      .Bind(11, int64_t{r.promotions})
+      .Bind(12, int64_t{r.restarts})
+      .Bind(13, int64_t{r.attempt})
+      .Bind(14, nodes)
+      .Bind(15, exit_code)
       .Bind(16, int64_t{r.failed_starts})
       .Bind(17, int64_t{r.cancel_requested ? 1 : 0})
       .Bind(18, int64_t{r.held ? 1 : 0})
-      .Bind(19, int64_t{r.timeout_requested ? 1 : 0});
+      .Bind(19, int64_t{r.timeout_requested ? 1 : 0})
+      .Bind(20, r.cpu_seconds)
+      .Bind(21, r.max_memory_bytes);
   RETURN_IF_ERROR(update.Run());
   if (db_->Changes() == 0) return NoSuchJob(r.id);
   return absl::OkStatus();

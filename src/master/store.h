@@ -46,6 +46,7 @@ struct JobTotals {
   int64_t jobs = 0;         // all of them
   int64_t preemptions = 0;  // sum of JobRecord::preemptions
   int64_t promotions = 0;   // sum of JobRecord::promotions
+  double cpu_seconds = 0;   // sum of JobRecord::cpu_seconds
   JobId max_id = 0;         // the highest job id ever given; 0: none
 };
 

@@ -256,14 +256,15 @@ std::string EncodeSpec(const JobRequest& spec) {
 absl::Status CheckJobNumbers(const JobRecord& r) {
   for (auto [field, value] :
        {std::pair<absl::string_view, double>{"attained_gpu_seconds",
-                                            r.attained_gpu_seconds},
+                                             r.attained_gpu_seconds},
         {"executed_seconds", r.executed.count()},
         {"total_executed_seconds", r.total_executed.count()},
         {"submit_time", r.submit_time.count()},
         {"last_stop_time", r.last_stop_time.count()},
         {"first_start_time", r.first_start_time.value_or(Seconds{0}).count()},
         {"end_time", r.end_time.value_or(Seconds{0}).count()},
-        {"time_limit_seconds", r.spec.time_limit.count()}}) {
+        {"time_limit_seconds", r.spec.time_limit.count()},
+        {"cpu_seconds", r.cpu_seconds}}) {
     absl::Status status = CheckFinite(r, field, value);
     if (!status.ok()) return status;
   }
@@ -275,6 +276,13 @@ absl::Status CheckJobNumbers(const JobRecord& r) {
                               {"failed_starts", r.failed_starts}}) {
     absl::Status status = CheckCount(r, field, value);
     if (!status.ok()) return status;
+  }
+  if (r.cpu_seconds < 0 || r.max_memory_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", r.id,
+                     ": cpu_seconds and max_memory_bytes: "
+                     "expected >= 0, got ",
+                     r.cpu_seconds, " and ", r.max_memory_bytes));
   }
   return absl::OkStatus();
 }
@@ -317,6 +325,8 @@ absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
   r.timeout_requested = in.Int(25, "timeout_requested") != 0;
   r.array_id = in.Int64(26, "array_id");
   r.array_index = in.Int(27, "array_index");
+  r.cpu_seconds = in.Real(28, "cpu_seconds");
+  r.max_memory_bytes = in.Int64(29, "max_memory_bytes");
   if (!in.status().ok()) return in.status();
   return r;
 }

@@ -154,6 +154,11 @@ inline constexpr const char* kMigrations[] = {
     // (MigrateInCode) fills it from the 13 columns it replaces, then drops
     // them; a new per-job field needs no migration from here on.
     "ALTER TABLE jobs ADD COLUMN spec BLOB NOT NULL DEFAULT x''",
+    // 16: what a job's ended tasks used, from their cgroups
+    // (JobRecord::cpu_seconds, max_memory_bytes); 0 for older jobs.
+    "ALTER TABLE jobs ADD COLUMN cpu_seconds REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN max_memory_bytes INTEGER NOT NULL "
+    "DEFAULT 0",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =
@@ -166,7 +171,7 @@ inline constexpr char kJobColumns[] =
     "first_start_time, end_time, last_stop_time, preemptions, promotions, "
     "restarts, attempt, nodes, exit_code, failed_starts, request_id, "
     "cancel_requested, profile, held, timeout_requested, array_id, "
-    "array_index";
+    "array_index, cpu_seconds, max_memory_bytes";
 inline constexpr char kEventColumns[] =
     "sequence, job_id, time, kind, detail";
 inline constexpr char kNodeColumns[] =

@@ -96,14 +96,14 @@ TEST(StoreSpecColumnTest, VersionFourteenFileMovesEverySpecFieldIntoOneColumn) {
   EXPECT_EQ(QueryValue(path,
                        "SELECT value FROM meta WHERE key = "
                        "'schema_version'"),
-            "15");
+            absl::StrCat(store_internal::kLatestSchemaVersion));
   EXPECT_EQ(JobColumns(path),
             "id name user gpus state queue attained_gpu_seconds "
             "executed_seconds total_executed_seconds submit_time "
             "first_start_time end_time last_stop_time preemptions "
             "promotions restarts attempt nodes exit_code failed_starts "
             "request_id cancel_requested profile held timeout_requested "
-            "array_id array_index spec");
+            "array_id array_index spec cpu_seconds max_memory_bytes");
   // The column is the wire's message, without what has columns of its own.
   v1::JobSpec stored;
   ASSERT_TRUE(stored.ParseFromString(

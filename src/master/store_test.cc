@@ -79,6 +79,8 @@ TEST(SqliteStoreTest, UpdateWritesEveryMutableFieldAndKeepsTheSpec) {
   r.nodes = {"node-1", "node-2"};
   r.exit_code = -9;
   r.failed_starts = 3;
+  r.cpu_seconds = 1234.5;
+  r.max_memory_bytes = int64_t{3} << 33;
   ASSERT_TRUE(store->UpdateJob(r, {{1, 0, Seconds{9000.125}, "failed",
                                     "exit code 137"}})
                   .ok());

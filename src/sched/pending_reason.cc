@@ -303,7 +303,7 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
     r.ahead = ahead++;
     View* view = &whole;
     if (const NodeFilter* filter = job.spec().filter.get()) {
-      std::string key = filter->Describe();
+      std::string key = filter->Key();
       auto it = filtered.find(key);
       if (it == filtered.end()) {
         it = filtered.try_emplace(std::move(key), cluster, *filter).first;

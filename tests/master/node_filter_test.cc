@@ -152,6 +152,31 @@ TEST_F(NodeFilterTest, AnExclusiveJobsNodeRunsNothingElse) {
   EXPECT_TRUE(std::count(with_a.begin(), with_a.end(), b));
   EXPECT_EQ(Get(c).pending_reason, "needs 1 GPU, only 0 free");
   EXPECT_TRUE(Get(e).spec.exclusive);
+  // e's node has a GPU nobody holds, but none a new job may take.
+  const int64_t e_node = &with_e == &on_n1 ? n1 : n2;
+  auto nodes = master_->ListNodes();
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  for (const v1::Node& node : *nodes) {
+    EXPECT_EQ(node.gpus_free(), 0) << node.name();
+    if (node.id() == e_node) EXPECT_EQ(node.job_ids_size(), 1);
+  }
+}
+
+// A job with nodes of its own would hold all their GPUs: it may not also
+// be unpreemptible where the master limits such jobs' GPUs.
+TEST_F(NodeFilterTest, AnExclusiveJobCannotBeUnpreemptibleUnderALimit) {
+  options_.max_no_preempt_gpus = 4;
+  Open();
+  Register("n1", 8);
+  JobRequest spec = Spec(1);
+  spec.exclusive = true;
+  spec.no_preempt = true;
+  auto refused = master_->SubmitJob(spec);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("--exclusive"), std::string::npos)
+      << refused.status();
+  spec.no_preempt = false;
+  EXPECT_NE(Submit(spec), 0);
 }
 
 TEST_F(NodeFilterTest, NodesListTheirModelAndFeatures) {

@@ -192,6 +192,21 @@ def check_limits(binary, env, home):
         allowed = f.read().split()[1]
     if "," in allowed or "-" in allowed:
         fail("--cpus-per-gpu 1 ran on CPUs %s" % allowed)
+    # What it used, from its cgroups: the 24 MiB it allocated, some CPU.
+    probe_job = r.stdout.split()[0]
+    info = json.loads(cli(binary, env, "job", probe_job, "--json").stdout)
+    if not info["cpu_s"] > 0 or \
+            not 24 << 20 <= info["max_memory_bytes"] <= 64 << 20:
+        fail("job %s used cpu_s %r, max_memory_bytes %r" %
+             (probe_job, info["cpu_s"], info["max_memory_bytes"]))
+    shown = cli(binary, env, "job", probe_job).stdout
+    if "Used:" not in shown or "memory peak" not in shown:
+        fail("job %s does not show what it used:\n%s" % (probe_job, shown))
+    rows = json.loads(cli(binary, env, "history", "--format",
+                          "id,cpu,maxmem", "--json").stdout)["jobs"]
+    row = [j for j in rows if str(j["id"]) == probe_job]
+    if not row or row[0]["max_memory_bytes"] != info["max_memory_bytes"]:
+        fail("history --format id,cpu,maxmem: %s" % row)
     r = cli(binary, env, "submit", "--gpus", "1", "--mem-per-gpu", "64M",
             "--chdir", home, "--wait", "--", "/usr/bin/python3", "-c",
             "x = 'x' * (256 << 20)")

@@ -89,6 +89,7 @@ class AgentIsolationTest : public testing::Test {
     agent.cgroups = Which();
     agent.memory_per_gpu_bytes = memory ? 64 << 20 : 0;
     Configure(agent);
+    agent_options_ = agent;
     agent.log = [this](std::string_view line) {
       std::lock_guard<std::mutex> lock(log_mu_);
       log_.push_back(std::string(line));
@@ -158,6 +159,7 @@ class AgentIsolationTest : public testing::Test {
   std::unique_ptr<MasterState> state_;
   std::unique_ptr<MasterServer> server_;
   std::unique_ptr<AgentDaemon> agent_;
+  AgentOptions agent_options_;  // what agent_ was started with
   std::mutex log_mu_;
   std::vector<std::string> log_;
 };
@@ -229,6 +231,40 @@ TEST_F(AgentIsolationTest, AJobPastItsMemoryFailsOutOfMemory) {
   const JobRecord ok = WaitEnded(fits);
   EXPECT_EQ(ok.state, JobRecordState::kFinished) << Log(fits);
   EXPECT_THAT(Log(fits), HasSubstr("fits"));
+}
+
+// A task killed at its memory limit while no agent ran (stopped, its tasks
+// kept): the next agent on the state dir still reports it out of memory,
+// with what it used, from the group the task left behind.
+TEST_F(AgentIsolationTest, AnOutOfMemoryKillWhileNoAgentRanIsStillReported) {
+  const std::string go = dir_.File("go");
+  const JobId hog = Submit(absl::StrCat(
+      "while [ ! -e ", go, " ]; do sleep 0.05; done; ",
+      "/usr/bin/python3 -c \"b = b'x' * (512 << 20); print('survived')\""));
+  ASSERT_TRUE(WaitUntil([&] {
+    auto rec = state_->GetJob(hog);
+    return rec.ok() && rec->state == JobRecordState::kRunning;
+  }));
+  agent_->Stop();
+  agent_.reset();
+  std::ofstream(go) << "1";
+  // The kernel kills it meanwhile: its group holds no process once it ended.
+  const std::string group = absl::StrCat(mounts_.at("memory"), "/", parent_,
+                                         "/", TaskCgroupName(hog, 1, 0));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return ReadFile(group + "/cgroup.procs").empty(); }, seconds(20)));
+  agent_ = std::make_unique<AgentDaemon>(agent_options_);
+  ASSERT_TRUE(agent_->Start().ok());
+  const JobRecord job = WaitEnded(hog);
+  EXPECT_EQ(job.state, JobRecordState::kFailed) << Log(hog);
+  EXPECT_THAT(Log(hog), ::testing::Not(HasSubstr("survived")));
+  auto full = state_->GetJob(hog);
+  ASSERT_TRUE(full.ok());
+  ASSERT_FALSE(full->events.empty());
+  EXPECT_THAT(full->events.back().detail, HasSubstr("out of memory"))
+      << full->events.back().detail;
+  EXPECT_GT(job.max_memory_bytes, int64_t{32} << 20);
+  EXPECT_FALSE(std::filesystem::exists(group));  // removed by the new agent
 }
 
 // What the job used, as its cgroups measured it, reaches its record: CPU

@@ -1,7 +1,5 @@
 // AgentDaemon's state directory: its lock, token, session, leases and
 // profiles, and what a restarted agent adopts or sweeps from it.
-#include "agent/agent_daemon.h"
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -20,8 +18,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agent/agent_daemon.h"
 #include "agent/agent_daemon_internal.h"
 #include "agent/agent_dependencies.h"
+#include "agent/cgroups.h"
 #include "agent/file_store.h"
 #include "agent/log_service.h"
 #include "agent/proc_table.h"
@@ -231,8 +231,23 @@ void AgentDaemon::AdoptRecorded() {
         task.exit_code = r.exit->exit_code;
       }
       task.end_time = UnixSeconds(r.exit->end_time);
+      // Its group outlived it (RemoveStaleCgroups comes next): what it
+      // used, and whether the kernel killed it for memory, are still there.
+      std::string oom;
+      if (!cgroup_mounts_.empty()) {
+        absl::StatusOr<std::unique_ptr<TaskCgroup>> group =
+            TaskCgroup::Open(cgroup_mounts_, cgroup_parent_,
+                             TaskCgroupName(h.job_id, h.attempt, h.rank));
+        absl::StatusOr<CgroupUsage> usage =
+            group.ok() ? (*group)->Usage() : group.status();
+        if (usage.ok()) {
+          task.usage = *usage;
+          task.out_of_memory = usage->oom_kills > 0;
+          if (task.out_of_memory) oom = ", out of memory";
+        }
+      }
       Log(absl::StrCat(name, ": exited while no agent ran (",
-                       r.exit->Describe(), ")"));
+                       r.exit->Describe(), oom, ")"));
     }
     tasks_[key] = std::move(task);
   }

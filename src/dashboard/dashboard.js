@@ -50,6 +50,20 @@
            two(sec);
   }
 
+  // A measured size, as `tiresias job` writes it (core ByteSizeText):
+  // "1.5G", "812M", "100".
+  function bytes(n) {
+    if (!isFinite(n) || n < 1024) return String(Math.max(0, n || 0));
+    var units = ['K', 'M', 'G', 'T', 'P', 'E'];
+    var value = n / 1024;
+    var unit = 0;
+    while (value >= 1024 && unit < units.length - 1) {
+      value /= 1024;
+      unit++;
+    }
+    return (value < 10 ? value.toFixed(1) : value.toFixed(0)) + units[unit];
+  }
+
   function clock(unix) {
     if (!isFinite(unix) || unix <= 0) return '-';
     return new Date(unix * 1000).toLocaleTimeString();
@@ -230,6 +244,11 @@
         return k + '=' + env[k];
       }).join(' ');
       $('job-profile').textContent = 'Traffic profile: ' + job.profile_text;
+      // What its tasks used, from their cgroups (none without).
+      $('job-usage').textContent = job.cpu_s > 0 || job.max_memory_bytes > 0 ?
+          'Used: ' + duration(job.cpu_s) + ' CPU time, memory peak ' +
+              bytes(job.max_memory_bytes) + ' (largest task)' :
+          '';
       var body = $('events').tBodies[0];
       body.textContent = '';
       (job.events || []).forEach(function (e) {

@@ -82,7 +82,8 @@ std::string DashboardPage(const std::string& master_address, int refresh_ms,
       "<div id=\"history-box\"><canvas id=\"history\" role=\"img\" "
       "aria-label=\"Busy GPUs and waiting jobs over time\"></canvas></div>"
       "</section>"
-      "<section class=\"panel\"><h2>Jobs</h2>", JobsFilterForm(),
+      "<section class=\"panel\"><h2>Jobs</h2>",
+      JobsFilterForm(),
       "<div id=\"action-result\" role=\"status\"></div>"
       "<table id=\"jobs\"><thead><tr>"
       "<th class=\"num\">ID</th><th>Name</th><th>User</th><th>State</th>"
@@ -98,7 +99,7 @@ std::string DashboardPage(const std::string& master_address, int refresh_ms,
       "</button></div></section>"
       "<section class=\"panel\" id=\"job-detail\"><h2 id=\"job-title\"></h2>"
       "<code id=\"job-command\"></code><code id=\"job-env\"></code>"
-      "<p id=\"job-profile\"></p>"
+      "<p id=\"job-profile\"></p><p id=\"job-usage\"></p>"
       "<h3>Log <span id=\"job-log-status\" class=\"muted\"></span></h3>"
       "<pre id=\"job-log\"></pre>"
       "<table id=\"events\"><thead><tr>"

@@ -16,7 +16,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/memory_size.h"
 #include "core/testing/test_dir.h"
 #include "dashboard/dashboard_server.h"
 #include "gmock/gmock.h"
@@ -170,6 +172,25 @@ TEST(DashboardEventsTest, CliApiAndPageShowOneJobAlike) {
       << browser.error();
   ASSERT_TRUE(browser.WaitFor("document.body.dataset.detailJob === '1'"))
       << browser.error();
+  // What it used, as `tiresias job` says it (agents as root run tasks in
+  // cgroups; elsewhere nothing is measured and nothing shown).
+  const std::string usage =
+      browser.Evaluate("document.getElementById('job-usage').textContent")
+          ->get<std::string>();
+  if (geteuid() == 0) {  // as root, `up`'s agents use cgroups
+    EXPECT_GT(ended["max_memory_bytes"].get<int64_t>(), 0);
+  }
+  if (ended["max_memory_bytes"].get<int64_t>() > 0) {
+    EXPECT_THAT(usage, ::testing::StartsWith("Used: "));
+    EXPECT_THAT(usage,
+                HasSubstr(absl::StrCat(
+                    " CPU time, memory peak ",
+                    ByteSizeText(ended["max_memory_bytes"].get<int64_t>()),
+                    " (largest task)")));
+    EXPECT_THAT(client({"job", "1"}), HasSubstr("memory peak"));
+  } else {
+    EXPECT_EQ(usage, "");
+  }
   EXPECT_EQ(*browser.Evaluate(
                 "Array.from(document.querySelectorAll('#events tbody tr'))"
                 ".filter(tr => ['started', 'preempted', 'resumed']"

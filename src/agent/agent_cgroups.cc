@@ -142,7 +142,10 @@ absl::Status AgentDaemon::SetUpCgroups(PosixLauncherOptions& launcher) {
   cgroup_parent_ = parent;
   launcher.cgroup_mounts = *mounts;
   launcher.cgroup_parent = parent;
-  for (const GpuInfo& gpu : gpus_) launcher.node_gpus.push_back(gpu.index);
+  for (const GpuInfo& gpu : gpus_) {
+    launcher.node_gpus.push_back(gpu.index);
+    launcher.node_gpu_minors.push_back(gpu.minor >= 0 ? gpu.minor : gpu.index);
+  }
   launcher.memory_per_gpu = options_.memory_per_gpu_bytes;
   std::string cpus = "; CPUs not bound (--cpus-per-gpu -1)";
   const bool can_bind = !v2 || offered.contains("cpuset");

@@ -438,6 +438,21 @@ std::vector<int> CpusForGpus(const std::vector<int>& node_cpus, int gpu_count,
   return cpus;
 }
 
+std::vector<int> DeniedGpuMinors(const std::vector<int>& node_gpus,
+                                 const std::vector<int>& node_minors,
+                                 const std::vector<int>& given) {
+  std::vector<int> denied;
+  for (size_t i = 0; i < node_gpus.size(); ++i) {
+    if (std::find(given.begin(), given.end(), node_gpus[i]) != given.end()) {
+      continue;
+    }
+    denied.push_back(i < node_minors.size() && node_minors[i] >= 0
+                         ? node_minors[i]
+                         : node_gpus[i]);
+  }
+  return denied;
+}
+
 std::string TaskCgroupName(int64_t job_id, int attempt, int rank) {
   return absl::StrCat("job-", job_id, "-", attempt, "-", rank);
 }

@@ -176,6 +176,13 @@ std::vector<int> CpusForGpus(const std::vector<int>& node_cpus, int gpu_count,
                              const std::vector<int>& gpus, int per_gpu,
                              int take = 0);
 
+// The device minors a task given GPUs `given` (indexes) may not open: those
+// of the node's GPUs `node_gpus` not given, `node_minors[i]` being
+// node_gpus[i]'s (GpuInfo::minor; the index where `node_minors` is short).
+std::vector<int> DeniedGpuMinors(const std::vector<int>& node_gpus,
+                                 const std::vector<int>& node_minors,
+                                 const std::vector<int>& given);
+
 // In a forked child: writes "0" to each of `procs_fds` (OpenProcsFiles),
 // moving itself into the groups. Async-signal-safe. False if one failed.
 bool JoinSelf(const std::vector<int>& procs_fds);

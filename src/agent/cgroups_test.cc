@@ -79,6 +79,16 @@ TEST(CpusForGpusTest, AJobTakesTheFirstCpusOfEachBlock) {
   EXPECT_EQ(CpusForGpus(cpus, 4, {3}, 0, 0), (std::vector<int>{6, 7}));
 }
 
+// A task is denied the device minors of the GPUs it was not given, which
+// need not be their indexes.
+TEST(DeniedGpuMinorsTest, DeniesTheOthersByTheirDeviceMinor) {
+  EXPECT_EQ(DeniedGpuMinors({0, 1, 2, 3}, {3, 2, 1, 0}, {1}),
+            (std::vector<int>{3, 1, 0}));
+  EXPECT_EQ(DeniedGpuMinors({0, 1, 2}, {}, {0, 2}), (std::vector<int>{1}));
+  EXPECT_EQ(DeniedGpuMinors({0, 1}, {5, -1}, {}), (std::vector<int>{5, 1}));
+  EXPECT_TRUE(DeniedGpuMinors({0, 1}, {1, 0}, {0, 1}).empty());
+}
+
 TEST(FindCgroupMountsTest, ReadsControllersFromMountOptions) {
   const char kMounts[] =
       "sysfs /sys sysfs rw 0 0\n"

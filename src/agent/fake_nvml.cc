@@ -48,6 +48,11 @@ int nvmlDeviceGetMemoryInfo(nvmlDevice_st* device, nvmlMemory_t* memory) {
   memory->used = 0;
   return 0;
 }
+// Numbered the other way round from their indexes, as a driver may do.
+int nvmlDeviceGetMinorNumber(nvmlDevice_st* device, unsigned* minor) {
+  *minor = 1 - device->index;
+  return 0;
+}
 const char* nvmlErrorString(int code) { return "fake error"; }
 // Stays initialized-balanced so the test can check shutdown was called.
 int fake_nvml_init_count() { return initialized; }

@@ -11,6 +11,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -105,6 +108,34 @@ absl::StatusOr<CommandResult> RunCapture(const std::vector<std::string>& argv,
 
 }  // namespace
 
+void FillGpuMinors(const std::string& driver_gpus_dir,
+                   std::vector<GpuInfo>& gpus) {
+  std::map<std::string, int> minor_of;  // UUID -> device minor
+  std::error_code error;
+  for (const std::filesystem::directory_entry& entry :
+       std::filesystem::directory_iterator(driver_gpus_dir, error)) {
+    std::ifstream in(entry.path() / "information");
+    std::string line, uuid;
+    int minor = -1;
+    while (std::getline(in, line)) {
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      const absl::string_view key =
+          absl::StripAsciiWhitespace(absl::string_view(line).substr(0, colon));
+      const absl::string_view value =
+          absl::StripAsciiWhitespace(absl::string_view(line).substr(colon + 1));
+      if (key == "GPU UUID") uuid = std::string(value);
+      if (key == "Device Minor" && !ParseInteger(value, minor)) minor = -1;
+    }
+    if (!uuid.empty() && minor >= 0) minor_of[uuid] = minor;
+  }
+  for (GpuInfo& gpu : gpus) {
+    if (gpu.minor >= 0) continue;
+    auto found = minor_of.find(gpu.uuid);
+    gpu.minor = found != minor_of.end() ? found->second : gpu.index;
+  }
+}
+
 absl::StatusOr<std::vector<GpuInfo>> EmulatedGpus(int count) {
   if (count < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -113,7 +144,7 @@ absl::StatusOr<std::vector<GpuInfo>> EmulatedGpus(int count) {
   std::vector<GpuInfo> gpus;
   for (int i = 0; i < count; ++i) {
     gpus.push_back(GpuInfo{i, absl::StrCat("emu-", i), "Emulated GPU",
-                           kEmulatedGpuMemoryMib});
+                           kEmulatedGpuMemoryMib, i});
   }
   return gpus;
 }
@@ -198,7 +229,10 @@ absl::StatusOr<std::vector<GpuInfo>> DiscoverGpus(
 
   absl::StatusOr<std::vector<GpuInfo>> nvml =
       DiscoverWithNvml(options.nvml_library);
-  if (nvml.ok() && !nvml->empty()) return nvml;
+  if (nvml.ok() && !nvml->empty()) {
+    FillGpuMinors(options.driver_gpus_dir, *nvml);
+    return nvml;
+  }
   reasons.push_back(nvml.ok()
                         ? "NVML: no GPU"
                         : absl::StrCat("NVML: ", nvml.status().message()));
@@ -208,7 +242,10 @@ absl::StatusOr<std::vector<GpuInfo>> DiscoverGpus(
   // nvidia-smi ran but said something we cannot read: that is worth
   // reporting as such rather than as "no GPU".
   if (smi.status().code() == absl::StatusCode::kInvalidArgument) return smi;
-  if (smi.ok() && !smi->empty()) return smi;
+  if (smi.ok() && !smi->empty()) {
+    FillGpuMinors(options.driver_gpus_dir, *smi);
+    return smi;
+  }
   reasons.push_back(smi.ok()
                         ? "nvidia-smi: no GPU"
                         : absl::StrCat("nvidia-smi: ", smi.status().message()));

@@ -31,6 +31,12 @@ struct GpuInfo {
   std::string uuid;  // "GPU-…" from NVIDIA, "emu-<index>" when emulated
   std::string name;  // "NVIDIA H200", "Emulated GPU"
   int64_t memory_mib = 0;
+  // Its device node's minor number (/dev/nvidiaN, char 195:N), which is
+  // what a task's cgroup denies: not always its index (NVML numbers GPUs
+  // by PCI bus, the driver its device nodes by probe order). From NVML, or
+  // the driver's /proc/driver/nvidia/gpus/*/information; the index when
+  // neither says (DiscoverGpus), and for emulated GPUs.
+  int minor = -1;
 
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
 };
@@ -48,6 +54,9 @@ struct DiscoveryOptions {
   // nvidia-smi is killed if it has not answered by then (a wedged driver
   // makes it hang).
   std::chrono::milliseconds nvidia_smi_timeout{10000};
+  // The driver's per-GPU folders, each with an `information` file naming
+  // the GPU's UUID and device minor; tests point it elsewhere.
+  std::string driver_gpus_dir = "/proc/driver/nvidia/gpus";
 };
 
 // The GPUs of this machine, in index order. Errors: InvalidArgument for a
@@ -57,7 +66,16 @@ struct DiscoveryOptions {
 absl::StatusOr<std::vector<GpuInfo>> DiscoverGpus(
     const DiscoveryOptions& options);
 
-// N emulated GPUs: index i, uuid "emu-<i>", name "Emulated GPU".
+// Sets the minor of each GPU in `gpus` whose minor is unknown from the
+// driver's folders under `driver_gpus_dir` (lines "GPU UUID: GPU-..." and
+// "Device Minor: N" of each `information` file), matched by UUID; a GPU
+// the driver does not list keeps its index as its minor. Unreadable or
+// malformed files are skipped.
+void FillGpuMinors(const std::string& driver_gpus_dir,
+                   std::vector<GpuInfo>& gpus);
+
+// N emulated GPUs: index i (and minor i), uuid "emu-<i>", name "Emulated
+// GPU".
 absl::StatusOr<std::vector<GpuInfo>> EmulatedGpus(int count);
 
 // Queries NVML through dlopen(`library`). NotFound if the library cannot be

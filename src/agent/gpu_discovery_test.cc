@@ -30,7 +30,7 @@ TEST(EmulatedGpusTest, MakesNumberedGpusAndProbesNothing) {
   ASSERT_EQ(gpus->size(), 3u);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ((*gpus)[i], (GpuInfo{i, "emu-" + std::to_string(i),
-                                   "Emulated GPU", kEmulatedGpuMemoryMib}));
+                                   "Emulated GPU", kEmulatedGpuMemoryMib, i}));
   }
   EXPECT_FALSE(std::filesystem::exists(marker));
 }
@@ -115,10 +115,12 @@ TEST(NvmlTest, ReadsDevicesAndShutsDown) {
   DiscoveryOptions options;
   options.nvml_library = FAKE_NVML_PATH;
   options.nvidia_smi_path = "/nonexistent/nvidia-smi";
+  options.driver_gpus_dir = "/nonexistent/gpus";
   absl::StatusOr<std::vector<GpuInfo>> gpus = DiscoverGpus(options);
   ASSERT_TRUE(gpus.ok()) << gpus.status();
   ASSERT_EQ(gpus->size(), 2u);
-  EXPECT_EQ((*gpus)[1], (GpuInfo{1, "GPU-fake-1", "Fake H200", 143771}));
+  // NVML's minor, not the index: its device node is /dev/nvidia0.
+  EXPECT_EQ((*gpus)[1], (GpuInfo{1, "GPU-fake-1", "Fake H200", 143771, 0}));
   EXPECT_EQ(init_count(), 0);  // nvmlShutdown matched nvmlInit_v2
   dlclose(fake);
 }
@@ -134,10 +136,20 @@ TEST(DiscoverGpusTest, FallsThroughFromAbsentNvmlToNvidiaSmi) {
                     "\necho '0, GPU-aaa, NVIDIA H200, 143771'\n"
                     "echo '1, GPU-bbb, NVIDIA H200, 143771'\n",
                 0755);
+  // The driver numbers GPU-bbb's device node 4 and knows no GPU-aaa.
+  options.driver_gpus_dir = dir.File("gpus");
+  std::filesystem::create_directories(dir.File("gpus/0000:3b:00.0"));
+  dir.Write("gpus/0000:3b:00.0/information",
+            "Model: \t\t NVIDIA H200\nIRQ:   \t\t 156\n"
+            "GPU UUID: \t GPU-bbb\nDevice Minor: \t 4\n");
+  std::filesystem::create_directories(dir.File("gpus/0000:5e:00.0"));
+  dir.Write("gpus/0000:5e:00.0/information",
+            "GPU UUID: \t GPU-zzz\nDevice Minor: \t nope\n");
   absl::StatusOr<std::vector<GpuInfo>> gpus = DiscoverGpus(options);
   ASSERT_TRUE(gpus.ok()) << gpus.status();
   ASSERT_EQ(gpus->size(), 2u);
-  EXPECT_EQ((*gpus)[1], (GpuInfo{1, "GPU-bbb", "NVIDIA H200", 143771}));
+  EXPECT_EQ((*gpus)[1], (GpuInfo{1, "GPU-bbb", "NVIDIA H200", 143771, 4}));
+  EXPECT_EQ((*gpus)[0].minor, 0);  // unknown to the driver: its index
   EXPECT_EQ(ReadFile(args),
             "--query-gpu=index,uuid,name,memory.total "
             "--format=csv,noheader,nounits\n");

@@ -338,12 +338,8 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
       limits.cpu_quota_cpus = static_cast<int>(limits.cpus.size());
       limits.cpus.clear();
     }
-    for (int gpu : options.node_gpus) {
-      if (std::find(spec.gpus.begin(), spec.gpus.end(), gpu) ==
-          spec.gpus.end()) {
-        limits.denied_gpu_minors.push_back(gpu);
-      }
-    }
+    limits.denied_gpu_minors =
+        DeniedGpuMinors(options.node_gpus, options.node_gpu_minors, spec.gpus);
     absl::StatusOr<std::unique_ptr<TaskCgroup>> made = TaskCgroup::Create(
         options.cgroup_mounts, options.cgroup_parent,
         TaskCgroupName(spec.job_id, spec.attempt, spec.rank), limits);

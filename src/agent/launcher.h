@@ -238,10 +238,11 @@ struct PosixLauncherOptions {
   // with what was left in them killed. Empty mounts: no cgroups.
   std::map<std::string, std::string> cgroup_mounts;
   std::string cgroup_parent;
-  // Every GPU of the node (GpuInfo::index, which is its device minor,
-  // /dev/nvidiaN): in cgroups, the ones a task was not given are denied
-  // to it.
+  // Every GPU of the node (GpuInfo::index) and, in the same order, its
+  // device minor (GpuInfo::minor: /dev/nvidiaN's N): in cgroups, the ones
+  // a task was not given are denied to it by minor (DeniedGpuMinors).
   std::vector<int> node_gpus;
+  std::vector<int> node_gpu_minors;
   // In cgroups: each task's memory limit, this many bytes per GPU it was
   // given (one GPU's worth for a task without); 0: none.
   int64_t memory_per_gpu = 0;

@@ -33,6 +33,8 @@ struct NvmlApi {
   nvmlReturn_t (*get_uuid)(nvmlDevice_t, char*, unsigned);
   nvmlReturn_t (*get_memory)(nvmlDevice_t, nvmlMemory_t*);
   const char* (*error_string)(nvmlReturn_t);  // optional
+  // optional: /dev/nvidiaN's N
+  nvmlReturn_t (*get_minor)(nvmlDevice_t, unsigned*);
 
   std::string Error(absl::string_view call, nvmlReturn_t code) const {
     const char* text = error_string != nullptr ? error_string(code) : nullptr;
@@ -89,8 +91,13 @@ absl::StatusOr<std::vector<GpuInfo>> ListDevices(const NvmlApi& api) {
     }
     name[sizeof(name) - 1] = '\0';
     uuid[sizeof(uuid) - 1] = '\0';
+    unsigned minor = 0;
+    const bool has_minor = api.get_minor != nullptr &&
+                           api.get_minor(device, &minor) == kNvmlSuccess &&
+                           minor < (1u << 20);
     gpus.push_back(GpuInfo{static_cast<int>(i), uuid, name,
-                           static_cast<int64_t>(memory.total >> 20)});
+                           static_cast<int64_t>(memory.total >> 20),
+                           has_minor ? static_cast<int>(minor) : -1});
   }
   return gpus;
 }
@@ -120,6 +127,7 @@ absl::StatusOr<std::vector<GpuInfo>> DiscoverWithNvml(
         absl::StrCat(library, " lacks an NVML function: ", dlerror()));
   }
   lib.Bind("nvmlErrorString", api.error_string);
+  lib.Bind("nvmlDeviceGetMinorNumber", api.get_minor);
   if (nvmlReturn_t r = api.init(); r != kNvmlSuccess) {
     return absl::UnavailableError(api.Error("nvmlInit_v2", r));
   }

@@ -31,7 +31,6 @@ std::string FolderName(const std::string& name) {
   return out;
 }
 
-// FNV-1a of `text`, 8 hex digits: stable across builds and restarts.
 const char* CgroupsFlag(AgentOptions::Cgroups cgroups) {
   switch (cgroups) {
     case AgentOptions::Cgroups::kAuto:
@@ -48,6 +47,7 @@ const char* CgroupsFlag(AgentOptions::Cgroups cgroups) {
   return "?";
 }
 
+// FNV-1a of `text`, 8 hex digits: stable across builds and restarts.
 std::string ShortHash(const std::string& text) {
   uint64_t hash = 14695981039346656037ull;
   for (unsigned char c : text) {
@@ -60,8 +60,8 @@ std::string ShortHash(const std::string& text) {
 }  // namespace
 
 // The hierarchies tasks' groups go in, as --cgroups chose: v1 or v2 as
-// asked; auto (and on) the unified hierarchy where it is the machine's
-// only one (mounted at /sys/fs/cgroup), else the v1 hierarchies, else a
+// asked; auto (and on) the unified hierarchy when it is mounted at
+// /sys/fs/cgroup (a v2-only machine), else the v1 hierarchies, else a
 // unified one mounted elsewhere (a hybrid host's, which offers devices
 // by eBPF and little else).
 absl::StatusOr<std::map<std::string, std::string>>
@@ -109,8 +109,26 @@ absl::Status AgentDaemon::SetUpCgroups(PosixLauncherOptions& launcher) {
   if (usable.ok()) {
     // Can the agent make groups there (root, writable; on v2, load and
     // attach a device filter)? A probe says.
+    // On v2 with every limit its controllers allow, so that enabling them
+    // down the path is tried too (refused, e.g., where the path's top
+    // holds processes, as a container's cgroup namespace root may).
     CgroupLimits probe_limits;
-    if (IsCgroup2(*mounts)) probe_limits.denied_gpu_minors = {0};
+    if (IsCgroup2(*mounts)) {
+      probe_limits.denied_gpu_minors = {0};
+      if (offered.contains("memory")) probe_limits.memory_bytes = 64 << 20;
+      if (offered.contains("cpu")) probe_limits.cpu_quota_cpus = 1;
+      cpu_set_t mine;
+      CPU_ZERO(&mine);
+      if (offered.contains("cpuset") &&
+          sched_getaffinity(0, sizeof(mine), &mine) == 0) {
+        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+          if (CPU_ISSET(cpu, &mine)) {
+            probe_limits.cpus = {cpu};
+            break;
+          }
+        }
+      }
+    }
     absl::StatusOr<std::unique_ptr<TaskCgroup>> probe = TaskCgroup::Create(
         *mounts, parent, absl::StrCat("probe-", getpid()), probe_limits);
     usable = probe.status();

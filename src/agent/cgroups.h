@@ -26,7 +26,10 @@
 // Either way, opening a denied device fails with EPERM, whatever path its
 // node has.
 //
-// Not thread-safe: one owner (the agent's task table) at a time.
+// Not thread-safe to change (Create, Remove) but its readings (Usage,
+// OomKills, dirs) may be taken from any thread: nothing changes its
+// members after construction, and a removed group's files just fail to
+// read.
 #ifndef TIRESIAS_AGENT_CGROUPS_H_
 #define TIRESIAS_AGENT_CGROUPS_H_
 

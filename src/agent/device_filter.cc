@@ -75,24 +75,32 @@ absl::Status AttachDeviceFilter(int cgroup_fd, int major,
   const std::vector<bpf_insn> program =
       DeviceFilterProgram(major, denied_minors);
   static const char kLicense[] = "GPL";
-  char log[4096] = {0};
-  bpf_attr load{};
-  load.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
-  load.insns = reinterpret_cast<uint64_t>(program.data());
-  load.insn_cnt = static_cast<uint32_t>(program.size());
-  load.license = reinterpret_cast<uint64_t>(kLicense);
-  load.log_buf = reinterpret_cast<uint64_t>(log);
-  load.log_size = sizeof(log);
-  load.log_level = 1;
-  const int prog_fd = static_cast<int>(Bpf(BPF_PROG_LOAD, &load));
+  // Without a log first: a verifier log that overflows its buffer fails
+  // even a valid program (ENOSPC). Only a refusal is loaded again with it.
+  auto load = [&](char* log, uint32_t size) {
+    bpf_attr attr{};
+    attr.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
+    attr.insns = reinterpret_cast<uint64_t>(program.data());
+    attr.insn_cnt = static_cast<uint32_t>(program.size());
+    attr.license = reinterpret_cast<uint64_t>(kLicense);
+    attr.log_buf = reinterpret_cast<uint64_t>(log);
+    attr.log_size = size;
+    attr.log_level = log != nullptr ? 1 : 0;
+    return static_cast<int>(Bpf(BPF_PROG_LOAD, &attr));
+  };
+  const int prog_fd = load(nullptr, 0);
   if (prog_fd < 0) {
     const int error = errno;
     std::string message =
         absl::StrCat("cannot load the GPU device filter (bpf BPF_PROG_LOAD): ",
                      std::strerror(error));
+    std::vector<char> log(64 << 10, '\0');
+    const int again = load(log.data(), static_cast<uint32_t>(log.size()));
+    if (again >= 0) close(again);
     if (log[0] != '\0') {
-      absl::StrAppend(&message, ": ",
-                      absl::string_view(log, strnlen(log, sizeof(log))));
+      absl::StrAppend(
+          &message, ": ",
+          absl::string_view(log.data(), strnlen(log.data(), log.size())));
     }
     return absl::FailedPreconditionError(message);
   }

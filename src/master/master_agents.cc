@@ -339,6 +339,15 @@ void MasterState::FinishRestartCancels(Seconds now) {
 void MasterState::LoseNode(int64_t node_id, Seconds now,
                            const std::string& why) {
   const std::string name = table_.NodeName(node_id);
+  // The parts about to end with the node: their last readings are all the
+  // job will know of what they used.
+  for (const auto& [key, rank] : table_.PartsOn(node_id)) {
+    const Launch* launch = table_.Find(key);
+    if (launch != nullptr && launch->phase != Phase::kDeferred &&
+        !launch->parts[rank].ended()) {
+      AddPartUsage(key.first, launch->parts[rank]);
+    }
+  }
   for (const LaunchKey& key : table_.LosePartsOn(node_id, now)) {
     Launch* launch = table_.Find(key);
     if (launch == nullptr) continue;  // erased by an earlier one

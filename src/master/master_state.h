@@ -693,6 +693,9 @@ class MasterState {
   // max_memory_bytes).
   void NoteUsage(Launch& launch, const v1::TaskStatus& task, bool ended)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds an ended part's last reading to its job's record (if in memory).
+  void AddPartUsage(JobId job, const Part& part)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // PACKLIMIT learning (master_pack_limit.cc). Open: the runs stored, the
   // classifier fitted on them and placement given its PACKLIMIT.

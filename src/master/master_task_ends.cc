@@ -80,15 +80,17 @@ void MasterState::NoteUsage(Launch& launch, const v1::TaskStatus& task,
     part.memory_peak_bytes =
         std::max(part.memory_peak_bytes, task.memory_peak_bytes());
   }
-  if (!ended || (part.cpu_seconds == 0 && part.memory_peak_bytes == 0)) {
-    return;
-  }
-  auto it = records_.find(launch.job);
+  if (ended) AddPartUsage(launch.job, part);
+}
+
+void MasterState::AddPartUsage(JobId job, const Part& part) {
+  if (part.cpu_seconds == 0 && part.memory_peak_bytes == 0) return;
+  auto it = records_.find(job);
   if (it == records_.end()) return;
   it->second.cpu_seconds += part.cpu_seconds;
   it->second.max_memory_bytes =
       std::max(it->second.max_memory_bytes, part.memory_peak_bytes);
-  MarkDirty(launch.job);
+  MarkDirty(job);
 }
 
 void MasterState::OnProfile(Launch& launch,

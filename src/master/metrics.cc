@@ -59,9 +59,11 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
          "Promotions to the first queue (starvation avoidance), summed over "
          "all jobs.");
   absl::StrAppend(&out, "tiresias_job_promotions_total ", m.promotions, "\n");
-  Family(&out, "tiresias_job_cpu_seconds_total", "counter",
+  // A gauge: running tasks' readings are in it, and a master restart
+  // forgets those until the agents report again.
+  Family(&out, "tiresias_jobs_cpu_seconds", "gauge",
          "CPU time of every job's tasks, from their cgroups.");
-  absl::StrAppend(&out, "tiresias_job_cpu_seconds_total ",
+  absl::StrAppend(&out, "tiresias_jobs_cpu_seconds ",
                   absl::StrFormat("%.3f", m.cpu_seconds), "\n");
   Family(&out, "tiresias_running_job_cpu_seconds", "gauge",
          "CPU time a running job's tasks used so far (every attempt).");

@@ -5,7 +5,7 @@
 //   tiresias_jobs_submitted_total 12            counter
 //   tiresias_job_preemptions_total 4            counter (summed over jobs)
 //   tiresias_job_promotions_total 0             counter
-//   tiresias_job_cpu_seconds_total 812.5         counter (cgroups' CPU time)
+//   tiresias_jobs_cpu_seconds 812.5              gauge (cgroups' CPU time)
 //   tiresias_running_job_cpu_seconds{job="7",user="alice"} 30.2   gauge
 //   tiresias_running_job_memory_peak_bytes{job="7",user="alice"} 1.2e9
 //                                               gauge, per running job

@@ -109,6 +109,26 @@ TEST_F(JobUsageTest, RanksAddUpLiveAndAreKeptOnceEnded) {
   EXPECT_TRUE(metrics->running_usage.empty());
 }
 
+// A node lost with a rank running: that rank's last reading stays the
+// job's, though no end is ever reported for it.
+TEST_F(JobUsageTest, ALostNodesLastReadingIsKept) {
+  options_.node_timeout = Seconds{30};
+  Open();
+  const int64_t n = Register("n1", 1);
+  const JobId job = Submit(Spec(1));
+  Pass();
+  Beat(n);
+  gpus_[0] = {0};
+  node_of_[0] = n;
+  Report(job, 0, v1::TASK_STATE_RUNNING, 42, 100 * kMiB);
+  clock_.Advance(Seconds{31});
+  ASSERT_TRUE(master_->CheckTimeouts().ok());
+  const JobRecord rec = Get(job);
+  EXPECT_NE(rec.state, JobRecordState::kRunning);
+  EXPECT_DOUBLE_EQ(rec.cpu_seconds, 42);
+  EXPECT_EQ(rec.max_memory_bytes, 100 * kMiB);
+}
+
 TEST_F(JobUsageTest, ImpossibleReadingsAreRejectedNamingTheField) {
   Open();
   const int64_t n = Register("n1", 1);

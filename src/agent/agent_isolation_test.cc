@@ -132,6 +132,15 @@ class AgentIsolationTest : public testing::Test {
     return id.ok() ? *id : 0;
   }
 
+  // The job's last event says the kernel killed it at its memory limit.
+  void ExpectEndedOutOfMemory(JobId id) {
+    auto full = state_->GetJob(id);
+    ASSERT_TRUE(full.ok()) << full.status();
+    ASSERT_FALSE(full->events.empty());
+    EXPECT_THAT(full->events.back().detail, HasSubstr("out of memory"))
+        << full->events.back().detail;
+  }
+
   // Runs a job given one GPU of two that tries to open both; its log.
   std::string RunGpuProbe(JobId* id);
 
@@ -220,11 +229,7 @@ TEST_F(AgentIsolationTest, AJobPastItsMemoryFailsOutOfMemory) {
   EXPECT_EQ(job.state, JobRecordState::kFailed);
   EXPECT_EQ(job.exit_code, 137);  // SIGKILL
   EXPECT_THAT(Log(hog), ::testing::Not(HasSubstr("survived")));
-  auto full = state_->GetJob(hog);
-  ASSERT_TRUE(full.ok());
-  ASSERT_FALSE(full->events.empty());
-  EXPECT_THAT(full->events.back().detail, HasSubstr("out of memory"))
-      << full->events.back().detail;
+  ExpectEndedOutOfMemory(hog);
 
   const JobId fits =
       Submit("/usr/bin/python3 -c \"b = b'x' * (8 << 20); print('fits')\"");
@@ -258,11 +263,7 @@ TEST_F(AgentIsolationTest, AnOutOfMemoryKillWhileNoAgentRanIsStillReported) {
   const JobRecord job = WaitEnded(hog);
   EXPECT_EQ(job.state, JobRecordState::kFailed) << Log(hog);
   EXPECT_THAT(Log(hog), ::testing::Not(HasSubstr("survived")));
-  auto full = state_->GetJob(hog);
-  ASSERT_TRUE(full.ok());
-  ASSERT_FALSE(full->events.empty());
-  EXPECT_THAT(full->events.back().detail, HasSubstr("out of memory"))
-      << full->events.back().detail;
+  ExpectEndedOutOfMemory(hog);
   EXPECT_GT(job.max_memory_bytes, int64_t{32} << 20);
   EXPECT_FALSE(std::filesystem::exists(group));  // removed by the new agent
 }

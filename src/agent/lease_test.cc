@@ -88,6 +88,34 @@ TEST_F(LeaseTest, LapsedLeaseStopsTheTaskWithNobodyPolling) {
   EXPECT_EQ(exit->exit_code, 143);  // the task's own status, not the shim's
 }
 
+// A task whose lease lapses as it finishes its work, and that exits 0
+// anyway (the fence's SIGTERM too late to matter), ended on its own: not
+// fenced, not preempted, so that its job is not run again.
+TEST_F(LeaseTest, ATaskThatExitsZeroAfterItsLeaseLapsedEndedOnItsOwn) {
+  auto lease = LeaseFile::Create(dir_.File("lease"), BootTimeNs() + 300 * kMs);
+  ASSERT_TRUE(lease.ok());
+  auto handle =
+      launcher_.Start(Spec("trap 'echo term > term; exit 0' TERM; "
+                           "touch ready; while true; do sleep 0.02; done",
+                           **lease));
+  ASSERT_TRUE(handle.ok());
+  ASSERT_TRUE(
+      WaitUntil([&] { return std::filesystem::exists(dir_.File("ready")); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return std::filesystem::exists(dir_.File("term")); },
+                milliseconds(3000)))
+      << "the task got no SIGTERM after its lease lapsed";
+  std::optional<TaskExit> exit;
+  ASSERT_TRUE(WaitUntil([&] {
+    auto polled = launcher_.Poll(*handle);
+    if (polled.ok()) exit = *polled;
+    return exit.has_value();
+  }));
+  EXPECT_FALSE(exit->fenced);
+  EXPECT_NE(exit->outcome, TaskOutcome::kPreempted);
+  EXPECT_EQ(exit->exit_code, 0);
+}
+
 // A task that ignores SIGTERM is killed after the grace period, and so is
 // whatever it started in its group.
 TEST_F(LeaseTest, TaskThatIgnoresTheFenceIsKilledAfterTheGrace) {

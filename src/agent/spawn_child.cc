@@ -454,7 +454,10 @@ TaskEnd WaitWatchingLease(const ChildSetup& s, Tee& tee) {
       // What the task wrote before it ended is all in the pipes now.
       if (tee.out_read >= 0) CopyAvailable(&tee.out_read, tee.out_file);
       if (tee.err_read >= 0) CopyAvailable(&tee.err_read, tee.err_file);
-      return TaskEnd{result, fencing};
+      // Every process exited 0: the task did its work and ended on its
+      // own, also if its lease lapsed meanwhile (the fence's SIGTERM came
+      // too late to matter). Reported fenced, it would run again.
+      return TaskEnd{result, fencing && result != 0};
     }
     if (done < 0 && errno != EINTR) _exit(125);
     int64_t wait_ns = s.lease != nullptr ? kShimTickNs : 1000000000;

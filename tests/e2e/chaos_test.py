@@ -206,9 +206,20 @@ def ran_again_after_own_end(cluster, tasks, jobs):
     for t in tasks:
         by_job[t["job"]].append(t)
     for job_id, ts in sorted(by_job.items(), key=lambda kv: int(kv[0])):
-        own = [t for t in ts if t["code"] is not None and t["code"] != 143
-               and not killed_near(t["node"], t["last"])
-               and not lost_near(t["node"], t["last"])]
+        own = []
+        for attempt in sorted({t["attempt"] for t in ts}):
+            group = [t for t in ts if t["attempt"] == attempt]
+            ended = [t for t in group
+                     if t["code"] is not None and t["code"] != 143
+                     and not killed_near(t["node"], t["last"])
+                     and not lost_near(t["node"], t["last"])]
+            # An attempt of several processes (one per GPU) ended on its
+            # own if one failed (that decides it), or if all of them
+            # finished: one that finished while its peer was stopped (a
+            # fence, a preemption) leaves the job to resume, rightly.
+            if any(t["code"] != 0 for t in ended) or (
+                    ended and all(t["code"] == 0 for t in group)):
+                own += ended
         if not own:
             continue
         first = min(t["attempt"] for t in own)

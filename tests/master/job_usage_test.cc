@@ -33,6 +33,19 @@ class JobUsageTest : public MasterFixture {
     return t;
   }
 
+  // Opens the master, starts a 1-GPU job on a 1-GPU node (rank 0 on GPU
+  // 0); the node and the job.
+  std::pair<int64_t, JobId> OneRankStarted() {
+    Open();
+    const int64_t n = Register("n1", 1);
+    const JobId job = Submit(Spec(1));
+    Pass();
+    Beat(n);
+    gpus_[0] = {0};
+    node_of_[0] = n;
+    return {n, job};
+  }
+
   // Reports `rank`'s status with a usage reading from its node.
   void Report(JobId job, int rank, v1::TaskState state, double cpu,
               int64_t memory, std::optional<int> exit = std::nullopt) {
@@ -113,13 +126,7 @@ TEST_F(JobUsageTest, RanksAddUpLiveAndAreKeptOnceEnded) {
 // job's, though no end is ever reported for it.
 TEST_F(JobUsageTest, ALostNodesLastReadingIsKept) {
   options_.node_timeout = Seconds{30};
-  Open();
-  const int64_t n = Register("n1", 1);
-  const JobId job = Submit(Spec(1));
-  Pass();
-  Beat(n);
-  gpus_[0] = {0};
-  node_of_[0] = n;
+  const auto [n, job] = OneRankStarted();
   Report(job, 0, v1::TASK_STATE_RUNNING, 42, 100 * kMiB);
   clock_.Advance(Seconds{31});
   ASSERT_TRUE(master_->CheckTimeouts().ok());
@@ -130,12 +137,7 @@ TEST_F(JobUsageTest, ALostNodesLastReadingIsKept) {
 }
 
 TEST_F(JobUsageTest, ImpossibleReadingsAreRejectedNamingTheField) {
-  Open();
-  const int64_t n = Register("n1", 1);
-  const JobId job = Submit(Spec(1));
-  Pass();
-  Beat(n);
-  gpus_[0] = {0};
+  const auto [n, job] = OneRankStarted();
   v1::TaskStatus bad = Used(job, 0, v1::TASK_STATE_RUNNING, -1, 0);
   v1::HeartbeatResponse resp = Beat(n, {bad});
   ASSERT_EQ(resp.rejected_size(), 1);

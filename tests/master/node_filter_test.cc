@@ -158,7 +158,9 @@ TEST_F(NodeFilterTest, AnExclusiveJobsNodeRunsNothingElse) {
   ASSERT_TRUE(nodes.ok()) << nodes.status();
   for (const v1::Node& node : *nodes) {
     EXPECT_EQ(node.gpus_free(), 0) << node.name();
-    if (node.id() == e_node) EXPECT_EQ(node.job_ids_size(), 1);
+    if (node.id() == e_node) {
+      EXPECT_EQ(node.job_ids_size(), 1);
+    }
   }
 }
 

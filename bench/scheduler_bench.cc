@@ -13,7 +13,9 @@
 //     the jobs ask for `--gpu-type a100` (mix "filtered") or `--exclusive`
 //     (mix "exclusive"): such jobs place on a copy of the cluster with the
 //     refused servers cordoned (core/shape.cc), the cost to watch at 1,000
-//     servers. Compare with BM_Pass/tiresias-l of the same run.
+//     servers. Compare with BM_Pass/tiresias-l of the same run. Mix
+//     "cpu_only": every tenth job is CPU-only (1 to 4 CPUs; each server
+//     keeps 8 spare), waiting in their own queue for spare CPUs.
 //   BM_SubmitSchedule/<policy>/<pending>: Submit one job and Schedule with
 //     1k, 10k, 100k jobs pending on a full 64x8 cluster, then Remove the job
 //     again so that the pending count stays put. Should grow ~log n in the
@@ -71,7 +73,7 @@ constexpr SizeWeight kPhillySizes[] = {
 // A scheduler, its cluster and the bookkeeping a host keeps (which jobs run),
 // driven with synthetic jobs.
 // Which jobs carry what (BM_PassMixed): every tenth job.
-enum class Mix { kPlain, kFiltered, kExclusive };
+enum class Mix { kPlain, kFiltered, kExclusive, kCpuOnly };
 
 // Half the servers A100s, half H200s, one rack.
 Topology TwoModels(int servers, int gpus_per_server) {
@@ -79,7 +81,9 @@ Topology TwoModels(int servers, int gpus_per_server) {
   for (int i = 0; i < servers; ++i) {
     specs.push_back({.rack = 0,
                      .num_gpus = gpus_per_server,
-                     .gpu_model = i % 2 == 0 ? "NVIDIA A100" : "NVIDIA H200"});
+                     .gpu_model = i % 2 == 0 ? "NVIDIA A100" : "NVIDIA H200",
+                     .spare_cpus = 8,
+                     .spare_memory_mib = 8 << 10});
   }
   absl::StatusOr<Topology> topology = Topology::Create(std::move(specs));
   Check(topology.status());
@@ -129,6 +133,10 @@ class TestBed {
       spec.filter = *kA100;
     }
     if (spec.id % 10 == 0 && mix_ == Mix::kExclusive) spec.exclusive = true;
+    if (spec.id % 10 == 0 && mix_ == Mix::kCpuOnly) {
+      spec.num_gpus = 0;
+      spec.cpus = 1 + static_cast<int>(gen_() % 4);
+    }
     Check(scheduler_->Submit(std::move(spec), Seconds{now_}));
     return next_id_ - 1;
   }
@@ -268,7 +276,8 @@ void RegisterAll() {
   }
   for (const auto& [name, mix] :
        {std::pair<const char*, Mix>{"filtered", Mix::kFiltered},
-        {"exclusive", Mix::kExclusive}}) {
+        {"exclusive", Mix::kExclusive},
+        {"cpu_only", Mix::kCpuOnly}}) {
     benchmark::RegisterBenchmark(
         (std::string("BM_PassMixed/") + name).c_str(),
         [mix](benchmark::State& state) { BM_Pass(state, "tiresias-l", mix); })

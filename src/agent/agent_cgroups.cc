@@ -57,7 +57,32 @@ std::string ShortHash(const std::string& text) {
   return absl::StrCat(absl::Hex(hash & 0xffffffff, absl::kZeroPad8));
 }
 
+// The CPUs this process may run on, ascending.
+std::vector<int> AffinityCpus() {
+  std::vector<int> cpus;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof(mine), &mine) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &mine)) cpus.push_back(cpu);
+    }
+  }
+  return cpus;
+}
+
 }  // namespace
+
+absl::Status AgentDaemon::CheckSpareCpus() const {
+  const int count = static_cast<int>(AffinityCpus().size());
+  if (options_.spare_cpus < 0 ||
+      (options_.spare_cpus > 0 && options_.spare_cpus >= count)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--spare-cpus ", options_.spare_cpus, ": expected 0 to ",
+                     count - 1, " (this agent may use ", count,
+                     " CPUs, and its GPUs' blocks need at least one)"));
+  }
+  return absl::OkStatus();
+}
 
 // The hierarchies tasks' groups go in, as --cgroups chose: v1 or v2 as
 // asked; auto (and on) the unified hierarchy when it is mounted at
@@ -168,16 +193,23 @@ absl::Status AgentDaemon::SetUpCgroups(PosixLauncherOptions& launcher) {
   std::string cpus = "; CPUs not bound (--cpus-per-gpu -1)";
   const bool can_bind = !v2 || offered.contains("cpuset");
   const bool can_quota = v2 && offered.contains("cpu");
+  // The last --spare-cpus of them are CPU-only tasks'; GPUs' blocks are
+  // made of the rest (CheckSpareCpus: at least one).
+  const std::vector<int> mine = AffinityCpus();
+  const int spare =
+      std::clamp(options_.spare_cpus, 0, static_cast<int>(mine.size()));
+  std::string spare_text;
+  if (spare > 0 && (can_bind || can_quota)) {
+    launcher.spare_cpus.assign(mine.end() - spare, mine.end());
+    launcher.cpu_quota = !can_bind;
+    spare_text = absl::StrCat("; CPU-only tasks on CPUs ",
+                              absl::StrJoin(launcher.spare_cpus, ","),
+                              can_bind ? "" : " (as a CPU-time quota)");
+  }
   if (options_.cpus_per_gpu >= 0 && !gpus_.empty() && !can_bind && !can_quota) {
     cpus = "; CPUs not limited (the hierarchy offers neither cpuset nor cpu)";
   } else if (options_.cpus_per_gpu >= 0 && !gpus_.empty()) {
-    cpu_set_t mine;
-    CPU_ZERO(&mine);
-    if (sched_getaffinity(0, sizeof(mine), &mine) == 0) {
-      for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-        if (CPU_ISSET(cpu, &mine)) launcher.node_cpus.push_back(cpu);
-      }
-    }
+    launcher.node_cpus.assign(mine.begin(), mine.end() - spare);
     launcher.cpus_per_gpu = options_.cpus_per_gpu;
     launcher.cpu_quota = !can_bind;
     const std::vector<int> first =
@@ -198,12 +230,14 @@ absl::Status AgentDaemon::SetUpCgroups(PosixLauncherOptions& launcher) {
                          " bytes per GPU")
           : "",
       memory_limited_ ? "" : "; memory not limited (no memory controller)",
-      cpus));
+      cpus, spare_text));
   return absl::OkStatus();
 }
 
 void AgentDaemon::MeasureResources(PosixLauncherOptions& launcher) {
   const int gpus = static_cast<int>(gpus_.size());
+  const int all = static_cast<int>(AffinityCpus().size());
+  const int spare = std::clamp(options_.spare_cpus, 0, all);
   int cpus = static_cast<int>(launcher.node_cpus.size());
   if (cpus > 0 && gpus > 0) {
     // Bound: each GPU's block (CpusForGpus), as many as there are.
@@ -211,12 +245,10 @@ void AgentDaemon::MeasureResources(PosixLauncherOptions& launcher) {
                                                 : std::max(1, cpus / gpus);
     cpus = std::min(cpus, block * gpus);
   } else {
-    cpu_set_t mine;
-    CPU_ZERO(&mine);
-    cpus =
-        sched_getaffinity(0, sizeof(mine), &mine) == 0 ? CPU_COUNT(&mine) : 0;
+    cpus = all - spare;
   }
   report_cpus_ = cpus;
+  report_spare_cpus_ = spare;
   report_memory_mib_ = options_.memory_mib;
   if (!memory_limited_) {
     // Nothing to hold a job to what it asked: none to offer (jobs with
@@ -229,6 +261,15 @@ void AgentDaemon::MeasureResources(PosixLauncherOptions& launcher) {
                                                      page / (int64_t{1} << 20)
                                                : 0;
   }
+  if (spare > 0 && report_memory_mib_ > 0) {
+    // Kept with the spare CPUs, out of what the GPUs' slices share.
+    const int64_t kept =
+        options_.spare_memory_bytes >= 0
+            ? std::min(report_memory_mib_, options_.spare_memory_bytes >> 20)
+            : report_memory_mib_ * spare / std::max(1, all);
+    report_spare_memory_mib_ = kept;
+    report_memory_mib_ -= kept;
+  }
   std::string share;
   if (!launcher.cgroup_mounts.empty() && memory_limited_ &&
       launcher.memory_per_gpu == 0 && gpus > 0 && report_memory_mib_ > 0) {
@@ -239,9 +280,13 @@ void AgentDaemon::MeasureResources(PosixLauncherOptions& launcher) {
                          MemoryText(report_memory_mib_ / gpus),
                          " per GPU (an equal share; --mem-per-gpu to set)");
   }
-  Log(absl::StrCat("resources: ", report_cpus_, " CPUs and ",
-                   report_memory_mib_, " MiB for ", gpus,
-                   gpus == 1 ? " GPU" : " GPUs", share));
+  Log(absl::StrCat(
+      "resources: ", report_cpus_, " CPUs and ", report_memory_mib_,
+      " MiB for ", gpus, gpus == 1 ? " GPU" : " GPUs", share,
+      spare > 0
+          ? absl::StrCat("; ", spare, " CPUs and ", report_spare_memory_mib_,
+                         " MiB for CPU-only jobs")
+          : ""));
 }
 
 void AgentDaemon::RemoveStaleCgroups() {

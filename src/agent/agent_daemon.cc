@@ -158,6 +158,7 @@ absl::Status AgentDaemon::Start() {
   log_server_ = *std::move(logs);
   log_address_ = absl::StrCat(host, ":", log_server_->port());
   Log(DescribeRunAs(launcher_options.run_as));
+  if (absl::Status s = CheckSpareCpus(); !s.ok()) return s;
   if (absl::Status s = SetUpCgroups(launcher_options); !s.ok()) return s;
   MeasureResources(launcher_options);
   launcher_ = deps_->make_launcher(std::move(launcher_options));
@@ -343,6 +344,8 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
                                  options_.features.end());
   req.set_cpus(report_cpus_);
   req.set_memory_mib(report_memory_mib_);
+  req.set_spare_cpus(report_spare_cpus_);
+  req.set_spare_memory_mib(report_spare_memory_mib_);
   req.set_agent_token(token_);
   req.set_grace_seconds(
       std::chrono::duration<double>(options_.grace).count());

@@ -171,6 +171,16 @@ struct AgentOptions {
   // block of its own per GPU (CpusForGpus of the CPUs the agent may use);
   // 0: an even share of them; -1: no binding.
   int cpus_per_gpu = 0;
+  // CPUs kept out of every GPU's block for CPU-only jobs (`submit --gpus 0
+  // --cpus N`): the last this many of the CPUs the agent may use (at most
+  // all but one per GPU), told to the master as the node's spare CPUs;
+  // the GPUs' blocks are made of the rest. With cgroups, a CPU-only task
+  // is bound to that many of them (PosixLauncherOptions::spare_cpus).
+  // 0: none (the node takes no CPU-only job).
+  int spare_cpus = 0;
+  // The memory kept with them (bytes), out of what GPUs' slices share;
+  // -1: their share of the memory by CPU count.
+  int64_t spare_memory_bytes = -1;
   // One line per notable event; null: "tiresias agent: ..." on stderr.
   // Called from the agent's threads.
   std::function<void(std::string_view)> log;
@@ -308,6 +318,9 @@ class AgentDaemon {
   // left for tasks no longer running removed. The parent folder is
   // "tiresias/<node>-<hash of the state dir>".
   absl::Status SetUpCgroups(PosixLauncherOptions& launcher);
+  // InvalidArgument unless --spare-cpus leaves the GPUs at least one of
+  // the CPUs this agent may use.
+  absl::Status CheckSpareCpus() const;
   absl::StatusOr<std::map<std::string, std::string>> ChooseCgroupHierarchy()
       const;
   // The CPUs and memory told to the master (RegisterRequest.cpus,
@@ -349,6 +362,8 @@ class AgentDaemon {
   std::string cgroup_parent_;
   int report_cpus_ = 0;  // MeasureResources; constant after Start
   int64_t report_memory_mib_ = 0;
+  int report_spare_cpus_ = 0;  // for CPU-only jobs; constant after Start
+  int64_t report_spare_memory_mib_ = 0;
   // False on a v2 hierarchy without the memory controller: no memory is
   // offered to jobs (MeasureResources). Set by SetUpCgroups.
   bool memory_limited_ = true;

@@ -141,6 +141,11 @@ class AgentIsolationTest : public testing::Test {
         << full->events.back().detail;
   }
 
+  // Makes char devices 195:0 and 195:1 (the node's GPUs' minors) in the
+  // test's folder; returns Python lines (`os` imported) that try to open
+  // each and print `label` (an expression of n, the minor) and "opened",
+  // "refused" (EPERM) or "not-refused".
+  std::string OpenGpusProbe(const std::string& label);
   // Runs a job given one GPU of two that tries to open both; its log.
   std::string RunGpuProbe(JobId* id);
 
@@ -177,15 +182,13 @@ class AgentIsolationTest : public testing::Test {
 // device node opens as far as the (absent) driver allows, the other's is
 // refused (EPERM), whichever path the node has; /proc/self/cgroup names
 // the job's groups; and they are gone once it ended.
-std::string AgentIsolationTest::RunGpuProbe(JobId* id) {
+std::string AgentIsolationTest::OpenGpusProbe(const std::string& label) {
   for (int minor : {0, 1}) {
     const std::string path = dir_.File(absl::StrCat("nvidia", minor));
     EXPECT_EQ(mknod(path.c_str(), S_IFCHR | 0666, makedev(kNvidiaMajor, minor)),
               0);
   }
-  const std::string probe = absl::StrCat(
-      "import os\n"
-      "mine = int(os.environ['CUDA_VISIBLE_DEVICES'])\n"
+  return absl::StrCat(
       "for n in (0, 1):\n"
       "    try:\n"
       "        os.close(os.open('",
@@ -194,7 +197,15 @@ std::string AgentIsolationTest::RunGpuProbe(JobId* id) {
       "        how = 'opened'\n"
       "    except OSError as e:\n"
       "        how = 'refused' if e.errno == 1 else 'not-refused'\n"
-      "    print(('mine' if n == mine else 'other'), how)\n"
+      "    print(",
+      label, ", how)\n");
+}
+
+std::string AgentIsolationTest::RunGpuProbe(JobId* id) {
+  const std::string probe = absl::StrCat(
+      "import os\n"
+      "mine = int(os.environ['CUDA_VISIBLE_DEVICES'])\n",
+      OpenGpusProbe("('mine' if n == mine else 'other')"),
       "print(open('/proc/self/cgroup').read())\n");
   std::ofstream(dir_.File("probe.py")) << probe;
   *id = Submit(absl::StrCat("/usr/bin/python3 ", dir_.File("probe.py")));
@@ -321,6 +332,67 @@ TEST_F(AgentIsolationTest, EachJobRunsOnItsGpusCpus) {
   EXPECT_EQ(WaitEnded(both).state, JobRecordState::kFinished) << Log(both);
   EXPECT_THAT(Log(both),
               HasSubstr(absl::StrCat("cpus ", expected({0, 1}), "\n")));
+}
+
+// An agent keeping its last CPU for CPU-only jobs (--spare-cpus 1): the
+// master hears of it, and a CPU-only job runs bound to that CPU with no
+// GPU (both of the node's refused), under its own memory limit (past it:
+// out of memory).
+class AgentIsolationSpareTest : public AgentIsolationTest {
+ protected:
+  void Configure(AgentOptions& agent) override {
+    agent.spare_cpus = 1;
+    agent.spare_memory_bytes = 256 << 20;
+  }
+
+  JobId SubmitCpuOnly(const std::string& script, int64_t mem_mib) {
+    JobRequest req;
+    req.name = "cpu";
+    req.user = "root";
+    req.num_gpus = 0;
+    req.cpus = 1;
+    req.mem_mib = mem_mib;
+    req.command = {"/bin/sh", "-c", script};
+    auto id = state_->SubmitJob(req);
+    EXPECT_TRUE(id.ok()) << id.status();
+    server_->Notify();
+    return id.ok() ? *id : 0;
+  }
+};
+
+TEST_F(AgentIsolationSpareTest, ACpuOnlyJobRunsOnTheSpareCpuWithoutGpus) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  int last = -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &mine)) last = cpu;
+  }
+  if (CPU_COUNT(&mine) < 2) GTEST_SKIP() << "needs 2 CPUs";
+  auto nodes = state_->ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  ASSERT_EQ(nodes->size(), 1u);
+  EXPECT_EQ((*nodes)[0].spare_cpus(), 1);
+  EXPECT_EQ((*nodes)[0].spare_memory_mib(), 256);
+  const std::string probe = absl::StrCat(
+      "import os\n"
+      "print('cuda [%s]' % os.environ.get('CUDA_VISIBLE_DEVICES'))\n"
+      "print('cpus', sorted(os.sched_getaffinity(0)))\n",
+      OpenGpusProbe("'gpu', n"));
+  std::ofstream(dir_.File("probe.py")) << probe;
+  const JobId id = SubmitCpuOnly(
+      absl::StrCat("/usr/bin/python3 ", dir_.File("probe.py")), 0);
+  EXPECT_EQ(WaitEnded(id).state, JobRecordState::kFinished) << Log(id);
+  const std::string log = Log(id);
+  EXPECT_THAT(log, HasSubstr("cuda []\n"));
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("cpus [", last, "]\n")));
+  EXPECT_THAT(log, HasSubstr("gpu 0 refused\n"));
+  EXPECT_THAT(log, HasSubstr("gpu 1 refused\n"));
+
+  const JobId big =
+      SubmitCpuOnly("exec /usr/bin/python3 -c \"x = 'x' * (96 << 20)\"", 32);
+  EXPECT_EQ(WaitEnded(big).state, JobRecordState::kFailed) << Log(big);
+  ExpectEndedOutOfMemory(big);
 }
 
 // The same agent on the unified hierarchy (--cgroups v2): the other GPU

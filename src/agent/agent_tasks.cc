@@ -155,6 +155,9 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
       // At most the master's job_limits::kMaxMemPerGpuMib (2^30 MiB): no
       // product with the GPU count can overflow.
       std::clamp<int64_t>(st.mem_per_gpu_mib(), 0, int64_t{1} << 30) << 20;
+  spec.cpus = std::clamp(st.cpus(), 0, 1 << 16);
+  spec.memory_bytes = std::clamp<int64_t>(st.mem_mib(), 0, int64_t{1} << 30)
+                      << 20;
   spec.gpus.assign(st.gpu_indexes().begin(), st.gpu_indexes().end());
   spec.argv.assign(st.command().begin(), st.command().end());
   spec.env.insert(st.env().begin(), st.env().end());

@@ -1,6 +1,7 @@
 #include "agent/cgroups.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -436,6 +437,41 @@ std::vector<int> CpusForGpus(const std::vector<int>& node_cpus, int gpu_count,
   std::sort(cpus.begin(), cpus.end());
   cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
   return cpus;
+}
+
+absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text) {
+  std::vector<int> cpus;
+  for (absl::string_view item : absl::StrSplit(absl::StripAsciiWhitespace(text),
+                                               ',', absl::SkipEmpty())) {
+    const size_t dash = item.find('-');
+    int lo = 0, hi = 0;
+    if (!absl::SimpleAtoi(item.substr(0, dash), &lo) ||
+        !absl::SimpleAtoi(
+            dash == absl::string_view::npos ? item : item.substr(dash + 1),
+            &hi) ||
+        lo < 0 || hi < lo || hi >= CPU_SETSIZE) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("CPU list \"", text, "\": bad item \"", item, "\""));
+    }
+    for (int cpu = lo; cpu <= hi; ++cpu) cpus.push_back(cpu);
+  }
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  return cpus;
+}
+
+absl::StatusOr<std::vector<int>> TaskCgroup::Cpus() const {
+  const std::string dir =
+      v2_ ? (dirs_.empty() ? "" : dirs_[0]) : DirOf("cpuset");
+  if (dir.empty()) return std::vector<int>{};
+  absl::StatusOr<std::string> text =
+      ReadFile(absl::StrCat(dir, "/cpuset.cpus"));
+  if (!text.ok()) {
+    // v2 without a cpuset controller has no such file.
+    if (absl::IsNotFound(text.status())) return std::vector<int>{};
+    return text.status();
+  }
+  return ParseCpuList(*text);
 }
 
 std::vector<int> DeniedGpuMinors(const std::vector<int>& node_gpus,

@@ -130,6 +130,9 @@ class TaskCgroup {
   absl::StatusOr<std::vector<int>> OpenProcsFiles() const;
   // What the task used so far (or in all, once it ended).
   absl::StatusOr<CgroupUsage> Usage() const;
+  // The CPUs its cpuset holds (cpuset.cpus; empty: the parent's, or no
+  // cpuset controller).
+  absl::StatusOr<std::vector<int>> Cpus() const;
   // How many of its processes the kernel killed at its memory limit (what
   // Usage says as oom_kills, alone: one file read).
   absl::StatusOr<int64_t> OomKills() const;
@@ -178,6 +181,10 @@ std::string TaskCgroupName(int64_t job_id, int attempt, int rank);
 std::vector<int> CpusForGpus(const std::vector<int>& node_cpus, int gpu_count,
                              const std::vector<int>& gpus, int per_gpu,
                              int take = 0);
+
+// A kernel CPU list ("0-2,5\n") as CPUs, ascending; InvalidArgument for
+// anything else. "" is none.
+absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text);
 
 // The device minors a task given GPUs `given` (indexes) may not open: those
 // of the node's GPUs `node_gpus` not given, `node_minors[i]` being

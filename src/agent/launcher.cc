@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <unordered_map>
 
@@ -102,6 +103,8 @@ struct PosixLauncher::State {
     bool killed = false;
     // Its cgroups (PosixLauncherOptions::cgroup_mounts); null: none.
     std::shared_ptr<TaskCgroup> cgroup;
+    // A CPU-only task's spare CPUs (counted in spare_use).
+    std::vector<int> spare;
   };
 
   PosixLauncherOptions options;
@@ -112,11 +115,36 @@ struct PosixLauncher::State {
   // Cgroups of ended tasks that still held a dying process: removed by a
   // later PollAll.
   std::vector<std::shared_ptr<TaskCgroup>> leftover_cgroups ABSL_GUARDED_BY(mu);
+  // Spare CPU -> live CPU-only tasks bound to it.
+  std::map<int, int> spare_use ABSL_GUARDED_BY(mu);
+
+  // `count` spare CPUs for a new CPU-only task, the least used first
+  // (lowest among equals), ascending; counted as used.
+  std::vector<int> TakeSpare(int count) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    std::vector<std::pair<int, int>> by_use;  // (use, cpu)
+    for (int cpu : options.spare_cpus) by_use.push_back({spare_use[cpu], cpu});
+    std::sort(by_use.begin(), by_use.end());
+    std::vector<int> cpus;
+    for (size_t i = 0; i < by_use.size() && static_cast<int>(i) < count; ++i) {
+      cpus.push_back(by_use[i].second);
+    }
+    std::sort(cpus.begin(), cpus.end());
+    for (int cpu : cpus) ++spare_use[cpu];
+    return cpus;
+  }
+  void GiveSpare(std::vector<int>& cpus) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    for (int cpu : cpus) {
+      auto it = spare_use.find(cpu);
+      if (it != spare_use.end() && --it->second <= 0) spare_use.erase(it);
+    }
+    cpus.clear();
+  }
 
   // The task's cgroups, once it ended: whether the kernel killed it for
   // memory, then whatever is left in them killed and the groups removed
   // (or kept for a later try).
   void EndCgroup(Tracked& t, TaskExit& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    GiveSpare(t.spare);
     if (t.cgroup == nullptr) return;
     absl::StatusOr<CgroupUsage> usage = t.cgroup->Usage();
     if (usage.ok()) {
@@ -325,6 +353,14 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   }
   std::shared_ptr<TaskCgroup> cgroup;
   const PosixLauncherOptions& options = state_->options;
+  // A CPU-only task's spare CPUs, given back if it does not start.
+  std::vector<int> spare;
+  auto give_back = [&] {
+    if (spare.empty()) return;
+    MutexLock lock(&state_->mu);
+    state_->GiveSpare(spare);
+  };
+  const bool cpu_only = spec.gpus.empty() && spec.cpus > 0;
   if (!options.cgroup_mounts.empty()) {
     CgroupLimits limits;
     limits.memory_bytes =
@@ -334,7 +370,19 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
     limits.cpus = CpusForGpus(
         options.node_cpus, static_cast<int>(options.node_gpus.size()),
         spec.gpus, options.cpus_per_gpu, spec.cpus_per_gpu);
-    if (options.cpu_quota) {
+    if (cpu_only) {
+      if (spec.memory_bytes > 0) limits.memory_bytes = spec.memory_bytes;
+      {
+        MutexLock lock(&state_->mu);
+        spare = state_->TakeSpare(spec.cpus);
+      }
+      limits.cpus = spare;
+      // Without spare CPUs to bind to, its count's worth of CPU time (v2).
+      if (limits.cpus.empty() && options.cpu_quota) {
+        limits.cpu_quota_cpus = spec.cpus;
+      }
+    }
+    if (options.cpu_quota && !limits.cpus.empty()) {
       limits.cpu_quota_cpus = static_cast<int>(limits.cpus.size());
       limits.cpus.clear();
     }
@@ -347,6 +395,7 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
         made.ok() ? (*made)->OpenProcsFiles() : made.status();
     if (!fds.ok()) {
       if (made.ok()) (*made)->Remove().IgnoreError();
+      give_back();
       return absl::Status(
           fds.status().code(),
           absl::StrCat("cannot start ", task_name,
@@ -358,6 +407,7 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   absl::StatusOr<pid_t> pid = SpawnProcess(request);
   for (int fd : request.cgroup_procs_fds) close(fd);
   if (!pid.ok()) {
+    give_back();
     if (cgroup != nullptr) {
       cgroup->KillAll();
       cgroup->Remove().IgnoreError();
@@ -388,6 +438,7 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   State::Tracked& t = state_->tasks[*pid];
   t.handle = handle;
   t.cgroup = std::move(cgroup);
+  t.spare = std::move(spare);
   return handle;
 }
 
@@ -408,6 +459,19 @@ absl::Status PosixLauncher::Adopt(const TaskHandle& handle,
         state_->options.cgroup_mounts, state_->options.cgroup_parent,
         TaskCgroupName(handle.job_id, handle.attempt, handle.rank));
     if (group.ok()) t.cgroup = *std::move(group);
+    // A CPU-only task's spare CPUs, as its cpuset says.
+    if (t.cgroup != nullptr && handle.gpus.empty()) {
+      absl::StatusOr<std::vector<int>> bound = t.cgroup->Cpus();
+      const std::vector<int>& spare = state_->options.spare_cpus;
+      if (bound.ok()) {
+        for (int cpu : *bound) {
+          if (std::find(spare.begin(), spare.end(), cpu) != spare.end()) {
+            t.spare.push_back(cpu);
+            ++state_->spare_use[cpu];
+          }
+        }
+      }
+    }
   }
   t.stop = stop;
   t.kill_at = state_->clock->SteadyNow() + grace;

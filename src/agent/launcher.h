@@ -110,6 +110,11 @@ struct TaskSpec {
   // launcher's defaults (PosixLauncherOptions).
   int cpus_per_gpu = 0;
   int64_t memory_per_gpu = 0;  // bytes
+  // A CPU-only task (no gpus; StartTask.cpus, mem_mib): with cgroups,
+  // bound to this many of the node's spare CPUs (PosixLauncherOptions::
+  // spare_cpus) and limited to memory_bytes (0: one GPU's worth).
+  int cpus = 0;
+  int64_t memory_bytes = 0;
 };
 
 enum class StopReason { kPreempt, kCancel };
@@ -254,6 +259,12 @@ struct PosixLauncherOptions {
   // v2 without cpuset: instead of binding a task to those CPUs, hold it
   // to their count's worth of CPU time (cpu.max).
   bool cpu_quota = false;
+  // In cgroups: the CPUs kept out of every GPU's block for CPU-only tasks
+  // (TaskSpec::cpus). Each such task is bound to that many of them, those
+  // the fewest live CPU-only tasks hold (none, while the master's count
+  // holds), lowest first; an adopted task's are read back from its
+  // cpuset.
+  std::vector<int> spare_cpus;
 };
 
 // Forks and execs tasks (see spawn.h for the child's setup, task_env.h for

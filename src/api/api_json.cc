@@ -176,6 +176,8 @@ json JobJson(const v1::Job& j, JobView view, double now_unix_seconds) {
       {"mem_per_gpu_mib", spec.mem_per_gpu_mib() > 0
                               ? json(spec.mem_per_gpu_mib())
                               : json(nullptr)},
+      {"cpus", spec.cpus() > 0 ? json(spec.cpus()) : json(nullptr)},
+      {"mem_mib", spec.mem_mib() > 0 ? json(spec.mem_mib()) : json(nullptr)},
       {"dependencies", std::move(dependencies)},
       {"waiting_on_dependencies", j.waiting_on_dependencies()},
       {"queue", j.queue()},
@@ -242,6 +244,10 @@ json NodeJson(const v1::Node& n) {
           {"features", Strings(n.features())},
           {"cpus", n.cpus()},
           {"memory_mib", n.memory_mib()},
+          {"spare_cpus", n.spare_cpus()},
+          {"spare_memory_mib", n.spare_memory_mib()},
+          {"spare_cpus_free", n.spare_cpus_free()},
+          {"spare_memory_mib_free", n.spare_memory_mib_free()},
           {"last_heartbeat_time", n.last_heartbeat_time()},
           {"job_ids", Ids(n.job_ids())}};
 }

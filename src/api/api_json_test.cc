@@ -193,7 +193,9 @@ TEST(ApiJsonTest, NodesStatusAndAnswersUseTheSameWords) {
               "address": "10.0.0.1:7000", "state": "up", "gpus": 4,
               "gpus_free": 1, "drained": false, "drain_reason": null,
               "gpu_model": "NVIDIA H200", "features": ["ib"],
-              "cpus": 0, "memory_mib": 0,
+              "cpus": 0, "memory_mib": 0, "spare_cpus": 0,
+              "spare_memory_mib": 0, "spare_cpus_free": 0,
+              "spare_memory_mib_free": 0,
               "last_heartbeat_time": 1500.5, "job_ids": [9]})"));
   v1::DrainNodeResponse drain;
   *drain.mutable_node() = node;

@@ -47,6 +47,8 @@ void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
   out->set_cpus_per_gpu(spec.cpus_per_gpu);
   out->set_mem_per_gpu_mib(spec.mem_per_gpu_mib);
   out->set_exclusive(spec.exclusive);
+  out->set_cpus(spec.cpus);
+  out->set_mem_mib(spec.mem_mib);
 }
 
 JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
@@ -86,6 +88,8 @@ JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
   out.cpus_per_gpu = spec.cpus_per_gpu();
   out.mem_per_gpu_mib = spec.mem_per_gpu_mib();
   out.exclusive = spec.exclusive();
+  out.cpus = spec.cpus();
+  out.mem_mib = spec.mem_mib();
   return out;
 }
 

@@ -44,6 +44,8 @@ struct AgentFlags {
   std::string mem_per_gpu;  // Slurm's SIZE: a number of MiB, or K/M/G/T
   std::string memory;       // --memory, the same form
   int cpus_per_gpu = 0;     // 0: an even share; -1: no binding
+  int spare_cpus = 0;       // for CPU-only jobs
+  std::string spare_mem;    // with them; "": their share
   std::string gpu_model;
   std::vector<std::string> features;
 };
@@ -153,6 +155,16 @@ int RunAgent(const AgentFlags& f) {
     options.memory_mib = *bytes >> 20;
   }
   options.cpus_per_gpu = f.cpus_per_gpu;
+  options.spare_cpus = f.spare_cpus;
+  if (!f.spare_mem.empty()) {
+    absl::StatusOr<int64_t> bytes = ParseMemorySize("--spare-mem", f.spare_mem);
+    if (!bytes.ok()) {
+      std::fprintf(stderr, "tiresias agent: %s\n",
+                   std::string(bytes.status().message()).c_str());
+      return 2;
+    }
+    options.spare_memory_bytes = *bytes;
+  }
   if (f.gpu_model.size() > kMaxGpuModelBytes ||
       std::any_of(f.gpu_model.begin(), f.gpu_model.end(),
                   [](char c) { return c < 0x20 || c > 0x7e; })) {
@@ -338,6 +350,18 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
                   "its GPUs' blocks, and goes only where a block holds N")
       ->check(CLI::Range(-1, 1024))
       ->default_val(0);
+  cmd->add_option("--spare-cpus", f.spare_cpus,
+                  "Keep this many of the agent's CPUs (its last ones) out "
+                  "of the GPUs' blocks, for CPU-only jobs (submit --gpus 0 "
+                  "--cpus N): told to the master as the node's spare CPUs; "
+                  "with cgroups each such job is bound to as many of them "
+                  "as it asked. Default 0: the node takes no CPU-only job")
+      ->check(CLI::Range(0, 65536))
+      ->default_val(0);
+  cmd->add_option("--spare-mem", f.spare_mem,
+                  "Memory kept with --spare-cpus for CPU-only jobs, out of "
+                  "what the GPUs share (same form as --mem-per-gpu). "
+                  "Default: the spare CPUs' share of the memory by CPU count");
   cmd->add_option("--gpu-model", f.gpu_model,
                   "The model of this node's GPUs as told to the master, "
                   "which jobs' --gpu-type is matched against (a word of it, "

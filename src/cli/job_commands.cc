@@ -214,10 +214,19 @@ void PrintJob(const v1::Job& job, double now) {
                                    job.spec().nodes() == 1 ? " node" : " nodes",
                                    " x ", job.spec().gpus_per_node(), ")")
                     : absl::StrCat(job.spec().gpus()));
+  if (job.spec().gpus() == 0) {
+    line("CPUs:", absl::StrCat(job.spec().cpus(),
+                               " on one node's spare CPUs (a "
+                               "CPU-only job), memory ",
+                               job.spec().mem_mib() > 0
+                                   ? MemoryText(job.spec().mem_mib())
+                                   : std::string("their share")));
+  }
   line("Processes:", job.spec().tasks_per_node() > 0
                          ? absl::StrCat(job.spec().tasks_per_node(),
                                         " per node (--tasks-per-node)")
-                         : std::string("one per GPU"));
+                     : job.spec().gpus() == 0 ? std::string("one")
+                                              : std::string("one per GPU"));
   if (const std::string nodes = NodeFilterText(job.spec()); !nodes.empty()) {
     line("Nodes:", nodes);
   }

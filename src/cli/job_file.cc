@@ -29,7 +29,7 @@ constexpr const char* kFields =
     "gpus, command, nodes, gpus_per_node, tasks_per_node, name, env, "
     "checkpoint_dir, chdir (or workdir), output, error, time, signal, "
     "no_preempt, hold, dependency, gpu_type, constraint, nodelist, "
-    "exclude, cpus_per_gpu, mem_per_gpu, exclusive";
+    "exclude, cpus_per_gpu, mem_per_gpu, cpus, mem, exclusive";
 
 // A JSON value for a message: its text, cut to about 40 bytes.
 std::string Shown(const Json& value) {
@@ -155,16 +155,20 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
        : key == "constraint" ? filter.constraint
        : key == "nodelist"   ? filter.nodelist
                              : filter.exclude) = *std::move(text);
-    } else if (key == "cpus_per_gpu" || key == "mem_per_gpu") {
+    } else if (key == "cpus_per_gpu" || key == "mem_per_gpu" || key == "cpus" ||
+               key == "mem") {
       // A number, or for memory also Slurm's "16G"; checked with the flags.
+      const bool memory = key == "mem_per_gpu" || key == "mem";
       if (!value.is_number_integer() && !value.is_string()) {
         return FieldError(
             key, absl::StrCat("expected a whole number",
-                              key == "mem_per_gpu" ? " of MiB or a size (16G)"
-                                                   : " of CPUs",
+                              memory ? " of MiB or a size (16G)" : " of CPUs",
                               ", got ", Shown(value)));
       }
-      (key == "cpus_per_gpu" ? filter.cpus_per_gpu : filter.mem_per_gpu) =
+      (key == "cpus_per_gpu"  ? filter.cpus_per_gpu
+       : key == "mem_per_gpu" ? filter.mem_per_gpu
+       : key == "cpus"        ? filter.cpus
+                              : filter.mem) =
           value.is_string() ? value.get<std::string>() : value.dump();
     } else if (key == "dependency") {
       auto text = StringField(value, key);

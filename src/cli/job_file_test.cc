@@ -186,7 +186,15 @@ TEST(JobFile, NamesTheLineAndFieldOfTheFirstBadLine) {
     std::string expected;
   } cases[] = {
       {"{\"gpus\": 0, \"command\": [\"true\"]}",
-       "jobs.jsonl:3: gpus: expected at least 1 GPU, got 0"},
+       "jobs.jsonl:3: cpus: required for a job without GPUs (a CPU-only "
+       "job)"},
+      {"{\"gpus\": -1, \"command\": [\"true\"]}",
+       "jobs.jsonl:3: gpus: expected at least 1 GPU (0 with cpus: a CPU-only "
+       "job), got -1"},
+      {"{\"gpus\": 1, \"cpus\": 4, \"cpus_per_gpu\": 2, \"command\": "
+       "[\"true\"]}",
+       "jobs.jsonl:3: cpus and cpus_per_gpu: give one (cpus is the job's in "
+       "all)"},
       {"{\"gpus\": \"two\", \"command\": [\"true\"]}",
        "jobs.jsonl:3: gpus: expected a whole number of GPUs, got \"two\""},
       {"{\"gpus\": 2.5, \"command\": [\"true\"]}",

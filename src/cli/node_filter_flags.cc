@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,70 @@ absl::Status Bad(std::string_view field, std::string_view text,
 constexpr absl::string_view kExpected =
     "expected node names joined by ',', or a prefix with [numbers and "
     "ranges] (gpu[01-04,07])";
+
+}  // namespace
+
+namespace {
+
+// --cpus and --mem (see ApplyNodeFilter).
+absl::Status ApplyJobResources(const NodeFilterFlags& flags,
+                               const NodeFilterFlags& names, JobRequest* spec) {
+  spec->cpus = 0;
+  spec->mem_mib = 0;
+  const int gpus = spec->num_gpus;
+  if (gpus == 0 && flags.cpus.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ToAbsl(names.cpus),
+                     ": required for a job without GPUs (a CPU-only "
+                     "job)"));
+  }
+  for (const auto& [all, per_gpu, all_name, per_gpu_name] :
+       {std::tuple{&flags.cpus, &flags.cpus_per_gpu, &names.cpus,
+                   &names.cpus_per_gpu},
+        std::tuple{&flags.mem, &flags.mem_per_gpu, &names.mem,
+                   &names.mem_per_gpu}}) {
+    if (!all->empty() && !per_gpu->empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          ToAbsl(*all_name), " and ", ToAbsl(*per_gpu_name), ": give one (",
+          ToAbsl(*all_name), " is the job's in all)"));
+    }
+    if (gpus == 0 && !per_gpu->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(ToAbsl(*per_gpu_name), ": a job without GPUs asks with ",
+                       ToAbsl(*all_name)));
+    }
+  }
+  if (!flags.cpus.empty()) {
+    int cpus = 0;
+    if (!absl::SimpleAtoi(ToAbsl(flags.cpus), &cpus) || cpus < 1 ||
+        cpus > job_limits::kMaxCpusPerGpu) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          ToAbsl(names.cpus), ": expected a whole number of CPUs, 1 to ",
+          job_limits::kMaxCpusPerGpu, ", got \"", ToAbsl(flags.cpus), "\""));
+    }
+    if (gpus == 0) {
+      spec->cpus = cpus;
+    } else if (gpus > 0) {
+      spec->cpus_per_gpu = (cpus + gpus - 1) / gpus;
+    }
+  }
+  if (!flags.mem.empty()) {
+    ASSIGN_OR_RETURN(int64_t bytes, ParseMemorySize(names.mem, flags.mem));
+    const int64_t mib = (bytes + (int64_t{1} << 20) - 1) >> 20;
+    if (bytes < (int64_t{1} << 20) || mib > job_limits::kMaxMemPerGpuMib) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(ToAbsl(names.mem), ": expected 1M to ",
+                       job_limits::kMaxMemPerGpuMib >> 10, "G, got \"",
+                       ToAbsl(flags.mem), "\""));
+    }
+    if (gpus == 0) {
+      spec->mem_mib = mib;
+    } else if (gpus > 0) {
+      spec->mem_per_gpu_mib = (mib + gpus - 1) / gpus;
+    }
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -52,6 +117,18 @@ void AddNodeFilterFlags(CLI::App* cmd, NodeFilterFlags* flags) {
                   "512M, MiB without a unit): placed only where a GPU's "
                   "slice holds it, and killed (out of memory) past it. "
                   "Default: the node's --mem-per-gpu limit");
+  cmd->add_option("--cpus,--cpus-per-task,-c", flags->cpus,
+                  "CPUs the job needs in all. With --gpus 0 a CPU-only job "
+                  "(data preparation, evaluation): it runs on one node's "
+                  "spare CPUs (agent --spare-cpus), in a first-come queue "
+                  "of its own that never waits for nor preempts GPU jobs. "
+                  "With GPUs: --cpus-per-gpu of this over them, rounded up");
+  cmd->add_option("--mem", flags->mem,
+                  "Memory the job needs in all (Slurm's SIZE: 16G, 512M, "
+                  "MiB without a unit); killed (out of memory) past it. "
+                  "With --gpus 0: on its node's spare memory (default: the "
+                  "spare CPUs' share); with GPUs: --mem-per-gpu of this "
+                  "over them, rounded up");
   cmd->add_flag("--exclusive", flags->exclusive,
                 "Its nodes run nothing else while it runs there: placed "
                 "only on nodes no other job holds a GPU of, which take no "
@@ -197,7 +274,7 @@ absl::Status ApplyNodeFilter(const NodeFilterFlags& flags,
     // Rounded up, as Slurm does: a job gets at least what it asked.
     spec->mem_per_gpu_mib = (bytes + (int64_t{1} << 20) - 1) >> 20;
   }
-  return absl::OkStatus();
+  return ApplyJobResources(flags, names, spec);
 }
 
 }  // namespace tiresias::cli

@@ -24,11 +24,15 @@ struct NodeFilterFlags {
   std::string cpus_per_gpu;  // a whole number; "": the node's default
   std::string mem_per_gpu;   // Slurm's size (core/memory_size.h)
   bool exclusive = false;    // --exclusive
+  // Per-job forms: a CPU-only job's (--gpus 0) CPUs and memory; for a job
+  // with GPUs, spread over them (rounded up) as cpus_per_gpu, mem_per_gpu.
+  std::string cpus;
+  std::string mem;
 
   bool empty() const {
     return gpu_type.empty() && constraint.empty() && nodelist.empty() &&
            exclude.empty() && cpus_per_gpu.empty() && mem_per_gpu.empty() &&
-           !exclusive;
+           !exclusive && cpus.empty() && mem.empty();
   }
 };
 
@@ -44,18 +48,23 @@ absl::StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view field,
                                                         std::string_view text);
 
 // Sets spec's node filter from `flags` (`names` are the flags' names:
-// "--gpu-type", ... or the job file's "gpu_type", ...). InvalidArgument
-// "FLAG: what was expected" for a constraint or host list it cannot read.
+// "--gpu-type", ... or the job file's "gpu_type", ...), and the CPUs and
+// memory it needs; call it once spec->num_gpus is set. `cpus` and `mem`
+// are a CPU-only job's own (`cpus` required with num_gpus 0), else spread
+// over the GPUs, rounded up, as cpus_per_gpu and mem_per_gpu (refused
+// beside them). InvalidArgument "FLAG: what was expected" for a value,
+// constraint or host list it cannot read.
 absl::Status ApplyNodeFilter(const NodeFilterFlags& flags,
                              const NodeFilterFlags& names, JobRequest* spec);
 
 // The flag names, and the job file's field names.
 inline const NodeFilterFlags kNodeFilterFlagNames = {
     "--gpu-type", "--constraint",   "--nodelist",
-    "--exclude",  "--cpus-per-gpu", "--mem-per-gpu"};
+    "--exclude",  "--cpus-per-gpu", "--mem-per-gpu",
+    false,        "--cpus",         "--mem"};
 inline const NodeFilterFlags kNodeFilterFieldNames = {
-    "gpu_type", "constraint",   "nodelist",
-    "exclude",  "cpus_per_gpu", "mem_per_gpu"};
+    "gpu_type",    "constraint", "nodelist", "exclude", "cpus_per_gpu",
+    "mem_per_gpu", false,        "cpus",     "mem"};
 
 }  // namespace tiresias::cli
 

@@ -40,6 +40,42 @@ TEST(ExpandHostlistTest, RefusesWhatItCannotRead) {
   EXPECT_FALSE(ExpandHostlist("-w", "n[1-1024],m").ok());
 }
 
+TEST(ApplyNodeFilterTest, CpusAndMemPerJob) {
+  // A CPU-only job keeps them as its own; --cpus is required.
+  JobRequest spec;
+  spec.num_gpus = 0;
+  ASSERT_TRUE(ApplyNodeFilter({.cpus = "3", .mem = "1536M"},
+                              kNodeFilterFlagNames, &spec)
+                  .ok());
+  EXPECT_EQ(spec.cpus, 3);
+  EXPECT_EQ(spec.mem_mib, 1536);
+  EXPECT_EQ(spec.cpus_per_gpu, 0);
+  absl::Status bad =
+      ApplyNodeFilter({.mem = "1G"}, kNodeFilterFlagNames, &spec);
+  EXPECT_EQ(bad.message(),
+            "--cpus: required for a job without GPUs (a CPU-only job)");
+  bad = ApplyNodeFilter({.cpus_per_gpu = "2", .cpus = "2"},
+                        kNodeFilterFlagNames, &spec);
+  EXPECT_EQ(bad.message(),
+            "--cpus and --cpus-per-gpu: give one (--cpus is the job's in all)");
+  bad = ApplyNodeFilter({.mem_per_gpu = "1G", .cpus = "2"},
+                        kNodeFilterFieldNames, &spec);
+  EXPECT_EQ(bad.message(), "mem_per_gpu: a job without GPUs asks with mem");
+  // With GPUs: spread over them, rounded up.
+  spec.num_gpus = 4;
+  ASSERT_TRUE(
+      ApplyNodeFilter({.cpus = "10", .mem = "10G"}, kNodeFilterFlagNames, &spec)
+          .ok());
+  EXPECT_EQ(spec.cpus, 0);
+  EXPECT_EQ(spec.mem_mib, 0);
+  EXPECT_EQ(spec.cpus_per_gpu, 3);
+  EXPECT_EQ(spec.mem_per_gpu_mib, 2560);
+  for (const char* cpus : {"0", "-1", "x", "1025"}) {
+    bad = ApplyNodeFilter({.cpus = cpus}, kNodeFilterFlagNames, &spec);
+    EXPECT_THAT(bad.message(), HasSubstr("--cpus: ")) << cpus;
+  }
+}
+
 TEST(ApplyNodeFilterTest, SetsTheSpecOrNamesTheFlag) {
   JobRequest spec;
   ASSERT_TRUE(ApplyNodeFilter({.gpu_type = "a100",

@@ -38,9 +38,9 @@ int ListNodes(const std::string& master, bool json) {
     std::printf("%s\n", api::Dump(api::NodeListJson(resp)).c_str());
     return 0;
   }
-  std::printf("%-20s %-8s %4s %4s %4s %6s %-12s %-16s %-12s %s\n", "NODE",
-              "STATE", "GPUS", "FREE", "CPUS", "MEMORY", "JOBS", "GPU MODEL",
-              "FEATURES", "REASON");
+  std::printf("%-20s %-8s %4s %4s %4s %6s %5s %-12s %-16s %-12s %s\n", "NODE",
+              "STATE", "GPUS", "FREE", "CPUS", "MEMORY", "SPARE", "JOBS",
+              "GPU MODEL", "FEATURES", "REASON");
   for (const v1::Node& node : resp.nodes()) {
     const std::string jobs =
         node.job_ids().empty() ? "-" : absl::StrJoin(node.job_ids(), ",");
@@ -54,11 +54,16 @@ int ListNodes(const std::string& master, bool json) {
             : cli::Printable(absl::StrJoin(node.features(), ","));
     const std::string memory =
         node.memory_mib() > 0 ? MemoryText(node.memory_mib()) : "-";
-    std::printf("%-20s %-8s %4d %4d %4d %6s %-12s %-16s %-12s %s\n",
+    // Spare CPUs for CPU-only jobs: free/kept.
+    const std::string spare =
+        node.spare_cpus() > 0
+            ? absl::StrCat(node.spare_cpus_free(), "/", node.spare_cpus())
+            : "-";
+    std::printf("%-20s %-8s %4d %4d %4d %6s %5s %-12s %-16s %-12s %s\n",
                 cli::Printable(node.name()).c_str(),
                 NodeStateText(node).c_str(), node.gpus(), node.gpus_free(),
-                node.cpus(), memory.c_str(), jobs.c_str(), model.c_str(),
-                features.c_str(), reason.c_str());
+                node.cpus(), memory.c_str(), spare.c_str(), jobs.c_str(),
+                model.c_str(), features.c_str(), reason.c_str());
   }
   return 0;
 }

@@ -363,7 +363,7 @@ int SubmitFile(const SubmitFlags& f) {
         "--checkpoint-dir, --chdir, --output, --error, "
         "--time, --signal, --no-preempt, --hold, --dependency, --array, "
         "--gpu-type, --constraint, --nodelist, --exclude, --cpus-per-gpu, "
-        "--mem-per-gpu, --exclusive or command "
+        "--mem-per-gpu, --cpus, --mem, --exclusive or command "
         "with it "
         "(--export is the one that applies to every job)");
   }
@@ -459,7 +459,7 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   cli::AddMasterFlag(cmd, &submit->master);
   cmd->add_option("--gpus", submit->gpus,
                   "GPUs the job needs, all at once (required, but with "
-                  "--file)");
+                  "--file); 0 with --cpus: a CPU-only job");
   cmd->add_option("--nodes,-N", submit->nodes,
                   "Run on exactly this many nodes, --gpus-per-node GPUs on "
                   "each (two of --gpus, --nodes and --gpus-per-node give the "
@@ -517,7 +517,8 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
                   "signal (as --signal), "
                   "no_preempt, hold, exclusive (booleans), dependency (as "
                   "--dependency), gpu_type, constraint, nodelist, exclude, "
-                  "cpus_per_gpu, mem_per_gpu (as their flags); prints their "
+                  "cpus_per_gpu, mem_per_gpu, cpus, mem (as their flags); "
+                  "prints their "
                   "ids, one per line");
   cmd->add_flag("--json", submit->json,
                 "Print the answer as JSON: {\"job_id\": ...} (with "

@@ -13,6 +13,8 @@ Cluster::Cluster(Topology topology)
       cordoned_(topology_.num_servers(), false),
       exclusive_gpu_(topology_.total_gpus(), false),
       reserved_(topology_.num_servers(), 0),
+      spare_cpus_(topology_.num_servers(), 0),
+      spare_mem_(topology_.num_servers(), 0),
       by_free_(topology_.max_gpus_per_server() + 1,
                ServerSet(topology_.num_servers())),
       free_gpus_(topology_.total_gpus()) {
@@ -20,7 +22,51 @@ Cluster::Cluster(Topology topology)
     free_on_[s] = topology_.server(s).num_gpus;
     by_free_[free_on_[s]].insert(s);
     whole_free_gpus_ += free_on_[s];
+    spare_cpus_[s] = topology_.server(s).spare_cpus;
+    spare_mem_[s] = topology_.server(s).spare_memory_mib;
   }
+}
+
+int64_t Cluster::SpareMemoryFor(int server, const JobSpec& spec) const {
+  if (spec.mem_mib > 0) return spec.mem_mib;
+  const Server& s = topology_.server(server);
+  return s.spare_cpus > 0 ? s.spare_memory_mib * spec.cpus / s.spare_cpus : 0;
+}
+
+bool Cluster::SpareFits(int server, const JobSpec& spec) const {
+  return !cordoned_[server] && reserved_[server] == 0 &&
+         spec.cpus <= spare_cpus_[server] &&
+         SpareMemoryFor(server, spec) <= spare_mem_[server];
+}
+
+absl::Status Cluster::AllocateSpare(int server, const JobSpec& spec) {
+  if (server < 0 || server >= topology_.num_servers()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server ", server, " is outside the cluster"));
+  }
+  const int64_t mem = SpareMemoryFor(server, spec);
+  if (spec.cpus < 1 || spec.cpus > spare_cpus_[server] ||
+      mem > spare_mem_[server]) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("server ", server, " has ", spare_cpus_[server],
+                     " spare CPUs and ", spare_mem_[server], " MiB free; job ",
+                     spec.id, " needs ", spec.cpus, " and ", mem));
+  }
+  spare_cpus_[server] -= spec.cpus;
+  spare_mem_[server] -= mem;
+  return absl::OkStatus();
+}
+
+void Cluster::ReleaseJob(const Job& job) {
+  if (!job.cpu_only()) {
+    Release(job.id(), job.gpus());
+    return;
+  }
+  const int server = job.cpu_server();
+  if (server < 0) return;
+  spare_cpus_[server] += job.spec().cpus;
+  spare_mem_[server] += SpareMemoryFor(server, job.spec());
+  assert(spare_cpus_[server] <= topology_.server(server).spare_cpus);
 }
 
 absl::Status Cluster::Allocate(JobId job, std::span<const GpuId> gpus,

@@ -16,10 +16,17 @@
 // them all. It is not cordoned (not drained): cordoned_gpus and
 // cordoned_idle_gpus leave it out.
 //
+// Besides GPUs, each server's spare CPUs and memory (Server::spare_cpus,
+// spare_memory_mib: outside every GPU's slice) are counted for CPU-only
+// jobs (JobSpec::cpu_only). A cordoned server takes no new CPU-only job
+// either, nor does one an exclusive job holds; but an exclusive job may
+// go where CPU-only jobs already run (on CPUs none of its GPUs have).
+//
 // Not thread-safe; the host serializes access.
 #ifndef TIRESIAS_CORE_CLUSTER_H_
 #define TIRESIAS_CORE_CLUSTER_H_
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -79,6 +86,23 @@ class Cluster {
   // Frees `gpus`, which must all be held by `job` (asserted).
   void Release(JobId job, std::span<const GpuId> gpus);
 
+  // Spare CPUs and memory (MiB) of `server` no CPU-only job holds.
+  int spare_free_cpus(int server) const { return spare_cpus_[server]; }
+  int64_t spare_free_memory_mib(int server) const { return spare_mem_[server]; }
+  // The memory (MiB) CPU-only `spec` takes on `server`: its own, else a
+  // per-CPU share of the server's spare memory (rounded down).
+  int64_t SpareMemoryFor(int server, const JobSpec& spec) const;
+  // Whether CPU-only `spec` fits `server`'s free spare CPUs and memory
+  // now (never on a cordoned or reserved server).
+  bool SpareFits(int server, const JobSpec& spec) const;
+  // Gives CPU-only job `job` its CPUs and memory on `server`. Fails,
+  // changing nothing, where they do not fit (SpareFits, cordons aside:
+  // a restarted master puts back what runs on a drained node).
+  absl::Status AllocateSpare(int server, const JobSpec& spec);
+  // What a running job holds back to the cluster: its GPUs, or a CPU-only
+  // job's spare CPUs and memory.
+  void ReleaseJob(const Job& job);
+
   // Servers with exactly `free` free GPUs, ascending by index.
   const ServerSet& ServersWithFree(int free) const {
     return by_free_[free];
@@ -99,6 +123,8 @@ class Cluster {
   std::vector<bool> cordoned_;
   std::vector<bool> exclusive_gpu_;
   std::vector<int> reserved_;  // per server: GPUs exclusive jobs hold
+  std::vector<int> spare_cpus_;     // per server, free
+  std::vector<int64_t> spare_mem_;  // per server, free, MiB
   int cordoned_gpus_ = 0;
   int cordoned_idle_ = 0;
   std::vector<ServerSet> by_free_;

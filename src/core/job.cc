@@ -14,13 +14,15 @@ std::string_view JobStateName(JobState state) {
   return "unknown";
 }
 
-void Job::Start(Seconds now, std::vector<GpuId> gpus) {
+void Job::Start(Seconds now, std::vector<GpuId> gpus, int cpu_server) {
   assert(waiting());
   assert(static_cast<int>(gpus.size()) == num_gpus());
+  assert(cpu_only() == (cpu_server >= 0));
   if (!first_start_) first_start_ = now;
   run_start_ = now;
   state_ = JobState::kRunning;
   gpus_ = std::move(gpus);
+  cpu_server_ = cpu_server;
 }
 
 void Job::StopRun(Seconds now) {
@@ -29,6 +31,7 @@ void Job::StopRun(Seconds now) {
   total_executed_base_ += now - run_start_;
   last_stop_ = now;
   gpus_.clear();
+  cpu_server_ = -1;
 }
 
 void Job::Preempt(Seconds now) {

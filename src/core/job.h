@@ -56,7 +56,15 @@ struct JobSpec {
   // --exclusive`): placed only on servers entirely free, which then take
   // no other job (Cluster's reservation) until it releases them.
   bool exclusive = false;
+  // A CPU-only job (num_gpus 0): the CPUs and memory (MiB) it needs on one
+  // server's spare CPUs (Server::spare_cpus), outside every GPU's slice.
+  // The scheduler keeps such jobs out of the GPU queues: they wait first
+  // come first served (with backfill) for spare CPUs, never preempt nor
+  // are preempted (sched/scheduler.h).
+  int cpus = 0;
+  int64_t mem_mib = 0;
 
+  bool cpu_only() const { return num_gpus == 0; }
   bool shaped() const { return nodes > 0; }
   // Placed by a rule of its own (its shape, its filter's servers, whole
   // servers), so not comparable with other jobs of its placement scheme.
@@ -76,6 +84,7 @@ class Job {
   const JobSpec& spec() const { return spec_; }
   JobId id() const { return spec_.id; }
   int num_gpus() const { return spec_.num_gpus; }
+  bool cpu_only() const { return spec_.cpu_only(); }
   JobState state() const { return state_; }
   bool running() const { return state_ == JobState::kRunning; }
   // Pending or preempted: wants GPUs and holds none.
@@ -113,11 +122,15 @@ class Job {
   int preemptions() const { return preemptions_; }
   int promotions() const { return promotions_; }
   const std::vector<GpuId>& gpus() const { return gpus_; }
+  // A CPU-only job: the server whose spare CPUs it holds while it runs
+  // (-1 otherwise).
+  int cpu_server() const { return cpu_server_; }
 
   // Transitions. Each requires the state named; violating that is a bug in
   // the caller (asserted), not a user error.
-  // Waiting -> running on `gpus` at `now`.
-  void Start(Seconds now, std::vector<GpuId> gpus);
+  // Waiting -> running on `gpus` at `now`; a CPU-only job on the spare
+  // CPUs of `cpu_server` (and no GPUs).
+  void Start(Seconds now, std::vector<GpuId> gpus, int cpu_server = -1);
   // Running -> preempted at `now` (counts a preemption).
   void Preempt(Seconds now);
   // Running -> finished at `now`.
@@ -157,6 +170,7 @@ class Job {
   int preemptions_ = 0;
   int promotions_ = 0;
   std::vector<GpuId> gpus_;
+  int cpu_server_ = -1;
 };
 
 }  // namespace tiresias

@@ -25,9 +25,10 @@ absl::StatusOr<Topology> Topology::Create(std::vector<ServerSpec> specs) {
           absl::StrCat("server ", i, ": negative rack index ", s.rack));
     }
     if (s.name.empty()) s.name = absl::StrCat("s", i);
-    t.servers_.push_back(Server{
-        s.rack, s.num_gpus, static_cast<GpuId>(t.total_gpus_), s.name,
-        std::move(s.gpu_model), std::move(s.features), s.cpus, s.memory_mib});
+    t.servers_.push_back(
+        Server{s.rack, s.num_gpus, static_cast<GpuId>(t.total_gpus_), s.name,
+               std::move(s.gpu_model), std::move(s.features), s.cpus,
+               s.memory_mib, s.spare_cpus, s.spare_memory_mib});
     for (int g = 0; g < s.num_gpus; ++g) {
       t.server_of_gpu_.push_back(static_cast<int>(i));
     }

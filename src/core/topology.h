@@ -26,6 +26,10 @@ struct ServerSpec {
   // 0: unknown (no job that asks for either goes there).
   int cpus = 0;
   int64_t memory_mib = 0;
+  // CPUs and memory (MiB) kept out of its GPUs' slices for CPU-only jobs
+  // (JobSpec::cpus); 0: none.
+  int spare_cpus = 0;
+  int64_t spare_memory_mib = 0;
 };
 
 struct Server {
@@ -37,6 +41,8 @@ struct Server {
   std::vector<std::string> features;  // ServerSpec::features
   int cpus = 0;                       // ServerSpec::cpus
   int64_t memory_mib = 0;             // ServerSpec::memory_mib
+  int spare_cpus = 0;                 // ServerSpec::spare_cpus
+  int64_t spare_memory_mib = 0;       // ServerSpec::spare_memory_mib
 };
 
 class Topology {

@@ -132,6 +132,16 @@ absl::Status ValidateRegisterRequest(const v1::RegisterRequest& req,
     return Bad("memory_mib", absl::StrCat("0 to ", kMaxNodeMemoryMib, " MiB"),
                absl::StrCat(req.memory_mib()));
   }
+  if (req.spare_cpus() < 0 || req.spare_cpus() > kMaxNodeCpus) {
+    return Bad("spare_cpus", absl::StrCat("0 to ", kMaxNodeCpus),
+               absl::StrCat(req.spare_cpus()));
+  }
+  if (req.spare_memory_mib() < 0 ||
+      req.spare_memory_mib() > kMaxNodeMemoryMib) {
+    return Bad("spare_memory_mib",
+               absl::StrCat("0 to ", kMaxNodeMemoryMib, " MiB"),
+               absl::StrCat(req.spare_memory_mib()));
+  }
   if (absl::Status s =
           CheckText("gpu_model", req.gpu_model(), kMaxGpuModelBytes, false);
       !s.ok()) {

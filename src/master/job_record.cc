@@ -212,7 +212,9 @@ JobSpec CoreJobSpec(JobId id, const JobRequest& spec, Seconds submit_time,
                  .nodes = spec.nodes,
                  .gpus_per_node = spec.gpus_per_node,
                  .filter = NodeFilterOf(spec),
-                 .exclusive = spec.exclusive};
+                 .exclusive = spec.exclusive,
+                 .cpus = spec.cpus,
+                 .mem_mib = spec.mem_mib};
 }
 
 std::shared_ptr<const NodeFilter> NodeFilterOf(const JobRequest& spec) {

@@ -72,7 +72,12 @@ struct JobRequest {
   int64_t mem_per_gpu_mib = 0;
   // Its nodes run nothing else (JobSpec.exclusive).
   bool exclusive = false;
+  // A CPU-only job (num_gpus 0; JobSpec.cpus, mem_mib): the CPUs and
+  // memory it needs on one node's spare CPUs; mem_mib 0: a per-CPU share.
+  int cpus = 0;
+  int64_t mem_mib = 0;
 
+  bool cpu_only() const { return num_gpus == 0; }
   bool operator==(const JobRequest&) const = default;
 };
 

@@ -257,12 +257,53 @@ absl::Status CheckNodeFilter(const JobRequest& spec) {
 
 }  // namespace
 
-absl::Status ValidateJobRequest(const JobRequest& spec) {
-  if (spec.num_gpus < 1) {
-    return Refuse("spec.gpus",
-                  absl::StrCat("expected at least 1 GPU, got ", spec.num_gpus));
+// A CPU-only job (gpus 0): 1 to kMaxCpusPerGpu CPUs on one node, none of
+// the GPU forms; a GPU job: neither of the CPU-only fields.
+absl::Status CheckCpuOnly(const JobRequest& spec) {
+  if (!spec.cpu_only()) {
+    if (spec.cpus != 0 || spec.mem_mib != 0) {
+      return Refuse(spec.cpus != 0 ? "spec.cpus" : "spec.mem_mib",
+                    "is for a CPU-only job (gpus 0); a job with GPUs asks "
+                    "with cpus_per_gpu and mem_per_gpu_mib");
+    }
+    return absl::OkStatus();
   }
-  absl::Status status = CheckShape(spec);
+  if (spec.cpus < 1 || spec.cpus > limits::kMaxCpusPerGpu) {
+    return Refuse(
+        "spec.cpus",
+        absl::StrCat("a job without GPUs (gpus 0) needs 1 to ",
+                     limits::kMaxCpusPerGpu, " CPUs, got ", spec.cpus));
+  }
+  if (spec.mem_mib < 0 || spec.mem_mib > limits::kMaxMemPerGpuMib) {
+    return Refuse(
+        "spec.mem_mib",
+        absl::StrCat("expected 0 (a per-CPU share) to ",
+                     limits::kMaxMemPerGpuMib, " MiB, got ", spec.mem_mib));
+  }
+  const char* gpu_field = spec.nodes != 0             ? "spec.nodes"
+                          : spec.gpus_per_node != 0   ? "spec.gpus_per_node"
+                          : !spec.gpu_type.empty()    ? "spec.gpu_type"
+                          : spec.cpus_per_gpu != 0    ? "spec.cpus_per_gpu"
+                          : spec.mem_per_gpu_mib != 0 ? "spec.mem_per_gpu_mib"
+                          : spec.exclusive            ? "spec.exclusive"
+                                                      : nullptr;
+  if (gpu_field != nullptr) {
+    return Refuse(gpu_field,
+                  "is for jobs with GPUs; a CPU-only job (gpus 0) runs on "
+                  "one node's spare CPUs (cpus, mem_mib)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateJobRequest(const JobRequest& spec) {
+  if (spec.num_gpus < 0) {
+    return Refuse("spec.gpus",
+                  absl::StrCat("expected at least 1 GPU (0 with cpus: a "
+                               "CPU-only job), got ",
+                               spec.num_gpus));
+  }
+  absl::Status status = CheckCpuOnly(spec);
+  if (status.ok()) status = CheckShape(spec);
   if (status.ok()) status = CheckCommand(spec.command);
   if (status.ok()) {
     status = CheckField("spec.name", spec.name, limits::kMaxNameBytes);

@@ -54,6 +54,41 @@ TEST(JobValidationTest, BadInputIsQuotedEscapedAndCutInMessages) {
               HasSubstr("spec.name: expected valid UTF-8"));
 }
 
+TEST(JobValidationTest, ACpuOnlyJobAsksForCpusAndNoGpuForm) {
+  JobRequest spec;
+  spec.command = {"true"};
+  spec.num_gpus = 0;
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.cpus: a job without GPUs (gpus 0) needs 1 to 1024 CPUs, "
+            "got 0");
+  spec.cpus = 2;
+  spec.mem_mib = 512;
+  EXPECT_TRUE(ValidateJobRequest(spec).ok());
+  spec.mem_mib = -1;
+  EXPECT_THAT(std::string(ValidateJobRequest(spec).message()),
+              HasSubstr("spec.mem_mib: expected 0 (a per-CPU share)"));
+  spec.mem_mib = 0;
+  spec.gpu_type = "a100";
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.gpu_type: is for jobs with GPUs; a CPU-only job (gpus 0) "
+            "runs on one node's spare CPUs (cpus, mem_mib)");
+  spec.gpu_type.clear();
+  spec.exclusive = true;
+  EXPECT_THAT(std::string(ValidateJobRequest(spec).message()),
+              HasSubstr("spec.exclusive: is for jobs with GPUs"));
+  spec.exclusive = false;
+  spec.nodelist = {"n1"};  // node filters by name and feature do apply
+  EXPECT_TRUE(ValidateJobRequest(spec).ok());
+  spec.num_gpus = 1;
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.cpus: is for a CPU-only job (gpus 0); a job with GPUs asks "
+            "with cpus_per_gpu and mem_per_gpu_mib");
+  spec.num_gpus = -1;
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.gpus: expected at least 1 GPU (0 with cpus: a CPU-only "
+            "job), got -1");
+}
+
 TEST(JobValidationTest, AShapeIsNodesTimesGpusPerNodeOrNone) {
   JobRequest spec;
   spec.command = {"true"};

@@ -259,10 +259,12 @@ std::string LaunchTable::Describe(const Launch& launch) const {
   std::vector<std::string> parts;
   for (const Part& part : launch.parts) {
     auto node = nodes_.find(part.node_id);
-    parts.push_back(
-        absl::StrCat(node == nodes_.end() ? absl::StrCat("node ", part.node_id)
-                                          : node->second.record.name,
-                     " GPUs ", absl::StrJoin(part.local_gpus, ",")));
+    parts.push_back(absl::StrCat(
+        node == nodes_.end() ? absl::StrCat("node ", part.node_id)
+                             : node->second.record.name,
+        part.local_gpus.empty()
+            ? std::string(" spare CPUs (no GPU)")
+            : absl::StrCat(" GPUs ", absl::StrJoin(part.local_gpus, ","))));
   }
   return absl::StrCat("attempt ", launch.attempt, " on ",
                       absl::StrJoin(parts, "; "));

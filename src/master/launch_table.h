@@ -147,6 +147,8 @@ class LaunchTable {
     std::vector<std::string> features;
     int cpus = 0;            // RegisterRequest.cpus
     int64_t memory_mib = 0;  // RegisterRequest.memory_mib
+    int spare_cpus = 0;      // RegisterRequest.spare_cpus
+    int64_t spare_memory_mib = 0;
     NodeLife life = NodeLife::kKnown;
     uint64_t session = 0;  // of its current registration; 0: none
     uint64_t version = 0;  // of its desired state, within the session

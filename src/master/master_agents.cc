@@ -167,6 +167,8 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   info.features.assign(req.features().begin(), req.features().end());
   info.cpus = req.cpus();
   info.memory_mib = req.memory_mib();
+  info.spare_cpus = req.spare_cpus();
+  info.spare_memory_mib = req.spare_memory_mib();
   info.report_boot_id = req.boot_id();
   info.report_seq = req.report_seq();
   info.last_heard = clock_->NowMonotonic();

@@ -87,6 +87,17 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
   start->set_total_processes(total);
   start->set_cpus_per_gpu(rec.spec.cpus_per_gpu);
   start->set_mem_per_gpu_mib(rec.spec.mem_per_gpu_mib);
+  if (rec.spec.cpu_only()) {
+    // What the scheduler counted (Cluster::SpareMemoryFor): its own, or a
+    // per-CPU share of the node's spare memory.
+    int64_t mem = rec.spec.mem_mib;
+    const NodeInfo* node = table_.FindNode(part.node_id);
+    if (mem == 0 && node != nullptr && node->spare_cpus > 0) {
+      mem = node->spare_memory_mib * rec.spec.cpus / node->spare_cpus;
+    }
+    start->set_cpus(rec.spec.cpus);
+    start->set_mem_mib(mem);
+  }
   // The record holds the executed time before this run (SyncRecord), so
   // the answer is the same for the whole launch.
   if (rec.spec.warn.signal != 0 && rec.spec.time_limit > Seconds{0}) {

@@ -74,8 +74,12 @@ void MasterState::StartLaunch(const StartDecision& start, Seconds now) {
   launch.job = rec.id;
   launch.attempt = ++rec.attempt;
   if (start.resumed) ++rec.restarts;
-  // One task (rank) per node, nodes in the order of their first GPU.
+  // One task (rank) per node, nodes in the order of their first GPU; a
+  // CPU-only job's one on the node whose spare CPUs it holds.
   std::map<int, Part> by_server;
+  if (start.cpu_server >= 0) {
+    by_server[start.cpu_server].node_id = node_of_server_[start.cpu_server];
+  }
   for (GpuId gpu : start.gpus) {
     const int server = cluster_->topology().ServerOf(gpu);
     Part& part = by_server[server];
@@ -117,6 +121,27 @@ bool MasterState::EarlierAttemptMayRun(const Launch& launch, Seconds now) {
   return false;
 }
 
+bool MasterState::SpareCpusFree(int64_t node_id, LaunchKey launch,
+                                const NodeInfo& node) const {
+  // A CPU-only part holds its job's CPUs until its task reported its end,
+  // as a GPU part holds its GPUs: a stopping task's are not given away.
+  int held = 0;
+  for (const auto& [key, rank] : table_.PartsOn(node_id)) {
+    const Launch& other = *table_.Find(key);
+    const Part& part = other.parts[rank];
+    if (other.phase == Phase::kDeferred || part.ended() ||
+        !part.local_gpus.empty()) {
+      continue;
+    }
+    auto rec = records_.find(key.first);
+    const int cpus = rec == records_.end() ? 1 : rec->second.spec.cpus;
+    if (key != launch) held += cpus;
+  }
+  auto rec = records_.find(launch.first);
+  const int wants = rec == records_.end() ? 1 : rec->second.spec.cpus;
+  return held + wants <= node.spare_cpus;
+}
+
 bool MasterState::TryRelease(Launch& launch, Seconds now) {
   if (adopting_.contains(launch.job)) return false;
   if (EarlierAttemptMayRun(launch, now)) return false;
@@ -124,6 +149,10 @@ bool MasterState::TryRelease(Launch& launch, Seconds now) {
   for (const Part& part : launch.parts) {
     const NodeInfo* node = table_.FindNode(part.node_id);
     if (node == nullptr || !node->up() || node->leaving()) return false;
+    if (part.local_gpus.empty() &&
+        !SpareCpusFree(part.node_id, launch.key(), *node)) {
+      return false;
+    }
     auto [it, added] = busy.try_emplace(part.node_id);
     if (added) it->second = table_.BusyGpus(part.node_id);
     for (int gpu : part.local_gpus) {

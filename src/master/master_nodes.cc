@@ -33,11 +33,27 @@ v1::Node MasterState::NodeView(int64_t id, const NodeInfo& info) const {
   const bool takes_jobs =
       info.up() && !info.leaving() && !info.record.drained && !ReservedNode(id);
   node.set_gpus_free(takes_jobs ? free : 0);
+  // CPU-only jobs' parts hold no GPU.
+  for (const auto& [key, rank] : table_.PartsOn(id)) {
+    const Launch& launch = *table_.Find(key);
+    if (launch.phase != Phase::kDeferred && !launch.parts[rank].ended() &&
+        launch.parts[rank].local_gpus.empty()) {
+      jobs.insert(key.first);
+    }
+  }
   for (JobId job : jobs) node.add_job_ids(job);
   node.set_gpu_model(info.gpu_model);
   node.mutable_features()->Assign(info.features.begin(), info.features.end());
   node.set_cpus(info.cpus);
   node.set_memory_mib(info.memory_mib);
+  node.set_spare_cpus(info.spare_cpus);
+  node.set_spare_memory_mib(info.spare_memory_mib);
+  auto server = server_of_node_.find(id);
+  if (cluster_ != nullptr && server != server_of_node_.end() && takes_jobs) {
+    node.set_spare_cpus_free(cluster_->spare_free_cpus(server->second));
+    node.set_spare_memory_mib_free(
+        cluster_->spare_free_memory_mib(server->second));
+  }
   return node;
 }
 

@@ -18,13 +18,14 @@ Job BuildWaitingJob(JobSpec spec, std::optional<Seconds> first_start,
   Job job(spec);
   if (first_start) {
     const std::vector<GpuId> placeholder(spec.num_gpus, 0);
+    const int server = spec.cpu_only() ? 0 : -1;  // a placeholder too
     const Seconds before_promotion = std::max(Seconds{0}, total - executed);
-    job.Start(*first_start, placeholder);
+    job.Start(*first_start, placeholder, server);
     job.Preempt(*first_start + before_promotion);
     if (before_promotion > Seconds{0}) {
       job.Promote(*first_start + before_promotion);
     }
-    job.Start(last_stop - executed, placeholder);
+    job.Start(last_stop - executed, placeholder, server);
     job.Preempt(last_stop);
   }
   job.set_queue(queue);
@@ -62,7 +63,7 @@ Job MasterState::ShiftRunStart(const Job& old, Seconds run_start) const {
                             old.TotalExecuted(at),
                             first ? old.last_stop() : old.spec().submit_time,
                             old.queue());
-  job.Start(run_start, old.gpus());
+  job.Start(run_start, old.gpus(), old.cpu_server());
   return job;
 }
 
@@ -116,9 +117,9 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
     if (!info.up() || info.leaving()) continue;
     server_of_node_[id] = static_cast<int>(servers.size());
     node_of_server_.push_back(id);
-    servers.push_back(ServerSpec{0, info.record.gpus, info.record.name,
-                                 info.gpu_model, info.features, info.cpus,
-                                 info.memory_mib});
+    servers.push_back(ServerSpec{
+        0, info.record.gpus, info.record.name, info.gpu_model, info.features,
+        info.cpus, info.memory_mib, info.spare_cpus, info.spare_memory_mib});
   }
   std::unique_ptr<Cluster> cluster;
   if (!servers.empty()) {
@@ -164,6 +165,22 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
                         return true;
                       };
 
+  // Holds what the launch's job takes in the new cluster: its GPUs, or a
+  // CPU-only job's spare CPUs on its one part's node (*server).
+  auto hold = [&](JobId id, const JobSpec& spec, const Launch& launch,
+                  const std::vector<GpuId>& gpus, int* server)
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                    if (static_cast<int>(gpus.size()) != spec.num_gpus) {
+                      return false;
+                    }
+                    if (!spec.cpu_only()) {
+                      return cluster->Allocate(id, gpus, spec.exclusive).ok();
+                    }
+                    if (launch.parts.size() != 1) return false;
+                    *server = server_of_node_.at(launch.parts[0].node_id);
+                    return cluster->AllocateSpare(*server, spec).ok();
+                  };
+
   // Jobs running at a master restart, once every task has been reported:
   // first, since their tasks really hold their GPUs (a launch decided
   // meanwhile on those GPUs only on paper gives way below).
@@ -172,9 +189,10 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
     JobRecord& rec = records_.at(*it);
     Launch* launch = table_.Find({rec.id, rec.attempt});
     std::vector<GpuId> gpus;
+    Job job = JobFromRecord(rec);
+    int server = -1;
     if (launch == nullptr || !map_gpus(*launch, &gpus) ||
-        static_cast<int>(gpus.size()) != rec.spec.num_gpus ||
-        !cluster->Allocate(rec.id, gpus, rec.spec.exclusive).ok()) {
+        !hold(rec.id, job.spec(), *launch, gpus, &server)) {
       ++it;
       continue;
     }
@@ -182,8 +200,7 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
     for (const Part& part : launch->parts) {
       if (part.start_time) run_start = std::min(run_start, *part.start_time);
     }
-    Job job = JobFromRecord(rec);
-    job.Start(run_start, gpus);
+    job.Start(run_start, gpus, server);
     RETURN_IF_ERROR(sched->Restore(job, now));
     launch->all_running = true;
     AddEvent(rec.id, now, EventKind::kAdopted, table_.Describe(*launch));
@@ -196,11 +213,10 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
     if (!old.running() || adopted.contains(old.id())) continue;
     Launch* launch = CurrentLaunch(old.id());
     std::vector<GpuId> gpus;
-    const bool keep =
-        launch && launch->phase != Phase::kStopping &&
-        map_gpus(*launch, &gpus) &&
-        static_cast<int>(gpus.size()) == old.num_gpus() &&
-        cluster->Allocate(old.id(), gpus, old.spec().exclusive).ok();
+    int server = -1;
+    const bool keep = launch && launch->phase != Phase::kStopping &&
+                      map_gpus(*launch, &gpus) &&
+                      hold(old.id(), old.spec(), *launch, gpus, &server);
     // Kept: the counters as of its run start, then it starts again there.
     // Lost: it stops now; a launch that was never released (deferred) ran
     // no time at all.
@@ -210,7 +226,7 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
                             old.Executed(old.run_start()),
                             old.TotalExecuted(old.run_start()),
                             old.last_stop(), old.queue());
-      job.Start(old.run_start(), gpus);
+      job.Start(old.run_start(), gpus, server);
     } else if (launch && launch->phase == Phase::kDeferred) {
       table_.Erase({old.id(), launch->attempt});
       job = UndoRun(old, now);

@@ -627,6 +627,12 @@ class MasterState {
   void ReleaseDeferred(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool TryRelease(Launch& launch, Seconds now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `node`'s spare CPUs not held by another CPU-only launch's
+  // live part (one whose task has not reported its end) hold `launch`'s
+  // job's. O(parts on the node).
+  bool SpareCpusFree(int64_t node_id, LaunchKey launch,
+                     const NodeInfo& node) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True while another attempt of the job may still run: a launch with a
   // part that has not ended, a live task of the job reported by an agent,
   // or (after a restart) a node of its last launch not yet heard from.

@@ -258,7 +258,7 @@ void MasterState::OnStartFailed(Launch& launch, const v1::TaskStatus& task,
   } else {
     const Job* job = scheduler_->Find(launch.job);
     if (job != nullptr && job->running()) {
-      cluster().Release(job->id(), job->gpus());
+      cluster().ReleaseJob(*job);
       ReplaceSchedulerJob(UndoRun(*job, now), now).IgnoreError();  // found
     }
     // A job that ran before counts its restart when it starts again.
@@ -282,7 +282,7 @@ void MasterState::OnSystemStop(Launch& launch, int rank, Seconds end,
   const Job* job = scheduler_->Find(launch.job);
   const bool ran = launch.all_running;
   if (job != nullptr && job->running()) {
-    cluster().Release(job->id(), job->gpus());
+    cluster().ReleaseJob(*job);
     const Seconds at = std::clamp(end, job->run_start(), now);
     // Counted up to the reported end if it ran; not at all if it never
     // fully started. The job was just found running: Replace cannot fail.
@@ -319,7 +319,7 @@ void MasterState::ClassifyEndedGang(Launch& launch, Seconds now) {
     // Its failure followed a rank stopped by the system: a preemption.
     const std::optional<Seconds> end = launch.LatestEnd();
     if (job != nullptr && job->running()) {
-      cluster().Release(job->id(), job->gpus());
+      cluster().ReleaseJob(*job);
       const Seconds at = std::clamp(end.value_or(now), job->run_start(), now);
       // Found running just above: Replace cannot fail.
       ReplaceSchedulerJob(StopRunAt(*job, at), now).IgnoreError();

@@ -108,7 +108,39 @@ std::string FormatPendingReason(const PendingReason& r) {
 }
 
 namespace {
+// The sentences of a CPU-only job.
+std::string FormatCpuOnly(const PendingReason& r) {
+  const std::string needs = absl::StrCat(
+      "needs ", r.cpus, r.cpus == 1 ? " spare CPU" : " spare CPUs",
+      r.mem_mib > 0 ? absl::StrCat(" and ", r.mem_mib, " MiB") : "",
+      " on one node");
+  switch (r.kind) {
+    case PendingReasonKind::kTooLarge:
+      return absl::StrCat(needs, ", up nodes keep at most ", r.capacity,
+                          " for CPU-only jobs (agent --spare-cpus): cannot "
+                          "run as configured");
+    case PendingReasonKind::kDrained:
+      return absl::StrCat(needs, ", nodes not drained keep at most ",
+                          r.capacity, " (nodes drained)");
+    case PendingReasonKind::kResources:
+      return absl::StrCat(
+          needs, ", the most free on one node is ", r.largest_free, " (",
+          r.free, " free in all",
+          r.ahead > 0
+              ? absl::StrCat("; ", r.ahead,
+                             r.ahead == 1 ? " CPU-only job" : " CPU-only jobs",
+                             " before it")
+              : "",
+          ")");
+    default:
+      return "";
+  }
+}
+
 std::string FormatUnfiltered(const PendingReason& r) {
+  if (r.cpus > 0) {
+    if (std::string text = FormatCpuOnly(r); !text.empty()) return text;
+  }
   if (r.nodes > 0) {
     if (std::string shaped = FormatShaped(r); !shaped.empty()) return shaped;
   }
@@ -286,6 +318,64 @@ class View {
 
 }  // namespace
 
+namespace {
+
+// A waiting CPU-only job's reason: O(servers).
+PendingReason ExplainCpuOnly(const Job& job, const Cluster& cluster,
+                             int ahead) {
+  PendingReason r;
+  const JobSpec& spec = job.spec();
+  r.cpus = spec.cpus;
+  r.mem_mib = spec.mem_mib;
+  r.ahead = ahead;
+  const NodeFilter* filter = spec.filter.get();
+  const Topology& topology = cluster.topology();
+  int up = 0, undrained = 0;
+  bool fits_up = false, fits_undrained = false, fits_now = false;
+  constexpr size_t kNamesShown = 4;
+  for (int s = 0; s < topology.num_servers(); ++s) {
+    const Server& server = topology.server(s);
+    if (filter != nullptr && !filter->Admits(server)) continue;
+    ++r.matching;
+    if (r.matching_names.size() < kNamesShown) {
+      r.matching_names.push_back(server.name);
+    }
+    const bool holds =
+        spec.cpus <= server.spare_cpus &&
+        cluster.SpareMemoryFor(s, spec) <= server.spare_memory_mib;
+    up = std::max(up, server.spare_cpus);
+    fits_up = fits_up || holds;
+    if (cluster.cordoned(s)) continue;
+    undrained = std::max(undrained, server.spare_cpus);
+    fits_undrained = fits_undrained || holds;
+    r.free += cluster.spare_free_cpus(s);
+    r.largest_free = std::max(r.largest_free, cluster.spare_free_cpus(s));
+    fits_now = fits_now || cluster.SpareFits(s, spec);
+  }
+  if (filter != nullptr) {
+    r.filter = filter->Describe();
+  } else {
+    r.matching = 0;
+    r.matching_names.clear();
+  }
+  if (filter != nullptr && r.matching == 0) {
+    r.kind = PendingReasonKind::kNoMatch;
+  } else if (!fits_up) {
+    r.kind = PendingReasonKind::kTooLarge;
+    r.capacity = up;
+  } else if (!fits_undrained) {
+    r.kind = PendingReasonKind::kDrained;
+    r.capacity = undrained;
+  } else if (fits_now) {
+    r.kind = PendingReasonKind::kNextPass;
+  } else {
+    r.kind = PendingReasonKind::kResources;
+  }
+  return r;
+}
+
+}  // namespace
+
 std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
     const Scheduler& scheduler, const Cluster& cluster) {
   std::vector<std::pair<JobId, PendingReason>> out;
@@ -296,7 +386,12 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
   Rng rng(1);  // a throwaway: nothing is allocated
   std::vector<GpuId> scratch;
   int ahead = 0;
+  int cpu_ahead = 0;
   scheduler.ForEachWaiting([&](const Job& job) {
+    if (job.cpu_only()) {
+      out.emplace_back(job.id(), ExplainCpuOnly(job, cluster, cpu_ahead++));
+      return;
+    }
     PendingReason r;
     r.gpus = job.num_gpus();
     r.queue = job.queue();

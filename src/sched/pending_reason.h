@@ -80,6 +80,13 @@ struct PendingReason {
   // An exclusive job (JobSpec::exclusive): kPlacement then counts entirely
   // free servers (whole_free GPUs; `fitting` such servers of its shape).
   bool exclusive = false;
+  // A CPU-only job (JobSpec::cpu_only): the spare CPUs and memory (MiB) it
+  // needs on one node. Then kTooLarge's `capacity` is the most spare CPUs
+  // an up node keeps (kDrained: an undrained one), kResources'
+  // `largest_free` the most free on one undrained node and `free` the
+  // free spare CPUs of all of them, `ahead` the CPU-only jobs before it.
+  int cpus = 0;
+  int64_t mem_mib = 0;
 
   bool operator==(const PendingReason&) const = default;
 };

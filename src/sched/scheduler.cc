@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/node_filter.h"
 #include "core/shape.h"
 
 namespace tiresias {
@@ -56,10 +57,18 @@ absl::Status Scheduler::Restore(const Job& job, Seconds now) {
 
 absl::Status Scheduler::Admit(Job job, Seconds now) {
   const JobSpec& spec = job.spec();
-  if (spec.num_gpus <= 0) {
+  if (spec.num_gpus < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "job ", spec.id, ": expected a positive GPU count, got ",
+        "job ", spec.id, ": expected a GPU count of at least 0, got ",
         spec.num_gpus));
+  }
+  if (spec.cpu_only() && spec.cpus < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job ", spec.id, ": a job without GPUs needs CPUs, got ", spec.cpus));
+  }
+  if (job.running() && spec.cpu_only() != (job.cpu_server() >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job ", spec.id, ": a running CPU-only job needs its server"));
   }
   if (index_of_.contains(spec.id)) {
     return absl::AlreadyExistsError(
@@ -138,6 +147,10 @@ PriorityKey Scheduler::StoredKey(uint32_t index, Seconds now,
 }
 
 void Scheduler::Enqueue(uint32_t index, Seconds now) {
+  if (jobs_[index].cpu_only()) {
+    Insert(index, PriorityKey{}, 0);  // no GPU-time priority
+    return;
+  }
   double slope = 0;
   PriorityKey key = StoredKey(index, now, &slope);
   Insert(index, key, slope);
@@ -149,6 +162,14 @@ void Scheduler::Insert(uint32_t index, const PriorityKey& key, double slope) {
   slot.key = key;
   slot.slope = slope;
   if (slot.held && !job.running()) return;  // in no set while held
+  if (job.cpu_only()) {
+    if (job.running()) {
+      ++cpu_running_;
+    } else {
+      cpu_waiting_.insert({job.spec().submit_time.count(), index});
+    }
+    return;
+  }
   if (job.running()) {
     GroupFor(slope).entries.insert(Entry{key, index, job.num_gpus()});
     ++num_running_;
@@ -163,6 +184,14 @@ void Scheduler::Dequeue(uint32_t index) {
   const Slot& slot = slots_[index];
   const Entry entry{slot.key, index, job.num_gpus()};
   if (slot.held && !job.running()) return;  // in no set while held
+  if (job.cpu_only()) {
+    if (job.running()) {
+      --cpu_running_;
+    } else {
+      cpu_waiting_.erase({job.spec().submit_time.count(), index});
+    }
+    return;
+  }
   if (job.running()) {
     GroupFor(slot.slope).entries.erase(entry);
     --num_running_;
@@ -174,6 +203,7 @@ void Scheduler::Dequeue(uint32_t index) {
 }
 
 void Scheduler::Rekey(uint32_t index, Seconds now) {
+  if (jobs_[index].cpu_only()) return;  // its key never changes
   double slope = 0;
   PriorityKey key = StoredKey(index, now, &slope);
   const Slot& slot = slots_[index];
@@ -203,6 +233,7 @@ void Scheduler::ClearWakeups(uint32_t index) {
 void Scheduler::ScheduleWakeups(uint32_t index, Seconds now) {
   ClearWakeups(index);
   if (!policy_->traits().multi_level_queues) return;
+  if (jobs_[index].cpu_only()) return;  // in no GPU queue
   if (slots_[index].held && !jobs_[index].running()) return;
   const Job& job = jobs_[index];
   Slot& slot = slots_[index];
@@ -379,7 +410,59 @@ Decisions Scheduler::Schedule(Seconds now, Cluster& cluster) {
     FillFreeGpus(now, cluster, traits.head_of_line_blocking, &decisions);
   }
   if (stable_) Settle(now, decisions);
+  FillSpareCpus(now, cluster, &decisions);
   return decisions;
+}
+
+void Scheduler::FillSpareCpus(Seconds now, Cluster& cluster,
+                              Decisions* decisions) {
+  if (cpu_waiting_.empty()) return;
+  const Topology& topology = cluster.topology();
+  // The most free spare CPUs on one server that may take a job: a job
+  // asking more is skipped without a scan. O(servers), again only when the
+  // server that had them took a job.
+  auto largest_free = [&] {
+    int most = 0;
+    for (int s = 0; s < topology.num_servers(); ++s) {
+      if (!cluster.cordoned(s) && !cluster.reserved(s)) {
+        most = std::max(most, cluster.spare_free_cpus(s));
+      }
+    }
+    return most;
+  };
+  int largest = largest_free();
+  // Started after the walk: the set is not changed while walked.
+  std::vector<std::pair<uint32_t, int>>& started = scratch_cpu_starts_;
+  started.clear();
+  for (const auto& [at, index] : cpu_waiting_) {
+    if (largest == 0) break;
+    const JobSpec& spec = jobs_[index].spec();
+    if (spec.cpus > largest) continue;
+    int best = -1;
+    for (int s = 0; s < topology.num_servers(); ++s) {
+      if (!cluster.SpareFits(s, spec)) continue;
+      if (spec.filter && !spec.filter->Admits(topology.server(s))) continue;
+      if (best < 0 ||
+          cluster.spare_free_cpus(s) < cluster.spare_free_cpus(best)) {
+        best = s;
+      }
+    }
+    if (best < 0) continue;
+    const bool had_most = cluster.spare_free_cpus(best) == largest;
+    absl::Status allocated = cluster.AllocateSpare(best, spec);
+    assert(allocated.ok());
+    (void)allocated;
+    if (had_most) largest = largest_free();
+    started.push_back({index, best});
+  }
+  for (auto [index, server] : started) {
+    Job& job = jobs_[index];
+    Dequeue(index);
+    const bool resumed = job.first_start().has_value();
+    job.Start(now, {}, server);
+    Enqueue(index, now);
+    decisions->started.push_back(StartDecision{job.id(), {}, resumed, server});
+  }
 }
 
 void Scheduler::Settle(Seconds now, const Decisions& decisions) {
@@ -755,12 +838,13 @@ absl::Status Scheduler::Finish(JobId id, Seconds now, Cluster& cluster) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", id, " is ", std::string(JobStateName(job.state())), ", not running"));
   }
-  cluster.Release(job.id(), job.gpus());
+  cluster.ReleaseJob(job);
   Dequeue(index);
   ClearWakeups(index);
   job.Finish(now);
   dirty_ = true;
-  if (policy_->LearnFinished(job, now)) RekeyAll(now);
+  // A CPU-only job's run says nothing of GPU jobs' service.
+  if (!job.cpu_only() && policy_->LearnFinished(job, now)) RekeyAll(now);
   return absl::OkStatus();
 }
 
@@ -804,7 +888,7 @@ absl::Status Scheduler::Remove(JobId id, Seconds now, Cluster& cluster) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", id, " has already finished"));
   }
-  if (job.running()) cluster.Release(job.id(), job.gpus());
+  if (job.running()) cluster.ReleaseJob(job);
   Dequeue(index);
   ClearWakeups(index);
   job.Abandon(now);
@@ -864,9 +948,12 @@ absl::Status Scheduler::Requeue(JobId id, Seconds now, Cluster& cluster) {
         "job ", id, " is ", std::string(JobStateName(jobs_[index].state())),
         ", not running"));
   }
-  cluster.Release(id, jobs_[index].gpus());
-  // As a preemption by the walk: back to its queue's waiting tier, first.
-  if (stable_) Join(index, Tier::kWaiting, /*front=*/true);
+  cluster.ReleaseJob(jobs_[index]);
+  // As a preemption by the walk: back to its queue's waiting tier, first
+  // (a CPU-only job: to its place by submit time).
+  if (stable_ && !jobs_[index].cpu_only()) {
+    Join(index, Tier::kWaiting, /*front=*/true);
+  }
   Decisions unused;
   Preempt(index, now, &unused);
   dirty_ = true;

@@ -23,6 +23,19 @@
 // it can run: no head-of-line blocking, and a job that fragmentation keeps
 // out preempts no one.
 // A non-preemptive policy only walks waiting jobs over the free GPUs.
+//
+// CPU-only jobs (JobSpec::cpu_only: no GPU, some CPUs) are outside the GPU
+// queues: a GPU-time priority means nothing for a job that takes no GPU
+// (its attained GPU service would stay 0, ahead of every GPU job for
+// ever). They wait in a queue of their own, first come first served
+// (submit time, then id), for servers' spare CPUs (Cluster's, outside
+// every GPU's slice); after the GPU jobs' walk, each pass starts every
+// waiting one that fits on one server, in that order, skipping those that
+// do not (backfill), best fit (the admitted server with the fewest free
+// spare CPUs that hold it, lowest index among equals). O(servers) per
+// waiting CPU-only job that asks no more than the most free spare CPUs on
+// one server, per pass (the others cost O(1)). They never preempt and are never
+// preempted (a user's requeue aside), and take nothing from GPU jobs.
 #ifndef TIRESIAS_SCHED_SCHEDULER_H_
 #define TIRESIAS_SCHED_SCHEDULER_H_
 
@@ -92,6 +105,7 @@ struct StartDecision {
   JobId job;
   std::vector<GpuId> gpus;
   bool resumed;  // it had run before (restore from a checkpoint)
+  int cpu_server = -1;  // a CPU-only job: the server whose spare CPUs
 };
 
 struct Decisions {
@@ -117,8 +131,9 @@ class Scheduler {
   void SetPlacer(std::unique_ptr<Placer> placer);
   const SchedulerOptions& options() const { return options_; }
 
-  // A new job, waiting in queue 0. Fails on a duplicate id, a non-positive
-  // GPU count, or a missing duration under an oracle policy.
+  // A new job, waiting in queue 0 (a CPU-only one in the CPU-only queue).
+  // Fails on a duplicate id, a negative GPU count, no GPU and no CPU, or a
+  // missing duration under an oracle policy.
   absl::Status Submit(JobSpec spec, Seconds now);
   // Adds a job record as it stands (from a snapshot or a restarted master).
   // A running job must already hold its GPUs in the cluster it will be
@@ -165,14 +180,18 @@ class Scheduler {
   const Job* Find(JobId id) const;
   // Every job ever submitted or restored, in that order, finished ones too.
   const std::vector<Job>& jobs() const { return jobs_; }
-  int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  int num_waiting() const {
+    return static_cast<int>(waiting_.size() + cpu_waiting_.size());
+  }
   // Calls fn(const Job&) for every waiting job in priority order (the
-  // order the last pass walked them in). O(waiting jobs).
+  // order the last pass walked them in), then every waiting CPU-only job
+  // in its queue's order. O(waiting jobs).
   template <typename Fn>
   void ForEachWaiting(Fn&& fn) const {
     for (const Entry& e : waiting_) fn(jobs_[e.index]);
+    for (const auto& [at, index] : cpu_waiting_) fn(jobs_[index]);
   }
-  int num_running() const { return num_running_; }
+  int num_running() const { return num_running_ + cpu_running_; }
 
  private:
   struct Entry {
@@ -237,6 +256,8 @@ class Scheduler {
   // Marks a running job preempted; the caller has released its GPUs.
   void Preempt(uint32_t index, Seconds now, Decisions* decisions);
   int MinWaitingGpus() const;
+  // Starts waiting CPU-only jobs on spare CPUs (see the file comment).
+  void FillSpareCpus(Seconds now, Cluster& cluster, Decisions* decisions);
 
   std::unique_ptr<Policy> policy_;
   std::unique_ptr<Placer> placer_;
@@ -280,6 +301,10 @@ class Scheduler {
   int num_running_ = 0;
   RunningGroup& GroupFor(double slope);
   std::map<int, int> waiting_by_gpus_;  // GPU count -> waiting jobs
+  // Waiting CPU-only jobs, by (submit time, index); running ones counted.
+  absl::btree_set<std::pair<double, uint32_t>> cpu_waiting_;
+  int cpu_running_ = 0;
+  std::vector<std::pair<uint32_t, int>> scratch_cpu_starts_;
   absl::btree_set<Wakeup> demotions_;
   // original_demotion_timing: per GPU count, (instant its executed seconds
   // would reach its queue's bound, index) of each running job in a bounded

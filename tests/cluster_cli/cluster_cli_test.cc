@@ -174,6 +174,8 @@ TEST_F(ClusterCliTest, NameDefaultsToCommandBaseName) {
 TEST_F(ClusterCliTest, BadRequestsGetOneLineErrorsAndMasterKeepsServing) {
   StartMaster();
   ExpectOneLineError(Client("submit", {"--gpus", "0", "--", "/bin/true"}),
+                     "--cpus: required for a job without GPUs");
+  ExpectOneLineError(Client("submit", {"--gpus", "-1", "--", "/bin/true"}),
                      "gpus");
   ExpectOneLineError(Client("submit", {"--gpus", "1"}), "command");
   ExpectOneLineError(

@@ -108,7 +108,8 @@ TEST_F(SubmitFileCliTest, ABadLineInTheMiddleSubmitsNothingAndNamesIt) {
                                 kGoodLine, "\n"));
   EXPECT_EQ(MustFail(path),
             absl::StrCat("tiresias: ", path,
-                         ":3: gpus: expected at least 1 GPU, got 0\n"));
+                         ":3: cpus: required for a job without GPUs (a "
+                         "CPU-only job)\n"));
   const std::string typo = WriteFile(
       "typo.jsonl",
       absl::StrCat(kGoodLine, "\n{\"gpus\": 1, \"comand\": [\"x\"]}\n"));

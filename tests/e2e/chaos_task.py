@@ -7,9 +7,10 @@ Usage: chaos_task.py GROUND_DIR WORK_SECONDS [FAIL_CODE]
 
 - At start it takes an exclusive lock on a file per GPU it was given
   (GROUND_DIR/gpu-<node>-<index>.lock, from TIRESIAS_NODE_NAME and
-  CUDA_VISIBLE_DEVICES): if another live task holds one, two tasks hold
-  that GPU at once, and it says so in GROUND_DIR/violations. The kernel
-  drops the lock when the process dies, however it dies.
+  CUDA_VISIBLE_DEVICES; a CPU-only task, given none, the node's one spare
+  CPU: gpu-<node>-spare.lock): if another live task holds one, two tasks
+  hold that GPU at once, and it says so in GROUND_DIR/violations. The
+  kernel drops the lock when the process dies, however it dies.
 - It looks for a live task of another attempt of its job
   (GROUND_DIR/alive-<job>-<attempt>-<rank>-<pid>, checked with kill(pid, 0)
   and /proc/<pid>/cmdline): one means two attempts at once: a violation.
@@ -38,6 +39,11 @@ node = os.environ.get("TIRESIAS_NODE_NAME", "?")
 # process (LOCAL_RANK 0) locks and records them for all.
 gpus = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
         if g and os.environ.get("LOCAL_RANK", "0") == "0"]
+# A CPU-only task (no GPU at all; chaos_test.py's agents keep one spare CPU
+# each and such jobs ask for it) holds the node's spare CPU as a GPU.
+if os.environ.get("CUDA_VISIBLE_DEVICES") == "" and \
+        os.environ.get("LOCAL_RANK", "0") == "0":
+    gpus = ["spare"]
 ckpt_dir = os.environ["TIRESIAS_CHECKPOINT_DIR"]
 me = "%s-%s-%s-%d" % (job, attempt, rank, os.getpid())
 

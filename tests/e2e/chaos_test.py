@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """Chaos: a real `tiresias master` and three `tiresias agent`s (2 emulated
-GPUs each), jobs submitted and cancelled throughout, and at random moments
+GPUs and one spare CPU each), jobs (one in five CPU-only, asking for that
+CPU) submitted and cancelled throughout, and at random moments
 (seeded) SIGKILL or SIGSTOP of the master and of agents. Then everything is
 healed and every job runs to its end.
 
 Judged from the tasks' own ground truth (chaos_task.py: GPU locks, a live
 check of the job's other attempts, each task's start and last-alive times),
 not from the master's word:
-  - no GPU held by two tasks at once;
+  - no GPU (nor a node's spare CPU) held by two tasks at once;
   - no two attempts of a job alive at once;
   - no task alive after its job ended, beyond the grace period;
   - every acknowledged job reaches exactly one final state;
@@ -125,9 +126,12 @@ def submit(cluster, ground, rng, jobs, n):
     gpus = 2 if rng.random() < 0.3 else 1
     work = round(rng.uniform(1.0, 6.0), 2)
     failing = rng.random() < 0.1
+    # One job in five CPU-only, for an agent's one spare CPU.
+    shape = ["--gpus", "0", "--cpus", "1"] if rng.random() < 0.2 else \
+        ["--gpus", str(gpus)]
     args = [TASK, ground, str(work)] + (["3"] if failing else [])
     out = cluster.cli_raw_timeout(
-        6, "submit", "--gpus", str(gpus), "--name", "c%d" % n, "--",
+        6, "submit", *shape, "--name", "c%d" % n, "--",
         "/usr/bin/python3", "-S", *args)
     if out is not None and out.returncode == 0 and out.stdout.strip().isdigit():
         jobs[out.stdout.strip()] = {"failing": failing, "cancelled": False}
@@ -315,6 +319,7 @@ def run(cluster):
     ground = os.path.join(cluster.workdir, "ground")
     os.makedirs(ground)
     address = cluster.start_master("127.0.0.1:%d" % free_port())
+    cluster.agent_args = ["--spare-cpus", "1"]
     for a in AGENTS:
         cluster.start_agent(a)
     cluster.wait_nodes_up(AGENTS)
@@ -349,10 +354,14 @@ def run(cluster):
     starts = collections.Counter(t["job"] for t in tasks)
     states = collections.Counter(j["state"] for j in all_jobs.values())
     fenced = sum(1 for t in tasks if t["code"] == 143)
-    print("%d tasks ran for %d jobs (%d started more than once, %d tasks "
-          "stopped by SIGTERM, %d with no end: SIGKILLed); %d preemptions; "
-          "final states %s" %
-          (len(tasks), len(starts), sum(1 for c in starts.values() if c > 1),
+    spare = sum(1 for t in tasks if t["gpus"] == ["spare"])
+    if spare == 0:
+        fail("no CPU-only task ran: the spare CPUs went untested")
+    print("%d tasks ran for %d jobs (%d on a spare CPU; %d started more than "
+          "once, %d tasks stopped by SIGTERM, %d with no end: SIGKILLed); %d "
+          "preemptions; final states %s" %
+          (len(tasks), len(starts), spare,
+           sum(1 for c in starts.values() if c > 1),
            fenced, sum(1 for t in tasks if t["code"] is None),
            sum(j.get("preemptions", 0) for j in all_jobs.values()),
            dict(states)))

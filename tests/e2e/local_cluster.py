@@ -109,6 +109,46 @@ def secure_up(binary, workdir, state, address, env=None, agents=1,
                 up.kill()
 
 
+def cli(binary, env, *args, timeout=60):
+    """The real CLI run with `env`: its CompletedProcess (text)."""
+    return subprocess.run([binary] + list(args), env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@contextlib.contextmanager
+def secure_up_and_agent(binary, workdir, name, agent_flags):
+    """secure_up in workdir/state (one agent, node-0) and a second agent
+    `name` started as an operator would: its own certificate from `admin
+    agent-cert issue`, `agent_flags` (2 s grace), its stderr in
+    workdir/agent.err. Yields (base, admin): the caller's environment
+    without TIRESIAS_* but for TIRESIAS_MASTER, and that with the CA and
+    the admin token."""
+    state = os.path.join(workdir, "state")
+    address = "127.0.0.1:%d" % free_port()
+    with secure_up(binary, workdir, state, address, agents=1):
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith("TIRESIAS_")}
+        base["TIRESIAS_MASTER"] = address
+        admin = dict(base, TIRESIAS_CA=os.path.join(state, "tls", "ca.pem"),
+                     TIRESIAS_TOKEN_FILE=os.path.join(state, "admin-token"))
+        certs = os.path.join(workdir, name + "-tls")
+        r = cli(binary, admin, "admin", "agent-cert", "issue", name,
+                "--ca-dir", os.path.join(state, "tls"), "--out", certs)
+        if r.returncode != 0:
+            fail("admin agent-cert issue: %s" % r.stderr)
+        with open(os.path.join(workdir, "agent.err"), "w") as err:
+            agent = subprocess.Popen(
+                [binary, "agent", "--master", address, "--tls-dir", certs,
+                 "--name", name, "--grace", "2", *agent_flags,
+                 "--state-dir", os.path.join(workdir, "agent-" + name)],
+                stdout=subprocess.DEVNULL, stderr=err, env=base)
+        try:
+            yield base, admin
+        finally:
+            agent.terminate()
+            agent.wait(timeout=30)
+
+
 def wait_follower(proc, timeout_s=30):
     """Waits for a `tiresias logs -f` process to end on its own; fails the
     test if it does not or exits non-zero. Returns (stdout, stderr)."""
@@ -174,6 +214,7 @@ class Cluster:
         self.node_timeout = node_timeout
         self.grace = grace
         self.master_args = list(master_args)
+        self.agent_args = []  # more flags for every agent started
         self.policy = policy
         self.master_dir = os.path.join(workdir, "master")
         self.master = None
@@ -215,7 +256,7 @@ class Cluster:
             [self.binary, "agent", "--insecure", "--master", self.address,
              "--gpus", str(gpus), "--name", name,
              "--state-dir", os.path.join(self.workdir, "agent-" + name),
-             "--grace", str(grace), "--allow-root-tasks"],
+             "--grace", str(grace), "--allow-root-tasks", *self.agent_args],
             stdout=log, stderr=subprocess.STDOUT, text=True)
         self.agents[name] = proc
         return proc

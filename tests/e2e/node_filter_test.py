@@ -27,22 +27,16 @@ Usage: node_filter_test.py TIRESIAS_BINARY
 import json
 import os
 import pwd
-import subprocess
 import sys
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_cluster import (fail, free_port,  # noqa: E402
-                           run_as_throwaway_user, secure_up)
+from local_cluster import (cli, fail,  # noqa: E402
+                           run_as_throwaway_user, secure_up_and_agent)
 
 # Each job records where it ran and as whom.
 PROBE = 'echo "$TIRESIAS_NODE_NAME $(id -u)" > "$PWD/ran-$1"'
-
-
-def cli(binary, env, *args, timeout=60):
-    return subprocess.run([binary] + list(args), env=env,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def main():
@@ -50,33 +44,11 @@ def main():
 
 
 def run(binary, workdir, user):
-    state = os.path.join(workdir, "state")
-    address = "127.0.0.1:%d" % free_port()
-    with secure_up(binary, workdir, state, address, agents=1):
-        base = {k: v for k, v in os.environ.items()
-                if not k.startswith("TIRESIAS_")}
-        base["TIRESIAS_MASTER"] = address
-        ca = os.path.join(state, "tls", "ca.pem")
-        admin = dict(base, TIRESIAS_CA=ca,
-                     TIRESIAS_TOKEN_FILE=os.path.join(state, "admin-token"))
-        certs = os.path.join(workdir, "a100-tls")
-        r = cli(binary, admin, "admin", "agent-cert", "issue", "node-a100",
-                "--ca-dir", os.path.join(state, "tls"), "--out", certs)
-        if r.returncode != 0:
-            fail("admin agent-cert issue: %s" % r.stderr)
-        with open(os.path.join(workdir, "agent.err"), "w") as err:
-            agent = subprocess.Popen(
-                [binary, "agent", "--master", address, "--tls-dir", certs,
-                 "--name", "node-a100", "--gpus", "2", "--grace", "2",
-                 "--gpu-model", "NVIDIA A100-SXM4-80GB", "--feature",
-                 "ib,nvme", "--memory", "8G",
-                 "--state-dir", os.path.join(workdir, "agent-a")],
-                stdout=subprocess.DEVNULL, stderr=err, env=base)
-        try:
-            check(binary, admin, workdir, user)
-        finally:
-            agent.terminate()
-            agent.wait(timeout=30)
+    with secure_up_and_agent(binary, workdir, "node-a100",
+                             ["--gpus", "2", "--gpu-model",
+                              "NVIDIA A100-SXM4-80GB", "--feature", "ib,nvme",
+                              "--memory", "8G"]) as (_, admin):
+        check(binary, admin, workdir, user)
     print("node filters: jobs ran only on the nodes they named, one waits "
           "naming its GPU type")
 

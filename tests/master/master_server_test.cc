@@ -49,9 +49,12 @@ TEST_F(MasterServerTest, SubmitListAndRejectOverGrpc) {
   EXPECT_GT(first.job_id(), 0);
 
   v1::SubmitJobResponse bad;
-  grpc::Status status = submit(0, {"sleep"}, &bad);
+  grpc::Status status = submit(-1, {"sleep"}, &bad);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("spec.gpus"), std::string::npos);
+  status = submit(0, {"sleep"}, &bad);  // no GPU and no CPU
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("spec.cpus"), std::string::npos);
   status = submit(1, {}, &bad);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   {

@@ -96,7 +96,7 @@ TEST_F(MasterStateTest, BadRequestsGetClearErrors) {
   Open();
   auto zero = master_->SubmitJob(Spec(0));
   EXPECT_EQ(zero.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(zero.status().message().find("spec.gpus"), std::string::npos);
+  EXPECT_NE(zero.status().message().find("spec.cpus"), std::string::npos);
   auto empty = master_->SubmitJob(Spec(1, {}));
   EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(empty.status().message().find("spec.command"), std::string::npos);

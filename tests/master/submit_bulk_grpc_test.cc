@@ -83,12 +83,13 @@ TEST_F(SubmitBulkGrpcTest, AGoodRequestIsOneTransactionWithIdsInOrder) {
 TEST_F(SubmitBulkGrpcTest, ABadJobInTheMiddleCreatesNoJobAndIsNamedByIndex) {
   Start();
   v1::SubmitJobsRequest req = Jobs(5);
-  req.mutable_jobs(3)->set_gpus(0);
+  req.mutable_jobs(3)->set_gpus(0);  // and no CPUs
   v1::SubmitJobsResponse resp;
   grpc::Status status = SubmitAll(req, &resp);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(status.error_message(),
-            "jobs[3].gpus: expected at least 1 GPU, got 0");
+            "jobs[3].cpus: a job without GPUs (gpus 0) needs 1 to 1024 CPUs, "
+            "got 0");
   req.mutable_jobs(3)->set_gpus(1);
   req.mutable_jobs(4)->set_name("bad\xff");
   status = SubmitAll(req, &resp);

@@ -41,8 +41,13 @@ std::vector<BadSpec> BadSpecs() {
   const std::string kInvalidUtf8 = "ok\xff";
   const std::string kNul("a\0b", 3);
   std::vector<BadSpec> cases = {
-      {"no GPU", With([](auto& s) { s.num_gpus = 0; }), "spec.gpus",
-       "expected at least 1 GPU, got 0"},
+      {"no GPU, no CPU", With([](auto& s) { s.num_gpus = 0; }), "spec.cpus",
+       "a job without GPUs (gpus 0) needs 1 to 1024 CPUs, got 0"},
+      {"negative GPUs", With([](auto& s) { s.num_gpus = -2; }), "spec.gpus",
+       "expected at least 1 GPU (0 with cpus: a CPU-only job), got -2"},
+      {"CPUs beside GPUs", With([](auto& s) { s.cpus = 4; }), "spec.cpus",
+       "is for a CPU-only job (gpus 0); a job with GPUs asks with "
+       "cpus_per_gpu and mem_per_gpu_mib"},
       {"name too long", With([](auto& s) { s.name = std::string(257, 'n'); }),
        "spec.name", "expected at most 256 bytes, got 257"},
       {"user too long", With([](auto& s) { s.user = std::string(65, 'u'); }),

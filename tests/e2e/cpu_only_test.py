@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""End to end, CPU-only jobs (`submit --gpus 0 --cpus N --mem SIZE`): a
+secure `tiresias up` (TLS, tokens, one agent of 2 emulated GPUs, node-0,
+keeping no spare CPUs) and a second agent started as an operator would,
+`tiresias agent --gpus 1 --spare-cpus 1 --spare-mem 256M` (node-cpu), both
+as root running jobs as their owners; the real CLI as a throwaway Unix
+user with its own token. Judged from what each job wrote about itself:
+
+- a CPU-only job ran on node-cpu (the only node keeping spare CPUs) as
+  its owner, with no GPU (CUDA_VISIBLE_DEVICES empty), bound to the
+  agent's last CPU (its spare one), and, with cgroups, the node's GPU
+  device (a char device 195:0 made with mknod) refused with EPERM;
+- it started while a GPU job held node-cpu's only GPU (neither waits for
+  the other);
+- a second CPU-only job waits while the first holds the spare CPU, with
+  a reason naming spare CPUs, and starts after it ended; one asking more
+  spare CPUs than any node keeps waits saying so;
+- one that allocates past its --mem is killed and reported out of
+  memory;
+- `submit --gpus 0` without --cpus is refused before anything is sent;
+  `tiresias nodes` shows the spare CPUs, `job` the job's CPUs.
+
+Needs root: exit 77 (skipped) otherwise.
+Usage: cpu_only_test.py TIRESIAS_BINARY
+"""
+import json
+import os
+import pwd
+import sys
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from local_cluster import (cli, fail,  # noqa: E402
+                           run_as_throwaway_user, secure_up_and_agent)
+
+# Where it ran, as whom, on which CPUs, with which GPUs; and what opening
+# the fake GPU device gave.
+PROBE = r'''
+out="$PWD/ran-$1"
+{
+  echo "node $TIRESIAS_NODE_NAME"
+  echo "uid $(id -u)"
+  echo "cpus $(grep Cpus_allowed_list /proc/self/status | cut -f2)"
+  echo "cuda [${CUDA_VISIBLE_DEVICES-unset}]"
+  if [ -n "$2" ]; then
+    echo "gpu $(/usr/bin/python3 -c 'import os,sys
+try:
+    os.open(sys.argv[1], os.O_RDONLY)
+    print("opened")
+except OSError as e:
+    print(e.strerror.replace(" ", "_"))' "$2")"
+  fi
+} > "$out.tmp"
+mv "$out.tmp" "$out"
+sleep "${3:-0}"
+'''
+
+
+def main():
+    run_as_throwaway_user(run, "tiresias-cpu")
+
+
+def run(binary, workdir, user):
+    with secure_up_and_agent(binary, workdir, "node-cpu",
+                             ["--gpus", "1", "--spare-cpus", "1",
+                              "--spare-mem", "256M"]) as (_, admin):
+        check(binary, admin, workdir, user)
+    print("CPU-only jobs: ran on the spare CPU as their owner without a "
+          "GPU, beside a GPU job, one at a time, each reason naming spare "
+          "CPUs")
+
+
+def read_probe(path, timeout_s=30, job=None):
+    """What the probe wrote at `path`; fails with `job`'s state and
+    reason (job: (binary, env, id)) if it never did."""
+    deadline = time.time() + timeout_s
+    while not os.path.exists(path):
+        if time.time() > deadline:
+            shown = ""
+            if job is not None:
+                binary, env, job_id = job
+                shown = cli(binary, env, "job", job_id).stdout + \
+                    cli(binary, env, "logs", job_id).stdout
+            fail("%s never appeared\n%s" % (path, shown))
+        time.sleep(0.1)
+    with open(path) as f:
+        return dict(line.split(" ", 1) for line in f.read().splitlines())
+
+
+def check(binary, admin, workdir, user):
+    deadline = time.time() + 20
+    nodes = {}
+    while time.time() < deadline:
+        listed = json.loads(cli(binary, admin, "nodes", "--json").stdout)
+        nodes = {n["name"]: n for n in listed["nodes"]
+                 if n["state"] == "up"}
+        if len(nodes) == 2:
+            break
+        time.sleep(0.2)
+    if sorted(nodes) != ["node-0", "node-cpu"]:
+        with open(os.path.join(workdir, "agent.err")) as f:
+            fail("nodes up: %s; the second agent said:\n%s" %
+                 (sorted(nodes), f.read()[-2000:]))
+    spare = nodes["node-cpu"]
+    if spare["spare_cpus"] != 1 or spare["spare_cpus_free"] != 1 or \
+            spare["spare_memory_mib"] != 256 or \
+            nodes["node-0"]["spare_cpus"] != 0:
+        fail("nodes --json: %s" % nodes)
+    table = cli(binary, admin, "nodes").stdout
+    if "SPARE" not in table or " 1/1 " not in table:
+        fail("nodes shows no spare CPUs:\n%s" % table)
+    last_cpu = str(max(os.sched_getaffinity(0)))
+
+    r = cli(binary, admin, "admin", "token", "create", "--user", user)
+    if r.returncode != 0:
+        fail("admin token create: %s" % r.stderr)
+    env = dict(admin, TIRESIAS_TOKEN=r.stdout.strip())
+    del env["TIRESIAS_TOKEN_FILE"]
+    uid = pwd.getpwnam(user).pw_uid
+    home = os.path.join(workdir, "u")
+    os.makedirs(home)
+    os.chown(home, uid, pwd.getpwnam(user).pw_gid)
+    cgroups = os.path.isdir("/sys/fs/cgroup/devices/tiresias")
+    gpu_dev = ""
+    if cgroups:
+        gpu_dev = os.path.join(workdir, "nvidia0")
+        os.mknod(gpu_dev, 0o20666, os.makedev(195, 0))
+        os.chmod(gpu_dev, 0o666)
+
+    before = json.loads(cli(binary, env, "jobs", "--json").stdout)["jobs"]
+    bad = cli(binary, env, "submit", "--gpus", "0", "--", "/bin/true")
+    if bad.returncode == 0 or "--cpus: required" not in bad.stderr:
+        fail("--gpus 0 without --cpus: %d %s" % (bad.returncode, bad.stderr))
+    after = json.loads(cli(binary, env, "jobs", "--json").stdout)["jobs"]
+    if len(after) != len(before):
+        fail("a refused submit made a job")
+
+    # node-cpu's GPU held by a GPU job: the CPU-only job runs beside it.
+    gpu_job = cli(binary, env, "submit", "--gpus", "1", "--nodelist",
+                  "node-cpu", "--chdir", home, "--", "/bin/sh", "-c", PROBE,
+                  "probe", "gpu", "", "60").stdout.split()[0]
+    read_probe(os.path.join(home, "ran-gpu"), job=(binary, env, gpu_job))
+
+    first = cli(binary, env, "submit", "--gpus", "0", "--cpus", "1", "--mem",
+                "128M", "--chdir", home, "--", "/bin/sh", "-c", PROBE,
+                "probe", "first", gpu_dev, "5")
+    if first.returncode != 0:
+        fail("submit --gpus 0 --cpus 1: %s" % first.stderr)
+    first = first.stdout.split()[0]
+    got = read_probe(os.path.join(home, "ran-first"),
+                     job=(binary, env, first))
+    if got["node"] != "node-cpu" or int(got["uid"]) != uid or \
+            got["cuda"] != "[]" or got["cpus"] != last_cpu:
+        fail("the CPU-only job: %s (want node-cpu, uid %d, no GPU, CPU %s)"
+             % (got, uid, last_cpu))
+    if cgroups and got.get("gpu") != "Operation_not_permitted":
+        fail("the CPU-only job opened the node's GPU: %s" % got.get("gpu"))
+    info = json.loads(cli(binary, env, "job", gpu_job, "--json").stdout)
+    if info["state"] != "running":
+        fail("the GPU job beside it is %s" % info["state"])
+    shown = cli(binary, env, "job", first).stdout
+    if "CPU-only job" not in shown:
+        fail("job %s does not show its CPUs:\n%s" % (first, shown))
+
+    second = cli(binary, env, "submit", "--gpus", "0", "--cpus", "1",
+                 "--chdir", home, "--", "/bin/sh", "-c", PROBE, "probe",
+                 "second").stdout.split()[0]
+    time.sleep(1)
+    info = json.loads(cli(binary, env, "job", second, "--json").stdout)
+    reason = info.get("pending_reason") or ""
+    if info["state"] != "pending" or "spare CPU" not in reason or \
+            info.get("pending_reason_kind") != "resources":
+        fail("a second CPU-only job: %s, %r" % (info["state"], reason))
+    too_big = cli(binary, env, "submit", "--gpus", "0", "--cpus", "2", "--",
+                  "/bin/true").stdout.split()[0]
+    time.sleep(1)
+    reason = json.loads(cli(binary, env, "job", too_big, "--json").stdout) \
+        .get("pending_reason") or ""
+    if "needs 2 spare CPUs on one node, up nodes keep at most 1" not in reason:
+        fail("--cpus 2: %r" % reason)
+    cli(binary, env, "cancel", too_big)
+
+    got = read_probe(os.path.join(home, "ran-second"), timeout_s=60,
+                     job=(binary, env, second))
+    done = json.loads(cli(binary, env, "job", first, "--json").stdout)
+    if done["state"] != "finished" or got["node"] != "node-cpu":
+        fail("after the first (%s) the second ran on %s" %
+             (done["state"], got["node"]))
+    cli(binary, env, "cancel", gpu_job)
+
+    if os.path.isdir("/sys/fs/cgroup/memory/tiresias"):
+        r = cli(binary, env, "submit", "--gpus", "0", "--cpus", "1", "--mem",
+                "64M", "--chdir", home, "--wait", "--", "/usr/bin/python3",
+                "-c", "x = 'x' * (256 << 20)", timeout=90)
+        job = r.stdout.split()[0]
+        info = json.loads(cli(binary, env, "job", job, "--json").stdout)
+        details = " ".join(e.get("detail") or ""
+                           for e in info.get("events", []))
+        if r.returncode == 0 or info["state"] != "failed" or \
+                "out of memory" not in details:
+            fail("256 MiB under --mem 64M: rc %d, %s, %s" %
+                 (r.returncode, info["state"], details))
+
+
+if __name__ == "__main__":
+    main()

@@ -67,12 +67,14 @@ void PrintJobRow(const v1::Job& job, double now) {
   if (!job.pending_reason().empty()) {
     nodes = absl::StrCat("(", cli::Printable(job.pending_reason()), ")");
   }
-  std::printf("%-6lld %-9s %-16s %-10s %-10s %5d %4d %15.0f %10s %10s %s\n",
+  // A CPU-only job waits in the CPU-only queue, not in a GPU queue.
+  const std::string queue =
+      job.spec().gpus() == 0 ? "cpu" : absl::StrCat(job.queue());
+  std::printf("%-6lld %-9s %-16s %-10s %-10s %5s %4d %15.0f %10s %10s %s\n",
               static_cast<long long>(job.id()), ArrayText(job).c_str(),
               cli::Printable(job.spec().name()).c_str(),
-              cli::Printable(job.spec().user()).c_str(),
-              StateText(job).c_str(), job.queue(),
-              job.spec().gpus(), job.attained_gpu_seconds(),
+              cli::Printable(job.spec().user()).c_str(), StateText(job).c_str(),
+              queue.c_str(), job.spec().gpus(), job.attained_gpu_seconds(),
               cli::FormatDuration(wait).c_str(),
               cli::FormatDuration(run).c_str(), nodes.c_str());
 }

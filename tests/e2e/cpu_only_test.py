@@ -172,6 +172,12 @@ def check(binary, admin, workdir, user):
     if info["state"] != "pending" or "spare CPU" not in reason or \
             info.get("pending_reason_kind") != "resources":
         fail("a second CPU-only job: %s, %r" % (info["state"], reason))
+    rows = [line.split() for line in
+             cli(binary, env, "jobs").stdout.splitlines()[1:]]
+    row = [r for r in rows if r and r[0] == second]
+    if not row or row[0][5] != "cpu" or row[0][6] != "0":
+        fail("jobs lists the CPU-only job as %s, want queue cpu, 0 GPUs" %
+             row)
     too_big = cli(binary, env, "submit", "--gpus", "0", "--cpus", "2", "--",
                   "/bin/true").stdout.split()[0]
     time.sleep(1)

@@ -74,12 +74,13 @@ std::vector<int> AffinityCpus() {
 
 absl::Status AgentDaemon::CheckSpareCpus() const {
   const int count = static_cast<int>(AffinityCpus().size());
-  if (options_.spare_cpus < 0 ||
-      (options_.spare_cpus > 0 && options_.spare_cpus >= count)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--spare-cpus ", options_.spare_cpus, ": expected 0 to ",
-                     count - 1, " (this agent may use ", count,
-                     " CPUs, and its GPUs' blocks need at least one)"));
+  // Without GPUs every CPU may be spare; with them, their blocks need one.
+  const int most = gpus_.empty() ? count : count - 1;
+  if (options_.spare_cpus < 0 || options_.spare_cpus > most) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--spare-cpus ", options_.spare_cpus, ": expected 0 to ", most,
+        " (this agent may use ", count, " CPUs",
+        gpus_.empty() ? ")" : ", and its GPUs' blocks need at least one)"));
   }
   return absl::OkStatus();
 }
@@ -245,7 +246,7 @@ void AgentDaemon::MeasureResources(PosixLauncherOptions& launcher) {
                                                 : std::max(1, cpus / gpus);
     cpus = std::min(cpus, block * gpus);
   } else {
-    cpus = all - spare;
+    cpus = gpus > 0 ? all - spare : 0;  // none for GPUs that are not there
   }
   report_cpus_ = cpus;
   report_spare_cpus_ = spare;
@@ -266,7 +267,8 @@ void AgentDaemon::MeasureResources(PosixLauncherOptions& launcher) {
     const int64_t kept =
         options_.spare_memory_bytes >= 0
             ? std::min(report_memory_mib_, options_.spare_memory_bytes >> 20)
-            : report_memory_mib_ * spare / std::max(1, all);
+        : gpus == 0 ? report_memory_mib_  // a node for CPU-only jobs alone
+                    : report_memory_mib_ * spare / std::max(1, all);
     report_spare_memory_mib_ = kept;
     report_memory_mib_ -= kept;
   }

@@ -143,8 +143,21 @@ absl::Status AgentDaemon::Start() {
   DiscoveryOptions discovery;
   discovery.emulate = options_.emulate_gpus;
   absl::StatusOr<std::vector<GpuInfo>> gpus = DiscoverGpus(discovery);
+  if (!gpus.ok() && absl::IsNotFound(gpus.status()) &&
+      options_.spare_cpus > 0) {
+    // Found none, and told to keep CPUs for CPU-only jobs: a node for them
+    // alone (the master places no GPU job here).
+    Log(absl::StrCat(gpus.status().message(),
+                     "; a node for CPU-only jobs alone (--spare-cpus)"));
+    gpus = std::vector<GpuInfo>{};
+  }
   if (!gpus.ok()) return gpus.status();
   gpus_ = *std::move(gpus);
+  if (gpus_.empty() && options_.spare_cpus <= 0) {
+    return absl::InvalidArgumentError(
+        "no GPU (--gpus 0): a node without GPUs takes only CPU-only jobs, "
+        "so it must keep CPUs for them (--spare-cpus N)");
+  }
   absl::StatusOr<TaskRecord> record =
       TaskRecord::Open(options_.state_dir + "/tasks.json", deps_->files);
   if (!record.ok()) return record.status();

@@ -318,8 +318,8 @@ class AgentDaemon {
   // left for tasks no longer running removed. The parent folder is
   // "tiresias/<node>-<hash of the state dir>".
   absl::Status SetUpCgroups(PosixLauncherOptions& launcher);
-  // InvalidArgument unless --spare-cpus leaves the GPUs at least one of
-  // the CPUs this agent may use.
+  // InvalidArgument unless --spare-cpus leaves the GPUs (if any) at least
+  // one of the CPUs this agent may use.
   absl::Status CheckSpareCpus() const;
   absl::StatusOr<std::map<std::string, std::string>> ChooseCgroupHierarchy()
       const;

@@ -137,9 +137,11 @@ void FillGpuMinors(const std::string& driver_gpus_dir,
 }
 
 absl::StatusOr<std::vector<GpuInfo>> EmulatedGpus(int count) {
-  if (count < 1) {
+  if (count < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--gpus: expected a positive number of GPUs to emulate, got ", count));
+        "--gpus: expected a number of GPUs to emulate (0: none, a node for "
+        "CPU-only jobs), got ",
+        count));
   }
   std::vector<GpuInfo> gpus;
   for (int i = 0; i < count; ++i) {

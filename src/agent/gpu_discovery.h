@@ -45,7 +45,7 @@ struct GpuInfo {
 inline constexpr int64_t kEmulatedGpuMemoryMib = 16384;
 
 struct DiscoveryOptions {
-  // From `--gpus N`: emulate N GPUs (N >= 1) and probe nothing.
+  // From `--gpus N`: emulate N GPUs (N >= 0; 0: none) and probe nothing.
   std::optional<int> emulate;
   // Where to find nvidia-smi; a bare name is looked up in PATH.
   std::string nvidia_smi_path = "nvidia-smi";
@@ -75,7 +75,7 @@ void FillGpuMinors(const std::string& driver_gpus_dir,
                    std::vector<GpuInfo>& gpus);
 
 // N emulated GPUs: index i (and minor i), uuid "emu-<i>", name "Emulated
-// GPU".
+// GPU"; none for 0.
 absl::StatusOr<std::vector<GpuInfo>> EmulatedGpus(int count);
 
 // Queries NVML through dlopen(`library`). NotFound if the library cannot be

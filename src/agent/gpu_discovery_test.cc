@@ -35,12 +35,17 @@ TEST(EmulatedGpusTest, MakesNumberedGpusAndProbesNothing) {
   EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
-TEST(EmulatedGpusTest, RejectsNonPositiveCounts) {
-  for (int n : {0, -2}) {
+TEST(EmulatedGpusTest, RejectsNegativeCountsAndTakesNone) {
+  for (int n : {-1, -2}) {
     absl::StatusOr<std::vector<GpuInfo>> gpus = EmulatedGpus(n);
     EXPECT_EQ(gpus.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(gpus.status().message()), HasSubstr("--gpus"));
   }
+  // 0: a node without GPUs (for CPU-only jobs; the agent checks it keeps
+  // spare CPUs).
+  absl::StatusOr<std::vector<GpuInfo>> none = EmulatedGpus(0);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
 }
 
 TEST(ParseNvidiaSmiCsvTest, ParsesRealOutput) {

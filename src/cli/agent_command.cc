@@ -272,8 +272,10 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
                   "127.0.0.1:50051)")
       ->capture_default_str();
   cmd->add_option("--gpus", f.gpus,
-                  "Emulate N GPUs instead of discovering them")
-      ->check(CLI::Range(1, 1024));
+                  "Emulate N GPUs instead of discovering them; 0 (with "
+                  "--spare-cpus): a node for CPU-only jobs alone, as is one "
+                  "where none is found and --spare-cpus is given")
+      ->check(CLI::Range(0, 1024));
   cmd->add_option("--name", f.name, "Node name (default: hostname)");
   cmd->add_option("--address", f.address,
                   "Host other nodes' job processes reach this one at")
@@ -355,7 +357,8 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
                   "of the GPUs' blocks, for CPU-only jobs (submit --gpus 0 "
                   "--cpus N): told to the master as the node's spare CPUs; "
                   "with cgroups each such job is bound to as many of them "
-                  "as it asked. Default 0: the node takes no CPU-only job")
+                  "as it asked. Default 0: the node takes no CPU-only job. "
+                  "Without GPUs (--gpus 0) it may be every CPU")
       ->check(CLI::Range(0, 65536))
       ->default_val(0);
   cmd->add_option("--spare-mem", f.spare_mem,

@@ -33,7 +33,25 @@ TEST(TopologyTest, RejectsBadServers) {
   auto bad = Topology::Create({{0, 4, ""}, {0, 0, ""}});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "server 1: expected a positive GPU count, got 0");
+            "server 1: expected a positive GPU count (0 only with spare CPUs), "
+            "got 0");
+}
+
+// A server without GPUs but with spare CPUs (a node for CPU-only jobs)
+// holds no GPU id, is never free of GPUs to give, and keeps its CPUs.
+TEST(TopologyTest, AServerWithoutGpusKeepsSpareCpus) {
+  auto t = Topology::Create(
+      {{0, 2, "g"}, {.rack = 0, .num_gpus = 0, .name = "c", .spare_cpus = 4}});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->total_gpus(), 2);
+  EXPECT_EQ(t->server(1).first_gpu, 2);
+  Cluster c(*t);
+  EXPECT_EQ(c.free_gpus(), 2);
+  EXPECT_EQ(c.free_on(1), 0);
+  EXPECT_EQ(c.spare_free_cpus(1), 4);
+  c.SetCordoned(1, true);
+  EXPECT_EQ(c.free_gpus(), 2);
+  EXPECT_EQ(c.cordoned_gpus(), 0);
 }
 
 TEST(ClusterTest, AllocateIsAllOrNothing) {

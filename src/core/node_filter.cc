@@ -76,6 +76,10 @@ bool NodeFilter::Admits(const Server& server) const {
   }
   if (!nodelist.empty() && !Has(nodelist, server.name)) return false;
   if (Has(exclude, server.name)) return false;
+  // A server without GPUs has no GPU slices to hold either.
+  if ((cpus_per_gpu > 0 || mem_per_gpu_mib > 0) && server.num_gpus == 0) {
+    return false;
+  }
   if (cpus_per_gpu > 0 && server.cpus / server.num_gpus < cpus_per_gpu) {
     return false;
   }

@@ -16,9 +16,12 @@ absl::StatusOr<Topology> Topology::Create(std::vector<ServerSpec> specs) {
   Topology t;
   for (size_t i = 0; i < specs.size(); ++i) {
     ServerSpec& s = specs[i];
-    if (s.num_gpus <= 0) {
+    // A server without GPUs is there for CPU-only jobs alone.
+    if (s.num_gpus < 0 || (s.num_gpus == 0 && s.spare_cpus <= 0)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "server ", i, ": expected a positive GPU count, got ", s.num_gpus));
+          "server ", i,
+          ": expected a positive GPU count (0 only with spare CPUs), got ",
+          s.num_gpus));
     }
     if (s.rack < 0) {
       return absl::InvalidArgumentError(

@@ -16,7 +16,7 @@ namespace tiresias {
 
 struct ServerSpec {
   int rack = 0;      // 0-based rack (switch) index
-  int num_gpus = 0;  // > 0
+  int num_gpus = 0;  // > 0, or 0 with spare_cpus > 0
   std::string name;  // optional; "" gets "sN"
   // What a job's node filter (core/node_filter.h) is matched against:
   // the model of its GPUs ("" unknown) and its features.
@@ -47,7 +47,8 @@ struct Server {
 
 class Topology {
  public:
-  // Validates: at least one server, every server has >= 1 GPU, racks >= 0.
+  // Validates: at least one server, every server has >= 1 GPU (or none and
+  // spare CPUs: a node for CPU-only jobs), racks >= 0.
   static absl::StatusOr<Topology> Create(std::vector<ServerSpec> servers);
   // racks x servers_per_rack x gpus_per_server, all arguments > 0.
   static Topology Uniform(int racks, int servers_per_rack, int gpus_per_server);

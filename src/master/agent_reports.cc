@@ -103,10 +103,12 @@ absl::Status ValidateRegisterRequest(const v1::RegisterRequest& req,
       !s.ok()) {
     return s;
   }
-  if (req.gpus() < 1 || req.gpus() > max_gpus) {
+  if (req.gpus() < 0 || req.gpus() > max_gpus ||
+      (req.gpus() == 0 && req.spare_cpus() < 1)) {
     return Bad("gpus",
                absl::StrCat("1 to ", max_gpus,
-                            " (the master's --max-gpus-per-node)"),
+                            " (the master's --max-gpus-per-node), or 0 with "
+                            "spare_cpus (a node for CPU-only jobs)"),
                absl::StrCat(req.gpus()));
   }
   const size_t token = req.agent_token().size();

@@ -235,6 +235,52 @@ TEST(CpuOnlyTest, PendingReasonsNameSpareCpus) {
             "(2 free in all; 1 CPU-only job before it)");
 }
 
+// A node without GPUs (spare CPUs only) takes CPU-only jobs and no GPU
+// job; a filtered GPU job's reason (a copy of the admitted servers) counts
+// it without trouble, and a per-GPU ask never admits it.
+TEST(CpuOnlyTest, ANodeWithoutGpus) {
+  absl::StatusOr<Topology> t = Topology::Create({
+      ServerSpec{.rack = 0, .num_gpus = 2, .name = "g0"},
+      ServerSpec{.rack = 0,
+                 .num_gpus = 0,
+                 .name = "c0",
+                 .cpus = 0,
+                 .memory_mib = 0,
+                 .spare_cpus = 4,
+                 .spare_memory_mib = 4096},
+  });
+  ASSERT_TRUE(t.ok()) << t.status();
+  Harness h(*std::move(t), TiresiasL());
+  h.Submit(1, 2, 0);
+  SubmitCpu(h, 2, 4, 0);
+  Decisions d = h.At(0);
+  ASSERT_EQ(d.started.size(), 2u);
+  EXPECT_EQ(d.started[1].job, 2);
+  EXPECT_EQ(d.started[1].cpu_server, 1);
+  auto all = std::make_shared<NodeFilter>();
+  all->exclude = {"nobody"};
+  h.SubmitFiltered(3, 1, 1, *all);
+  EXPECT_TRUE(h.At(1).empty());
+  std::vector<std::pair<JobId, PendingReason>> reasons =
+      ExplainWaiting(h.scheduler(), h.cluster());
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_EQ(reasons[0].second.kind, PendingReasonKind::kResources);
+  EXPECT_EQ(reasons[0].second.matching, 2);
+  // Sent to the node without GPUs alone: more GPUs than it has.
+  auto there = std::make_shared<NodeFilter>();
+  there->nodelist = {"c0"};
+  h.SubmitFiltered(4, 1, 2, *there);
+  h.At(2);
+  reasons = ExplainWaiting(h.scheduler(), h.cluster());
+  ASSERT_EQ(reasons.size(), 2u);
+  EXPECT_EQ(reasons[1].first, 4);
+  EXPECT_EQ(FormatPendingReason(reasons[1].second),
+            "needs 1 GPU, more than every up node has together (0): cannot "
+            "run as configured (on the node matching node c0: c0)");
+  NodeFilter per_gpu{.cpus_per_gpu = 1};
+  EXPECT_FALSE(per_gpu.Admits(h.cluster().topology().server(1)));
+}
+
 // Restored as running (a restarted master): its CPUs must be held in the
 // cluster first, and it counts as running.
 TEST(CpuOnlyTest, RestoredRunningJob) {

@@ -234,7 +234,8 @@ class View {
       admitted.push_back(s);
       specs.push_back(ServerSpec{server.rack, server.num_gpus, server.name,
                                  server.gpu_model, server.features, server.cpus,
-                                 server.memory_mib});
+                                 server.memory_mib, server.spare_cpus,
+                                 server.spare_memory_mib});
     }
     matching_ = static_cast<int>(admitted.size());
     constexpr size_t kNamesShown = 4;
@@ -422,9 +423,9 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
       r.gpus_per_node = job.spec().gpus_per_node;
       with_shape = view->ServersWith(r.gpus_per_node);
     }
-    if (view->total == 0) {
-      r.kind = PendingReasonKind::kNoNodes;
-    } else if (shaped && with_shape.first < r.nodes) {
+    // Servers without GPUs (nodes for CPU-only jobs) count 0: a GPU job
+    // where only they are is too large for them, not without nodes.
+    if (shaped && with_shape.first < r.nodes) {
       r.kind = PendingReasonKind::kTooLarge;
       r.capacity = with_shape.first;
     } else if (shaped && with_shape.second < r.nodes) {

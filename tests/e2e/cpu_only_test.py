@@ -32,7 +32,8 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_cluster import (cli, fail,  # noqa: E402
-                           run_as_throwaway_user, secure_up_and_agent)
+                           run_as_throwaway_user, secure_up_and_agent,
+                           start_operator_agent)
 
 # Where it ran, as whom, on which CPUs, with which GPUs; and what opening
 # the fake GPU device gave.
@@ -64,8 +65,9 @@ def main():
 def run(binary, workdir, user):
     with secure_up_and_agent(binary, workdir, "node-cpu",
                              ["--gpus", "1", "--spare-cpus", "1",
-                              "--spare-mem", "256M"]) as (_, admin):
-        check(binary, admin, workdir, user)
+                              "--spare-mem", "256M"]) as (base, admin):
+        env = check(binary, admin, workdir, user)
+        check_node_without_gpus(binary, base, admin, env, workdir)
     print("CPU-only jobs: ran on the spare CPU as their owner without a "
           "GPU, beside a GPU job, one at a time, each reason naming spare "
           "CPUs")
@@ -207,6 +209,48 @@ def check(binary, admin, workdir, user):
                 "out of memory" not in details:
             fail("256 MiB under --mem 64M: rc %d, %s, %s" %
                  (r.returncode, info["state"], details))
+    return env, home
+
+
+def check_node_without_gpus(binary, base, admin, user_env, workdir):
+    """A third agent without GPUs (`--gpus 0 --spare-cpus 1`): it joins
+    with 0 GPUs and its spare CPU, and a CPU-only job sent there runs on it
+    as its owner; a GPU job sent there waits saying no node matches."""
+    env, home = user_env
+    agent = start_operator_agent(binary, workdir, base, admin, "node-nogpu",
+                                 ["--gpus", "0", "--spare-cpus", "1"])
+    try:
+        deadline = time.time() + 20
+        node = None
+        while time.time() < deadline and node is None:
+            listed = json.loads(cli(binary, admin, "nodes", "--json").stdout)
+            node = next((n for n in listed["nodes"]
+                         if n["name"] == "node-nogpu" and n["state"] == "up"),
+                        None)
+            time.sleep(0.2)
+        if node is None or node["gpus"] != 0 or node["spare_cpus"] != 1:
+            fail("node-nogpu: %s" % node)
+        r = cli(binary, env, "submit", "--gpus", "0", "--cpus", "1",
+                "--nodelist", "node-nogpu", "--chdir", home, "--", "/bin/sh",
+                "-c", PROBE, "probe", "nogpu")
+        if r.returncode != 0:
+            fail("submit to node-nogpu: %s" % r.stderr)
+        got = read_probe(os.path.join(home, "ran-nogpu"),
+                         job=(binary, env, r.stdout.split()[0]))
+        if got["node"] != "node-nogpu" or got["cuda"] != "[]":
+            fail("the job for node-nogpu: %s" % got)
+        gpu = cli(binary, env, "submit", "--gpus", "1", "--nodelist",
+                  "node-nogpu", "--", "/bin/true").stdout.split()[0]
+        time.sleep(1)
+        reason = json.loads(cli(binary, env, "job", gpu, "--json").stdout) \
+            .get("pending_reason") or ""
+        if "needs 1 GPU, more than every up node has together (0)" \
+                not in reason:
+            fail("a GPU job for node-nogpu: %r" % reason)
+        cli(binary, env, "cancel", gpu)
+    finally:
+        agent.terminate()
+        agent.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -131,22 +131,37 @@ def secure_up_and_agent(binary, workdir, name, agent_flags):
         base["TIRESIAS_MASTER"] = address
         admin = dict(base, TIRESIAS_CA=os.path.join(state, "tls", "ca.pem"),
                      TIRESIAS_TOKEN_FILE=os.path.join(state, "admin-token"))
-        certs = os.path.join(workdir, name + "-tls")
-        r = cli(binary, admin, "admin", "agent-cert", "issue", name,
-                "--ca-dir", os.path.join(state, "tls"), "--out", certs)
-        if r.returncode != 0:
-            fail("admin agent-cert issue: %s" % r.stderr)
-        with open(os.path.join(workdir, "agent.err"), "w") as err:
-            agent = subprocess.Popen(
-                [binary, "agent", "--master", address, "--tls-dir", certs,
-                 "--name", name, "--grace", "2", *agent_flags,
-                 "--state-dir", os.path.join(workdir, "agent-" + name)],
-                stdout=subprocess.DEVNULL, stderr=err, env=base)
+        agent = start_operator_agent(binary, workdir, base, admin, name,
+                                     agent_flags)
         try:
             yield base, admin
         finally:
             agent.terminate()
             agent.wait(timeout=30)
+
+
+def start_operator_agent(binary, workdir, base, admin, name, agent_flags):
+    """An agent `name` started as an operator would, beside a secure_up in
+    workdir/state (base and admin: as secure_up_and_agent yields them): its
+    own certificate from `admin agent-cert issue`, `agent_flags` (2 s
+    grace), its stderr in workdir/agent.err (the first's; a later one's in
+    workdir/agent-NAME.err). The caller stops it."""
+    state = os.path.join(workdir, "state")
+    certs = os.path.join(workdir, name + "-tls")
+    r = cli(binary, admin, "admin", "agent-cert", "issue", name,
+            "--ca-dir", os.path.join(state, "tls"), "--out", certs)
+    if r.returncode != 0:
+        fail("admin agent-cert issue: %s" % r.stderr)
+    err_path = os.path.join(workdir, "agent.err")
+    if os.path.exists(err_path):
+        err_path = os.path.join(workdir, "agent-%s.err" % name)
+    with open(err_path, "w") as err:
+        return subprocess.Popen(
+            [binary, "agent", "--master", base["TIRESIAS_MASTER"],
+             "--tls-dir", certs, "--name", name, "--grace", "2",
+             *agent_flags,
+             "--state-dir", os.path.join(workdir, "agent-" + name)],
+            stdout=subprocess.DEVNULL, stderr=err, env=base)
 
 
 def wait_follower(proc, timeout_s=30):

@@ -140,5 +140,36 @@ TEST_F(CpuOnlyMasterTest, AStoppingTasksSpareCpusAreNotGivenAway) {
   EXPECT_EQ(Get(first).state, JobRecordState::kCancelled);
 }
 
+// A node without GPUs registers only if it keeps spare CPUs, and then
+// takes CPU-only jobs (and no GPU job).
+TEST_F(CpuOnlyMasterTest, ANodeWithoutGpusTakesCpuOnlyJobs) {
+  Open();
+  v1::RegisterRequest bare = RegisterRequest("c1", 0);
+  auto refused = master_->Register(bare);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("or 0 with spare_cpus"));
+  bare.set_spare_cpus(2);
+  bare.set_spare_memory_mib(2048);
+  bare.set_report_seq(NextSeq());
+  auto resp = master_->Register(bare);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  sessions_[resp->node_id()] = resp->session();
+  // The cluster has no GPU: a GPU job is more than it has.
+  auto gpu = master_->SubmitJob(Spec(1));
+  EXPECT_THAT(std::string(gpu.status().message()),
+              HasSubstr("the cluster has 0"));
+  const JobId cpu = Submit(CpuSpec(2));
+  Pass();
+  std::vector<v1::StartTask> starts = Starts(Beat(resp->node_id()));
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].task().job_id(), cpu);
+  EXPECT_EQ(starts[0].gpu_indexes_size(), 0);
+  auto nodes = master_->ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_EQ((*nodes)[0].gpus(), 0);
+  EXPECT_EQ((*nodes)[0].spare_cpus(), 2);
+}
+
 }  // namespace
 }  // namespace tiresias::master_testing

@@ -33,7 +33,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_cluster import (cli, fail,  # noqa: E402
                            run_as_throwaway_user, secure_up_and_agent,
-                           start_operator_agent)
+                           start_operator_agent, wait_up)
 
 # Where it ran, as whom, on which CPUs, with which GPUs; and what opening
 # the fake GPU device gave.
@@ -91,19 +91,7 @@ def read_probe(path, timeout_s=30, job=None):
 
 
 def check(binary, admin, workdir, user):
-    deadline = time.time() + 20
-    nodes = {}
-    while time.time() < deadline:
-        listed = json.loads(cli(binary, admin, "nodes", "--json").stdout)
-        nodes = {n["name"]: n for n in listed["nodes"]
-                 if n["state"] == "up"}
-        if len(nodes) == 2:
-            break
-        time.sleep(0.2)
-    if sorted(nodes) != ["node-0", "node-cpu"]:
-        with open(os.path.join(workdir, "agent.err")) as f:
-            fail("nodes up: %s; the second agent said:\n%s" %
-                 (sorted(nodes), f.read()[-2000:]))
+    nodes = wait_up(binary, admin, workdir, ["node-0", "node-cpu"])
     spare = nodes["node-cpu"]
     if spare["spare_cpus"] != 1 or spare["spare_cpus_free"] != 1 or \
             spare["spare_memory_mib"] != 256 or \

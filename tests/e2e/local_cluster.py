@@ -140,6 +140,23 @@ def secure_up_and_agent(binary, workdir, name, agent_flags):
             agent.wait(timeout=30)
 
 
+def wait_up(binary, admin, workdir, names, timeout_s=20):
+    """Waits until the nodes up (`nodes --json` with `admin`) are `names`;
+    their listings by name. Fails with what the operator's agent said
+    (workdir/agent.err) if they never are."""
+    deadline = time.time() + timeout_s
+    nodes = {}
+    while time.time() < deadline:
+        listed = json.loads(cli(binary, admin, "nodes", "--json").stdout)
+        nodes = {n["name"]: n for n in listed["nodes"] if n["state"] == "up"}
+        if sorted(nodes) == sorted(names):
+            return nodes
+        time.sleep(0.2)
+    with open(os.path.join(workdir, "agent.err")) as f:
+        fail("nodes up: %s, want %s; the agent started by hand said:\n%s" %
+             (sorted(nodes), sorted(names), f.read()[-2000:]))
+
+
 def start_operator_agent(binary, workdir, base, admin, name, agent_flags):
     """An agent `name` started as an operator would, beside a secure_up in
     workdir/state (base and admin: as secure_up_and_agent yields them): its

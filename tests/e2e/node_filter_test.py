@@ -33,7 +33,8 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_cluster import (cli, fail,  # noqa: E402
-                           run_as_throwaway_user, secure_up_and_agent)
+                           run_as_throwaway_user, secure_up_and_agent,
+                           wait_up)
 
 # Each job records where it ran and as whom.
 PROBE = 'echo "$TIRESIAS_NODE_NAME $(id -u)" > "$PWD/ran-$1"'
@@ -54,19 +55,7 @@ def run(binary, workdir, user):
 
 
 def check(binary, admin, workdir, user):
-    deadline = time.time() + 20
-    nodes = {}
-    while time.time() < deadline:
-        listed = json.loads(cli(binary, admin, "nodes", "--json").stdout)
-        nodes = {n["name"]: n for n in listed["nodes"]
-                 if n["state"] == "up"}
-        if len(nodes) == 2:
-            break
-        time.sleep(0.2)
-    if sorted(nodes) != ["node-0", "node-a100"]:
-        with open(os.path.join(workdir, "agent.err")) as f:
-            fail("nodes up: %s; the second agent said:\n%s" %
-                 (sorted(nodes), f.read()[-2000:]))
+    nodes = wait_up(binary, admin, workdir, ["node-0", "node-a100"])
     a100 = nodes["node-a100"]
     if a100["gpu_model"] != "NVIDIA A100-SXM4-80GB" or \
             a100["features"] != ["ib", "nvme"] or \

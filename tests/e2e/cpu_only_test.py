@@ -25,7 +25,6 @@ Usage: cpu_only_test.py TIRESIAS_BINARY
 """
 import json
 import os
-import pwd
 import sys
 import time
 
@@ -33,7 +32,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_cluster import (cli, fail,  # noqa: E402
                            run_as_throwaway_user, secure_up_and_agent,
-                           start_operator_agent, wait_up)
+                           start_operator_agent, user_session, wait_up)
 
 # Where it ran, as whom, on which CPUs, with which GPUs; and what opening
 # the fake GPU device gave.
@@ -102,15 +101,7 @@ def check(binary, admin, workdir, user):
         fail("nodes shows no spare CPUs:\n%s" % table)
     last_cpu = str(max(os.sched_getaffinity(0)))
 
-    r = cli(binary, admin, "admin", "token", "create", "--user", user)
-    if r.returncode != 0:
-        fail("admin token create: %s" % r.stderr)
-    env = dict(admin, TIRESIAS_TOKEN=r.stdout.strip())
-    del env["TIRESIAS_TOKEN_FILE"]
-    uid = pwd.getpwnam(user).pw_uid
-    home = os.path.join(workdir, "u")
-    os.makedirs(home)
-    os.chown(home, uid, pwd.getpwnam(user).pw_gid)
+    env, uid, home = user_session(binary, admin, workdir, user)
     cgroups = os.path.isdir("/sys/fs/cgroup/devices/tiresias")
     gpu_dev = ""
     if cgroups:

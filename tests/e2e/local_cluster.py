@@ -9,6 +9,7 @@ logs_follow_test.py (and preemption_test.py for wait_follower).
 import contextlib
 import json
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -138,6 +139,22 @@ def secure_up_and_agent(binary, workdir, name, agent_flags):
         finally:
             agent.terminate()
             agent.wait(timeout=30)
+
+
+def user_session(binary, admin, workdir, user):
+    """A token for throwaway `user` (`admin token create`) and a home
+    folder of theirs, workdir/u: (env with that token instead of the
+    admin's, uid, home)."""
+    r = cli(binary, admin, "admin", "token", "create", "--user", user)
+    if r.returncode != 0:
+        fail("admin token create: %s" % r.stderr)
+    env = dict(admin, TIRESIAS_TOKEN=r.stdout.strip())
+    del env["TIRESIAS_TOKEN_FILE"]
+    account = pwd.getpwnam(user)
+    home = os.path.join(workdir, "u")
+    os.makedirs(home)
+    os.chown(home, account.pw_uid, account.pw_gid)
+    return env, account.pw_uid, home
 
 
 def wait_up(binary, admin, workdir, names, timeout_s=20):

@@ -26,7 +26,6 @@ Usage: node_filter_test.py TIRESIAS_BINARY
 """
 import json
 import os
-import pwd
 import sys
 import time
 
@@ -34,7 +33,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_cluster import (cli, fail,  # noqa: E402
                            run_as_throwaway_user, secure_up_and_agent,
-                           wait_up)
+                           user_session, wait_up)
 
 # Each job records where it ran and as whom.
 PROBE = 'echo "$TIRESIAS_NODE_NAME $(id -u)" > "$PWD/ran-$1"'
@@ -69,15 +68,7 @@ def check(binary, admin, workdir, user):
     if "NVIDIA A100-SXM4-80GB" not in table or "ib,nvme" not in table:
         fail("nodes shows no model or features:\n%s" % table)
 
-    r = cli(binary, admin, "admin", "token", "create", "--user", user)
-    if r.returncode != 0:
-        fail("admin token create: %s" % r.stderr)
-    env = dict(admin, TIRESIAS_TOKEN=r.stdout.strip())
-    del env["TIRESIAS_TOKEN_FILE"]
-    uid = pwd.getpwnam(user).pw_uid
-    home = os.path.join(workdir, "u")
-    os.makedirs(home)
-    os.chown(home, uid, pwd.getpwnam(user).pw_gid)
+    env, uid, home = user_session(binary, admin, workdir, user)
 
     want = {"type": (["--gpu-type", "a100"], "node-a100"),
             "features": (["--constraint", "ib&nvme"], "node-a100"),

@@ -16,6 +16,10 @@
 //     servers. Compare with BM_Pass/tiresias-l of the same run. Mix
 //     "cpu_only": every tenth job is CPU-only (1 to 4 CPUs; each server
 //     keeps 8 spare), waiting in their own queue for spare CPUs.
+//   BM_PassVcs/<flat|15vcs>: BM_Pass for tiresias-l on 40 x 8 GPUs (40
+//     agents) with 5,000 jobs pending, without virtual clusters or with 15
+//     whose quotas are the Philly tenants' shares of the trace's GPU time
+//     (26% down to four with none), each job in a VC drawn by those shares.
 //   BM_SubmitSchedule/<policy>/<pending>: Submit one job and Schedule with
 //     1k, 10k, 100k jobs pending on a full 64x8 cluster, then Remove the job
 //     again so that the pending count stays put. Should grow ~log n in the
@@ -93,7 +97,8 @@ Topology TwoModels(int servers, int gpus_per_server) {
 class TestBed {
  public:
   TestBed(const std::string& policy_name, int servers, int gpus_per_server,
-          Mix mix = Mix::kPlain)
+          Mix mix = Mix::kPlain, std::vector<VcSpec> vcs = {},
+          std::vector<double> vc_shares = {})
       : cluster_(TwoModels(servers, gpus_per_server)), mix_(mix), gen_(42) {
     absl::StatusOr<std::unique_ptr<Policy>> policy =
         MakePolicy(policy_name, {});
@@ -109,6 +114,12 @@ class TestBed {
                                                  weights.end());
     scheduler_ = std::make_unique<Scheduler>(
         std::move(*policy), std::move(*placer), SchedulerOptions{});
+    for (const VcSpec& vc : vcs) vc_names_.push_back(vc.name);
+    if (!vcs.empty()) {
+      vc_dist_ =
+          std::discrete_distribution<int>(vc_shares.begin(), vc_shares.end());
+    }
+    Check(scheduler_->SetVcs(std::move(vcs), cluster_.topology()));
   }
 
   Scheduler& scheduler() { return *scheduler_; }
@@ -127,6 +138,7 @@ class TestBed {
     // Long enough that no oracle policy sees a job run out.
     spec.duration = Seconds{1e6 + static_cast<double>(gen_() % 100000)};
     spec.model = spec.id % 2 == 0 ? "vgg16" : "resnet50";
+    if (!vc_names_.empty()) spec.vc = vc_names_[vc_dist_(gen_)];
     if (spec.id % 10 == 0 && mix_ == Mix::kFiltered) {
       static const auto* const kA100 = new std::shared_ptr<const NodeFilter>(
           std::make_shared<NodeFilter>(NodeFilter{.gpu_type = "a100"}));
@@ -198,6 +210,8 @@ class TestBed {
   std::unique_ptr<Scheduler> scheduler_;
   std::mt19937_64 gen_;
   std::discrete_distribution<int> size_dist_;
+  std::vector<std::string> vc_names_;
+  std::discrete_distribution<int> vc_dist_;
   JobId next_id_ = 0;
   double now_ = 0;
   std::vector<JobId> running_;
@@ -223,10 +237,9 @@ void ReportState(benchmark::State& state, TestBed& bed, int64_t started_before,
 }
 
 // One event and its pass on 1,000 x 8 GPUs with 10,000 jobs pending.
-void BM_Pass(benchmark::State& state, const std::string& policy,
-             Mix mix = Mix::kPlain) {
-  TestBed bed(policy, 1000, 8, mix);
-  bed.FillTo(10000);
+// The timed loop of BM_Pass and BM_PassVcs: per iteration one event (a
+// submission and a finish) and its pass.
+void TimeEvents(benchmark::State& state, TestBed& bed) {
   const int64_t started_before = bed.started();
   const int64_t preempted_before = bed.preempted();
   state.counters["pending_start"] = bed.scheduler().num_waiting();
@@ -238,6 +251,53 @@ void BM_Pass(benchmark::State& state, const std::string& policy,
     bed.Schedule();
   }
   ReportState(state, bed, started_before, preempted_before);
+}
+
+void BM_Pass(benchmark::State& state, const std::string& policy,
+             Mix mix = Mix::kPlain) {
+  TestBed bed(policy, 1000, 8, mix);
+  bed.FillTo(10000);
+  TimeEvents(state, bed);
+}
+
+// Philly's 15 tenants' shares of the trace's GPU time (simulate --vcs
+// from-trace), and their quotas on 40 x 8 GPUs as its cells would be.
+constexpr double kPhillyShares[] = {26.2, 16.9, 12.9, 9.9,  8.4,
+                                    8.3,  7.9,  4.4,  2.9,  1.4,
+                                    0.9,  0.01, 0.01, 0.01, 0.01};
+std::vector<VcSpec> PhillyVcs(int gpus) {
+  std::vector<VcSpec> vcs;
+  int left = gpus;
+  for (size_t i = 0; i < std::size(kPhillyShares); ++i) {
+    int quota =
+        std::min(left, static_cast<int>(gpus * kPhillyShares[i] / 100 + 0.5));
+    if (i + 1 == std::size(kPhillyShares) - 4) quota = left;  // the rest
+    left -= quota;
+    VcSpec vc;
+    vc.name = "vc" + std::to_string(i);
+    for (int size = 8; size >= 1; size /= 2) {
+      while (quota >= size) {
+        vc.cells.push_back(size);
+        quota -= size;
+      }
+    }
+    vcs.push_back(std::move(vc));
+  }
+  return vcs;
+}
+
+// One event and its pass on 40 x 8 GPUs with 5,000 jobs pending, without
+// VCs or with Philly's 15.
+void BM_PassVcs(benchmark::State& state, bool vcs) {
+  std::vector<double> shares(std::begin(kPhillyShares),
+                             std::end(kPhillyShares));
+  TestBed bed("tiresias-l", 40, 8, Mix::kPlain,
+              vcs ? PhillyVcs(320) : std::vector<VcSpec>{}, shares);
+  bed.FillTo(5000);
+  TimeEvents(state, bed);
+  if (vcs) {
+    state.counters["reclaims"] = bed.scheduler().reclaims();
+  }
 }
 
 // Submit + Schedule (+ Remove, to hold the pending count) with state.range(0)
@@ -281,6 +341,13 @@ void RegisterAll() {
     benchmark::RegisterBenchmark(
         (std::string("BM_PassMixed/") + name).c_str(),
         [mix](benchmark::State& state) { BM_Pass(state, "tiresias-l", mix); })
+        ->ComputeStatistics("min", Min)
+        ->Unit(benchmark::kMicrosecond);
+  }
+  for (bool vcs : {false, true}) {
+    benchmark::RegisterBenchmark(
+        vcs ? "BM_PassVcs/15vcs" : "BM_PassVcs/flat",
+        [vcs](benchmark::State& state) { BM_PassVcs(state, vcs); })
         ->ComputeStatistics("min", Min)
         ->Unit(benchmark::kMicrosecond);
   }

@@ -90,6 +90,22 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
         ": expected -1 (any size), 0 (refuse such jobs) or a GPU count"));
   }
   o.max_no_preempt_gpus = f.max_no_preempt_gpus;
+  if (f.no_preempt_for != "admins" && f.no_preempt_for != "users") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--no-preempt-for ", f.no_preempt_for, ": expected admins or users"));
+  }
+  o.no_preempt_users = f.no_preempt_for == "users";
+  if (f.fair_share != "user" && f.fair_share != "job") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--fair-share ", f.fair_share, ": expected user or job"));
+  }
+  o.fair_per_user = f.fair_share == "user";
+  if (!(f.fair_quantum > 0) || !std::isfinite(f.fair_quantum)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--fair-quantum ", f.fair_quantum,
+                     ": expected a positive number of GPU-seconds"));
+  }
+  o.fair_quantum = f.fair_quantum;
   if (f.job_port_base < 1024 || f.job_port_base > 55000) {
     return absl::InvalidArgumentError(
         absl::StrCat("--job-port-base ", f.job_port_base,
@@ -204,6 +220,21 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
   cmd->add_option("--max-no-preempt-gpus", f.max_no_preempt_gpus,
                   "Largest job accepted with --no-preempt (it keeps its GPUs "
                   "until it ends): 0 refuses such jobs, -1 any size")
+      ->capture_default_str();
+  cmd->add_option("--no-preempt-for", f.no_preempt_for,
+                  "Who may submit --no-preempt jobs on a secure master: "
+                  "admins (the default) or users")
+      ->capture_default_str()
+      ->check(cli::ChoicesHint({"admins", "users"}));
+  cmd->add_option("--fair-share", f.fair_share,
+                  "user: order jobs first by their user's attained GPU "
+                  "service, then by the policy (a user's share does not "
+                  "grow with the jobs they submit); job: the policy alone")
+      ->capture_default_str()
+      ->check(cli::ChoicesHint({"user", "job"}));
+  cmd->add_option("--fair-quantum", f.fair_quantum,
+                  "With --fair-share user: users change places when one is "
+                  "this many GPU-seconds ahead")
       ->capture_default_str();
   cmd->add_option("--job-port-base", f.job_port_base,
                   "A job's MASTER_PORT is this plus (16 x job id + attempt) "

@@ -46,6 +46,11 @@ struct MasterFlags {
   // Jobs submitted --no-preempt: at most this many GPUs; 0 refuses them,
   // -1 (the default) accepts any size.
   int max_no_preempt_gpus = -1;
+  // Who may submit --no-preempt on a secure master: "admins" or "users".
+  std::string no_preempt_for = "admins";
+  // Per-user fair share: "user" or "job" (off), and its step (GPU-s).
+  std::string fair_share = "job";
+  double fair_quantum = 600;
   // MASTER_PORT of a launch: this + (16 x job + attempt) mod 10000.
   int job_port_base = 29500;
   // host:port for /metrics and /healthz over HTTP; empty: not served.

@@ -214,12 +214,7 @@ absl::Status Replay(const ReplayFlags& f) {
   info.parameters = {{"time_scale", f.time_scale}, {"replayed", true}};
   const std::string json = SummaryJson(info, {summary}).dump(2) + "\n";
   if (!f.out.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(f.out, ec);
-    if (ec) {
-      return absl::UnavailableError(
-          absl::StrCat(f.out, ": cannot create folder: ", ec.message()));
-    }
+    RETURN_IF_ERROR(EnsureFolder(f.out));
     RETURN_IF_ERROR(WriteFileAtomically(f.out + "/summary.json", json));
     RETURN_IF_ERROR(WriteFileAtomically(
         f.out + "/" + result.policy + "_jobs.csv", JobsCsv(result)));

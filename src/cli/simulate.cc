@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/progress.h"
 #include "cli/shell_help.h"
+#include "cli/simulate_vcs.h"
 #include "cli/sweep.h"
 #include "core/status_macros.h"
 #include "report/files.h"
@@ -65,6 +66,7 @@ struct Flags {
   double warmup_hours = 0;
   std::vector<std::string> sweeps;
   int threads = 0;
+  std::string vcs;
 };
 
 // The jobs and cluster of runs with one (cluster, seed, arrival scale):
@@ -272,16 +274,6 @@ std::string SafeName(std::string name) {
   return name;
 }
 
-absl::Status EnsureFolder(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return absl::UnavailableError(
-        absl::StrCat(dir, ": cannot create folder: ", ec.message()));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status WriteOutputs(const std::string& dir, const RunInfo& info,
                           const std::vector<Summary>& summaries,
                           const std::vector<const SimResult*>& results) {
@@ -341,8 +333,39 @@ absl::Status PlanRuns(const Flags& f, const Inputs& in,
   return absl::OkStatus();
 }
 
+absl::Status SimulateWithVcs(const Flags& f, Inputs in) {
+  if (!f.sweeps.empty()) {
+    return absl::InvalidArgumentError("--vcs runs without --sweep");
+  }
+  RunInputs inputs{f.arrival_scale, f.seed, f.cluster};
+  ASSIGN_OR_RETURN(std::unique_ptr<Prepared> p, Prepare(in, inputs));
+  if (p->excluded > 0) {
+    std::fprintf(stderr,
+                 "tiresias: %lld jobs need more GPUs than the cluster's %d "
+                 "and are excluded\n",
+                 static_cast<long long>(p->excluded), p->topology.total_gpus());
+  }
+  VcSimulation sim{f.trace,
+                   f.vcs,
+                   std::move(p->jobs),
+                   p->topology,
+                   in.base,
+                   in.policies,
+                   f.json,
+                   f.out,
+                   0,
+                   BinOptions{.short_max_seconds = f.short_threshold},
+                   f.warmup_hours * 3600};
+  sim.threads =
+      f.threads > 0
+          ? f.threads
+          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return SimulateVcs(std::move(sim));
+}
+
 absl::Status Simulate(const Flags& f, const std::string& command_line) {
   ASSIGN_OR_RETURN(Inputs in, LoadInputs(f));
+  if (!f.vcs.empty()) return SimulateWithVcs(f, std::move(in));
   ASSIGN_OR_RETURN(std::vector<GridPoint> grid, ParseSweeps(f.sweeps));
   std::map<std::string, std::unique_ptr<Prepared>> prepared;
   std::vector<std::unique_ptr<Run>> runs;
@@ -541,6 +564,14 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
                   "per value of the keys that matter to it. With --out: "
                   "sweep.json, sweep.csv and sweep.html (a plot per metric, "
                   "min-max band over seeds)");
+  cmd->add_option("--vcs", f.vcs,
+                  "Virtual clusters: a VC file (one per line: NAME "
+                  "quota=2x8,4x1 [weight=W] [borrow=N] [lend=N]) or "
+                  "from-trace (one per tenant, the Philly trace's `cluster` "
+                  "column, quota from its share of the GPU time). Runs each "
+                  "policy without VCs, shared by the VCs, and each VC alone "
+                  "on its quota, and compares every VC's queueing delay "
+                  "shared against alone (the sharing anomaly)");
   cmd->add_option("--threads", f.threads,
                   "Runs in parallel (default: one per core)");
   cmd->callback([flags, command_line, exit_code] {

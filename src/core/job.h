@@ -63,6 +63,11 @@ struct JobSpec {
   // are preempted (sched/scheduler.h).
   int cpus = 0;
   int64_t mem_mib = 0;
+  // Its virtual cluster (team), when the scheduler has VCs
+  // (sched/vcs.h); "" is the first one.
+  std::string vc;
+  // Who submitted it, for per-user fair share ("" when unknown: one user).
+  std::string user;
 
   bool cpu_only() const { return num_gpus == 0; }
   bool shaped() const { return nodes > 0; }

@@ -214,7 +214,8 @@ JobSpec CoreJobSpec(JobId id, const JobRequest& spec, Seconds submit_time,
                  .filter = NodeFilterOf(spec),
                  .exclusive = spec.exclusive,
                  .cpus = spec.cpus,
-                 .mem_mib = spec.mem_mib};
+                 .mem_mib = spec.mem_mib,
+                 .user = spec.user};
 }
 
 std::shared_ptr<const NodeFilter> NodeFilterOf(const JobRequest& spec) {

@@ -87,6 +87,8 @@ absl::StatusOr<std::unique_ptr<Scheduler>> MasterState::MakeScheduler() {
   sched_options.queues = options_.queues;
   sched_options.promote_knob = options_.promote_knob;
   sched_options.queue_order = options_.queue_order;
+  sched_options.fair_per_user = options_.fair_per_user;
+  sched_options.fair_quantum = options_.fair_quantum;
   return std::make_unique<Scheduler>(std::move(policy), std::move(placer),
                                      sched_options);
 }

@@ -198,6 +198,12 @@ struct MasterOptions {
   // Jobs that may not be preempted (JobRequest::no_preempt) are accepted
   // with at most this many GPUs; 0 refuses them all, < 0: any size.
   int max_no_preempt_gpus = -1;
+  // On a secure master, whether users who are not admins may submit such
+  // jobs (`--no-preempt-for users`); by default only admins may.
+  bool no_preempt_users = false;
+  // Per-user fair share (SchedulerOptions::fair_per_user).
+  bool fair_per_user = false;
+  double fair_quantum = kDefaultFairQuantum;
   // The cluster's history (cluster_history.h): MasterServer samples it this
   // often (0 or less: never), and the store keeps it bounded so.
   Seconds history_interval{10};

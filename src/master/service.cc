@@ -57,6 +57,24 @@ absl::Status CheckDependencyOwners(MasterState& state, CallAuth& auth,
   return status;
 }
 
+// A job never preempted holds its GPUs against everyone's priority: on a
+// secure master only an admin may submit one, unless the operator lets
+// users (`master --no-preempt-for users`). PermissionDenied is audited.
+absl::Status CheckNoPreempt(CallAuth& auth, const Principal& who,
+                            const MasterOptions& options,
+                            std::string_view method, std::string_view field,
+                            const JobRequest& spec) {
+  if (!spec.no_preempt || who.admin || options.no_preempt_users) {
+    return absl::OkStatus();
+  }
+  return auth.Deny(
+      who, method,
+      absl::StrCat(ToAbsl(field),
+                   ": only an admin may submit a job that is never "
+                   "preempted (--no-preempt); the operator may allow users "
+                   "with `tiresias master --no-preempt-for users`"));
+}
+
 }  // namespace
 
 grpc::Status TiresiasService::SubmitJob(grpc::ServerContext* ctx,
@@ -72,6 +90,9 @@ grpc::Status TiresiasService::SubmitJob(grpc::ServerContext* ctx,
   if (state_->options().require_auth) {
     absl::Status owner = SetOwner(auth_, *who, "SubmitJob", "spec.user", spec);
     if (!owner.ok()) return security::ToGrpc(owner);
+    absl::Status exempt = CheckNoPreempt(auth_, *who, state_->options(),
+                                         "SubmitJob", "spec.no_preempt", spec);
+    if (!exempt.ok()) return security::ToGrpc(exempt);
   }
   if (absl::Status deps = CheckDependencyOwners(*state_, auth_, *who,
                                                 "SubmitJob", "spec", spec);
@@ -103,6 +124,10 @@ grpc::Status TiresiasService::SubmitJobs(grpc::ServerContext* ctx,
           SetOwner(auth_, *who, "SubmitJobs",
                    absl::StrCat("jobs[", i, "].user"), specs.back());
       if (!owner.ok()) return security::ToGrpc(owner);
+      absl::Status exempt = CheckNoPreempt(
+          auth_, *who, state_->options(), "SubmitJobs",
+          absl::StrCat("jobs[", i, "].no_preempt"), specs.back());
+      if (!exempt.ok()) return security::ToGrpc(exempt);
     }
     if (absl::Status deps = CheckDependencyOwners(
             *state_, auth_, *who, "SubmitJobs", absl::StrCat("jobs[", i, "]"),

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 
@@ -18,6 +19,16 @@ absl::Status ErrnoStatus(const std::string& what, const std::string& path) {
 }
 
 }  // namespace
+
+absl::Status EnsureFolder(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat(dir, ": cannot create folder: ", ec.message()));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status WriteFileAtomically(const std::string& path,
                                  std::string_view contents) {

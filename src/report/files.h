@@ -12,6 +12,8 @@ namespace tiresias {
 
 absl::Status WriteFileAtomically(const std::string& path,
                                  std::string_view contents);
+// Creates `dir` and its parents if missing; Unavailable naming it if not.
+absl::Status EnsureFolder(const std::string& dir);
 
 }  // namespace tiresias
 

@@ -32,6 +32,14 @@ nlohmann::json FairnessJson(const FairnessSummary& f) {
           {"jobs_without_duration", f.jobs_without_duration}};
 }
 
+nlohmann::json PairsJson(const std::vector<std::pair<double, double>>& v) {
+  nlohmann::json out = nlohmann::json::array();
+  for (auto [x, y] : v) out.push_back({x, y});
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json PolicyJson(const Summary& s) {
   nlohmann::json out = {{"name", s.policy},
           {"placement", s.placement},
@@ -55,14 +63,6 @@ nlohmann::json PolicyJson(const Summary& s) {
   }
   return out;
 }
-
-nlohmann::json PairsJson(const std::vector<std::pair<double, double>>& v) {
-  nlohmann::json out = nlohmann::json::array();
-  for (auto [x, y] : v) out.push_back({x, y});
-  return out;
-}
-
-}  // namespace
 
 nlohmann::json SummaryJson(const RunInfo& info,
                            const std::vector<Summary>& summaries) {
@@ -128,8 +128,12 @@ std::string FormatSummaryTable(const std::vector<Summary>& summaries,
   auto ratio = [](double a, double b) {
     return b > 0 ? absl::StrFormat("%.2f", a / b) : std::string(kNoValue);
   };
+  int width = 15;  // the policy column, wider for a longer name
+  for (const Summary& s : summaries) {
+    width = std::max(width, static_cast<int>(s.policy.size()));
+  }
   std::string out = absl::StrFormat(
-      "%-15s %-12s %8s %9s %9s %9s %9s %9s %9s %8s %6s", "policy",
+      "%-*s %-12s %8s %9s %9s %9s %9s %9s %9s %8s %6s", width, "policy",
       "placement", "jobs", "avg JCT", "med JCT", "p95 JCT", "max JCT",
       "avg wait", "makespan", "preempt", "util");
   if (base) {
@@ -140,16 +144,13 @@ std::string FormatSummaryTable(const std::vector<Summary>& summaries,
   for (const Summary& s : summaries) {
     absl::StrAppend(
         &out,
-        absl::StrFormat("%-15s %-12s %8s %9s %9s %9s %9s %9s %9s %8s %6s",
-                        s.policy, s.placement, FormatCount(s.jobs),
-                        FormatDuration(s.avg_jct_s),
-                        FormatDuration(s.median_jct_s),
-                        FormatDuration(s.p95_jct_s),
-                        FormatDuration(s.max_jct_s),
-                        FormatDuration(s.avg_queueing_s),
-                        FormatDuration(s.makespan_s),
-                        FormatCount(s.preemptions),
-                        FormatPercent(s.gpu_utilization)));
+        absl::StrFormat(
+            "%-*s %-12s %8s %9s %9s %9s %9s %9s %9s %8s %6s", width, s.policy,
+            s.placement, FormatCount(s.jobs), FormatDuration(s.avg_jct_s),
+            FormatDuration(s.median_jct_s), FormatDuration(s.p95_jct_s),
+            FormatDuration(s.max_jct_s), FormatDuration(s.avg_queueing_s),
+            FormatDuration(s.makespan_s), FormatCount(s.preemptions),
+            FormatPercent(s.gpu_utilization)));
     if (base) {
       absl::StrAppend(&out,
                       absl::StrFormat(" %12s %12s",

@@ -53,6 +53,10 @@ nlohmann::json ReportJson(const RunInfo& info,
                           const std::vector<Summary>& summaries,
                           const std::vector<const SimResult*>& results);
 
+// One policy's summary as the JSON summary's `policies` entries hold it:
+// name, placement, the JCT and queueing figures, bins and fairness.
+nlohmann::json PolicyJson(const Summary& summary);
+
 // The comparison table, one row per policy, with avg and p95 JCT divided by
 // the baseline's (when the baseline is among them).
 std::string FormatSummaryTable(const std::vector<Summary>& summaries,

@@ -42,6 +42,13 @@ std::string Nodes(int n) {
   return absl::StrCat(n, n == 1 ? " node" : " nodes");
 }
 
+// "; 4 held by jobs never preempted" when some are.
+std::string NoPreempt(const PendingReason& r) {
+  if (r.no_preempt == 0) return "";
+  return absl::StrCat("; ", r.no_preempt,
+                      " held by jobs never preempted (--no-preempt)");
+}
+
 // "2 nodes with 4 GPUs each" (`free`: "4 free GPUs").
 std::string Shape(const PendingReason& r, bool free) {
   return absl::StrCat(
@@ -169,14 +176,14 @@ std::string FormatUnfiltered(const PendingReason& r) {
                        r.ahead == 1 ? " waiting job" : " waiting jobs",
                        " of higher priority");
       if (r.gpus > r.free) {
-        absl::StrAppend(&text, " (needs ", Gpus(r.gpus), ", ", r.free,
-                        " free)");
+        absl::StrAppend(&text, " (needs ", Gpus(r.gpus), ", ", r.free, " free",
+                        NoPreempt(r), ")");
       }
       return text;
     }
     case PendingReasonKind::kResources:
-      return absl::StrCat("needs ", Gpus(r.gpus), ", only ", r.free,
-                          " free");
+      return absl::StrCat("needs ", Gpus(r.gpus), ", only ", r.free, " free",
+                          NoPreempt(r));
     case PendingReasonKind::kPlacement:
       if (r.one_server) {
         return absl::StrCat("needs ", Gpus(r.gpus),
@@ -388,6 +395,14 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
   std::vector<GpuId> scratch;
   int ahead = 0;
   int cpu_ahead = 0;
+  // GPUs held by jobs never preempted: O(GPUs), once.
+  int no_preempt = 0;
+  for (GpuId g = 0; g < cluster.total_gpus(); ++g) {
+    const JobId owner = cluster.owner(g);
+    if (owner == kNoJob) continue;
+    const Job* holder = scheduler.Find(owner);
+    no_preempt += holder != nullptr && holder->spec().no_preempt;
+  }
   scheduler.ForEachWaiting([&](const Job& job) {
     if (job.cpu_only()) {
       out.emplace_back(job.id(), ExplainCpuOnly(job, cluster, cpu_ahead++));
@@ -397,6 +412,7 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
     r.gpus = job.num_gpus();
     r.queue = job.queue();
     r.ahead = ahead++;
+    r.no_preempt = no_preempt;
     View* view = &whole;
     if (const NodeFilter* filter = job.spec().filter.get()) {
       std::string key = filter->Key();

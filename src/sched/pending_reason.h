@@ -48,6 +48,9 @@ struct PendingReason {
   int ahead = 0;
   // Free GPUs a new job may take (drained nodes' excluded).
   int free = 0;
+  // kResources, kPriority: GPUs held by running jobs that are never
+  // preempted (--no-preempt), named so that a user sees why.
+  int no_preempt = 0;
   // kPlacement: the most free GPUs on one server, and the GPUs of servers
   // entirely free; `one_server`: it needs one server (else whole servers).
   int largest_free = 0;

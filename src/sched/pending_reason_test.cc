@@ -82,6 +82,24 @@ TEST(PendingReasonTest, ResourcesThenPriority) {
             "(needs 2 GPUs, 1 free)");
 }
 
+// 4 GPUs: a --no-preempt job holds 3. A newcomer of 2 GPUs (queue 0, as
+// the holder) cannot take them and is told why; one behind it too.
+TEST(PendingReasonTest, NamesTheGpusOfJobsNeverPreempted) {
+  Harness h(Topology::Uniform(1, 1, 4), Options("tiresias-l", "consolidate"));
+  JobSpec spec{.id = 1, .num_gpus = 3, .no_preempt = true};
+  ASSERT_TRUE(h.scheduler().Submit(spec, Seconds{0}).ok());
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
+  h.Submit(2, 2, 5);
+  h.Submit(3, 2, 6);
+  h.At(6);
+  EXPECT_EQ(Text(h, 2),
+            "needs 2 GPUs, only 1 free; 3 held by jobs never preempted "
+            "(--no-preempt)");
+  EXPECT_EQ(Text(h, 3),
+            "in queue 0 behind 1 waiting job of higher priority (needs 2 "
+            "GPUs, 1 free; 3 held by jobs never preempted (--no-preempt))");
+}
+
 // 2 x 4 = 8 GPUs: a 16-GPU job can never run; an 8-GPU one cannot while
 // server 1 is drained; a 1-GPU job submitted after the pass fits at once.
 TEST(PendingReasonTest, TooLargeDrainedAndNextPass) {

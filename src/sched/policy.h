@@ -25,7 +25,19 @@ namespace tiresias {
 struct PriorityKey {
   double k0 = 0, k1 = 0, k2 = 0, k3 = 0;
   JobId id = 0;
-  auto operator<=>(const PriorityKey&) const = default;
+  // Per-user fair share (the scheduler's, not the policy's): the job's
+  // user's attained GPU service in quanta, compared before the rest; 0
+  // where fair share is off.
+  double share = 0;
+  std::partial_ordering operator<=>(const PriorityKey& o) const {
+    if (auto c = share <=> o.share; c != 0) return c;
+    if (auto c = k0 <=> o.k0; c != 0) return c;
+    if (auto c = k1 <=> o.k1; c != 0) return c;
+    if (auto c = k2 <=> o.k2; c != 0) return c;
+    if (auto c = k3 <=> o.k3; c != 0) return c;
+    return id <=> o.id;
+  }
+  bool operator==(const PriorityKey&) const = default;
 };
 
 struct PolicyTraits {

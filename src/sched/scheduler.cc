@@ -35,6 +35,7 @@ Scheduler::Scheduler(std::unique_ptr<Policy> policy,
       rng_(options_.seed) {
   stable_ = options_.queue_order == QueueOrder::kStable &&
             policy_->traits().multi_level_queues;
+  any_fair_ = options_.fair_per_user;
 }
 
 void Scheduler::SetPlacer(std::unique_ptr<Placer> placer) {
@@ -80,10 +81,20 @@ absl::Status Scheduler::Admit(Job job, Seconds now) {
         absl::StrCat("policy ", std::string(policy_->name()), " needs job durations; job ",
                      spec.id, " has none"));
   }
+  int vc = 0;
+  if (!vcs_.empty() && !spec.vc.empty()) {
+    auto found = vc_index_.find(spec.vc);
+    if (found == vc_index_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job ", spec.id, ": no virtual cluster \"", spec.vc, "\""));
+    }
+    vc = found->second;
+  }
   const uint32_t index = static_cast<uint32_t>(jobs_.size());
   index_of_[spec.id] = index;
   jobs_.push_back(std::move(job));
   slots_.emplace_back();
+  slots_.back().vc = vc;
   slots_.back().scheme = placer_->SchemeFor(jobs_.back());
   if (!jobs_[index].finished()) {
     const Tier tier =
@@ -108,14 +119,25 @@ const Job* Scheduler::Find(JobId id) const {
   return it == index_of_.end() ? nullptr : &jobs_[it->second];
 }
 
-Scheduler::RunningGroup& Scheduler::GroupFor(double slope) {
-  for (RunningGroup& g : running_groups_) {
+Scheduler::RunningGroup& Scheduler::GroupFor(Queues& queues, double slope) {
+  for (RunningGroup& g : queues.running_groups) {
     if (g.slope == slope || (std::isnan(g.slope) && std::isnan(slope))) {
       return g;
     }
   }
-  running_groups_.push_back(RunningGroup{slope, {}});
-  return running_groups_.back();
+  queues.running_groups.push_back(RunningGroup{slope, {}});
+  return queues.running_groups.back();
+}
+
+Scheduler::Queues& Scheduler::RunningQueues(uint32_t index) {
+  const Slot& slot = slots_[index];
+  return slot.guaranteed ? vcs_[slot.vc].queues : all_;
+}
+
+int Scheduler::num_running() const {
+  int running = all_.num_running + cpu_running_;
+  for (const Vc& vc : vcs_) running += vc.queues.num_running;
+  return running;
 }
 
 void Scheduler::Join(uint32_t index, Tier tier, bool front) {
@@ -133,17 +155,25 @@ PriorityKey Scheduler::StoredKey(uint32_t index, Seconds now,
     const double rank =
         slot.tier == Tier::kWaiting ? policy_->WaitingRank(job, now) : 0;
     return PriorityKey{static_cast<double>(job.queue()),
-                       static_cast<double>(slot.tier), rank,
-                       job.queue_position(), job.id()};
+                       static_cast<double>(slot.tier),
+                       rank,
+                       job.queue_position(),
+                       job.id(),
+                       ShareOf(index)};
   }
   *slope = job.running() ? policy_->DriftSlope(job) : 0;
-  if (!std::isfinite(*slope) || *slope == 0) return policy_->Key(job, now);
+  if (!std::isfinite(*slope) || *slope == 0) {
+    PriorityKey key = policy_->Key(job, now);
+    key.share = ShareOf(index);
+    return key;
+  }
   // Normalized from the run's start, not from `now`, so the stored key is
   // the same whenever it is computed (no rounding noise between jobs that
   // tie).
   const Seconds start = job.run_start();
   PriorityKey key = policy_->Key(job, start);
   key.k1 -= *slope * start.count();
+  key.share = ShareOf(index);
   return key;
 }
 
@@ -171,12 +201,22 @@ void Scheduler::Insert(uint32_t index, const PriorityKey& key, double slope) {
     }
     return;
   }
+  const Entry entry{key, index, job.num_gpus()};
   if (job.running()) {
-    GroupFor(slope).entries.insert(Entry{key, index, job.num_gpus()});
-    ++num_running_;
-  } else {
-    waiting_.insert(Entry{key, index, job.num_gpus()});
-    ++waiting_by_gpus_[job.num_gpus()];
+    Queues& queues = RunningQueues(index);
+    GroupFor(queues, slope).entries.insert(entry);
+    ++queues.num_running;
+    if (!vcs_.empty() && !slot.guaranteed) {
+      vcs_[slot.vc].borrowed += job.num_gpus();
+    }
+    return;
+  }
+  all_.waiting.insert(entry);
+  ++all_.waiting_by_gpus[job.num_gpus()];
+  if (!vcs_.empty()) {
+    Queues& queues = vcs_[slot.vc].queues;
+    queues.waiting.insert(entry);
+    ++queues.waiting_by_gpus[job.num_gpus()];
   }
 }
 
@@ -194,13 +234,21 @@ void Scheduler::Dequeue(uint32_t index) {
     return;
   }
   if (job.running()) {
-    GroupFor(slot.slope).entries.erase(entry);
-    --num_running_;
-  } else {
-    waiting_.erase(entry);
-    auto it = waiting_by_gpus_.find(job.num_gpus());
-    if (--it->second == 0) waiting_by_gpus_.erase(it);
+    Queues& queues = RunningQueues(index);
+    GroupFor(queues, slot.slope).entries.erase(entry);
+    --queues.num_running;
+    if (!vcs_.empty() && !slot.guaranteed) {
+      vcs_[slot.vc].borrowed -= job.num_gpus();
+    }
+    return;
   }
+  auto erase = [&](Queues& queues) {
+    queues.waiting.erase(entry);
+    auto it = queues.waiting_by_gpus.find(job.num_gpus());
+    if (--it->second == 0) queues.waiting_by_gpus.erase(it);
+  };
+  erase(all_);
+  if (!vcs_.empty()) erase(vcs_[slot.vc].queues);
 }
 
 void Scheduler::Rekey(uint32_t index, Seconds now) {
@@ -337,6 +385,8 @@ Seconds Scheduler::NextWakeup() const {
     next = demotions_.begin()->first;
   }
   if (!promotions_.empty()) next = std::min(next, promotions_.begin()->first);
+  if (again_now_) next = std::min(next, last_schedule_);
+  next = std::min(next, next_share_at_);
   return Seconds{next};
 }
 
@@ -348,32 +398,36 @@ void Scheduler::RefreshRunningKeys(Seconds now) {
   std::vector<Entry>& fresh = scratch_entries_;
   std::vector<std::pair<uint32_t, double>>& moved = scratch_moved_;
   moved.clear();
-  for (RunningGroup& g : running_groups_) {
-    if (!std::isnan(g.slope)) continue;
-    fresh.clear();
-    for (const Entry& e : g.entries) {
-      double slope = 0;
-      const PriorityKey key = StoredKey(e.index, now, &slope);
-      if (!std::isnan(slope)) {
-        moved.push_back({e.index, slope});
-        continue;
+  auto refresh = [&](Queues& queues) {
+    for (RunningGroup& g : queues.running_groups) {
+      if (!std::isnan(g.slope)) continue;
+      fresh.clear();
+      for (const Entry& e : g.entries) {
+        double slope = 0;
+        const PriorityKey key = StoredKey(e.index, now, &slope);
+        if (!std::isnan(slope)) {
+          moved.push_back({e.index, slope});
+          continue;
+        }
+        slots_[e.index].key = key;
+        fresh.push_back(Entry{key, e.index, e.gpus});
       }
-      slots_[e.index].key = key;
-      fresh.push_back(Entry{key, e.index, e.gpus});
+      for (size_t i = 1; i < fresh.size(); ++i) {
+        const Entry x = fresh[i];
+        size_t j = i;
+        for (; j > 0 && x < fresh[j - 1]; --j) fresh[j] = fresh[j - 1];
+        fresh[j] = x;
+      }
+      g.entries.clear();
+      for (const Entry& e : fresh) g.entries.insert(g.entries.end(), e);
     }
-    for (size_t i = 1; i < fresh.size(); ++i) {
-      const Entry x = fresh[i];
-      size_t j = i;
-      for (; j > 0 && x < fresh[j - 1]; --j) fresh[j] = fresh[j - 1];
-      fresh[j] = x;
-    }
-    g.entries.clear();
-    for (const Entry& e : fresh) g.entries.insert(g.entries.end(), e);
-  }
+  };
+  refresh(all_);
+  for (Vc& vc : vcs_) refresh(vc.queues);
   // Jobs whose key became linear (left the non-linear group) go to their
   // new group; they are no longer in the rebuilt one.
   for (auto [index, slope] : moved) {
-    --num_running_;
+    --RunningQueues(index).num_running;
     double unused = 0;
     Insert(index, StoredKey(index, now, &unused), slope);
   }
@@ -381,37 +435,50 @@ void Scheduler::RefreshRunningKeys(Seconds now) {
 
 void Scheduler::RekeyAll(Seconds now) {
   scratch_indices_.clear();
-  for (const RunningGroup& g : running_groups_) {
-    for (const Entry& e : g.entries) scratch_indices_.push_back(e.index);
-  }
-  for (const Entry& e : waiting_) scratch_indices_.push_back(e.index);
+  auto gather = [&](const Queues& queues) {
+    for (const RunningGroup& g : queues.running_groups) {
+      for (const Entry& e : g.entries) scratch_indices_.push_back(e.index);
+    }
+  };
+  gather(all_);
+  for (const Vc& vc : vcs_) gather(vc.queues);
+  for (const Entry& e : all_.waiting) scratch_indices_.push_back(e.index);
   for (uint32_t index : scratch_indices_) Rekey(index, now);
 }
 
 int Scheduler::MinWaitingGpus() const {
-  return waiting_by_gpus_.empty() ? std::numeric_limits<int>::max()
-                                  : waiting_by_gpus_.begin()->first;
+  return walk_->waiting_by_gpus.empty() ? std::numeric_limits<int>::max()
+                                        : walk_->waiting_by_gpus.begin()->first;
 }
 
 Decisions Scheduler::Schedule(Seconds now, Cluster& cluster) {
   Decisions decisions;
+  walk_ = &all_;  // set here, not kept: a Scheduler may have been moved
   last_schedule_ = now.count();
+  again_now_ = false;
   ProcessWakeups(now, &decisions.requeued);
+  RefreshShares(now);
   if (!dirty_) return decisions;
   dirty_ = false;
   ++pass_;
   const PolicyTraits& traits = policy_->traits();
   // With nothing waiting, every running job keeps running whatever its key.
-  if (traits.keys_drift_while_running && !stable_ && !waiting_.empty()) {
+  if (traits.keys_drift_while_running && !stable_ && !all_.waiting.empty()) {
     RefreshRunningKeys(now);
   }
-  if (traits.preemptive) {
+  if (!vcs_.empty()) {
+    ScheduleVcs(now, cluster, &decisions);
+  } else if (traits.preemptive) {
     PreemptiveWalk(now, cluster, &decisions);
   } else {
     FillFreeGpus(now, cluster, traits.head_of_line_blocking, &decisions);
   }
   if (stable_) Settle(now, decisions);
   FillSpareCpus(now, cluster, &decisions);
+  if (again_now_) dirty_ = true;
+  // The users' service now grows at the rates this pass left: when the
+  // next one steps.
+  RefreshShares(now);
   return decisions;
 }
 
@@ -439,7 +506,10 @@ void Scheduler::Settle(Seconds now, const Decisions& decisions) {
 void Scheduler::CommitStart(uint32_t index, Seconds now,
                             std::vector<GpuId> gpus, Decisions* decisions) {
   Job& job = jobs_[index];
+  if (walk_virtual_ && !StartOnQuota(index, &gpus, decisions, now)) return;
   Dequeue(index);
+  slots_[index].guaranteed = walk_virtual_;
+  slots_[index].started_in_pass = pass_;
   const bool resumed = job.first_start().has_value();
   job.Start(now, std::move(gpus));
   // Behind the queue's running jobs; commits come in walk order.
@@ -452,6 +522,8 @@ void Scheduler::CommitStart(uint32_t index, Seconds now,
 void Scheduler::Preempt(uint32_t index, Seconds now, Decisions* decisions) {
   Job& job = jobs_[index];
   Dequeue(index);
+  slots_[index].guaranteed = false;
+  slots_[index].vgpus.clear();
   job.Preempt(now);
   Enqueue(index, now);
   ScheduleWakeups(index, now);

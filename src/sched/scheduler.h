@@ -50,12 +50,14 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/cells.h"
 #include "core/cluster.h"
 #include "core/job.h"
 #include "core/placer.h"
 #include "core/rng.h"
 #include "sched/policy.h"
 #include "sched/queues.h"
+#include "sched/vcs.h"
 
 namespace tiresias {
 
@@ -99,6 +101,14 @@ struct SchedulerOptions {
   // Infinity turns it off.
   double promote_knob = std::numeric_limits<double>::infinity();
   uint64_t seed = 1;
+  // Per-user fair share for the whole cluster (without VCs; with them,
+  // each VC's own VcSpec::fair_per_user): jobs are ordered first by their
+  // user's attained GPU service (JobSpec::user; the GPU-seconds of the
+  // user's unfinished jobs) in steps of `fair_quantum` GPU-seconds, then
+  // by the policy. So a user's share does not grow with the number of
+  // jobs they submit.
+  bool fair_per_user = false;
+  double fair_quantum = kDefaultFairQuantum;
 };
 
 struct StartDecision {
@@ -181,17 +191,53 @@ class Scheduler {
   // Every job ever submitted or restored, in that order, finished ones too.
   const std::vector<Job>& jobs() const { return jobs_; }
   int num_waiting() const {
-    return static_cast<int>(waiting_.size() + cpu_waiting_.size());
+    return static_cast<int>(all_.waiting.size() + cpu_waiting_.size());
   }
   // Calls fn(const Job&) for every waiting job in priority order (the
   // order the last pass walked them in), then every waiting CPU-only job
   // in its queue's order. O(waiting jobs).
   template <typename Fn>
   void ForEachWaiting(Fn&& fn) const {
-    for (const Entry& e : waiting_) fn(jobs_[e.index]);
+    for (const Entry& e : all_.waiting) fn(jobs_[e.index]);
     for (const auto& [at, index] : cpu_waiting_) fn(jobs_[index]);
   }
-  int num_running() const { return num_running_ + cpu_running_; }
+  int num_running() const;
+
+  // Virtual clusters (see the file comment): every job then belongs to one
+  // (JobSpec::vc; "" is the first). Call once, before any job is added.
+  // Fails, changing nothing, on a duplicate name or quotas whose cells do
+  // not fit `topology` at once (CheckVcsFit). `topology` must be the one
+  // of every cluster passed to Schedule.
+  absl::Status SetVcs(std::vector<VcSpec> vcs, const Topology& topology);
+  const std::vector<VcSpec>& vcs() const { return vc_specs_; }
+  // The VC of job `id` (an index into vcs()), or -1 without VCs.
+  int VcOf(JobId id) const;
+  // Whether the running job `id` runs on its VC's quota (else it borrows).
+  bool Guaranteed(JobId id) const;
+  struct VcUsage {
+    int quota = 0;       // GPUs
+    int guaranteed = 0;  // GPUs its jobs hold in its quota
+    int borrowed = 0;    // GPUs its jobs hold beyond it
+    int waiting_jobs = 0;
+    int bound_cells = 0;
+  };
+  VcUsage Usage(int vc) const;
+  // Which physical cell each of VC `vc`'s cells is bound to (server -1:
+  // not bound), in vcs()[vc].cells' order.
+  std::vector<PhysicalCell> BoundCells(int vc) const;
+  // VC `vc`'s quota as a cluster of its cells (virtual GPUs); null when it
+  // has no cells.
+  const Cluster* VcCluster(int vc) const { return vcs_[vc].cluster.get(); }
+  // The virtual GPUs a guaranteed running job holds there (empty else).
+  const std::vector<GpuId>& VirtualGpus(JobId id) const;
+  // Starts the walk refused because a cell could not be bound (no free
+  // block held it: only when servers are cordoned, given CheckVcsFit).
+  int64_t bind_failures() const { return bind_failures_; }
+  // Borrowers preempted to give a VC its quota back, so far.
+  int64_t reclaims() const { return reclaims_; }
+  // Whether every VC's unbound cells could still be bound at once (HiveD's
+  // safety: core/cells.h). O(cells x servers).
+  bool UnboundCellsFit() const;
 
  private:
   struct Entry {
@@ -216,7 +262,7 @@ class Scheduler {
   // The key as stored: for a running job with a linear drift, k1 is
   // normalized to time 0 (k1 - slope x now) so its group's order holds.
   PriorityKey StoredKey(uint32_t index, Seconds now, double* slope) const;
-  void Enqueue(uint32_t index, Seconds now);  // into waiting_ or a group
+  void Enqueue(uint32_t index, Seconds now);  // into the waiting or a group
   void Insert(uint32_t index, const PriorityKey& key, double slope);
   void Dequeue(uint32_t index);
   void Rekey(uint32_t index, Seconds now);
@@ -281,14 +327,30 @@ class Scheduler {
     Tier tier = Tier::kWaiting;
     // Placer::SchemeFor the job: fixed for a record, read by every walk.
     std::string_view scheme;
-    // Hold: a held waiting job is in no set (neither waiting_ nor a running
+    // Hold: a held waiting job is in no set (neither waiting nor a running
     // group) and has no wakeups; Insert and Dequeue skip it.
     bool held = false;
+    // Its VC (an index into vcs_; 0 without VCs); while it runs, whether
+    // on its VC's quota, and then its virtual GPUs there.
+    int vc = 0;
+    bool guaranteed = false;
+    uint64_t started_in_pass = 0;
+    std::vector<GpuId> vgpus;
   };
   std::vector<Slot> slots_;  // parallel to jobs_
   absl::flat_hash_map<JobId, uint32_t> index_of_;
 
-  absl::btree_set<Entry> waiting_;
+  // Per-user fair share (scheduler_vcs.cc): whether it applies to a job,
+  // and each (VC, user)'s attained service in quanta, as of the last pass.
+  bool FairShare(uint32_t index) const;
+  double ShareOf(uint32_t index) const;
+  // Recounts every user's service; re-keys the jobs of those whose step
+  // changed. O(unfinished jobs under fair share) per pass.
+  void RefreshShares(Seconds now);
+  bool any_fair_ = false;
+  absl::flat_hash_map<std::pair<int, std::string>, double> user_step_;
+  double next_share_at_ = std::numeric_limits<double>::infinity();
+
   // Running jobs, grouped by the drift slope of their key (Policy::
   // DriftSlope): within a group stored keys keep their order as time
   // passes, so nothing is re-keyed; a pass merges the groups, reading each
@@ -297,10 +359,74 @@ class Scheduler {
     double slope;
     absl::btree_set<Entry> entries;
   };
-  std::vector<RunningGroup> running_groups_;  // one per distinct slope
-  int num_running_ = 0;
-  RunningGroup& GroupFor(double slope);
-  std::map<int, int> waiting_by_gpus_;  // GPU count -> waiting jobs
+  // What one walk sees: waiting jobs and running ones.
+  struct Queues {
+    absl::btree_set<Entry> waiting;
+    std::map<int, int> waiting_by_gpus;        // GPU count -> waiting jobs
+    std::vector<RunningGroup> running_groups;  // one per distinct slope
+    int num_running = 0;
+  };
+  // Every waiting job, and the running jobs no VC's quota holds (all of
+  // them without VCs, the borrowers with).
+  Queues all_;
+  Queues* walk_ = nullptr;  // the queues the current walk is over
+  RunningGroup& GroupFor(Queues& queues, double slope);
+  Queues& RunningQueues(uint32_t index);
+
+  // Virtual clusters (scheduler_vcs.cc).
+  struct Vc {
+    // Its waiting jobs (also in all_) and the running ones its quota holds.
+    Queues queues;
+    // Its cells as servers, one per cell, in VcSpec::cells' order: the
+    // GPUs its jobs hold there are virtual (Slot::vgpus). Null without
+    // cells.
+    std::unique_ptr<Cluster> cluster;
+    std::vector<PhysicalCell> bound;  // per cell; server -1: unbound
+    std::vector<int> home;            // per cell: a physical server or -1
+    int borrowed = 0;                 // GPUs its running borrowers hold
+    int pending_borrow = 0;           // GPUs its borrowers started in this walk
+    double borrow_cap = 0;            // this pass's fair share of what is lent
+    // A borrower of it went back to waiting in this pass (reclaimed, or
+    // displaced by a borrower of higher priority): walk it again.
+    bool walk_again = false;
+  };
+  std::vector<VcSpec> vc_specs_;
+  std::vector<Vc> vcs_;
+  absl::flat_hash_map<std::string, int> vc_index_;
+  std::unique_ptr<CellPool> cells_;
+  Cluster* phys_ = nullptr;       // the physical cluster during a pass
+  bool walk_virtual_ = false;     // walking a VC's quota (virtual GPUs)
+  bool borrow_walk_ = false;      // walking the borrowers
+  bool borrow_uncapped_ = false;  // ... past the VCs' weighted shares
+  mutable bool capped_ = false;   // a share held a borrower back
+  int walk_vc_ = -1;
+  int borrow_pool_ = 0;        // GPUs borrowers may hold in all, this pass
+  bool lend_limited_ = false;  // a lending limit keeps the pool smaller
+  int total_borrowed_ = 0;     // GPUs running borrowers held at its start
+  int borrow_pending_ = 0;     // GPUs borrowers started in this walk
+  int64_t bind_failures_ = 0;
+  int64_t reclaims_ = 0;
+  // A VC's job needs GPUs a borrower took in this same pass (after the
+  // borrowers' walk): it waits, and another pass follows at once.
+  bool again_now_ = false;
+  std::vector<int> scratch_guaranteed_on_;
+  std::vector<uint32_t> scratch_fair_;
+  // The GPUs of `index` in the current walk's cluster.
+  const std::vector<GpuId>& WalkGpus(uint32_t index) const;
+  void ScheduleVcs(Seconds now, Cluster& cluster, Decisions* decisions);
+  void SyncCordons(const Cluster& cluster);
+  void ComputeBorrowCaps();
+  bool MayBorrow(uint32_t index) const;
+  // A VC walk's start: binds its cells, reclaims borrowers from them and
+  // takes the physical GPUs. False (nothing changed) if a cell cannot be
+  // bound.
+  bool StartOnQuota(uint32_t index, std::vector<GpuId>* gpus,
+                    Decisions* decisions, Seconds now);
+  void Reclaim(uint32_t index, Seconds now, Decisions* decisions);
+  // Gives back a guaranteed job's virtual GPUs (and unbinds its idle cells).
+  void ReleaseQuota(uint32_t index);
+  void UnbindIdleCells(int vc);
+
   // Waiting CPU-only jobs, by (submit time, index); running ones counted.
   absl::btree_set<std::pair<double, uint32_t>> cpu_waiting_;
   int cpu_running_ = 0;

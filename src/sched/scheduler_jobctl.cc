@@ -20,7 +20,9 @@ absl::Status Scheduler::Finish(JobId id, Seconds now, Cluster& cluster) {
                      ", not running"));
   }
   cluster.ReleaseJob(job);
+  ReleaseQuota(index);
   Dequeue(index);
+  slots_[index].guaranteed = false;
   ClearWakeups(index);
   job.Finish(now);
   dirty_ = true;
@@ -42,6 +44,12 @@ absl::Status Scheduler::Replace(const Job& job, Seconds now) {
   Dequeue(index);
   ClearWakeups(index);
   const bool was_running = jobs_[index].running();
+  // A record that no longer runs gives back its quota; one that now runs
+  // holds GPUs no walk gave it, so it borrows them.
+  if (was_running != job.running()) {
+    ReleaseQuota(index);
+    slots_[index].guaranteed = false;
+  }
   const double position = jobs_[index].queue_position();
   jobs_[index] = job;
   // Keeps its place unless the correction changed whether it runs.
@@ -69,8 +77,12 @@ absl::Status Scheduler::Remove(JobId id, Seconds now, Cluster& cluster) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", id, " has already finished"));
   }
-  if (job.running()) cluster.ReleaseJob(job);
+  if (job.running()) {
+    cluster.ReleaseJob(job);
+    ReleaseQuota(index);
+  }
   Dequeue(index);
+  slots_[index].guaranteed = false;
   ClearWakeups(index);
   job.Abandon(now);
   dirty_ = true;
@@ -130,6 +142,7 @@ absl::Status Scheduler::Requeue(JobId id, Seconds now, Cluster& cluster) {
         ", not running"));
   }
   cluster.ReleaseJob(jobs_[index]);
+  ReleaseQuota(index);
   // As a preemption by the walk: back to its queue's waiting tier, first
   // (a CPU-only job: to its place by submit time).
   if (stable_ && !jobs_[index].cpu_only()) {

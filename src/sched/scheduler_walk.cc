@@ -24,8 +24,15 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
   if (!walk_tracks_kept_) capacity = cluster.free_gpus();
   if (walk_tracks_kept_) {
     scratch_kept_.assign(cluster.topology().num_servers(), 0);
+    if (borrow_walk_) {
+      // What VCs' quotas hold is kept: no borrower displaces it.
+      for (size_t s = 0; s < scratch_kept_.size(); ++s) {
+        scratch_kept_[s] = scratch_guaranteed_on_[s];
+        capacity -= scratch_guaranteed_on_[s];
+      }
+    }
   }
-  auto w = waiting_.begin();
+  auto w = walk_->waiting.begin();
   // Jobs in priority order. A running job ahead of the next waiting one
   // keeps its GPUs (it always fits: capacity still counts them). A waiting
   // job that fits by count is placed, displacing the lowest-priority running
@@ -35,17 +42,17 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
   // instead of waiting for the next event.
   scratch_displaced_.clear();
   min_waiting_ = min_waiting;
-  while ((w != waiting_.end() || !scratch_displaced_.empty()) &&
+  while ((w != walk_->waiting.end() || !scratch_displaced_.empty()) &&
          capacity >= min_waiting_) {
     const bool from_displaced =
         !scratch_displaced_.empty() &&
-        (w == waiting_.end() || *scratch_displaced_.begin() < *w);
+        (w == walk_->waiting.end() || *scratch_displaced_.begin() < *w);
     const Entry next = from_displaced ? *scratch_displaced_.begin() : *w;
     Entry running{};
     Cursor* cursor = NextRunning(now, &running);
     if (cursor && running < next) {
       capacity -= running.gpus;
-      Keep(jobs_[running.index].gpus(), cluster);
+      Keep(WalkGpus(running.index), cluster);
       ++cursor->it;
       continue;
     }
@@ -75,7 +82,11 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
       if (slots_[index].tier == Tier::kJoined) Join(index, Tier::kWaiting);
     }
   }
-  for (uint32_t index : scratch_preempt_) Preempt(index, now, decisions);
+  for (uint32_t index : scratch_preempt_) {
+    // A VC's walk set aside its virtual GPUs; its physical ones go too.
+    if (walk_virtual_) phys_->Release(jobs_[index].id(), jobs_[index].gpus());
+    Preempt(index, now, decisions);
+  }
   for (auto& [index, gpus] : pending_starts_) {
     CommitStart(index, now, std::move(gpus), decisions);
   }
@@ -84,7 +95,7 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
 bool Scheduler::InitCursors(Seconds now) {
   std::vector<Cursor>& cursors = scratch_cursors_;
   cursors.clear();
-  for (const RunningGroup& g : running_groups_) {
+  for (const RunningGroup& g : walk_->running_groups) {
     if (!g.entries.empty()) {
       cursors.push_back(
           {g.slope, g.entries.begin(), g.entries.end(), g.entries.end()});
@@ -92,9 +103,10 @@ bool Scheduler::InitCursors(Seconds now) {
   }
   // When every running job outranks every waiting one, each keeps its GPUs
   // and the walk needs only the waiting jobs and the free GPUs.
-  if (waiting_.empty()) return false;
+  if (walk_->waiting.empty()) return false;
   for (const Cursor& c : cursors) {
-    if (!(KeyAt(c, *std::prev(c.end), now) < *waiting_.begin())) return false;
+    if (!(KeyAt(c, *std::prev(c.end), now) < *walk_->waiting.begin()))
+      return false;
   }
   cursors.clear();
   return true;
@@ -132,9 +144,12 @@ bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index) {
     // A no-preempt job is never a victim: passed over as if it were not
     // there (it keeps its GPUs, so a job that needs them does not fit).
     // Costs O(no-preempt running jobs) per displacement attempt.
+    // Nor is one started in this pass (a VC walked again after a reclaim:
+    // its host has not started it yet).
     while (c.back != c.it &&
            (Displaced(std::prev(c.back)->index) ||
-            jobs_[std::prev(c.back)->index].spec().no_preempt)) {
+            jobs_[std::prev(c.back)->index].spec().no_preempt ||
+            slots_[std::prev(c.back)->index].started_in_pass == pass_)) {
       --c.back;
     }
     if (c.back == c.it) continue;
@@ -173,6 +188,7 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
       return false;
     }
   }
+  if (borrow_walk_ && !MayBorrow(index)) return false;
   auto place = [&] {
     scratch_gpus_.clear();
     if (!PlaceJob(*placer_, cluster, job, rng_, &scratch_gpus_)) return false;
@@ -182,9 +198,16 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     (void)allocated;
     return true;
   };
-  if (place()) {
+  auto pending = [&] {
     Keep(scratch_gpus_, cluster);
     pending_starts_.push_back({index, scratch_gpus_});
+    if (borrow_walk_) {
+      vcs_[slots_[index].vc].pending_borrow += job.num_gpus();
+      borrow_pending_ += job.num_gpus();
+    }
+  };
+  if (place()) {
+    pending();
     return true;
   }
   auto unplaceable = [&] {
@@ -217,13 +240,13 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
   for (Cursor& c : scratch_cursors_) c.back = c.end;
   bool placed = false;
   while (!placed && PopLowestRunning(now, &victim)) {
-    cluster.Release(jobs_[victim].id(), jobs_[victim].gpus());
+    cluster.Release(jobs_[victim].id(), WalkGpus(victim));
     released.push_back(victim);
     placed = cluster.free_gpus() >= job.num_gpus() && place();
   }
   if (!placed) {
     for (uint32_t r : released) {
-      absl::Status back = cluster.Allocate(jobs_[r].id(), jobs_[r].gpus(),
+      absl::Status back = cluster.Allocate(jobs_[r].id(), WalkGpus(r),
                                            jobs_[r].spec().exclusive);
       assert(back.ok());
       (void)back;
@@ -239,8 +262,8 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     size_t kept = 0;
     for (size_t i = released.size() - 1; i-- > 0;) {
       const Job& other = jobs_[released[i]];
-      absl::Status back =
-          cluster.Allocate(other.id(), other.gpus(), other.spec().exclusive);
+      absl::Status back = cluster.Allocate(other.id(), WalkGpus(released[i]),
+                                           other.spec().exclusive);
       assert(back.ok());
       (void)back;
       if (cluster.free_gpus() >= job.num_gpus() && place()) {
@@ -248,7 +271,7 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
         released[i] = kKeptMarker;
         ++kept;
       } else {
-        cluster.Release(other.id(), other.gpus());
+        cluster.Release(other.id(), WalkGpus(released[i]));
       }
     }
     if (kept > 0) {
@@ -258,20 +281,24 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     placed = place();
     assert(placed);
   }
-  Keep(scratch_gpus_, cluster);
-  pending_starts_.push_back({index, scratch_gpus_});
+  pending();
   for (uint32_t r : released) {
     const Job& other = jobs_[r];
     // Kept if its GPUs are as it left them: unheld, and not on a server
     // an exclusive job took (nor, for an exclusive one, beside another).
-    if (cluster.Fits(other.gpus(), other.spec().exclusive)) {
+    if (cluster.Fits(WalkGpus(r), other.spec().exclusive)) {
       absl::Status kept =
-          cluster.Allocate(other.id(), other.gpus(), other.spec().exclusive);
+          cluster.Allocate(other.id(), WalkGpus(r), other.spec().exclusive);
       assert(kept.ok());
       (void)kept;
     } else {
       slots_[r].displaced_in_pass = pass_;
       scratch_preempt_.push_back(r);
+      if (borrow_walk_) {
+        vcs_[slots_[r].vc].walk_again = true;
+        vcs_[slots_[r].vc].pending_borrow -= other.num_gpus();
+        borrow_pending_ -= other.num_gpus();
+      }
       scratch_displaced_.insert(DisplacedEntry(r, now));
       min_waiting_ = std::min(min_waiting_, other.num_gpus());
     }
@@ -284,7 +311,9 @@ Scheduler::Entry Scheduler::DisplacedEntry(uint32_t index, Seconds now) const {
   if (!stable_) {
     // The key it will have waiting: a waiting job's key at `now` is the
     // running one's read at `now` (its service stops growing from here).
-    return Entry{policy_->Key(job, now), index, job.num_gpus()};
+    PriorityKey key = policy_->Key(job, now);
+    key.share = ShareOf(index);
+    return Entry{key, index, job.num_gpus()};
   }
   // Behind every job of its queue the walk has yet to reach: as after this
   // pass, when its queue's list holds the running jobs (those still to
@@ -292,18 +321,20 @@ Scheduler::Entry Scheduler::DisplacedEntry(uint32_t index, Seconds now) const {
   constexpr double kAfterTheQueue = 3;  // beyond Tier::kJoined
   return Entry{PriorityKey{static_cast<double>(job.queue()), kAfterTheQueue,
                            policy_->WaitingRank(job, now), job.queue_position(),
-                           job.id()},
+                           job.id(), ShareOf(index)},
                index, job.num_gpus()};
 }
 
 void Scheduler::FillFreeGpus(Seconds now, Cluster& cluster,
                              bool head_of_line_blocking, Decisions* decisions) {
-  auto it = waiting_.begin();
-  while (it != waiting_.end() && cluster.free_gpus() >= MinWaitingGpus()) {
+  auto it = walk_->waiting.begin();
+  while (it != walk_->waiting.end() &&
+         cluster.free_gpus() >= MinWaitingGpus()) {
     const Entry entry = *it;
-    const bool fits = entry.gpus <= cluster.free_gpus();
+    const bool fits = entry.gpus <= cluster.free_gpus() &&
+                      (!borrow_walk_ || MayBorrow(entry.index));
     if (fits && TryStart(entry.index, now, cluster, decisions)) {
-      it = waiting_.upper_bound(entry);
+      it = walk_->waiting.upper_bound(entry);
     } else if (head_of_line_blocking) {
       break;
     } else {

@@ -214,7 +214,7 @@ class Engine {
           job.spec().submit_time.count(), job.first_start()->count(), end,
           job.spec().duration->count(), job.TotalExecuted(Seconds{end}).count(),
           progress_[i].overhead_total, job.preemptions(), job.promotions(),
-          job.queue()});
+          job.queue(), job.spec().vc});
       result.overhead_seconds += progress_[i].overhead_total;
     }
     return result;
@@ -270,6 +270,10 @@ absl::StatusOr<SimResult> Simulate(const std::vector<JobSpec>& jobs,
   }
   // Gandiva time-slices GPUs, which the Scheduler cannot: its own engine.
   if (config.policy == kGandivaPolicy) {
+    if (!config.vcs.empty()) {
+      return absl::InvalidArgumentError(
+          "gandiva runs on its own engine, without virtual clusters");
+    }
     return SimulateGandiva(jobs, topology, config, progress);
   }
   PolicyOptions policy_options = config.policy_options;
@@ -295,6 +299,7 @@ absl::StatusOr<SimResult> Simulate(const std::vector<JobSpec>& jobs,
     ASSIGN_OR_RETURN(learner, PackLimitClassifier::Create(options));
   }
   Scheduler scheduler(std::move(policy), std::move(placer), config.scheduler);
+  RETURN_IF_ERROR(scheduler.SetVcs(config.vcs, topology));
   Engine engine(jobs, topology, config, std::move(scheduler),
                 std::move(learner), progress);
   return engine.Run();

@@ -29,6 +29,7 @@
 #include "place/placement.h"
 #include "sched/policy.h"
 #include "sched/scheduler.h"
+#include "sched/vcs.h"
 #include "sim/perf_model.h"
 
 namespace tiresias {
@@ -58,6 +59,9 @@ struct SimConfig {
   // Record the cluster time series (busy GPUs, pending and running jobs at
   // every change). Off saves memory when only the summary is wanted.
   bool record_timeseries = false;
+  // Virtual clusters (sched/vcs.h); empty: none. Each job's JobSpec::vc
+  // names its own ("" the first).
+  std::vector<VcSpec> vcs;
 };
 
 // One finished job. Times in seconds.
@@ -74,6 +78,7 @@ struct JobResult {
   int preemptions;
   int promotions;
   int final_queue;
+  std::string vc = "";  // its virtual cluster (JobSpec::vc)
   double jct() const { return end - submit; }
   // Time the job was not running: waiting to start and while preempted.
   double queueing() const { return jct() - executed; }

@@ -82,7 +82,8 @@ absl::StatusOr<std::vector<JobSpec>> ReadPhillyRows(CsvReader& csv) {
                                           "a non-negative number of "
                                           "GPU-seconds")
                         .status());
-    RETURN_IF_ERROR(csv.NonEmpty(cluster_col).status());
+    // The tenant (Philly's virtual cluster), for `simulate --vcs`.
+    ASSIGN_OR_RETURN(job.vc, csv.NonEmpty(cluster_col));
     earliest = std::min(earliest, submit);
     submit_seconds.push_back(submit);
     jobs.push_back(std::move(job));

@@ -79,6 +79,19 @@ const std::vector<BadInput>& BadInputs() {
        {"--trace", "{trace}", "--cluster", "4x4", "--learn-pack-limit",
         "--pack-limit-cost", "1.5"},
        {"--pack-limit-cost 1.5"}},
+      {"MissingVcFile",
+       {"--trace", "{trace}", "--cluster", "4x4", "--vcs", "{missing}"},
+       {"{missing}"}},
+      {"BadVcCells",
+       {"--trace", "{trace}", "--cluster", "4x4", "--vcs", "{badvc}"},
+       {"{badvc}:3:", "field quota", "\"2x3\"", "power of two"}},
+      {"VcQuotasDoNotFit",
+       {"--trace", "{trace}", "--cluster", "4x4", "--vcs", "{bigvc}"},
+       {"do not fit the cluster", "5x4"}},
+      {"VcsWithSweep",
+       {"--trace", "{trace}", "--cluster", "4x4", "--vcs", "from-trace",
+        "--sweep", "seed=1,2"},
+       {"--vcs", "--sweep"}},
   };
   return *kCases;
 }
@@ -89,6 +102,8 @@ class SimulateErrorsTest : public CliTest,
   std::string Substitute(const std::string& text) const {
     return absl::StrReplaceAll(text, {{"{trace}", trace_60_},
                                       {"{bad}", bad_trace_.string()},
+                                      {"{badvc}", bad_vcs_.string()},
+                                      {"{bigvc}", big_vcs_.string()},
                                       {"{missing}", missing_.string()}});
   }
 
@@ -100,8 +115,15 @@ class SimulateErrorsTest : public CliTest,
            "interval\n"
         << "0,-4,0,606,vgg19,164,30\n";
     missing_ = dir_ / "inputs" / "no_such_trace.csv";
+    bad_vcs_ = dir_ / "inputs" / "bad_vcs.txt";
+    std::ofstream(bad_vcs_) << "# teams\n"
+                            << "vision quota=1x4\n"
+                            << "speech quota=2x3 weight=2\n";
+    big_vcs_ = dir_ / "inputs" / "big_vcs.txt";
+    std::ofstream(big_vcs_) << "all quota=5x4\n";
   }
 
+  fs::path bad_vcs_, big_vcs_;
   fs::path bad_trace_;
   fs::path missing_;
 };

@@ -3,6 +3,7 @@
 // the cluster, and --original-simulator. All on the 60-job trace, which
 // simulates in milliseconds.
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <set>
 #include <tuple>
@@ -407,6 +408,57 @@ TEST_F(SimulateOutputTest, GandivaMatchesTheOriginalOnThe60JobTrace) {
   EXPECT_NEAR(g["avg_jct_s"].get<double>(), 47231.0 / 60, 1e-9);
   EXPECT_DOUBLE_EQ(g["p95_jct_s"].get<double>(), 3465);
   EXPECT_DOUBLE_EQ(g["makespan_s"].get<double>(), 4879);
+}
+
+}  // namespace
+}  // namespace tiresias::cli_test
+
+namespace tiresias::cli_test {
+namespace {
+
+// `simulate --vcs from-trace` on a small Philly-format trace of two
+// tenants: the three runs per policy (without VCs, shared, each alone),
+// the per-VC rows, and --out's files.
+TEST_F(SimulateOutputTest, VirtualClustersFromTheTracesTenants) {
+  const fs::path trace = MakeDir("inputs") / "tenants.csv";
+  {
+    std::ofstream out(trace);
+    out << "timestamp,duration,num_gpus,gpu_time,cluster\n";
+    for (int i = 0; i < 40; ++i) {
+      // Tenant a: 30 jobs of 2 GPUs, b: 10 of 1, all 30 minutes long.
+      out << "2017-10-09 07:" << (10 + i) << ":00,1800," << (i % 4 == 3 ? 1 : 2)
+          << ",0," << (i % 4 == 3 ? "b" : "a") << "\n";
+    }
+  }
+  json doc = SimulateJson({"--trace", trace.string(), "--cluster", "2x4",
+                           "--vcs", "from-trace", "--policy", "tiresias-l"});
+  ASSERT_EQ(doc["vcs"].size(), 2u);
+  EXPECT_EQ(doc["vcs"][0]["name"], "a");
+  // a: 6/7 of the GPU time, 6.86 of 8 GPUs: 6, and the GPU left over (its
+  // remainder is the larger); b: 1.14, 1.
+  EXPECT_EQ(doc["vcs"][0]["cells"], "1x4,1x2,1x1");
+  EXPECT_EQ(doc["vcs"][1]["cells"], "1x1");
+  const json& entry = doc["policies"]["tiresias-l"];
+  ASSERT_EQ(entry["summaries"].size(), 3u);
+  EXPECT_EQ(entry["summaries"][0]["name"], "tiresias-l");
+  EXPECT_EQ(entry["summaries"][1]["name"], "tiresias-l+vcs");
+  EXPECT_EQ(entry["summaries"][2]["name"], "tiresias-l/static");
+  for (const json& s : entry["summaries"]) EXPECT_EQ(s["jobs"], 40);
+  ASSERT_EQ(entry["vcs"].size(), 2u);
+  EXPECT_EQ(entry["vcs"][0]["jobs"], 30);
+  EXPECT_EQ(entry["vcs"][1]["private_jobs"], 10);
+  EXPECT_TRUE(entry["vcs"][1].contains("anomaly_s"));
+
+  const fs::path cwd = MakeDir("cwd");
+  const ProcessResult run = Tiresias(
+      {"simulate", "--trace", trace.string(), "--cluster", "2x4", "--vcs",
+       "from-trace", "--policy", "tiresias-l", "--out", "out"},
+      cwd);
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  EXPECT_THAT(run.out, HasSubstr("tiresias-l+vcs"));
+  EXPECT_THAT(run.out, HasSubstr("VCs wait longer shared than alone"));
+  EXPECT_EQ(Lines(ReadFile(cwd / "out" / "vcs.csv")).size(), 3u);
+  EXPECT_TRUE(fs::exists(cwd / "out" / "vcs.json"));
 }
 
 }  // namespace

@@ -141,17 +141,17 @@ def secure_up_and_agent(binary, workdir, name, agent_flags):
             agent.wait(timeout=30)
 
 
-def user_session(binary, admin, workdir, user):
+def user_session(binary, admin, workdir, user, home_name="u"):
     """A token for throwaway `user` (`admin token create`) and a home
-    folder of theirs, workdir/u: (env with that token instead of the
-    admin's, uid, home)."""
+    folder of theirs, workdir/HOME_NAME: (env with that token instead of
+    the admin's, uid, home)."""
     r = cli(binary, admin, "admin", "token", "create", "--user", user)
     if r.returncode != 0:
         fail("admin token create: %s" % r.stderr)
     env = dict(admin, TIRESIAS_TOKEN=r.stdout.strip())
     del env["TIRESIAS_TOKEN_FILE"]
     account = pwd.getpwnam(user)
-    home = os.path.join(workdir, "u")
+    home = os.path.join(workdir, home_name)
     os.makedirs(home)
     os.chown(home, account.pw_uid, account.pw_gid)
     return env, account.pw_uid, home

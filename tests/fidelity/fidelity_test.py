@@ -23,6 +23,10 @@ long jobs more: its makespan runs up to 17% longer on the Philly windows).
 It prints ours vs the original's per row, names every row that does not
 agree, and fails if any does.
 
+Then, per case, the virtual-cluster layer (issue 24): the same runs with
+one VC owning every server (`--vcs FILE`) must give exactly the figures of
+the runs without VCs (jobs, average and p95 JCT, makespan, preemptions).
+
   fidelity_test.py BUILD/src/cli/tiresias [REPO] [--policy P,...] [--trace T,...]
 
 --policy (or TIRESIAS_FIDELITY_POLICY) keeps the rows of these policies,
@@ -101,6 +105,41 @@ def run_ours(binary, repo, trace, cluster, policies):
     return {p['name']: p for p in doc['policies']}
 
 
+def one_vc_file(cluster_csv, out_path):
+    """A VC file with one VC whose cells are every server of the cluster."""
+    rows = fd.read_commented_csv(cluster_csv)
+    servers = sum(int(r['num_switch']) * int(r['num_node_p_switch'])
+                  for r in rows)
+    gpus = int(rows[0]['num_gpu_p_node'])
+    with open(out_path, 'w') as f:
+        f.write('all quota=%dx%d\n' % (servers, gpus))
+
+
+def check_one_vc(binary, repo, trace, cluster_csv, policies, tmp):
+    """Problems (strings) where one VC owning all differs from no VC."""
+    vc_file = os.path.join(tmp, 'one-vc.txt')
+    one_vc_file(cluster_csv, vc_file)
+    cmd = [binary, 'simulate', '--trace', trace, '--cluster', cluster_csv,
+           '--original-simulator', '--placement', 'count',
+           '--gittins-samples', os.path.join(repo, fd.GITTINS_SAMPLES),
+           '--policy', ','.join(policies), '--vcs', vc_file, '--json']
+    out = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
+    if out.returncode != 0:
+        return ['%s\nexit %d: %s' % (' '.join(cmd), out.returncode,
+                                     out.stderr.strip())]
+    doc = json.loads(out.stdout)
+    problems = []
+    for policy, entry in doc['policies'].items():
+        flat, shared = entry['summaries'][0], entry['summaries'][1]
+        for key in ('jobs', 'avg_jct_s', 'p95_jct_s', 'makespan_s',
+                    'preemptions'):
+            if flat[key] != shared[key]:
+                problems.append('%s: %s %s without VCs, %s with one VC '
+                                'owning all' % (policy, key, flat[key],
+                                                shared[key]))
+    return problems
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('binary')
@@ -127,7 +166,7 @@ def main():
         print('no reference rows match the filters')
         return 1
 
-    failures, compared = [], 0
+    failures, compared, one_vc_checked = [], 0, []
     print('ours = tiresias simulate --original-simulator --placement count; '
           'orig = released simulator (reference.csv); ratio = ours/orig')
     head = '%-14s %-5s %-31s' % ('trace', 'gpus', 'orig -> ours')
@@ -199,8 +238,21 @@ def main():
                 print(line + ' | ' + (verdict if not bad else 'FAIL'))
                 if bad:
                     failures.append('%s: %s' % (row_id, '; '.join(bad)))
+            vc_policies = [n for n in ours_names if n != 'gandiva']
+            if not error and vc_policies:
+                problems = check_one_vc(
+                    binary, repo, path,
+                    os.path.join(repo, fd.DATA_DIR, cluster + '.csv'),
+                    vc_policies, tmp)
+                print('%-14s %-5s one VC owning all == no VC: %s' % (
+                    trace, case_rows[0]['gpus'],
+                    'ok' if not problems else 'FAIL'))
+                one_vc_checked.append(trace)
+                failures.extend('%s on %s, one VC: %s' % (trace, cluster, p)
+                                for p in problems)
 
-    print('\n%d rows compared in %.1f s; tolerances: avg JCT 1%%, p95 3%%, '
+    print('\n%d cases checked with one VC owning all' % len(one_vc_checked))
+    print('%d rows compared in %.1f s; tolerances: avg JCT 1%%, p95 3%%, '
           'makespan 1%%, preemptions 10%% or %d (tiresias-g, by design: avg '
           'JCT 15%%; ~ = not checked)' % (
               compared, time.time() - started, PREEMPTION_SLACK))

@@ -14,6 +14,7 @@
 #include "report/files.h"
 #include "report/html_format.h"
 #include "report/summary_output.h"
+#include "report/vc_report.h"
 #include "sim/vc_runs.h"
 
 namespace tiresias {
@@ -262,6 +263,8 @@ absl::Status SimulateVcs(VcSimulation sim) {
         WriteFileAtomically(sim.out + "/summary.csv", SummaryCsv(summaries)));
     RETURN_IF_ERROR(
         WriteFileAtomically(sim.out + "/vcs.json", doc.dump(2) + "\n"));
+    RETURN_IF_ERROR(
+        WriteFileAtomically(sim.out + "/vcs.html", VcReportHtml(doc)));
   }
   std::fputs(sim.json ? (doc.dump(2) + "\n").c_str() : text.c_str(), stdout);
   return absl::OkStatus();

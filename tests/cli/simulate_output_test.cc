@@ -459,6 +459,7 @@ TEST_F(SimulateOutputTest, VirtualClustersFromTheTracesTenants) {
   EXPECT_THAT(run.out, HasSubstr("VCs wait longer shared than alone"));
   EXPECT_EQ(Lines(ReadFile(cwd / "out" / "vcs.csv")).size(), 3u);
   EXPECT_TRUE(fs::exists(cwd / "out" / "vcs.json"));
+  EXPECT_THAT(ReadFile(cwd / "out" / "vcs.html"), HasSubstr("data-vc=\"b\""));
 }
 
 }  // namespace

@@ -25,7 +25,9 @@ class Placer {
                      std::vector<GpuId>* gpus) const = 0;
   // The scheme that places `job` (a composite scheme such as `profiled`
   // names the one it delegates to). Jobs with the same scheme are placed by
-  // the same rule: if one cannot fit, neither can a larger one.
+  // the same rule: if one cannot fit, neither can a larger one on the same
+  // side of the largest server's size (consolidate takes one server for a
+  // job that fits one, whole free servers for a larger one).
   virtual std::string_view SchemeFor(const Job& job) const { return name(); }
   // A cheap pre-check: could Place succeed on a cluster of this topology
   // where server s had avail[s] free GPUs (`total` in all)? It must never be

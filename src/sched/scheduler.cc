@@ -134,6 +134,24 @@ Scheduler::Queues& Scheduler::RunningQueues(uint32_t index) {
   return slot.guaranteed ? vcs_[slot.vc].queues : all_;
 }
 
+void Scheduler::CountRunning(uint32_t index, int delta) {
+  const Slot& slot = slots_[index];
+  RunningQueues(index).num_running += delta;
+  if (!vcs_.empty() && !slot.guaranteed) {
+    vcs_[slot.vc].borrowed += delta * jobs_[index].num_gpus();
+    total_borrowed_ += delta * jobs_[index].num_gpus();
+  }
+}
+
+PriorityKey Scheduler::AllKey(const PriorityKey& key) const {
+  if (vcs_.empty() || key.share == 0) return key;
+  // Between VCs (the borrowers' walk) the policy's order alone: one VC's
+  // users' service means nothing against another's.
+  PriorityKey shared = key;
+  shared.share = 0;
+  return shared;
+}
+
 int Scheduler::num_running() const {
   int running = all_.num_running + cpu_running_;
   for (const Vc& vc : vcs_) running += vc.queues.num_running;
@@ -204,14 +222,14 @@ void Scheduler::Insert(uint32_t index, const PriorityKey& key, double slope) {
   const Entry entry{key, index, job.num_gpus()};
   if (job.running()) {
     Queues& queues = RunningQueues(index);
-    GroupFor(queues, slope).entries.insert(entry);
-    ++queues.num_running;
-    if (!vcs_.empty() && !slot.guaranteed) {
-      vcs_[slot.vc].borrowed += job.num_gpus();
-    }
+    GroupFor(queues, slope)
+        .entries.insert(&queues == &all_
+                            ? Entry{AllKey(key), index, job.num_gpus()}
+                            : entry);
+    CountRunning(index, +1);
     return;
   }
-  all_.waiting.insert(entry);
+  all_.waiting.insert(Entry{AllKey(key), index, job.num_gpus()});
   ++all_.waiting_by_gpus[job.num_gpus()];
   if (!vcs_.empty()) {
     Queues& queues = vcs_[slot.vc].queues;
@@ -233,17 +251,16 @@ void Scheduler::Dequeue(uint32_t index) {
     }
     return;
   }
+  const Entry all_entry{AllKey(slot.key), index, job.num_gpus()};
   if (job.running()) {
     Queues& queues = RunningQueues(index);
-    GroupFor(queues, slot.slope).entries.erase(entry);
-    --queues.num_running;
-    if (!vcs_.empty() && !slot.guaranteed) {
-      vcs_[slot.vc].borrowed -= job.num_gpus();
-    }
+    GroupFor(queues, slot.slope)
+        .entries.erase(&queues == &all_ ? all_entry : entry);
+    CountRunning(index, -1);
     return;
   }
   auto erase = [&](Queues& queues) {
-    queues.waiting.erase(entry);
+    queues.waiting.erase(&queues == &all_ ? all_entry : entry);
     auto it = queues.waiting_by_gpus.find(job.num_gpus());
     if (--it->second == 0) queues.waiting_by_gpus.erase(it);
   };
@@ -410,7 +427,8 @@ void Scheduler::RefreshRunningKeys(Seconds now) {
           continue;
         }
         slots_[e.index].key = key;
-        fresh.push_back(Entry{key, e.index, e.gpus});
+        fresh.push_back(
+            Entry{&queues == &all_ ? AllKey(key) : key, e.index, e.gpus});
       }
       for (size_t i = 1; i < fresh.size(); ++i) {
         const Entry x = fresh[i];
@@ -427,7 +445,7 @@ void Scheduler::RefreshRunningKeys(Seconds now) {
   // Jobs whose key became linear (left the non-linear group) go to their
   // new group; they are no longer in the rebuilt one.
   for (auto [index, slope] : moved) {
-    --RunningQueues(index).num_running;
+    CountRunning(index, -1);  // Insert counts it again
     double unused = 0;
     Insert(index, StoredKey(index, now, &unused), slope);
   }
@@ -503,10 +521,12 @@ void Scheduler::Settle(Seconds now, const Decisions& decisions) {
   }
 }
 
-void Scheduler::CommitStart(uint32_t index, Seconds now,
+bool Scheduler::CommitStart(uint32_t index, Seconds now,
                             std::vector<GpuId> gpus, Decisions* decisions) {
   Job& job = jobs_[index];
-  if (walk_virtual_ && !StartOnQuota(index, &gpus, decisions, now)) return;
+  if (walk_virtual_ && !StartOnQuota(index, &gpus, decisions, now)) {
+    return false;
+  }
   Dequeue(index);
   slots_[index].guaranteed = walk_virtual_;
   slots_[index].started_in_pass = pass_;
@@ -517,6 +537,7 @@ void Scheduler::CommitStart(uint32_t index, Seconds now,
   Enqueue(index, now);
   ScheduleWakeups(index, now);
   decisions->started.push_back(StartDecision{job.id(), job.gpus(), resumed});
+  return true;
 }
 
 void Scheduler::Preempt(uint32_t index, Seconds now, Decisions* decisions) {

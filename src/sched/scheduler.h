@@ -289,7 +289,9 @@ class Scheduler {
   // Places a waiting job during the walk (allocating its GPUs), displacing
   // lower-priority running jobs if it must. The job starts at commit.
   bool PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster);
-  void CommitStart(uint32_t index, Seconds now, std::vector<GpuId> gpus,
+  // False when a VC's job could not have its cells bound (it waits; its
+  // virtual GPUs were given back).
+  bool CommitStart(uint32_t index, Seconds now, std::vector<GpuId> gpus,
                    Decisions* decisions);
   // Starts waiting jobs in priority order on the free GPUs, skipping (or,
   // with head-of-line blocking, stopping at) jobs that do not fit.
@@ -372,6 +374,12 @@ class Scheduler {
   Queues* walk_ = nullptr;  // the queues the current walk is over
   RunningGroup& GroupFor(Queues& queues, double slope);
   Queues& RunningQueues(uint32_t index);
+  // num_running and, for a borrower, the GPUs borrowed (its VC's and in
+  // all), by `delta` jobs.
+  void CountRunning(uint32_t index, int delta);
+  // A key as all_ holds it: with VCs, without the per-user share (the
+  // borrowers' walk orders VCs' jobs by the policy alone).
+  PriorityKey AllKey(const PriorityKey& key) const;
 
   // Virtual clusters (scheduler_vcs.cc).
   struct Vc {
@@ -402,7 +410,7 @@ class Scheduler {
   int walk_vc_ = -1;
   int borrow_pool_ = 0;        // GPUs borrowers may hold in all, this pass
   bool lend_limited_ = false;  // a lending limit keeps the pool smaller
-  int total_borrowed_ = 0;     // GPUs running borrowers held at its start
+  int total_borrowed_ = 0;     // GPUs running borrowers hold
   int borrow_pending_ = 0;     // GPUs borrowers started in this walk
   int64_t bind_failures_ = 0;
   int64_t reclaims_ = 0;

@@ -215,19 +215,29 @@ void Scheduler::ScheduleVcs(Seconds now, Cluster& cluster,
     // a share held a job back, what is left to any, in priority order (so
     // a job of a higher queue may still displace a borrower of a lower
     // one, whichever VC it belongs to).
+    // What a walk started or displaced is counted running (or not) once
+    // it commits: its pending counts go.
+    auto committed = [&] {
+      for (Vc& vc : vcs_) vc.pending_borrow = 0;
+      borrow_pending_ = 0;
+    };
     borrow_walk_ = true;
     capped_ = false;
     walk(cluster);
+    committed();
     if (capped_) {
       borrow_uncapped_ = true;
       walk(cluster);
+      committed();
       borrow_uncapped_ = false;
     }
     borrow_walk_ = false;
+    // A borrower reclaimed now that does not fit its own quota would wait
+    // for the next event with GPUs free: another pass at once.
+    const int64_t before = reclaims_;
     vc_rounds();
+    if (reclaims_ != before) again_now_ = true;
   }
-  for (Vc& vc : vcs_) vc.pending_borrow = 0;
-  borrow_pending_ = 0;
   phys_ = nullptr;
 }
 
@@ -278,10 +288,8 @@ void Scheduler::ComputeBorrowCaps() {
   // share gets what it wants, the rest is shared again).
   std::vector<double> demand(vcs_.size());
   std::vector<size_t> active;
-  total_borrowed_ = 0;
   for (size_t v = 0; v < vcs_.size(); ++v) {
     Vc& vc = vcs_[v];
-    total_borrowed_ += vc.borrowed;
     int64_t waiting = 0;
     for (auto [gpus, jobs] : vc.queues.waiting_by_gpus) {
       waiting += int64_t{gpus} * jobs;
@@ -319,6 +327,8 @@ void Scheduler::ComputeBorrowCaps() {
 }
 
 bool Scheduler::MayBorrow(uint32_t index) const {
+  // A borrower must give its GPUs back when their owner needs them.
+  if (jobs_[index].spec().no_preempt) return false;
   const int gpus = jobs_[index].num_gpus();
   const int v = slots_[index].vc;
   const Vc& vc = vcs_[v];
@@ -353,7 +363,10 @@ bool Scheduler::StartOnQuota(uint32_t index, std::vector<GpuId>* gpus,
   // GPUs, those of higher priority (lower queues) count more.
   const int queues = options_.queues.num_queues();
   auto held_in = [&](const PhysicalCell& cell) {
-    int64_t cost = 0;
+    // An exclusive borrower on the server goes too: all its server.
+    int64_t cost = phys_->reserved(cell.server)
+                       ? int64_t{physical.server(cell.server).num_gpus} * queues
+                       : 0;
     JobId last = kNoJob;
     const GpuId first = physical.server(cell.server).first_gpu + cell.offset;
     for (int i = 0; i < cell.size; ++i) {
@@ -394,18 +407,33 @@ bool Scheduler::StartOnQuota(uint32_t index, std::vector<GpuId>* gpus,
     mapped.push_back(physical.server(cell.server).first_gpu + cell.offset +
                      (g - own.server(c).first_gpu));
   }
+  // The borrowers to give those GPUs back (checkpointed), now: those on
+  // them, an exclusive borrower anywhere on their servers (it keeps the
+  // whole server from everyone else), and, for an exclusive job on whole
+  // servers, every borrower there. None may have started in this pass.
+  const bool exclusive = job.spec().exclusive && whole_servers;
+  std::vector<JobId> victims;
   for (GpuId g : mapped) {
-    if (just_started(g)) {
+    if (phys_->owner(g) != kNoJob) victims.push_back(phys_->owner(g));
+    const int server = physical.ServerOf(g);
+    if (!exclusive && !phys_->reserved(server)) continue;
+    const Server& s = physical.server(server);
+    for (GpuId other = s.first_gpu; other < s.first_gpu + s.num_gpus; ++other) {
+      if (phys_->owner(other) != kNoJob &&
+          (exclusive || phys_->exclusive_gpu(other))) {
+        victims.push_back(phys_->owner(other));
+      }
+    }
+  }
+  std::sort(victims.begin(), victims.end());
+  victims.erase(std::unique(victims.begin(), victims.end()), victims.end());
+  for (JobId victim : victims) {
+    if (slots_[index_of_.at(victim)].started_in_pass == pass_) {
       again_now_ = true;
       return undo(false);
     }
   }
-  // Borrowers on those GPUs give them back (checkpointed), now.
-  for (GpuId g : mapped) {
-    const JobId owner = phys_->owner(g);
-    if (owner != kNoJob) Reclaim(index_of_.at(owner), now, decisions);
-  }
-  const bool exclusive = job.spec().exclusive && whole_servers;
+  for (JobId victim : victims) Reclaim(index_of_.at(victim), now, decisions);
   if (!phys_->Allocate(job.id(), mapped, exclusive).ok()) return undo(true);
   slots_[index].vgpus = *gpus;
   *gpus = std::move(mapped);

@@ -178,13 +178,18 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
   const Job& job = jobs_[index];
   // Within a pass, a job behind another that could not be placed even
   // with every running job behind it set aside, under the same scheme and
-  // needing at least as many GPUs, cannot be placed either.
+  // needing at least as many GPUs, cannot be placed either; unless only
+  // the other fits in one server (consolidate places a job larger than
+  // every server on whole free servers: on servers of mixed sizes, such
+  // as a VC's cells, 4 GPUs may fit four 1-GPU servers where 2 fit none).
   const std::string_view scheme = slots_[index].scheme;
+  const int largest = cluster.topology().max_gpus_per_server();
   // (A shaped or filtered job is placed by a rule of its own, not its
   // scheme's: core/shape.h.)
   const bool own = job.spec().own_placement();
   for (const auto& [failed_scheme, gpus] : scratch_unplaceable_) {
-    if (!own && failed_scheme == scheme && job.num_gpus() >= gpus) {
+    if (!own && failed_scheme == scheme && job.num_gpus() >= gpus &&
+        (gpus > largest || job.num_gpus() <= largest)) {
       return false;
     }
   }
@@ -313,16 +318,19 @@ Scheduler::Entry Scheduler::DisplacedEntry(uint32_t index, Seconds now) const {
     // running one's read at `now` (its service stops growing from here).
     PriorityKey key = policy_->Key(job, now);
     key.share = ShareOf(index);
-    return Entry{key, index, job.num_gpus()};
+    return Entry{walk_ == &all_ ? AllKey(key) : key, index, job.num_gpus()};
   }
   // Behind every job of its queue the walk has yet to reach: as after this
   // pass, when its queue's list holds the running jobs (those still to
   // start included) ahead of it. In list order among themselves.
   constexpr double kAfterTheQueue = 3;  // beyond Tier::kJoined
-  return Entry{PriorityKey{static_cast<double>(job.queue()), kAfterTheQueue,
-                           policy_->WaitingRank(job, now), job.queue_position(),
-                           job.id(), ShareOf(index)},
-               index, job.num_gpus()};
+  const PriorityKey key{static_cast<double>(job.queue()),
+                        kAfterTheQueue,
+                        policy_->WaitingRank(job, now),
+                        job.queue_position(),
+                        job.id(),
+                        ShareOf(index)};
+  return Entry{walk_ == &all_ ? AllKey(key) : key, index, job.num_gpus()};
 }
 
 void Scheduler::FillFreeGpus(Seconds now, Cluster& cluster,
@@ -352,8 +360,7 @@ bool Scheduler::TryStart(uint32_t index, Seconds now, Cluster& cluster,
       cluster.Allocate(job.id(), scratch_gpus_, job.spec().exclusive);
   assert(allocated.ok());
   (void)allocated;
-  CommitStart(index, now, scratch_gpus_, decisions);
-  return true;
+  return CommitStart(index, now, scratch_gpus_, decisions);
 }
 
 void Scheduler::FillSpareCpus(Seconds now, Cluster& cluster,

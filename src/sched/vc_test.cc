@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/rng.h"
+#include "core/shape.h"
 #include "place/placement.h"
 #include "sched/scheduler.h"
 #include "sched/testing/harness.h"
@@ -153,6 +154,81 @@ TEST(VcTest, BorrowingAndLendingLimits) {
     EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3, 4, 5, 6, 7));
     EXPECT_EQ(h.scheduler().Usage(1).borrowed, 3);
   }
+}
+
+// Review cases (each failed before its fix).
+
+// A's borrowing is capped at its share (4 of 8: B wants 8 too) in the
+// first borrowers' walk; B's 8-GPU job does not fit the 4 left, so the
+// second, uncapped walk gives A 2 more, up to its limit of 6 (its first
+// walk's 4 counted once).
+TEST(VcTest, SecondBorrowersWalkCountsTheFirstOnce) {
+  Harness h(Topology::Uniform(1, 1, 8), Options());
+  ASSERT_TRUE(
+      h.scheduler()
+          .SetVcs({Vc("l", "1x8"), Vc("a", "", /*borrow=*/6), Vc("b", "")},
+                  h.cluster().topology())
+          .ok());
+  for (JobId id = 1; id <= 8; ++id) Submit(h, id, 1, 0, "a");
+  Submit(h, 9, 8, 0, "b");
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3, 4, 5, 6));
+  EXPECT_EQ(h.scheduler().Usage(1).borrowed, 6);
+}
+
+// A lending limit holds under a policy that does not preempt too.
+TEST(VcTest, LendingLimitUnderFifo) {
+  HarnessOptions o = Options();
+  o.policy = "fifo";
+  Harness h(Topology::Uniform(1, 2, 4), o);
+  ASSERT_TRUE(
+      h.scheduler()
+          .SetVcs({Vc("a", "1x4", kUnlimited, /*lend=*/3), Vc("b", "1x4")},
+                  h.cluster().topology())
+          .ok());
+  for (JobId id = 1; id <= 8; ++id) Submit(h, id, 1, 0, "b");
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3, 4, 5, 6, 7));
+  EXPECT_EQ(h.scheduler().Usage(1).borrowed, 3);
+}
+
+// One 4-GPU server lent by L. F's user (fair share, steps of 100 GPU-s)
+// is a step in at 30 s; P's newcomer, in the same queue, does not preempt
+// F's borrower for that: between VCs only the policy's order counts.
+TEST(VcTest, FairShareStepsDoNotOrderOtherVcsBorrowers) {
+  Harness h(Topology::Uniform(1, 1, 4), Options());
+  VcSpec fair = Vc("f", "");
+  fair.fair_per_user = true;
+  fair.fair_quantum = 100;
+  ASSERT_TRUE(
+      h.scheduler()
+          .SetVcs({Vc("l", "1x4"), fair, Vc("p", "")}, h.cluster().topology())
+          .ok());
+  Submit(h, 1, 4, 0, "f");
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
+  Submit(h, 2, 4, 30, "p");
+  EXPECT_TRUE(h.At(30).empty());
+}
+
+// B's exclusive borrower reserves the whole server; A's job on its own
+// quota there reclaims it, instead of failing to bind at every pass.
+// And a job that is never preempted does not borrow at all.
+TEST(VcTest, ExclusiveBorrowersAreReclaimedAndNoPreemptJobsDoNotBorrow) {
+  Harness h(Topology::Uniform(1, 1, 4), Options());
+  ASSERT_TRUE(h.scheduler()
+                  .SetVcs({Vc("a", "4x1"), Vc("b", "")}, h.cluster().topology())
+                  .ok());
+  JobSpec exclusive{.id = 1, .num_gpus = 1, .exclusive = true};
+  exclusive.vc = "b";
+  ASSERT_TRUE(h.scheduler().Submit(exclusive, Seconds{0}).ok());
+  JobSpec stubborn{.id = 2, .num_gpus = 1, .no_preempt = true};
+  stubborn.vc = "b";
+  ASSERT_TRUE(h.scheduler().Submit(stubborn, Seconds{0}).ok());
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
+  Submit(h, 3, 1, 10, "a");
+  const Decisions d = h.At(10);
+  EXPECT_THAT(Preempted(d), ElementsAre(1));
+  EXPECT_THAT(Started(d), ElementsAre(3));
+  EXPECT_EQ(h.scheduler().bind_failures(), 0);
+  EXPECT_EQ(h.job(2).state(), JobState::kPending);
 }
 
 // One 8-GPU server, all of it L's quota, idle. A (weight 1) and B (weight
@@ -395,8 +471,15 @@ TEST(VcTest, PropertiesAtEveryPass) {
     double t = 0;
     for (JobId id = 1; id <= 150; ++id) {
       t += static_cast<double>(rng.Below(600));
-      Submit(h, id, 1 << rng.Below(per == 8 ? 4 : 3), t,
-             vcs[rng.Below(3)].name);
+      // Now and then a job that is exclusive or never preempted.
+      JobSpec spec{
+          .id = id,
+          .num_gpus = 1 << static_cast<int>(rng.Below(per == 8 ? 4 : 3)),
+          .submit_time = Seconds{t},
+          .no_preempt = rng.Below(20) == 0,
+          .exclusive = rng.Below(15) == 0};
+      spec.vc = vcs[rng.Below(3)].name;
+      ASSERT_TRUE(s.Submit(spec, Seconds{t}).ok());
       for (int k = 0; k < 2; ++k) {
         std::vector<JobId> running;
         for (const Job& job : s.jobs()) {
@@ -449,11 +532,13 @@ TEST(VcTest, PropertiesAtEveryPass) {
         const Cluster* own = s.VcCluster(s.VcOf(job.id()));
         if (!own) continue;
         std::vector<GpuId> gpus;
-        ASSERT_FALSE(placer->Place(*own, job, probe, &gpus))
+        ASSERT_FALSE(PlaceJob(*placer, *own, job, probe, &gpus))
             << where << ": job " << job.id() << " (" << job.num_gpus()
             << " GPUs, vc " << s.VcOf(job.id()) << ", held " << s.held(job.id())
             << ") waits but fits its quota; free " << own->free_gpus() << " of "
-            << own->total_gpus();
+            << own->total_gpus() << (job.spec().exclusive ? ", exclusive" : "")
+            << (job.spec().no_preempt ? ", no-preempt" : "") << ", next wakeup "
+            << s.NextWakeup().count() << " at " << t;
       }
     }
     reclaims += s.reclaims();

@@ -53,6 +53,10 @@ absl::StatusOr<std::vector<VcSpec>> VcsFromTrace(std::vector<JobSpec>* jobs,
       [](const Share& a, const Share& b) { return a.demand > b.demand; });
   const int server = static_cast<int>(
       std::bit_floor(static_cast<unsigned>(topology.max_gpus_per_server())));
+  if (server < 1) {
+    return absl::InvalidArgumentError(
+        "virtual clusters need a cluster with GPUs");
+  }
   std::vector<VcSpec> vcs;
   for (const Share& s : shares) {
     VcSpec vc;

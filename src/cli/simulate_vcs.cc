@@ -71,7 +71,7 @@ std::string FormatVcTable(const std::vector<VcRow>& rows) {
       priv = Hours(r.private_avg_queueing_s);
       priv_jct = Hours(r.private_avg_jct_s);
       anomaly =
-          absl::StrFormat(r.anomaly_s() > 0 ? "ANOMALY %+.2f h" : "%+.2f h",
+          absl::StrFormat("%s%+.2f h", r.anomaly_s() > 0 ? "ANOMALY " : "",
                           r.anomaly_s() / 3600);
     }
     absl::StrAppendFormat(

@@ -143,16 +143,20 @@ TEST(VcTest, BorrowingAndLendingLimits) {
     EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3, 4, 5, 6));
     EXPECT_EQ(h.scheduler().Usage(1).borrowed, 2);
   }
-  {
-    Harness h(Topology::Uniform(1, 2, 4), Options());
+  // The lending limit, also under a policy that does not preempt (which
+  // once ignored it).
+  for (const char* policy : {"tiresias-l", "fifo"}) {
+    HarnessOptions o = Options();
+    o.policy = policy;
+    Harness h(Topology::Uniform(1, 2, 4), o);
     ASSERT_TRUE(
         h.scheduler()
             .SetVcs({Vc("a", "1x4", kUnlimited, /*lend=*/3), Vc("b", "1x4")},
                     h.cluster().topology())
             .ok());
     for (JobId id = 1; id <= 8; ++id) Submit(h, id, 1, 0, "b");
-    EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3, 4, 5, 6, 7));
-    EXPECT_EQ(h.scheduler().Usage(1).borrowed, 3);
+    EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3, 4, 5, 6, 7)) << policy;
+    EXPECT_EQ(h.scheduler().Usage(1).borrowed, 3) << policy;
   }
 }
 
@@ -173,21 +177,6 @@ TEST(VcTest, SecondBorrowersWalkCountsTheFirstOnce) {
   Submit(h, 9, 8, 0, "b");
   EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3, 4, 5, 6));
   EXPECT_EQ(h.scheduler().Usage(1).borrowed, 6);
-}
-
-// A lending limit holds under a policy that does not preempt too.
-TEST(VcTest, LendingLimitUnderFifo) {
-  HarnessOptions o = Options();
-  o.policy = "fifo";
-  Harness h(Topology::Uniform(1, 2, 4), o);
-  ASSERT_TRUE(
-      h.scheduler()
-          .SetVcs({Vc("a", "1x4", kUnlimited, /*lend=*/3), Vc("b", "1x4")},
-                  h.cluster().topology())
-          .ok());
-  for (JobId id = 1; id <= 8; ++id) Submit(h, id, 1, 0, "b");
-  EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3, 4, 5, 6, 7));
-  EXPECT_EQ(h.scheduler().Usage(1).borrowed, 3);
 }
 
 // One 4-GPU server lent by L. F's user (fair share, steps of 100 GPU-s)

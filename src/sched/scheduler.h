@@ -249,6 +249,8 @@ class Scheduler {
   using Wakeup = std::pair<double, uint32_t>;  // (instant seconds, index)
 
   absl::Status Admit(Job job, Seconds now);
+  // The index of job `id`; NotFound ("job N not found") if none.
+  absl::StatusOr<uint32_t> IndexOf(JobId id) const;
   // QueueOrder::kStable. A queue's list is ordered by (tier, pos): the
   // running jobs that kept their place, then the waiting ones, then the
   // running ones demoted into it since the last pass; each tier by
@@ -297,6 +299,9 @@ class Scheduler {
   // with head-of-line blocking, stopping at) jobs that do not fit.
   void FillFreeGpus(Seconds now, Cluster& cluster, bool head_of_line_blocking,
                     Decisions* decisions);
+  // Places job `index` on `cluster`'s free GPUs (into scratch_gpus_) and
+  // allocates them; false, changing nothing, if it does not fit.
+  bool PlaceAndAllocate(uint32_t index, Cluster& cluster);
   bool TryStart(uint32_t index, Seconds now, Cluster& cluster,
                 Decisions* decisions);
   // The key a running job displaced during the walk waits with.

@@ -3,16 +3,21 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "sched/scheduler.h"
 
 namespace tiresias {
 
-absl::Status Scheduler::Finish(JobId id, Seconds now, Cluster& cluster) {
+absl::StatusOr<uint32_t> Scheduler::IndexOf(JobId id) const {
   auto it = index_of_.find(id);
   if (it == index_of_.end()) {
     return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
   }
-  const uint32_t index = it->second;
+  return it->second;
+}
+
+absl::Status Scheduler::Finish(JobId id, Seconds now, Cluster& cluster) {
+  ASSIGN_OR_RETURN(const uint32_t index, IndexOf(id));
   Job& job = jobs_[index];
   if (!job.running()) {
     return absl::FailedPreconditionError(
@@ -32,11 +37,7 @@ absl::Status Scheduler::Finish(JobId id, Seconds now, Cluster& cluster) {
 }
 
 absl::Status Scheduler::Replace(const Job& job, Seconds now) {
-  auto it = index_of_.find(job.id());
-  if (it == index_of_.end()) {
-    return absl::NotFoundError(absl::StrCat("job ", job.id(), " not found"));
-  }
-  const uint32_t index = it->second;
+  ASSIGN_OR_RETURN(const uint32_t index, IndexOf(job.id()));
   if (jobs_[index].finished() || job.finished()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", job.id(), ": only an unfinished job can be replaced"));
@@ -67,11 +68,7 @@ absl::Status Scheduler::Replace(const Job& job, Seconds now) {
 }
 
 absl::Status Scheduler::Remove(JobId id, Seconds now, Cluster& cluster) {
-  auto it = index_of_.find(id);
-  if (it == index_of_.end()) {
-    return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
-  }
-  const uint32_t index = it->second;
+  ASSIGN_OR_RETURN(const uint32_t index, IndexOf(id));
   Job& job = jobs_[index];
   if (job.finished()) {
     return absl::FailedPreconditionError(
@@ -90,11 +87,7 @@ absl::Status Scheduler::Remove(JobId id, Seconds now, Cluster& cluster) {
 }
 
 absl::Status Scheduler::Hold(JobId id) {
-  auto it = index_of_.find(id);
-  if (it == index_of_.end()) {
-    return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
-  }
-  const uint32_t index = it->second;
+  ASSIGN_OR_RETURN(const uint32_t index, IndexOf(id));
   const Job& job = jobs_[index];
   if (!job.waiting()) {
     return absl::FailedPreconditionError(
@@ -110,11 +103,7 @@ absl::Status Scheduler::Hold(JobId id) {
 }
 
 absl::Status Scheduler::Release(JobId id, Seconds now) {
-  auto it = index_of_.find(id);
-  if (it == index_of_.end()) {
-    return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
-  }
-  const uint32_t index = it->second;
+  ASSIGN_OR_RETURN(const uint32_t index, IndexOf(id));
   if (!slots_[index].held) return absl::OkStatus();
   slots_[index].held = false;
   if (!jobs_[index].finished()) {
@@ -131,11 +120,7 @@ bool Scheduler::held(JobId id) const {
 }
 
 absl::Status Scheduler::Requeue(JobId id, Seconds now, Cluster& cluster) {
-  auto it = index_of_.find(id);
-  if (it == index_of_.end()) {
-    return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
-  }
-  const uint32_t index = it->second;
+  ASSIGN_OR_RETURN(const uint32_t index, IndexOf(id));
   if (!jobs_[index].running()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", id, " is ", std::string(JobStateName(jobs_[index].state())),

@@ -194,15 +194,7 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     }
   }
   if (borrow_walk_ && !MayBorrow(index)) return false;
-  auto place = [&] {
-    scratch_gpus_.clear();
-    if (!PlaceJob(*placer_, cluster, job, rng_, &scratch_gpus_)) return false;
-    absl::Status allocated =
-        cluster.Allocate(job.id(), scratch_gpus_, job.spec().exclusive);
-    assert(allocated.ok());
-    (void)allocated;
-    return true;
-  };
+  auto place = [&] { return PlaceAndAllocate(index, cluster); };
   auto pending = [&] {
     Keep(scratch_gpus_, cluster);
     pending_starts_.push_back({index, scratch_gpus_});
@@ -351,16 +343,21 @@ void Scheduler::FillFreeGpus(Seconds now, Cluster& cluster,
   }
 }
 
-bool Scheduler::TryStart(uint32_t index, Seconds now, Cluster& cluster,
-                         Decisions* decisions) {
-  Job& job = jobs_[index];
+bool Scheduler::PlaceAndAllocate(uint32_t index, Cluster& cluster) {
+  const Job& job = jobs_[index];
   scratch_gpus_.clear();
   if (!PlaceJob(*placer_, cluster, job, rng_, &scratch_gpus_)) return false;
   absl::Status allocated =
       cluster.Allocate(job.id(), scratch_gpus_, job.spec().exclusive);
   assert(allocated.ok());
   (void)allocated;
-  return CommitStart(index, now, scratch_gpus_, decisions);
+  return true;
+}
+
+bool Scheduler::TryStart(uint32_t index, Seconds now, Cluster& cluster,
+                         Decisions* decisions) {
+  return PlaceAndAllocate(index, cluster) &&
+         CommitStart(index, now, scratch_gpus_, decisions);
 }
 
 void Scheduler::FillSpareCpus(Seconds now, Cluster& cluster,

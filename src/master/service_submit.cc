@@ -1,0 +1,143 @@
+// TiresiasService: submissions (SubmitJob, SubmitJobs) and what is checked
+// of each spec before the master takes it.
+#include <grpcpp/grpcpp.h>
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "core/to_absl.h"
+#include "master/proto_convert.h"
+#include "master/service.h"
+#include "security/rpc_status.h"
+
+namespace tiresias {
+
+namespace {
+
+// The spec's owner: whoever submits it, unless an admin names another.
+// `field` names the spec's user field in a refusal.
+absl::Status SetOwner(CallAuth& auth, const Principal& who,
+                      std::string_view method, std::string_view field,
+                      JobRequest& spec) {
+  if (spec.user.empty()) {
+    spec.user = who.user;
+    return absl::OkStatus();
+  }
+  if (spec.user == who.user || who.admin) return absl::OkStatus();
+  return auth.Deny(
+      who, method,
+      absl::StrCat(ToAbsl(field), ": you are ", who.user,
+                   "; only an admin may submit a job for another user (",
+                   spec.user, ")"));
+}
+
+// A non-admin's job may depend only on jobs of its own user (the jobs a
+// user may act on); an admin's on any. PermissionDenied is audited.
+absl::Status CheckDependencyOwners(MasterState& state, CallAuth& auth,
+                                   const Principal& who,
+                                   std::string_view method,
+                                   std::string_view field,
+                                   const JobRequest& spec) {
+  if (spec.dependencies.empty()) return absl::OkStatus();
+  absl::Status status = state.CheckDependencyTargets(
+      spec,
+      [&](const JobRecord& target) {
+        return who.admin || target.spec.user == spec.user;
+      },
+      field);
+  if (absl::IsPermissionDenied(status)) {
+    return auth.Deny(who, method, std::string(status.message()));
+  }
+  return status;
+}
+
+// A job never preempted holds its GPUs against everyone's priority: on a
+// secure master only an admin may submit one, unless the operator lets
+// users (`master --no-preempt-for users`). PermissionDenied is audited.
+absl::Status CheckNoPreempt(CallAuth& auth, const Principal& who,
+                            const MasterOptions& options,
+                            std::string_view method, std::string_view field,
+                            const JobRequest& spec) {
+  if (!spec.no_preempt || who.admin || options.no_preempt_users) {
+    return absl::OkStatus();
+  }
+  return auth.Deny(
+      who, method,
+      absl::StrCat(ToAbsl(field),
+                   ": only an admin may submit a job that is never "
+                   "preempted (--no-preempt); the operator may allow users "
+                   "with `tiresias master --no-preempt-for users`"));
+}
+
+// Every check of one submitted spec: its owner and its exemption from
+// preemption on a secure master, and the jobs it depends on. `field`
+// names the spec in a refusal ("spec", "jobs[3]").
+absl::Status CheckSubmission(MasterState& state, CallAuth& auth,
+                             const Principal& who, std::string_view method,
+                             std::string_view field, JobRequest& spec) {
+  if (state.options().require_auth) {
+    RETURN_IF_ERROR(SetOwner(auth, who, method,
+                             absl::StrCat(ToAbsl(field), ".user"), spec));
+    RETURN_IF_ERROR(CheckNoPreempt(auth, who, state.options(), method,
+                                   absl::StrCat(ToAbsl(field), ".no_preempt"),
+                                   spec));
+  }
+  return CheckDependencyOwners(state, auth, who, method, field, spec);
+}
+
+}  // namespace
+
+grpc::Status TiresiasService::SubmitJob(grpc::ServerContext* ctx,
+                                        const v1::SubmitJobRequest* req,
+                                        v1::SubmitJobResponse* resp) {
+  absl::StatusOr<Principal> who = auth_.Client(*ctx, "SubmitJob");
+  if (!who.ok()) return security::ToGrpc(who.status());
+  if (!req->has_spec()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "spec: must be set");
+  }
+  JobRequest spec = JobSpecFromProto(req->spec());
+  if (absl::Status checked =
+          CheckSubmission(*state_, auth_, *who, "SubmitJob", "spec", spec);
+      !checked.ok()) {
+    return security::ToGrpc(checked);
+  }
+  absl::StatusOr<MasterState::SubmitResult> submitted =
+      state_->SubmitJob(spec, req->request_id());
+  if (!submitted.ok()) return security::ToGrpc(submitted.status());
+  resp->set_job_id(submitted->id);
+  resp->set_existing(submitted->existing);
+  resp->mutable_array_job_ids()->Assign(submitted->array_job_ids.begin(),
+                                        submitted->array_job_ids.end());
+  if (!submitted->existing) Changed();
+  return grpc::Status::OK;
+}
+
+grpc::Status TiresiasService::SubmitJobs(grpc::ServerContext* ctx,
+                                         const v1::SubmitJobsRequest* req,
+                                         v1::SubmitJobsResponse* resp) {
+  absl::StatusOr<Principal> who = auth_.Client(*ctx, "SubmitJobs");
+  if (!who.ok()) return security::ToGrpc(who.status());
+  std::vector<JobRequest> specs;
+  specs.reserve(req->jobs_size());
+  for (int i = 0; i < req->jobs_size(); ++i) {
+    specs.push_back(JobSpecFromProto(req->jobs(i)));
+    if (absl::Status checked =
+            CheckSubmission(*state_, auth_, *who, "SubmitJobs",
+                            absl::StrCat("jobs[", i, "]"), specs.back());
+        !checked.ok()) {
+      return security::ToGrpc(checked);
+    }
+  }
+  absl::StatusOr<MasterState::BulkSubmitResult> submitted =
+      state_->SubmitJobs(specs, req->request_id());
+  if (!submitted.ok()) return security::ToGrpc(submitted.status());
+  resp->mutable_job_ids()->Reserve(static_cast<int>(submitted->ids.size()));
+  for (JobId id : submitted->ids) resp->add_job_ids(id);
+  resp->set_existing(submitted->existing);
+  if (!submitted->existing) Changed();
+  return grpc::Status::OK;
+}
+
+}  // namespace tiresias

@@ -178,6 +178,8 @@ json JobJson(const v1::Job& j, JobView view, double now_unix_seconds) {
                               : json(nullptr)},
       {"cpus", spec.cpus() > 0 ? json(spec.cpus()) : json(nullptr)},
       {"mem_mib", spec.mem_mib() > 0 ? json(spec.mem_mib()) : json(nullptr)},
+      {"vc", TextOrNull(spec.vc())},
+      {"borrowing", j.borrowing()},
       {"dependencies", std::move(dependencies)},
       {"waiting_on_dependencies", j.waiting_on_dependencies()},
       {"queue", j.queue()},
@@ -340,6 +342,30 @@ json TokenListJson(const v1::ListTokensResponse& response) {
          {"revoked_time", Nullable(t.has_revoked(), t.revoked())}});
   }
   return {{"tokens", std::move(tokens)}};
+}
+
+json VcListJson(const v1::ListVcsResponse& response) {
+  json vcs = json::array();
+  for (const v1::VcStatus& s : response.vcs()) {
+    const v1::VirtualCluster& vc = s.vc();
+    auto limit = [](int32_t n) { return n < 0 ? json(nullptr) : json(n); };
+    vcs.push_back({{"name", vc.name()},
+                   {"quota", vc.quota()},
+                   {"quota_gpus", s.quota_gpus()},
+                   {"weight", vc.weight()},
+                   {"borrow_limit", limit(vc.borrow_limit())},
+                   {"lend_limit", limit(vc.lend_limit())},
+                   {"fair_per_user", vc.fair_per_user()},
+                   {"fair_quantum_s", vc.fair_quantum_seconds()},
+                   {"members", Strings(vc.members())},
+                   {"default_for", Strings(vc.default_for())},
+                   {"guaranteed_gpus", s.guaranteed_gpus()},
+                   {"borrowed_gpus", s.borrowed_gpus()},
+                   {"running_jobs", s.running_jobs()},
+                   {"waiting_jobs", s.waiting_jobs()},
+                   {"bound_cells", Strings(s.bound_cells())}});
+  }
+  return {{"vcs", std::move(vcs)}};
 }
 
 json AuditJson(const v1::ListAuditResponse& response) {

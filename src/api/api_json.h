@@ -88,6 +88,8 @@ nlohmann::json TokenListJson(const v1::ListTokensResponse& response);
 // {"entries": [{"sequence", "time", "principal", "peer", "action",
 // "outcome", "detail"}...]}.
 nlohmann::json AuditJson(const v1::ListAuditResponse& response);
+// `tiresias vc list --json`.
+nlohmann::json VcListJson(const v1::ListVcsResponse& response);
 
 // The document as text: indented by 2 (or on one line), keys in
 // alphabetical order, text that is not UTF-8 (only an old master could

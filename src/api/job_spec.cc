@@ -49,6 +49,7 @@ void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
   out->set_exclusive(spec.exclusive);
   out->set_cpus(spec.cpus);
   out->set_mem_mib(spec.mem_mib);
+  out->set_vc(spec.vc);
 }
 
 JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
@@ -90,6 +91,7 @@ JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
   out.exclusive = spec.exclusive();
   out.cpus = spec.cpus();
   out.mem_mib = spec.mem_mib();
+  out.vc = spec.vc();
   return out;
 }
 

@@ -16,6 +16,7 @@ void AddAdminCommands(CLI::App& app, int* exit_code) {
   CLI::App* admin = AddAdminGroup(app);
   AddAdminCertCommands(admin, exit_code);
   AddAdminTokenCommands(admin, exit_code);
+  AddAdminVcCommands(admin, exit_code);
 }
 
 }  // namespace tiresias

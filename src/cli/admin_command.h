@@ -26,6 +26,9 @@ void AddAdminCertCommands(CLI::App* admin, int* exit_code);
 // API, with an admin's credentials (admin_token_command.cc).
 void AddAdminTokenCommands(CLI::App* admin, int* exit_code);
 
+// `admin vc create|set|remove`: virtual clusters (vc_command.cc).
+void AddAdminVcCommands(CLI::App* admin, int* exit_code);
+
 // `tiresias whoami` (admin_token_command.cc).
 void AddWhoAmICommand(CLI::App& app, int* exit_code);
 

@@ -165,6 +165,12 @@ class MasterStub {
     return Unary("WhoAmI", context, request, response,
                  &v1::Tiresias::Stub::WhoAmI);
   }
+  grpc::Status ListVcs(grpc::ClientContext* context,
+                       const v1::ListVcsRequest& request,
+                       v1::ListVcsResponse* response) {
+    return Unary("ListVcs", context, request, response,
+                 &v1::Tiresias::Stub::ListVcs);
+  }
   grpc::Status GetClusterStatus(grpc::ClientContext* context,
                                 const v1::GetClusterStatusRequest& request,
                                 v1::ClusterStatus* response) {

@@ -29,7 +29,8 @@ constexpr const char* kFields =
     "gpus, command, nodes, gpus_per_node, tasks_per_node, name, env, "
     "checkpoint_dir, chdir (or workdir), output, error, time, signal, "
     "no_preempt, hold, dependency, gpu_type, constraint, nodelist, "
-    "exclude, cpus_per_gpu, mem_per_gpu, cpus, mem, exclusive";
+    "exclude, cpus_per_gpu, mem_per_gpu, cpus, mem, exclusive, vc (or "
+    "account)";
 
 // A JSON value for a message: its text, cut to about 40 bytes.
 std::string Shown(const Json& value) {
@@ -111,10 +112,11 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
       if (!name.ok()) return name.status();
       spec.name = *std::move(name);
       has_name = true;
-    } else if (key == "checkpoint_dir") {
-      auto dir = StringField(value, key);
-      if (!dir.ok()) return dir.status();
-      spec.checkpoint_dir = *std::move(dir);
+    } else if (key == "checkpoint_dir" || key == "vc" || key == "account") {
+      auto text = StringField(value, key);
+      if (!text.ok()) return text.status();
+      (key == "checkpoint_dir" ? spec.checkpoint_dir : spec.vc) =
+          *std::move(text);
     } else if (key == "chdir" || key == "workdir") {
       if (!workdir_key.empty()) {
         return FieldError(key, absl::StrCat("given with ", workdir_key,

@@ -79,6 +79,7 @@ struct SubmitFlags {
   bool hold = false;
   std::string dependency;  // --dependency: Slurm's form (core/dependency.h)
   std::string array;       // --array: Slurm's form (core/job_array.h)
+  std::string vc;          // --vc, --account: its virtual cluster
   cli::NodeFilterFlags filter;  // --gpu-type, --constraint, ...
 };
 
@@ -195,6 +196,7 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
       cli::ApplyNodeFilter(f.filter, cli::kNodeFilterFlagNames, &spec));
   spec.no_preempt = f.no_preempt;
   spec.hold = f.hold;
+  spec.vc = f.vc;
   absl::StatusOr<std::vector<JobDependency>> deps =
       ParseDependencies(f.dependency);
   if (!deps.ok()) {
@@ -385,6 +387,10 @@ int SubmitFile(const SubmitFlags& f) {
   absl::StatusOr<std::vector<cli::JobFileEntry>> entries =
       cli::ReadJobFile(f.file, cli::OwnerToSend(*creds), *cwd);
   if (!entries.ok()) return Fail(std::string(entries.status().message()));
+  // --vc: the VC of every job whose line names none.
+  for (cli::JobFileEntry& entry : *entries) {
+    if (entry.spec.vc.empty()) entry.spec.vc = f.vc;
+  }
   for (cli::JobFileEntry& entry : *entries) {
     if (exported.empty()) break;
     std::map<std::string, std::string> env = exported;
@@ -548,6 +554,9 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
                 "The job cannot checkpoint: once started it is never "
                 "preempted and keeps its GPUs until it ends (the master may "
                 "refuse it: --max-no-preempt-gpus)");
+  cmd->add_option("--vc,--account,-A", submit->vc,
+                  "The virtual cluster (team) it runs in: its quota, and "
+                  "borrowing beyond it (default: yours; `tiresias vc list`)");
   cmd->add_flag("--hold", submit->hold,
                 "Submit it held: it is not started until `tiresias release "
                 "JOB`");

@@ -73,6 +73,24 @@ std::optional<PhysicalCell> CellPool::Bind(int size, int home,
   return best;
 }
 
+bool CellPool::CanBindAt(const PhysicalCell& cell) const {
+  const int s = cell.server;
+  return s >= 0 && s < static_cast<int>(gpus_.size()) && cell.size > 0 &&
+         std::has_single_bit(static_cast<unsigned>(cell.size)) &&
+         cell.offset >= 0 && cell.offset % cell.size == 0 &&
+         cell.offset + cell.size <= gpus_[s] &&
+         TopBlockSize(gpus_[s], cell.offset) >= cell.size &&
+         Free(s, cell.offset, cell.size);
+}
+
+bool CellPool::BindAt(const PhysicalCell& cell) {
+  if (!CanBindAt(cell)) return false;
+  const int s = cell.server;
+  bound_[s] |= Mask(cell.offset, cell.size);
+  bound_gpus_ += cell.size;
+  return true;
+}
+
 void CellPool::Unbind(const PhysicalCell& cell) {
   const uint64_t mask = Mask(cell.offset, cell.size);
   assert((bound_[cell.server] & mask) == mask);

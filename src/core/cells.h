@@ -59,6 +59,13 @@ class CellPool {
   using CostFn = std::function<int64_t(const PhysicalCell&)>;
   std::optional<PhysicalCell> Bind(int size, int home = -1,
                                    const CostFn& cost = {});
+  // Binds exactly `cell` (a job already running there is adopted into its
+  // VC's quota: a restarted master, a changed cluster): false, changing
+  // nothing, unless it is an aligned power-of-two block inside one of the
+  // server's top blocks and free. A cordoned server is allowed (what runs
+  // there stays).
+  bool BindAt(const PhysicalCell& cell);
+  bool CanBindAt(const PhysicalCell& cell) const;
   // Frees a bound cell (asserted bound).
   void Unbind(const PhysicalCell& cell);
   void SetCordoned(int server, bool cordoned);

@@ -36,6 +36,24 @@ TEST(CellPoolTest, UnbindingMergesBuddiesBack) {
   EXPECT_EQ(pool.Bind(8), (PhysicalCell{0, 0, 8}));
 }
 
+TEST(CellPoolTest, BindAtTakesOnlyAFreeAlignedBlockOfATopBlock) {
+  std::vector<ServerSpec> servers = {{0, 6, "six"}, {0, 8, "eight"}};
+  CellPool pool(*Topology::Create(servers));
+  EXPECT_FALSE(pool.BindAt({0, 4, 4}));  // past the 6 GPUs
+  EXPECT_FALSE(pool.BindAt({0, 2, 4}));  // not aligned
+  EXPECT_FALSE(pool.BindAt({0, 0, 3}));  // not a power of two
+  EXPECT_FALSE(pool.BindAt({2, 0, 1}));  // no such server
+  EXPECT_TRUE(pool.BindAt({0, 4, 2}));   // the 2-block of 6
+  EXPECT_TRUE(pool.BindAt({1, 2, 2}));
+  EXPECT_FALSE(pool.BindAt({1, 0, 4}));  // overlaps the bound 2-cell
+  EXPECT_EQ(pool.bound_gpus(), 4);
+  pool.SetCordoned(1, true);
+  EXPECT_TRUE(pool.BindAt({1, 4, 4}));  // what runs there stays
+  EXPECT_EQ(pool.bound_gpus(), 8);
+  // Best fit around what BindAt took: the 4-block of the 6-GPU server.
+  EXPECT_EQ(pool.Bind(4), (PhysicalCell{0, 0, 4}));
+}
+
 TEST(CellPoolTest, CostThenHomeBreakTiesNotBestFit) {
   CellPool pool(Topology::Uniform(1, 3, 4));
   // Equal blocks everywhere: the cost decides.

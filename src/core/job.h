@@ -64,7 +64,7 @@ struct JobSpec {
   int cpus = 0;
   int64_t mem_mib = 0;
   // Its virtual cluster (team), when the scheduler has VCs
-  // (sched/vcs.h); "" is the first one.
+  // (sched/vcs.h); "" is the VC named "" if there is one, else the first.
   std::string vc;
   // Who submitted it, for per-user fair share ("" when unknown: one user).
   std::string user;

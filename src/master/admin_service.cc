@@ -14,7 +14,8 @@ absl::StatusOr<Principal> AdminService::Admin(const grpc::ServerContext& ctx,
   ASSIGN_OR_RETURN(Principal who, auth_.Client(ctx, action));
   if (!who.admin) {
     return auth_.Deny(who, action,
-                      "only an admin may manage tokens and read the audit log");
+                      "only an admin may manage tokens, virtual clusters and "
+                      "read the audit log");
   }
   return who;
 }
@@ -99,6 +100,38 @@ grpc::Status AdminService::ListAudit(grpc::ServerContext* ctx,
     out->set_outcome(r.outcome);
     out->set_detail(r.detail);
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::SetVc(grpc::ServerContext* ctx,
+                                 const v1::SetVcRequest* req,
+                                 v1::SetVcResponse*) {
+  const std::string action =
+      absl::StrCat(req->create() ? "CreateVc " : "SetVc ", req->vc().name());
+  absl::StatusOr<Principal> who = Admin(*ctx, action);
+  if (!who.ok()) return security::ToGrpc(who.status());
+  VcRecord vc = VcFromProto(req->vc());
+  if (absl::Status s = state_->SetVc(vc, req->create()); !s.ok()) {
+    return security::ToGrpc(s);
+  }
+  auth_.Done(
+      *who, action,
+      absl::StrCat("quota ", vc.quota.empty() ? "none" : vc.quota, ", weight ",
+                   vc.weight, ", borrow ", vc.borrow_limit, ", lend ",
+                   vc.lend_limit, ", members ", vc.members.size()));
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::RemoveVc(grpc::ServerContext* ctx,
+                                    const v1::RemoveVcRequest* req,
+                                    v1::RemoveVcResponse*) {
+  const std::string action = absl::StrCat("RemoveVc ", req->name());
+  absl::StatusOr<Principal> who = Admin(*ctx, action);
+  if (!who.ok()) return security::ToGrpc(who.status());
+  if (absl::Status s = state_->RemoveVc(req->name()); !s.ok()) {
+    return security::ToGrpc(s);
+  }
+  auth_.Done(*who, action, "");
   return grpc::Status::OK;
 }
 

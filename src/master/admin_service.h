@@ -1,6 +1,7 @@
-// The administration API (v1::Admin): bearer tokens and the audit log, for
-// admins only (on an --insecure master everyone is one). Thin translations
-// onto MasterState; every token issued or revoked is in the audit log.
+// The administration API (v1::Admin): bearer tokens, the audit log and
+// virtual clusters, for admins only (on an --insecure master everyone is
+// one). Thin translations onto MasterState; every token issued or revoked
+// and every VC set or removed is in the audit log.
 #ifndef TIRESIAS_MASTER_ADMIN_SERVICE_H_
 #define TIRESIAS_MASTER_ADMIN_SERVICE_H_
 
@@ -22,6 +23,10 @@ class AdminService final : public v1::Admin::Service {
                            v1::RevokeTokenResponse*) override;
   grpc::Status ListAudit(grpc::ServerContext*, const v1::ListAuditRequest*,
                          v1::ListAuditResponse*) override;
+  grpc::Status SetVc(grpc::ServerContext*, const v1::SetVcRequest*,
+                     v1::SetVcResponse*) override;
+  grpc::Status RemoveVc(grpc::ServerContext*, const v1::RemoveVcRequest*,
+                        v1::RemoveVcResponse*) override;
 
   static constexpr int kMaxAuditEntries = 1000;
 

@@ -28,6 +28,8 @@ std::string_view StoreWriteKindName(StoreWriteKind kind) {
       return "AddPlacementRun";
     case StoreWriteKind::kAddClusterSample:
       return "AddClusterSample";
+    case StoreWriteKind::kPutVc:
+      return "PutVc";
   }
   return "?";
 }
@@ -159,6 +161,16 @@ absl::StatusOr<int64_t> FaultStore::CreateToken(const TokenRecord& token) {
 absl::Status FaultStore::RevokeToken(int64_t id, Seconds at) {
   return Apply<absl::Status>(StoreWriteKind::kRevokeToken,
                              [&] { return inner_->RevokeToken(id, at); });
+}
+
+absl::Status FaultStore::PutVc(const VcRecord& vc) {
+  return Apply<absl::Status>(StoreWriteKind::kPutVc,
+                             [&] { return inner_->PutVc(vc); });
+}
+
+absl::Status FaultStore::RemoveVc(const std::string& name) {
+  return Apply<absl::Status>(StoreWriteKind::kPutVc,
+                             [&] { return inner_->RemoveVc(name); });
 }
 
 absl::Status FaultStore::AppendAudit(const AuditRecord& record) {

@@ -55,6 +55,7 @@ enum class StoreWriteKind {
   kSaveProfile,
   kAddPlacementRun,
   kAddClusterSample,
+  kPutVc,  // PutVc and RemoveVc
 };
 // "CreateJobs", "Write", ...: the method's name.
 std::string_view StoreWriteKindName(StoreWriteKind kind);
@@ -123,6 +124,8 @@ class FaultStore final : public Store {
   absl::Status AddPlacementRun(const PlacementRunRecord& run) override;
   absl::Status AddClusterSample(const ClusterSample& sample,
                                 const HistoryRetention& retention) override;
+  absl::Status PutVc(const VcRecord& vc) override;
+  absl::Status RemoveVc(const std::string& name) override;
 
   // Reads: the inner store's.
   absl::StatusOr<JobRecord> GetJob(JobId id) const override {
@@ -159,6 +162,9 @@ class FaultStore final : public Store {
   absl::StatusOr<std::vector<PlacementRunRecord>> ListPlacementRuns()
       const override {
     return inner_->ListPlacementRuns();
+  }
+  absl::StatusOr<std::vector<VcRecord>> ListVcs() const override {
+    return inner_->ListVcs();
   }
   absl::StatusOr<std::vector<ClusterSample>> ClusterHistory(
       Seconds since, Seconds until) const override {

@@ -19,6 +19,8 @@ namespace tiresias::job_limits {
 inline constexpr size_t kMaxNameBytes = 256;
 inline constexpr size_t kMaxUserBytes = 64;
 inline constexpr size_t kMaxModelBytes = 64;
+// JobSpec.vc: a VC's name (VirtualCluster.name).
+inline constexpr size_t kMaxVcBytes = 64;
 inline constexpr size_t kMaxCheckpointDirBytes = 4096;
 
 // JobSpec.workdir (empty or an absolute path), .output and .error (empty or

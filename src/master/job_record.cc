@@ -215,6 +215,7 @@ JobSpec CoreJobSpec(JobId id, const JobRequest& spec, Seconds submit_time,
                  .exclusive = spec.exclusive,
                  .cpus = spec.cpus,
                  .mem_mib = spec.mem_mib,
+                 .vc = spec.vc,
                  .user = spec.user};
 }
 

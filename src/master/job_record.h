@@ -76,6 +76,8 @@ struct JobRequest {
   // memory it needs on one node's spare CPUs; mem_mib 0: a per-CPU share.
   int cpus = 0;
   int64_t mem_mib = 0;
+  // Its virtual cluster (JobSpec.vc); "" on a master without VCs.
+  std::string vc;
 
   bool cpu_only() const { return num_gpus == 0; }
   bool operator==(const JobRequest&) const = default;
@@ -267,6 +269,8 @@ struct JobRecord {
   // `pending_reason_kind` is a PendingReasonKind value, 0 for none.
   std::string pending_reason;
   int pending_reason_kind = 0;
+  // A running job beyond its VC's quota (Job.borrowing); never stored.
+  bool borrowing = false;
 
   bool operator==(const JobRecord&) const = default;
 };

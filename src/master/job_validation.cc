@@ -315,6 +315,9 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
     status = CheckField("spec.model", spec.model, limits::kMaxModelBytes);
   }
   if (status.ok()) {
+    status = CheckField("spec.vc", spec.vc, limits::kMaxVcBytes);
+  }
+  if (status.ok()) {
     status = CheckField("spec.checkpoint_dir", spec.checkpoint_dir,
                         limits::kMaxCheckpointDirBytes);
   }

@@ -233,7 +233,8 @@ void MasterState::QueueAndWrite(SubmitWriter& self) {
 absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
                                       Seconds now) {
   // The profile: measured before, on a job of the same signature.
-  const JobSpec core = CoreJobSpec(created.id, job.spec, now, created.profile);
+  JobSpec core = CoreJobSpec(created.id, job.spec, now, created.profile);
+  core.vc = vcs_.SchedulerName(core.vc);  // a VC removed meanwhile: none
   // Only a broken invariant (an id the scheduler already holds) fails
   // here; the job is stored and a restarted master would load it.
   RETURN_IF_ERROR(scheduler_->Submit(core, now));

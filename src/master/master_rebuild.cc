@@ -35,8 +35,8 @@ Job BuildWaitingJob(JobSpec spec, std::optional<Seconds> first_start,
 }  // namespace
 
 Job MasterState::JobFromRecord(const JobRecord& rec) const {
-  const JobSpec spec =
-      CoreJobSpec(rec.id, rec.spec, rec.submit_time, rec.profile);
+  JobSpec spec = CoreJobSpec(rec.id, rec.spec, rec.submit_time, rec.profile);
+  spec.vc = vcs_.SchedulerName(spec.vc);
   return BuildWaitingJob(spec, rec.first_start_time, rec.executed,
                          rec.total_executed, rec.last_stop_time, rec.queue);
 }
@@ -241,6 +241,9 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
   }
 
   cluster_ = std::move(cluster);
+  // The VCs on the new cluster: cells stay bound on the same nodes, and
+  // jobs adopted just now (or moved) hold their quota where they run.
+  ApplyVcs(now);
   return absl::OkStatus();
 }
 

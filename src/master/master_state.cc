@@ -60,6 +60,7 @@ absl::StatusOr<std::unique_ptr<MasterState>> MasterState::Open(
   MutexLock lock(&state->mu_);
   ASSIGN_OR_RETURN(state->scheduler_, state->MakeScheduler());
   RETURN_IF_ERROR(state->LoadPlacementRuns());
+  RETURN_IF_ERROR(state->LoadVcs());
   RETURN_IF_ERROR(state->Load(clock->NowUnixSeconds()));
   RETURN_IF_ERROR(state->LoadTokens());
   return state;
@@ -228,6 +229,7 @@ void MasterState::LiveView(JobRecord& rec, Seconds now) const {
   std::tie(rec.cpu_seconds, rec.max_memory_bytes) = UsageWithRunning(rec);
   const Job* job = scheduler_->Find(rec.id);
   if (job == nullptr || !job->running()) return;
+  rec.borrowing = Borrowing(rec.id);
   rec.executed = job->Executed(now);
   rec.total_executed = job->TotalExecuted(now);
   rec.attained_gpu_seconds = job->AttainedGpuSeconds(now);

@@ -133,6 +133,7 @@
 #include "master/launch_table.h"
 #include "master/principal.h"
 #include "master/store.h"
+#include "master/vc_registry.h"
 #include "place/pack_limit_runs.h"
 #include "place/placement.h"
 #include "proto/tiresias.pb.h"
@@ -295,6 +296,27 @@ class MasterState {
   absl::Status CheckDependencyTargets(const JobRequest& spec,
                                       const MayAct& may_depend,
                                       std::string_view field = "spec");
+  // Virtual clusters (teams; master_vcs.cc, vc_registry.h). SetVc creates
+  // (`create`) or changes one, normalized by VcRegistry::CheckSet (its
+  // errors; the fit is checked against every registered node, down ones
+  // too); RemoveVc: NotFound, or FailedPrecondition naming an unfinished
+  // job in it. Both are durable before they return and applied to the
+  // scheduler at once (ChangeVcs). The caller audits them.
+  absl::Status SetVc(VcRecord vc, bool create);
+  absl::Status RemoveVc(const std::string& name);
+  // Sets a submission's spec.vc (VcRegistry::Resolve).
+  absl::Status ResolveVc(JobRequest& spec, bool admin, std::string_view field);
+  struct VcView {
+    VcRecord vc;
+    int quota_gpus = 0;
+    int guaranteed_gpus = 0;  // its running jobs' GPUs on its quota
+    int borrowed_gpus = 0;    // and beyond it
+    int running_jobs = 0;
+    int waiting_jobs = 0;
+    std::vector<std::string> bound_cells;  // "node:first-last"
+  };
+  std::vector<VcView> ListVcs();
+
   // Node drain for maintenance (master_nodes.cc). A drained node takes no
   // new launch (its server is cordoned in the scheduler's Cluster, and a
   // launch decided there but not yet released is taken back); its running
@@ -832,6 +854,14 @@ class MasterState {
   Seconds last_pack_refit_ ABSL_GUARDED_BY(mu_){0};              // monotonic
   // Null while no node is up.
   std::unique_ptr<Cluster> cluster_ ABSL_GUARDED_BY(mu_);
+  // Virtual clusters (master_vcs.cc): as admins set them; the scheduler's
+  // follow them (ApplyVcs) and every cluster change.
+  VcRegistry vcs_ ABSL_GUARDED_BY(mu_);
+  absl::Status LoadVcs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives the scheduler the VCs on the current cluster (none without one).
+  void ApplyVcs(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A running job beyond its VC's quota.
+  bool Borrowing(JobId id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::unique_ptr<Cluster> empty_cluster_ ABSL_GUARDED_BY(mu_);
   // Node id -> server index.
   std::map<int64_t, int> server_of_node_ ABSL_GUARDED_BY(mu_);

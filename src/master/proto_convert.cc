@@ -92,6 +92,7 @@ void JobToProto(const JobRecord& job, v1::Job* out) {
     JobEventToProto(event, out->add_events());
   }
   out->set_pending_reason(job.pending_reason);
+  out->set_borrowing(job.borrowing);
   if (v1::PendingReasonKind_IsValid(job.pending_reason_kind)) {
     out->set_pending_reason_kind(
         static_cast<v1::PendingReasonKind>(job.pending_reason_kind));
@@ -148,6 +149,7 @@ absl::StatusOr<JobRecord> JobFromProto(const v1::Job& job) {
   }
   out.pending_reason = job.pending_reason();
   out.pending_reason_kind = job.pending_reason_kind();
+  out.borrowing = job.borrowing();
   if (job.has_profile()) {
     const v1::TrafficProfile& p = job.profile();
     JobProfile& profile = out.profile.emplace();

@@ -81,6 +81,8 @@ class TiresiasService final : public v1::Tiresias::Service {
   grpc::Status GetClusterHistory(grpc::ServerContext*,
                                  const v1::GetClusterHistoryRequest*,
                                  v1::GetClusterHistoryResponse*) override;
+  grpc::Status ListVcs(grpc::ServerContext*, const v1::ListVcsRequest*,
+                       v1::ListVcsResponse*) override;
   static constexpr int kDefaultHistoryPoints = 1000;
   static constexpr int kMaxHistoryPoints = 10000;
   grpc::Status WatchEvents(grpc::ServerContext*, const v1::WatchEventsRequest*,

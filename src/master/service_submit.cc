@@ -71,7 +71,8 @@ absl::Status CheckNoPreempt(CallAuth& auth, const Principal& who,
 }
 
 // Every check of one submitted spec: its owner and its exemption from
-// preemption on a secure master, and the jobs it depends on. `field`
+// preemption on a secure master, its virtual cluster (set here when it
+// names none), and the jobs it depends on. `field`
 // names the spec in a refusal ("spec", "jobs[3]").
 absl::Status CheckSubmission(MasterState& state, CallAuth& auth,
                              const Principal& who, std::string_view method,
@@ -82,6 +83,13 @@ absl::Status CheckSubmission(MasterState& state, CallAuth& auth,
     RETURN_IF_ERROR(CheckNoPreempt(auth, who, state.options(), method,
                                    absl::StrCat(ToAbsl(field), ".no_preempt"),
                                    spec));
+  }
+  // Its VC: named, or the user's default; a non-admin only their own.
+  if (absl::Status vc = state.ResolveVc(spec, who.admin, field); !vc.ok()) {
+    if (absl::IsPermissionDenied(vc)) {
+      return auth.Deny(who, method, std::string(vc.message()));
+    }
+    return vc;
   }
   return CheckDependencyOwners(state, auth, who, method, field, spec);
 }

@@ -49,7 +49,7 @@ class SqliteStore final : public Store {
   // 13 -> 14 request ids unique per user, 14 -> 15 a job's spec in one
   // column, 15 -> 16 what a job's tasks used: see store_rows.h) and
   // refuses newer ones.
-  static constexpr int kSchemaVersion = 16;
+  static constexpr int kSchemaVersion = 17;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the
@@ -84,6 +84,9 @@ class SqliteStore final : public Store {
   absl::Status RevokeToken(int64_t id, Seconds at) override;
   absl::StatusOr<std::vector<TokenRecord>> ListTokens() const override;
   absl::Status AppendAudit(const AuditRecord& record) override;
+  absl::Status PutVc(const VcRecord& vc) override;
+  absl::Status RemoveVc(const std::string& name) override;
+  absl::StatusOr<std::vector<VcRecord>> ListVcs() const override;
   absl::Status SaveProfile(JobId job, const std::string& signature,
                            const JobProfile& profile) override;
   absl::Status AddPlacementRun(const PlacementRunRecord& run) override;

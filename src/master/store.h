@@ -36,6 +36,7 @@
 #include "master/auth_records.h"
 #include "master/cluster_history.h"
 #include "master/job_record.h"
+#include "master/vc_record.h"
 #include "place/pack_limit_runs.h"
 
 namespace tiresias {
@@ -258,6 +259,13 @@ class Store {
                                         const HistoryRetention& retention) = 0;
   virtual absl::StatusOr<std::vector<ClusterSample>> ClusterHistory(
       Seconds since, Seconds until) const = 0;
+
+  // Virtual clusters (store_vcs.cc): PutVc inserts `vc`, or replaces the
+  // one of its name; RemoveVc deletes one (NotFound if there is none);
+  // ListVcs returns them by name. Stored as given; the caller validates.
+  virtual absl::Status PutVc(const VcRecord& vc) = 0;
+  virtual absl::Status RemoveVc(const std::string& name) = 0;
+  virtual absl::StatusOr<std::vector<VcRecord>> ListVcs() const = 0;
 
   // This store's cluster id: 32 lowercase hex digits (128 random bits),
   // made when the store is first opened by a build that has them and kept

@@ -159,6 +159,9 @@ inline constexpr const char* kMigrations[] = {
     "ALTER TABLE jobs ADD COLUMN cpu_seconds REAL NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN max_memory_bytes INTEGER NOT NULL "
     "DEFAULT 0",
+    // 17: virtual clusters (teams, issue 24): each VC's configuration as
+    // the v1::VirtualCluster it was set with, as protobuf bytes.
+    "CREATE TABLE vcs (name TEXT PRIMARY KEY, config BLOB NOT NULL)",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =

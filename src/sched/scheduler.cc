@@ -89,6 +89,8 @@ absl::Status Scheduler::Admit(Job job, Seconds now) {
           "job ", spec.id, ": no virtual cluster \"", spec.vc, "\""));
     }
     vc = found->second;
+  } else if (!vcs_.empty()) {
+    vc = VcIndex("");
   }
   const uint32_t index = static_cast<uint32_t>(jobs_.size());
   index_of_[spec.id] = index;

@@ -147,7 +147,7 @@ class Scheduler {
   absl::Status Submit(JobSpec spec, Seconds now);
   // Adds a job record as it stands (from a snapshot or a restarted master).
   // A running job must already hold its GPUs in the cluster it will be
-  // scheduled with.
+  // scheduled with; with VCs it borrows until ChangeVcs adopts it.
   absl::Status Restore(const Job& job, Seconds now);
   // Swaps in a corrected record for the unfinished job `job.id()` (the
   // master's accounting from agents' reported times), re-keying it and its
@@ -204,11 +204,23 @@ class Scheduler {
   int num_running() const;
 
   // Virtual clusters (see the file comment): every job then belongs to one
-  // (JobSpec::vc; "" is the first). Call once, before any job is added.
-  // Fails, changing nothing, on a duplicate name or quotas whose cells do
-  // not fit `topology` at once (CheckVcsFit). `topology` must be the one
-  // of every cluster passed to Schedule.
+  // (JobSpec::vc; "" is the VC named "" if there is one, else the first).
+  // Call once, before any job is added. Fails, changing nothing, on a
+  // duplicate name or quotas whose cells do not fit `topology` at once
+  // (CheckVcsFit). `topology` must be the one of every cluster passed to
+  // Schedule.
   absl::Status SetVcs(std::vector<VcSpec> vcs, const Topology& topology);
+  // Sets or changes the VCs at any time (the master: an admin changed
+  // them, or the cluster changed under them; empty: none), at `now`.
+  // Quotas need not fit (degraded: a cell that cannot be bound fails its
+  // job's start, counted in bind_failures). Every running job is adopted
+  // into its VC's cells where it runs (first those that held their quota,
+  // the largest first) when the cells can take it without breaking the
+  // safety of core/cells.h where it held; else it borrows. Fails, changing
+  // nothing, on a duplicate name or an unfinished job whose VC is not in
+  // `vcs`. O(jobs x cells x servers).
+  absl::Status ChangeVcs(std::vector<VcSpec> vcs, const Topology& topology,
+                         Seconds now);
   const std::vector<VcSpec>& vcs() const { return vc_specs_; }
   // The VC of job `id` (an index into vcs()), or -1 without VCs.
   int VcOf(JobId id) const;
@@ -439,6 +451,13 @@ class Scheduler {
   // Gives back a guaranteed job's virtual GPUs (and unbinds its idle cells).
   void ReleaseQuota(uint32_t index);
   void UnbindIdleCells(int vc);
+  // The VC named `name`; the first if there is none.
+  int VcIndex(const std::string& name) const;
+  // Binds cells of its VC where the running job `index` runs and gives it
+  // their virtual GPUs (guaranteed); false, changing nothing, if they
+  // cannot be bound there (see ChangeVcs).
+  bool AdoptOnQuota(uint32_t index);
+  std::unique_ptr<Topology> vc_topology_;  // the physical one, with VCs
 
   // Waiting CPU-only jobs, by (submit time, index); running ones counted.
   absl::btree_set<std::pair<double, uint32_t>> cpu_waiting_;

@@ -24,24 +24,12 @@ using testing::HarnessOptions;
 using ::testing::Lt;
 using testing::Preempted;
 using testing::Started;
+using testing::SubmitInVc;
+using testing::VcOptions;
 
 VcSpec Vc(std::string name, std::string cells, int borrow = kUnlimited,
           int lend = kUnlimited, double weight = 1) {
   return VcSpec{std::move(name), *ParseCells(cells), weight, borrow, lend};
-}
-
-HarnessOptions Options(std::string placement = "consolidate") {
-  HarnessOptions o;
-  o.policy = "tiresias-l";
-  o.placement = std::move(placement);
-  o.scheduler.queues = *QueueConfig::Create({3600});
-  return o;
-}
-
-void Submit(Harness& h, JobId id, int gpus, double at, std::string vc) {
-  JobSpec spec{.id = id, .num_gpus = gpus, .submit_time = Seconds{at}};
-  spec.vc = std::move(vc);
-  ASSERT_TRUE(h.scheduler().Submit(spec, Seconds{at}).ok());
 }
 
 std::vector<int> Servers(Harness& h, JobId id) {
@@ -100,12 +88,12 @@ TEST(VcFileTest, RefusesWithTheLineAndTheField) {
 // one free block, server 1, and the four borrowers there are checkpointed
 // in the same pass.
 TEST(VcTest, LenderReclaimsItsQuotaFromBorrowersInOnePass) {
-  Harness h(Topology::Uniform(1, 2, 4), Options());
+  Harness h(Topology::Uniform(1, 2, 4), VcOptions());
   ASSERT_TRUE(
       h.scheduler()
           .SetVcs({Vc("a", "1x4"), Vc("b", "1x4")}, h.cluster().topology())
           .ok());
-  for (JobId id = 1; id <= 8; ++id) Submit(h, id, 1, 0, "b");
+  for (JobId id = 1; id <= 8; ++id) SubmitInVc(h, id, 1, 0, "b");
   Decisions d = h.At(0);
   EXPECT_THAT(Started(d), ElementsAre(1, 2, 3, 4, 5, 6, 7, 8));
   for (JobId id = 1; id <= 4; ++id) {
@@ -115,7 +103,7 @@ TEST(VcTest, LenderReclaimsItsQuotaFromBorrowersInOnePass) {
   for (JobId id = 5; id <= 8; ++id) EXPECT_FALSE(h.scheduler().Guaranteed(id));
   EXPECT_EQ(h.scheduler().Usage(1).borrowed, 4);
 
-  Submit(h, 9, 4, 10, "a");
+  SubmitInVc(h, 9, 4, 10, "a");
   d = h.At(10);
   EXPECT_THAT(Preempted(d), ElementsAre(5, 6, 7, 8));
   EXPECT_THAT(Started(d), ElementsAre(9));
@@ -134,19 +122,19 @@ TEST(VcTest, LenderReclaimsItsQuotaFromBorrowersInOnePass) {
 // then (borrow limit lifted) at 3.
 TEST(VcTest, BorrowingAndLendingLimits) {
   {
-    Harness h(Topology::Uniform(1, 2, 4), Options());
+    Harness h(Topology::Uniform(1, 2, 4), VcOptions());
     ASSERT_TRUE(h.scheduler()
                     .SetVcs({Vc("a", "1x4"), Vc("b", "1x4", /*borrow=*/2)},
                             h.cluster().topology())
                     .ok());
-    for (JobId id = 1; id <= 8; ++id) Submit(h, id, 1, 0, "b");
+    for (JobId id = 1; id <= 8; ++id) SubmitInVc(h, id, 1, 0, "b");
     EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3, 4, 5, 6));
     EXPECT_EQ(h.scheduler().Usage(1).borrowed, 2);
   }
   // The lending limit, also under a policy that does not preempt (which
   // once ignored it).
   for (const char* policy : {"tiresias-l", "fifo"}) {
-    HarnessOptions o = Options();
+    HarnessOptions o = VcOptions();
     o.policy = policy;
     Harness h(Topology::Uniform(1, 2, 4), o);
     ASSERT_TRUE(
@@ -154,7 +142,7 @@ TEST(VcTest, BorrowingAndLendingLimits) {
             .SetVcs({Vc("a", "1x4", kUnlimited, /*lend=*/3), Vc("b", "1x4")},
                     h.cluster().topology())
             .ok());
-    for (JobId id = 1; id <= 8; ++id) Submit(h, id, 1, 0, "b");
+    for (JobId id = 1; id <= 8; ++id) SubmitInVc(h, id, 1, 0, "b");
     EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3, 4, 5, 6, 7)) << policy;
     EXPECT_EQ(h.scheduler().Usage(1).borrowed, 3) << policy;
   }
@@ -167,14 +155,14 @@ TEST(VcTest, BorrowingAndLendingLimits) {
 // second, uncapped walk gives A 2 more, up to its limit of 6 (its first
 // walk's 4 counted once).
 TEST(VcTest, SecondBorrowersWalkCountsTheFirstOnce) {
-  Harness h(Topology::Uniform(1, 1, 8), Options());
+  Harness h(Topology::Uniform(1, 1, 8), VcOptions());
   ASSERT_TRUE(
       h.scheduler()
           .SetVcs({Vc("l", "1x8"), Vc("a", "", /*borrow=*/6), Vc("b", "")},
                   h.cluster().topology())
           .ok());
-  for (JobId id = 1; id <= 8; ++id) Submit(h, id, 1, 0, "a");
-  Submit(h, 9, 8, 0, "b");
+  for (JobId id = 1; id <= 8; ++id) SubmitInVc(h, id, 1, 0, "a");
+  SubmitInVc(h, 9, 8, 0, "b");
   EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3, 4, 5, 6));
   EXPECT_EQ(h.scheduler().Usage(1).borrowed, 6);
 }
@@ -183,7 +171,7 @@ TEST(VcTest, SecondBorrowersWalkCountsTheFirstOnce) {
 // is a step in at 30 s; P's newcomer, in the same queue, does not preempt
 // F's borrower for that: between VCs only the policy's order counts.
 TEST(VcTest, FairShareStepsDoNotOrderOtherVcsBorrowers) {
-  Harness h(Topology::Uniform(1, 1, 4), Options());
+  Harness h(Topology::Uniform(1, 1, 4), VcOptions());
   VcSpec fair = Vc("f", "");
   fair.fair_per_user = true;
   fair.fair_quantum = 100;
@@ -191,9 +179,9 @@ TEST(VcTest, FairShareStepsDoNotOrderOtherVcsBorrowers) {
       h.scheduler()
           .SetVcs({Vc("l", "1x4"), fair, Vc("p", "")}, h.cluster().topology())
           .ok());
-  Submit(h, 1, 4, 0, "f");
+  SubmitInVc(h, 1, 4, 0, "f");
   EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
-  Submit(h, 2, 4, 30, "p");
+  SubmitInVc(h, 2, 4, 30, "p");
   EXPECT_TRUE(h.At(30).empty());
 }
 
@@ -201,7 +189,7 @@ TEST(VcTest, FairShareStepsDoNotOrderOtherVcsBorrowers) {
 // quota there reclaims it, instead of failing to bind at every pass.
 // And a job that is never preempted does not borrow at all.
 TEST(VcTest, ExclusiveBorrowersAreReclaimedAndNoPreemptJobsDoNotBorrow) {
-  Harness h(Topology::Uniform(1, 1, 4), Options());
+  Harness h(Topology::Uniform(1, 1, 4), VcOptions());
   ASSERT_TRUE(h.scheduler()
                   .SetVcs({Vc("a", "4x1"), Vc("b", "")}, h.cluster().topology())
                   .ok());
@@ -212,7 +200,7 @@ TEST(VcTest, ExclusiveBorrowersAreReclaimedAndNoPreemptJobsDoNotBorrow) {
   stubborn.vc = "b";
   ASSERT_TRUE(h.scheduler().Submit(stubborn, Seconds{0}).ok());
   EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
-  Submit(h, 3, 1, 10, "a");
+  SubmitInVc(h, 3, 1, 10, "a");
   const Decisions d = h.At(10);
   EXPECT_THAT(Preempted(d), ElementsAre(1));
   EXPECT_THAT(Started(d), ElementsAre(3));
@@ -223,15 +211,15 @@ TEST(VcTest, ExclusiveBorrowersAreReclaimedAndNoPreemptJobsDoNotBorrow) {
 // One 8-GPU server, all of it L's quota, idle. A (weight 1) and B (weight
 // 3) own nothing and each want 8 GPUs: the 8 lent are shared 2 : 6.
 TEST(VcTest, WeightsShareWhatIsLent) {
-  Harness h(Topology::Uniform(1, 1, 8), Options());
+  Harness h(Topology::Uniform(1, 1, 8), VcOptions());
   ASSERT_TRUE(
       h.scheduler()
           .SetVcs({Vc("l", "1x8"), Vc("a", "", kUnlimited, kUnlimited, 1),
                    Vc("b", "", kUnlimited, kUnlimited, 3)},
                   h.cluster().topology())
           .ok());
-  for (JobId id = 1; id <= 8; ++id) Submit(h, id, 1, 0, "a");
-  for (JobId id = 11; id <= 18; ++id) Submit(h, id, 1, 0, "b");
+  for (JobId id = 1; id <= 8; ++id) SubmitInVc(h, id, 1, 0, "a");
+  for (JobId id = 11; id <= 18; ++id) SubmitInVc(h, id, 1, 0, "b");
   EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 11, 12, 13, 14, 15, 16));
   // A wants only 1 more after 3 of its jobs are cancelled... 6 of its 8:
   // its demand (2 running + 0 waiting) is under its share, B takes the
@@ -247,15 +235,15 @@ TEST(VcTest, WeightsShareWhatIsLent) {
 // B's jobs, spread one per cell by `spread`, are packed into one server by
 // best-fit binding, so A's 8-GPU job starts at once.
 TEST(VcTest, CellsKeepAWholeServerForTheVcThatOwnsOne) {
-  Harness h(Topology::Uniform(1, 2, 8), Options("spread"));
+  Harness h(Topology::Uniform(1, 2, 8), VcOptions("spread"));
   ASSERT_TRUE(h.scheduler()
                   .SetVcs({Vc("a", "1x8", 0), Vc("b", "8x1", 0)},
                           h.cluster().topology())
                   .ok());
-  for (JobId id = 1; id <= 8; ++id) Submit(h, id, 1, 0, "b");
+  for (JobId id = 1; id <= 8; ++id) SubmitInVc(h, id, 1, 0, "b");
   h.At(0);
   for (JobId id = 1; id <= 8; ++id) EXPECT_THAT(Servers(h, id), ElementsAre(0));
-  Submit(h, 9, 8, 10, "a");
+  SubmitInVc(h, 9, 8, 10, "a");
   EXPECT_THAT(Started(h.At(10)), ElementsAre(9));
 }
 
@@ -267,26 +255,26 @@ TEST(VcTest, CellsKeepAWholeServerForTheVcThatOwnsOne) {
 // A's job comes, A's cell binds server 1 and its 4 borrowers there are
 // reclaimed: it starts at once.
 TEST(VcTest, NoSharingAnomalyWhereAFlatClusterHasOne) {
-  Harness flat(Topology::Uniform(1, 2, 8), Options());
+  Harness flat(Topology::Uniform(1, 2, 8), VcOptions());
   for (JobId id = 1; id <= 16; ++id) flat.Submit(id, 1, 0);
   EXPECT_EQ(flat.At(0).started.size(), 16u);
   for (JobId id : {1, 2, 3, 4, 9, 10, 11, 12}) flat.Finish(id, 5);
   flat.Submit(17, 8, 10);
   EXPECT_TRUE(flat.At(10).empty());
 
-  Harness h(Topology::Uniform(1, 2, 8), Options());
+  Harness h(Topology::Uniform(1, 2, 8), VcOptions());
   ASSERT_TRUE(
       h.scheduler()
           .SetVcs({Vc("a", "1x8", 0), Vc("b", "8x1")}, h.cluster().topology())
           .ok());
-  for (JobId id = 1; id <= 16; ++id) Submit(h, id, 1, 0, "b");
+  for (JobId id = 1; id <= 16; ++id) SubmitInVc(h, id, 1, 0, "b");
   EXPECT_EQ(h.At(0).started.size(), 16u);
   for (JobId id = 1; id <= 8; ++id) {
     EXPECT_TRUE(h.scheduler().Guaranteed(id));
     EXPECT_THAT(Servers(h, id), ElementsAre(0));
   }
   for (JobId id : {1, 2, 3, 4, 9, 10, 11, 12}) h.Finish(id, 5);
-  Submit(h, 17, 8, 10, "a");
+  SubmitInVc(h, 17, 8, 10, "a");
   const Decisions d = h.At(10);
   // The reclaimed borrowers fit B's own quota (1-4 left it): they move
   // there in the same pass.
@@ -300,7 +288,7 @@ TEST(VcTest, NoSharingAnomalyWhereAFlatClusterHasOne) {
 }
 
 TEST(VcTest, RefusesUnknownVcsAndQuotasThatDoNotFit) {
-  Harness h(Topology::Uniform(1, 2, 4), Options());
+  Harness h(Topology::Uniform(1, 2, 4), VcOptions());
   absl::Status fit = h.scheduler().SetVcs({Vc("a", "1x4"), Vc("b", "1x4,1x1")},
                                           h.cluster().topology());
   EXPECT_EQ(fit.code(), absl::StatusCode::kInvalidArgument);
@@ -334,7 +322,7 @@ void SubmitAs(Harness& h, JobId id, double at, std::string user,
 // Without fair share X keeps all four (every job is in queue 0, where
 // running jobs keep their place).
 TEST(FairShareTest, UsersNotJobsShareTheGpus) {
-  HarnessOptions o = Options("count");
+  HarnessOptions o = VcOptions("count");
   o.scheduler.fair_per_user = true;
   o.scheduler.fair_quantum = 100;
   Harness h(Topology::Uniform(1, 1, 4), o);
@@ -352,7 +340,7 @@ TEST(FairShareTest, UsersNotJobsShareTheGpus) {
   EXPECT_TRUE(h.At(75).empty());
   EXPECT_TRUE(h.At(125).empty());
 
-  Harness plain(Topology::Uniform(1, 1, 4), Options("count"));
+  Harness plain(Topology::Uniform(1, 1, 4), VcOptions("count"));
   for (JobId id = 1; id <= 4; ++id) SubmitAs(plain, id, 0, "x");
   plain.At(0);
   SubmitAs(plain, 5, 10, "y");
@@ -364,7 +352,7 @@ TEST(FairShareTest, UsersNotJobsShareTheGpus) {
 // Inside one VC only: a VC with `fair=user` orders its users; another
 // without it keeps the policy's order.
 TEST(FairShareTest, PerVc) {
-  Harness h(Topology::Uniform(1, 2, 4), Options("count"));
+  Harness h(Topology::Uniform(1, 2, 4), VcOptions("count"));
   VcSpec fair = Vc("fair", "1x4", 0, 0);
   fair.fair_per_user = true;
   fair.fair_quantum = 100;
@@ -390,8 +378,8 @@ TEST(VcTest, OneVcOwningEverythingSchedulesAsWithoutVcs) {
     Rng rng(seed);
     const Topology topology = Topology::Uniform(2, 3, 4);
     const std::string placement = seed % 2 ? "consolidate" : "profiled";
-    Harness flat(topology, Options(placement));
-    Harness one(topology, Options(placement));
+    Harness flat(topology, VcOptions(placement));
+    Harness one(topology, VcOptions(placement));
     ASSERT_TRUE(one.scheduler().SetVcs({Vc("all", "6x4")}, topology).ok());
     std::vector<std::pair<double, JobId>> running;
     double t = 0;
@@ -433,7 +421,10 @@ TEST(VcTest, OneVcOwningEverythingSchedulesAsWithoutVcs) {
 //    demand fits gets it within the pass, borrowers reclaimed, and no
 //    lender waits for what it lent);
 //  - every running job holds its GPUs in the physical cluster.
-TEST(VcTest, PropertiesAtEveryPass) {
+// With `change_vcs`, the same VCs are set again (ChangeVcs, as the master
+// does whenever its cluster changes) before one pass in four: every
+// running job keeps its GPUs, and one that held its quota still does.
+void CheckPropertiesAtEveryPass(bool change_vcs) {
   int64_t reclaims = 0, borrowing_passes = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     Rng rng(seed);
@@ -454,7 +445,7 @@ TEST(VcTest, PropertiesAtEveryPass) {
       if (rng.Below(3) == 0) vc.lend_limit = static_cast<int>(rng.Below(6));
       vc.weight = 1 + static_cast<double>(rng.Below(3));
     }
-    Harness h(topology, Options(seed % 2 ? "consolidate" : "spread"));
+    Harness h(topology, VcOptions(seed % 2 ? "consolidate" : "spread"));
     ASSERT_TRUE(h.scheduler().SetVcs(vcs, topology).ok());
     Scheduler& s = h.scheduler();
     double t = 0;
@@ -476,6 +467,23 @@ TEST(VcTest, PropertiesAtEveryPass) {
         }
         if (!running.empty() && rng.Below(2)) {
           h.Finish(running[rng.Below(running.size())], t);
+        }
+      }
+      if (change_vcs && rng.Below(4) == 0) {
+        std::map<JobId, std::pair<std::vector<GpuId>, bool>> before;
+        for (const Job& job : s.jobs()) {
+          if (job.running()) {
+            before[job.id()] = {job.gpus(), s.Guaranteed(job.id())};
+          }
+        }
+        ASSERT_TRUE(s.ChangeVcs(vcs, topology, Seconds{t}).ok());
+        for (const auto& [id, was] : before) {
+          ASSERT_TRUE(h.job(id).running());
+          ASSERT_EQ(h.job(id).gpus(), was.first);
+          // A borrower may be adopted where its VC's quota has room.
+          if (was.second) {
+            ASSERT_TRUE(s.Guaranteed(id)) << "seed " << seed << " job " << id;
+          }
         }
       }
       h.At(t);
@@ -535,6 +543,12 @@ TEST(VcTest, PropertiesAtEveryPass) {
   // The workloads do borrow and reclaim (else the checks above say little).
   EXPECT_GT(borrowing_passes, 1000);
   EXPECT_GT(reclaims, 100);
+}
+
+TEST(VcTest, PropertiesAtEveryPass) { CheckPropertiesAtEveryPass(false); }
+
+TEST(VcTest, PropertiesAtEveryPassWithVcsSetAgain) {
+  CheckPropertiesAtEveryPass(true);
 }
 
 }  // namespace

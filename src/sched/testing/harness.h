@@ -96,6 +96,23 @@ inline std::vector<JobId> Preempted(const Decisions& d) {
   return ids;
 }
 
+// The VC tests' scheduler: Tiresias-L with one threshold at 3,600
+// GPU-seconds, placement `placement`.
+inline HarnessOptions VcOptions(std::string placement = "consolidate") {
+  HarnessOptions o;
+  o.policy = "tiresias-l";
+  o.placement = std::move(placement);
+  o.scheduler.queues = *QueueConfig::Create({3600});
+  return o;
+}
+// Submits a plain job of `gpus` GPUs in VC `vc` at `at`.
+inline void SubmitInVc(Harness& h, JobId id, int gpus, double at,
+                       std::string vc) {
+  JobSpec spec{.id = id, .num_gpus = gpus, .submit_time = Seconds{at}};
+  spec.vc = std::move(vc);
+  ASSERT_TRUE(h.scheduler().Submit(spec, Seconds{at}).ok());
+}
+
 }  // namespace tiresias::testing
 
 #endif  // TIRESIAS_SCHED_TESTING_HARNESS_H_

@@ -67,23 +67,41 @@ absl::Status Apply(const VcFlags& f, v1::VirtualCluster* vc) {
     vc->set_fair_per_user(*f.fair == "user");
   }
   if (f.fair_quantum) vc->set_fair_quantum_seconds(*f.fair_quantum);
+  std::vector<std::string> removed = f.remove_members;
   if (f.members) {
+    // Those no longer members lose their default here too.
+    const std::vector<std::string> now = Users(*f.members);
+    for (const std::string& u : vc->members()) {
+      if (std::find(now.begin(), now.end(), u) == now.end()) {
+        removed.push_back(u);
+      }
+    }
     vc->clear_members();
-    for (const std::string& u : Users(*f.members)) vc->add_members(u);
+    for (const std::string& u : now) vc->add_members(u);
   }
   for (const std::string& u : f.add_members) vc->add_members(u);
-  if (!f.remove_members.empty()) {
+  for (const std::string& u : f.remove_members) {
+    if (std::find(vc->members().begin(), vc->members().end(), u) ==
+        vc->members().end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--remove-member: ", u, " is not a named member (members: ",
+          absl::StrJoin(vc->members(), ","),
+          "; a VC open to * takes everyone: set --members instead)"));
+    }
+  }
+  if (!removed.empty()) {
     std::vector<std::string> kept;
     for (const std::string& u : vc->members()) {
-      if (std::find(f.remove_members.begin(), f.remove_members.end(), u) ==
-          f.remove_members.end()) {
+      if (std::find(removed.begin(), removed.end(), u) == removed.end()) {
         kept.push_back(u);
       }
     }
     vc->mutable_members()->Assign(kept.begin(), kept.end());
     std::vector<std::string> defaults;
+    const bool everyone =
+        std::find(kept.begin(), kept.end(), "*") != kept.end();
     for (const std::string& u : vc->default_for()) {
-      if (std::find(kept.begin(), kept.end(), u) != kept.end()) {
+      if (everyone || std::find(kept.begin(), kept.end(), u) != kept.end()) {
         defaults.push_back(u);
       }
     }
@@ -269,7 +287,8 @@ void AddSettingFlags(CLI::App* cmd, VcFlags* f, bool create) {
   cmd->add_option("--members", f->members,
                   "Who may submit to it: user,user,... or * for everyone");
   cmd->add_option("--default-for", f->default_for,
-                  "Users whose jobs go here when they name no VC");
+                  "Users whose jobs go here when they name no VC (replaces "
+                  "the list)");
   if (create) return;
   cmd->add_option("--add-member", f->add_members, "Add a member (repeatable)");
   cmd->add_option("--remove-member", f->remove_members,

@@ -229,6 +229,7 @@ absl::Status VcRegistry::Resolve(JobRequest& spec, bool admin,
     spec.vc = mine[0];
     return absl::OkStatus();
   }
+  if (mine.empty() && admin) return absl::OkStatus();  // VC "": borrows only
   if (mine.empty()) {
     return absl::PermissionDeniedError(absl::StrCat(
         ToAbsl(field), ".vc: ", spec.user,

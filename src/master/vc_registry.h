@@ -61,7 +61,8 @@ class VcRegistry {
 
   // Sets spec.vc for a submission of spec.user: as named (it must exist,
   // and the user must be a member unless `admin`), else the user's default
-  // (default_for), else the only VC the user is a member of. Without VCs,
+  // (default_for), else the only VC the user is a member of; an admin in
+  // none gets none (VC "": it only borrows). Without VCs,
   // spec.vc must be empty. InvalidArgument or PermissionDenied, naming
   // `field`.vc and the user's VCs.
   absl::Status Resolve(JobRequest& spec, bool admin,

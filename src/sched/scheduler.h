@@ -222,7 +222,8 @@ class Scheduler {
   absl::Status ChangeVcs(std::vector<VcSpec> vcs, const Topology& topology,
                          Seconds now);
   const std::vector<VcSpec>& vcs() const { return vc_specs_; }
-  // The VC of job `id` (an index into vcs()), or -1 without VCs.
+  // The VC of unfinished job `id` (an index into vcs()), or -1 without VCs
+  // (or for a finished or unknown job).
   int VcOf(JobId id) const;
   // Whether the running job `id` runs on its VC's quota (else it borrows).
   bool Guaranteed(JobId id) const;
@@ -453,10 +454,10 @@ class Scheduler {
   void UnbindIdleCells(int vc);
   // The VC named `name`; the first if there is none.
   int VcIndex(const std::string& name) const;
-  // Binds cells of its VC where the running job `index` runs and gives it
-  // their virtual GPUs (guaranteed); false, changing nothing, if they
-  // cannot be bound there (see ChangeVcs).
-  bool AdoptOnQuota(uint32_t index);
+  // Gives the running job `index` the virtual GPUs of its VC's cells where
+  // it runs, binding free cells there if `bind` (guaranteed); false,
+  // changing nothing, if they cannot be had (see ChangeVcs).
+  bool AdoptOnQuota(uint32_t index, bool bind);
   std::unique_ptr<Topology> vc_topology_;  // the physical one, with VCs
 
   // Waiting CPU-only jobs, by (submit time, index); running ones counted.

@@ -86,7 +86,10 @@ void Scheduler::RefreshShares(Seconds now) {
 
 int Scheduler::VcOf(JobId id) const {
   auto it = index_of_.find(id);
-  return vcs_.empty() || it == index_of_.end() ? -1 : slots_[it->second].vc;
+  // A finished job's VC may be gone since (ChangeVcs leaves it alone).
+  return vcs_.empty() || it == index_of_.end() || jobs_[it->second].finished()
+             ? -1
+             : slots_[it->second].vc;
 }
 
 bool Scheduler::Guaranteed(JobId id) const {

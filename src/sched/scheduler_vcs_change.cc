@@ -125,10 +125,18 @@ absl::Status Scheduler::ChangeVcs(std::vector<VcSpec> vcs,
     }
   }
   std::sort(adopt.begin(), adopt.end());
-  for (auto [order, i] : adopt) AdoptOnQuota(i);
+  // First the jobs inside the cells carried over; then the carried cells
+  // no job holds go (a job stopped with a lost node, a smaller quota), so
+  // they neither block the others' adoption nor hide a safety breach;
+  // then the rest bind cells of their own.
+  std::vector<uint32_t> rest;
+  for (auto [order, i] : adopt) {
+    if (!AdoptOnQuota(i, /*bind=*/false)) rest.push_back(i);
+  }
   for (size_t v = 0; v < vcs_.size(); ++v) {
     if (vcs_[v].cluster) UnbindIdleCells(static_cast<int>(v));
   }
+  for (uint32_t i : rest) AdoptOnQuota(i, /*bind=*/true);
   for (uint32_t i : unfinished) {
     if (!jobs_[i].cpu_only()) Enqueue(i, now);
   }
@@ -141,7 +149,7 @@ int Scheduler::VcIndex(const std::string& name) const {
   return it == vc_index_.end() ? 0 : it->second;
 }
 
-bool Scheduler::AdoptOnQuota(uint32_t index) {
+bool Scheduler::AdoptOnQuota(uint32_t index, bool bind) {
   const Job& job = jobs_[index];
   Slot& slot = slots_[index];
   Vc& vc = vcs_[slot.vc];
@@ -181,6 +189,7 @@ bool Scheduler::AdoptOnQuota(uint32_t index) {
     for (size_t c = 0; c < sizes.size() && !v; ++c) {
       v = virtual_gpu(static_cast<int>(c), g);
     }
+    if (!v && !bind) return undo();
     if (!v) {
       // Bind a free cell on the block holding g: the size that wastes the
       // fewest GPUs the job does not use there, then the largest.

@@ -62,21 +62,29 @@ def run_as_throwaway_user(run, prefix):
     after `prefix` and a temporary folder it may enter, calls
     run(binary, workdir, user) with the binary from argv[1], and removes
     the user again, whatever happened."""
+    run_as_throwaway_users(lambda b, w, users: run(b, w, users[0]), [prefix])
+
+
+def run_as_throwaway_users(run, prefixes):
+    """run_as_throwaway_user with one throwaway user per prefix: calls
+    run(binary, workdir, users), users in the order of `prefixes`."""
     if os.geteuid() != 0:
-        print("skipped: needs root to create a throwaway user")
+        print("skipped: needs root to create throwaway users")
         sys.exit(SKIP)
     binary = sys.argv[1]
-    user = "%s-%d" % (prefix, os.getpid())
-    subprocess.run(["useradd", "--system", "--no-create-home", "--user-group",
-                    user], check=True)
+    users = ["%s-%d" % (prefix, os.getpid()) for prefix in prefixes]
     started = time.time()
     try:
-        with tempfile.TemporaryDirectory(prefix=prefix + "-") as workdir:
-            os.chmod(workdir, 0o755)  # the user's job may enter it
-            run(binary, workdir, user)
+        for user in users:
+            subprocess.run(["useradd", "--system", "--no-create-home",
+                            "--user-group", user], check=True)
+        with tempfile.TemporaryDirectory(prefix=prefixes[0] + "-") as workdir:
+            os.chmod(workdir, 0o755)  # the users' jobs may enter it
+            run(binary, workdir, users)
     finally:
-        subprocess.run(["userdel", user], capture_output=True)
-        subprocess.run(["groupdel", user], capture_output=True)
+        for user in users:
+            subprocess.run(["userdel", user], capture_output=True)
+            subprocess.run(["groupdel", user], capture_output=True)
     print("PASS in %.1f s" % (time.time() - started))
 
 

@@ -18,15 +18,14 @@ Usage: vc_test.py TIRESIAS_BINARY
 """
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_cluster import (SKIP, cli, fail, free_port,  # noqa: E402
-                           secure_up, user_session)
+from local_cluster import (cli, fail, free_port,  # noqa: E402
+                           run_as_throwaway_users, secure_up,
+                           user_session)
 
 # $1: its log. A start line now, a stop line on SIGTERM (a preemption).
 JOB = r'''
@@ -132,25 +131,9 @@ def run(binary, workdir, users):
 
 
 def main():
-    if os.geteuid() != 0:
-        print("skipped: needs root to create throwaway users")
-        sys.exit(SKIP)
-    binary = sys.argv[1]
-    users = ["tiresias-va-%d" % os.getpid(), "tiresias-vb-%d" % os.getpid()]
-    started = time.time()
-    try:
-        for user in users:
-            subprocess.run(["useradd", "--system", "--no-create-home",
-                            "--user-group", user], check=True)
-        with tempfile.TemporaryDirectory(prefix="tiresias-vc-") as workdir:
-            os.chmod(workdir, 0o755)
-            run(binary, workdir, users)
-    finally:
-        for user in users:
-            subprocess.run(["userdel", user], capture_output=True)
-            subprocess.run(["groupdel", user], capture_output=True)
+    run_as_throwaway_users(run, ["tiresias-va", "tiresias-vb"])
     print("virtual clusters: borrowers reclaimed for the lender's job, "
-          "non-members refused; PASS in %.1f s" % (time.time() - started))
+          "non-members refused")
 
 
 if __name__ == "__main__":

@@ -564,6 +564,37 @@ int Serve(int argc, char** argv) {
   // A client that connects and then says nothing (a command stopped with
   // Ctrl-Z) is dropped after this long, so it cannot keep us up for ever.
   const timeval idle_client{60, 0};
+  // Serves one accepted connection on a thread of its own.
+  auto serve = [&](int fd) {
+    ucred peer{};
+    socklen_t len = sizeof peer;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 ||
+        peer.uid != self ||
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle_client,
+                   sizeof idle_client) != 0) {
+      close(fd);  // another user's process: no answer at all
+      return;
+    }
+    ++activity->active;
+    activity->last_call_ms = NowMs();
+    try {
+      std::thread([fd, activity, channel] {
+        while (std::optional<std::string> payload = ReadFrame(fd)) {
+          absl::StatusOr<Request> request = DecodeRequest(*payload);
+          if (!request.ok()) break;
+          const Response response = Forward(channel.get(), *request);
+          activity->last_call_ms = NowMs();
+          if (!WriteAll(fd, EncodeResponse(response))) break;
+        }
+        close(fd);
+        activity->last_call_ms = NowMs();
+        --activity->active;
+      }).detach();
+    } catch (const std::system_error&) {
+      close(fd);  // no thread to serve it: the command calls directly
+      --activity->active;
+    }
+  };
   while (true) {
     pollfd p{listener, POLLIN, 0};
     const int ready = poll(&p, 1, 250);
@@ -574,34 +605,7 @@ int Serve(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         continue;
       }
-      ucred peer{};
-      socklen_t len = sizeof peer;
-      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 ||
-          peer.uid != self ||
-          setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle_client,
-                     sizeof idle_client) != 0) {
-        close(fd);  // another user's process: no answer at all
-        continue;
-      }
-      ++activity->active;
-      activity->last_call_ms = NowMs();
-      try {
-        std::thread([fd, activity, channel] {
-          while (std::optional<std::string> payload = ReadFrame(fd)) {
-            absl::StatusOr<Request> request = DecodeRequest(*payload);
-            if (!request.ok()) break;
-            const Response response = Forward(channel.get(), *request);
-            activity->last_call_ms = NowMs();
-            if (!WriteAll(fd, EncodeResponse(response))) break;
-          }
-          close(fd);
-          activity->last_call_ms = NowMs();
-          --activity->active;
-        }).detach();
-      } catch (const std::system_error&) {
-        close(fd);  // no thread to serve it: the command calls directly
-        --activity->active;
-      }
+      serve(fd);
       continue;
     }
     if (activity->active == 0 &&
@@ -609,9 +613,23 @@ int Serve(int argc, char** argv) {
       break;
     }
   }
-  // Stop taking calls before letting go of the socket's name; a command
-  // arriving now finds no listener and calls directly.
+  // Idle: stop taking calls. Without its name and shut for reading, the
+  // socket refuses every connect from now on, and a command refused calls
+  // directly. But a command that connected just before has sent its call
+  // whole, and closing the listener would drop it unread while the command
+  // takes the lost connection for a call the master may have carried out:
+  // those already queued are served before we go.
   unlink(socket_path.c_str());
+  shutdown(listener, SHUT_RD);
+  fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK);
+  while (true) {
+    const int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) break;
+    serve(fd);
+  }
+  while (activity->active > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   close(listener);
   return 0;
 }

@@ -20,6 +20,8 @@
 //     agents) with 5,000 jobs pending, without virtual clusters or with 15
 //     whose quotas are the Philly tenants' shares of the trace's GPU time
 //     (26% down to four with none), each job in a VC drawn by those shares.
+//   BM_ChangeVcs/15vcs: the same 15 VCs set again on that cluster
+//     (Scheduler::ChangeVcs: what the master does at every node change).
 //   BM_SubmitSchedule/<policy>/<pending>: Submit one job and Schedule with
 //     1k, 10k, 100k jobs pending on a full 64x8 cluster, then Remove the job
 //     again so that the pending count stays put. Should grow ~log n in the
@@ -300,6 +302,25 @@ void BM_PassVcs(benchmark::State& state, bool vcs) {
   }
 }
 
+// The same 15 VCs set again (what the master does at every node change
+// and `admin vc set`: Scheduler::ChangeVcs, every unfinished job re-queued
+// and every running one adopted where it runs) on BM_PassVcs/15vcs's
+// cluster: 40 x 8 GPUs busy, 5,000 jobs waiting.
+void BM_ChangeVcs(benchmark::State& state) {
+  std::vector<double> shares(std::begin(kPhillyShares),
+                             std::end(kPhillyShares));
+  TestBed bed("tiresias-l", 40, 8, Mix::kPlain, PhillyVcs(320), shares);
+  bed.FillTo(5000);
+  state.counters["pending"] = bed.scheduler().num_waiting();
+  state.counters["running"] = bed.scheduler().num_running();
+  for (auto _ : state) {
+    bed.Advance();
+    Check(bed.scheduler().ChangeVcs(PhillyVcs(320), bed.cluster().topology(),
+                                    Seconds{bed.now()}));
+  }
+  state.counters["bind_failures"] = bed.scheduler().bind_failures();
+}
+
 // Submit + Schedule (+ Remove, to hold the pending count) with state.range(0)
 // jobs pending on a full 64 x 8 cluster.
 void BM_SubmitSchedule(benchmark::State& state, const std::string& policy) {
@@ -351,6 +372,9 @@ void RegisterAll() {
         ->ComputeStatistics("min", Min)
         ->Unit(benchmark::kMicrosecond);
   }
+  benchmark::RegisterBenchmark("BM_ChangeVcs/15vcs", BM_ChangeVcs)
+      ->ComputeStatistics("min", Min)
+      ->Unit(benchmark::kMicrosecond);
   for (const char* policy : {"tiresias-l", "yarn-cs"}) {
     benchmark::RegisterBenchmark(
         (std::string("BM_SubmitSchedule/") + policy).c_str(),

@@ -125,6 +125,11 @@ const std::vector<Field>& Fields() {
          return j.array_id() > 0 ? absl::StrCat(j.array_index()) : "-";
        },
        "array_index"},
+      {"vc", "VC",
+       [](const v1::Job& j, double) {
+         return j.spec().vc().empty() ? std::string("-") : j.spec().vc();
+       },
+       "vc"},
   };
   return *kFields;
 }
@@ -211,8 +216,13 @@ std::string FormatHistory(const std::vector<v1::Job>& jobs,
     }
     rows.push_back(std::move(row));
   }
+  return FormatRows(rows, format == HistoryFormat::kCsv);
+}
+
+std::string FormatRows(const std::vector<std::vector<std::string>>& rows,
+                       bool csv) {
   std::string out;
-  if (format == HistoryFormat::kCsv) {
+  if (csv) {
     for (const auto& row : rows) {
       std::vector<std::string> cells;
       for (const std::string& cell : row) cells.push_back(CsvCell(cell));
@@ -220,7 +230,7 @@ std::string FormatHistory(const std::vector<v1::Job>& jobs,
     }
     return out;
   }
-  std::vector<size_t> width(fields.size(), 0);
+  std::vector<size_t> width(rows.empty() ? 0 : rows[0].size(), 0);
   for (const auto& row : rows) {
     for (size_t i = 0; i < row.size(); ++i) {
       width[i] = std::max(width[i], row[i].size());

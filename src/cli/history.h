@@ -53,6 +53,13 @@ std::string FormatHistory(const std::vector<v1::Job>& jobs,
                           HistoryFormat format,
                           std::optional<double> now = std::nullopt);
 
+// Rows of cells (the first the header, every row as long) as a table,
+// columns padded two spaces apart (a row's last cell is not padded), or
+// as CSV (RFC 4180 quoting). Cells are printed as given: a caller
+// passes user text through Printable for a table.
+std::string FormatRows(const std::vector<std::vector<std::string>>& rows,
+                       bool csv);
+
 }  // namespace tiresias::cli
 
 #endif  // TIRESIAS_CLI_HISTORY_H_

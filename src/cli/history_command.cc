@@ -24,6 +24,7 @@ struct HistoryFlags {
   std::string states;
   std::string user;
   std::string name;
+  std::string vc;
   std::string format = cli::kDefaultHistoryFields;
   bool csv = false;
   bool json = false;
@@ -62,6 +63,7 @@ int History(const HistoryFlags& f) {
   req.set_page_size(1000);
   req.set_user(f.user);
   req.set_name(f.name);
+  req.set_vc(f.vc);
   // The master filters the window and one state; several states are
   // filtered here, and the window again (a master before ended_since and
   // ended_before ignores them and lists every job).
@@ -77,7 +79,9 @@ int History(const HistoryFlags& f) {
       return Fail(cli::DescribeRpcError(status, f.master, "history"));
     }
     for (v1::Job& job : *page.mutable_jobs()) {
-      if (cli::InHistory(job, since, until, states)) {
+      // The VC again too: a master before ListJobsRequest.vc lists all.
+      if (cli::InHistory(job, since, until, states) &&
+          (f.vc.empty() || job.spec().vc() == f.vc)) {
         jobs.push_back(std::move(job));
       }
     }
@@ -102,9 +106,10 @@ void AddHistoryCommand(CLI::App& app, int* exit_code) {
       "as a table, --csv or --json. WAIT is the time between submission and "
       "end not spent running; RUN the time run over every attempt.");
   cli::AddMasterFlag(cmd, &flags->master);
-  cmd->add_option("--since", flags->since,
-                  "Jobs that ended at or after TIME: Unix seconds or a local "
-                  "YYYY-MM-DD[THH:MM:SS] (default: 24 hours ago)");
+  cmd->add_option(
+      "--since", flags->since,
+      "Jobs that ended at or after TIME: Unix seconds or a local "
+      "YYYY-MM-DD[THH:MM:SS] or a time ago, 7d (default: 24 hours ago)");
   cmd->add_option("--until", flags->until,
                   "... and before TIME (default: now)");
   cmd->add_option("--state", flags->states,
@@ -112,6 +117,8 @@ void AddHistoryCommand(CLI::App& app, int* exit_code) {
                   "failed, cancelled, timeout");
   cmd->add_option("--user", flags->user, "Only this user's jobs");
   cmd->add_option("--name", flags->name, "Only jobs with exactly this name");
+  cmd->add_option("--vc,--account,-A", flags->vc,
+                  "Only the jobs of this virtual cluster");
   cmd->add_option("--format", flags->format,
                   absl::StrCat("Fields, comma-separated, of: ",
                                absl::StrJoin(cli::HistoryFieldNames(), ",")))

@@ -87,6 +87,7 @@ struct JobsFlags {
   std::string name;
   std::string since;  // empty: any time
   int64_t array = 0;  // --array: only this array's jobs; 0: any
+  std::string vc;     // --vc (--account): only this VC's jobs; "": any
   std::string format;  // --format: these fields (cli/history.h); "": the table
   bool csv = false;
 };
@@ -114,6 +115,7 @@ absl::StatusOr<v1::ListJobsRequest> JobsRequest(const JobsFlags& f) {
         "--array ", f.array, ": expected an array's id (its first job's)"));
   }
   req.set_array_id(f.array);
+  req.set_vc(f.vc);
   if (!f.since.empty()) {
     absl::StatusOr<double> since = cli::ParseTimeArg("--since", f.since);
     if (!since.ok()) return since.status();
@@ -366,9 +368,12 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   cmd->add_option("--array", jobs->array,
                   "Only the jobs of this array (the id `submit --array` "
                   "printed: its first job's)");
+  cmd->add_option("--vc,--account,-A", jobs->vc,
+                  "Only the jobs of this virtual cluster (`tiresias vc "
+                  "list`)");
   cmd->add_option("--since", jobs->since,
                   "Only jobs submitted at or after TIME: Unix seconds or a "
-                  "local date YYYY-MM-DD[THH:MM:SS]");
+                  "local date YYYY-MM-DD[THH:MM:SS] or a time ago (2h, 7d)");
   cmd->add_option("--format", jobs->format,
                   absl::StrCat("Print these fields, comma-separated, as "
                                "`history --format` does (with --csv or "

@@ -44,9 +44,38 @@ absl::StatusOr<double> ParseTimeArg(std::string_view flag,
       ParseLocal(value, "%Y-%m-%d", &seconds)) {
     return seconds;
   }
+  // A time ago: "30d", "12h", "90m", "45s".
+  if (value.size() >= 2) {
+    const std::string number = value.substr(0, value.size() - 1);
+    double unit = 0;
+    switch (value.back()) {
+      case 's':
+        unit = 1;
+        break;
+      case 'm':
+        unit = 60;
+        break;
+      case 'h':
+        unit = 3600;
+        break;
+      case 'd':
+        unit = 86400;
+        break;
+      default:
+        break;
+    }
+    double ago = 0;
+    if (unit > 0 && absl::SimpleAtod(number, &ago) && std::isfinite(ago) &&
+        number.find_first_not_of("0123456789.") == std::string::npos) {
+      timespec now{};
+      clock_gettime(CLOCK_REALTIME, &now);
+      return static_cast<double>(now.tv_sec) + now.tv_nsec * 1e-9 - ago * unit;
+    }
+  }
   return absl::InvalidArgumentError(absl::StrCat(
       ToAbsl(flag), " ", value,
-      ": expected Unix seconds or a local date YYYY-MM-DD[THH:MM:SS]"));
+      ": expected Unix seconds, a local date YYYY-MM-DD[THH:MM:SS] or a "
+      "time ago (30d, 12h, 90m, 45s)"));
 }
 
 }  // namespace tiresias::cli

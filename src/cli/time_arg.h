@@ -9,10 +9,12 @@
 
 namespace tiresias::cli {
 
-// Unix seconds for `text`: a number ("1700000000", "1700000000.5"), or a
+// Unix seconds for `text`: a number ("1700000000", "1700000000.5"), a
 // date in the local time zone, "YYYY-MM-DD" (its midnight) or
-// "YYYY-MM-DDTHH:MM:SS". InvalidArgument naming `flag` and the accepted
-// forms for anything else, an impossible date ("2024-02-30") included.
+// "YYYY-MM-DDTHH:MM:SS", or a time before now: a number of days, hours,
+// minutes or seconds ("30d", "12h", "90m", "45s"). InvalidArgument naming
+// `flag` and the accepted forms for anything else, an impossible date
+// ("2024-02-30") included.
 absl::StatusOr<double> ParseTimeArg(std::string_view flag,
                                     std::string_view text);
 

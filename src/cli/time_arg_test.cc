@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <utility>
 
 #include "gtest/gtest.h"
 
@@ -31,16 +32,29 @@ TEST_F(TimeArgTest, LocalMeansTheMachinesTimeZone) {
   EXPECT_EQ(*ParseTimeArg("--since", "2024-01-02"), 1704153600.0 + 5 * 3600);
 }
 
+TEST_F(TimeArgTest, ATimeAgo) {
+  const double now = static_cast<double>(std::time(nullptr));
+  for (auto [text, ago] : {std::pair<const char*, double>{"30d", 30 * 86400},
+                           {"12h", 12 * 3600},
+                           {"1.5h", 5400},
+                           {"90m", 5400},
+                           {"45s", 45}}) {
+    auto t = ParseTimeArg("--since", text);
+    ASSERT_TRUE(t.ok()) << text << ": " << t.status();
+    EXPECT_NEAR(*t, now - ago, 2) << text;
+  }
+}
+
 TEST_F(TimeArgTest, AnythingElseNamesTheFlagAndTheForms) {
-  for (const char* bad :
-       {"", "yesterday", "-5", "2024-13-01", "2024-02-30",
-        "2024-01-02T25:00:00", "2024-01-02 03:04:05x", "1e9"}) {
+  for (const char* bad : {"", "yesterday", "-5", "2024-13-01", "2024-02-30",
+                          "2024-01-02T25:00:00", "2024-01-02 03:04:05x", "1e9",
+                          "d", "-3d", "3w", "3dd", "1e3h"}) {
     auto t = ParseTimeArg("--since", bad);
     ASSERT_FALSE(t.ok()) << bad;
     EXPECT_EQ(t.status().message(),
               std::string("--since ") + bad +
-                  ": expected Unix seconds or a local date "
-                  "YYYY-MM-DD[THH:MM:SS]");
+                  ": expected Unix seconds, a local date "
+                  "YYYY-MM-DD[THH:MM:SS] or a time ago (30d, 12h, 90m, 45s)");
   }
 }
 

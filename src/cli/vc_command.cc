@@ -1,7 +1,9 @@
 // `tiresias vc list|show` (anyone) and `tiresias admin vc
 // create|set|remove` (an admin): virtual clusters (teams), their quotas in
 // cells, limits, members and what each uses now.
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -129,32 +131,41 @@ int SetVc(const VcFlags& f, bool create) {
   const std::string what =
       absl::StrCat("admin vc ", create ? "create " : "set ", f.name);
   MasterClient client(f.master);
+  auto stub = v1::Admin::NewStub(client.channel());
   v1::SetVcRequest req;
   req.set_create(create);
   v1::VirtualCluster* vc = req.mutable_vc();
-  if (!create) {
-    // The VC as it stands, with the flags given on top.
-    absl::StatusOr<v1::ListVcsResponse> vcs = List(client, f.master, what);
-    if (!vcs.ok()) return Fail(std::string(vcs.status().message()));
-    bool found = false;
-    for (const v1::VcStatus& s : vcs->vcs()) {
-      if (s.vc().name() == f.name) *vc = s.vc(), found = true;
+  // A change is made on the VC as it stands, read first, and sent with what
+  // was read: another admin's change in between (ABORTED) is read again
+  // and the flags applied on top of it, so neither change is lost.
+  constexpr int kAttempts = 5;
+  grpc::Status s;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    vc->Clear();
+    if (!create) {
+      absl::StatusOr<v1::ListVcsResponse> vcs = List(client, f.master, what);
+      if (!vcs.ok()) return Fail(std::string(vcs.status().message()));
+      bool found = false;
+      for (const v1::VcStatus& status : vcs->vcs()) {
+        if (status.vc().name() == f.name) *vc = status.vc(), found = true;
+      }
+      if (!found) {
+        return Fail(absl::StrCat(what, ": no virtual cluster \"", f.name,
+                                 "\" (`tiresias vc list`)"));
+      }
+      *req.mutable_expected() = *vc;
+    } else {
+      vc->set_name(f.name);
+      vc->set_borrow_limit(-1);
+      vc->set_lend_limit(-1);
     }
-    if (!found) {
-      return Fail(absl::StrCat(what, ": no virtual cluster \"", f.name,
-                               "\" (`tiresias vc list`)"));
+    if (absl::Status applied = Apply(f, vc); !applied.ok()) {
+      return Fail(absl::StrCat(what, ": ", applied.message()));
     }
-  } else {
-    vc->set_name(f.name);
-    vc->set_borrow_limit(-1);
-    vc->set_lend_limit(-1);
+    v1::SetVcResponse resp;
+    s = stub->SetVc(client.Context().get(), req, &resp);
+    if (s.error_code() != grpc::StatusCode::ABORTED) break;
   }
-  if (absl::Status s = Apply(f, vc); !s.ok()) {
-    return Fail(absl::StrCat(what, ": ", s.message()));
-  }
-  auto stub = v1::Admin::NewStub(client.channel());
-  v1::SetVcResponse resp;
-  grpc::Status s = stub->SetVc(client.Context().get(), req, &resp);
   if (!s.ok()) return Fail(cli::DescribeRpcError(s, f.master, what));
   std::printf(
       "virtual cluster %s %s: quota %s, weight %g, borrow %s, lend "
@@ -215,6 +226,57 @@ int ListVcs(const VcFlags& f) {
   return 0;
 }
 
+// `vc show`'s users: what each one's unfinished jobs in the VC hold and
+// how many wait, from the VC's jobs (ListJobsRequest.vc).
+int ShowUsers(MasterClient& client, const VcFlags& f) {
+  struct Use {
+    int running = 0, gpus = 0, borrowed = 0, waiting = 0;
+  };
+  std::map<std::string, Use> users;
+  for (v1::JobState state : {v1::JOB_STATE_STARTING, v1::JOB_STATE_RUNNING,
+                             v1::JOB_STATE_PENDING, v1::JOB_STATE_PREEMPTED}) {
+    v1::ListJobsRequest req;
+    req.set_vc(f.name);
+    req.set_state(state);
+    req.set_page_size(1000);
+    while (true) {
+      v1::ListJobsResponse page;
+      grpc::Status s =
+          client.stub().ListJobs(client.Context().get(), req, &page);
+      if (!s.ok()) {
+        return Fail(cli::DescribeRpcError(s, f.master,
+                                          absl::StrCat("vc show ", f.name)));
+      }
+      for (const v1::Job& job : page.jobs()) {
+        // A master before ListJobsRequest.vc lists every VC's jobs.
+        if (job.spec().vc() != f.name) continue;
+        Use& use = users[job.spec().user()];
+        if (state == v1::JOB_STATE_PENDING ||
+            state == v1::JOB_STATE_PREEMPTED) {
+          ++use.waiting;
+        } else {
+          ++use.running;
+          use.gpus += job.spec().gpus();
+          if (job.borrowing()) use.borrowed += job.spec().gpus();
+        }
+      }
+      if (page.next_page_token().empty()) break;
+      req.set_page_token(page.next_page_token());
+    }
+  }
+  if (users.empty()) {
+    std::printf("  Users:       no unfinished jobs\n");
+    return 0;
+  }
+  std::printf("  Users:\n");
+  for (const auto& [user, use] : users) {
+    std::printf("    %-12s %d running (%d GPUs, %d borrowed), %d waiting\n",
+                cli::Printable(user).c_str(), use.running, use.gpus,
+                use.borrowed, use.waiting);
+  }
+  return 0;
+}
+
 int ShowVc(const VcFlags& f) {
   MasterClient client(f.master);
   absl::StatusOr<v1::ListVcsResponse> vcs =
@@ -259,7 +321,7 @@ int ShowVc(const VcFlags& f) {
         vc.default_for().empty()
             ? "-"
             : cli::Printable(absl::StrJoin(vc.default_for(), ", ")).c_str());
-    return 0;
+    return ShowUsers(client, f);
   }
   return Fail(absl::StrCat("vc show: no virtual cluster \"", f.name,
                            "\" (`tiresias vc list`)"));

@@ -94,7 +94,7 @@ const std::vector<std::string>& JobStateNames() {
 
 absl::StatusOr<JobsParams> ParseJobsParams(const QueryParams& params) {
   absl::StatusOr<std::map<std::string, std::string>> p = Collect(
-      params, {"state", "user", "name", "page_size", "page_token"});
+      params, {"state", "user", "name", "vc", "page_size", "page_token"});
   if (!p.ok()) return p.status();
   JobsParams out;
   if (auto it = p->find("state"); it != p->end() && !it->second.empty()) {
@@ -108,6 +108,7 @@ absl::StatusOr<JobsParams> ParseJobsParams(const QueryParams& params) {
   }
   RETURN_IF_ERROR(Text(*p, "user", &out.user));
   RETURN_IF_ERROR(Text(*p, "name", &out.name));
+  RETURN_IF_ERROR(Text(*p, "vc", &out.vc));
   RETURN_IF_ERROR(Text(*p, "page_token", &out.page_token));
   RETURN_IF_ERROR(Integer(*p, "page_size", 1, 500, &out.page_size));
   return out;

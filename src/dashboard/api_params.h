@@ -20,13 +20,14 @@ namespace tiresias {
 // A request's query parameters in order, decoded (repeats kept).
 using QueryParams = std::vector<std::pair<std::string, std::string>>;
 
-// /api/jobs?state=&user=&name=&page_size=&page_token=
+// /api/jobs?state=&user=&name=&vc=&page_size=&page_token=
 struct JobsParams {
   // Lower-case state as the JSON shows it ("pending", ..., "timeout"); empty:
   // any.
   std::string state;
   std::string user;  // exactly; empty: any
   std::string name;  // exactly; empty: any
+  std::string vc;    // its virtual cluster, exactly; empty: any
   int page_size = 50;  // 1 .. 500
   std::string page_token;  // the previous answer's next_page_token; "" first
 };

@@ -13,12 +13,14 @@ TEST(ApiParamsTest, JobsTakeStateUserNamePageSizeAndToken) {
   auto p = ParseJobsParams({{"state", "pending"},
                             {"user", "alice"},
                             {"name", "train"},
+                            {"vc", "vision"},
                             {"page_size", "20"},
                             {"page_token", "ajE6MjA"}});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->state, "pending");
   EXPECT_EQ(p->user, "alice");
   EXPECT_EQ(p->name, "train");
+  EXPECT_EQ(p->vc, "vision");
   EXPECT_EQ(p->page_size, 20);
   EXPECT_EQ(p->page_token, "ajE6MjA");
   auto defaults = ParseJobsParams({{"state", ""}});
@@ -36,7 +38,7 @@ TEST(ApiParamsTest, BadJobsParametersAreNamed) {
   EXPECT_EQ(Error(ParseJobsParams({{"page_size", "5x"}}).status()),
             "page_size: expected a whole number from 1 to 500, got \"5x\"");
   EXPECT_EQ(Error(ParseJobsParams({{"stat", "pending"}}).status()),
-            "unknown parameter \"stat\" (expected state, user, name, "
+            "unknown parameter \"stat\" (expected state, user, name, vc, "
             "page_size, page_token)");
   EXPECT_EQ(Error(ParseJobsParams({{"user", "a"}, {"user", "b"}}).status()),
             "user: given more than once");

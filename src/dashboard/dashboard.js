@@ -172,6 +172,28 @@
     $('nodes-empty').style.display = state.nodes.length ? 'none' : '';
   }
 
+  // One row per virtual cluster (state.vcs); the panel only when there
+  // are VCs.
+  function renderVcs(state) {
+    var vcs = state.vcs || [];
+    $('vcs-panel').hidden = vcs.length === 0;
+    var body = $('vcs').tBodies[0];
+    body.textContent = '';
+    vcs.forEach(function(v) {
+      var tr = document.createElement('tr');
+      tr.dataset.vc = v.name;
+      tr.appendChild(text('td', v.name));
+      tr.appendChild(text('td', v.quota || '-'));
+      tr.appendChild(text('td', v.quota_gpus, 'num'));
+      tr.appendChild(text('td', v.guaranteed_gpus, 'num'));
+      tr.appendChild(text('td', v.borrowed_gpus, 'num'));
+      tr.appendChild(text('td', v.running_jobs, 'num'));
+      tr.appendChild(text('td', v.waiting_jobs, 'num'));
+      tr.appendChild(text('td', (v.members || []).join(',') || '-'));
+      body.appendChild(tr);
+    });
+  }
+
   // The master's history (/api/history): every point it kept for the
   // window, so the chart is whole after a reload or a master restart.
   function renderHistory(answer) {
@@ -284,6 +306,7 @@
     renderCards(state);
     renderJobs(state, page);
     renderPager(page);
+    renderVcs(state);
     renderNodes(state);
     if (historyAnswer) renderHistory(historyAnswer);
     document.body.dataset.jobCount = String(Object.keys(state.jobs).reduce(
@@ -322,9 +345,9 @@
   }
 
   // ---- The jobs table's filter and pages, kept in the page's URL --------
-  // ?state=&user=&name=&page_size= filter; page_token is the page shown,
+  // ?state=&user=&name=&vc=&page_size= filter; page_token is the page shown,
   // prev the tokens of the pages before it ('' for the first), comma-joined.
-  var FILTERS = ['state', 'user', 'name', 'page_size'];
+  var FILTERS = ['state', 'user', 'name', 'vc', 'page_size'];
 
   function urlParams() { return new URLSearchParams(window.location.search); }
 
@@ -382,13 +405,18 @@
     $('filter-state').value = params.get('state') || '';
     $('filter-user').value = params.get('user') || '';
     $('filter-name').value = params.get('name') || '';
+    $('filter-vc').value = params.get('vc') || '';
     if (params.get('page_size')) $('filter-page-size').value = params.get('page_size');
     $('jobs-filter').addEventListener('submit', function (e) {
       e.preventDefault();
       var next = new URLSearchParams();
-      var fields = {state: $('filter-state').value, user: $('filter-user').value.trim(),
-                    name: $('filter-name').value.trim(),
-                    page_size: $('filter-page-size').value};
+      var fields = {
+        state: $('filter-state').value,
+        user: $('filter-user').value.trim(),
+        name: $('filter-name').value.trim(),
+        vc: $('filter-vc').value.trim(),
+        page_size: $('filter-page-size').value
+      };
       FILTERS.forEach(function (k) { if (fields[k]) next.set(k, fields[k]); });
       if (next.get('page_size') === '50') next.delete('page_size');
       setUrlParams(next);  // a new filter starts at its first page
@@ -399,6 +427,7 @@
       $('filter-state').value = '';
       $('filter-user').value = '';
       $('filter-name').value = '';
+      $('filter-vc').value = '';
       $('filter-page-size').value = '50';
       refresh();
     });

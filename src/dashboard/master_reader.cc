@@ -77,6 +77,12 @@ ApiAnswer MasterReader::State(const std::string& token) const {
   v1::ListNodesResponse nodes;
   s = stub_->ListNodes(Context(token).get(), v1::ListNodesRequest(), &nodes);
   if (!s.ok()) return Failed(s);
+  // A master from before VCs answers UNIMPLEMENTED: it has none.
+  v1::ListVcsResponse vcs;
+  s = stub_->ListVcs(Context(token).get(), v1::ListVcsRequest(), &vcs);
+  if (!s.ok() && s.error_code() != grpc::StatusCode::UNIMPLEMENTED) {
+    return Failed(s);
+  }
   json out = {{"now", NowUnixSeconds()},
               {"master", master_address_},
               {"viewer",
@@ -84,7 +90,8 @@ ApiAnswer MasterReader::State(const std::string& token) const {
                 {"admin", who.admin()},
                 {"insecure", who.insecure()}}},
               {"jobs", api::ClusterStatusJson(status)["jobs"]},
-              {"nodes", api::NodeListJson(nodes)["nodes"]}};
+              {"nodes", api::NodeListJson(nodes)["nodes"]},
+              {"vcs", api::VcListJson(vcs)["vcs"]}};
   return ApiAnswer{.status = 200, .body = std::move(out)};
 }
 
@@ -120,6 +127,7 @@ ApiAnswer MasterReader::JobsPage(const std::string& token,
   req.set_page_token(params.page_token);
   req.set_user(params.user);
   req.set_name(params.name);
+  req.set_vc(params.vc);
   // Checked by ParseJobsParams: a state word or empty (any state).
   if (v1::JobState state; api::ParseJobStateWord(params.state, &state)) {
     req.set_state(state);

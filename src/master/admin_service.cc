@@ -111,7 +111,9 @@ grpc::Status AdminService::SetVc(grpc::ServerContext* ctx,
   absl::StatusOr<Principal> who = Admin(*ctx, action);
   if (!who.ok()) return security::ToGrpc(who.status());
   VcRecord vc = VcFromProto(req->vc());
-  if (absl::Status s = state_->SetVc(vc, req->create()); !s.ok()) {
+  std::optional<VcRecord> expected;
+  if (req->has_expected()) expected = VcFromProto(req->expected());
+  if (absl::Status s = state_->SetVc(vc, req->create(), expected); !s.ok()) {
     return security::ToGrpc(s);
   }
   auth_.Done(

@@ -389,6 +389,7 @@ absl::StatusOr<JobPage> MasterState::ListJobsPage(const JobListQuery& query) {
   stored.ended_since = query.ended_since;
   stored.ended_before = query.ended_before;
   stored.array_id = query.array_id;
+  stored.vc = query.vc;
   JobPage out;
   int64_t bytes = 0;
   while (true) {
@@ -450,7 +451,8 @@ JobPage MasterState::ListStartingJobs(const JobListQuery& query) {
     if ((query.user && rec.spec.user != *query.user) ||
         (query.name && rec.spec.name != *query.name) ||
         (query.submitted_since && rec.submit_time < *query.submitted_since) ||
-        (query.array_id && rec.array_id != *query.array_id)) {
+        (query.array_id && rec.array_id != *query.array_id) ||
+        (query.vc && rec.spec.vc != *query.vc)) {
       continue;
     }
     const int64_t size = ApproxEncodedBytes(rec);

@@ -161,7 +161,9 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
     }
     m.passes = passes_;
     m.pass_seconds = pass_seconds_;
+    m.vc_reclaims = scheduler_->reclaims();
   }
+  m.vcs = ListVcs();  // takes mu_ itself: O(unfinished jobs + VCs)
   // The store has its own lock.
   ASSIGN_OR_RETURN(m.last_event_sequence, LastEventSequence());
   return m;

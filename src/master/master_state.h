@@ -302,7 +302,10 @@ class MasterState {
   // too); RemoveVc: NotFound, or FailedPrecondition naming an unfinished
   // job in it. Both are durable before they return and applied to the
   // scheduler at once (ChangeVcs). The caller audits them.
-  absl::Status SetVc(VcRecord vc, bool create);
+  // With `expected` (a change made from a VC read before): Aborted unless
+  // the VC is still exactly that, so that concurrent changes lose none.
+  absl::Status SetVc(VcRecord vc, bool create,
+                     const std::optional<VcRecord>& expected = std::nullopt);
   absl::Status RemoveVc(const std::string& name);
   // Sets a submission's spec.vc (VcRegistry::Resolve).
   absl::Status ResolveVc(JobRequest& spec, bool admin, std::string_view field);
@@ -404,6 +407,10 @@ class MasterState {
       int64_t max_memory_bytes = 0;
     };
     std::vector<JobUsage> running_usage;  // by job id
+    // Virtual clusters (ListVcs), and borrowers preempted to give a VC its
+    // quota back since the master started.
+    std::vector<VcView> vcs;
+    int64_t vc_reclaims = 0;
   };
   absl::StatusOr<Metrics> SnapshotMetrics();
   // The cluster's history (master_history.cc). RecordClusterSample stores
@@ -996,6 +1003,7 @@ class MasterState {
     std::optional<Seconds> ended_since;      // end_time >= this
     std::optional<Seconds> ended_before;     // end_time < this
     std::optional<JobId> array_id;           // jobs of this array
+    std::optional<std::string> vc;           // jobs of this VC (spec.vc)
     int64_t limit = -1;                      // at most this many; < 0: no limit
     int64_t max_bytes = -1;  // as JobQuery::max_bytes; < 0: no limit
   };

@@ -5,6 +5,9 @@
 // into their quota where they run); submissions are given their user's VC
 // and refused outside it.
 #include <cstdio>
+#include <map>
+#include <string_view>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -31,8 +34,18 @@ void MasterState::ApplyVcs(Seconds now) {
   pass_wanted_ = true;
 }
 
-absl::Status MasterState::SetVc(VcRecord vc, bool create) {
+absl::Status MasterState::SetVc(VcRecord vc, bool create,
+                                const std::optional<VcRecord>& expected) {
   MutexLock lock(&mu_);
+  if (expected && !create) {
+    auto now = vcs_.records().find(vc.name);
+    if (now != vcs_.records().end() && !(now->second == *expected)) {
+      return absl::AbortedError(absl::StrCat(
+          "virtual cluster \"", vc.name,
+          "\" was changed by someone else meanwhile: read it again and "
+          "redo the change"));
+    }
+  }
   // Every VC's quota at once must fit the registered nodes (down ones
   // too: a node in maintenance comes back), so each can always get its
   // own; with no node registered yet, the first to come are checked.
@@ -88,7 +101,16 @@ absl::Status MasterState::ResolveVc(JobRequest& spec, bool admin,
 std::vector<MasterState::VcView> MasterState::ListVcs() {
   MutexLock lock(&mu_);
   std::vector<VcView> views;
+  if (vcs_.records().empty()) return views;
   const std::vector<VcSpec>& sched = scheduler_->vcs();
+  // Running and waiting jobs per VC, in one pass over the unfinished jobs.
+  std::map<std::string_view, std::pair<int, int>> jobs;
+  for (const auto& [id, rec] : records_) {
+    if (IsFinal(rec.state)) continue;
+    const Job* job = scheduler_->Find(id);
+    auto& [running, waiting] = jobs[rec.spec.vc];
+    ++(job != nullptr && job->running() ? running : waiting);
+  }
   for (const auto& [name, vc] : vcs_.records()) {
     VcView view;
     view.vc = vc;
@@ -109,14 +131,8 @@ std::vector<MasterState::VcView> MasterState::ListVcs() {
                          "-", cell.offset + cell.size - 1));
       }
     }
-    for (const auto& [id, rec] : records_) {
-      if (IsFinal(rec.state) || rec.spec.vc != name) continue;
-      const Job* job = scheduler_->Find(id);
-      if (job != nullptr && job->running()) {
-        ++view.running_jobs;
-      } else {
-        ++view.waiting_jobs;
-      }
+    if (auto it = jobs.find(name); it != jobs.end()) {
+      std::tie(view.running_jobs, view.waiting_jobs) = it->second;
     }
     views.push_back(std::move(view));
   }

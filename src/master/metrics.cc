@@ -106,6 +106,37 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
          "GPUs held by a task its agent reports running: busy GPUs minus "
          "those assigned to a task not started yet.");
   absl::StrAppend(&out, "tiresias_gpus_running ", m.gpus_running, "\n");
+  if (!m.vcs.empty()) {
+    Family(&out, "tiresias_vc_quota_gpus", "gauge",
+           "GPUs of each virtual cluster's quota (its cells).");
+    for (const MasterState::VcView& v : m.vcs) {
+      absl::StrAppend(&out, "tiresias_vc_quota_gpus{vc=\"",
+                      LabelValue(v.vc.name), "\"} ", v.quota_gpus, "\n");
+    }
+    Family(&out, "tiresias_vc_gpus", "gauge",
+           "GPUs each virtual cluster's running jobs hold: on its quota "
+           "(guaranteed) or beyond it (borrowed).");
+    for (const MasterState::VcView& v : m.vcs) {
+      const std::string vc = LabelValue(v.vc.name);
+      absl::StrAppend(&out, "tiresias_vc_gpus{vc=\"", vc,
+                      "\",kind=\"guaranteed\"} ", v.guaranteed_gpus, "\n",
+                      "tiresias_vc_gpus{vc=\"", vc, "\",kind=\"borrowed\"} ",
+                      v.borrowed_gpus, "\n");
+    }
+    Family(&out, "tiresias_vc_jobs", "gauge",
+           "Each virtual cluster's unfinished jobs, running or waiting.");
+    for (const MasterState::VcView& v : m.vcs) {
+      const std::string vc = LabelValue(v.vc.name);
+      absl::StrAppend(&out, "tiresias_vc_jobs{vc=\"", vc,
+                      "\",state=\"running\"} ", v.running_jobs, "\n",
+                      "tiresias_vc_jobs{vc=\"", vc, "\",state=\"waiting\"} ",
+                      v.waiting_jobs, "\n");
+    }
+    Family(&out, "tiresias_vc_reclaims_total", "counter",
+           "Borrowers preempted to give a virtual cluster its quota back, "
+           "since the master started.");
+    absl::StrAppend(&out, "tiresias_vc_reclaims_total ", m.vc_reclaims, "\n");
+  }
   Family(&out, "tiresias_scheduling_passes_total", "counter",
          "Scheduling passes since the master started.");
   absl::StrAppend(&out, "tiresias_scheduling_passes_total ", m.passes, "\n");

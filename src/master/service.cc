@@ -83,6 +83,7 @@ absl::StatusOr<MasterState::JobListQuery> ListQueryFromProto(
         req.array_id()));
   }
   if (req.array_id() > 0) query.array_id = req.array_id();
+  if (!req.vc().empty()) query.vc = req.vc();
   // Each instant, when given, must be a finite number of Unix seconds.
   const auto instant = [](absl::string_view field, bool has, double value,
                           std::optional<Seconds>* out) -> absl::Status {

@@ -49,7 +49,7 @@ class SqliteStore final : public Store {
   // 13 -> 14 request ids unique per user, 14 -> 15 a job's spec in one
   // column, 15 -> 16 what a job's tasks used: see store_rows.h) and
   // refuses newer ones.
-  static constexpr int kSchemaVersion = 17;
+  static constexpr int kSchemaVersion = 18;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the

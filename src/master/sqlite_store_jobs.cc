@@ -104,9 +104,9 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(
         SqliteQuery insert,
         db_->Prepare(absl::StrCat(
             "INSERT INTO jobs (", kJobColumns,
-            ") VALUES (NULL, ?1, ?2, ?3, ?4, 'pending', 0, 0, 0, 0, ?5, "
+            ", vc) VALUES (NULL, ?1, ?2, ?3, ?4, 'pending', 0, 0, 0, 0, ?5, "
             "NULL, NULL, ?5, 0, 0, 0, 0, '[]', NULL, 0, ?6, 0, ?7, ?8, 0, ?9, "
-            "?10, 0, 0)")));
+            "?10, 0, 0, ?11)")));
     std::optional<std::string_view> request_id;
     if (!job.request_id.empty()) request_id = job.request_id;
     std::optional<std::string> profile_json;
@@ -120,7 +120,8 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(
         .Bind(7, profile_json)
         .Bind(8, int64_t{spec.hold ? 1 : 0})
         .Bind(9, int64_t{array_id})
-        .Bind(10, int64_t{job.array_index.value_or(0)});
+        .Bind(10, int64_t{job.array_index.value_or(0)})
+        .Bind(11, std::string_view(spec.vc));
     absl::Status status = insert.Run();
     if (insert.last_error_code() == SQLITE_CONSTRAINT_UNIQUE) {
       // FindByRequestId looked first under the same lock: only a hand edit
@@ -378,6 +379,7 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
   if (q.ended_since) absl::StrAppend(&where, " AND end_time >= ?6");
   if (q.ended_before) absl::StrAppend(&where, " AND end_time < ?7");
   if (q.array_id) absl::StrAppend(&where, " AND array_id = ?8");
+  if (q.vc) absl::StrAppend(&where, " AND vc = ?9");
   MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery query, db_->Prepare(absl::StrCat(
                                           "SELECT ", kJobColumns, " FROM jobs ",
@@ -389,6 +391,7 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
   if (q.ended_since) query.Bind(6, q.ended_since->count());
   if (q.ended_before) query.Bind(7, q.ended_before->count());
   if (q.array_id) query.Bind(8, int64_t{*q.array_id});
+  if (q.vc) query.Bind(9, std::string_view(*q.vc));
   // One row past the limit tells whether there is more.
   query.Bind(5, q.limit < 0 ? int64_t{-1} : q.limit + 1);
   JobPage page;

@@ -121,6 +121,7 @@ struct JobQuery {
   std::optional<Seconds> ended_since;   // end_time >= this
   std::optional<Seconds> ended_before;  // end_time < this
   std::optional<JobId> array_id;        // jobs of this array only
+  std::optional<std::string> vc;        // jobs of this VC (spec.vc) only
   int64_t limit = -1;  // at most this many jobs; < 0: no limit
   // The page stops before the job that would take the sum of
   // ApproxEncodedBytes past this, but always holds at least one job;

@@ -227,10 +227,38 @@ absl::Status MoveSpecsIntoOneColumn(SqliteDb& db) {
   return absl::OkStatus();
 }
 
+// Schema 18: the vc column of every job whose spec names a VC.
+absl::Status CopyVcsIntoTheirColumn(SqliteDb& db) {
+  std::vector<std::pair<int64_t, std::string>> vcs;
+  {
+    ASSIGN_OR_RETURN(
+        SqliteQuery select,
+        db.Prepare("SELECT id, spec FROM jobs WHERE length(spec) > 0"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, select.Step());
+      if (!more) break;
+      v1::JobSpec proto;
+      if (!proto.ParseFromString(select.Blob(1))) {
+        return absl::DataLossError(
+            absl::StrCat(db.path(), ": job ", select.Int(0),
+                         ": column 'spec': not a serialized JobSpec"));
+      }
+      if (!proto.vc().empty()) vcs.emplace_back(select.Int(0), proto.vc());
+    }
+  }  // the SELECT is reset: the table may change
+  for (const auto& [id, vc] : vcs) {
+    ASSIGN_OR_RETURN(SqliteQuery update,
+                     db.Prepare("UPDATE jobs SET vc = ?2 WHERE id = ?1"));
+    RETURN_IF_ERROR(update.Bind(1, id).Bind(2, std::string_view(vc)).Run());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status MigrateInCode(SqliteDb& db, int to_version) {
   if (to_version == 15) return MoveSpecsIntoOneColumn(db);
+  if (to_version == 18) return CopyVcsIntoTheirColumn(db);
   return absl::OkStatus();
 }
 

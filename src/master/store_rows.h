@@ -162,6 +162,11 @@ inline constexpr const char* kMigrations[] = {
     // 17: virtual clusters (teams, issue 24): each VC's configuration as
     // the v1::VirtualCluster it was set with, as protobuf bytes.
     "CREATE TABLE vcs (name TEXT PRIMARY KEY, config BLOB NOT NULL)",
+    // 18: each job's virtual cluster as a column too (it stays in the spec),
+    // indexed for `jobs --vc`; its code step copies it from the spec of jobs
+    // written at 17.
+    "ALTER TABLE jobs ADD COLUMN vc TEXT NOT NULL DEFAULT '';"
+    "CREATE INDEX jobs_by_vc ON jobs (vc, id)",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =

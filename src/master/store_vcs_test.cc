@@ -7,7 +7,56 @@
 namespace tiresias {
 namespace {
 
+using master_testing::QueryValue;
+using master_testing::RawSql;
 using master_testing::TestDir;
+
+// Each job's VC is a column for listings to filter on; a file written
+// before it had one (schema 17, the VC in the spec alone) gets it from
+// the spec when opened.
+TEST(StoreVcsTest, JobsAreListedByVcAlsoFromAFileOfSchema17) {
+  TestDir dir;
+  const std::string path = dir.File("state.db");
+  JobRequest spec;
+  spec.name = "j";
+  spec.user = "bob";
+  spec.num_gpus = 1;
+  spec.command = {"true"};
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    std::vector<NewJob> jobs = {{spec, ""}, {spec, ""}, {spec, ""}};
+    jobs[0].spec.vc = "vision";
+    jobs[2].spec.vc = "vision";
+    auto created = (*store)->CreateJobs(jobs, Seconds{1});
+    ASSERT_TRUE(created.ok()) << created.status();
+  }
+  // Back to schema 17, as an older master left it.
+  RawSql(path,
+         "DROP INDEX jobs_by_vc; ALTER TABLE jobs DROP COLUMN vc; UPDATE "
+         "meta SET value = '17' WHERE key = 'schema_version'");
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto ids = [&](std::optional<std::string> vc) {
+      JobQuery query;
+      query.vc = std::move(vc);
+      absl::StatusOr<JobPage> page = (*store)->QueryJobs(query);
+      EXPECT_TRUE(page.ok()) << page.status();
+      std::vector<JobId> out;
+      for (const JobRecord& job : page->jobs) out.push_back(job.id);
+      return out;
+    };
+    EXPECT_EQ(ids("vision"), (std::vector<JobId>{1, 3}));
+    EXPECT_EQ(ids(""), (std::vector<JobId>{2}));
+    EXPECT_EQ(ids("speech"), (std::vector<JobId>{}));
+    EXPECT_EQ(ids(std::nullopt).size(), 3u);
+  }
+  EXPECT_EQ(QueryValue(path,
+                       "SELECT value FROM meta WHERE key = "
+                       "'schema_version'"),
+            "18");
+}
 
 TEST(StoreVcsTest, VcsAreDurableReplacedByNameAndRemoved) {
   TestDir dir;

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +32,8 @@ std::string_view PendingReasonKindName(PendingReasonKind kind) {
     case PendingReasonKind::kArrayLimit: return "array-limit";
     case PendingReasonKind::kNoMatch:
       return "no-match";
+    case PendingReasonKind::kVcQuota:
+      return "vc-quota";
   }
   return "";
 }
@@ -82,9 +85,37 @@ std::string FormatShaped(const PendingReason& r) {
 
 namespace {
 std::string FormatUnfiltered(const PendingReason& r);
+std::string FormatGeneral(const PendingReason& r);
+std::string VcNumbers(const PendingReason& r);
 }  // namespace
 
 std::string FormatPendingReason(const PendingReason& r) {
+  if (r.kind == PendingReasonKind::kVcQuota) {
+    std::string text = VcNumbers(r);
+    if (r.no_borrow_never_preempted) {
+      absl::StrAppend(&text, "; needs ", Gpus(r.gpus),
+                      " and, never preempted (--no-preempt), may run only "
+                      "on its VC's quota");
+    } else if (r.vc_borrow_limit == 0) {
+      absl::StrAppend(&text, "; needs ", Gpus(r.gpus),
+                      " and may not borrow (borrowing limit 0)");
+    } else if (r.vc_borrowed >= r.vc_borrow_limit) {
+      absl::StrAppend(&text, ", borrowing limit ", r.vc_borrow_limit,
+                      " reached (needs ", Gpus(r.gpus), ")");
+    } else {
+      absl::StrAppend(&text, "; needs ", Gpus(r.gpus), ", its borrowing limit ",
+                      r.vc_borrow_limit, " leaves ",
+                      r.vc_borrow_limit - r.vc_borrowed);
+    }
+    return text;
+  }
+  std::string text = FormatGeneral(r);
+  if (r.in_vc && !text.empty()) absl::StrAppend(&text, " (", VcNumbers(r), ")");
+  return text;
+}
+
+namespace {
+std::string FormatGeneral(const PendingReason& r) {
   if (r.kind == PendingReasonKind::kNoMatch) {
     return absl::StrCat("no up node matches ", r.filter,
                         ": waiting for one that does");
@@ -113,6 +144,7 @@ std::string FormatPendingReason(const PendingReason& r) {
       ")");
   return text;
 }
+}  // namespace
 
 namespace {
 // The sentences of a CPU-only job.
@@ -154,6 +186,7 @@ std::string FormatUnfiltered(const PendingReason& r) {
   switch (r.kind) {
     case PendingReasonKind::kNone:
     case PendingReasonKind::kNoMatch:  // FormatPendingReason's
+    case PendingReasonKind::kVcQuota:
       return "";
     case PendingReasonKind::kNextPass:
       return "waiting for the next scheduling pass";
@@ -384,6 +417,67 @@ PendingReason ExplainCpuOnly(const Job& job, const Cluster& cluster,
 
 }  // namespace
 
+namespace {
+
+// With VCs, a waiting GPU job that does not fit its VC's free quota gets
+// the VC's numbers, and kVcQuota when it may not borrow beyond it either
+// (the scheduler's Scheduler::MayBorrow, less the per-pass lending pool)
+// and the cluster's reason is one of waiting for GPUs: a job too large for
+// the cluster, or held off by drained nodes, keeps that reason. (A job
+// whose filter matches no node never gets here: it keeps kNoMatch.)
+void ExplainVc(const Scheduler& scheduler, const Job& job,
+               std::vector<std::optional<Scheduler::VcUsage>>& usage,
+               PendingReason* r) {
+  const int v = scheduler.VcOf(job.id());
+  if (v < 0) return;
+  if (!usage[v]) usage[v] = scheduler.Usage(v);
+  const Scheduler::VcUsage& u = *usage[v];
+  const VcSpec& spec = scheduler.vcs()[v];
+  // A job with a node filter never fits its quota (the VC's virtual
+  // servers carry no features): it only borrows.
+  if (r->gpus <= u.quota - u.guaranteed && job.spec().filter == nullptr) {
+    return;
+  }
+  r->in_vc = true;
+  r->vc = spec.name;
+  r->vc_quota = u.quota;
+  r->vc_in_use = u.guaranteed;
+  r->vc_borrowed = u.borrowed;
+  r->vc_borrow_limit = spec.borrow_limit;
+  // What the cluster cannot hold at all (too large, drained, no node
+  // matching) stays its reason; the VC's numbers follow it.
+  if (r->kind != PendingReasonKind::kNextPass &&
+      r->kind != PendingReasonKind::kPriority &&
+      r->kind != PendingReasonKind::kResources &&
+      r->kind != PendingReasonKind::kPlacement) {
+    return;
+  }
+  if (job.spec().no_preempt) {
+    r->kind = PendingReasonKind::kVcQuota;
+    r->no_borrow_never_preempted = true;
+  } else if (spec.borrow_limit != kUnlimited &&
+             int64_t{u.borrowed} + r->gpus > spec.borrow_limit) {
+    r->kind = PendingReasonKind::kVcQuota;
+  }
+}
+
+// "vc vision: 16 of 16 GPUs of its quota in use", with what it borrows.
+std::string VcNumbers(const PendingReason& r) {
+  if (r.vc_quota == 0) {
+    return absl::StrCat(r.vc.empty() ? "no VC" : absl::StrCat("vc ", r.vc),
+                        ": no quota of its own, ", r.vc_borrowed,
+                        " GPUs borrowed");
+  }
+  std::string text =
+      absl::StrCat("vc ", r.vc.empty() ? "\"\"" : r.vc, ": ", r.vc_in_use,
+                   " of ", r.vc_quota, " GPUs of its quota in use");
+  if (r.vc_borrowed > 0)
+    absl::StrAppend(&text, ", ", r.vc_borrowed, " borrowed");
+  return text;
+}
+
+}  // namespace
+
 std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
     const Scheduler& scheduler, const Cluster& cluster) {
   std::vector<std::pair<JobId, PendingReason>> out;
@@ -403,6 +497,8 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
     const Job* holder = scheduler.Find(owner);
     no_preempt += holder != nullptr && holder->spec().no_preempt;
   }
+  // Each VC's usage, once: O(its running jobs).
+  std::vector<std::optional<Scheduler::VcUsage>> usage(scheduler.vcs().size());
   scheduler.ForEachWaiting([&](const Job& job) {
     if (job.cpu_only()) {
       out.emplace_back(job.id(), ExplainCpuOnly(job, cluster, cpu_ahead++));
@@ -484,6 +580,7 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
         r.whole_free = c.whole_free_gpus();
       }
     }
+    ExplainVc(scheduler, job, usage, &r);
     out.emplace_back(job.id(), r);
   });
   return out;

@@ -38,6 +38,7 @@ enum class PendingReasonKind : int8_t {
   kDependency = 10,    // waiting for jobs it depends on to end
   kArrayLimit = 11,    // its array's running limit is reached
   kNoMatch = 12,       // no up node passes its node filter
+  kVcQuota = 13,       // its VC's quota is in use and it may not borrow
 };
 
 struct PendingReason {
@@ -90,13 +91,27 @@ struct PendingReason {
   // free spare CPUs of all of them, `ahead` the CPU-only jobs before it.
   int cpus = 0;
   int64_t mem_mib = 0;
+  // With virtual clusters (Scheduler::SetVcs), a job that does not fit
+  // its VC's free quota now: the VC ("" for the borrow-only VC of jobs
+  // from before there were VCs), its quota and the GPUs its jobs hold
+  // there and beyond it, and its borrowing limit (kUnlimited: none). Then
+  // kVcQuota says why it may not borrow (`no_borrow_never_preempted`: it
+  // is never preempted, so it runs only on its quota; else the limit is
+  // reached), and every other kind ends with the VC's numbers.
+  bool in_vc = false;
+  std::string vc;
+  int vc_quota = 0;
+  int vc_in_use = 0;
+  int vc_borrowed = 0;
+  int vc_borrow_limit = 0;
+  bool no_borrow_never_preempted = false;
 
   bool operator==(const PendingReason&) const = default;
 };
 
 // "next-pass", "no-nodes", "too-large", "drained", "priority",
 // "resources", "placement", "checkpointing", "held", "dependency",
-// "array-limit", "no-match"; "" for kNone.
+// "array-limit", "no-match", "vc-quota"; "" for kNone.
 std::string_view PendingReasonKindName(PendingReasonKind kind);
 
 // The reason in plain words, e.g. "needs 4 GPUs on one server, largest

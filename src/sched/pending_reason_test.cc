@@ -64,6 +64,69 @@ TEST(PendingReasonTest, FourGpuJobOnTwoServersWithThreeFreeEach) {
   EXPECT_EQ(Text(h, 1), "needs 4 GPUs on one server, largest free block is 3");
 }
 
+// Virtual clusters, 2 servers x 4: A owns one, B the other and may borrow
+// 2 GPUs. B's 8 one-GPU jobs: 6 run (4 on its quota, 2 borrowed), 7 and 8
+// wait at the borrowing limit. A job never preempted may not borrow at
+// all; one larger than the cluster keeps that reason. Without a limit, a
+// waiting job keeps the cluster's reason and gets the VC's numbers after
+// it.
+TEST(PendingReasonTest, VirtualClustersNameTheQuotaAndTheBorrowingLimit) {
+  {
+    Harness h(Topology::Uniform(1, 2, 4), Options("tiresias-l", "consolidate"));
+    ASSERT_TRUE(
+        h.scheduler()
+            .SetVcs({VcSpec{"a", {4}}, VcSpec{"b", {4}, 1, /*borrow_limit=*/2}},
+                    h.cluster().topology())
+            .ok());
+    for (JobId id = 1; id <= 8; ++id) testing::SubmitInVc(h, id, 1, 0, "b");
+    EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3, 4, 5, 6));
+    JobSpec stubborn{.id = 10, .num_gpus = 1, .no_preempt = true};
+    stubborn.vc = "b";
+    ASSERT_TRUE(h.scheduler().Submit(stubborn, Seconds{1}).ok());
+    testing::SubmitInVc(h, 11, 16, 1, "b");
+    EXPECT_TRUE(h.At(1).empty());
+    std::map<JobId, PendingReason> r = Reasons(h);
+    EXPECT_EQ(r.at(7).kind, PendingReasonKind::kVcQuota);
+    EXPECT_EQ(FormatPendingReason(r.at(7)),
+              "vc b: 4 of 4 GPUs of its quota in use, 2 borrowed, borrowing "
+              "limit 2 reached (needs 1 GPU)");
+    EXPECT_EQ(PendingReasonKindName(r.at(7).kind), "vc-quota");
+    EXPECT_EQ(FormatPendingReason(r.at(10)),
+              "vc b: 4 of 4 GPUs of its quota in use, 2 borrowed; needs 1 GPU "
+              "and, never preempted (--no-preempt), may run only on its VC's "
+              "quota");
+    EXPECT_EQ(r.at(11).kind, PendingReasonKind::kTooLarge);
+    EXPECT_EQ(FormatPendingReason(r.at(11)),
+              "needs 16 GPUs, more than every up node has together (8): "
+              "cannot run as configured (vc b: 4 of 4 GPUs of its quota in "
+              "use, 2 borrowed)");
+  }
+  {
+    Harness h(Topology::Uniform(1, 2, 4), Options("tiresias-l", "consolidate"));
+    ASSERT_TRUE(
+        h.scheduler()
+            .SetVcs({VcSpec{"a", {4}}, VcSpec{"b", {4}, 1, 0}, VcSpec{"c", {}}},
+                    h.cluster().topology())
+            .ok());
+    for (JobId id = 1; id <= 4; ++id) testing::SubmitInVc(h, id, 1, 0, "c");
+    testing::SubmitInVc(h, 5, 1, 0, "b");
+    EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3, 4, 5));
+    // C borrows 4 GPUs of the idle quotas; B has 3 of its own left and may
+    // not borrow.
+    testing::SubmitInVc(h, 6, 4, 10, "b");
+    testing::SubmitInVc(h, 7, 4, 10, "c");
+    EXPECT_TRUE(h.At(10).empty());
+    std::map<JobId, PendingReason> r = Reasons(h);
+    EXPECT_EQ(FormatPendingReason(r.at(6)),
+              "vc b: 1 of 4 GPUs of its quota in use; needs 4 GPUs and may "
+              "not borrow (borrowing limit 0)");
+    EXPECT_EQ(r.at(7).kind, PendingReasonKind::kPriority);
+    EXPECT_EQ(FormatPendingReason(r.at(7)),
+              "in queue 0 behind 1 waiting job of higher priority (needs 4 "
+              "GPUs, 3 free) (vc c: no quota of its own, 4 GPUs borrowed)");
+  }
+}
+
 // 1 server x 4: A (3) runs. B (2) and then C (2) wait: B is first in line
 // and short of GPUs; C waits behind B.
 TEST(PendingReasonTest, ResourcesThenPriority) {

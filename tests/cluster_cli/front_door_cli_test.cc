@@ -214,8 +214,8 @@ TEST_F(FrontDoorCliTest, JobsFiltersByStateUserNameAndSince) {
   ExpectOneLineError(Client("jobs", {"--state", "sleeping"}),
                      "--state sleeping: expected pending, starting,");
   ExpectOneLineError(Client("jobs", {"--since", "yesterday"}),
-                     "--since yesterday: expected Unix seconds or a local "
-                     "date YYYY-MM-DD[THH:MM:SS]");
+                     "--since yesterday: expected Unix seconds, a local "
+                     "date YYYY-MM-DD[THH:MM:SS] or a time ago");
 }
 
 TEST_F(FrontDoorCliTest, SubmitRefusesABadSpecBeforeSendingIt) {

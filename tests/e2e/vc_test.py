@@ -10,6 +10,9 @@ its owner's folder, as its owner):
   the first VC's idle quota (`jobs --json`: "borrowing");
 - the first user's 2-GPU job then runs within 5 s of its submission, and
   the jobs stopped to make room are exactly the 2 borrowers;
+- the reclaimed jobs wait with a reason naming their VC's quota, `jobs
+  --vc` lists one VC's jobs, and `report usage --by vc,user` has each
+  VC's and each user's GPU time;
 - a user naming a VC they are not a member of is refused, and so is
   `admin vc create` by a user who is not an admin.
 
@@ -124,6 +127,33 @@ def run(binary, workdir, users):
                  (started - submitted))
         if owners != {b_uid} or os.stat(a_log).st_uid != a_uid:
             fail("jobs ran as %s, not as their owners" % owners)
+        # The reclaimed borrowers wait saying why, in their VC's numbers.
+        def waiting_reasons():
+            return [j["pending_reason"] or "" for j in json.loads(
+                cli(binary, b_env, "jobs", "--json", "--vc", "team-b",
+                    "--state", "preempted").stdout)["jobs"]]
+        wait_for("the reclaimed jobs' reasons", lambda: len([
+            r for r in waiting_reasons()
+            if "(vc team-b: 2 of 2 GPUs of its quota in use)" in r]) == 2)
+        shown = cli(binary, b_env, "vc", "show", "team-b").stdout
+        if "2 running (2 GPUs, 0 borrowed), 2 waiting" not in shown:
+            fail("vc show team-b: %s" % shown)
+        mine = json.loads(cli(binary, b_env, "jobs", "--json", "--vc",
+                              "team-a").stdout)["jobs"]
+        if [j["user"] for j in mine] != [users[0]]:
+            fail("jobs --vc team-a: %s" % mine)
+        r = cli(binary, b_env, "report", "usage", "--by", "vc,user",
+                "--since", "1h", "--json")
+        if r.returncode != 0:
+            fail("report usage: %s" % r.stderr)
+        rows = {(row["vc"], row["user"]): row
+                for row in json.loads(r.stdout)["rows"]}
+        if (set(rows) != {("team-a", None), ("team-a", users[0]),
+                          ("team-b", None), ("team-b", users[1])} or
+                rows[("team-b", None)]["jobs"] != 4 or
+                rows[("team-b", None)]["gpu_s"] <= 0):
+            fail("report usage: %s" % r.stdout)
+        print(cli(binary, b_env, "report", "usage", "--since", "1h").stdout)
         listed = cli(binary, a_env, "vc", "list")
         if "team-a" not in listed.stdout:
             fail("vc list: %s %s" % (listed.stdout, listed.stderr))

@@ -8,7 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "master/master_state.h"
+#include "master/metrics.h"
 #include "master_test_util.h"
+#include "sched/pending_reason.h"
 #include "secure_master_test_util.h"
 
 namespace tiresias::master_testing {
@@ -175,7 +177,14 @@ TEST_F(VcMasterTest, RefusalsNameTheReasonAndChangeNothing) {
       << s;
   s = master_->SetVc(VcRecord{.name = "a", .quota = "2x2"}, true);
   EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
-  s = master_->SetVc(Vc("a", "1x4", {"al", "bo"}), false);
+  // A change from a stale read is refused; from the VC as it is, made.
+  const VcRecord read = master_->ListVcs()[0].vc;
+  VcRecord stale = read;
+  stale.weight = 3;
+  s = master_->SetVc(Vc("a", "1x4", {"al", "bo"}), false, stale);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_EQ(master_->ListVcs()[0].vc, read);
+  s = master_->SetVc(Vc("a", "1x4", {"al", "bo"}), false, read);
   ASSERT_TRUE(s.ok()) << s;  // a change (al's default dropped with it)
   s = master_->SetVc(Vc("bad name", "1x1", {}), true);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
@@ -192,6 +201,61 @@ TEST_F(VcMasterTest, RefusalsNameTheReasonAndChangeNothing) {
   master_.reset();
   Open();
   EXPECT_TRUE(master_->ListVcs().empty());
+}
+
+// What a VC's waiting job, a listing and /metrics say: b (2 GPUs, no
+// borrowing) runs two of bob's three jobs; the third waits naming b's
+// quota; `jobs --vc` (ListJobsPage) finds b's jobs alone; the metrics
+// count b's GPUs and jobs, and a's empty quota.
+TEST_F(VcMasterTest, ReasonsListingsAndMetricsNameTheVc) {
+  Open();
+  const int64_t node = Register("n1", 4);
+  ASSERT_TRUE(master_->SetVc(Vc("a", "1x2", {"alice"}), true).ok());
+  VcRecord b = Vc("b", "1x2", {"bob"});
+  b.borrow_limit = 0;
+  ASSERT_TRUE(master_->SetVc(b, true).ok());
+  std::vector<JobId> bobs;
+  for (int i = 0; i < 3; ++i) bobs.push_back(Submit(UserSpec(1, "bob", "b")));
+  Pass();
+  ASSERT_EQ(RunAll(node).size(), 2u);
+  const JobRecord waiting = Get(bobs[2]);
+  EXPECT_EQ(waiting.pending_reason_kind,
+            static_cast<int>(PendingReasonKind::kVcQuota));
+  EXPECT_EQ(waiting.pending_reason,
+            "vc b: 2 of 2 GPUs of its quota in use; needs 1 GPU and may not "
+            "borrow (borrowing limit 0)");
+  const JobId alices = Submit(UserSpec(1, "alice", "a"));
+
+  MasterState::JobListQuery query;
+  query.vc = "b";
+  absl::StatusOr<JobPage> page = master_->ListJobsPage(query);
+  ASSERT_TRUE(page.ok()) << page.status();
+  std::vector<JobId> listed;
+  for (const JobRecord& rec : page->jobs) listed.push_back(rec.id);
+  EXPECT_EQ(listed, bobs);
+  query.vc = "a";
+  page = master_->ListJobsPage(query);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->jobs.size(), 1u);
+  EXPECT_EQ(page->jobs[0].id, alices);
+  query.state = JobRecordState::kRunning;
+  query.vc = "b";
+  page = master_->ListJobsPage(query);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->jobs.size(), 2u);
+
+  absl::StatusOr<MasterState::Metrics> m = master_->SnapshotMetrics();
+  ASSERT_TRUE(m.ok()) << m.status();
+  const std::string text = RenderPrometheusMetrics(*m);
+  for (const char* line : {"tiresias_vc_quota_gpus{vc=\"a\"} 2\n",
+                           "tiresias_vc_gpus{vc=\"b\",kind=\"guaranteed\"} 2\n",
+                           "tiresias_vc_gpus{vc=\"b\",kind=\"borrowed\"} 0\n",
+                           "tiresias_vc_jobs{vc=\"b\",state=\"running\"} 2\n",
+                           "tiresias_vc_jobs{vc=\"b\",state=\"waiting\"} 1\n",
+                           "tiresias_vc_jobs{vc=\"a\",state=\"waiting\"} 1\n",
+                           "tiresias_vc_reclaims_total 0\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
+  }
 }
 
 // Over real gRPC on a secure master: only admins set VCs (a refusal is

@@ -260,6 +260,23 @@ std::string DescribeRpcError(const grpc::Status& status,
   }
 }
 
+absl::Status ForEachListedJob(MasterClient& client, v1::ListJobsRequest req,
+                              const std::string& what,
+                              const std::function<void(v1::Job&)>& fn) {
+  while (true) {
+    v1::ListJobsResponse page;
+    const grpc::Status status =
+        client.stub().ListJobs(client.Context().get(), req, &page);
+    if (!status.ok()) {
+      return absl::UnavailableError(
+          DescribeRpcError(status, client.address(), what));
+    }
+    for (v1::Job& job : *page.mutable_jobs()) fn(job);
+    if (page.next_page_token().empty()) return absl::OkStatus();
+    req.set_page_token(page.next_page_token());
+  }
+}
+
 absl::StatusOr<int64_t> ResolveJobRef(MasterClient& client,
                                       absl::string_view text) {
   absl::StatusOr<JobRef> ref = ParseJobRef(text);

@@ -4,22 +4,22 @@
 #ifndef TIRESIAS_CLI_CLUSTER_CLIENT_H_
 #define TIRESIAS_CLI_CLUSTER_CLIENT_H_
 
-#include <CLI/CLI.hpp>
+#include <grpcpp/grpcpp.h>
 
+#include <CLI/CLI.hpp>
 #include <array>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
-#include <grpcpp/grpcpp.h>
-
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "cli/control_channel.h"
 #include "proto/tiresias.grpc.pb.h"
 #include "proto/tiresias.pb.h"
 #include "security/tls.h"
-#include "absl/status/statusor.h"
 
 namespace tiresias::cli {
 
@@ -253,6 +253,13 @@ std::string DescribeRpcError(const grpc::Status& status,
 
 // Prints "tiresias: <message>" on stderr and returns 1, the exit code.
 int Fail(const std::string& message);
+
+// Every job `req` selects, page after page (req's page token advanced),
+// each handed to `fn`. A failed page: UNAVAILABLE with DescribeRpcError's
+// line naming `what`.
+absl::Status ForEachListedJob(MasterClient& client, v1::ListJobsRequest req,
+                              const std::string& what,
+                              const std::function<void(v1::Job&)>& fn);
 
 // The id of the job `text` names (cli/job_ref.h): a plain id as it is,
 // with no call; ARRAYID_INDEX ("12_3") by asking the master for the

@@ -34,15 +34,9 @@ int History(const HistoryFlags& f) {
   if (f.csv && f.json) return Fail("history: give --csv or --json, not both");
   const double now = cli::NowUnixSeconds();
   double since = now - 86400, until = now + 1;
-  if (!f.since.empty()) {
-    absl::StatusOr<double> t = cli::ParseTimeArg("--since", f.since);
-    if (!t.ok()) return Fail(std::string(t.status().message()));
-    since = *t;
-  }
-  if (!f.until.empty()) {
-    absl::StatusOr<double> t = cli::ParseTimeArg("--until", f.until);
-    if (!t.ok()) return Fail(std::string(t.status().message()));
-    until = *t;
+  for (absl::Status s : {cli::ParseTimeArgInto("--since", f.since, &since),
+                         cli::ParseTimeArgInto("--until", f.until, &until)}) {
+    if (!s.ok()) return Fail(std::string(s.message()));
   }
   std::vector<v1::JobState> states;
   for (absl::string_view word : absl::StrSplit(f.states, ',', absl::SkipEmpty())) {
@@ -71,23 +65,15 @@ int History(const HistoryFlags& f) {
   req.set_ended_since(since);
   req.set_ended_before(until);
   std::vector<v1::Job> jobs;
-  while (true) {
-    v1::ListJobsResponse page;
-    grpc::Status status =
-        client.stub().ListJobs(client.Context().get(), req, &page);
-    if (!status.ok()) {
-      return Fail(cli::DescribeRpcError(status, f.master, "history"));
-    }
-    for (v1::Job& job : *page.mutable_jobs()) {
-      // The VC again too: a master before ListJobsRequest.vc lists all.
-      if (cli::InHistory(job, since, until, states) &&
-          (f.vc.empty() || job.spec().vc() == f.vc)) {
-        jobs.push_back(std::move(job));
-      }
-    }
-    if (page.next_page_token().empty()) break;
-    req.set_page_token(page.next_page_token());
-  }
+  absl::Status listed =
+      cli::ForEachListedJob(client, req, "history", [&](v1::Job& job) {
+        // The VC again too: a master before ListJobsRequest.vc lists all.
+        if (cli::InHistory(job, since, until, states) &&
+            (f.vc.empty() || job.spec().vc() == f.vc)) {
+          jobs.push_back(std::move(job));
+        }
+      });
+  if (!listed.ok()) return Fail(std::string(listed.message()));
   const cli::HistoryFormat format = f.json  ? cli::HistoryFormat::kJson
                                     : f.csv ? cli::HistoryFormat::kCsv
                                             : cli::HistoryFormat::kTable;

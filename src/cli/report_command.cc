@@ -32,15 +32,9 @@ int Usage(const UsageFlags& f) {
   if (!by.ok()) return Fail(std::string(by.status().message()));
   const double now = cli::NowUnixSeconds();
   double since = now - 30 * 86400, until = now;
-  if (!f.since.empty()) {
-    absl::StatusOr<double> t = cli::ParseTimeArg("--since", f.since);
-    if (!t.ok()) return Fail(std::string(t.status().message()));
-    since = *t;
-  }
-  if (!f.until.empty()) {
-    absl::StatusOr<double> t = cli::ParseTimeArg("--until", f.until);
-    if (!t.ok()) return Fail(std::string(t.status().message()));
-    until = *t;
+  for (absl::Status s : {cli::ParseTimeArgInto("--since", f.since, &since),
+                         cli::ParseTimeArgInto("--until", f.until, &until)}) {
+    if (!s.ok()) return Fail(std::string(s.message()));
   }
   if (until <= since) {
     return Fail("report usage: --until must be after --since");
@@ -60,19 +54,11 @@ int Usage(const UsageFlags& f) {
   queries.emplace_back().set_ended_since(since);
   for (v1::ListJobsRequest& req : queries) {
     req.set_page_size(1000);
-    while (true) {
-      v1::ListJobsResponse page;
-      grpc::Status status =
-          client.stub().ListJobs(client.Context().get(), req, &page);
-      if (!status.ok()) {
-        return Fail(cli::DescribeRpcError(status, f.master, "report usage"));
-      }
-      for (v1::Job& job : *page.mutable_jobs()) {
-        if (seen.insert(job.id()).second) jobs.push_back(std::move(job));
-      }
-      if (page.next_page_token().empty()) break;
-      req.set_page_token(page.next_page_token());
-    }
+    absl::Status listed =
+        cli::ForEachListedJob(client, req, "report usage", [&](v1::Job& job) {
+          if (seen.insert(job.id()).second) jobs.push_back(std::move(job));
+        });
+    if (!listed.ok()) return Fail(std::string(listed.message()));
   }
   const cli::UsageReport report =
       cli::RollUpUsage(jobs, *by, since, until, cli::NowUnixSeconds());

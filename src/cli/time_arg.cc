@@ -78,4 +78,13 @@ absl::StatusOr<double> ParseTimeArg(std::string_view flag,
       "time ago (30d, 12h, 90m, 45s)"));
 }
 
+absl::Status ParseTimeArgInto(std::string_view flag, std::string_view text,
+                              double* out) {
+  if (text.empty()) return absl::OkStatus();
+  absl::StatusOr<double> t = ParseTimeArg(flag, text);
+  if (!t.ok()) return t.status();
+  *out = *t;
+  return absl::OkStatus();
+}
+
 }  // namespace tiresias::cli

@@ -18,6 +18,11 @@ namespace tiresias::cli {
 absl::StatusOr<double> ParseTimeArg(std::string_view flag,
                                     std::string_view text);
 
+// ParseTimeArg into *out when `text` is not empty (a flag not given keeps
+// its default); its error otherwise.
+absl::Status ParseTimeArgInto(std::string_view flag, std::string_view text,
+                              double* out);
+
 }  // namespace tiresias::cli
 
 #endif  // TIRESIAS_CLI_TIME_ARG_H_

@@ -239,30 +239,21 @@ int ShowUsers(MasterClient& client, const VcFlags& f) {
     req.set_vc(f.name);
     req.set_state(state);
     req.set_page_size(1000);
-    while (true) {
-      v1::ListJobsResponse page;
-      grpc::Status s =
-          client.stub().ListJobs(client.Context().get(), req, &page);
-      if (!s.ok()) {
-        return Fail(cli::DescribeRpcError(s, f.master,
-                                          absl::StrCat("vc show ", f.name)));
-      }
-      for (const v1::Job& job : page.jobs()) {
-        // A master before ListJobsRequest.vc lists every VC's jobs.
-        if (job.spec().vc() != f.name) continue;
-        Use& use = users[job.spec().user()];
-        if (state == v1::JOB_STATE_PENDING ||
-            state == v1::JOB_STATE_PREEMPTED) {
-          ++use.waiting;
-        } else {
-          ++use.running;
-          use.gpus += job.spec().gpus();
-          if (job.borrowing()) use.borrowed += job.spec().gpus();
-        }
-      }
-      if (page.next_page_token().empty()) break;
-      req.set_page_token(page.next_page_token());
-    }
+    absl::Status listed = cli::ForEachListedJob(
+        client, req, absl::StrCat("vc show ", f.name), [&](v1::Job& job) {
+          // A master before ListJobsRequest.vc lists every VC's jobs.
+          if (job.spec().vc() != f.name) return;
+          Use& use = users[job.spec().user()];
+          if (state == v1::JOB_STATE_PENDING ||
+              state == v1::JOB_STATE_PREEMPTED) {
+            ++use.waiting;
+          } else {
+            ++use.running;
+            use.gpus += job.spec().gpus();
+            if (job.borrowing()) use.borrowed += job.spec().gpus();
+          }
+        });
+    if (!listed.ok()) return Fail(std::string(listed.message()));
   }
   if (users.empty()) {
     std::printf("  Users:       no unfinished jobs\n");

@@ -1,5 +1,8 @@
 #include "master/metrics.h"
 
+#include <initializer_list>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/to_absl.h"
@@ -113,25 +116,31 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
       absl::StrAppend(&out, "tiresias_vc_quota_gpus{vc=\"",
                       LabelValue(v.vc.name), "\"} ", v.quota_gpus, "\n");
     }
-    Family(&out, "tiresias_vc_gpus", "gauge",
+    // A family with one sample per VC and value of `label`.
+    using Value = int MasterState::VcView::*;
+    auto per_vc =
+        [&](const char* name, const char* help, const char* label,
+            std::initializer_list<std::pair<const char*, Value>> values) {
+          Family(&out, name, "gauge", help);
+          for (const MasterState::VcView& v : m.vcs) {
+            for (const auto& [word, value] : values) {
+              absl::StrAppend(&out, name, "{vc=\"", LabelValue(v.vc.name),
+                              "\",", label, "=\"", word, "\"} ", v.*value,
+                              "\n");
+            }
+          }
+        };
+    per_vc("tiresias_vc_gpus",
            "GPUs each virtual cluster's running jobs hold: on its quota "
-           "(guaranteed) or beyond it (borrowed).");
-    for (const MasterState::VcView& v : m.vcs) {
-      const std::string vc = LabelValue(v.vc.name);
-      absl::StrAppend(&out, "tiresias_vc_gpus{vc=\"", vc,
-                      "\",kind=\"guaranteed\"} ", v.guaranteed_gpus, "\n",
-                      "tiresias_vc_gpus{vc=\"", vc, "\",kind=\"borrowed\"} ",
-                      v.borrowed_gpus, "\n");
-    }
-    Family(&out, "tiresias_vc_jobs", "gauge",
-           "Each virtual cluster's unfinished jobs, running or waiting.");
-    for (const MasterState::VcView& v : m.vcs) {
-      const std::string vc = LabelValue(v.vc.name);
-      absl::StrAppend(&out, "tiresias_vc_jobs{vc=\"", vc,
-                      "\",state=\"running\"} ", v.running_jobs, "\n",
-                      "tiresias_vc_jobs{vc=\"", vc, "\",state=\"waiting\"} ",
-                      v.waiting_jobs, "\n");
-    }
+           "(guaranteed) or beyond it (borrowed).",
+           "kind",
+           {{"guaranteed", &MasterState::VcView::guaranteed_gpus},
+            {"borrowed", &MasterState::VcView::borrowed_gpus}});
+    per_vc("tiresias_vc_jobs",
+           "Each virtual cluster's unfinished jobs, running or waiting.",
+           "state",
+           {{"running", &MasterState::VcView::running_jobs},
+            {"waiting", &MasterState::VcView::waiting_jobs}});
     Family(&out, "tiresias_vc_reclaims_total", "counter",
            "Borrowers preempted to give a virtual cluster its quota back, "
            "since the master started.");

@@ -287,21 +287,12 @@ absl::StatusOr<int64_t> ResolveJobRef(MasterClient& client,
   req.set_array_id(ref->array_id);
   req.set_page_size(5000);
   bool any = false;
-  while (true) {
-    v1::ListJobsResponse page;
-    const grpc::Status status =
-        client.stub().ListJobs(client.Context().get(), req, &page);
-    if (!status.ok()) {
-      return absl::UnavailableError(
-          DescribeRpcError(status, client.address(), what));
-    }
-    for (const v1::Job& job : page.jobs()) {
-      any = true;
-      if (job.array_index() == ref->index) return job.id();
-    }
-    if (page.next_page_token().empty()) break;
-    req.set_page_token(page.next_page_token());
-  }
+  std::optional<int64_t> found;
+  RETURN_IF_ERROR(ForEachListedJob(client, req, what, [&](v1::Job& job) {
+    any = true;
+    if (job.array_index() == ref->index) found = job.id();
+  }));
+  if (found) return *found;
   return absl::NotFoundError(
       any ? absl::StrCat(what, ": array ", ref->array_id, " has no index ",
                          ref->index)

@@ -133,6 +133,9 @@
       tr.appendChild(text('td', duration(j.wait_s), 'num'));
       tr.appendChild(text('td', duration(j.total_executed_s), 'num'));
       tr.appendChild(text('td', j.preemptions, 'num'));
+      // Its virtual cluster; '' on a master without VCs.
+      tr.appendChild(
+          text('td', j.vc === null || j.vc === undefined ? '' : j.vc, 'vc'));
       tr.appendChild(actionCell(j));
       // A job of an array as `tiresias jobs` shows it: ARRAYID_INDEX.
       tr.appendChild(text('td', j.array_id === null || j.array_id === undefined

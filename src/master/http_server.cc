@@ -69,7 +69,8 @@ absl::StatusOr<std::unique_ptr<MasterHttpServer>> MasterHttpServer::Start(
     http.Get("/metrics", [state, token_required](const httplib::Request& req,
                                                  httplib::Response& res) {
       if (token_required && !MayReadMetrics(*state, req, res)) return;
-      absl::StatusOr<MasterState::Metrics> metrics = state->SnapshotMetrics();
+      absl::StatusOr<MasterState::Metrics> metrics =
+          state->SnapshotMetrics(/*with_vcs=*/true);
       if (!metrics.ok()) {
         res.status = 503;
         res.set_content(std::string(metrics.status().message()) + "\n",

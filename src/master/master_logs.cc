@@ -85,7 +85,8 @@ absl::StatusOr<MasterState::TaskLogLocation> MasterState::LocateTaskLog(
   return where;
 }
 
-absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
+absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics(
+    bool with_vcs) {
   Metrics m;
   {
     MutexLock lock(&auth_mu_);  // a leaf: never with mu_
@@ -163,7 +164,8 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics() {
     m.pass_seconds = pass_seconds_;
     m.vc_reclaims = scheduler_->reclaims();
   }
-  m.vcs = ListVcs();  // takes mu_ itself: O(unfinished jobs + VCs)
+  // ListVcs takes mu_ itself: O(unfinished jobs + VCs).
+  if (with_vcs) m.vcs = ListVcs();
   // The store has its own lock.
   ASSIGN_OR_RETURN(m.last_event_sequence, LastEventSequence());
   return m;

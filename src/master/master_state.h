@@ -407,12 +407,13 @@ class MasterState {
       int64_t max_memory_bytes = 0;
     };
     std::vector<JobUsage> running_usage;  // by job id
-    // Virtual clusters (ListVcs), and borrowers preempted to give a VC its
-    // quota back since the master started.
+    // Virtual clusters (ListVcs; only when asked for: /metrics), and
+    // borrowers preempted to give a VC its quota back since the master
+    // started.
     std::vector<VcView> vcs;
     int64_t vc_reclaims = 0;
   };
-  absl::StatusOr<Metrics> SnapshotMetrics();
+  absl::StatusOr<Metrics> SnapshotMetrics(bool with_vcs = false);
   // The cluster's history (master_history.cc). RecordClusterSample stores
   // the busy GPUs, up GPUs, waiting and running jobs now (SnapshotMetrics)
   // at the clock's now, pruning to options().history_retention; called by

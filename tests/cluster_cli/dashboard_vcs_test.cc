@@ -57,6 +57,10 @@ TEST(DashboardVcsTest, ThePanelAndTheJobsFilterFollowTheVcs) {
   ASSERT_TRUE(browser.Open(Url(port, "/?vc=vision"))) << browser.error();
   ASSERT_TRUE(browser.WaitFor(kReady)) << browser.error();
   EXPECT_EQ(*browser.Evaluate(kRowIds), (json{3, 1}));
+  EXPECT_EQ(*browser.Evaluate("Array.from(document.querySelectorAll("
+                              "'#jobs tbody td.vc')).map(td => "
+                              "td.textContent).join()"),
+            "vision,vision");
   EXPECT_EQ(*browser.Evaluate("document.getElementById('filter-vc').value"),
             "vision");
   EXPECT_EQ(*browser.Evaluate("document.getElementById('vcs-panel').hidden"),

@@ -127,6 +127,11 @@ TEST(PrometheusTest, RendersEveryFamilyWithHelpAndType) {
 TEST_F(MasterMetricsTest, ServedOverHttp) {
   Open();
   Submit(Spec(1));
+  ASSERT_TRUE(
+      master_
+          ->SetVc(VcRecord{.name = "vision", .quota = "1x1", .members = {"*"}},
+                  true)
+          .ok());
   auto http = MasterHttpServer::Start(master_.get(), "127.0.0.1:0");
   ASSERT_TRUE(http.ok()) << http.status();
   httplib::Client client("127.0.0.1", (*http)->port());
@@ -136,6 +141,8 @@ TEST_F(MasterMetricsTest, ServedOverHttp) {
   EXPECT_THAT(res->get_header_value("Content-Type"),
               HasSubstr("version=0.0.4"));
   EXPECT_THAT(res->body, HasSubstr("tiresias_jobs{state=\"pending\"} 1\n"));
+  EXPECT_THAT(res->body,
+              HasSubstr("tiresias_vc_quota_gpus{vc=\"vision\"} 1\n"));
   res = client.Get("/healthz");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);

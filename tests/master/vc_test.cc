@@ -244,7 +244,8 @@ TEST_F(VcMasterTest, ReasonsListingsAndMetricsNameTheVc) {
   ASSERT_TRUE(page.ok()) << page.status();
   EXPECT_EQ(page->jobs.size(), 2u);
 
-  absl::StatusOr<MasterState::Metrics> m = master_->SnapshotMetrics();
+  absl::StatusOr<MasterState::Metrics> m =
+      master_->SnapshotMetrics(/*with_vcs=*/true);
   ASSERT_TRUE(m.ok()) << m.status();
   const std::string text = RenderPrometheusMetrics(*m);
   for (const char* line : {"tiresias_vc_quota_gpus{vc=\"a\"} 2\n",

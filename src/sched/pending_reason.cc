@@ -465,8 +465,8 @@ void ExplainVc(const Scheduler& scheduler, const Job& job,
 std::string VcNumbers(const PendingReason& r) {
   if (r.vc_quota == 0) {
     return absl::StrCat(r.vc.empty() ? "no VC" : absl::StrCat("vc ", r.vc),
-                        ": no quota of its own, ", r.vc_borrowed,
-                        " GPUs borrowed");
+                        ": no quota of its own, ", Gpus(r.vc_borrowed),
+                        " borrowed");
   }
   std::string text =
       absl::StrCat("vc ", r.vc.empty() ? "\"\"" : r.vc, ": ", r.vc_in_use,

@@ -179,6 +179,7 @@ json JobJson(const v1::Job& j, JobView view, double now_unix_seconds) {
       {"cpus", spec.cpus() > 0 ? json(spec.cpus()) : json(nullptr)},
       {"mem_mib", spec.mem_mib() > 0 ? json(spec.mem_mib()) : json(nullptr)},
       {"vc", TextOrNull(spec.vc())},
+      {"qos", TextOrNull(spec.qos())},
       {"borrowing", j.borrowing()},
       {"dependencies", std::move(dependencies)},
       {"waiting_on_dependencies", j.waiting_on_dependencies()},
@@ -366,6 +367,26 @@ json VcListJson(const v1::ListVcsResponse& response) {
                    {"bound_cells", Strings(s.bound_cells())}});
   }
   return {{"vcs", std::move(vcs)}};
+}
+
+json QosListJson(const v1::ListQosResponse& response) {
+  json levels = json::array();
+  for (const v1::QosStatus& s : response.qos()) {
+    const v1::Qos& q = s.qos();
+    levels.push_back({{"name", q.name()},
+                      {"priority", q.priority()},
+                      {"allow_no_preempt", q.allow_no_preempt()},
+                      {"max_gpus_per_user", q.max_gpus_per_user() < 0
+                                                ? json(nullptr)
+                                                : json(q.max_gpus_per_user())},
+                      {"users", Strings(q.users())},
+                      {"vcs", Strings(q.vcs())},
+                      {"description", q.description()},
+                      {"running_jobs", s.running_jobs()},
+                      {"waiting_jobs", s.waiting_jobs()},
+                      {"gpus", s.gpus()}});
+  }
+  return {{"qos", std::move(levels)}};
 }
 
 json AuditJson(const v1::ListAuditResponse& response) {

@@ -90,6 +90,10 @@ nlohmann::json TokenListJson(const v1::ListTokensResponse& response);
 nlohmann::json AuditJson(const v1::ListAuditResponse& response);
 // `tiresias vc list --json`.
 nlohmann::json VcListJson(const v1::ListVcsResponse& response);
+// `tiresias qos list --json`: {"qos": [{"name", "priority",
+// "allow_no_preempt", "max_gpus_per_user" (null: none), "users", "vcs",
+// "description", "running_jobs", "waiting_jobs", "gpus"}]}.
+nlohmann::json QosListJson(const v1::ListQosResponse& response);
 
 // The document as text: indented by 2 (or on one line), keys in
 // alphabetical order, text that is not UTF-8 (only an old master could

@@ -50,6 +50,7 @@ void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
   out->set_cpus(spec.cpus);
   out->set_mem_mib(spec.mem_mib);
   out->set_vc(spec.vc);
+  out->set_qos(spec.qos);
 }
 
 JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
@@ -92,6 +93,7 @@ JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
   out.cpus = spec.cpus();
   out.mem_mib = spec.mem_mib();
   out.vc = spec.vc();
+  out.qos = spec.qos();
   return out;
 }
 

@@ -17,6 +17,7 @@ void AddAdminCommands(CLI::App& app, int* exit_code) {
   AddAdminCertCommands(admin, exit_code);
   AddAdminTokenCommands(admin, exit_code);
   AddAdminVcCommands(admin, exit_code);
+  AddAdminQosCommands(admin, exit_code);
 }
 
 }  // namespace tiresias

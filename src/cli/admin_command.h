@@ -28,6 +28,8 @@ void AddAdminTokenCommands(CLI::App* admin, int* exit_code);
 
 // `admin vc create|set|remove`: virtual clusters (vc_command.cc).
 void AddAdminVcCommands(CLI::App* admin, int* exit_code);
+// `admin qos create|set|remove` (qos_command.cc).
+void AddAdminQosCommands(CLI::App* admin, int* exit_code);
 
 // `tiresias whoami` (admin_token_command.cc).
 void AddWhoAmICommand(CLI::App& app, int* exit_code);

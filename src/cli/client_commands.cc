@@ -14,6 +14,7 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
   AddLogsCommand(app, exit_code);
   AddWatchCommand(app, exit_code);
   AddVcCommands(app, exit_code);
+  AddQosCommands(app, exit_code);
   AddReportCommand(app, exit_code);
 }
 

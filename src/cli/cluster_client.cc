@@ -260,6 +260,16 @@ std::string DescribeRpcError(const grpc::Status& status,
   }
 }
 
+grpc::Status RetryWhileAborted(const std::function<grpc::Status()>& attempt) {
+  constexpr int kAttempts = 5;
+  grpc::Status s;
+  for (int i = 0; i < kAttempts; ++i) {
+    s = attempt();
+    if (s.error_code() != grpc::StatusCode::ABORTED) break;
+  }
+  return s;
+}
+
 absl::Status ForEachListedJob(MasterClient& client, v1::ListJobsRequest req,
                               const std::string& what,
                               const std::function<void(v1::Job&)>& fn) {

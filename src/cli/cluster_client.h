@@ -171,6 +171,12 @@ class MasterStub {
     return Unary("ListVcs", context, request, response,
                  &v1::Tiresias::Stub::ListVcs);
   }
+  grpc::Status ListQos(grpc::ClientContext* context,
+                       const v1::ListQosRequest& request,
+                       v1::ListQosResponse* response) {
+    return Unary("ListQos", context, request, response,
+                 &v1::Tiresias::Stub::ListQos);
+  }
   grpc::Status GetClusterStatus(grpc::ClientContext* context,
                                 const v1::GetClusterStatusRequest& request,
                                 v1::ClusterStatus* response) {
@@ -260,6 +266,14 @@ int Fail(const std::string& message);
 absl::Status ForEachListedJob(MasterClient& client, v1::ListJobsRequest req,
                               const std::string& what,
                               const std::function<void(v1::Job&)>& fn);
+
+// An admin's change of a record read first (a VC, a QOS), sent with what
+// was read so that the master refuses it (ABORTED) if another admin
+// changed the record in between: `attempt` reads, applies the flags and
+// sends; one that was beaten is tried again from the read, at most 5
+// times. Returns `attempt`'s last status; a problem found before sending
+// is `attempt`'s to report (it returns that status, not ABORTED).
+grpc::Status RetryWhileAborted(const std::function<grpc::Status()>& attempt);
 
 // The id of the job `text` names (cli/job_ref.h): a plain id as it is,
 // with no call; ARRAYID_INDEX ("12_3") by asking the master for the

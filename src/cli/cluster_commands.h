@@ -36,6 +36,8 @@ void AddHistoryCommand(CLI::App& app, int* exit_code);  // history_command.cc
 void AddNodesCommand(CLI::App& app, int* exit_code);
 // `tiresias vc list|show` (vc_command.cc).
 void AddVcCommands(CLI::App& app, int* exit_code);
+// `tiresias qos list` (qos_command.cc).
+void AddQosCommands(CLI::App& app, int* exit_code);
 // `tiresias report usage` (report_command.cc).
 void AddReportCommand(CLI::App& app, int* exit_code);
 void AddNodeCommand(CLI::App& app, int* exit_code);  // node drain|resume

@@ -130,6 +130,11 @@ const std::vector<Field>& Fields() {
          return j.spec().vc().empty() ? std::string("-") : j.spec().vc();
        },
        "vc"},
+      {"qos", "QOS",
+       [](const v1::Job& j, double) {
+         return j.spec().qos().empty() ? std::string("-") : j.spec().qos();
+       },
+       "qos"},
   };
   return *kFields;
 }

@@ -247,6 +247,12 @@ void PrintJob(const v1::Job& job, double now) {
                                        .seconds = job.spec().signal_seconds()}),
                      " (before the time limit)"));
   }
+  if (!job.spec().vc().empty()) {
+    line("VC:",
+         absl::StrCat(cli::Printable(job.spec().vc()),
+                      job.borrowing() ? " (borrowing beyond its quota)" : ""));
+  }
+  if (!job.spec().qos().empty()) line("QOS:", cli::Printable(job.spec().qos()));
   if (job.spec().no_preempt()) line("Preemptible:", "no (--no-preempt)");
   if (job.spec().dependencies_size() > 0) {
     std::vector<JobDependency> deps;

@@ -30,7 +30,7 @@ constexpr const char* kFields =
     "checkpoint_dir, chdir (or workdir), output, error, time, signal, "
     "no_preempt, hold, dependency, gpu_type, constraint, nodelist, "
     "exclude, cpus_per_gpu, mem_per_gpu, cpus, mem, exclusive, vc (or "
-    "account)";
+    "account), qos";
 
 // A JSON value for a message: its text, cut to about 40 bytes.
 std::string Shown(const Json& value) {
@@ -112,11 +112,13 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
       if (!name.ok()) return name.status();
       spec.name = *std::move(name);
       has_name = true;
-    } else if (key == "checkpoint_dir" || key == "vc" || key == "account") {
+    } else if (key == "checkpoint_dir" || key == "vc" || key == "account" ||
+               key == "qos") {
       auto text = StringField(value, key);
       if (!text.ok()) return text.status();
-      (key == "checkpoint_dir" ? spec.checkpoint_dir : spec.vc) =
-          *std::move(text);
+      (key == "checkpoint_dir" ? spec.checkpoint_dir
+       : key == "qos"          ? spec.qos
+                               : spec.vc) = *std::move(text);
     } else if (key == "chdir" || key == "workdir") {
       if (!workdir_key.empty()) {
         return FieldError(key, absl::StrCat("given with ", workdir_key,

@@ -80,6 +80,7 @@ struct SubmitFlags {
   std::string dependency;  // --dependency: Slurm's form (core/dependency.h)
   std::string array;       // --array: Slurm's form (core/job_array.h)
   std::string vc;          // --vc, --account: its virtual cluster
+  std::string qos;         // --qos: its priority level
   cli::NodeFilterFlags filter;  // --gpu-type, --constraint, ...
 };
 
@@ -197,6 +198,7 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
   spec.no_preempt = f.no_preempt;
   spec.hold = f.hold;
   spec.vc = f.vc;
+  spec.qos = f.qos;
   absl::StatusOr<std::vector<JobDependency>> deps =
       ParseDependencies(f.dependency);
   if (!deps.ok()) {
@@ -387,9 +389,10 @@ int SubmitFile(const SubmitFlags& f) {
   absl::StatusOr<std::vector<cli::JobFileEntry>> entries =
       cli::ReadJobFile(f.file, cli::OwnerToSend(*creds), *cwd);
   if (!entries.ok()) return Fail(std::string(entries.status().message()));
-  // --vc: the VC of every job whose line names none.
+  // --vc and --qos: those of every job whose line names none.
   for (cli::JobFileEntry& entry : *entries) {
     if (entry.spec.vc.empty()) entry.spec.vc = f.vc;
+    if (entry.spec.qos.empty()) entry.spec.qos = f.qos;
   }
   for (cli::JobFileEntry& entry : *entries) {
     if (exported.empty()) break;
@@ -557,6 +560,10 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--vc,--account,-A", submit->vc,
                   "The virtual cluster (team) it runs in: its quota, and "
                   "borrowing beyond it (default: yours; `tiresias vc list`)");
+  cmd->add_option("--qos,-q", submit->qos,
+                  "Its priority level: jobs of a higher one run first and "
+                  "may preempt lower ones (default none; `tiresias qos "
+                  "list`)");
   cmd->add_flag("--hold", submit->hold,
                 "Submit it held: it is not started until `tiresias release "
                 "JOB`");

@@ -135,23 +135,24 @@ int SetVc(const VcFlags& f, bool create) {
   v1::SetVcRequest req;
   req.set_create(create);
   v1::VirtualCluster* vc = req.mutable_vc();
-  // A change is made on the VC as it stands, read first, and sent with what
-  // was read: another admin's change in between (ABORTED) is read again
-  // and the flags applied on top of it, so neither change is lost.
-  constexpr int kAttempts = 5;
-  grpc::Status s;
-  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+  // A change is made on the VC as it stands, read first (RetryWhileAborted).
+  std::optional<std::string> local;  // a problem found before sending
+  grpc::Status s = cli::RetryWhileAborted([&] {
     vc->Clear();
     if (!create) {
       absl::StatusOr<v1::ListVcsResponse> vcs = List(client, f.master, what);
-      if (!vcs.ok()) return Fail(std::string(vcs.status().message()));
+      if (!vcs.ok()) {
+        local = std::string(vcs.status().message());
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, *local);
+      }
       bool found = false;
       for (const v1::VcStatus& status : vcs->vcs()) {
         if (status.vc().name() == f.name) *vc = status.vc(), found = true;
       }
       if (!found) {
-        return Fail(absl::StrCat(what, ": no virtual cluster \"", f.name,
-                                 "\" (`tiresias vc list`)"));
+        local = absl::StrCat(what, ": no virtual cluster \"", f.name,
+                             "\" (`tiresias vc list`)");
+        return grpc::Status(grpc::StatusCode::NOT_FOUND, *local);
       }
       *req.mutable_expected() = *vc;
     } else {
@@ -160,12 +161,13 @@ int SetVc(const VcFlags& f, bool create) {
       vc->set_lend_limit(-1);
     }
     if (absl::Status applied = Apply(f, vc); !applied.ok()) {
-      return Fail(absl::StrCat(what, ": ", applied.message()));
+      local = absl::StrCat(what, ": ", applied.message());
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, *local);
     }
     v1::SetVcResponse resp;
-    s = stub->SetVc(client.Context().get(), req, &resp);
-    if (s.error_code() != grpc::StatusCode::ABORTED) break;
-  }
+    return stub->SetVc(client.Context().get(), req, &resp);
+  });
+  if (local) return Fail(*local);
   if (!s.ok()) return Fail(cli::DescribeRpcError(s, f.master, what));
   std::printf(
       "virtual cluster %s %s: quota %s, weight %g, borrow %s, lend "

@@ -66,6 +66,9 @@ struct JobSpec {
   // Its virtual cluster (team), when the scheduler has VCs
   // (sched/vcs.h); "" is the VC named "" if there is one, else the first.
   std::string vc;
+  // Its priority level (QOS, when the scheduler has them: Scheduler::
+  // SetQos); "" or an unknown one: none (priority 0, no limit).
+  std::string qos;
   // Who submitted it, for per-user fair share ("" when unknown: one user).
   std::string user;
 

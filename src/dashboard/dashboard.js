@@ -136,6 +136,9 @@
       // Its virtual cluster; '' on a master without VCs.
       tr.appendChild(
           text('td', j.vc === null || j.vc === undefined ? '' : j.vc, 'vc'));
+      // Its priority level (QOS); '' for none.
+      tr.appendChild(text(
+          'td', j.qos === null || j.qos === undefined ? '' : j.qos, 'qos'));
       tr.appendChild(actionCell(j));
       // A job of an array as `tiresias jobs` shows it: ARRAYID_INDEX.
       tr.appendChild(text('td', j.array_id === null || j.array_id === undefined

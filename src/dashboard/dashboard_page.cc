@@ -92,7 +92,7 @@ std::string DashboardPage(const std::string& master_address, int refresh_ms,
       "<th class=\"num\">Queue</th><th class=\"num\">GPUs</th>"
       "<th class=\"num\">Attained (GPU-s)</th><th class=\"num\">Wait</th>"
       "<th class=\"num\">Run</th><th class=\"num\">Preempted</th>"
-      "<th>VC</th><th>Actions</th><th>Array</th>"
+      "<th>VC</th><th>QOS</th><th>Actions</th><th>Array</th>"
       "<th>Nodes (reason)</th></tr></thead><tbody></tbody></table>"
       "<p id=\"jobs-empty\" class=\"muted\">No jobs yet.</p>"
       "<div class=\"pager\"><button type=\"button\" id=\"jobs-prev\" "

@@ -137,4 +137,39 @@ grpc::Status AdminService::RemoveVc(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+grpc::Status AdminService::SetQos(grpc::ServerContext* ctx,
+                                  const v1::SetQosRequest* req,
+                                  v1::SetQosResponse*) {
+  const std::string action =
+      absl::StrCat(req->create() ? "CreateQos " : "SetQos ", req->qos().name());
+  absl::StatusOr<Principal> who = Admin(*ctx, action);
+  if (!who.ok()) return security::ToGrpc(who.status());
+  QosRecord qos = QosFromProto(req->qos());
+  std::optional<QosRecord> expected;
+  if (req->has_expected()) expected = QosFromProto(req->expected());
+  if (absl::Status s = state_->SetQos(qos, req->create(), expected); !s.ok()) {
+    return security::ToGrpc(s);
+  }
+  auth_.Done(
+      *who, action,
+      absl::StrCat("priority ", qos.priority, ", no-preempt ",
+                   qos.allow_no_preempt ? "allowed" : "not allowed",
+                   ", max GPUs per user ", qos.max_gpus_per_user, ", users ",
+                   qos.users.size(), ", vcs ", qos.vcs.size()));
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::RemoveQos(grpc::ServerContext* ctx,
+                                     const v1::RemoveQosRequest* req,
+                                     v1::RemoveQosResponse*) {
+  const std::string action = absl::StrCat("RemoveQos ", req->name());
+  absl::StatusOr<Principal> who = Admin(*ctx, action);
+  if (!who.ok()) return security::ToGrpc(who.status());
+  if (absl::Status s = state_->RemoveQos(req->name()); !s.ok()) {
+    return security::ToGrpc(s);
+  }
+  auth_.Done(*who, action, "");
+  return grpc::Status::OK;
+}
+
 }  // namespace tiresias

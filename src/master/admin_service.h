@@ -27,6 +27,10 @@ class AdminService final : public v1::Admin::Service {
                      v1::SetVcResponse*) override;
   grpc::Status RemoveVc(grpc::ServerContext*, const v1::RemoveVcRequest*,
                         v1::RemoveVcResponse*) override;
+  grpc::Status SetQos(grpc::ServerContext*, const v1::SetQosRequest*,
+                      v1::SetQosResponse*) override;
+  grpc::Status RemoveQos(grpc::ServerContext*, const v1::RemoveQosRequest*,
+                         v1::RemoveQosResponse*) override;
 
   static constexpr int kMaxAuditEntries = 1000;
 

@@ -173,6 +173,16 @@ absl::Status FaultStore::RemoveVc(const std::string& name) {
                              [&] { return inner_->RemoveVc(name); });
 }
 
+absl::Status FaultStore::PutQos(const QosRecord& qos) {
+  return Apply<absl::Status>(StoreWriteKind::kPutVc,
+                             [&] { return inner_->PutQos(qos); });
+}
+
+absl::Status FaultStore::RemoveQos(const std::string& name) {
+  return Apply<absl::Status>(StoreWriteKind::kPutVc,
+                             [&] { return inner_->RemoveQos(name); });
+}
+
 absl::Status FaultStore::AppendAudit(const AuditRecord& record) {
   return Apply<absl::Status>(StoreWriteKind::kAppendAudit,
                              [&] { return inner_->AppendAudit(record); });

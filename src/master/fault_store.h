@@ -55,7 +55,7 @@ enum class StoreWriteKind {
   kSaveProfile,
   kAddPlacementRun,
   kAddClusterSample,
-  kPutVc,  // PutVc and RemoveVc
+  kPutVc,  // PutVc, RemoveVc, PutQos and RemoveQos
 };
 // "CreateJobs", "Write", ...: the method's name.
 std::string_view StoreWriteKindName(StoreWriteKind kind);
@@ -126,6 +126,8 @@ class FaultStore final : public Store {
                                 const HistoryRetention& retention) override;
   absl::Status PutVc(const VcRecord& vc) override;
   absl::Status RemoveVc(const std::string& name) override;
+  absl::Status PutQos(const QosRecord& qos) override;
+  absl::Status RemoveQos(const std::string& name) override;
 
   // Reads: the inner store's.
   absl::StatusOr<JobRecord> GetJob(JobId id) const override {
@@ -165,6 +167,9 @@ class FaultStore final : public Store {
   }
   absl::StatusOr<std::vector<VcRecord>> ListVcs() const override {
     return inner_->ListVcs();
+  }
+  absl::StatusOr<std::vector<QosRecord>> ListQos() const override {
+    return inner_->ListQos();
   }
   absl::StatusOr<std::vector<ClusterSample>> ClusterHistory(
       Seconds since, Seconds until) const override {

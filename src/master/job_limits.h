@@ -19,7 +19,7 @@ namespace tiresias::job_limits {
 inline constexpr size_t kMaxNameBytes = 256;
 inline constexpr size_t kMaxUserBytes = 64;
 inline constexpr size_t kMaxModelBytes = 64;
-// JobSpec.vc: a VC's name (VirtualCluster.name).
+// JobSpec.vc and .qos: a VC's or QOS's name (VirtualCluster.name, Qos.name).
 inline constexpr size_t kMaxVcBytes = 64;
 inline constexpr size_t kMaxCheckpointDirBytes = 4096;
 

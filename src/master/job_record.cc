@@ -216,6 +216,7 @@ JobSpec CoreJobSpec(JobId id, const JobRequest& spec, Seconds submit_time,
                  .cpus = spec.cpus,
                  .mem_mib = spec.mem_mib,
                  .vc = spec.vc,
+                 .qos = spec.qos,
                  .user = spec.user};
 }
 

@@ -78,6 +78,8 @@ struct JobRequest {
   int64_t mem_mib = 0;
   // Its virtual cluster (JobSpec.vc); "" on a master without VCs.
   std::string vc;
+  // Its priority level (JobSpec.qos); "" none.
+  std::string qos;
 
   bool cpu_only() const { return num_gpus == 0; }
   bool operator==(const JobRequest&) const = default;

@@ -318,6 +318,9 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
     status = CheckField("spec.vc", spec.vc, limits::kMaxVcBytes);
   }
   if (status.ok()) {
+    status = CheckField("spec.qos", spec.qos, limits::kMaxVcBytes);
+  }
+  if (status.ok()) {
     status = CheckField("spec.checkpoint_dir", spec.checkpoint_dir,
                         limits::kMaxCheckpointDirBytes);
   }

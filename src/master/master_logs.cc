@@ -166,6 +166,7 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics(
   }
   // ListVcs takes mu_ itself: O(unfinished jobs + VCs).
   if (with_vcs) m.vcs = ListVcs();
+  if (with_vcs) m.qos = ListQos();
   // The store has its own lock.
   ASSIGN_OR_RETURN(m.last_event_sequence, LastEventSequence());
   return m;

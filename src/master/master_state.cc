@@ -61,6 +61,7 @@ absl::StatusOr<std::unique_ptr<MasterState>> MasterState::Open(
   ASSIGN_OR_RETURN(state->scheduler_, state->MakeScheduler());
   RETURN_IF_ERROR(state->LoadPlacementRuns());
   RETURN_IF_ERROR(state->LoadVcs());
+  RETURN_IF_ERROR(state->LoadQos());
   RETURN_IF_ERROR(state->Load(clock->NowUnixSeconds()));
   RETURN_IF_ERROR(state->LoadTokens());
   return state;

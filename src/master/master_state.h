@@ -132,6 +132,7 @@
 #include "master/generation.h"
 #include "master/launch_table.h"
 #include "master/principal.h"
+#include "master/qos_registry.h"
 #include "master/store.h"
 #include "master/vc_registry.h"
 #include "place/pack_limit_runs.h"
@@ -320,6 +321,25 @@ class MasterState {
   };
   std::vector<VcView> ListVcs();
 
+  // Priority levels (QOS; master_qos.cc, qos_registry.h), as VCs are:
+  // durable before they return, applied to the scheduler at once
+  // (Scheduler::SetQos), audited by the caller; RemoveQos refuses while an
+  // unfinished job has it. ResolveQos checks a submission's QOS and its
+  // --no-preempt (QosRegistry::Resolve, with options().no_preempt_users).
+  absl::Status SetQos(QosRecord qos, bool create,
+                      const std::optional<QosRecord>& expected = std::nullopt);
+  absl::Status RemoveQos(const std::string& name);
+  absl::Status ResolveQos(const JobRequest& spec, bool admin,
+                          std::string_view field);
+  struct QosView {
+    QosRecord qos;
+    int running_jobs = 0;
+    int waiting_jobs = 0;
+    int gpus = 0;  // its running jobs'
+  };
+  // By priority, highest first, then by name.
+  std::vector<QosView> ListQos();
+
   // Node drain for maintenance (master_nodes.cc). A drained node takes no
   // new launch (its server is cordoned in the scheduler's Cluster, and a
   // launch decided there but not yet released is taken back); its running
@@ -411,6 +431,7 @@ class MasterState {
     // borrowers preempted to give a VC its quota back since the master
     // started.
     std::vector<VcView> vcs;
+    std::vector<QosView> qos;  // likewise (ListQos)
     int64_t vc_reclaims = 0;
   };
   absl::StatusOr<Metrics> SnapshotMetrics(bool with_vcs = false);
@@ -865,6 +886,8 @@ class MasterState {
   // Virtual clusters (master_vcs.cc): as admins set them; the scheduler's
   // follow them (ApplyVcs) and every cluster change.
   VcRegistry vcs_ ABSL_GUARDED_BY(mu_);
+  QosRegistry qos_ ABSL_GUARDED_BY(mu_);
+  absl::Status LoadQos() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status LoadVcs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gives the scheduler the VCs on the current cluster (none without one).
   void ApplyVcs(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -146,6 +146,24 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
            "since the master started.");
     absl::StrAppend(&out, "tiresias_vc_reclaims_total ", m.vc_reclaims, "\n");
   }
+  if (!m.qos.empty()) {
+    Family(&out, "tiresias_qos_jobs", "gauge",
+           "Each priority level's (QOS) unfinished jobs, running or waiting.");
+    for (const MasterState::QosView& q : m.qos) {
+      for (const auto& [word, value] : {std::pair{"running", q.running_jobs},
+                                        std::pair{"waiting", q.waiting_jobs}}) {
+        absl::StrAppend(&out, "tiresias_qos_jobs{qos=\"",
+                        LabelValue(q.qos.name), "\",state=\"", word, "\"} ",
+                        value, "\n");
+      }
+    }
+    Family(&out, "tiresias_qos_gpus", "gauge",
+           "GPUs each priority level's (QOS) running jobs hold.");
+    for (const MasterState::QosView& q : m.qos) {
+      absl::StrAppend(&out, "tiresias_qos_gpus{qos=\"", LabelValue(q.qos.name),
+                      "\"} ", q.gpus, "\n");
+    }
+  }
   Family(&out, "tiresias_scheduling_passes_total", "counter",
          "Scheduling passes since the master started.");
   absl::StrAppend(&out, "tiresias_scheduling_passes_total ", m.passes, "\n");

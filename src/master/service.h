@@ -83,6 +83,8 @@ class TiresiasService final : public v1::Tiresias::Service {
                                  v1::GetClusterHistoryResponse*) override;
   grpc::Status ListVcs(grpc::ServerContext*, const v1::ListVcsRequest*,
                        v1::ListVcsResponse*) override;
+  grpc::Status ListQos(grpc::ServerContext*, const v1::ListQosRequest*,
+                       v1::ListQosResponse*) override;
   static constexpr int kDefaultHistoryPoints = 1000;
   static constexpr int kMaxHistoryPoints = 10000;
   grpc::Status WatchEvents(grpc::ServerContext*, const v1::WatchEventsRequest*,

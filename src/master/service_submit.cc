@@ -52,45 +52,25 @@ absl::Status CheckDependencyOwners(MasterState& state, CallAuth& auth,
   return status;
 }
 
-// A job never preempted holds its GPUs against everyone's priority: on a
-// secure master only an admin may submit one, unless the operator lets
-// users (`master --no-preempt-for users`). PermissionDenied is audited.
-absl::Status CheckNoPreempt(CallAuth& auth, const Principal& who,
-                            const MasterOptions& options,
-                            std::string_view method, std::string_view field,
-                            const JobRequest& spec) {
-  if (!spec.no_preempt || who.admin || options.no_preempt_users) {
-    return absl::OkStatus();
-  }
-  return auth.Deny(
-      who, method,
-      absl::StrCat(ToAbsl(field),
-                   ": only an admin may submit a job that is never "
-                   "preempted (--no-preempt); the operator may allow users "
-                   "with `tiresias master --no-preempt-for users`"));
-}
-
-// Every check of one submitted spec: its owner and its exemption from
-// preemption on a secure master, its virtual cluster (set here when it
-// names none), and the jobs it depends on. `field`
-// names the spec in a refusal ("spec", "jobs[3]").
+// Every check of one submitted spec: its owner on a secure master, its
+// virtual cluster (set here when it names none), its QOS and exemption
+// from preemption (only admins, a QOS that allows it, or `master
+// --no-preempt-for users`), and the jobs it depends on. `field` names the
+// spec in a refusal ("spec", "jobs[3]"); a PermissionDenied is audited.
 absl::Status CheckSubmission(MasterState& state, CallAuth& auth,
                              const Principal& who, std::string_view method,
                              std::string_view field, JobRequest& spec) {
   if (state.options().require_auth) {
     RETURN_IF_ERROR(SetOwner(auth, who, method,
                              absl::StrCat(ToAbsl(field), ".user"), spec));
-    RETURN_IF_ERROR(CheckNoPreempt(auth, who, state.options(), method,
-                                   absl::StrCat(ToAbsl(field), ".no_preempt"),
-                                   spec));
   }
-  // Its VC: named, or the user's default; a non-admin only their own.
-  if (absl::Status vc = state.ResolveVc(spec, who.admin, field); !vc.ok()) {
-    if (absl::IsPermissionDenied(vc)) {
-      return auth.Deny(who, method, std::string(vc.message()));
-    }
-    return vc;
-  }
+  auto audited = [&](absl::Status status) {
+    return absl::IsPermissionDenied(status)
+               ? auth.Deny(who, method, std::string(status.message()))
+               : status;
+  };
+  RETURN_IF_ERROR(audited(state.ResolveVc(spec, who.admin, field)));
+  RETURN_IF_ERROR(audited(state.ResolveQos(spec, who.admin, field)));
   return CheckDependencyOwners(state, auth, who, method, field, spec);
 }
 

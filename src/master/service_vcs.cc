@@ -1,5 +1,6 @@
-// TiresiasService::ListVcs: the virtual clusters with what each uses now
-// (MasterState::ListVcs), for anyone authenticated.
+// TiresiasService::ListVcs and ListQos: the virtual clusters and priority
+// levels with what each uses now (MasterState::ListVcs, ListQos), for
+// anyone authenticated.
 #include "master/service.h"
 #include "security/rpc_status.h"
 
@@ -20,6 +21,21 @@ grpc::Status TiresiasService::ListVcs(grpc::ServerContext* ctx,
     out->set_waiting_jobs(view.waiting_jobs);
     out->mutable_bound_cells()->Assign(view.bound_cells.begin(),
                                        view.bound_cells.end());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TiresiasService::ListQos(grpc::ServerContext* ctx,
+                                      const v1::ListQosRequest*,
+                                      v1::ListQosResponse* resp) {
+  absl::StatusOr<Principal> who = auth_.Client(*ctx, "ListQos");
+  if (!who.ok()) return security::ToGrpc(who.status());
+  for (const MasterState::QosView& view : state_->ListQos()) {
+    v1::QosStatus* out = resp->add_qos();
+    QosToProto(view.qos, out->mutable_qos());
+    out->set_running_jobs(view.running_jobs);
+    out->set_waiting_jobs(view.waiting_jobs);
+    out->set_gpus(view.gpus);
   }
   return grpc::Status::OK;
 }

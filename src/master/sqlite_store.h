@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -49,7 +50,7 @@ class SqliteStore final : public Store {
   // 13 -> 14 request ids unique per user, 14 -> 15 a job's spec in one
   // column, 15 -> 16 what a job's tasks used: see store_rows.h) and
   // refuses newer ones.
-  static constexpr int kSchemaVersion = 18;
+  static constexpr int kSchemaVersion = 19;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the
@@ -87,6 +88,9 @@ class SqliteStore final : public Store {
   absl::Status PutVc(const VcRecord& vc) override;
   absl::Status RemoveVc(const std::string& name) override;
   absl::StatusOr<std::vector<VcRecord>> ListVcs() const override;
+  absl::Status PutQos(const QosRecord& qos) override;
+  absl::Status RemoveQos(const std::string& name) override;
+  absl::StatusOr<std::vector<QosRecord>> ListQos() const override;
   absl::Status SaveProfile(JobId job, const std::string& signature,
                            const JobProfile& profile) override;
   absl::Status AddPlacementRun(const PlacementRunRecord& run) override;
@@ -144,6 +148,17 @@ class SqliteStore final : public Store {
       const NewJob& job, Seconds submit_time,
       const std::optional<JobProfile>& profile, JobId array_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A table of (name TEXT PRIMARY KEY, config BLOB) rows: VCs and QOS
+  // (store_vcs.cc). `what` and `short_name` name a row in errors
+  // ("virtual cluster \"a\": no such VC").
+  absl::Status PutConfigRow(std::string_view table, const std::string& name,
+                            const std::string& bytes);
+  absl::Status RemoveConfigRow(std::string_view table, std::string_view what,
+                               std::string_view short_name,
+                               const std::string& name);
+  template <typename Proto, typename Record>
+  absl::StatusOr<std::vector<Record>> ListConfigRows(
+      std::string_view table, Record (*from_proto)(const Proto&)) const;
   absl::Status CommitLocked(SqliteTransaction& txn)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads the cluster id from `meta`, making one first if there is none.

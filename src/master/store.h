@@ -36,6 +36,7 @@
 #include "master/auth_records.h"
 #include "master/cluster_history.h"
 #include "master/job_record.h"
+#include "master/qos_record.h"
 #include "master/vc_record.h"
 #include "place/pack_limit_runs.h"
 
@@ -267,6 +268,10 @@ class Store {
   virtual absl::Status PutVc(const VcRecord& vc) = 0;
   virtual absl::Status RemoveVc(const std::string& name) = 0;
   virtual absl::StatusOr<std::vector<VcRecord>> ListVcs() const = 0;
+  // Priority levels (QOS; store_vcs.cc), as VCs are.
+  virtual absl::Status PutQos(const QosRecord& qos) = 0;
+  virtual absl::Status RemoveQos(const std::string& name) = 0;
+  virtual absl::StatusOr<std::vector<QosRecord>> ListQos() const = 0;
 
   // This store's cluster id: 32 lowercase hex digits (128 random bits),
   // made when the store is first opened by a build that has them and kept

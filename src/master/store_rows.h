@@ -167,6 +167,9 @@ inline constexpr const char* kMigrations[] = {
     // written at 17.
     "ALTER TABLE jobs ADD COLUMN vc TEXT NOT NULL DEFAULT '';"
     "CREATE INDEX jobs_by_vc ON jobs (vc, id)",
+    // 19: priority levels (QOS, issue 24): each one's configuration as the
+    // v1::Qos it was set with, as protobuf bytes.
+    "CREATE TABLE qos (name TEXT PRIMARY KEY, config BLOB NOT NULL)",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =

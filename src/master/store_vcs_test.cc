@@ -33,8 +33,8 @@ TEST(StoreVcsTest, JobsAreListedByVcAlsoFromAFileOfSchema17) {
   }
   // Back to schema 17, as an older master left it.
   RawSql(path,
-         "DROP INDEX jobs_by_vc; ALTER TABLE jobs DROP COLUMN vc; UPDATE "
-         "meta SET value = '17' WHERE key = 'schema_version'");
+         "DROP INDEX jobs_by_vc; ALTER TABLE jobs DROP COLUMN vc; DROP TABLE "
+         "qos; UPDATE meta SET value = '17' WHERE key = 'schema_version'");
   {
     auto store = SqliteStore::Open(path);
     ASSERT_TRUE(store.ok()) << store.status();
@@ -55,7 +55,7 @@ TEST(StoreVcsTest, JobsAreListedByVcAlsoFromAFileOfSchema17) {
   EXPECT_EQ(QueryValue(path,
                        "SELECT value FROM meta WHERE key = "
                        "'schema_version'"),
-            "18");
+            absl::StrCat(SqliteStore::kSchemaVersion));
 }
 
 TEST(StoreVcsTest, VcsAreDurableReplacedByNameAndRemoved) {

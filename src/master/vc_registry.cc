@@ -13,12 +13,11 @@
 #include "security/identity.h"
 
 namespace tiresias {
-namespace {
-
-absl::Status CheckVcName(const std::string& name) {
+absl::Status CheckRecordName(std::string_view field, const std::string& name) {
   auto bad = [&](std::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "vc.name: ", ToAbsl(why), ", got \"", absl::CEscape(name), "\""));
+    return absl::InvalidArgumentError(absl::StrCat(ToAbsl(field), ": ",
+                                                   ToAbsl(why), ", got \"",
+                                                   absl::CEscape(name), "\""));
   };
   if (name.empty() || name.size() > 64) return bad("expected 1 to 64 bytes");
   for (char c : name) {
@@ -32,12 +31,11 @@ absl::Status CheckVcName(const std::string& name) {
   return absl::OkStatus();
 }
 
-// Sorted, without duplicates; each a user name (or "*" where allowed).
-absl::Status CheckUsers(std::vector<std::string>& users, const char* field,
-                        bool star) {
+absl::Status CheckUserList(std::vector<std::string>& users,
+                           std::string_view field, bool star) {
   if (users.size() > 10'000) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "vc.", field, ": at most 10,000 users, got ", users.size()));
+        ToAbsl(field), ": at most 10,000 users, got ", users.size()));
   }
   std::sort(users.begin(), users.end());
   users.erase(std::unique(users.begin(), users.end()), users.end());
@@ -45,11 +43,13 @@ absl::Status CheckUsers(std::vector<std::string>& users, const char* field,
     if (star && user == "*") continue;
     if (absl::Status valid = security::ValidateUserName(user); !valid.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("vc.", field, ": ", valid.message()));
+          absl::StrCat(ToAbsl(field), ": ", valid.message()));
     }
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 bool IsMemberOf(const VcRecord& vc, std::string_view user) {
   for (const std::string& m : vc.members) {
@@ -65,7 +65,7 @@ bool VcRegistry::IsMember(const VcRecord& vc, std::string_view user) {
 }
 
 absl::StatusOr<VcSpec> VcRegistry::Check(VcRecord& vc) {
-  RETURN_IF_ERROR(CheckVcName(vc.name));
+  RETURN_IF_ERROR(CheckRecordName("vc.name", vc.name));
   VcSpec spec;
   spec.name = vc.name;
   absl::StatusOr<std::vector<int>> cells = ParseCells(vc.quota);
@@ -100,8 +100,9 @@ absl::StatusOr<VcSpec> VcRegistry::Check(VcRecord& vc) {
   spec.fair_per_user = vc.fair_per_user;
   spec.fair_quantum =
       vc.fair_quantum > 0 ? vc.fair_quantum : kDefaultFairQuantum;
-  RETURN_IF_ERROR(CheckUsers(vc.members, "members", /*star=*/true));
-  RETURN_IF_ERROR(CheckUsers(vc.default_for, "default_for", /*star=*/false));
+  RETURN_IF_ERROR(CheckUserList(vc.members, "vc.members", /*star=*/true));
+  RETURN_IF_ERROR(
+      CheckUserList(vc.default_for, "vc.default_for", /*star=*/false));
   for (const std::string& user : vc.default_for) {
     if (!IsMember(vc, user)) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -25,6 +25,14 @@
 
 namespace tiresias {
 
+// A VC's or QOS's name: 1 to 64 bytes of [A-Za-z0-9_.-], not starting
+// with '-' or '.'; InvalidArgument naming `field` ("vc.name") else.
+absl::Status CheckRecordName(std::string_view field, const std::string& name);
+// Sorts `users` and drops duplicates; each must be a user name (or "*"
+// where `star`). InvalidArgument naming `field` ("vc.members").
+absl::Status CheckUserList(std::vector<std::string>& users,
+                           std::string_view field, bool star);
+
 class VcRegistry {
  public:
   // Validates `vc` and normalizes it in place (quota as CellsText, weight

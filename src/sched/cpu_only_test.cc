@@ -44,13 +44,6 @@ Topology TwoServers() {
   return *std::move(t);
 }
 
-HarnessOptions TiresiasL() {
-  HarnessOptions o;
-  o.policy = "tiresias-l";
-  o.scheduler.queues = *QueueConfig::Create({100});
-  return o;
-}
-
 void SubmitCpu(Harness& h, JobId id, int cpus, double t, int64_t mem = 0,
                std::shared_ptr<const NodeFilter> filter = nullptr) {
   JobSpec spec{id, 0, Seconds{t}, std::nullopt, ""};
@@ -61,7 +54,7 @@ void SubmitCpu(Harness& h, JobId id, int cpus, double t, int64_t mem = 0,
 }
 
 TEST(CpuOnlyTest, AJobWithoutGpusNeedsCpus) {
-  Harness h(TwoServers(), TiresiasL());
+  Harness h(TwoServers(), testing::TiresiasL100());
   JobSpec spec{1, 0, Seconds{0}, std::nullopt, ""};
   absl::Status refused = h.scheduler().Submit(spec, Seconds{0});
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
@@ -76,7 +69,7 @@ TEST(CpuOnlyTest, AJobWithoutGpusNeedsCpus) {
 // it waits, and a 1-CPU job behind it starts (backfill). When the first
 // ends, the waiting one takes s1.
 TEST(CpuOnlyTest, BestFitFirstComeWithBackfill) {
-  Harness h(TwoServers(), TiresiasL());
+  Harness h(TwoServers(), testing::TiresiasL100());
   SubmitCpu(h, 1, 2, 0);
   SubmitCpu(h, 2, 3, 0);
   Decisions d = h.At(0);
@@ -114,7 +107,7 @@ TEST(CpuOnlyTest, BestFitFirstComeWithBackfill) {
 // A GPU job that needs every GPU neither waits for nor preempts CPU-only
 // jobs, and a CPU-only job starts while every GPU is busy.
 TEST(CpuOnlyTest, GpuJobsAndCpuOnlyJobsNeverTouch) {
-  Harness h(TwoServers(), TiresiasL());
+  Harness h(TwoServers(), testing::TiresiasL100());
   h.Submit(1, 4, 0);
   SubmitCpu(h, 2, 4, 0);
   Decisions d = h.At(0);
@@ -134,7 +127,7 @@ TEST(CpuOnlyTest, GpuJobsAndCpuOnlyJobsNeverTouch) {
 // Memory counts: a job asking 2048 MiB of 1 CPU fits s0 (4096), not s1
 // (1024), even though s1 has the fewest free CPUs.
 TEST(CpuOnlyTest, MemoryIsCountedToo) {
-  Harness h(TwoServers(), TiresiasL());
+  Harness h(TwoServers(), testing::TiresiasL100());
   SubmitCpu(h, 1, 1, 0, /*mem=*/2048);
   Decisions d = h.At(0);
   ASSERT_EQ(d.started.size(), 1u);
@@ -149,7 +142,7 @@ TEST(CpuOnlyTest, MemoryIsCountedToo) {
 // first come: a requeued job waits at its submit time's place, ahead of
 // jobs submitted after it.
 TEST(CpuOnlyTest, RemoveRequeueAndHold) {
-  Harness h(TwoServers(), TiresiasL());
+  Harness h(TwoServers(), testing::TiresiasL100());
   SubmitCpu(h, 1, 4, 0);
   EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
   SubmitCpu(h, 2, 4, 1);
@@ -172,7 +165,7 @@ TEST(CpuOnlyTest, RemoveRequeueAndHold) {
 // A cordoned server takes no new CPU-only job; a node filter limits where
 // one goes.
 TEST(CpuOnlyTest, CordonAndFilter) {
-  Harness h(TwoServers(), TiresiasL());
+  Harness h(TwoServers(), testing::TiresiasL100());
   h.cluster().SetCordoned(0, true);
   h.scheduler().CapacityChanged();
   SubmitCpu(h, 1, 1, 0);
@@ -199,7 +192,7 @@ TEST(CpuOnlyTest, CordonAndFilter) {
 
 // No CPU-only job starts on a server an exclusive job holds.
 TEST(CpuOnlyTest, NotBesideAnExclusiveJob) {
-  Harness h(TwoServers(), TiresiasL());
+  Harness h(TwoServers(), testing::TiresiasL100());
   h.SubmitExclusive(1, 2, 0);
   Decisions d = h.At(0);
   ASSERT_EQ(d.started.size(), 1u);
@@ -215,7 +208,7 @@ TEST(CpuOnlyTest, NotBesideAnExclusiveJob) {
 }
 
 TEST(CpuOnlyTest, PendingReasonsNameSpareCpus) {
-  Harness h(TwoServers(), TiresiasL());
+  Harness h(TwoServers(), testing::TiresiasL100());
   SubmitCpu(h, 1, 5, 0);  // more than any node keeps
   SubmitCpu(h, 2, 4, 0);
   SubmitCpu(h, 3, 4, 0);  // waits for job 2's
@@ -250,7 +243,7 @@ TEST(CpuOnlyTest, ANodeWithoutGpus) {
                  .spare_memory_mib = 4096},
   });
   ASSERT_TRUE(t.ok()) << t.status();
-  Harness h(*std::move(t), TiresiasL());
+  Harness h(*std::move(t), testing::TiresiasL100());
   h.Submit(1, 2, 0);
   SubmitCpu(h, 2, 4, 0);
   Decisions d = h.At(0);
@@ -284,7 +277,7 @@ TEST(CpuOnlyTest, ANodeWithoutGpus) {
 // Restored as running (a restarted master): its CPUs must be held in the
 // cluster first, and it counts as running.
 TEST(CpuOnlyTest, RestoredRunningJob) {
-  Harness h(TwoServers(), TiresiasL());
+  Harness h(TwoServers(), testing::TiresiasL100());
   JobSpec spec{7, 0, Seconds{0}, std::nullopt, ""};
   spec.cpus = 2;
   Job job(spec);

@@ -18,13 +18,6 @@ using testing::HarnessOptions;
 using testing::Preempted;
 using testing::Started;
 
-HarnessOptions TiresiasL() {
-  HarnessOptions o;
-  o.policy = "tiresias-l";
-  o.scheduler.queues = *QueueConfig::Create({100});
-  return o;
-}
-
 void Submit(Harness& h, JobId id, int gpus, double t, bool no_preempt) {
   JobSpec spec{id, gpus, Seconds{t}, std::nullopt, ""};
   spec.no_preempt = no_preempt;
@@ -38,7 +31,7 @@ void Submit(Harness& h, JobId id, int gpus, double t, bool no_preempt) {
 TEST(NoPreemptTest, RunningNoPreemptJobIsNeverAVictim) {
   for (bool no_preempt : {false, true}) {
     SCOPED_TRACE(no_preempt ? "no-preempt" : "preemptible");
-    Harness h(Topology::Uniform(1, 1, 4), TiresiasL());
+    Harness h(Topology::Uniform(1, 1, 4), testing::TiresiasL100());
     Submit(h, 1, 4, 0, no_preempt);
     EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
     EXPECT_TRUE(h.At(25).empty());  // demoted, nobody waits
@@ -62,7 +55,7 @@ TEST(NoPreemptTest, RunningNoPreemptJobIsNeverAVictim) {
 // one (B keeps running too: preempting B alone would not make room).
 // D (2 GPUs, Q0) then takes B's GPUs.
 TEST(NoPreemptTest, JobThatWouldNeedANoPreemptJobsGpusPreemptsNoOne) {
-  Harness h(Topology::Uniform(1, 1, 4), TiresiasL());
+  Harness h(Topology::Uniform(1, 1, 4), testing::TiresiasL100());
   Submit(h, 1, 2, 0, true);
   Submit(h, 2, 2, 0, false);
   EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2));
@@ -79,7 +72,7 @@ TEST(NoPreemptTest, JobThatWouldNeedANoPreemptJobsGpusPreemptsNoOne) {
 // A held job is passed over however high its priority; released, it starts
 // at the next pass.
 TEST(HoldTest, HeldJobNeverStartsUntilReleased) {
-  Harness h(Topology::Uniform(1, 1, 4), TiresiasL());
+  Harness h(Topology::Uniform(1, 1, 4), testing::TiresiasL100());
   h.Submit(1, 4, 0);
   ASSERT_TRUE(h.scheduler().Hold(1).ok());
   EXPECT_TRUE(h.scheduler().held(1));
@@ -97,7 +90,7 @@ TEST(HoldTest, HeldJobNeverStartsUntilReleased) {
 }
 
 TEST(HoldTest, OnlyWaitingJobsCanBeHeld) {
-  Harness h(Topology::Uniform(1, 1, 4), TiresiasL());
+  Harness h(Topology::Uniform(1, 1, 4), testing::TiresiasL100());
   h.Submit(1, 1, 0);
   h.At(0);
   absl::Status held = h.scheduler().Hold(1);
@@ -114,7 +107,7 @@ TEST(HoldTest, OnlyWaitingJobsCanBeHeld) {
 
 // A held job can be removed (cancelled) while held.
 TEST(HoldTest, HeldJobCanBeRemoved) {
-  Harness h(Topology::Uniform(1, 1, 4), TiresiasL());
+  Harness h(Topology::Uniform(1, 1, 4), testing::TiresiasL100());
   h.Submit(1, 1, 0);
   ASSERT_TRUE(h.scheduler().Hold(1).ok());
   ASSERT_TRUE(h.scheduler().Remove(1, Seconds{1}, h.cluster()).ok());
@@ -126,7 +119,7 @@ TEST(HoldTest, HeldJobCanBeRemoved) {
 // its executed time kept, and the next pass starts it again (it is the
 // only job), as a resumption.
 TEST(RequeueTest, RunningJobIsPreemptedAndRunsAgain) {
-  Harness h(Topology::Uniform(1, 1, 4), TiresiasL());
+  Harness h(Topology::Uniform(1, 1, 4), testing::TiresiasL100());
   h.Submit(1, 2, 0);
   h.At(0);
   ASSERT_TRUE(h.scheduler().Requeue(1, Seconds{10}, h.cluster()).ok());

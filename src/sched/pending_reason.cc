@@ -34,6 +34,8 @@ std::string_view PendingReasonKindName(PendingReasonKind kind) {
       return "no-match";
     case PendingReasonKind::kVcQuota:
       return "vc-quota";
+    case PendingReasonKind::kQosLimit:
+      return "qos-limit";
   }
   return "";
 }
@@ -90,6 +92,12 @@ std::string VcNumbers(const PendingReason& r);
 }  // namespace
 
 std::string FormatPendingReason(const PendingReason& r) {
+  if (r.kind == PendingReasonKind::kQosLimit) {
+    return absl::StrCat(
+        "qos ", r.qos, ": ", r.user.empty() ? "its user" : r.user,
+        "'s running jobs hold ", r.qos_user_gpus, " of at most ",
+        Gpus(r.qos_limit), " per user (needs ", Gpus(r.gpus), ")");
+  }
   if (r.kind == PendingReasonKind::kVcQuota) {
     std::string text = VcNumbers(r);
     if (r.no_borrow_never_preempted) {
@@ -187,6 +195,7 @@ std::string FormatUnfiltered(const PendingReason& r) {
     case PendingReasonKind::kNone:
     case PendingReasonKind::kNoMatch:  // FormatPendingReason's
     case PendingReasonKind::kVcQuota:
+    case PendingReasonKind::kQosLimit:
       return "";
     case PendingReasonKind::kNextPass:
       return "waiting for the next scheduling pass";
@@ -461,6 +470,31 @@ void ExplainVc(const Scheduler& scheduler, const Job& job,
   }
 }
 
+// A job its QOS's per-user limit holds back (Scheduler::QosAllows): that
+// is its reason where the cluster's is one of waiting for GPUs (or its
+// VC's quota), since it would not start with the GPUs free either.
+void ExplainQos(const Scheduler& scheduler, const Job& job, PendingReason* r) {
+  const Scheduler::QosUse use = scheduler.QosUseOf(job.id());
+  if (use.qos < 0) return;
+  const QosSpec& qos = scheduler.qos()[use.qos];
+  if (qos.max_gpus_per_user == kUnlimited ||
+      int64_t{use.user_gpus} + r->gpus <= qos.max_gpus_per_user) {
+    return;
+  }
+  if (r->kind != PendingReasonKind::kNextPass &&
+      r->kind != PendingReasonKind::kPriority &&
+      r->kind != PendingReasonKind::kResources &&
+      r->kind != PendingReasonKind::kPlacement &&
+      r->kind != PendingReasonKind::kVcQuota) {
+    return;
+  }
+  r->kind = PendingReasonKind::kQosLimit;
+  r->qos = qos.name;
+  r->user = job.spec().user;
+  r->qos_user_gpus = use.user_gpus;
+  r->qos_limit = qos.max_gpus_per_user;
+}
+
 // "vc vision: 16 of 16 GPUs of its quota in use", with what it borrows.
 std::string VcNumbers(const PendingReason& r) {
   if (r.vc_quota == 0) {
@@ -581,6 +615,7 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
       }
     }
     ExplainVc(scheduler, job, usage, &r);
+    if (!scheduler.qos().empty()) ExplainQos(scheduler, job, &r);
     out.emplace_back(job.id(), r);
   });
   return out;

@@ -39,6 +39,7 @@ enum class PendingReasonKind : int8_t {
   kArrayLimit = 11,    // its array's running limit is reached
   kNoMatch = 12,       // no up node passes its node filter
   kVcQuota = 13,       // its VC's quota is in use and it may not borrow
+  kQosLimit = 14,      // its QOS's per-user GPU limit is reached
 };
 
 struct PendingReason {
@@ -105,13 +106,19 @@ struct PendingReason {
   int vc_borrowed = 0;
   int vc_borrow_limit = 0;
   bool no_borrow_never_preempted = false;
+  // kQosLimit (Scheduler::SetQos): its QOS, its user, the GPUs the user's
+  // running jobs of that QOS hold, and the QOS's per-user limit.
+  std::string qos;
+  std::string user;
+  int qos_user_gpus = 0;
+  int qos_limit = 0;
 
   bool operator==(const PendingReason&) const = default;
 };
 
 // "next-pass", "no-nodes", "too-large", "drained", "priority",
 // "resources", "placement", "checkpointing", "held", "dependency",
-// "array-limit", "no-match", "vc-quota"; "" for kNone.
+// "array-limit", "no-match", "vc-quota", "qos-limit"; "" for kNone.
 std::string_view PendingReasonKindName(PendingReasonKind kind);
 
 // The reason in plain words, e.g. "needs 4 GPUs on one server, largest

@@ -25,12 +25,14 @@ namespace tiresias {
 struct PriorityKey {
   double k0 = 0, k1 = 0, k2 = 0, k3 = 0;
   JobId id = 0;
-  // Per-user fair share (the scheduler's, not the policy's): the job's
-  // user's attained GPU service in quanta, compared before the rest; 0
-  // where fair share is off.
-  double share = 0;
+  // The scheduler's grouping, compared before the rest (0 without it):
+  // the job's priority level (Scheduler::SetQos), then its user's attained
+  // GPU service in quanta (per-user fair share), as one number so that a
+  // key stays 48 bytes: -priority x 2^40 + quanta (quanta < 2^40; both
+  // integers, so the sum is exact).
+  double group = 0;
   std::partial_ordering operator<=>(const PriorityKey& o) const {
-    if (auto c = share <=> o.share; c != 0) return c;
+    if (auto c = group <=> o.group; c != 0) return c;
     if (auto c = k0 <=> o.k0; c != 0) return c;
     if (auto c = k1 <=> o.k1; c != 0) return c;
     if (auto c = k2 <=> o.k2; c != 0) return c;

@@ -97,6 +97,7 @@ absl::Status Scheduler::Admit(Job job, Seconds now) {
   jobs_.push_back(std::move(job));
   slots_.emplace_back();
   slots_.back().vc = vc;
+  slots_.back().qos = QosIndex(jobs_.back().spec().qos);
   slots_.back().scheme = placer_->SchemeFor(jobs_.back());
   if (!jobs_[index].finished()) {
     const Tier tier =
@@ -139,6 +140,7 @@ Scheduler::Queues& Scheduler::RunningQueues(uint32_t index) {
 void Scheduler::CountRunning(uint32_t index, int delta) {
   const Slot& slot = slots_[index];
   RunningQueues(index).num_running += delta;
+  if (slot.qos >= 0) CountQos(index, delta);
   if (!vcs_.empty() && !slot.guaranteed) {
     vcs_[slot.vc].borrowed += delta * jobs_[index].num_gpus();
     total_borrowed_ += delta * jobs_[index].num_gpus();
@@ -146,11 +148,11 @@ void Scheduler::CountRunning(uint32_t index, int delta) {
 }
 
 PriorityKey Scheduler::AllKey(const PriorityKey& key) const {
-  if (vcs_.empty() || key.share == 0) return key;
-  // Between VCs (the borrowers' walk) the policy's order alone: one VC's
-  // users' service means nothing against another's.
+  if (vcs_.empty()) return key;
+  // Between VCs (the borrowers' walk) the level and the policy's order
+  // alone: one VC's users' service means nothing against another's.
   PriorityKey shared = key;
-  shared.share = 0;
+  shared.group = std::floor(key.group / kLevelStep) * kLevelStep;
   return shared;
 }
 
@@ -179,12 +181,12 @@ PriorityKey Scheduler::StoredKey(uint32_t index, Seconds now,
                        rank,
                        job.queue_position(),
                        job.id(),
-                       ShareOf(index)};
+                       GroupOf(index)};
   }
   *slope = job.running() ? policy_->DriftSlope(job) : 0;
   if (!std::isfinite(*slope) || *slope == 0) {
     PriorityKey key = policy_->Key(job, now);
-    key.share = ShareOf(index);
+    key.group = GroupOf(index);
     return key;
   }
   // Normalized from the run's start, not from `now`, so the stored key is
@@ -193,7 +195,7 @@ PriorityKey Scheduler::StoredKey(uint32_t index, Seconds now,
   const Seconds start = job.run_start();
   PriorityKey key = policy_->Key(job, start);
   key.k1 -= *slope * start.count();
-  key.share = ShareOf(index);
+  key.group = GroupOf(index);
   return key;
 }
 

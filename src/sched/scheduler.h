@@ -43,6 +43,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -109,6 +110,14 @@ struct SchedulerOptions {
   // jobs they submit.
   bool fair_per_user = false;
   double fair_quantum = kDefaultFairQuantum;
+};
+
+// A priority level (QOS): see Scheduler::SetQos.
+struct QosSpec {
+  std::string name;
+  int priority = 0;  // higher runs first; 0: as a job without a QOS
+  // GPUs one user's running jobs of it may hold at once.
+  int max_gpus_per_user = kUnlimited;
 };
 
 struct StartDecision {
@@ -202,6 +211,27 @@ class Scheduler {
     for (const auto& [at, index] : cpu_waiting_) fn(jobs_[index]);
   }
   int num_running() const;
+
+  // Priority levels (QOS, scheduler_qos.cc). A job whose JobSpec::qos
+  // names one is ordered by its priority before anything else (a higher
+  // one first, in every walk: so it may preempt jobs of lower levels,
+  // and its VC's borrowers are reclaimed by level first), then by the
+  // per-user share and the policy's key. A job whose user's running jobs
+  // of its QOS hold more than max_gpus_per_user GPUs with it waits, and
+  // holds no one back (no head-of-line blocking, no preemption for it);
+  // running jobs are never stopped for the limit. A job naming no QOS, or
+  // one not in the list, has none (level 0, no limit). Call at any time:
+  // every unfinished job is re-keyed. Fails, changing nothing, on a
+  // duplicate name. O(jobs log jobs).
+  absl::Status SetQos(std::vector<QosSpec> qos, Seconds now);
+  const std::vector<QosSpec>& qos() const { return qos_specs_; }
+  // Unfinished job `id`'s QOS (an index into qos(), -1: none) and the
+  // GPUs its user's running jobs of that QOS hold now.
+  struct QosUse {
+    int qos = -1;
+    int user_gpus = 0;
+  };
+  QosUse QosUseOf(JobId id) const;
 
   // Virtual clusters (see the file comment): every job then belongs to one
   // (JobSpec::vc; "" is the VC named "" if there is one, else the first).
@@ -345,6 +375,9 @@ class Scheduler {
     // QueueOrder::kStable: its tier in its queue's list; its place in the
     // tier is Job::queue_position().
     Tier tier = Tier::kWaiting;
+    // Its QOS: an index into qos_specs_, -1: none (here, in the padding
+    // after `tier`, so that a slot stays as large as without it).
+    int qos = -1;
     // Placer::SchemeFor the job: fixed for a record, read by every walk.
     std::string_view scheme;
     // Hold: a held waiting job is in no set (neither waiting nor a running
@@ -398,6 +431,30 @@ class Scheduler {
   // A key as all_ holds it: with VCs, without the per-user share (the
   // borrowers' walk orders VCs' jobs by the policy alone).
   PriorityKey AllKey(const PriorityKey& key) const;
+
+  // Priority levels (scheduler_qos.cc).
+  int QosIndex(const std::string& name) const;  // -1: none
+  // PriorityKey::group: the level's part, a multiple of kLevelStep, plus
+  // the user's fair-share quanta (ShareOf, below kLevelStep).
+  static constexpr double kLevelStep = 0x1p40;
+  double GroupOf(uint32_t index) const {
+    const int q = slots_[index].qos;
+    const double level =
+        q < 0 ? 0 : -static_cast<double>(qos_specs_[q].priority);
+    return level * kLevelStep + ShareOf(index);
+  }
+  // Counts a running job's GPUs for its user and QOS (`delta` jobs).
+  void CountQos(uint32_t index, int delta);
+  // GPUs a walk's pending starts (less the displaced) add for its user.
+  void PendQos(uint32_t index, int gpus);
+  // Whether the job's QOS's per-user limit lets it start now.
+  bool QosAllows(uint32_t index) const;
+  std::vector<QosSpec> qos_specs_;
+  absl::flat_hash_map<std::string, int> qos_index_;
+  // (QOS, user) -> GPUs its running jobs hold; and during a preemptive
+  // walk, what its pending starts and displacements change.
+  absl::flat_hash_map<std::pair<int, std::string>, int> qos_gpus_;
+  absl::flat_hash_map<std::pair<int, std::string>, int> qos_pending_;
 
   // Virtual clusters (scheduler_vcs.cc).
   struct Vc {

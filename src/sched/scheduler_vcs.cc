@@ -67,7 +67,10 @@ void Scheduler::RefreshShares(Seconds now) {
   for (const auto& [who, s] : service) {
     const double quantum = vcs_.empty() ? options_.fair_quantum
                                         : vc_specs_[who.first].fair_quantum;
-    const double step = std::floor(s.gpu_seconds / quantum + 1e-9);
+    // Below kLevelStep, so that it never reaches into the level's part of
+    // the key (PriorityKey::group): 2^40 quanta is past any real service.
+    const double step =
+        std::min(std::floor(s.gpu_seconds / quantum + 1e-9), kLevelStep - 1);
     steps[who] = step;
     auto old = user_step_.find(who);
     changed = changed || old == user_step_.end() || old->second != step;

@@ -13,6 +13,7 @@ namespace tiresias {
 void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
                                Decisions* decisions) {
   pending_starts_.clear();
+  qos_pending_.clear();
   scratch_preempt_.clear();
   scratch_unplaceable_.clear();
   // An upper bound on what waiting jobs may get: every GPU but the idle
@@ -194,10 +195,12 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     }
   }
   if (borrow_walk_ && !MayBorrow(index)) return false;
+  if (slots_[index].qos >= 0 && !QosAllows(index)) return false;
   auto place = [&] { return PlaceAndAllocate(index, cluster); };
   auto pending = [&] {
     Keep(scratch_gpus_, cluster);
     pending_starts_.push_back({index, scratch_gpus_});
+    if (slots_[index].qos >= 0) PendQos(index, job.num_gpus());
     if (borrow_walk_) {
       vcs_[slots_[index].vc].pending_borrow += job.num_gpus();
       borrow_pending_ += job.num_gpus();
@@ -291,6 +294,7 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     } else {
       slots_[r].displaced_in_pass = pass_;
       scratch_preempt_.push_back(r);
+      if (slots_[r].qos >= 0) PendQos(r, -other.num_gpus());
       if (borrow_walk_) {
         vcs_[slots_[r].vc].walk_again = true;
         vcs_[slots_[r].vc].pending_borrow -= other.num_gpus();
@@ -309,7 +313,7 @@ Scheduler::Entry Scheduler::DisplacedEntry(uint32_t index, Seconds now) const {
     // The key it will have waiting: a waiting job's key at `now` is the
     // running one's read at `now` (its service stops growing from here).
     PriorityKey key = policy_->Key(job, now);
-    key.share = ShareOf(index);
+    key.group = GroupOf(index);
     return Entry{walk_ == &all_ ? AllKey(key) : key, index, job.num_gpus()};
   }
   // Behind every job of its queue the walk has yet to reach: as after this
@@ -321,7 +325,7 @@ Scheduler::Entry Scheduler::DisplacedEntry(uint32_t index, Seconds now) const {
                         policy_->WaitingRank(job, now),
                         job.queue_position(),
                         job.id(),
-                        ShareOf(index)};
+                        GroupOf(index)};
   return Entry{walk_ == &all_ ? AllKey(key) : key, index, job.num_gpus()};
 }
 
@@ -331,6 +335,12 @@ void Scheduler::FillFreeGpus(Seconds now, Cluster& cluster,
   while (it != walk_->waiting.end() &&
          cluster.free_gpus() >= MinWaitingGpus()) {
     const Entry entry = *it;
+    // A job its QOS's per-user limit holds back blocks no one (Slurm's
+    // too): it is not waiting for GPUs.
+    if (slots_[entry.index].qos >= 0 && !QosAllows(entry.index)) {
+      ++it;
+      continue;
+    }
     const bool fits = entry.gpus <= cluster.free_gpus() &&
                       (!borrow_walk_ || MayBorrow(entry.index));
     if (fits && TryStart(entry.index, now, cluster, decisions)) {

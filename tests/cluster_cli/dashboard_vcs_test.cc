@@ -17,7 +17,8 @@ namespace {
 
 using nlohmann::json;
 
-// Jobs 1 and 3 in VC vision, 2 in none (an admin in no VC borrows).
+// Jobs 1 and 3 in VC vision, 2 in none (an admin in no VC borrows); job 1
+// of QOS high, with a column of its own.
 TEST(DashboardVcsTest, ThePanelAndTheJobsFilterFollowTheVcs) {
   unsetenv("TIRESIAS_MASTER");
   test_support::TestDir tmp{"tiresias-dashboard-vcs"};
@@ -34,8 +35,12 @@ TEST(DashboardVcsTest, ThePanelAndTheJobsFilterFollowTheVcs) {
       RunProcess({TIRESIAS_BINARY, "admin", "vc", "create", "vision", "--quota",
                   "1x1", "--members", "alice", "--master", master.address()});
   ASSERT_EQ(created.exit_code, 0) << created.err;
-  Cli(master.address(),
-      {"submit", "--vc", "vision", "--gpus", "1", "--", "/bin/true"});
+  const ProcessResult level =
+      RunProcess({TIRESIAS_BINARY, "admin", "qos", "create", "high",
+                  "--priority", "5", "--master", master.address()});
+  ASSERT_EQ(level.exit_code, 0) << level.err;
+  Cli(master.address(), {"submit", "--vc", "vision", "--qos", "high", "--gpus",
+                         "1", "--", "/bin/true"});
   Cli(master.address(), {"submit", "--gpus", "1", "--", "/bin/true"});
   Cli(master.address(),
       {"submit", "-A", "vision", "--gpus", "1", "--", "/bin/true"});
@@ -61,6 +66,10 @@ TEST(DashboardVcsTest, ThePanelAndTheJobsFilterFollowTheVcs) {
                               "'#jobs tbody td.vc')).map(td => "
                               "td.textContent).join()"),
             "vision,vision");
+  EXPECT_EQ(*browser.Evaluate("Array.from(document.querySelectorAll("
+                              "'#jobs tbody td.qos')).map(td => "
+                              "td.textContent).join()"),
+            ",high");
   EXPECT_EQ(*browser.Evaluate("document.getElementById('filter-vc').value"),
             "vision");
   EXPECT_EQ(*browser.Evaluate("document.getElementById('vcs-panel').hidden"),

@@ -118,6 +118,16 @@ def secure_up(binary, workdir, state, address, env=None, agents=1,
                 up.kill()
 
 
+def admin_env(state, address):
+    """The environment of the admin of a secure `up` on `address` with
+    `state` (its CA and admin token), without the caller's TIRESIAS_*."""
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith("TIRESIAS_")}
+    base["TIRESIAS_MASTER"] = address
+    return dict(base, TIRESIAS_CA=os.path.join(state, "tls", "ca.pem"),
+                TIRESIAS_TOKEN_FILE=os.path.join(state, "admin-token"))
+
+
 def cli(binary, env, *args, timeout=60):
     """The real CLI run with `env`: its CompletedProcess (text)."""
     return subprocess.run([binary] + list(args), env=env,

@@ -26,7 +26,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_cluster import (cli, fail, free_port,  # noqa: E402
+from local_cluster import (admin_env, cli, fail, free_port,  # noqa: E402
                            run_as_throwaway_users, secure_up,
                            user_session)
 
@@ -67,11 +67,7 @@ def run(binary, workdir, users):
     state = os.path.join(workdir, "state")
     address = "127.0.0.1:%d" % free_port()
     with secure_up(binary, workdir, state, address, agents=2, extra=[]):
-        base = {k: v for k, v in os.environ.items()
-                if not k.startswith("TIRESIAS_")}
-        base["TIRESIAS_MASTER"] = address
-        admin = dict(base, TIRESIAS_CA=os.path.join(state, "tls", "ca.pem"),
-                     TIRESIAS_TOKEN_FILE=os.path.join(state, "admin-token"))
+        admin = admin_env(state, address)
         wait_for("the two agents",
                  lambda: "node-1" in cli(binary, admin, "nodes").stdout)
         a_env, a_uid, a_home = user_session(binary, admin, workdir, users[0],

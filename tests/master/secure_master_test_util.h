@@ -81,6 +81,22 @@ class SecureMasterTest : public MasterFixture {
     return ctx;
   }
 
+  // Audit entries whose action starts with `action_prefix` ("" any) and
+  // whose outcome is `outcome` ("ok", "denied"), read as the admin.
+  int AuditCount(const std::string& action_prefix,
+                 const std::string& outcome) const {
+    v1::ListAuditRequest req;
+    v1::ListAuditResponse entries;
+    grpc::Status s = AdminClient()->ListAudit(Ctx(admin_).get(), req, &entries);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    int count = 0;
+    for (const v1::AuditEntry& e : entries.entries()) {
+      count +=
+          e.action().rfind(action_prefix, 0) == 0 && e.outcome() == outcome;
+    }
+    return count;
+  }
+
   security::PemPair ca_;
   master::RealClock real_clock_;
   std::unique_ptr<MasterServer> server_;

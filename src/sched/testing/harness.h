@@ -96,6 +96,15 @@ inline std::vector<JobId> Preempted(const Decisions& d) {
   return ids;
 }
 
+// Tiresias-L with two queues, the bound at 100 GPU-seconds: the job
+// control, CPU-only and QOS tests' scheduler.
+inline HarnessOptions TiresiasL100() {
+  HarnessOptions o;
+  o.policy = "tiresias-l";
+  o.scheduler.queues = *QueueConfig::Create({100});
+  return o;
+}
+
 // The VC tests' scheduler: Tiresias-L with one threshold at 3,600
 // GPU-seconds, placement `placement`.
 inline HarnessOptions VcOptions(std::string placement = "consolidate") {

@@ -369,7 +369,7 @@ int SubmitFile(const SubmitFlags& f) {
         "--gpu-type, --constraint, --nodelist, --exclude, --cpus-per-gpu, "
         "--mem-per-gpu, --cpus, --mem, --exclusive or command "
         "with it "
-        "(--export is the one that applies to every job)");
+        "(--export, --vc and --qos apply to every job)");
   }
   // A file's jobs take the caller's environment only when asked: 100,000
   // copies of it would not fit in one request.

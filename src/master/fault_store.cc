@@ -30,6 +30,8 @@ std::string_view StoreWriteKindName(StoreWriteKind kind) {
       return "AddClusterSample";
     case StoreWriteKind::kPutVc:
       return "PutVc";
+    case StoreWriteKind::kPutQos:
+      return "PutQos";
   }
   return "?";
 }
@@ -174,12 +176,12 @@ absl::Status FaultStore::RemoveVc(const std::string& name) {
 }
 
 absl::Status FaultStore::PutQos(const QosRecord& qos) {
-  return Apply<absl::Status>(StoreWriteKind::kPutVc,
+  return Apply<absl::Status>(StoreWriteKind::kPutQos,
                              [&] { return inner_->PutQos(qos); });
 }
 
 absl::Status FaultStore::RemoveQos(const std::string& name) {
-  return Apply<absl::Status>(StoreWriteKind::kPutVc,
+  return Apply<absl::Status>(StoreWriteKind::kPutQos,
                              [&] { return inner_->RemoveQos(name); });
 }
 

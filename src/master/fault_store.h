@@ -55,7 +55,8 @@ enum class StoreWriteKind {
   kSaveProfile,
   kAddPlacementRun,
   kAddClusterSample,
-  kPutVc,  // PutVc, RemoveVc, PutQos and RemoveQos
+  kPutVc,   // PutVc and RemoveVc
+  kPutQos,  // PutQos and RemoveQos
 };
 // "CreateJobs", "Write", ...: the method's name.
 std::string_view StoreWriteKindName(StoreWriteKind kind);

@@ -235,6 +235,7 @@ absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
   // The profile: measured before, on a job of the same signature.
   JobSpec core = CoreJobSpec(created.id, job.spec, now, created.profile);
   core.vc = vcs_.SchedulerName(core.vc);  // a VC removed meanwhile: none
+  if (!qos_.contains(core.qos)) core.qos.clear();  // likewise a QOS
   // Only a broken invariant (an id the scheduler already holds) fails
   // here; the job is stored and a restarted master would load it.
   RETURN_IF_ERROR(scheduler_->Submit(core, now));

@@ -13,9 +13,10 @@ namespace tiresias {
 
 absl::Status QosRegistry::Check(QosRecord& qos) {
   RETURN_IF_ERROR(CheckRecordName("qos.name", qos.name));
-  if (qos.priority < -1000 || qos.priority > 1000) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "qos.priority: expected -1000 to 1000, got ", qos.priority));
+  if (qos.priority < -kMaxQosPriority || qos.priority > kMaxQosPriority) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("qos.priority: expected -", kMaxQosPriority, " to ",
+                     kMaxQosPriority, ", got ", qos.priority));
   }
   if (qos.max_gpus_per_user < -1) {
     return absl::InvalidArgumentError(
@@ -116,6 +117,13 @@ absl::Status QosRegistry::Resolve(const JobRequest& spec, bool admin,
           "\"", spec.vc.empty() ? "" : absl::StrCat(" in vc ", spec.vc), " (",
           spec.user, "'s: ", Usable(spec.user, spec.vc, false), ")"));
     }
+  }
+  if (qos != nullptr && qos->max_gpus_per_user >= 0 &&
+      spec.num_gpus > qos->max_gpus_per_user) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ToAbsl(field), ".qos: the job needs ", spec.num_gpus,
+        " GPUs, more than QOS \"", qos->name, "\" lets one user's jobs hold (",
+        qos->max_gpus_per_user, "): it could never start"));
   }
   if (!spec.no_preempt || admin || no_preempt_users ||
       (qos != nullptr && qos->allow_no_preempt)) {

@@ -46,11 +46,11 @@ class QosRegistry {
   std::vector<QosSpec> SchedulerQos() const;
 
   // Checks a submission of spec.user in spec.vc (already resolved): the
-  // QOS it names must exist and be one the user may use (unless `admin`);
-  // and a job never preempted (spec.no_preempt) needs `admin`, or
-  // `no_preempt_users`, or a QOS that allows it. InvalidArgument (no such
-  // QOS) or PermissionDenied, naming `field`.qos or `field`.no_preempt and
-  // the QOS the user may use.
+  // QOS it names must exist and be one the user may use (unless `admin`)
+  // and hold the job (its per-user GPU limit); and a job never preempted
+  // (spec.no_preempt) needs `admin`, or `no_preempt_users`, or a QOS that
+  // allows it. InvalidArgument (no such QOS) or PermissionDenied, naming
+  // `field`.qos or `field`.no_preempt and the QOS the user may use.
   absl::Status Resolve(const JobRequest& spec, bool admin,
                        bool no_preempt_users, std::string_view field) const;
 

@@ -104,9 +104,10 @@ absl::StatusOr<std::vector<Record>> SqliteStore::ListConfigRows(
     if (!row) return records;
     Proto proto;
     if (!proto.ParseFromString(query.Blob(1))) {
-      return absl::DataLossError(absl::StrCat(
-          db_->path(), ": table ", ToAbsl(table), ", row \"", query.Text(0),
-          "\", column config: not a serialized ", proto.GetTypeName()));
+      return absl::DataLossError(
+          absl::StrCat(db_->path(), ": table ", ToAbsl(table), ", row \"",
+                       query.Text(0), "\", column config: not a serialized ",
+                       proto.GetDescriptor()->name()));
     }
     records.push_back(from_proto(proto));
   }

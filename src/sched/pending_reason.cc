@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -107,6 +108,10 @@ std::string FormatPendingReason(const PendingReason& r) {
     } else if (r.vc_borrow_limit == 0) {
       absl::StrAppend(&text, "; needs ", Gpus(r.gpus),
                       " and may not borrow (borrowing limit 0)");
+    } else if (r.lend_limited) {
+      absl::StrAppend(&text, "; needs ", Gpus(r.gpus),
+                      " beyond it, the other VCs' lending limits leave ",
+                      r.vc_lendable, " to borrow");
     } else if (r.vc_borrowed >= r.vc_borrow_limit) {
       absl::StrAppend(&text, ", borrowing limit ", r.vc_borrow_limit,
                       " reached (needs ", Gpus(r.gpus), ")");
@@ -436,6 +441,7 @@ namespace {
 // whose filter matches no node never gets here: it keeps kNoMatch.)
 void ExplainVc(const Scheduler& scheduler, const Job& job,
                std::vector<std::optional<Scheduler::VcUsage>>& usage,
+               const std::function<Scheduler::BorrowRoom()>& room,
                PendingReason* r) {
   const int v = scheduler.VcOf(job.id());
   if (v < 0) return;
@@ -467,6 +473,13 @@ void ExplainVc(const Scheduler& scheduler, const Job& job,
   } else if (spec.borrow_limit != kUnlimited &&
              int64_t{u.borrowed} + r->gpus > spec.borrow_limit) {
     r->kind = PendingReasonKind::kVcQuota;
+  } else if (const Scheduler::BorrowRoom lendable = room();
+             lendable.lend_limited &&
+             int64_t{lendable.borrowed} + r->gpus > lendable.pool) {
+    // GPUs may be idle, but the quotas they are in lend no more.
+    r->kind = PendingReasonKind::kVcQuota;
+    r->lend_limited = true;
+    r->vc_lendable = std::max(0, lendable.pool - lendable.borrowed);
   }
 }
 
@@ -531,8 +544,14 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
     const Job* holder = scheduler.Find(owner);
     no_preempt += holder != nullptr && holder->spec().no_preempt;
   }
-  // Each VC's usage, once: O(its running jobs).
+  // Each VC's usage, once: O(its running jobs); what borrowers may hold,
+  // once: O(VCs).
   std::vector<std::optional<Scheduler::VcUsage>> usage(scheduler.vcs().size());
+  std::optional<Scheduler::BorrowRoom> lendable;
+  const std::function<Scheduler::BorrowRoom()> room = [&] {
+    if (!lendable) lendable = scheduler.Lendable(cluster);
+    return *lendable;
+  };
   scheduler.ForEachWaiting([&](const Job& job) {
     if (job.cpu_only()) {
       out.emplace_back(job.id(), ExplainCpuOnly(job, cluster, cpu_ahead++));
@@ -614,7 +633,7 @@ std::vector<std::pair<JobId, PendingReason>> ExplainWaiting(
         r.whole_free = c.whole_free_gpus();
       }
     }
-    ExplainVc(scheduler, job, usage, &r);
+    ExplainVc(scheduler, job, usage, room, &r);
     if (!scheduler.qos().empty()) ExplainQos(scheduler, job, &r);
     out.emplace_back(job.id(), r);
   });

@@ -97,8 +97,9 @@ struct PendingReason {
   // from before there were VCs), its quota and the GPUs its jobs hold
   // there and beyond it, and its borrowing limit (kUnlimited: none). Then
   // kVcQuota says why it may not borrow (`no_borrow_never_preempted`: it
-  // is never preempted, so it runs only on its quota; else the limit is
-  // reached), and every other kind ends with the VC's numbers.
+  // is never preempted, so it runs only on its quota; `lend_limited`: the
+  // other VCs lend no more; else its borrowing limit is reached), and
+  // every other kind ends with the VC's numbers.
   bool in_vc = false;
   std::string vc;
   int vc_quota = 0;
@@ -106,6 +107,10 @@ struct PendingReason {
   int vc_borrowed = 0;
   int vc_borrow_limit = 0;
   bool no_borrow_never_preempted = false;
+  // kVcQuota: GPUs are idle, but in other VCs' quotas whose lending limits
+  // leave only `vc_lendable` GPUs to borrowers.
+  bool lend_limited = false;
+  int vc_lendable = 0;
   // kQosLimit (Scheduler::SetQos): its QOS, its user, the GPUs the user's
   // running jobs of that QOS hold, and the QOS's per-user limit.
   std::string qos;

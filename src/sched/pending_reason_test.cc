@@ -125,6 +125,25 @@ TEST(PendingReasonTest, VirtualClustersNameTheQuotaAndTheBorrowingLimit) {
               "in queue 0 behind 1 waiting job of higher priority (needs 4 "
               "GPUs, 3 free) (vc c: no quota of its own, 4 GPUs borrowed)");
   }
+  {
+    // A lends at most 1 GPU of its idle 4. B's 6 jobs: 4 on its quota, 1
+    // borrowing; the 6th waits with 3 of A's GPUs idle, and says why
+    // (not "the next pass", which would never come).
+    Harness h(Topology::Uniform(1, 2, 4), Options("tiresias-l", "consolidate"));
+    ASSERT_TRUE(h.scheduler()
+                    .SetVcs({VcSpec{"a", {4}, 1, kUnlimited, /*lend=*/1},
+                             VcSpec{"b", {4}}},
+                            h.cluster().topology())
+                    .ok());
+    for (JobId id = 1; id <= 6; ++id) testing::SubmitInVc(h, id, 1, 0, "b");
+    EXPECT_THAT(Started(h.At(0)), ElementsAre(1, 2, 3, 4, 5));
+    EXPECT_EQ(h.cluster().free_gpus(), 3);
+    std::map<JobId, PendingReason> r = Reasons(h);
+    EXPECT_EQ(r.at(6).kind, PendingReasonKind::kVcQuota);
+    EXPECT_EQ(FormatPendingReason(r.at(6)),
+              "vc b: 4 of 4 GPUs of its quota in use, 1 borrowed; needs 1 GPU "
+              "beyond it, the other VCs' lending limits leave 0 to borrow");
+  }
 }
 
 // 1 server x 4: A (3) runs. B (2) and then C (2) wait: B is first in line

@@ -206,6 +206,21 @@ TEST(QosTest, AVcsLowerLevelBorrowsAndIsReclaimedFirst) {
   }
 }
 
+// The level and the per-user share share one key field, the share clamped
+// below 2^40 quanta: a user at the clamp has no next step, so the
+// scheduler asks for no pass for it (not one in the past, at every pass).
+TEST(QosTest, AUserShareAtTheClampAsksForNoPass) {
+  HarnessOptions o = testing::TiresiasL100();
+  o.scheduler.fair_per_user = true;
+  o.scheduler.fair_quantum = 1e-9;  // 2^40 quanta after ~1,100 GPU-s
+  Harness h(Topology::Uniform(1, 1, 4), o);
+  ASSERT_TRUE(h.scheduler().SetQos(Levels(), Seconds{0}).ok());
+  Submit(h, 1, 1, 0, "high", "alice");
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
+  h.At(2000);
+  EXPECT_GT(h.next_wakeup(), 2000);
+}
+
 // Random workloads of 1-GPU jobs (placement is then never in the way), at
 // every pass: no user's running jobs of a QOS hold more than its limit;
 // and under a preemptive policy, no waiting job that its limit lets start

@@ -112,7 +112,9 @@ struct SchedulerOptions {
   double fair_quantum = kDefaultFairQuantum;
 };
 
-// A priority level (QOS): see Scheduler::SetQos.
+// A priority level (QOS): see Scheduler::SetQos. Its priority is within
+// +-kMaxQosPriority.
+inline constexpr int kMaxQosPriority = 1000;
 struct QosSpec {
   std::string name;
   int priority = 0;  // higher runs first; 0: as a job without a QOS
@@ -281,6 +283,17 @@ class Scheduler {
   // Whether every VC's unbound cells could still be bound at once (HiveD's
   // safety: core/cells.h). O(cells x servers).
   bool UnboundCellsFit() const;
+  // What borrowers may hold in all on `cluster` now, as a pass counts it:
+  // the GPUs no quota holds (drained ones aside) and each VC's idle quota
+  // up to its lending limit; `lend_limited` when a lending limit keeps the
+  // pool smaller than the idle quotas; `borrowed`: what borrowers hold.
+  // O(VCs).
+  struct BorrowRoom {
+    int pool = 0;
+    int borrowed = 0;
+    bool lend_limited = false;
+  };
+  BorrowRoom Lendable(const Cluster& cluster) const;
 
  private:
   struct Entry {

@@ -58,6 +58,7 @@ absl::Status Scheduler::Replace(const Job& job, Seconds now) {
     jobs_[index].set_queue_position(position);
   }
   slots_[index].scheme = placer_->SchemeFor(job);
+  slots_[index].qos = QosIndex(job.spec().qos);
   if (stable_ && was_running != job.running()) {
     Join(index, job.running() ? Tier::kRunning : Tier::kWaiting);
   }

@@ -17,6 +17,12 @@ absl::Status Scheduler::SetQos(std::vector<QosSpec> qos, Seconds now) {
       return absl::InvalidArgumentError(
           absl::StrCat("QOS \"", q.name, "\" is given twice"));
     }
+    // So that PriorityKey::group stays an exact integer (< 2^53).
+    if (q.priority < -kMaxQosPriority || q.priority > kMaxQosPriority) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "QOS \"", q.name, "\": priority ", q.priority, " is outside -",
+          kMaxQosPriority, " to ", kMaxQosPriority));
+    }
   }
   // Out of every set under the old levels, back in under the new ones
   // (which also recounts the per-user GPUs).

@@ -74,7 +74,8 @@ void Scheduler::RefreshShares(Seconds now) {
     steps[who] = step;
     auto old = user_step_.find(who);
     changed = changed || old == user_step_.end() || old->second != step;
-    if (s.running_gpus > 0) {
+    // (A step at the clamp has no next one: no wakeup for it.)
+    if (s.running_gpus > 0 && step < kLevelStep - 1) {
       // When its service reaches the next step, for a pass then.
       next_share_at_ = std::min(
           next_share_at_, now.count() + ((step + 1) * quantum - s.gpu_seconds) /
@@ -296,6 +297,23 @@ void Scheduler::ComputeBorrowCaps() {
     }
     active = std::move(unmet);
   }
+}
+
+Scheduler::BorrowRoom Scheduler::Lendable(const Cluster& cluster) const {
+  BorrowRoom room;
+  int quotas = 0;
+  int lent = 0;
+  for (size_t v = 0; v < vcs_.size(); ++v) {
+    quotas += vc_specs_[v].quota_gpus();
+    const int idle = vcs_[v].cluster ? vcs_[v].cluster->free_gpus() : 0;
+    lent += std::min(vc_specs_[v].lend_limit, idle);
+    room.lend_limited = room.lend_limited || vc_specs_[v].lend_limit < idle;
+  }
+  room.pool =
+      std::max(0, cluster.total_gpus() - cluster.cordoned_gpus() - quotas) +
+      lent;
+  room.borrowed = total_borrowed_;
+  return room;
 }
 
 bool Scheduler::MayBorrow(uint32_t index) const {

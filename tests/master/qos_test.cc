@@ -174,9 +174,29 @@ TEST_F(QosGrpcTest, UsersUseOnlyTheirQosAndNoPreemptNeedsOne) {
   EXPECT_EQ(s.error_message(),
             "SubmitJob: spec.qos: mallory may not use QOS \"high\" (mallory's: "
             "none)");
+  {
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->set_gpus(3);
+    req.mutable_spec()->add_command("true");
+    req.mutable_spec()->set_qos("capped");
+    v1::SetQosRequest capped;
+    capped.set_create(true);
+    capped.mutable_qos()->set_name("capped");
+    capped.mutable_qos()->set_max_gpus_per_user(2);
+    capped.mutable_qos()->add_users("*");
+    v1::SetQosResponse set_resp;
+    ASSERT_TRUE(
+        AdminClient()->SetQos(Ctx(admin_).get(), capped, &set_resp).ok());
+    s = Client()->SubmitJob(Ctx(alice_).get(), req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(s.error_message(),
+              "spec.qos: the job needs 3 GPUs, more than QOS "
+              "\"capped\" lets one user's jobs hold (2): it could never start");
+  }
   s = submit(alice_, "nosuch", false, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_NE(s.error_message().find("alice's: high, urgent"), std::string::npos)
+  EXPECT_NE(s.error_message().find("alice's: capped, high, urgent"),
+            std::string::npos)
       << s.error_message();
   s = submit(alice_, "high", true, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
@@ -195,10 +215,10 @@ TEST_F(QosGrpcTest, UsersUseOnlyTheirQosAndNoPreemptNeedsOne) {
 
   v1::ListQosResponse levels;
   ASSERT_TRUE(Client()->ListQos(Ctx(mallory_).get(), {}, &levels).ok());
-  ASSERT_EQ(levels.qos_size(), 2);
+  ASSERT_EQ(levels.qos_size(), 3);
   EXPECT_EQ(levels.qos(0).qos().name(), "high");
   EXPECT_EQ(levels.qos(0).waiting_jobs(), 1);
-  EXPECT_EQ(AuditCount("CreateQos ", "ok"), 2);
+  EXPECT_EQ(AuditCount("CreateQos ", "ok"), 3);
   // mallory's SetQos and QOS, both no-preempts
   EXPECT_GE(AuditCount("", "denied"), 4);
 }

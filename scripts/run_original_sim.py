@@ -135,6 +135,10 @@ def main():
     p.add_argument('--trace', action='append',
                    help='only these traces (repeatable); the rows of other '
                         'traces already in --out are kept')
+    p.add_argument('--policy', action='append',
+                   help='only these policies of the original (repeatable, '
+                        'e.g. dlas-gpu-2); the rows of others already in '
+                        '--out are kept')
     p.add_argument('--allow-other-commit', action='store_true')
     args = p.parse_args()
 
@@ -176,6 +180,8 @@ def main():
                 row = f.read().splitlines()[1].split(',')
             gpus = int(row[0]) * int(row[1]) * int(row[2])
             for orig_policy, scheme, ours in fd.POLICY_MAP:
+                if args.policy and orig_policy not in args.policy:
+                    continue
                 if orig_policy == 'gandiva' and \
                         last_end > args.gandiva_max_days:
                     skipped.append(
@@ -212,16 +218,24 @@ def main():
                          stats['p95_jct_s'], stats['makespan_s'],
                          stats['preemptions'], '%.1f' % elapsed])
 
-    if args.trace and os.path.exists(args.out):
-        # Keep what --out has for the traces not rerun, in its order.
+    if (args.trace or args.policy) and os.path.exists(args.out):
+        # Keep what --out has for the traces and policies not rerun.
+        def rerun(trace, policy):
+            return ((not args.trace or trace in args.trace) and
+                    (not args.policy or policy in args.policy))
         kept_notes, kept_rows = [], []
         for old in fd.read_commented_csv(args.out):
-            if old['trace'] not in args.trace:
+            if not rerun(old['trace'], old['orig_policy']):
                 kept_rows.append([old[k] for k in FIELDS])
         with open(args.out) as f:
             for line in f:
-                if line.startswith(('# left out: ', '# not run: ')) and \
-                        line.split(': ')[1].split(' on ')[0] not in args.trace:
+                if not line.startswith(('# left out: ', '# not run: ')):
+                    continue
+                what = line.split(': ')[1]  # "TRACE on CLUSTER, POLICY..."
+                trace = what.split(' on ')[0]
+                policy = what.split(', ')[1].split(':')[0] \
+                    if ', ' in what else ''
+                if not rerun(trace, policy):
                     kept_notes.append(line)
         rows = kept_rows + rows
         notes = kept_notes + notes

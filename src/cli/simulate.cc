@@ -109,6 +109,7 @@ absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
   if (f.original_simulator) {
     base.scheduler.queues = QueueConfig::OriginalSimulator();
     base.scheduler.original_demotion_timing = true;
+    base.scheduler.original_promotion_wait = true;
     base.placement = "count";
     base.preemption_cost = false;
     base.placement_slowdown = false;

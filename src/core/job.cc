@@ -19,6 +19,9 @@ void Job::Start(Seconds now, std::vector<GpuId> gpus, int cpu_server) {
   assert(static_cast<int>(gpus.size()) == num_gpus());
   assert(cpu_only() == (cpu_server >= 0));
   if (!first_start_) first_start_ = now;
+  // A wait counts once the job has run since its last promotion (before
+  // that the released simulator's last_pending_time does not grow).
+  if (executed_base_ > Seconds{0}) earlier_waits_ += now - last_stop_;
   run_start_ = now;
   state_ = JobState::kRunning;
   gpus_ = std::move(gpus);
@@ -55,6 +58,7 @@ void Job::Abandon(Seconds now) {
 void Job::Promote(Seconds now) {
   assert(waiting());
   executed_base_ = Seconds{0};
+  earlier_waits_ = Seconds{0};
   last_stop_ = now;
   queue_ = 0;
   ++promotions_;

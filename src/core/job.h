@@ -126,6 +126,12 @@ class Job {
     return num_gpus() * Executed(now).count();
   }
 
+  // The waiting time of its earlier waits since its last promotion, each
+  // counted from when it had run since that promotion (the current wait
+  // not included): the released Tiresias simulator's last_pending_time
+  // less the current wait, for its PROMOTEKNOB (Scheduler's
+  // original_promotion_wait).
+  Seconds earlier_waits() const { return earlier_waits_; }
   int queue() const { return queue_; }
   int preemptions() const { return preemptions_; }
   int promotions() const { return promotions_; }
@@ -173,6 +179,7 @@ class Job {
   Seconds run_start_{0};
   Seconds executed_base_{0};
   Seconds total_executed_base_{0};
+  Seconds earlier_waits_{0};
   int queue_ = 0;
   double queue_position_ = std::numeric_limits<double>::quiet_NaN();
   int preemptions_ = 0;

@@ -321,8 +321,12 @@ void Scheduler::ScheduleWakeups(uint32_t index, Seconds now) {
     }
   } else if (job.waiting() && std::isfinite(options_.promote_knob) &&
              job.queue() > 0 && job.Executed(now).count() > 0) {
-    slot.promote_at = job.last_stop().count() +
-                      options_.promote_knob * job.Executed(now).count();
+    // The wait since it last ran reaches knob x its executed time; the
+    // released simulator's, every wait since its last promotion.
+    slot.promote_at =
+        job.last_stop().count() +
+        options_.promote_knob * job.Executed(now).count() -
+        (options_.original_promotion_wait ? job.earlier_waits().count() : 0.0);
     promotions_.insert({slot.promote_at, index});
   }
 }

@@ -101,6 +101,11 @@ struct SchedulerOptions {
   // knob x its executed time goes back to queue 0, its executed time reset.
   // Infinity turns it off.
   double promote_knob = std::numeric_limits<double>::infinity();
+  // The released simulator's PROMOTEKNOB (run_sim.py, dlas_sim_jobs'
+  // last_pending_time), for `simulate --original-simulator`: the wait is
+  // every wait since the job's last promotion (from when it had run since
+  // then: Job::earlier_waits), not only the current one.
+  bool original_promotion_wait = false;
   uint64_t seed = 1;
   // Per-user fair share for the whole cluster (without VCs; with them,
   // each VC's own VcSpec::fair_per_user): jobs are ordered first by their

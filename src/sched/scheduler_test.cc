@@ -121,6 +121,42 @@ TEST(TiresiasLTest, PromoteKnobReturnsStarvedJobToFirstQueue) {
   EXPECT_EQ(h.next_wakeup(), 150.0);
 }
 
+// The released simulator's PROMOTEKNOB counts every wait since the last
+// promotion (SchedulerOptions::original_promotion_wait). 1 GPU, bound 300
+// GPU-s, knob 0.5. A runs 0..300 (demoted at 300), is preempted by B at
+// 310, waits until B ends at 350 (40 s), runs again until C preempts it at
+// 360: executed 320 s. Counting the current wait only, A is promoted at
+// 360 + 160 = 520; counting the earlier 40 s too, at 480 (C, demoted only
+// at 660, keeps running meanwhile).
+TEST(TiresiasLTest, OriginalPromoteKnobCountsEveryWaitSinceThePromotion) {
+  for (bool original : {false, true}) {
+    SCOPED_TRACE(original ? "original" : "paper");
+    HarnessOptions options = TiresiasL({300}, 0.5);
+    options.scheduler.original_promotion_wait = original;
+    Harness h(Topology::Uniform(1, 1, 1), options);
+    h.Submit(1, 1, 0);
+    EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
+    h.At(300);
+    EXPECT_EQ(h.job(1).queue(), 1);
+    h.Submit(2, 1, 310);
+    EXPECT_THAT(Preempted(h.At(310)), ElementsAre(1));
+    h.Finish(2, 350);
+    EXPECT_THAT(Started(h.At(350)), ElementsAre(1));
+    h.Submit(3, 1, 360);
+    EXPECT_THAT(Preempted(h.At(360)), ElementsAre(1));
+    EXPECT_DOUBLE_EQ(h.job(1).earlier_waits().count(), 40.0);
+    EXPECT_EQ(h.next_wakeup(), original ? 480.0 : 520.0);
+    h.At(479);
+    EXPECT_EQ(h.job(1).promotions(), 0);
+    h.At(480);
+    EXPECT_EQ(h.job(1).promotions(), original ? 1 : 0);
+    h.At(520);
+    EXPECT_EQ(h.job(1).promotions(), 1);
+    EXPECT_EQ(h.job(1).queue(), 0);
+    EXPECT_DOUBLE_EQ(h.job(1).earlier_waits().count(), 0.0);
+  }
+}
+
 // The same under the start-time order: at 75 A goes ahead of B..E (it
 // started first) and preempts all four at once. Its new demotion is at
 // 75 + 100 / 4 = 100.

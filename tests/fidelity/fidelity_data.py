@@ -28,8 +28,19 @@ POLICY_MAP = [
     ('shortest-gpu', 'count', 'srsf'),     # shortest_first_sim_jobs(True)
     ('dlas-gpu', 'count', 'tiresias-l'),   # dlas_sim_jobs(True)
     ('dlas-gpu-gittins', 'count', 'tiresias-g'),  # dlas_sim_jobs(True), ranks
+    ('dlas-gpu-2', 'count', 'tiresias-l+knob2'),  # dlas_sim_jobs(True, 2)
     ('gandiva', 'gandiva', None),          # gandiva_sim_jobs(True, 1000)
 ]
+
+# Our side of a row whose `ours` is not a bare policy name: the policy and
+# the flags it runs with (its own `simulate` run).
+VARIANTS = {'tiresias-l+knob2': ('tiresias-l', ['--promote-knob', '2'])}
+
+
+def our_run(label):
+    """(policy, extra simulate flags) of a POLICY_MAP `ours` label."""
+    return VARIANTS.get(label, (label, []))
+
 
 # The job-size distribution the original's dlas-gpu-gittins reads from its
 # working directory (parse_job_dist); ours gets it with --gittins-samples.

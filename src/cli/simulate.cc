@@ -113,6 +113,7 @@ absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
     base.placement = "count";
     base.preemption_cost = false;
     base.placement_slowdown = false;
+    base.count_moves = false;
   }
   if (!f.thresholds.empty()) {
     ASSIGN_OR_RETURN(base.scheduler.queues, QueueConfig::Parse(f.thresholds));

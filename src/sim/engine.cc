@@ -22,6 +22,7 @@ struct Progress {
   double slowdown = 1;        // current run-time multiplier
   double segment_start = 0;   // start of the current run
   double overhead_total = 0;
+  int moves = 0;  // preemptions not counted (SimConfig::count_moves)
   bool spread = false;        // the current (or last) run spans servers
   uint32_t version = 0;       // bumps on every stop; stale heap entries skip
 };
@@ -155,6 +156,14 @@ class Engine {
   }
 
   void Apply(const Decisions& decisions, double now, SimResult* result) {
+    // A job both stopped and started by this pass only moved.
+    auto moved = [&](JobId id) {
+      if (config_.count_moves) return false;
+      for (const StartDecision& start : decisions.started) {
+        if (start.job == id) return true;
+      }
+      return false;
+    };
     for (JobId id : decisions.preempted) {
       Progress& p = progress_[index_of_[id]];
       const double elapsed = now - p.segment_start;
@@ -164,7 +173,11 @@ class Engine {
       p.remaining_work =
           std::max(0.0, p.remaining_work - (elapsed - paid) / p.slowdown);
       ++p.version;
-      ++result->preemptions;
+      if (moved(id)) {
+        ++p.moves;
+      } else {
+        ++result->preemptions;
+      }
     }
     for (const StartDecision& start : decisions.started) {
       const uint32_t index = index_of_[start.job];
@@ -213,8 +226,8 @@ class Engine {
           job.id(), job.num_gpus(), job.spec().model,
           job.spec().submit_time.count(), job.first_start()->count(), end,
           job.spec().duration->count(), job.TotalExecuted(Seconds{end}).count(),
-          progress_[i].overhead_total, job.preemptions(), job.promotions(),
-          job.queue(), job.spec().vc});
+          progress_[i].overhead_total, job.preemptions() - progress_[i].moves,
+          job.promotions(), job.queue(), job.spec().vc});
       result.overhead_seconds += progress_[i].overhead_total;
     }
     return result;

@@ -44,6 +44,11 @@ struct SimConfig {
   ModelTable models = ModelTable::Builtin();
   bool preemption_cost = true;
   bool placement_slowdown = true;
+  // Whether a running job stopped and started again on other GPUs in one
+  // pass (the walk set it aside, then placed it elsewhere) counts as a
+  // preemption. The released simulator re-places every job at every pass
+  // and counts only those left out (`simulate --original-simulator`: off).
+  bool count_moves = true;
   // Learn PACKLIMIT as the run goes (runs whose placement is `profiled`;
   // others ignore it): starting from placement_options.pack_limit, every
   // finished job of a model with a known skew (place/model_skew.h) adds a

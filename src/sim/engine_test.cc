@@ -218,6 +218,42 @@ TEST(EngineTest, ConservesWork) {
   }
 }
 
+// SimConfig::count_moves off (the released simulator's count): a job
+// stopped and started on other GPUs in one pass is not a preemption. The
+// schedule is the same (no preemption cost), only the count differs: at
+// most as many per job, the per-job counts sum to the total either way.
+// The first 2,000 Philly jobs on 16x8 (count placement) have some moves,
+// so the test can tell the two apart.
+TEST(EngineTest, MovesWithinAPassAreNotCountedWhenAsked) {
+  auto philly = ReadTrace("data/philly.csv");
+  ASSERT_TRUE(philly.ok()) << philly.status();
+  const Topology topo = Topology::Uniform(1, 16, 8);
+  std::vector<JobSpec> jobs;
+  for (size_t i = 0; i < 2000; ++i) {
+    if ((*philly)[i].num_gpus <= topo.total_gpus())
+      jobs.push_back((*philly)[i]);
+  }
+  for (const std::string policy : {"tiresias-l", "srsf"}) {
+    SCOPED_TRACE(policy);
+    SimConfig c = Config(policy, 3250);
+    c.placement = "count";
+    c.preemption_cost = c.placement_slowdown = false;
+    auto counted = Simulate(jobs, topo, c);
+    c.count_moves = false;
+    auto moves_free = Simulate(jobs, topo, c);
+    ASSERT_TRUE(counted.ok() && moves_free.ok());
+    ASSERT_EQ(counted->jobs.size(), moves_free->jobs.size());
+    int64_t sum = 0;
+    for (size_t i = 0; i < counted->jobs.size(); ++i) {
+      EXPECT_EQ(counted->jobs[i].end, moves_free->jobs[i].end);
+      EXPECT_LE(moves_free->jobs[i].preemptions, counted->jobs[i].preemptions);
+      sum += moves_free->jobs[i].preemptions;
+    }
+    EXPECT_EQ(sum, moves_free->preemptions);
+    EXPECT_LT(moves_free->preemptions, counted->preemptions);
+  }
+}
+
 TEST(EngineTest, SameSeedSameResult) {
   std::vector<JobSpec> jobs = RandomJobs(9, 300);
   SimConfig c = Config("tiresias-l", 600);

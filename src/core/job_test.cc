@@ -48,5 +48,26 @@ TEST(JobTest, PromotionResetsExecutedButNotProgress) {
   EXPECT_DOUBLE_EQ(job.TotalExecuted(Seconds{100}).count(), 30.0);
 }
 
+// earlier_waits (the released simulator's last_pending_time less the
+// current wait): waits count only once the job has run since its last
+// promotion. Submitted at 0 and started at 10: that wait is not counted.
+// Run 10..20, wait 20..30 (counted), run 30..40, wait 40..50, promoted at
+// 50 (reset; the wait cut by the promotion is gone with it), wait 50..60
+// with nothing executed since (not counted), start at 60.
+TEST(JobTest, EarlierWaitsCountOnlyAfterARunSinceThePromotion) {
+  Job job(Spec(1, 0));
+  job.Start(Seconds{10}, {0});
+  EXPECT_DOUBLE_EQ(job.earlier_waits().count(), 0.0);
+  job.Preempt(Seconds{20});
+  job.Start(Seconds{30}, {0});
+  EXPECT_DOUBLE_EQ(job.earlier_waits().count(), 10.0);
+  job.Preempt(Seconds{40});
+  job.set_queue(1);
+  job.Promote(Seconds{50});
+  EXPECT_DOUBLE_EQ(job.earlier_waits().count(), 0.0);
+  job.Start(Seconds{60}, {0});
+  EXPECT_DOUBLE_EQ(job.earlier_waits().count(), 0.0);
+}
+
 }  // namespace
 }  // namespace tiresias

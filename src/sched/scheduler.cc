@@ -323,10 +323,14 @@ void Scheduler::ScheduleWakeups(uint32_t index, Seconds now) {
              job.queue() > 0 && job.Executed(now).count() > 0) {
     // The wait since it last ran reaches knob x its executed time; the
     // released simulator's, every wait since its last promotion.
-    slot.promote_at =
+    // Never before `now`: earlier waits may already pass the knob (the
+    // original promotes such a job at its next event).
+    slot.promote_at = std::max(
+        now.count(),
         job.last_stop().count() +
-        options_.promote_knob * job.Executed(now).count() -
-        (options_.original_promotion_wait ? job.earlier_waits().count() : 0.0);
+            options_.promote_knob * job.Executed(now).count() -
+            (options_.original_promotion_wait ? job.earlier_waits().count()
+                                              : 0.0));
     promotions_.insert({slot.promote_at, index});
   }
 }

@@ -157,6 +157,27 @@ TEST(TiresiasLTest, OriginalPromoteKnobCountsEveryWaitSinceThePromotion) {
   }
 }
 
+// A promotion is never due before the pass that computes it. 1 GPU, bound
+// 300, knob 0.5. A runs 0..300, B preempts it at 310: due at 310 + 155 =
+// 465. Held at 320 (no wakeup while held) and released at 600, A is past
+// due: the scheduler asks for a pass at 600 (not at 465, in the past) and
+// promotes it there.
+TEST(TiresiasLTest, APromotionPastDueIsMadeAtTheNextPassNotBefore) {
+  Harness h(Topology::Uniform(1, 1, 1), TiresiasL({300}, 0.5));
+  h.Submit(1, 1, 0);
+  h.At(0);
+  h.At(300);
+  h.Submit(2, 1, 310);
+  EXPECT_THAT(Preempted(h.At(310)), ElementsAre(1));
+  EXPECT_EQ(h.next_wakeup(), 465.0);
+  ASSERT_TRUE(h.scheduler().Hold(1).ok());
+  ASSERT_TRUE(h.scheduler().Release(1, Seconds{600}).ok());
+  EXPECT_EQ(h.next_wakeup(), 600.0);
+  h.At(600);
+  EXPECT_EQ(h.job(1).promotions(), 1);
+  EXPECT_EQ(h.job(1).queue(), 0);
+}
+
 // The same under the start-time order: at 75 A goes ahead of B..E (it
 // started first) and preempts all four at once. Its new demotion is at
 // 75 + 100 / 4 = 100.

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/cluster.h"
 #include "core/status_macros.h"
@@ -157,13 +158,13 @@ class Engine {
 
   void Apply(const Decisions& decisions, double now, SimResult* result) {
     // A job both stopped and started by this pass only moved.
-    auto moved = [&](JobId id) {
-      if (config_.count_moves) return false;
+    started_now_.clear();
+    if (!config_.count_moves && !decisions.preempted.empty()) {
       for (const StartDecision& start : decisions.started) {
-        if (start.job == id) return true;
+        started_now_.insert(start.job);
       }
-      return false;
-    };
+    }
+    auto moved = [&](JobId id) { return started_now_.contains(id); };
     for (JobId id : decisions.preempted) {
       Progress& p = progress_[index_of_[id]];
       const double elapsed = now - p.segment_start;
@@ -235,6 +236,7 @@ class Engine {
 
   const std::vector<JobSpec>& specs_;
   const SimConfig& config_;
+  absl::flat_hash_set<JobId> started_now_;  // Apply's scratch
   Cluster cluster_;
   Scheduler scheduler_;
   std::optional<PackLimitClassifier> learner_;  // learn_pack_limit only

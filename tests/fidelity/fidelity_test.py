@@ -19,9 +19,9 @@ and re-sorts running jobs by it at every pass (docs/ARCHITECTURE.md,
 to a band instead (EXPLAINED): average JCT within 15%; makespan,
 p95 and preemptions are printed, not checked (the original's index starves
 long jobs more: its makespan runs up to 17% longer on the Philly windows).
-Tiresias-L with PROMOTEKNOB 2 (the original's dlas-gpu-2) is held to a
-looser band than the rest (EXPLAINED: average JCT 2%, p95 8%, makespan
-1%, preemptions 10%), for one Philly case.
+Tiresias-L with PROMOTEKNOB 2 (the original's dlas-gpu-2) on one Philly
+case (days 12-14 on 384 GPUs) is held to a band of its own
+(EXPLAINED_CASES: average JCT 2%, p95 8%, makespan 1%, preemptions 10%).
 
 It prints ours vs the original's per row, names every row that does not
 agree, and fails if any does.
@@ -60,24 +60,29 @@ METRICS = [('avg_jct_s', 'avg JCT'), ('p95_jct_s', 'p95 JCT'),
 
 # Policies that differ from the original by design, with the band their
 # rows must stay in (metrics not named are not checked).
-EXPLAINED = {
-    'tiresias-g': {'avg_jct_s': 0.15},
-    # PROMOTEKNOB 2 (the original's dlas-gpu-2, counting every wait since a
-    # job's last promotion: Job::earlier_waits). Six of seven rows agree
-    # within the tolerances above; the most loaded Philly case (384 GPUs)
-    # differs by 1.1% in average JCT and 6.4% in p95: promotions amplify
-    # the job-for-job differences that remain without the knob (issue 26).
-    'tiresias-l+knob2': {'avg_jct_s': 0.02, 'p95_jct_s': 0.08,
-                         'makespan_s': 0.01, 'preemptions': 0.10},
+EXPLAINED = {'tiresias-g': {'avg_jct_s': 0.15}}
+# One case held to a band of its own: PROMOTEKNOB 2 (the original's
+# dlas-gpu-2, counting every wait since a job's last promotion:
+# Job::earlier_waits) on the most loaded Philly case differs by 1.1% in
+# average JCT and 6.4% in p95; promotions amplify the job-for-job
+# differences of Tiresias-L's last queue (issue 26). Its other 8 cases are
+# held to the tolerances above.
+EXPLAINED_CASES = {
+    ('tiresias-l+knob2', 'philly-d12-14', 'n48g8'): {
+        'avg_jct_s': 0.02, 'p95_jct_s': 0.08, 'makespan_s': 0.01,
+        'preemptions': 0.10},
 }
-VERDICT = {'tiresias-g': 'by design', 'tiresias-l+knob2': 'ok (band)'}
+VERDICT = {'tiresias-g': 'by design'}
 
 
-def within(metric, ours, ref, policy=None):
-    """True/False, or None when the metric is not checked for the policy."""
+def within(metric, ours, ref, policy=None, case=None):
+    """True/False, or None when the metric is not checked for the policy.
+
+    case: (policy, trace, cluster), for EXPLAINED_CASES."""
     diff = abs(ours - ref)
-    if policy in EXPLAINED:
-        band = EXPLAINED[policy].get(metric)
+    bands = EXPLAINED_CASES.get(case) or EXPLAINED.get(policy)
+    if bands is not None:
+        band = bands.get(metric)
         return None if band is None else diff <= band * abs(ref)
     if metric == 'preemptions' and diff <= PREEMPTION_SLACK:
         return True
@@ -248,7 +253,8 @@ def main():
                     bad.append('jobs %s vs %s' % (got['jobs'], r['jobs']))
                 for metric, label in METRICS:
                     o, ref = float(got[metric]), float(r[metric])
-                    ok = within(metric, o, ref, r['policy'])
+                    ok = within(metric, o, ref, r['policy'],
+                                (r['policy'], trace, cluster))
                     line += ' | %-25s' % ('%s / %s %s%s' % (
                         human(metric, o), human(metric, ref), ratio(o, ref),
                         {True: '', False: ' !', None: ' ~'}[ok]))
@@ -256,7 +262,8 @@ def main():
                         bad.append('%s %s vs %s (x%s)' % (
                             label, human(metric, o), human(metric, ref),
                             ratio(o, ref).strip()))
-                verdict = VERDICT.get(r['policy'], 'ok')
+                verdict = ('ok (band)' if (r['policy'], trace, cluster) in
+                           EXPLAINED_CASES else VERDICT.get(r['policy'], 'ok'))
                 print(line + ' | ' + (verdict if not bad else 'FAIL'))
                 if bad:
                     failures.append('%s: %s' % (row_id, '; '.join(bad)))
@@ -277,8 +284,8 @@ def main():
     print('\n%d cases checked with one VC owning all' % len(one_vc_checked))
     print('%d rows compared in %.1f s; tolerances: avg JCT 1%%, p95 3%%, '
           'makespan 1%%, preemptions 10%% or %d (tiresias-g, by design: avg '
-          'JCT 15%%; tiresias-l+knob2: 2%%, 8%%, 1%%, 10%%; ~ = not '
-          'checked)' % (
+          'JCT 15%%; knob 2 on days 12-14 at 384 GPUs: 2%%, 8%%, 1%%, 10%%; '
+          '~ = not checked)' % (
               compared, time.time() - started, PREEMPTION_SLACK))
     if failures:
         print('%d rows disagree with the released simulator:' % len(failures))

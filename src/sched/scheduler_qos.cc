@@ -1,8 +1,8 @@
 // Scheduler: priority levels (QOS, see scheduler.h). A job's level is the
 // first part of its key (PriorityKey::group, with the fair-share quanta),
-// so every walk, the VCs' and
-// the borrowers', orders by it; the per-user GPU limit is counted here
-// and checked by the walks before a job is placed.
+// so every walk, the VCs' and the borrowers', orders by it; the per-user
+// GPU limit is counted here and checked by the walks before a job is
+// placed.
 #include <cassert>
 
 #include "absl/container/flat_hash_set.h"

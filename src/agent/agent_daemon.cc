@@ -163,10 +163,15 @@ absl::Status AgentDaemon::Start() {
   if (!record.ok()) return record.status();
   record_.emplace(*std::move(record));
   const std::string host = AddressHost(options_.advertised_address);
+  io_sessions_ = std::make_unique<TaskIoRegistry>();
   absl::StatusOr<std::unique_ptr<AgentLogServer>> logs = AgentLogServer::Start(
       options_.log_listen.empty() ? absl::StrCat(host, ":0")
                                   : options_.log_listen,
-      options_.state_dir + "/logs", options_.tls);
+      options_.state_dir + "/logs", options_.tls,
+      TaskIoHooks{.sessions = io_sessions_.get(),
+                  .running_pgid = [this](const TaskKey& key) {
+                    return RunningPgid(key);
+                  }});
   if (!logs.ok()) return logs.status();
   log_server_ = *std::move(logs);
   log_address_ = absl::StrCat(host, ":", log_server_->port());

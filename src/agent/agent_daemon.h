@@ -295,6 +295,11 @@ class AgentDaemon {
   bool ApplyDesired(const v1::DesiredState& desired, int64_t sent_ns)
       ABSL_LOCKS_EXCLUDED(mu_);
   bool StartTask(const v1::StartTask& start) ABSL_LOCKS_EXCLUDED(mu_);
+  // An interactive task's session (StartTask.io); null for a batch task.
+  absl::StatusOr<std::shared_ptr<class TaskIoSession>> MakeTaskIo(
+      const v1::StartTask& start, const std::string& name);
+  // The process group of a task running here (TaskIoHooks::running_pgid).
+  std::optional<pid_t> RunningPgid(const TaskKey& key) ABSL_LOCKS_EXCLUDED(mu_);
   void RequestStop(const TaskKey& key, Task& task, int reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops every task not already being stopped, for a shutdown.
@@ -371,6 +376,8 @@ class AgentDaemon {
   std::optional<TaskRecord> record_;
   std::unique_ptr<class AgentStub> stub_;
   std::unique_ptr<class AgentLogServer> log_server_;
+  // Interactive tasks' I/O (task_io.h), served by log_server_.
+  std::unique_ptr<class TaskIoRegistry> io_sessions_;
   std::string log_address_;  // what Register and Heartbeat advertise
   std::string token_;        // this agent's identity (agent-token)
   std::string boot_id_;      // this machine's boot; empty if unknown

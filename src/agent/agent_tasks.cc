@@ -1,8 +1,8 @@
 // AgentDaemon's tasks: starting one (under the profiler when asked),
 // stopping one, reaping exits and reading running tasks' profiles.
-#include "agent/agent_daemon.h"
-
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,13 +10,14 @@
 #include <filesystem>
 #include <fstream>
 
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/agent_daemon.h"
 #include "agent/agent_daemon_internal.h"
 #include "agent/file_store.h"
 #include "agent/log_service.h"
 #include "agent/run_as.h"
+#include "agent/task_io.h"
 #include "nlohmann/json.hpp"
 #include "profiler/profiler.h"
 #include "proto/tiresias.pb.h"
@@ -104,6 +105,48 @@ bool AgentDaemon::AddProfiler(const TaskKey& key, TaskSpec& spec) {
   return true;
 }
 
+absl::StatusOr<std::shared_ptr<TaskIoSession>> AgentDaemon::MakeTaskIo(
+    const v1::StartTask& st, const std::string& name) {
+  if (st.io() == v1::IO_MODE_NONE) return nullptr;
+  if (st.io() != v1::IO_MODE_PIPES && st.io() != v1::IO_MODE_PTY) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("io: unknown mode ", static_cast<int>(st.io())));
+  }
+  // As root the task runs as its owner (run_as.h): the terminal is theirs,
+  // group tty, as a login gives it.
+  std::optional<uid_t> uid;
+  std::optional<gid_t> gid;
+  if (geteuid() == 0 && !st.owner().empty()) {
+    struct passwd pw, *found = nullptr;
+    std::vector<char> buf(16384);
+    if (getpwnam_r(st.owner().c_str(), &pw, buf.data(), buf.size(), &found) ==
+            0 &&
+        found != nullptr) {
+      uid = pw.pw_uid;
+      gid = pw.pw_gid;
+    }
+    struct group gr, *tty = nullptr;
+    std::vector<char> gbuf(16384);
+    if (getgrnam_r("tty", &gr, gbuf.data(), gbuf.size(), &tty) == 0 &&
+        tty != nullptr) {
+      gid = gr.gr_gid;
+    }
+  }
+  const double grace =
+      st.io_grace_seconds() > 0 ? std::min(st.io_grace_seconds(), 86400.0) : 60;
+  return TaskIoSession::Create(
+      st.io() == v1::IO_MODE_PTY, uid, gid,
+      std::chrono::milliseconds(static_cast<int64_t>(grace * 1000)), name);
+}
+
+std::optional<pid_t> AgentDaemon::RunningPgid(const TaskKey& key) {
+  MutexLock lock(&mu_);
+  auto it = tasks_.find(key);
+  if (it == tasks_.end() || it->second.ended || !it->second.handle) {
+    return std::nullopt;
+  }
+  return it->second.handle->pgid;
+}
 
 bool AgentDaemon::StartTask(const v1::StartTask& st) {
   const TaskKey key{st.task().job_id(), st.task().attempt(), st.task().rank()};
@@ -202,12 +245,21 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
   }
   absl::StatusOr<std::unique_ptr<LeaseFile>> lease =
       LeaseFile::Create(lease_path, deadline, spec.gpus);
+  absl::StatusOr<std::shared_ptr<TaskIoSession>> io = MakeTaskIo(st, name);
   absl::StatusOr<TaskHandle> handle = absl::UnknownError("not started");
-  if (lease.ok()) {
+  if (lease.ok() && io.ok()) {
     spec.lease = (*lease)->word();
+    if (*io != nullptr) {
+      for (int i = 0; i < 3; ++i) spec.stdio_fds[i] = (*io)->child_fds()[i];
+      spec.controlling_tty = (*io)->tty();
+    }
     handle = launcher_->Start(spec);
   } else {
-    handle = lease.status();
+    handle = lease.ok() ? io.status() : lease.status();
+  }
+  if (handle.ok() && io.ok() && *io != nullptr) {
+    (*io)->Started(handle->pgid, spec.log_path);
+    io_sessions_->Add(key, *io);
   }
   if (absl::IsAborted(handle.status())) {
     // The shim found the lease lapsed and did not start it (spawn.h):
@@ -268,6 +320,15 @@ void AgentDaemon::RequestStop(const TaskKey& key, Task& task, int reason) {
   if (!marked.ok()) {
     Log(absl::StrCat(name, ": task record: ", marked.ToString()));
   }
+  if (std::shared_ptr<TaskIoSession> io =
+          io_sessions_ ? io_sessions_->Find(key) : nullptr) {
+    io->Notice(absl::StrCat(
+        "job ", std::get<0>(key), " is being stopped (", ReasonName(reason),
+        ")",
+        reason == v1::STOP_REASON_PREEMPT || reason == v1::STOP_REASON_SHUTDOWN
+            ? ": its GPUs go to other work; it runs again later"
+            : ""));
+  }
   absl::Status s = launcher_->RequestStop(*task.handle, how, options_.grace);
   Log(absl::StrCat(name, ": stopping (", ReasonName(reason),
                    s.ok() ? "" : absl::StrCat(": ", s.ToString()), ")"));
@@ -326,6 +387,11 @@ bool AgentDaemon::PollExits() {
       task.exit_code = *e.exit_code;
     }
     task.end_time = UnixSeconds(e.end_time);
+    if (std::shared_ptr<TaskIoSession> io =
+            io_sessions_ ? io_sessions_->Find(it->first) : nullptr) {
+      io->Ended(e.exit_code, e.signal);
+      io_sessions_->Remove(it->first);
+    }
     task.out_of_memory = e.out_of_memory;
     if (e.usage) task.usage = e.usage;
     Log(absl::StrCat(

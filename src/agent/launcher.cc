@@ -345,6 +345,8 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
           .count();
   if (as != nullptr) request.run_as = as->ids;
   request.checkpoint_dir = resolved.checkpoint_dir;
+  for (int i = 0; i < 3; ++i) request.stdio_fds[i] = spec.stdio_fds[i];
+  request.controlling_tty = spec.controlling_tty;
   request.output_path = spec.output_path;
   // The same file twice would be two descriptions appending in turn: one
   // pipe keeps the task's order.

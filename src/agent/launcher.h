@@ -115,6 +115,11 @@ struct TaskSpec {
   // spare_cpus) and limited to memory_bytes (0: one GPU's worth).
   int cpus = 0;
   int64_t memory_bytes = 0;
+  // An interactive task (task_io.h): its stdin, stdout and stderr, and
+  // whether stdin is its controlling terminal (SpawnRequest::stdio_fds,
+  // controlling_tty). Owned by the caller; -1: the batch default.
+  int stdio_fds[3] = {-1, -1, -1};
+  bool controlling_tty = false;
 };
 
 enum class StopReason { kPreempt, kCancel };

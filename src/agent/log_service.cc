@@ -15,17 +15,22 @@ std::string TaskLogPath(const std::string& logs_dir, int64_t job_id,
                       rank, ".log");
 }
 
+grpc::Status AgentLogService::CheckMaster(grpc::ServerContext* ctx) const {
+  if (!require_master_) return grpc::Status::OK;
+  std::optional<security::Identity> peer = security::PeerIdentity(*ctx);
+  if (!peer || peer->kind != security::IdentityKind::kMaster) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "task logs and I/O are served to the master alone "
+                        "(its certificate); ask the master: tiresias logs "
+                        "JOB, tiresias attach JOB");
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status AgentLogService::ReadTaskLog(grpc::ServerContext* ctx,
                                           const v1::ReadTaskLogRequest* req,
                                           v1::ReadTaskLogResponse* resp) {
-  if (require_master_) {
-    std::optional<security::Identity> peer = security::PeerIdentity(*ctx);
-    if (!peer || peer->kind != security::IdentityKind::kMaster) {
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          "task logs are served to the master alone (its "
-                          "certificate); ask the master: tiresias logs JOB");
-    }
-  }
+  if (grpc::Status master = CheckMaster(ctx); !master.ok()) return master;
   if (req->offset() < 0 || req->max_bytes() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "offset and max_bytes: must be >= 0");
@@ -65,9 +70,9 @@ grpc::Status AgentLogService::ReadTaskLog(grpc::ServerContext* ctx,
 
 absl::StatusOr<std::unique_ptr<AgentLogServer>> AgentLogServer::Start(
     const std::string& listen, std::string logs_dir,
-    const security::TlsConfig& tls) {
+    const security::TlsConfig& tls, TaskIoHooks io) {
   std::unique_ptr<AgentLogServer> server(
-      new AgentLogServer(std::move(logs_dir), !tls.insecure));
+      new AgentLogServer(std::move(logs_dir), !tls.insecure, std::move(io)));
   grpc::ServerBuilder builder;
   builder.AddListeningPort(
       listen,

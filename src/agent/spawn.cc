@@ -44,6 +44,14 @@ class Fd {
   explicit Fd(int fd = -1) : fd_(AboveStdio(fd)) {}
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      fd_ = other.fd_;
+      other.fd_ = -1;
+    }
+    return *this;
+  }
   ~Fd() { Reset(); }
   int get() const { return fd_; }
   void Reset() {
@@ -112,6 +120,9 @@ absl::Status ChildFailure(const SpawnRequest& request, ChildError failure) {
           std::strerror(failure.error)));
     case kCgroup:
       return Error("join the task's cgroups", "", failure.error);
+    case kTerminal:
+      return Error("give the task its terminal (setsid, TIOCSCTTY)", "",
+                   failure.error);
     case kLeaseLapsed:
       return absl::AbortedError(
           "the agent's lease lapsed before the task could start (the master "
@@ -144,6 +155,26 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
   }
   Fd null_in(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (null_in.get() < 0) return Error("cannot open", "/dev/null", errno);
+  // An interactive task's own descriptors, copied above stdio (see Fd).
+  const bool own_stdio = request.stdio_fds[0] >= 0;
+  if (own_stdio && (request.stdio_fds[1] < 0 || request.stdio_fds[2] < 0)) {
+    return absl::InvalidArgumentError(
+        "stdio_fds: give all three descriptors or none");
+  }
+  if (request.controlling_tty && !own_stdio) {
+    return absl::InvalidArgumentError(
+        "controlling_tty: needs stdio_fds (a pty's slave end)");
+  }
+  if (own_stdio &&
+      (!request.output_path.empty() || !request.error_path.empty())) {
+    return absl::InvalidArgumentError(
+        "stdio_fds: not with output_path or error_path");
+  }
+  Fd stdio[3];
+  for (int i = 0; own_stdio && i < 3; ++i) {
+    stdio[i] = Fd(fcntl(request.stdio_fds[i], F_DUPFD_CLOEXEC, 3));
+    if (stdio[i].get() < 0) return Error("dup", "a task's stdio", errno);
+  }
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) return Error("pipe", "", errno);
   Fd error_read(pipe_fds[0]);
@@ -201,8 +232,11 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
       .group_count = request.run_as ? request.run_as->groups.size() : 0,
       .checkpoint_dir =
           checkpoint_dir.empty() ? nullptr : checkpoint_dir.data(),
-      .stdin_fd = null_in.get(),
+      .stdin_fd = own_stdio ? stdio[0].get() : null_in.get(),
       .log_fd = log.get(),
+      .stdout_fd = own_stdio ? stdio[1].get() : log.get(),
+      .stderr_fd = own_stdio ? stdio[2].get() : log.get(),
+      .controlling_tty = request.controlling_tty,
       .error_fd = error_write.get(),
       .exit_path =
           request.exit_path.empty() ? nullptr : request.exit_path.c_str(),
@@ -222,7 +256,10 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
   const pid_t pid = fork();
   if (pid < 0) return Error("fork", "", errno);
   if (pid == 0) RunChild(setup);
-  setpgid(pid, pid);  // also here, so the group exists when we return
+  // Also here, so the group exists when we return; but not for a shim
+  // that makes a session of its own, which setsid refuses a group leader
+  // (the group exists by the exec all the same).
+  if (!request.controlling_tty) setpgid(pid, pid);
   error_write.Reset();
 
   ChildError failure;

@@ -116,6 +116,16 @@ struct SpawnRequest {
   // task and every process it makes run inside. Not closed here. Empty:
   // none.
   std::vector<int> cgroup_procs_fds;
+  // An interactive task's stdin, stdout and stderr (task_io.h): the
+  // caller's descriptors (a pty's slave end three times, or pipes), used
+  // instead of /dev/null and log_path, which then only records start
+  // errors. Not closed here. -1: the batch default. With controlling_tty,
+  // the shim starts a new session (setsid: it still leads the task's
+  // process group) and makes stdin its controlling terminal, so the
+  // terminal's Ctrl-C, Ctrl-Z and hang-up reach the task's foreground
+  // processes. Not with output_path or error_path.
+  int stdio_fds[3] = {-1, -1, -1};
+  bool controlling_tty = false;
 };
 
 // The task's umask, set by its process before it makes its checkpoint

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -509,7 +510,11 @@ TaskEnd WaitWatchingLease(const ChildSetup& s, Tee& tee) {
 // learn how it ended: the task's parent (the shim) is the only process that
 // can wait for it. Only async-signal-safe calls: the agent is threaded.
 [[noreturn]] void RunChild(const ChildSetup& s) {
-  if (setpgid(0, 0) != 0) Fail(s, kSetpgid);
+  // A session of its own for a task with a terminal (setsid makes the
+  // shim its group's leader too), else a process group.
+  if (s.controlling_tty ? setsid() < 0 : setpgid(0, 0) != 0) {
+    Fail(s, s.controlling_tty ? kTerminal : kSetpgid);
+  }
   // Into the task's cgroups before anything else: the task forked below,
   // and whatever it forks, start inside.
   for (size_t i = 0; i < s.cgroup_fd_count; ++i) {
@@ -523,6 +528,14 @@ TaskEnd WaitWatchingLease(const ChildSetup& s, Tee& tee) {
   struct sigaction ignore_action = {};
   ignore_action.sa_handler = SIG_IGN;
   for (int sig : kShimIgnores) sigaction(sig, &ignore_action, nullptr);
+  // With a terminal, the shim is in its foreground group until the task
+  // makes its own (a shell's job control): its Ctrl-Z must not stop the
+  // shim, nor background reads and writes.
+  if (s.controlling_tty) {
+    for (int sig : {SIGTSTP, SIGTTIN, SIGTTOU}) {
+      sigaction(sig, &ignore_action, nullptr);
+    }
+  }
   // Only SIGCHLD is blocked: the shim takes it with sigtimedwait.
   sigset_t chld;
   sigemptyset(&chld);
@@ -531,10 +544,13 @@ TaskEnd WaitWatchingLease(const ChildSetup& s, Tee& tee) {
   prctl(PR_SET_NAME, "tiresias-shim", 0, 0, 0);
   // All three fds are >= 3 (see AboveStdio), so dup2 never is a no-op that
   // would keep FD_CLOEXEC.
-  if (dup2(s.stdin_fd, 0) < 0 || dup2(s.log_fd, 1) < 0 ||
-      dup2(s.log_fd, 2) < 0) {
+  if (dup2(s.stdin_fd, 0) < 0 || dup2(s.stdout_fd, 1) < 0 ||
+      dup2(s.stderr_fd, 2) < 0) {
     Fail(s, kRedirect);
   }
+  // The terminal becomes the session's; its foreground group is the
+  // shim's, so its Ctrl-C reaches the task (the shim ignores it).
+  if (s.controlling_tty && ioctl(0, TIOCSCTTY, 0) != 0) Fail(s, kTerminal);
   // Close what the agent has open (sockets, files) except the error pipe,
   // which closes itself on the task's exec.
   if (s.error_fd > 3) CloseRange(3, s.error_fd - 1, s);

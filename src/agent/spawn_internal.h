@@ -28,6 +28,7 @@ enum ChildStage : int {
   kErrorFile,    // opening SpawnRequest::error_path
   kTeeSetup,     // the pipes and socket of the copy to the user's files
   kCgroup,       // joining SpawnRequest::cgroup_procs_fds
+  kTerminal,     // setsid, or making stdin the controlling terminal
 };
 
 struct ChildError {
@@ -57,6 +58,11 @@ struct ChildSetup {
   char* checkpoint_dir;
   int stdin_fd;
   int log_fd;
+  // SpawnRequest::stdio_fds[1..2] when given (else log_fd twice), and
+  // SpawnRequest::controlling_tty.
+  int stdout_fd;
+  int stderr_fd;
+  bool controlling_tty;
   int error_fd;
   const char* exit_path;      // null: the shim records nothing
   const char* exit_tmp_path;  // exit_path + ".tmp"

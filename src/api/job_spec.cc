@@ -51,6 +51,8 @@ void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
   out->set_mem_mib(spec.mem_mib);
   out->set_vc(spec.vc);
   out->set_qos(spec.qos);
+  out->set_io(static_cast<v1::IoMode>(spec.io));
+  out->set_io_grace_seconds(spec.io_grace_seconds);
 }
 
 JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
@@ -94,6 +96,8 @@ JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
   out.mem_mib = spec.mem_mib();
   out.vc = spec.vc();
   out.qos = spec.qos();
+  out.io = spec.io();  // an unknown mode is refused by ValidateJobRequest
+  out.io_grace_seconds = spec.io_grace_seconds();
   return out;
 }
 

@@ -12,6 +12,8 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
   AddNodeCommand(app, exit_code);
   AddStatusCommand(app, exit_code);
   AddLogsCommand(app, exit_code);
+  AddRunCommand(app, exit_code);
+  AddPortForwardCommand(app, exit_code);
   AddWatchCommand(app, exit_code);
   AddVcCommands(app, exit_code);
   AddQosCommands(app, exit_code);

@@ -43,6 +43,10 @@ void AddReportCommand(CLI::App& app, int* exit_code);
 void AddNodeCommand(CLI::App& app, int* exit_code);  // node drain|resume
 void AddStatusCommand(CLI::App& app, int* exit_code);  // nodes_command.cc
 void AddLogsCommand(CLI::App& app, int* exit_code);
+// `run` and `attach` (run_command.cc); `port-forward`
+// (port_forward_command.cc).
+void AddRunCommand(CLI::App& app, int* exit_code);
+void AddPortForwardCommand(CLI::App& app, int* exit_code);
 void AddUpCommand(CLI::App& app, int* exit_code);  // up_command.cc
 void AddWatchCommand(CLI::App& app, int* exit_code);  // watch_command.cc
 void AddDashboardCommand(CLI::App& app, int* exit_code);  // dashboard_command.cc

@@ -253,6 +253,12 @@ void PrintJob(const v1::Job& job, double now) {
                       job.borrowing() ? " (borrowing beyond its quota)" : ""));
   }
   if (!job.spec().qos().empty()) line("QOS:", cli::Printable(job.spec().qos()));
+  if (job.spec().io() != v1::IO_MODE_NONE) {
+    line("I/O:", absl::StrCat(job.spec().io() == v1::IO_MODE_PTY
+                                  ? "a terminal (run --pty)"
+                                  : "pipes (run)",
+                              "; `tiresias attach ", job.id(), "` joins it"));
+  }
   if (job.spec().no_preempt()) line("Preemptible:", "no (--no-preempt)");
   if (job.spec().dependencies_size() > 0) {
     std::vector<JobDependency> deps;

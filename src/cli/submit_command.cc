@@ -34,6 +34,7 @@
 #include "cli/job_file.h"
 #include "cli/job_wait.h"
 #include "cli/node_filter_flags.h"
+#include "cli/submit_flags.h"
 #include "cli/time_limit.h"
 #include "core/job_array.h"
 #include "core/status_macros.h"
@@ -49,40 +50,12 @@ namespace {
 
 using cli::Fail;
 using cli::MasterClient;
+using cli::SubmitFlags;
 
 // Backoff between attempts: doubles from the first to the most, with
 // +-20% jitter so that many clients do not retry in step.
 constexpr std::chrono::milliseconds kFirstBackoff{100};
 constexpr std::chrono::milliseconds kMostBackoff{4000};
-
-struct SubmitFlags {
-  std::string master;
-  std::string file;  // --file: the jobs come from there instead
-  bool json = false;
-  std::optional<int> gpus;
-  std::optional<int> nodes;          // --nodes
-  std::optional<int> gpus_per_node;  // --gpus-per-node
-  int tasks_per_node = 0;            // --tasks-per-node; 0: one per GPU
-  std::string name;
-  std::string checkpoint_dir;
-  std::vector<std::string> env;
-  std::string chdir;       // --chdir; empty: the current directory
-  std::string output;      // --output pattern; empty: none
-  std::string error;       // --error pattern; empty: with stdout
-  std::string export_env;  // --export; empty: ALL (with --file: NONE)
-  std::vector<std::string> command;
-  double retry_for_seconds = 30;
-  bool wait = false;  // --wait: until the job ends, exit with its code
-  std::string time;   // --time: Slurm's forms (time_limit.h); empty: none
-  std::string signal;  // --signal SIG[@SECONDS] (core/warn_signal.h)
-  bool no_preempt = false;
-  bool hold = false;
-  std::string dependency;  // --dependency: Slurm's form (core/dependency.h)
-  std::string array;       // --array: Slurm's form (core/job_array.h)
-  std::string vc;          // --vc, --account: its virtual cluster
-  std::string qos;         // --qos: its priority level
-  cli::NodeFilterFlags filter;  // --gpu-type, --constraint, ...
-};
 
 // 128 random bits from std::random_device, as 32 hex digits.
 std::string NewRequestId() {
@@ -156,7 +129,10 @@ absl::Status ResolveShape(const SubmitFlags& f, JobRequest* spec) {
   return absl::OkStatus();
 }
 
-// The spec the flags describe, or a one-line error about a flag.
+}  // namespace
+
+namespace cli {
+
 absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
                                          const cli::ClientCredentials& creds) {
   JobRequest spec;
@@ -228,6 +204,12 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
   return spec;
 }
 
+}  // namespace cli
+
+namespace {
+
+using cli::SpecFromFlags;
+
 v1::SubmitJobRequest ToRequest(const JobRequest& spec) {
   v1::SubmitJobRequest req;
   JobSpecToProto(spec, req.mutable_spec());  // the master's own conversion
@@ -289,6 +271,26 @@ grpc::Status CallWithRetry(MasterClient& client, const SubmitFlags& f,
     client.Reconnect();
   }
 }
+
+}  // namespace
+
+grpc::Status cli::SubmitWithRetry(MasterClient& client, const SubmitFlags& f,
+                                  const JobRequest& spec,
+                                  v1::SubmitJobResponse* resp,
+                                  std::string* line) {
+  const v1::SubmitJobRequest req = ToRequest(spec);
+  return CallWithRetry(
+      client, f,
+      absl::StrCat(" (if the master accepted the job meanwhile, `tiresias "
+                   "jobs --name ",
+                   spec.name, "` shows it)"),
+      [&](grpc::ClientContext* context) {
+        return client.stub().SubmitJob(context, req, resp);
+      },
+      line);
+}
+
+namespace {
 
 int Submit(const SubmitFlags& f) {
   const std::string hint = f.command.empty()
@@ -457,6 +459,95 @@ int SubmitFile(const SubmitFlags& f) {
 
 }  // namespace
 
+void cli::AddJobFlags(CLI::App* cmd, SubmitFlags* f) {
+  cli::AddMasterFlag(cmd, &f->master);
+  cmd->add_option("--gpus", f->gpus,
+                  "GPUs the job needs, all at once (required, but with "
+                  "--file); 0 with --cpus: a CPU-only job");
+  cmd->add_option("--nodes,-N", f->nodes,
+                  "Run on exactly this many nodes, --gpus-per-node GPUs on "
+                  "each (two of --gpus, --nodes and --gpus-per-node give the "
+                  "third). Without: any spread the placement scheme picks");
+  cmd->add_option("--gpus-per-node", f->gpus_per_node,
+                  "GPUs on each of the job's nodes (alone: one node)");
+  cmd->add_option("--tasks-per-node,--ntasks-per-node", f->tasks_per_node,
+                  "Processes started on each node (default: one per GPU "
+                  "there, as torchrun's --nproc-per-node). Each gets RANK, "
+                  "LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE and Slurm's "
+                  "SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, ... and sees "
+                  "all of the node's GPUs of the job")
+      ->check(CLI::Range(1, 64));
+  cli::AddNodeFilterFlags(cmd, &f->filter);
+  cmd->add_option("--name", f->name,
+                  "Label for listings (default: the command's base name)");
+  cmd->add_option("--checkpoint-dir", f->checkpoint_dir,
+                  "Where the job checkpoints (default: chosen by the master)");
+  // One value per --env: a greedy vector option would swallow the `--`.
+  cmd->add_option("--env", f->env,
+                  "KEY=VALUE for every task's environment; repeatable")
+      ->allow_extra_args(false);
+  cmd->add_option("--chdir", f->chdir,
+                  "Directory the job's tasks start in, on every node "
+                  "(default: the current one; a relative one is relative to "
+                  "it). A node without it fails the start");
+  cmd->add_option("--export", f->export_env,
+                  "Which of your environment variables the job gets: ALL "
+                  "(the default), NONE, or NAME[,NAME=VALUE...] (ALL,... to "
+                  "add); never TIRESIAS_* nor what the agent sets "
+                  "(CUDA_VISIBLE_DEVICES, RANK, HOME, ...); ALL also leaves "
+                  "out HOSTNAME, PWD, SSH_*, DISPLAY and the like. At most "
+                  "64 KiB. With --file: none unless given")
+      ->allow_extra_args(false);
+  cmd->add_option("--output", f->output,
+                  "Also append the tasks' stdout (and stderr, without "
+                  "--error) to this file, relative to --chdir; %j job id, "
+                  "%a attempt, %r rank, %t array index (0 outside an "
+                  "array), %% a '%'")
+      ->allow_extra_args(false);
+  cmd->add_option("--error", f->error,
+                  "Also append the tasks' stderr to this file (the "
+                  "placeholders of --output)")
+      ->allow_extra_args(false);
+  cmd->add_option("--retry-for", f->retry_for_seconds,
+                  "Seconds to keep retrying a master that is unreachable or "
+                  "does not answer (default 30)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--time", f->time,
+                  "Limit on the job's executed time (summed over its runs; "
+                  "waiting does not count), as Slurm writes it: MM, MM:SS, "
+                  "HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS. Past it the master "
+                  "stops the job and it ends timeout");
+  cmd->add_option("--signal", f->signal,
+                  "SIG[@SECONDS] (Slurm's --signal): send SIG (USR1, USR2, "
+                  "TERM, INT, HUP, QUIT or ALRM) to every process of the job "
+                  "SECONDS (default 60) before its --time limit, for it to "
+                  "checkpoint or wrap up; once per run, at its start if less "
+                  "is left")
+      ->allow_extra_args(false);
+  cmd->add_flag("--no-preempt", f->no_preempt,
+                "The job cannot checkpoint: once started it is never "
+                "preempted and keeps its GPUs until it ends (the master may "
+                "refuse it: --max-no-preempt-gpus)");
+  cmd->add_option("--vc,--account,-A", f->vc,
+                  "The virtual cluster (team) it runs in: its quota, and "
+                  "borrowing beyond it (default: yours; `tiresias vc list`)");
+  cmd->add_option("--qos,-q", f->qos,
+                  "Its priority level: jobs of a higher one run first and "
+                  "may preempt lower ones (default none; `tiresias qos "
+                  "list`)");
+  cmd->add_flag("--hold", f->hold,
+                "Submit it held: it is not started until `tiresias release "
+                "JOB`");
+  cmd->add_option("--dependency,-d", f->dependency,
+                  "Start only once other jobs ended, as Slurm writes it: "
+                  "afterok:ID[:ID...] (they finished), afterany:ID (ended "
+                  "in any state), afternotok:ID (ended failed, cancelled "
+                  "or timeout), comma-separated (all must hold). A "
+                  "dependency that can no longer hold ends the job failed")
+      ->allow_extra_args(false);
+  cmd->add_option("command", f->command, "The command to run, after --");
+}
+
 void AddSubmitCommand(CLI::App& app, int* exit_code) {
   auto submit = std::make_shared<SubmitFlags>();
   CLI::App* cmd = app.add_subcommand(
@@ -465,58 +556,7 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
       "`tiresias submit --gpus 2 -- python3 train.py --steps 100`. With "
       "--file JOBS.jsonl, every job of the file, all or none. Retries "
       "safely (the same request id) while the master is unreachable.");
-  cli::AddMasterFlag(cmd, &submit->master);
-  cmd->add_option("--gpus", submit->gpus,
-                  "GPUs the job needs, all at once (required, but with "
-                  "--file); 0 with --cpus: a CPU-only job");
-  cmd->add_option("--nodes,-N", submit->nodes,
-                  "Run on exactly this many nodes, --gpus-per-node GPUs on "
-                  "each (two of --gpus, --nodes and --gpus-per-node give the "
-                  "third). Without: any spread the placement scheme picks");
-  cmd->add_option("--gpus-per-node", submit->gpus_per_node,
-                  "GPUs on each of the job's nodes (alone: one node)");
-  cmd->add_option("--tasks-per-node,--ntasks-per-node", submit->tasks_per_node,
-                  "Processes started on each node (default: one per GPU "
-                  "there, as torchrun's --nproc-per-node). Each gets RANK, "
-                  "LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE and Slurm's "
-                  "SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, ... and sees "
-                  "all of the node's GPUs of the job")
-      ->check(CLI::Range(1, 64));
-  cli::AddNodeFilterFlags(cmd, &submit->filter);
-  cmd->add_option("--name", submit->name,
-                  "Label for listings (default: the command's base name)");
-  cmd->add_option("--checkpoint-dir", submit->checkpoint_dir,
-                  "Where the job checkpoints (default: chosen by the master)");
-  // One value per --env: a greedy vector option would swallow the `--`.
-  cmd->add_option("--env", submit->env,
-                  "KEY=VALUE for every task's environment; repeatable")
-      ->allow_extra_args(false);
-  cmd->add_option("--chdir", submit->chdir,
-                  "Directory the job's tasks start in, on every node "
-                  "(default: the current one; a relative one is relative to "
-                  "it). A node without it fails the start");
-  cmd->add_option("--export", submit->export_env,
-                  "Which of your environment variables the job gets: ALL "
-                  "(the default), NONE, or NAME[,NAME=VALUE...] (ALL,... to "
-                  "add); never TIRESIAS_* nor what the agent sets "
-                  "(CUDA_VISIBLE_DEVICES, RANK, HOME, ...); ALL also leaves "
-                  "out HOSTNAME, PWD, SSH_*, DISPLAY and the like. At most "
-                  "64 KiB. With --file: none unless given")
-      ->allow_extra_args(false);
-  cmd->add_option("--output", submit->output,
-                  "Also append the tasks' stdout (and stderr, without "
-                  "--error) to this file, relative to --chdir; %j job id, "
-                  "%a attempt, %r rank, %t array index (0 outside an "
-                  "array), %% a '%'")
-      ->allow_extra_args(false);
-  cmd->add_option("--error", submit->error,
-                  "Also append the tasks' stderr to this file (the "
-                  "placeholders of --output)")
-      ->allow_extra_args(false);
-  cmd->add_option("--retry-for", submit->retry_for_seconds,
-                  "Seconds to keep retrying a master that is unreachable or "
-                  "does not answer (default 30)")
-      ->check(CLI::NonNegativeNumber);
+  cli::AddJobFlags(cmd, submit.get());
   cmd->add_option("--file", submit->file,
                   "Submit every job of JOBS.jsonl (- for standard input) "
                   "together, all or none: one JSON object per line with the "
@@ -541,39 +581,6 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
                 "(128 + N if signal N ended it), 125 if it was cancelled, "
                 "124 if it was stopped at its --time limit; Ctrl-C stops "
                 "waiting, not the job");
-  cmd->add_option("--time", submit->time,
-                  "Limit on the job's executed time (summed over its runs; "
-                  "waiting does not count), as Slurm writes it: MM, MM:SS, "
-                  "HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS. Past it the master "
-                  "stops the job and it ends timeout");
-  cmd->add_option("--signal", submit->signal,
-                  "SIG[@SECONDS] (Slurm's --signal): send SIG (USR1, USR2, "
-                  "TERM, INT, HUP, QUIT or ALRM) to every process of the job "
-                  "SECONDS (default 60) before its --time limit, for it to "
-                  "checkpoint or wrap up; once per run, at its start if less "
-                  "is left")
-      ->allow_extra_args(false);
-  cmd->add_flag("--no-preempt", submit->no_preempt,
-                "The job cannot checkpoint: once started it is never "
-                "preempted and keeps its GPUs until it ends (the master may "
-                "refuse it: --max-no-preempt-gpus)");
-  cmd->add_option("--vc,--account,-A", submit->vc,
-                  "The virtual cluster (team) it runs in: its quota, and "
-                  "borrowing beyond it (default: yours; `tiresias vc list`)");
-  cmd->add_option("--qos,-q", submit->qos,
-                  "Its priority level: jobs of a higher one run first and "
-                  "may preempt lower ones (default none; `tiresias qos "
-                  "list`)");
-  cmd->add_flag("--hold", submit->hold,
-                "Submit it held: it is not started until `tiresias release "
-                "JOB`");
-  cmd->add_option("--dependency,-d", submit->dependency,
-                  "Start only once other jobs ended, as Slurm writes it: "
-                  "afterok:ID[:ID...] (they finished), afterany:ID (ended "
-                  "in any state), afternotok:ID (ended failed, cancelled "
-                  "or timeout), comma-separated (all must hold). A "
-                  "dependency that can no longer hold ends the job failed")
-      ->allow_extra_args(false);
   cmd->add_option("--array,-a", submit->array,
                   "Submit a job array, one job per index, as Slurm writes "
                   "it: 0-99, 1,3,5, 0-15:4 (a step), 1-3,7, with %N for at "
@@ -584,7 +591,6 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
                   "indices, each 0 to 4,000,000. Prints the array's id "
                   "(all jobs are made, or none)")
       ->allow_extra_args(false);
-  cmd->add_option("command", submit->command, "The command to run, after --");
   cmd->callback([submit, exit_code] {
     *exit_code = submit->file.empty() ? Submit(*submit) : SubmitFile(*submit);
   });

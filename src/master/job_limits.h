@@ -23,6 +23,10 @@ inline constexpr size_t kMaxModelBytes = 64;
 inline constexpr size_t kMaxVcBytes = 64;
 inline constexpr size_t kMaxCheckpointDirBytes = 4096;
 
+// JobSpec.io_grace_seconds: its default (0 means it) and most.
+inline constexpr double kDefaultIoGraceSeconds = 60;
+inline constexpr double kMaxIoGraceSeconds = 86400;
+
 // JobSpec.workdir (empty or an absolute path), .output and .error (empty or
 // a path pattern, output_pattern.h): at most this many bytes each.
 inline constexpr size_t kMaxWorkdirBytes = 4096;

@@ -23,6 +23,11 @@
 
 namespace tiresias {
 
+// JobRequest::io, as proto IoMode numbers them.
+inline constexpr int kIoNone = 0;
+inline constexpr int kIoPipes = 1;
+inline constexpr int kIoPty = 2;
+
 // What a user asked to run (proto JobSpec). Never changes after submission.
 struct JobRequest {
   std::string name;  // free-form label; may be empty
@@ -80,6 +85,10 @@ struct JobRequest {
   std::string vc;
   // Its priority level (JobSpec.qos); "" none.
   std::string qos;
+  // An interactive job (JobSpec.io): 0 none, 1 pipes, 2 a pty; and the
+  // seconds its tasks may run with nobody attached (0: kDefaultIoGrace).
+  int io = 0;  // kIoNone, kIoPipes, kIoPty
+  double io_grace_seconds = 0;
 
   bool cpu_only() const { return num_gpus == 0; }
   bool operator==(const JobRequest&) const = default;

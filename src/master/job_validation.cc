@@ -140,6 +140,38 @@ absl::Status CheckFiles(const JobRequest& spec) {
   return absl::OkStatus();
 }
 
+// An interactive job's mode and grace (JobSpec.io, io_grace_seconds).
+absl::Status CheckIo(const JobRequest& spec) {
+  if (spec.io < kIoNone || spec.io > kIoPty) {
+    return Refuse("spec.io", absl::StrCat("expected 0 (none), 1 (pipes) or "
+                                          "2 (a pty), got ",
+                                          spec.io));
+  }
+  if (!std::isfinite(spec.io_grace_seconds) || spec.io_grace_seconds < 0 ||
+      spec.io_grace_seconds > limits::kMaxIoGraceSeconds) {
+    return Refuse("spec.io_grace_seconds",
+                  absl::StrCat("expected 0 (the default, ",
+                               limits::kDefaultIoGraceSeconds, ") to ",
+                               limits::kMaxIoGraceSeconds, " seconds, got ",
+                               spec.io_grace_seconds));
+  }
+  if (spec.io == kIoNone && spec.io_grace_seconds != 0) {
+    return Refuse("spec.io_grace_seconds",
+                  "a grace for a job nobody attaches to: it needs io "
+                  "(`tiresias run`)");
+  }
+  if (spec.io != kIoNone && (!spec.output.empty() || !spec.error.empty())) {
+    return Refuse("spec.output",
+                  "an interactive job's output goes to whoever attaches "
+                  "and to its log (`tiresias logs`), not to --output or "
+                  "--error files");
+  }
+  if (spec.io != kIoNone && !spec.array.empty()) {
+    return Refuse("spec.io", "a job array cannot be interactive");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string QuoteForError(std::string_view text) {
@@ -349,6 +381,7 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
                       "(--time)");
     }
   }
+  if (status.ok()) status = CheckIo(spec);
   if (status.ok()) status = CheckDependencyFields(spec.dependencies);
   if (status.ok()) status = CheckNodeFilter(spec);
   if (status.ok() && (!spec.array.empty() || spec.array.max_running != 0)) {

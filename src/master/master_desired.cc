@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "master/job_limits.h"
 #include "master/master_state.h"
 #include "master/output_pattern.h"
 
@@ -85,6 +86,12 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
   }
   start->set_processes(processes_on(part));
   start->set_total_processes(total);
+  start->set_io(static_cast<v1::IoMode>(rec.spec.io));
+  if (rec.spec.io != kIoNone) {
+    start->set_io_grace_seconds(rec.spec.io_grace_seconds > 0
+                                    ? rec.spec.io_grace_seconds
+                                    : job_limits::kDefaultIoGraceSeconds);
+  }
   start->set_cpus_per_gpu(rec.spec.cpus_per_gpu);
   start->set_mem_per_gpu_mib(rec.spec.mem_per_gpu_mib);
   if (rec.spec.cpu_only()) {

@@ -42,6 +42,7 @@ absl::StatusOr<MasterState::TaskLogLocation> MasterState::LocateTaskLog(
   where.attempt = attempt == 0 ? rec.attempt : attempt;
   where.current_attempt = rec.attempt;
   where.state = rec.state;
+  where.io = rec.spec.io;
 
   auto add = [&](const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (std::any_of(where.nodes.begin(), where.nodes.end(),

@@ -379,6 +379,7 @@ class MasterState {
     JobRecordState state = JobRecordState::kPending;  // as shown
     bool ended = false;  // the task has ended: its log will not grow
     std::vector<LogNode> nodes;
+    int io = 0;  // JobRequest::io (JobIo)
   };
   absl::StatusOr<TaskLogLocation> LocateTaskLog(JobId id, int attempt,
                                                 int rank);

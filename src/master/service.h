@@ -93,6 +93,11 @@ class TiresiasService final : public v1::Tiresias::Service {
                           v1::ReadJobLogResponse*) override;
   grpc::Status WhoAmI(grpc::ServerContext*, const v1::WhoAmIRequest*,
                       v1::WhoAmIResponse*) override;
+  // service_io.cc: the client's stream relayed to the task's agent
+  // (AgentLogs.TaskIo) and back; two threads while it is open.
+  grpc::Status JobIo(
+      grpc::ServerContext*,
+      grpc::ServerReaderWriter<v1::IoResponse, v1::IoRequest>*) override;
 
   // Ends every open WatchEvents stream promptly (and any opened later).
   // Call before grpc::Server::Shutdown so that it need not wait for them.

@@ -110,15 +110,17 @@ TEST_F(ShellHelpCliTest, EveryPageListsEveryOptionOfItsCommandsHelp) {
              absl::StrSplit(name, '-'))) {
       args.push_back(word);
     }
-    // Command names with a dash inside ("agent-cert") split too: rejoin
-    // by asking the binary whether the command exists.
+    // Command names with a dash inside ("agent-cert", "port-forward")
+    // split too: rejoin them.
+    const std::set<std::pair<std::string, std::string>> dashed = {
+        {"agent", "cert"},
+        {"master", "cert"},
+        {"user", "cert"},
+        {"port", "forward"}};
     std::vector<std::string> command;
     for (size_t i = 1; i < args.size(); ++i) {
-      if (!command.empty() && command.back().size() > 0 &&
-          (command.back() == "agent" || command.back() == "master" ||
-           command.back() == "user") &&
-          args[i] == "cert") {
-        command.back() += "-cert";
+      if (!command.empty() && dashed.contains({command.back(), args[i]})) {
+        command.back() += "-" + args[i];
       } else {
         command.push_back(args[i]);
       }

@@ -37,6 +37,10 @@ JobRequest Full() {
   spec.cpus_per_gpu = 6;
   spec.mem_per_gpu_mib = 24576;
   spec.exclusive = true;
+  spec.vc = "vision";
+  spec.qos = "high";
+  spec.io = kIoPty;
+  spec.io_grace_seconds = 30;
   return spec;
 }
 

@@ -133,5 +133,37 @@ TEST(JobValidationTest, ASignalBeforeTheLimitNeedsALimitAndAStopSignal) {
             "(their numbers), got 9");
 }
 
+TEST(JobValidationTest, AnInteractiveJobHasAModeAGraceAndNoOutputFiles) {
+  JobRequest spec;
+  spec.command = {"bash"};
+  spec.io = kIoPty;
+  EXPECT_TRUE(ValidateJobRequest(spec).ok());
+  spec.io_grace_seconds = 86400;
+  EXPECT_TRUE(ValidateJobRequest(spec).ok());
+  spec.io_grace_seconds = 86401;
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.io_grace_seconds: expected 0 (the default, 60) to 86400 "
+            "seconds, got 86401");
+  spec.io_grace_seconds = -1;
+  EXPECT_FALSE(ValidateJobRequest(spec).ok());
+  spec.io_grace_seconds = 0;
+  spec.io = 3;
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.io: expected 0 (none), 1 (pipes) or 2 (a pty), got 3");
+  spec.io = kIoPipes;
+  spec.output = "out-%j.txt";
+  EXPECT_THAT(ValidateJobRequest(spec).message(),
+              HasSubstr("an interactive job's output goes to whoever "
+                        "attaches"));
+  spec.output.clear();
+  spec.array.indices = "0-3";
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.io: a job array cannot be interactive");
+  // A batch job has nobody to wait for.
+  spec = JobRequest{.command = {"true"}, .io_grace_seconds = 5};
+  EXPECT_THAT(ValidateJobRequest(spec).message(),
+              HasSubstr("a grace for a job nobody attaches to"));
+}
+
 }  // namespace
 }  // namespace tiresias

@@ -251,6 +251,31 @@ def grace(binary, env, home):
           took)
 
 
+def preempted(binary, env, admin, home):
+    """A requeued interactive job: run shows a notice, waits, and joins the
+    next attempt; a cancel ends run with 125."""
+    p = subprocess.Popen([binary, "run", "--chdir", home, "--", "sh", "-c",
+                          "echo up-$TIRESIAS_RESTART_COUNT; trap 'exit 143' "
+                          "TERM; sleep 300 & wait"], env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    job = int(re.match(r"tiresias: job (\d+) submitted",
+                       p.stderr.readline()).group(1))
+    if p.stdout.readline() != "up-0\n":
+        fail("the interactive job's first output")
+    r = cli(binary, admin, "requeue", str(job))
+    if r.returncode != 0:
+        fail("requeue: %s" % r.stderr)
+    if p.stdout.readline() != "up-1\n":
+        fail("run did not join the job's next attempt")
+    cli(binary, env, "cancel", str(job))
+    out, err = p.communicate(timeout=30)
+    if "is being stopped (preempt)" not in err or p.returncode != 125:
+        fail("a requeued run: rc %d, stderr %s" % (p.returncode, err))
+    print("a requeued run said so, joined the next attempt, and exited 125 "
+          "on cancel")
+
+
 def run(binary, workdir, users):
     state = os.path.join(workdir, "state")
     address = "127.0.0.1:%d" % free_port()
@@ -271,6 +296,7 @@ def run(binary, workdir, users):
                               .stdout)["jobs"]:
             if job["state"] == "running":
                 cli(binary, admin, "cancel", str(job["id"]))
+        preempted(binary, env, admin, home)
         grace(binary, env, home)
 
 

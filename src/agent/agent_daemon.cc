@@ -4,6 +4,7 @@
 #include "agent/agent_daemon.h"
 
 #include <grpcpp/grpcpp.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -163,6 +164,9 @@ absl::Status AgentDaemon::Start() {
   if (!record.ok()) return record.status();
   record_.emplace(*std::move(record));
   const std::string host = AddressHost(options_.advertised_address);
+  // A write to a pipe or socket a task closed (its stdin, a forwarded
+  // port) is an error, never the end of the agent.
+  signal(SIGPIPE, SIG_IGN);
   io_sessions_ = std::make_unique<TaskIoRegistry>();
   absl::StatusOr<std::unique_ptr<AgentLogServer>> logs = AgentLogServer::Start(
       options_.log_listen.empty() ? absl::StrCat(host, ":0")
@@ -320,6 +324,7 @@ void AgentDaemon::RenewLeases(int64_t sent_ns) {
 void AgentDaemon::Acknowledge(const TaskKey& key) {
   auto it = tasks_.find(key);
   if (it == tasks_.end() || !it->second.ended) return;
+  if (io_sessions_) io_sessions_->Remove(key);
   Task& task = it->second;
   if (task.handle) {
     absl::Status removed = record_->Remove(*task.handle);

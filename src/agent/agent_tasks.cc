@@ -2,7 +2,6 @@
 // stopping one, reaping exits and reading running tasks' profiles.
 #include <fcntl.h>
 #include <grp.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +17,7 @@
 #include "agent/log_service.h"
 #include "agent/run_as.h"
 #include "agent/task_io.h"
+#include "core/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "profiler/profiler.h"
 #include "proto/tiresias.pb.h"
@@ -112,22 +112,19 @@ absl::StatusOr<std::shared_ptr<TaskIoSession>> AgentDaemon::MakeTaskIo(
     return absl::InvalidArgumentError(
         absl::StrCat("io: unknown mode ", static_cast<int>(st.io())));
   }
-  // As root the task runs as its owner (run_as.h): the terminal is theirs,
-  // group tty, as a login gives it.
+  // The account the task runs as (the launcher's own rule, run_as.h:
+  // the user map included): the terminal is theirs, group tty 0620 as a
+  // login gives it, or 0600 without a tty group. Refused as the start
+  // would be.
+  ASSIGN_OR_RETURN(std::optional<TaskAccount> account,
+                   ResolveTaskAccount(st.owner(), run_as_));
   std::optional<uid_t> uid;
   std::optional<gid_t> gid;
-  if (geteuid() == 0 && !st.owner().empty()) {
-    struct passwd pw, *found = nullptr;
-    std::vector<char> buf(16384);
-    if (getpwnam_r(st.owner().c_str(), &pw, buf.data(), buf.size(), &found) ==
-            0 &&
-        found != nullptr) {
-      uid = pw.pw_uid;
-      gid = pw.pw_gid;
-    }
+  if (account) {
+    uid = account->ids.uid;
     struct group gr, *tty = nullptr;
-    std::vector<char> gbuf(16384);
-    if (getgrnam_r("tty", &gr, gbuf.data(), gbuf.size(), &tty) == 0 &&
+    std::vector<char> buf(16384);
+    if (getgrnam_r("tty", &gr, buf.data(), buf.size(), &tty) == 0 &&
         tty != nullptr) {
       gid = gr.gr_gid;
     }
@@ -389,8 +386,9 @@ bool AgentDaemon::PollExits() {
     task.end_time = UnixSeconds(e.end_time);
     if (std::shared_ptr<TaskIoSession> io =
             io_sessions_ ? io_sessions_->Find(it->first) : nullptr) {
+      // Kept until the master acknowledges the end: a late attach (a short
+      // `run`) still gets the output and the end.
       io->Ended(e.exit_code, e.signal);
-      io_sessions_->Remove(it->first);
     }
     task.out_of_memory = e.out_of_memory;
     if (e.usage) task.usage = e.usage;

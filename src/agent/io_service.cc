@@ -4,12 +4,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -91,12 +93,13 @@ std::vector<Listener> ListenersOn(int port) {
   return out;
 }
 
-// Whether a process of the task led by `pgid` (in its process group, or
-// in the session its shim leads) holds socket `inode`.
-bool TaskHoldsSocket(pid_t pgid, const std::set<uint64_t>& inodes) {
+// Which of `inodes` a process of the task led by `pgid` (in its process
+// group, or in the session its shim leads) holds; nullopt: none.
+std::optional<uint64_t> TaskSocket(pid_t pgid,
+                                   const std::set<uint64_t>& inodes) {
   DIR* proc = opendir("/proc");
-  if (proc == nullptr) return false;
-  bool found = false;
+  if (proc == nullptr) return std::nullopt;
+  std::optional<uint64_t> found;
   while (dirent* entry = readdir(proc)) {
     int pid = 0;
     if (!absl::SimpleAtoi(entry->d_name, &pid)) continue;
@@ -125,7 +128,7 @@ bool TaskHoldsSocket(pid_t pgid, const std::set<uint64_t>& inodes) {
       if (std::strncmp(target, "socket:[", 8) == 0 &&
           absl::SimpleAtoi(absl::string_view(target + 8, n - 9), &inode) &&
           inodes.contains(inode)) {
-        found = true;
+        found = inode;
         break;
       }
     }
@@ -164,7 +167,7 @@ grpc::Status AgentLogService::TaskIo(grpc::ServerContext* ctx, Stream* stream) {
       io_.running_pgid ? io_.running_pgid(key) : std::nullopt;
   if (open.forward_port() > 0) {
     if (!pgid) {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                           absl::StrCat(task, " is not running on this node"));
     }
     return Forward(ctx, open, *pgid, stream);
@@ -175,8 +178,12 @@ grpc::Status AgentLogService::TaskIo(grpc::ServerContext* ctx, Stream* stream) {
     }
   }
   if (!pgid) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat(task, " is not running on this node"));
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        absl::StrCat(task,
+                                     " is not running on this node "
+                                     "(it has ended, or never started "
+                                     "here): `tiresias logs` has its "
+                                     "output"));
   }
   return TailLog(ctx, open, stream);
 }
@@ -212,7 +219,10 @@ grpc::Status AgentLogService::SessionIo(grpc::ServerContext* ctx,
       continue;  // read-only: input is dropped (the master refuses it)
     switch (req.kind_case()) {
       case v1::IoRequest::kInput:
-        session->Input(req.input()).IgnoreError();  // ended: the end follows
+        // Ended: the end follows; not read for long: dropped, the caller
+        // goes on (a task never holds a handler for ever).
+        session->Input(req.input(), [ctx] { return ctx->IsCancelled(); })
+            .IgnoreError();
         break;
       case v1::IoRequest::kCloseInput:
         session->CloseInput().IgnoreError();
@@ -270,8 +280,9 @@ grpc::Status AgentLogService::TailLog(grpc::ServerContext* ctx,
         offset = 0;  // no log yet: all of it, once there
       }
       if (!running) {
+        // Its exit code is the master's to tell (the job's), not ours.
         v1::IoResponse r;
-        r.mutable_end()->set_task_ended(true);
+        r.mutable_end()->set_reason("the task has ended");
         stream->Write(r);
         return;
       }
@@ -298,23 +309,27 @@ grpc::Status AgentLogService::Forward(grpc::ServerContext* ctx,
   std::vector<Listener> listeners = ListenersOn(port);
   std::set<uint64_t> inodes;
   for (const Listener& l : listeners) inodes.insert(l.inode);
-  if (inodes.empty() || !TaskHoldsSocket(pgid, inodes)) {
+  const std::optional<uint64_t> owned =
+      inodes.empty() ? std::nullopt : TaskSocket(pgid, inodes);
+  if (!owned) {
     return grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
         absl::StrCat("no process of job ", open.task().job_id(),
                      " listens on port ", port,
                      " on its node (only a job's own servers can be reached)"));
   }
+  // The task's own listener, at the address it is bound to: never another
+  // on the same port (another user's on another address, a v6-only one).
   int fd = -1;
   for (const Listener& l : listeners) {
+    if (l.inode != *owned) continue;
     fd = socket(l.address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;
-    if (connect(fd, reinterpret_cast<const sockaddr*>(&l.address), l.length) ==
-        0) {
-      break;
+    if (fd >= 0 && connect(fd, reinterpret_cast<const sockaddr*>(&l.address),
+                           l.length) != 0) {
+      close(fd);
+      fd = -1;
     }
-    close(fd);
-    fd = -1;
+    break;
   }
   if (fd < 0) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -341,21 +356,34 @@ grpc::Status AgentLogService::Forward(grpc::ServerContext* ctx,
     stream->Write(r);
   });
   v1::IoRequest req;
-  while (stream->Read(&req)) {
+  bool broken = false;
+  while (!broken && stream->Read(&req)) {
     if (req.has_input()) {
-      const std::string& bytes = req.input();
-      size_t done = 0;
-      while (done < bytes.size()) {
-        const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        done += static_cast<size_t>(n);
+      // Never SIGPIPE (the job's server closed), never blocked for good (it
+      // stopped reading): waits are cut short by the call's end.
+      std::string_view bytes = req.input();
+      while (!bytes.empty() && !ctx->IsCancelled()) {
+        const ssize_t n =
+            send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+          bytes.remove_prefix(static_cast<size_t>(n));
+        } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+          struct pollfd p = {fd, POLLOUT, 0};
+          poll(&p, 1, 200);
+        } else {
+          broken = true;
+          break;
+        }
       }
     } else if (req.has_close_input()) {
-      shutdown(fd, SHUT_WR);
+      shutdown(fd, SHUT_WR);  // the reply still comes back
     }
   }
-  (void)ctx;
+  if (broken) {
+    // Drain the caller's side so that its half-close is seen.
+    while (stream->Read(&req)) {
+    }
+  }
   shutdown(fd, SHUT_RDWR);  // ends the writer's read
   writer.join();
   close(fd);

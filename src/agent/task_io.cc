@@ -74,10 +74,11 @@ absl::StatusOr<std::shared_ptr<TaskIoSession>> TaskIoSession::Create(
     }
     const int slave = open(slave_name, O_RDWR | O_NOCTTY | O_CLOEXEC);
     if (slave < 0) return Errno(absl::StrCat("open ", slave_name), errno);
-    // The user's terminal, as a login gives it: theirs, 0620.
+    // The user's terminal, as a login gives it: theirs, 0620 with group
+    // tty (0600 without one).
     if (uid &&
         (fchown(slave, *uid, gid.value_or(static_cast<gid_t>(-1))) != 0 ||
-         fchmod(slave, 0620) != 0)) {
+         fchmod(slave, gid ? 0620 : 0600) != 0)) {
       const int error = errno;
       close(slave);
       return Errno(absl::StrCat("give ", slave_name, " to uid ", *uid), error);
@@ -88,8 +89,9 @@ absl::StatusOr<std::shared_ptr<TaskIoSession>> TaskIoSession::Create(
     size.ws_col = 80;
     ioctl(master, TIOCSWINSZ, &size);
     s->child_fds_[0] = slave;
-    s->child_fds_[1] = dup(slave);
-    s->child_fds_[2] = dup(slave);
+    // Close-on-exec: nothing else the agent runs may inherit the terminal.
+    s->child_fds_[1] = fcntl(slave, F_DUPFD_CLOEXEC, 0);
+    s->child_fds_[2] = fcntl(slave, F_DUPFD_CLOEXEC, 0);
     if (s->child_fds_[1] < 0 || s->child_fds_[2] < 0) {
       return Errno("dup", errno);
     }
@@ -128,7 +130,9 @@ void TaskIoSession::Started(pid_t pgid, const std::string& log_path) {
   {
     MutexLock lock(&mu_);
     pgid_ = pgid;
-    log_fd_ = open(log_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    // The agent's own log folder; never through a link.
+    log_fd_ =
+        open(log_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
     alone_since_ = Clock::now();
     started_ = true;
   }
@@ -314,10 +318,9 @@ void TaskIoSession::CheckHangUp() {
   hung_up_at_ = now;
   Log(absl::StrCat(name_, ": nobody attached for ", grace_.count() / 1000.0,
                    " s: hanging up (SIGHUP)"));
-  if (pty_) {
-    const pid_t fg = tcgetpgrp(output_fd_);
-    if (fg > 0 && fg != pgid_) killpg(fg, SIGHUP);
-  }
+  // The terminal's foreground group by the kernel's own reckoning (no pgid
+  // number looked up and sent to later, which could be reused).
+  if (pty_) ioctl(output_fd_, TIOCSIG, SIGHUP);
   killpg(pgid_, SIGHUP);
 }
 
@@ -345,7 +348,10 @@ void TaskIoSession::Pump() {
     struct pollfd fds[2] = {{out_open ? output_fd_ : -1, POLLIN, 0},
                             {err_open ? error_fd_ : -1, POLLIN, 0}};
     const int ready = poll(fds, 2, kPumpTickMs);
-    if (ready < 0 && errno != EINTR) return;
+    if (ready < 0 && errno != EINTR) {
+      out_open = err_open = false;  // the end follows the task's
+      continue;
+    }
     if (ready <= 0) continue;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || fds[i].revents == 0) continue;
@@ -362,9 +368,15 @@ void TaskIoSession::Pump() {
   }
 }
 
-absl::Status TaskIoSession::Input(std::string_view bytes) {
+absl::Status TaskIoSession::Input(std::string_view bytes,
+                                  const std::function<bool()>& cancelled) {
   MutexLock input(&input_mu_);
+  const auto give_up = Clock::now() + kIoInputWait;
   while (!bytes.empty()) {
+    if ((cancelled && cancelled()) || Clock::now() >= give_up) {
+      return absl::DeadlineExceededError(
+          "the task has not read its input: dropped");
+    }
     {
       MutexLock lock(&mu_);
       if (ended_ || input_fd_ < 0) {
@@ -437,17 +449,18 @@ absl::Status TaskIoSession::Signal(int sig) {
   if (ended_ || pgid_ <= 0) {
     return absl::FailedPreconditionError("the task is not running");
   }
-  pid_t target = pgid_;
   if (pty_) {
-    // The terminal's foreground job (a shell's job control moves it).
-    const pid_t fg = tcgetpgrp(output_fd_);
-    if (fg > 0) target = fg;
-  } else if (sig == SIGTSTP || sig == SIGCONT) {
+    // The terminal's foreground job (a shell's job control moves it), as
+    // the kernel knows it.
+    if (ioctl(output_fd_, TIOCSIG, sig) != 0) return Errno("TIOCSIG", errno);
+    return absl::OkStatus();
+  }
+  if (sig == SIGTSTP || sig == SIGCONT) {
     // The shim leads the group and would stop with its task.
     return absl::FailedPreconditionError(
         "stopping and continuing need a terminal (--pty)");
   }
-  if (killpg(target, sig) != 0) return Errno("kill", errno);
+  if (killpg(pgid_, sig) != 0) return Errno("kill", errno);
   return absl::OkStatus();
 }
 

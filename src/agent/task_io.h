@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -48,6 +49,8 @@ inline constexpr size_t kIoChunkBytes = 32 << 10;
 // An attachment that falls this far behind is dropped (its stream ends
 // with a notice), so that a stalled client never holds the task up.
 inline constexpr size_t kIoMostQueuedBytes = 8 << 20;
+// How long input may wait for a task that does not read it.
+inline constexpr std::chrono::seconds kIoInputWait{10};
 // Between the hang-up's SIGHUP and its SIGKILL.
 inline constexpr std::chrono::seconds kIoHangUpKill{10};
 
@@ -104,7 +107,10 @@ class TaskIoSession : public std::enable_shared_from_this<TaskIoSession> {
   // Input, end of input, window size, signals (IoRequest). Errors:
   // FailedPrecondition once the task ended or for what this wiring
   // cannot do (a resize without a pty).
-  absl::Status Input(std::string_view bytes);
+  // Input waits for the task to read it at most kIoInputWait, and not
+  // once `cancelled` says so (the caller's call ended): DeadlineExceeded.
+  absl::Status Input(std::string_view bytes,
+                     const std::function<bool()>& cancelled = nullptr);
   absl::Status CloseInput();
   absl::Status Resize(int rows, int cols);
   absl::Status Signal(int sig);

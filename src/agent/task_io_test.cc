@@ -190,6 +190,19 @@ TEST_F(TaskIoTest, NobodyAttachedForTheGraceHangsTheTaskUp) {
               HasSubstr("nobody attached for 0.3 s: hanging up"));
 }
 
+TEST_F(TaskIoTest, InputATaskDoesNotReadIsDroppedOnceTheCallerLeaves) {
+  auto session = Start("sleep 30", false);
+  const auto left = std::chrono::steady_clock::now() + milliseconds(300);
+  // 1 MiB: far more than a pipe holds.
+  const absl::Status s = session->Input(std::string(1 << 20, 'x'), [&] {
+    return std::chrono::steady_clock::now() >= left;
+  });
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_LT(std::chrono::steady_clock::now() - left, milliseconds(1000));
+  ASSERT_TRUE(session->Signal(SIGTERM).ok());
+  End(*session);
+}
+
 TEST_F(TaskIoTest, NoticesReachAttachmentsOnly) {
   auto session = Start("read x", false);
   auto a = session->Attach(false);

@@ -82,11 +82,13 @@ void Relay(MasterClient& client, int64_t id, int rank, int remote, int fd) {
     req.set_input(buf.substr(0, static_cast<size_t>(n)));
     if (!stream->Write(req)) break;
   }
+  // Our side is done; the job's reply still comes (a half-close, as
+  // HTTP/1.0 clients and `nc -N` make), until its side ends.
   v1::IoRequest half;
   half.set_close_input(true);
   stream->Write(half);
-  stream->WritesDone();
   down.join();
+  stream->WritesDone();
   stream->Finish();
   close(fd);
 }
@@ -104,7 +106,9 @@ int Forward(const ForwardFlags& f) {
                              "(LOCAL 0: any free one), e.g. 8888:8888"));
   }
   if (parts.size() == 1) local = remote;
-  MasterClient client(f.master);
+  // Shared with the connections' threads, which may outlive this call.
+  auto shared = std::make_shared<MasterClient>(f.master);
+  MasterClient& client = *shared;
   absl::StatusOr<int64_t> id = cli::ResolveJobRef(client, f.ref);
   if (!id.ok()) return Fail(std::string(id.status().message()));
   const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -137,8 +141,8 @@ int Forward(const ForwardFlags& f) {
       Relay(client, *id, f.rank, remote, fd);
       return 0;
     }
-    std::thread([&client, id = *id, rank = f.rank, remote, fd] {
-      Relay(client, id, rank, remote, fd);
+    std::thread([shared, id = *id, rank = f.rank, remote, fd] {
+      Relay(*shared, id, rank, remote, fd);
     }).detach();
   }
 }

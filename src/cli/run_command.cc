@@ -67,10 +67,33 @@ void Cancel(MasterClient& client, int64_t id) {
   client.stub().CancelJob(ctx.get(), req, &resp);
 }
 
-// Waits until job `id` runs (true) or ends; says why it waits on stderr
+// Prints the log of rank 0 of launch `attempt` of job `id`: the output of
+// a task that ended before we could join it (a short command).
+void PrintLog(MasterClient& client, int64_t id, int attempt) {
+  int64_t offset = 0;
+  while (true) {
+    v1::ReadJobLogRequest req;
+    req.set_job_id(id);
+    req.set_attempt(attempt);
+    req.set_offset(offset);
+    v1::ReadJobLogResponse resp;
+    auto ctx = client.Context();
+    if (!client.stub().ReadJobLog(ctx.get(), req, &resp).ok() ||
+        resp.data().empty()) {
+      return;
+    }
+    std::fwrite(resp.data().data(), 1, resp.data().size(), stdout);
+    offset = resp.next_offset();
+  }
+}
+
+// Waits until job `id` runs or ends; says why it waits on stderr
 // when that changes. nullopt: keep going; else the exit code to leave with.
+// A job that ended with a launch we never joined (a short command that
+// ran and ended between two looks): its output, from its log, first.
 std::optional<int> WaitUntilRunning(MasterClient& client, int64_t id,
-                                    const RunFlags& f, v1::Job* job) {
+                                    const RunFlags& f, int opened_attempt,
+                                    v1::Job* job) {
   struct sigaction on = {}, old_int = {}, old_term = {};
   on.sa_handler = OnWaitSignal;
   sigemptyset(&on.sa_mask);
@@ -103,6 +126,10 @@ std::optional<int> WaitUntilRunning(MasterClient& client, int64_t id,
     *job = *now;
     if (job->state() == v1::JOB_STATE_RUNNING) break;
     if (cli::IsFinal(job->state())) {
+      if (job->attempt() > 0 && job->attempt() != opened_attempt) {
+        PrintLog(client, id, job->attempt());
+        std::fflush(stdout);
+      }
       code = cli::WaitForJob(client, id);  // says how it ended
       break;
     }
@@ -155,9 +182,11 @@ int Run(RunFlags& f) {
   std::fprintf(stderr, "tiresias: job %lld submitted\n",
                static_cast<long long>(id));
   int joined_attempt = 0;
+  int opened_attempt = 0;  // the last launch whose output we joined
   while (true) {
     v1::Job job;
-    if (std::optional<int> code = WaitUntilRunning(client, id, f, &job)) {
+    if (std::optional<int> code =
+            WaitUntilRunning(client, id, f, opened_attempt, &job)) {
       return *code;
     }
     if (job.attempt() != joined_attempt && joined_attempt != 0) {
@@ -172,6 +201,7 @@ int Run(RunFlags& f) {
     joined_attempt = job.attempt();
     cli::IoResult io = cli::JoinTask(client, open, /*input=*/true);
     if (io.detached) return 0;
+    if (io.opened) opened_attempt = joined_attempt;
     if (!io.status.ok() &&
         io.status.error_code() != grpc::StatusCode::FAILED_PRECONDITION &&
         io.status.error_code() != grpc::StatusCode::UNAVAILABLE) {
@@ -230,6 +260,12 @@ int Attach(const AttachFlags& f) {
   }
   if (io.end && !io.end->reason().empty()) {
     std::fprintf(stderr, "tiresias: %s\n", io.end->reason().c_str());
+  }
+  // The job's own code once it has ended (the task's, if it is known
+  // while the job goes on).
+  if (absl::StatusOr<v1::Job> now = GetJob(client, *id);
+      now.ok() && cli::IsFinal(now->state())) {
+    return cli::JobExitCode(*now);
   }
   if (io.end) {
     if (std::optional<int> code = cli::TaskExitCode(*io.end)) return *code;

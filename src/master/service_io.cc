@@ -157,7 +157,6 @@ grpc::Status TiresiasService::JobIo(grpc::ServerContext* ctx,
   std::condition_variable cv;
   bool client_done = false;     // the client's side has ended
   bool agent_done = false;      // the agent's side has ended
-  bool agent_finished = false;  // agent->Finish() was called
   std::thread down([&] {
     v1::IoResponse r;
     bool ended = false;
@@ -166,19 +165,12 @@ grpc::Status TiresiasService::JobIo(grpc::ServerContext* ctx,
       if (!client->Write(r) || ended) break;
     }
     if (!ended) {
-      // The agent went away: the client hears why.
+      // The agent went away: the client hears so. (The call is finished
+      // once, by the handler's thread, after every write.)
       agent_ctx.TryCancel();
-      grpc::Status s = agent->Finish();
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        agent_finished = true;
-      }
       v1::IoResponse end;
-      end.mutable_end()->set_reason(
-          s.ok() || s.error_code() == grpc::StatusCode::CANCELLED
-              ? "the stream ended"
-              : absl::StrCat("the task's node ", node.name,
-                             " stopped answering: ", s.error_message()));
+      end.mutable_end()->set_reason(absl::StrCat(
+          "the stream from the task's node ", node.name, " ended"));
       client->Write(end);
     }
     std::unique_lock<std::mutex> lock(mu);
@@ -187,6 +179,19 @@ grpc::Status TiresiasService::JobIo(grpc::ServerContext* ctx,
     // A client that does not close its side after the end is cancelled.
     if (!cv.wait_for(lock, kClientCloseWait, [&] { return client_done; })) {
       ctx->TryCancel();
+    }
+  });
+  // A client that goes away while the agent's side is stuck (a task that
+  // reads no input): the agent's call is cancelled, so no thread waits on
+  // it for ever.
+  std::thread watch([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!(client_done && agent_done)) {
+      cv.wait_for(lock, std::chrono::milliseconds(200));
+      if (ctx->IsCancelled()) {
+        agent_ctx.TryCancel();
+        break;
+      }
     }
   });
 
@@ -210,7 +215,12 @@ grpc::Status TiresiasService::JobIo(grpc::ServerContext* ctx,
     }
   }
   down.join();
-  if (!agent_finished) agent->Finish();  // the agent's handler has returned
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    cv.notify_all();
+  }
+  watch.join();
+  agent->Finish();
   return grpc::Status::OK;
 }
 

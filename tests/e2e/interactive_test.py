@@ -74,7 +74,16 @@ def pipes(binary, env, home, uid):
     if r.returncode != 3 or r.stdout != "hello\n%d\n" % uid:
         fail("run with pipes: rc %d, stdout %r, stderr %s" %
              (r.returncode, r.stdout, r.stderr))
-    print("run with pipes: stdin reached the job, as uid %d, exit 3" % uid)
+    # A command that ends before run can join it: its output all the same.
+    for i in range(3):
+        r = subprocess.run([binary, "run", "--chdir", home, "--", "echo",
+                            "short-%d" % i], env=env, capture_output=True,
+                           text=True, timeout=60)
+        if r.returncode != 0 or r.stdout != "short-%d\n" % i:
+            fail("a short run: rc %d, stdout %r, stderr %s" %
+                 (r.returncode, r.stdout, r.stderr))
+    print("run with pipes: stdin reached the job, as uid %d, exit 3; short "
+          "commands' output arrives" % uid)
 
 
 class Tmux:
@@ -203,8 +212,22 @@ def attach_and_forward(binary, workdir, env, other_env, home, other_home):
     p.wait(timeout=10)
     if body != "hello from the job\n":
         fail("port-forward fetched %r" % body)
-    print("port-forward: fetched the job's file through local port %d" %
-          local)
+    # A client that half-closes after its request still gets the reply.
+    p, local = forward(binary, env, server, port)
+    with socket.create_connection(("127.0.0.1", local), timeout=10) as s:
+        s.sendall(b"GET /hello.txt HTTP/1.0\r\n\r\n")
+        s.shutdown(socket.SHUT_WR)
+        reply = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            reply += chunk
+    p.wait(timeout=10)
+    if not reply.endswith(b"hello from the job\n"):
+        fail("port-forward after a half-close: %r" % reply)
+    print("port-forward: fetched the job's file through local port %d, "
+          "also after a half-close" % local)
     # The other user: not to the first one's job, nor to its port from a
     # job of their own.
     for job, why in ((server, "only its owner"),

@@ -1,5 +1,6 @@
 // Helpers shared by the files of AgentDaemon (agent_daemon.cc: the
-// register / heartbeat / converge loop; agent_recovery.cc: the state
+// converge loop; agent_protocol.cc: reports, register, heartbeat, the
+// desired state; agent_recovery.cc: the state
 // directory and what a restarted agent finds there; agent_tasks.cc:
 // starting, stopping and reaping tasks). Not for other users.
 #ifndef TIRESIAS_AGENT_AGENT_DAEMON_INTERNAL_H_
@@ -7,12 +8,29 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "proto/tiresias.grpc.pb.h"
 #include "proto/tiresias.pb.h"
+
+namespace tiresias {
+
+// The gRPC stub (AgentDependencies'), kept out of the public header.
+class AgentStub {
+ public:
+  explicit AgentStub(std::unique_ptr<v1::AgentRegistry::StubInterface> stub)
+      : stub_(std::move(stub)) {}
+  v1::AgentRegistry::StubInterface& get() { return *stub_; }
+
+ private:
+  std::unique_ptr<v1::AgentRegistry::StubInterface> stub_;
+};
+
+}  // namespace tiresias
 
 namespace tiresias::agent_internal {
 

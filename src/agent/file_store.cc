@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "core/write_all.h"
 
 namespace tiresias {
 namespace {
@@ -15,19 +16,6 @@ namespace {
 absl::Status Errno(absl::string_view what, const std::string& path) {
   return absl::UnavailableError(
       absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
-}
-
-// Writes all of `data` to `fd`, retrying short writes and EINTR.
-bool WriteAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
 }
 
 class PosixFileStore final : public FileStore {

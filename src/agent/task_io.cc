@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/to_absl.h"
+#include "core/write_all.h"
 
 namespace tiresias {
 namespace {
@@ -258,14 +259,7 @@ void TaskIoSession::Queue(Attachment& a, v1::IoResponse response) {
 void TaskIoSession::Deliver(const std::string& bytes, bool error_stream) {
   if (log_fd_ >= 0) {
     // Best effort: a full disk must not stop the terminal.
-    size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t n =
-          write(log_fd_, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
+    WriteAll(log_fd_, bytes);
   }
   for (auto& [raw, a] : attachments_) {
     v1::IoResponse r;
@@ -299,8 +293,7 @@ void TaskIoSession::Log(std::string_view line) {
   const std::string text =
       absl::StrCat("\r\ntiresias agent: ", ToAbsl(line), "\r\n");
   if (log_fd_ >= 0) {
-    ssize_t ignored = write(log_fd_, text.data(), text.size());
-    (void)ignored;
+    WriteAll(log_fd_, text);
   }
 }
 

@@ -287,6 +287,16 @@ absl::Status ForEachListedJob(MasterClient& client, v1::ListJobsRequest req,
   }
 }
 
+grpc::Status GetJob(MasterClient& client, int64_t id, v1::Job* job) {
+  v1::GetJobRequest req;
+  req.set_job_id(id);
+  v1::GetJobResponse resp;
+  grpc::Status status =
+      client.stub().GetJob(client.Context().get(), req, &resp);
+  if (status.ok()) *job = resp.job();
+  return status;
+}
+
 absl::StatusOr<int64_t> ResolveJobRef(MasterClient& client,
                                       absl::string_view text) {
   absl::StatusOr<JobRef> ref = ParseJobRef(text);

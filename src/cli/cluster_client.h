@@ -279,6 +279,9 @@ grpc::Status RetryWhileAborted(const std::function<grpc::Status()>& attempt);
 // with no call; ARRAYID_INDEX ("12_3") by asking the master for the
 // array's jobs. A one-line error naming `text` otherwise (unknown array or
 // index, the master unreachable).
+// GetJob on the master: the call's status, and the job once it is OK.
+grpc::Status GetJob(MasterClient& client, int64_t id, v1::Job* job);
+
 absl::StatusOr<int64_t> ResolveJobRef(MasterClient& client,
                                       absl::string_view text);
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "core/write_all.h"
 
 namespace tiresias::cli {
 namespace {
@@ -23,16 +24,6 @@ std::atomic<bool> g_winch{false};
 
 extern "C" void OnSignal(int sig) { g_pending_signal.store(sig); }
 extern "C" void OnWinch(int) { g_winch.store(true); }
-
-void WriteAll(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<size_t>(n);
-  }
-}
 
 // The local terminal in raw mode for its scope.
 class RawTerminal {

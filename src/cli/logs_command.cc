@@ -58,17 +58,6 @@ class LogPrinter {
   const LogsFlags& f_;
 };
 
-// GetJob on the master: the call's status, and the job once it is OK.
-grpc::Status GetJob(cli::MasterClient& client, int64_t id, v1::Job* job) {
-  v1::GetJobRequest req;
-  req.set_job_id(id);
-  v1::GetJobResponse resp;
-  grpc::Status status =
-      client.stub().GetJob(client.Context().get(), req, &resp);
-  if (status.ok()) *job = resp.job();
-  return status;
-}
-
 int Logs(LogsFlags f) {
   cli::MasterClient client(f.master);
   absl::StatusOr<int64_t> id = cli::ResolveJobRef(client, f.ref);
@@ -103,9 +92,9 @@ int Logs(LogsFlags f) {
                              code == grpc::StatusCode::DEADLINE_EXCEEDED;
       if (f.follow && (no_log_yet || transient)) {
         v1::Job fetched;
-        const std::optional<v1::Job> job = GetJob(client, f.id, &fetched).ok()
-                                               ? std::optional(fetched)
-                                               : std::nullopt;
+        const std::optional<v1::Job> job =
+            cli::GetJob(client, f.id, &fetched).ok() ? std::optional(fetched)
+                                                     : std::nullopt;
         if (job.has_value() && no_log_yet && f.attempt == 0 && attempt != 0 &&
             job->attempt() > attempt) {
           ++attempt;
@@ -135,7 +124,7 @@ int Logs(LogsFlags f) {
       const bool from_master =
           status.error_code() == grpc::StatusCode::NOT_FOUND ||
           (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-           GetJob(client, f.id, &unused_job).error_code() !=
+           cli::GetJob(client, f.id, &unused_job).error_code() !=
                grpc::StatusCode::UNAVAILABLE);
       if (from_master) {
         return cli::Fail(absl::StrCat(what, ": ", status.error_message()));
@@ -167,7 +156,7 @@ int Logs(LogsFlags f) {
       if (cli::IsFinal(resp.job_state())) {
         // Followed to its end: exit as the job did (job_wait.h).
         v1::Job ended;
-        const grpc::Status got = GetJob(client, f.id, &ended);
+        const grpc::Status got = cli::GetJob(client, f.id, &ended);
         if (!got.ok()) {
           return cli::Fail(cli::DescribeRpcError(got, client.address(), what));
         }

@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
+#include "core/write_all.h"
 
 namespace tiresias {
 namespace {
@@ -59,16 +60,8 @@ void Relay(MasterClient& client, int64_t id, int rank, int remote, int fd) {
   std::thread down([&] {
     v1::IoResponse in;
     while (stream->Read(&in)) {
-      if (in.has_output()) {
-        const std::string& bytes = in.output();
-        size_t done = 0;
-        while (done < bytes.size()) {
-          const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-          if (n < 0 && errno == EINTR) continue;
-          if (n <= 0) break;
-          done += static_cast<size_t>(n);
-        }
-      }
+      // SIGPIPE is ignored: a local client gone is a failed write.
+      if (in.has_output()) WriteAll(fd, in.output());
       if (in.has_end()) break;
     }
     shutdown(fd, SHUT_RDWR);  // ends the read below

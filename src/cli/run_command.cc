@@ -47,16 +47,12 @@ extern "C" void OnWaitSignal(int) { g_cancel.store(true); }
 
 // The job now; a one-line error.
 absl::StatusOr<v1::Job> GetJob(MasterClient& client, int64_t id) {
-  v1::GetJobRequest req;
-  req.set_job_id(id);
-  v1::GetJobResponse resp;
-  auto ctx = client.Context();
-  grpc::Status s = client.stub().GetJob(ctx.get(), req, &resp);
-  if (!s.ok()) {
+  v1::Job job;
+  if (grpc::Status s = cli::GetJob(client, id, &job); !s.ok()) {
     return absl::UnavailableError(
         cli::DescribeRpcError(s, client.address(), absl::StrCat("job ", id)));
   }
-  return resp.job();
+  return job;
 }
 
 void Cancel(MasterClient& client, int64_t id) {

@@ -28,27 +28,6 @@ grpc::Status Refuse(grpc::StatusCode code, std::string message) {
   return grpc::Status(code, std::move(message));
 }
 
-std::string_view StateWord(JobRecordState state) {
-  switch (state) {
-    case JobRecordState::kPending:
-      return "waiting";
-    case JobRecordState::kStarting:
-      return "starting";
-    case JobRecordState::kPreempted:
-      return "preempted (waiting to run again)";
-    case JobRecordState::kFinished:
-      return "finished";
-    case JobRecordState::kFailed:
-      return "failed";
-    case JobRecordState::kCancelled:
-      return "cancelled";
-    case JobRecordState::kTimeout:
-      return "stopped at its time limit";
-    default:
-      return "running";
-  }
-}
-
 }  // namespace
 
 grpc::Status TiresiasService::JobIo(grpc::ServerContext* ctx,
@@ -79,7 +58,8 @@ grpc::Status TiresiasService::JobIo(grpc::ServerContext* ctx,
   if (where->state != JobRecordState::kRunning || where->ended) {
     return Refuse(
         grpc::StatusCode::FAILED_PRECONDITION,
-        absl::StrCat("job ", id, " is ", ToAbsl(StateWord(where->state)),
+        absl::StrCat("job ", id, " is ",
+                     ToAbsl(JobRecordStateName(where->state)),
                      where->ended && where->state == JobRecordState::kRunning
                          ? " (this task has ended)"
                          : "",

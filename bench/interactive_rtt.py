@@ -13,18 +13,15 @@ import os
 import pty
 import select
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tests", "e2e"))
+from local_cluster import admin_env, free_port, secure_up  # noqa: E402
 
 
 def read_until(fd, wanted, timeout=20):
@@ -74,19 +71,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="rtt-") as workdir:
         state = os.path.join(workdir, "state")
         address = "127.0.0.1:%d" % free_port()
-        up = subprocess.Popen([binary, "up", "--agents", "1", "--gpus", "1",
-                               "--listen", address, "--state-dir", state],
-                              stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-        try:
-            while not os.path.exists(os.path.join(state, "admin-token")):
-                time.sleep(0.1)
-            time.sleep(1)
-            env = {k: v for k, v in os.environ.items()
-                   if not k.startswith("TIRESIAS_")}
-            env.update(TIRESIAS_MASTER=address,
-                       TIRESIAS_CA=os.path.join(state, "tls", "ca.pem"),
-                       TIRESIAS_TOKEN_FILE=os.path.join(state, "admin-token"))
+        with secure_up(binary, workdir, state, address, agents=1):
+            env = admin_env(state, address)
             local = keystrokes(task, env, n)
             started = time.perf_counter()
             ours = keystrokes([binary, "run", "--pty", "--gpus", "1", "--"] +
@@ -97,9 +83,6 @@ def main():
             print("ratio of medians: %.1fx; %.1f s in all" % (
                 statistics.median(ours) / statistics.median(local),
                 time.perf_counter() - started))
-        finally:
-            up.send_signal(signal.SIGINT)
-            up.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ packages=(
   libibverbs-dev
   clang-14  # scripts/check_thread_safety.sh: the lock rules (GCC ignores them)
   tmux  # tests/e2e/interactive_test.py: `tiresias run --pty` in a real terminal
+  podman crun uidmap  # `submit --image`: OCI containers (tests/e2e/container_test.py)
 )
 missing=()
 for p in "${packages[@]}"; do

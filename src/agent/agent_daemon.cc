@@ -19,6 +19,7 @@
 #include "agent/agent_daemon_internal.h"
 #include "agent/agent_dependencies.h"
 #include "agent/file_store.h"
+#include "agent/image_store.h"
 #include "agent/log_service.h"
 #include "agent/run_as.h"
 #include "proto/tiresias.grpc.pb.h"
@@ -60,7 +61,10 @@ AgentDaemon::AgentDaemon(AgentOptions options, AgentDependencies deps)
   if (options_.node_name.empty()) options_.node_name = Hostname();
 }
 
-AgentDaemon::~AgentDaemon() { Stop(); }
+AgentDaemon::~AgentDaemon() {
+  Stop();
+  images_.reset();  // before mu_ goes: its callback takes it
+}
 
 void AgentDaemon::Log(std::string_view line) {
   if (options_.log) {
@@ -76,8 +80,8 @@ absl::Status AgentDaemon::Start() {
     return absl::InvalidArgumentError("state dir: must not be empty");
   }
   // Users' fallback checkpoints are theirs: left as they are.
-  absl::StatusOr<security::PrivateDir> state_dir =
-      security::EnsurePrivateDir(options_.state_dir, 0711, {"checkpoints"});
+  absl::StatusOr<security::PrivateDir> state_dir = security::EnsurePrivateDir(
+      options_.state_dir, 0711, {"checkpoints", "images", "containers"});
   if (!state_dir.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("state dir: ", state_dir.status().message()));
@@ -104,6 +108,9 @@ absl::Status AgentDaemon::Start() {
           ? options_.state_dir + "/checkpoints"
           : options_.checkpoint_fallback_dir;
   launcher_options.run_as.allow_root_tasks = options_.allow_root_tasks;
+  launcher_options.container_runtime = options_.container_runtime;
+  launcher_options.container_dir = options_.state_dir + "/containers";
+  launcher_options.gpu_device_dir = options_.gpu_device_dir;
   if (!options_.user_map_file.empty()) {
     absl::StatusOr<UserMap> map = UserMap::Load(options_.user_map_file);
     if (!map.ok()) {
@@ -146,6 +153,16 @@ absl::Status AgentDaemon::Start() {
   // port) is an error, never the end of the agent.
   signal(SIGPIPE, SIG_IGN);
   io_sessions_ = std::make_unique<TaskIoRegistry>();
+  // An image prepared: start what waited for it at once.
+  images_ = std::make_unique<ImageStore>(
+      ImageStoreOptions{.podman = options_.podman,
+                        .dir = options_.state_dir + "/images",
+                        .folders = options_.image_folders},
+      [this] {
+        MutexLock lock(&mu_);
+        poked_ = true;
+        cv_.SignalAll();
+      });
   absl::StatusOr<std::unique_ptr<AgentLogServer>> logs = AgentLogServer::Start(
       options_.log_listen.empty() ? absl::StrCat(host, ":0")
                                   : options_.log_listen,

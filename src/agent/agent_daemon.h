@@ -181,6 +181,16 @@ struct AgentOptions {
   // The memory kept with them (bytes), out of what GPUs' slices share;
   // -1: their share of the memory by CPU count.
   int64_t spare_memory_bytes = -1;
+  // Container tasks (JobSpec.image; container.h, image_store.h): podman,
+  // whose store the images come from, and the OCI runtime (paths, or names
+  // looked up in PATH); where the node's GPU device nodes are. Prepared
+  // images go to <state_dir>/images, bundles to <state_dir>/containers.
+  std::string podman = "podman";
+  std::string container_runtime = "crun";
+  std::string gpu_device_dir = "/dev";
+  // Folders below which jobs may name a root file system folder as their
+  // image (ImageStoreOptions::folders); none: only images of podman's.
+  std::vector<std::string> image_folders;
   // One line per notable event; null: "tiresias agent: ..." on stderr.
   // Called from the agent's threads.
   std::function<void(std::string_view)> log;
@@ -378,6 +388,8 @@ class AgentDaemon {
   std::unique_ptr<class AgentLogServer> log_server_;
   // Interactive tasks' I/O (task_io.h), served by log_server_.
   std::unique_ptr<class TaskIoRegistry> io_sessions_;
+  // Container images prepared on this node (image_store.h); made at Start.
+  std::unique_ptr<class ImageStore> images_;
   std::string log_address_;  // what Register and Heartbeat advertise
   std::string token_;        // this agent's identity (agent-token)
   std::string boot_id_;      // this machine's boot; empty if unknown

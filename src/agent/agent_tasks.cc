@@ -14,6 +14,7 @@
 #include "agent/agent_daemon.h"
 #include "agent/agent_daemon_internal.h"
 #include "agent/file_store.h"
+#include "agent/image_store.h"
 #include "agent/log_service.h"
 #include "agent/run_as.h"
 #include "agent/task_io.h"
@@ -101,6 +102,11 @@ bool AgentDaemon::AddProfiler(const TaskKey& key, TaskSpec& spec) {
            *library, path, profiler::RecordingLimits{},
            existing.empty() ? nullptr : existing.c_str())) {
     spec.env[k] = v;
+  }
+  // In a container, both are seen at the same paths.
+  if (!spec.image_rootfs.empty()) {
+    spec.container_files.push_back({*library, true});
+    spec.container_files.push_back({path, false});
   }
   return true;
 }
@@ -226,6 +232,16 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
       absl::StrCat(options_.state_dir, "/exits/job-", spec.job_id,
                    "-attempt-", spec.attempt, "-rank-", spec.rank, ".exit");
   spec.fence_grace = options_.grace;
+  // A container task's image, prepared on this node first (image_store.h):
+  // while it is, the task waits for a later pass; one that cannot be is a
+  // failed start, its reason in the log.
+  absl::Status image = absl::OkStatus();
+  if (!st.image().empty()) {
+    absl::StatusOr<std::string> rootfs = images_->RootFs(st.image());
+    if (absl::IsUnavailable(rootfs.status())) return false;
+    if (rootfs.ok()) spec.image_rootfs = *std::move(rootfs);
+    image = rootfs.status();
+  }
   Task task;
   task.gpus = spec.gpus;
   if (st.profile()) task.profiled = AddProfiler(key, spec);
@@ -244,7 +260,9 @@ bool AgentDaemon::StartTask(const v1::StartTask& st) {
       LeaseFile::Create(lease_path, deadline, spec.gpus);
   absl::StatusOr<std::shared_ptr<TaskIoSession>> io = MakeTaskIo(st, name);
   absl::StatusOr<TaskHandle> handle = absl::UnknownError("not started");
-  if (lease.ok() && io.ok()) {
+  if (!image.ok()) {
+    handle = image;
+  } else if (lease.ok() && io.ok()) {
     spec.lease = (*lease)->word();
     if (*io != nullptr) {
       for (int i = 0; i < 3; ++i) spec.stdio_fds[i] = (*io)->child_fds()[i];

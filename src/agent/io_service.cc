@@ -11,10 +11,12 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -93,13 +95,18 @@ std::vector<Listener> ListenersOn(int port) {
   return out;
 }
 
-// Which of `inodes` a process of the task led by `pgid` (in its process
-// group, or in the session its shim leads) holds; nullopt: none.
-std::optional<uint64_t> TaskSocket(pid_t pgid,
-                                   const std::set<uint64_t>& inodes) {
+// The processes of the task led by `pgid`: those in its process group or
+// the session its shim leads (a shim with a terminal leads one with its
+// group's id), and their descendants, which may have left both (crun puts
+// a container's process in a session of its own: container.h).
+std::vector<pid_t> TaskProcesses(pid_t pgid) {
+  struct Proc {
+    pid_t ppid = 0;
+    bool in_task = false;
+  };
+  std::map<pid_t, Proc> procs;
   DIR* proc = opendir("/proc");
-  if (proc == nullptr) return std::nullopt;
-  std::optional<uint64_t> found;
+  if (proc == nullptr) return {};
   while (dirent* entry = readdir(proc)) {
     int pid = 0;
     if (!absl::SimpleAtoi(entry->d_name, &pid)) continue;
@@ -112,12 +119,35 @@ std::optional<uint64_t> TaskSocket(pid_t pgid,
     std::string state;
     long ppid = 0, pgrp = 0, session = 0;
     rest >> state >> ppid >> pgrp >> session;
-    // A session id is its leader's pid: only a shim with a terminal leads
-    // one with its group's id.
-    if (pgrp != pgid && session != pgid) continue;
+    procs[pid] = {static_cast<pid_t>(ppid), pgrp == pgid || session == pgid};
+  }
+  closedir(proc);
+  std::vector<pid_t> task;
+  for (const auto& [pid, p] : procs) {
+    // Up the parents (at most as many steps as there are processes).
+    bool in_task = p.in_task;
+    pid_t up = p.ppid;
+    for (size_t steps = 0; !in_task && up > 1 && steps < procs.size();
+         ++steps) {
+      auto parent = procs.find(up);
+      if (parent == procs.end()) break;
+      in_task = parent->second.in_task;
+      up = parent->second.ppid;
+    }
+    if (in_task) task.push_back(pid);
+  }
+  return task;
+}
+
+// Which of `inodes` a process of the task led by `pgid` (TaskProcesses)
+// holds; nullopt: none.
+std::optional<uint64_t> TaskSocket(pid_t pgid,
+                                   const std::set<uint64_t>& inodes) {
+  for (pid_t pid : TaskProcesses(pgid)) {
     const std::string fd_dir = absl::StrCat("/proc/", pid, "/fd");
     DIR* fds = opendir(fd_dir.c_str());
     if (fds == nullptr) continue;
+    std::optional<uint64_t> found;
     while (dirent* fd = readdir(fds)) {
       char target[64];
       const ssize_t n =
@@ -133,10 +163,9 @@ std::optional<uint64_t> TaskSocket(pid_t pgid,
       }
     }
     closedir(fds);
-    if (found) break;
+    if (found) return found;
   }
-  closedir(proc);
-  return found;
+  return std::nullopt;
 }
 
 v1::IoResponse Opened(const v1::IoOpen& open, bool tty, bool interactive) {

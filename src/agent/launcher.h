@@ -35,6 +35,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -120,6 +121,12 @@ struct TaskSpec {
   // controlling_tty). Owned by the caller; -1: the batch default.
   int stdio_fds[3] = {-1, -1, -1};
   bool controlling_tty = false;
+  // JobSpec.image: each process runs in a container of this root file
+  // system (container.h), already prepared (image_store.h). Empty: none.
+  std::string image_rootfs;
+  // With image_rootfs: host files bound into the container at their own
+  // paths, read only when .second (the profiler's library and record).
+  std::vector<std::pair<std::string, bool>> container_files;
 };
 
 enum class StopReason { kPreempt, kCancel };
@@ -270,6 +277,15 @@ struct PosixLauncherOptions {
   // holds), lowest first; an adopted task's are read back from its
   // cpuset.
   std::vector<int> spare_cpus;
+  // Container tasks (TaskSpec::image_rootfs, container.h): the OCI
+  // runtime (a path, or a name looked up in the agent's PATH), the
+  // container init (empty: found beside the agent, FindInstalledFile),
+  // the folder of the tasks' bundles (made 0711; empty: such a task is
+  // refused), and where the node's GPU device nodes are.
+  std::string container_runtime = "crun";
+  std::string container_init;
+  std::string container_dir;
+  std::string gpu_device_dir = "/dev";
 };
 
 // Forks and execs tasks (see spawn.h for the child's setup, task_env.h for

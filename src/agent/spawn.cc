@@ -190,11 +190,22 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
         absl::StrCat("expected 1 to ", kMaxTaskProcesses,
                      " processes (environments), got ", request.envs.size()));
   }
-  std::vector<char*> argv;
-  for (const std::string& a : request.argv) {
-    argv.push_back(const_cast<char*>(a.c_str()));
+  if (!request.argvs.empty() && request.argvs.size() != request.envs.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("argvs: expected one per process (", request.envs.size(),
+                     "), got ", request.argvs.size()));
   }
-  argv.push_back(nullptr);
+  // Process i's argv: its own, or the shared one.
+  std::vector<std::vector<char*>> argv(request.envs.size());
+  std::vector<char* const*> argvs;
+  for (size_t i = 0; i < request.envs.size(); ++i) {
+    for (const std::string& a :
+         request.argvs.empty() ? request.argv : request.argvs[i]) {
+      argv[i].push_back(const_cast<char*>(a.c_str()));
+    }
+    argv[i].push_back(nullptr);
+    argvs.push_back(argv[i].data());
+  }
   std::vector<std::vector<char*>> envp(request.envs.size());
   std::vector<char* const*> envps;
   for (size_t i = 0; i < request.envs.size(); ++i) {
@@ -219,7 +230,7 @@ absl::StatusOr<pid_t> SpawnProcess(const SpawnRequest& request) {
   std::string checkpoint_dir = request.checkpoint_dir;  // the child cuts it
   const ChildSetup setup{
       .path = request.path.c_str(),
-      .argv = argv.data(),
+      .argvs = argvs.data(),
       .envps = envps.data(),
       .process_count = envps.size(),
       .worker_pids = worker_pids.data(),

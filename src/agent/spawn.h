@@ -126,6 +126,10 @@ struct SpawnRequest {
   // processes. Not with output_path or error_path.
   int stdio_fds[3] = {-1, -1, -1};
   bool controlling_tty = false;
+  // Process i's own argv instead of `argv`, one per process (as many as
+  // envs) or none: a container task's processes are one runtime call each,
+  // naming its own container (container.h).
+  std::vector<std::vector<std::string>> argvs;
 };
 
 // The task's umask, set by its process before it makes its checkpoint

@@ -287,7 +287,7 @@ void UseTeePipes(const ChildSetup& s, const TeeEnds& ends) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  execve(s.path, s.argv, s.envps[index]);
+  execve(s.path, s.argvs[index], s.envps[index]);
   Fail(s, kExec);
 }
 

@@ -40,7 +40,8 @@ struct ChildError {
 // a multi-threaded agent may only make async-signal-safe calls.
 struct ChildSetup {
   const char* path;
-  char* const* argv;
+  // Process i execs argvs[i] (all `argv` unless SpawnRequest::argvs).
+  char* const* const* argvs;
   // The task's processes (SpawnRequest::envs): envps[i] is process i's
   // environment; worker_pids has room for process_count pids (the shim's
   // own copy after fork).

@@ -180,6 +180,7 @@ json JobJson(const v1::Job& j, JobView view, double now_unix_seconds) {
       {"mem_mib", spec.mem_mib() > 0 ? json(spec.mem_mib()) : json(nullptr)},
       {"vc", TextOrNull(spec.vc())},
       {"qos", TextOrNull(spec.qos())},
+      {"image", TextOrNull(spec.image())},
       {"io", spec.io() == v1::IO_MODE_PTY     ? json("pty")
              : spec.io() == v1::IO_MODE_PIPES ? json("pipes")
                                               : json(nullptr)},

@@ -53,6 +53,7 @@ void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
   out->set_qos(spec.qos);
   out->set_io(static_cast<v1::IoMode>(spec.io));
   out->set_io_grace_seconds(spec.io_grace_seconds);
+  out->set_image(spec.image);
 }
 
 JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
@@ -98,6 +99,7 @@ JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
   out.qos = spec.qos();
   out.io = spec.io();  // an unknown mode is refused by ValidateJobRequest
   out.io_grace_seconds = spec.io_grace_seconds();
+  out.image = spec.image();
   return out;
 }
 

@@ -46,6 +46,10 @@ struct AgentFlags {
   int cpus_per_gpu = 0;     // 0: an even share; -1: no binding
   int spare_cpus = 0;       // for CPU-only jobs
   std::string spare_mem;    // with them; "": their share
+  std::string podman = "podman";
+  std::string container_runtime = "crun";
+  std::string gpu_device_dir = "/dev";
+  std::vector<std::string> image_folders;
   std::string gpu_model;
   std::vector<std::string> features;
 };
@@ -132,6 +136,10 @@ int RunAgent(const AgentFlags& f) {
       static_cast<int64_t>(f.grace_seconds * 1000));
   options.user_map_file = f.user_map;
   options.allow_root_tasks = f.allow_root_tasks;
+  options.podman = f.podman;
+  options.container_runtime = f.container_runtime;
+  options.gpu_device_dir = f.gpu_device_dir;
+  options.image_folders = f.image_folders;
   if (!f.mem_per_gpu.empty()) {
     absl::StatusOr<int64_t> bytes =
         ParseMemorySize("--mem-per-gpu", f.mem_per_gpu);
@@ -365,6 +373,27 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
                   "Memory kept with --spare-cpus for CPU-only jobs, out of "
                   "what the GPUs share (same form as --mem-per-gpu). "
                   "Default: the spare CPUs' share of the memory by CPU count");
+  cmd->add_option("--podman", f.podman,
+                  "podman, whose store (as root) the images of container "
+                  "jobs (submit --image) come from: a path, or a name in "
+                  "PATH")
+      ->default_val("podman");
+  cmd->add_option("--container-runtime", f.container_runtime,
+                  "The OCI runtime that runs container jobs as their "
+                  "owners (rootless, in a user namespace of their own ids): "
+                  "crun, a path or a name in PATH")
+      ->default_val("crun");
+  cmd->add_option("--image-folder", f.image_folders,
+                  "A folder below which jobs may name a root file system "
+                  "folder as their image (submit --image /srv/images/torch); "
+                  "repeatable. Default none: only images in podman's store. "
+                  "The agent makes mount points in those file systems, as "
+                  "root: give only folders of images")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--gpu-device-dir", f.gpu_device_dir,
+                  "Where the GPUs' device nodes are (nvidia0, nvidiactl, "
+                  "...): a container job sees its own GPUs' there")
+      ->default_val("/dev");
   cmd->add_option("--gpu-model", f.gpu_model,
                   "The model of this node's GPUs as told to the master, "
                   "which jobs' --gpu-type is matched against (a word of it, "

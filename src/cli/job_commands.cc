@@ -253,6 +253,10 @@ void PrintJob(const v1::Job& job, double now) {
                       job.borrowing() ? " (borrowing beyond its quota)" : ""));
   }
   if (!job.spec().qos().empty()) line("QOS:", cli::Printable(job.spec().qos()));
+  if (!job.spec().image().empty()) {
+    line("Image:", absl::StrCat(cli::Printable(job.spec().image()),
+                                " (a container of each task)"));
+  }
   if (job.spec().io() != v1::IO_MODE_NONE) {
     line("I/O:", absl::StrCat(job.spec().io() == v1::IO_MODE_PTY
                                   ? "a terminal (run --pty)"

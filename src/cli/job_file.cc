@@ -30,7 +30,7 @@ constexpr const char* kFields =
     "checkpoint_dir, chdir (or workdir), output, error, time, signal, "
     "no_preempt, hold, dependency, gpu_type, constraint, nodelist, "
     "exclude, cpus_per_gpu, mem_per_gpu, cpus, mem, exclusive, vc (or "
-    "account), qos";
+    "account), qos, image";
 
 // A JSON value for a message: its text, cut to about 40 bytes.
 std::string Shown(const Json& value) {
@@ -113,11 +113,12 @@ absl::StatusOr<JobRequest> SpecFromObject(const Json& object,
       spec.name = *std::move(name);
       has_name = true;
     } else if (key == "checkpoint_dir" || key == "vc" || key == "account" ||
-               key == "qos") {
+               key == "qos" || key == "image") {
       auto text = StringField(value, key);
       if (!text.ok()) return text.status();
       (key == "checkpoint_dir" ? spec.checkpoint_dir
        : key == "qos"          ? spec.qos
+       : key == "image"        ? spec.image
                                : spec.vc) = *std::move(text);
     } else if (key == "chdir" || key == "workdir") {
       if (!workdir_key.empty()) {

@@ -122,6 +122,30 @@ TEST(JobFile, ParsesJobControlFields) {
   }
 }
 
+TEST(JobFile, ParsesAnImageAndRefusesOnePodmanWouldMisread) {
+  auto entries = ParseJobFile(
+      "{\"gpus\": 1, \"command\": [\"python3\"], \"image\": "
+      "\"localhost/lab/torch:2.1\"}\n"
+      "{\"gpus\": 1, \"command\": [\"true\"]}\n",
+      "jobs.jsonl", "");
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  EXPECT_EQ((*entries)[0].spec.image, "localhost/lab/torch:2.1");
+  EXPECT_EQ((*entries)[1].spec.image, "");
+  auto bad =
+      ParseJobFile("{\"gpus\": 1, \"command\": [\"true\"], \"image\": 3}\n",
+                   "jobs.jsonl", "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(Message(bad.status()), HasSubstr("jobs.jsonl:1: image"));
+  bad = ParseJobFile(
+      "{\"gpus\": 1, \"command\": [\"true\"], \"image\": "
+      "\"--privileged\"}\n",
+      "jobs.jsonl", "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(Message(bad.status()),
+              HasSubstr("jobs.jsonl:1: image: expected a name starting "
+                        "with a letter or digit"));
+}
+
 // A shape: nodes and gpus_per_node give the GPU count, or must match it.
 TEST(JobFile, ParsesShapes) {
   auto entries = ParseJobFile(

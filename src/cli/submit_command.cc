@@ -175,6 +175,7 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
   spec.hold = f.hold;
   spec.vc = f.vc;
   spec.qos = f.qos;
+  spec.image = f.image;
   absl::StatusOr<std::vector<JobDependency>> deps =
       ParseDependencies(f.dependency);
   if (!deps.ok()) {
@@ -371,7 +372,7 @@ int SubmitFile(const SubmitFlags& f) {
         "--gpu-type, --constraint, --nodelist, --exclude, --cpus-per-gpu, "
         "--mem-per-gpu, --cpus, --mem, --exclusive or command "
         "with it "
-        "(--export, --vc and --qos apply to every job)");
+        "(--export, --vc, --qos and --image apply to every job)");
   }
   // A file's jobs take the caller's environment only when asked: 100,000
   // copies of it would not fit in one request.
@@ -395,6 +396,7 @@ int SubmitFile(const SubmitFlags& f) {
   for (cli::JobFileEntry& entry : *entries) {
     if (entry.spec.vc.empty()) entry.spec.vc = f.vc;
     if (entry.spec.qos.empty()) entry.spec.qos = f.qos;
+    if (entry.spec.image.empty()) entry.spec.image = f.image;
   }
   for (cli::JobFileEntry& entry : *entries) {
     if (exported.empty()) break;
@@ -535,6 +537,12 @@ void cli::AddJobFlags(CLI::App* cmd, SubmitFlags* f) {
                   "Its priority level: jobs of a higher one run first and "
                   "may preempt lower ones (default none; `tiresias qos "
                   "list`)");
+  cmd->add_option("--image", f->image,
+                  "Run each task in an OCI container of this image, from the "
+                  "node's image store (`podman load`, `podman import`) or a "
+                  "root file system folder on the node (an absolute path): "
+                  "as you, with its working and checkpoint dirs mounted, and "
+                  "only its own GPUs' device nodes");
   cmd->add_flag("--hold", f->hold,
                 "Submit it held: it is not started until `tiresias release "
                 "JOB`");

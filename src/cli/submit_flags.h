@@ -44,6 +44,7 @@ struct SubmitFlags {
   std::string array;       // --array: Slurm's form (core/job_array.h)
   std::string vc;          // --vc, --account: its virtual cluster
   std::string qos;         // --qos: its priority level
+  std::string image;       // --image: an OCI image; empty: none
   cli::NodeFilterFlags filter;  // --gpu-type, --constraint, ...
 };
 

@@ -89,6 +89,7 @@ struct JobRequest {
   // seconds its tasks may run with nobody attached (0: kDefaultIoGrace).
   int io = 0;  // kIoNone, kIoPipes, kIoPty
   double io_grace_seconds = 0;
+  std::string image;  // JobSpec.image; empty: no container
 
   bool cpu_only() const { return num_gpus == 0; }
   bool operator==(const JobRequest&) const = default;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/image_ref.h"
 #include "core/node_filter.h"
 #include "core/status_macros.h"
 #include "core/to_absl.h"
@@ -382,6 +383,11 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
     }
   }
   if (status.ok()) status = CheckIo(spec);
+  if (status.ok() && !spec.image.empty()) {
+    if (std::string bad = ImageRefError(spec.image); !bad.empty()) {
+      status = Refuse("spec.image", bad);
+    }
+  }
   if (status.ok()) status = CheckDependencyFields(spec.dependencies);
   if (status.ok()) status = CheckNodeFilter(spec);
   if (status.ok() && (!spec.array.empty() || spec.array.max_running != 0)) {

@@ -165,5 +165,25 @@ TEST(JobValidationTest, AnInteractiveJobHasAModeAGraceAndNoOutputFiles) {
               HasSubstr("a grace for a job nobody attaches to"));
 }
 
+TEST(JobValidationTest, AnImageIsANameOrANormalAbsolutePath) {
+  JobRequest spec{.command = {"python3", "train.py"}};
+  for (const char* good :
+       {"torch:2.1", "localhost/lab/torch:2.1", "/srv/images/torch"}) {
+    spec.image = good;
+    EXPECT_TRUE(ValidateJobRequest(spec).ok()) << good;
+  }
+  spec.image = "--privileged";
+  EXPECT_EQ(ValidateJobRequest(spec).message(),
+            "spec.image: expected a name starting with a letter or digit, or "
+            "an absolute path to a root file system folder");
+  spec.image = "/srv/../etc";
+  EXPECT_THAT(ValidateJobRequest(spec).message(),
+              HasSubstr("spec.image: expected a normal absolute path"));
+  // Arrays and interactive jobs take an image like any job.
+  spec.image = "torch:2.1";
+  spec.array.indices = "0-3";
+  EXPECT_TRUE(ValidateJobRequest(spec).ok());
+}
+
 }  // namespace
 }  // namespace tiresias

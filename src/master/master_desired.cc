@@ -92,6 +92,7 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
                                     ? rec.spec.io_grace_seconds
                                     : job_limits::kDefaultIoGraceSeconds);
   }
+  start->set_image(rec.spec.image);
   start->set_cpus_per_gpu(rec.spec.cpus_per_gpu);
   start->set_mem_per_gpu_mib(rec.spec.mem_per_gpu_mib);
   if (rec.spec.cpu_only()) {

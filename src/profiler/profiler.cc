@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/installed_file.h"
 #include "profiler/record_format.h"
 
 namespace tiresias::profiler {
@@ -57,34 +58,7 @@ std::string Count(double count) {
 }  // namespace
 
 absl::StatusOr<std::string> FindProfilerLibrary() {
-  if (const char* env = std::getenv("TIRESIAS_PROFILER_LIB");
-      env != nullptr && *env != '\0') {
-    std::error_code error;
-    if (!fs::is_regular_file(env, error)) {
-      return absl::NotFoundError(
-          absl::StrCat("TIRESIAS_PROFILER_LIB=", env, ": no such file"));
-    }
-    return fs::absolute(env, error).string();
-  }
-  std::error_code error;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", error);
-  if (error) {
-    return absl::NotFoundError(
-        "cannot find the profiler library: /proc/self/exe is unreadable; set "
-        "TIRESIAS_PROFILER_LIB");
-  }
-  const fs::path dir = exe.parent_path();
-  std::vector<std::string> tried;
-  for (const fs::path& candidate :
-       {dir / kLibraryName, dir / ".." / "profiler" / kLibraryName,
-        dir / ".." / "lib" / "tiresias" / kLibraryName}) {
-    const fs::path path = candidate.lexically_normal();
-    if (fs::is_regular_file(path, error)) return path.string();
-    tried.push_back(path.string());
-  }
-  return absl::NotFoundError(absl::StrCat(
-      "cannot find the profiler library ", kLibraryName, " (looked at ",
-      absl::StrJoin(tried, ", "), "); set TIRESIAS_PROFILER_LIB"));
+  return FindInstalledFile(kLibraryName, "profiler", "TIRESIAS_PROFILER_LIB");
 }
 
 std::vector<std::pair<std::string, std::string>> ProfilerEnvironment(

@@ -19,7 +19,8 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "tests", "e2e"))
-from container_test import build_image, free_cgroup2_controllers  # noqa
+from container_test import (build_image, free_cgroup2_controllers,  # noqa
+                            restore_cgroup_mounts)
 from local_cluster import admin_env, free_port, secure_up  # noqa: E402
 
 IMAGE = "localhost/tiresias-bench-%d:1" % os.getpid()
@@ -45,7 +46,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="cbench-") as workdir:
         os.chmod(workdir, 0o755)
         build_image(workdir, IMAGE)
-        free_cgroup2_controllers()
+        mounted = free_cgroup2_controllers()
         state = os.path.join(workdir, "state")
         address = "127.0.0.1:%d" % free_port()
         try:
@@ -63,6 +64,7 @@ def main():
         finally:
             subprocess.run(["podman", "rmi", "--force", IMAGE],
                            capture_output=True)
+            restore_cgroup_mounts(mounted)
     print("run -- id:               %s" % summary(base))
     print("run --image IMAGE -- id: %s" % summary(ours))
     print("difference of medians: %.0f ms; ratio %.2fx; the first run, "

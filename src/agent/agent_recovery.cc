@@ -22,6 +22,7 @@
 #include "agent/agent_daemon_internal.h"
 #include "agent/agent_dependencies.h"
 #include "agent/cgroups.h"
+#include "agent/container.h"
 #include "agent/file_store.h"
 #include "agent/log_service.h"
 #include "agent/proc_table.h"
@@ -302,6 +303,22 @@ void AgentDaemon::RemoveStaleFiles() {
                      ": an unrecorded copy may run until its lease lapses"));
     MutexLock lock(&mu_);
     tasks_.emplace(TaskKey{job, attempt, rank}, std::move(ghost));
+  }
+  // Container bundles (container.h) of tasks no longer here: neither
+  // recorded nor a copy whose lease may still run.
+  std::set<std::string> live;
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [key, task] : tasks_) {
+      live.insert(
+          TaskCgroupName(std::get<0>(key), std::get<1>(key), std::get<2>(key)));
+    }
+  }
+  for (const auto& entry :
+       std::filesystem::directory_iterator(base / "containers", ec)) {
+    if (!live.contains(entry.path().filename().string())) {
+      RemoveContainerBundles(entry.path().string());
+    }
   }
 }
 

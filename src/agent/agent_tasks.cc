@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "agent/agent_daemon.h"
 #include "agent/agent_daemon_internal.h"
+#include "agent/container.h"
 #include "agent/file_store.h"
 #include "agent/image_store.h"
 #include "agent/log_service.h"
@@ -98,15 +99,21 @@ bool AgentDaemon::AddProfiler(const TaskKey& key, TaskSpec& spec) {
   auto user_preload = spec.env.find("LD_PRELOAD");
   const std::string existing =
       user_preload != spec.env.end() ? user_preload->second : "";
+  // In a container both are bound into its /dev (container.h), and named
+  // there.
+  const bool contained = !spec.image_rootfs.empty();
   for (auto& [k, v] : profiler::ProfilerEnvironment(
-           *library, path, profiler::RecordingLimits{},
+           contained ? kContainerProfilerLibrary : *library,
+           contained ? kContainerProfileRecord : path,
+           profiler::RecordingLimits{},
            existing.empty() ? nullptr : existing.c_str())) {
     spec.env[k] = v;
   }
-  // In a container, both are seen at the same paths.
-  if (!spec.image_rootfs.empty()) {
-    spec.container_files.push_back({*library, true});
-    spec.container_files.push_back({path, false});
+  if (contained) {
+    spec.container_files.push_back(
+        {*library, kContainerProfilerLibrary, /*read_only=*/true});
+    spec.container_files.push_back(
+        {path, kContainerProfileRecord, /*read_only=*/false});
   }
   return true;
 }

@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -177,8 +179,10 @@ Json OciConfig(const ContainerTask& task, const std::vector<std::string>& argv,
   for (const std::string& dir : BoundFolders(task)) {
     mounts.push_back(Bind(dir, /*read_only=*/false));
   }
-  for (const auto& [file, read_only] : task.files) {
-    mounts.push_back(Bind(file, read_only));
+  for (const BoundFile& file : task.files) {
+    mounts.push_back(
+        Mount(file.destination, "bind", file.source,
+              {"bind", file.read_only ? "ro" : "rw", "nosuid", "nodev"}));
   }
   for (const std::string& device : task.devices) {
     const std::string name = device.substr(device.rfind('/') + 1);
@@ -280,9 +284,6 @@ absl::StatusOr<std::vector<std::vector<std::string>>> WriteContainerBundles(
       RETURN_IF_ERROR(MakeMountPoint(task.rootfs, file, /*directory=*/false));
     }
   }
-  for (const auto& [file, read_only] : task.files) {
-    RETURN_IF_ERROR(MakeMountPoint(task.rootfs, file, /*directory=*/false));
-  }
   for (const char* dir : {"/proc", "/dev", "/sys", "/tmp"}) {
     RETURN_IF_ERROR(MakeMountPoint(task.rootfs, dir, /*directory=*/true));
   }
@@ -302,8 +303,11 @@ absl::StatusOr<std::vector<std::vector<std::string>>> WriteContainerBundles(
     if (mkdir(bundle.c_str(), 0711) != 0 || chmod(bundle.c_str(), 0711) != 0) {
       return Errno("cannot create", bundle);
     }
+    // One terminal, one controlling process: the first's.
+    ContainerTask process = task;
+    process.tty = task.tty && p == 0;
     RETURN_IF_ERROR(WriteOwnedFile(bundle + "/config.json",
-                                   OciConfig(task, argv, envs[p]).dump(),
+                                   OciConfig(process, argv, envs[p]).dump(),
                                    task.uid, task.gid));
     argvs.push_back({task.runtime, "--root", state, "--cgroup-manager=disabled",
                      "run", "--bundle", bundle, absl::StrCat(task.id, "-", p)});
@@ -321,9 +325,16 @@ void RemoveTree(const std::string& path, int max_depth) {
 }
 
 void RemoveContainerBundles(const std::string& bundle_dir) {
-  // crun's state is a few levels deep; a deeper tree is the account's
-  // doing and is left rather than recursed into without end.
-  RemoveTree(bundle_dir, 16);
+  // Out of the way at once (a new bundle of the name may follow), then
+  // removed on a thread of its own: the account could write its state
+  // folder, and a million files there must not hold the caller (the
+  // launcher's lock). crun's state is a few levels deep; a deeper tree is
+  // the account's doing and is left rather than recursed into without end.
+  static std::atomic<uint64_t> removals{0};
+  const std::string doomed =
+      absl::StrCat(bundle_dir, ".removing-", getpid(), "-", ++removals);
+  if (rename(bundle_dir.c_str(), doomed.c_str()) != 0) return;
+  std::thread([doomed] { RemoveTree(doomed, 16); }).detach();
 }
 
 std::vector<std::string> ContainerDevices(const std::string& device_dir,

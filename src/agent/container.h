@@ -47,6 +47,17 @@ namespace tiresias {
 
 // Where the container's first program is bound, inside the container.
 inline constexpr char kContainerInitPath[] = "/dev/tiresias-init";
+// Where the traffic profiler's library and record are bound (in the
+// container's private /dev: nothing is made in the image's files).
+inline constexpr char kContainerProfilerLibrary[] = "/dev/tiresias-profiler.so";
+inline constexpr char kContainerProfileRecord[] = "/dev/tiresias-profile";
+
+// A host file bound into a container.
+struct BoundFile {
+  std::string source;       // on the host
+  std::string destination;  // in the container, below /dev
+  bool read_only = true;
+};
 
 struct ContainerTask {
   std::string runtime = "crun";  // the OCI runtime's path (or PATH name)
@@ -65,8 +76,8 @@ struct ContainerTask {
   // Host paths of the device nodes the task may see, each bound at
   // /dev/<its name> (the task's GPUs, nvidiactl, ...).
   std::vector<std::string> devices;
-  // Host files bound at their own paths, read only when .second.
-  std::vector<std::pair<std::string, bool>> files;
+  // Host files bound in /dev (BoundFile).
+  std::vector<BoundFile> files;
   bool tty = false;  // stdin is the task's terminal (run --pty)
 };
 
@@ -105,7 +116,8 @@ absl::StatusOr<std::vector<std::vector<std::string>>> WriteContainerBundles(
     const std::vector<std::vector<std::string>>& envs);
 
 // Removes a task's bundle folder, whatever crun left in its state folder
-// (which its account could write) included: RemoveTree(bundle_dir, 16).
+// (which its account could write) included: renamed aside at once, then
+// RemoveTree(..., 16) on a detached thread.
 void RemoveContainerBundles(const std::string& bundle_dir);
 
 // Removes `path` and, if a folder, what is in it down to `max_depth`

@@ -5,6 +5,7 @@
 #include "agent/container.h"
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -296,33 +297,72 @@ TEST_F(ImageStoreTest, PreparesANamedImageOnceAndFollowsAMovedTag) {
   EXPECT_EQ(Slurp(*first + "/hello"), "first");
   EXPECT_EQ(fs::status(*first).permissions() & fs::perms::others_exec,
             fs::perms::others_exec);
-  EXPECT_FALSE(fs::exists(fs::path(*first).parent_path().string() + ".part"));
   {
     MutexLock lock(&mu_);
     EXPECT_GE(ready_calls_, 1);
   }
-  // The tag moved to another image: its files, once resolved again (the
-  // old ones meanwhile).
+  store.WaitIdle();
+  // The tag moved to another image: the old files are served until the
+  // name is resolved again (never Unavailable meanwhile), then the new.
   Import("second");
-  absl::StatusOr<std::string> stale = store.RootFs(tag_);
-  ASSERT_TRUE(stale.ok()) << stale.status();
-  EXPECT_EQ(*stale, *first);
   absl::StatusOr<std::string> second;
   for (int i = 0; i < 600; ++i) {
     second = store.RootFs(tag_);
-    if (second.ok() && *second != *first) break;
+    ASSERT_TRUE(second.ok()) << second.status();
+    if (*second != *first) break;
     usleep(100'000);
   }
-  ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_NE(*second, *first);
   EXPECT_EQ(Slurp(*second + "/hello"), "second");
+  store.WaitIdle();
+  // Nothing half made is left beside them.
+  for (const fs::directory_entry& e :
+       fs::directory_iterator(dir.path() + "/images")) {
+    EXPECT_EQ(e.path().filename().string().find(".part"), std::string::npos)
+        << e.path();
+  }
+}
+
+TEST_F(ImageStoreTest, AnImagesFilesAreHarmlessOnTheHost) {
+  TempDir files;
+  const std::string root = files.path() + "/root";
+  fs::create_directories(root + "/bin");
+  fs::create_directories(root + "/drop");
+  std::ofstream(root + "/bin/su") << "#!/bin/sh\n";
+  ASSERT_EQ(chmod((root + "/bin/su").c_str(), 04755), 0);
+  ASSERT_EQ(chmod((root + "/drop").c_str(), 01777), 0);
+  std::ofstream(root + "/bin/theirs") << "x";
+  ASSERT_EQ(chown((root + "/bin/theirs").c_str(), 4242, 4242), 0);
+  ASSERT_EQ(mknod((root + "/disk").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  const std::string tar = files.path() + "/image.tar";
+  ASSERT_EQ(std::system(("tar -C " + root + " -cf " + tar + " .").c_str()), 0);
+  absl::StatusOr<CommandResult> imported = RunCapture(
+      {"podman", "import", tar, tag_}, std::chrono::seconds(60), true);
+  ASSERT_TRUE(imported.ok() && imported->exit_code == 0);
+  ids_.push_back(tag_);
+  TempDir dir;
+  ImageStore store({.dir = dir.path() + "/images"}, Notify());
+  absl::StatusOr<std::string> rootfs = Ready(store, tag_);
+  ASSERT_TRUE(rootfs.ok()) << rootfs.status();
+  struct stat st = {};
+  ASSERT_EQ(lstat((*rootfs + "/bin/su").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755);  // no set-uid bit
+  ASSERT_EQ(lstat((*rootfs + "/drop").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 01755);  // nobody's drop box
+  ASSERT_EQ(lstat((*rootfs + "/bin/theirs").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);  // not uid 4242's to change under others
+  EXPECT_FALSE(fs::exists(*rootfs + "/disk"));  // no device node
+  store.WaitIdle();
 }
 
 TEST_F(ImageStoreTest, AMissingImageOrAFolderNotGivenIsRefusedWithWhy) {
   TempDir dir;
   const std::string images = dir.path() + "/given";
   fs::create_directories(images + "/torch");
+  fs::create_directories(images + "/theirs/inner");
+  ASSERT_EQ(chown((images + "/theirs").c_str(), 4242, 4242), 0);
   fs::create_directory_symlink(images + "/torch", images + "/link");
+  fs::create_directory_symlink("/etc", images + "/etc-link");
   ImageStore store({.dir = dir.path() + "/images", .folders = {images}},
                    Notify());
   absl::StatusOr<std::string> missing =
@@ -337,9 +377,16 @@ TEST_F(ImageStoreTest, AMissingImageOrAFolderNotGivenIsRefusedWithWhy) {
   EXPECT_TRUE(absl::IsPermissionDenied(store.RootFs("/etc").status()));
   EXPECT_THAT(store.RootFs(images).status().message(),
               HasSubstr("only below its --image-folder"));
+  // A link, at the end or on the way, is no image folder; nor is one an
+  // account could change (and so swap for a link).
   EXPECT_TRUE(
       absl::IsFailedPrecondition(store.RootFs(images + "/link").status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      store.RootFs(images + "/etc-link/ssl").status()));
+  EXPECT_THAT(store.RootFs(images + "/theirs/inner").status().message(),
+              HasSubstr("is not root's alone"));
   EXPECT_TRUE(absl::IsInvalidArgument(store.RootFs("--privileged").status()));
+  store.WaitIdle();
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 #include <utility>
@@ -10,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "agent/container.h"
 #include "agent/run_capture.h"
 #include "core/image_ref.h"
@@ -30,6 +33,71 @@ std::string LastLine(const std::string& output) {
 
 // Deeper than any image's tree: a failed unpacking is removed whole.
 constexpr int kMaxImageDepth = 512;
+
+// Every entry of a root file system below `root` made root's and harmless
+// on the host, where any account can reach it (containers see it read
+// only, as nobody's, and give nothing a set-id bit could): owner root,
+// set-uid, set-gid and group and others' write cleared, device nodes and
+// sockets removed. Links are changed, never followed.
+absl::Status MakeHarmless(const std::string& root) {
+  std::error_code ec;
+  auto harmless = [](const fs::path& path) -> bool {
+    struct stat st = {};
+    if (lstat(path.c_str(), &st) != 0) return false;
+    if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)) {
+      return unlink(path.c_str()) == 0;
+    }
+    if (lchown(path.c_str(), 0, 0) != 0) return false;
+    if (S_ISLNK(st.st_mode)) return true;
+    return chmod(path.c_str(), st.st_mode & 07777 &
+                                   ~(S_ISUID | S_ISGID | S_IWGRP | S_IWOTH)) ==
+           0;
+  };
+  if (!harmless(root)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot make ", root, " root's: ", std::strerror(errno)));
+  }
+  for (auto it = fs::recursive_directory_iterator(
+           root, fs::directory_options::none, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (!harmless(it->path())) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot make ", it->path().string(),
+                       " root's: ", std::strerror(errno)));
+    }
+  }
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot walk ", root, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+// That `image` (below folder `below`, which the operator gave) is a
+// folder, and so is every step from `below` to it: real folders (no
+// link), root's, not writable by group or others. So no account can swap
+// a step for a link between this check and the mount points the agent
+// makes in it.
+absl::Status CheckOperatorFolders(const std::string& image,
+                                  const std::string& below) {
+  std::string path = below.substr(0, below.size() - 1);
+  for (absl::string_view part :
+       absl::StrSplit(absl::string_view(image).substr(below.size()), '/')) {
+    absl::StrAppend(&path, "/", part);
+    struct stat st = {};
+    if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "image ", image, ": ", path, " is no folder on this node"));
+    }
+    if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "image ", image, ": ", path,
+          " is not root's alone (an image folder must not be one an "
+          "account could change)"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 bool IsImageId(const std::string& id) {
   if (id.size() != 64) return false;
@@ -53,6 +121,14 @@ ImageStore::~ImageStore() {
   MutexLock lock(&shared_->mu);
   shared_->stopping = true;
   shared_->cv.SignalAll();
+  while (shared_->calling) shared_->cv.Wait(&shared_->mu);
+}
+
+void ImageStore::WaitIdle() {
+  MutexLock lock(&shared_->mu);
+  while (!shared_->queue.empty() || shared_->working || shared_->calling) {
+    shared_->cv.Wait(&shared_->mu);
+  }
 }
 
 absl::StatusOr<std::string> ImageStore::RootFs(const std::string& image) {
@@ -62,14 +138,14 @@ absl::StatusOr<std::string> ImageStore::RootFs(const std::string& image) {
   if (IsImagePath(image)) {
     // Never a folder the operator did not give for images: the agent, as
     // root, makes mount points in it.
-    bool allowed = false;
+    std::string allowed_below;
     for (const std::string& folder : shared_->options.folders) {
       const std::string prefix = folder.ends_with('/') ? folder : folder + "/";
       if (image.size() > prefix.size() && image.starts_with(prefix)) {
-        allowed = true;
+        allowed_below = prefix;
       }
     }
-    if (!allowed) {
+    if (allowed_below.empty()) {
       return absl::PermissionDeniedError(absl::StrCat(
           "image ", image,
           ": this node takes root file system folders as images only "
@@ -79,10 +155,9 @@ absl::StatusOr<std::string> ImageStore::RootFs(const std::string& image) {
               : absl::StrCat(
                     " (", absl::StrJoin(shared_->options.folders, ", "), ")")));
     }
-    struct stat st = {};
-    if (lstat(image.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "image ", image, ": no root file system folder there on this node"));
+    if (absl::Status owned = CheckOperatorFolders(image, allowed_below);
+        !owned.ok()) {
+      return owned;
     }
     return image;
   }
@@ -98,6 +173,14 @@ absl::StatusOr<std::string> ImageStore::RootFs(const std::string& image) {
            : std::chrono::duration_cast<std::chrono::milliseconds>(
                  kRetryFailedAfter));
   if (!entry.pending && (added || !fresh)) {
+    if (s.queue.size() >= kMaxQueuedImages) {
+      // Many names at once (one user's thousand bogus images): this one
+      // waits for a later call rather than growing the queue.
+      if (added) s.entries.erase(it);
+      return absl::UnavailableError(
+          absl::StrCat("image ", image, ": ", kMaxQueuedImages,
+                       " images are being prepared on this node; waiting"));
+    }
     entry.pending = true;
     s.queue.push_back(image);
     s.cv.SignalAll();
@@ -120,16 +203,42 @@ void ImageStore::Work(std::shared_ptr<Shared> shared) {
       if (s.stopping) return;
       image = std::move(s.queue.front());
       s.queue.pop_front();
+      s.working = true;
     }
     absl::StatusOr<std::string> rootfs = Prepare(s.options, image);
-    MutexLock lock(&s.mu);
-    if (s.stopping) return;
-    Entry& entry = s.entries[image];
-    entry.when = std::chrono::steady_clock::now();
-    entry.pending = false;
-    entry.failed = rootfs.status();
-    entry.rootfs = rootfs.ok() ? *rootfs : "";
+    {
+      MutexLock lock(&s.mu);
+      s.working = false;
+      if (s.stopping) {
+        s.cv.SignalAll();
+        return;
+      }
+      Entry& entry = s.entries[image];
+      entry.when = std::chrono::steady_clock::now();
+      entry.pending = false;
+      if (rootfs.ok()) {
+        entry.rootfs = *rootfs;
+        entry.failed = absl::OkStatus();
+      } else if (entry.rootfs.empty() || absl::IsNotFound(rootfs.status())) {
+        // Gone from the store (or never prepared): its tasks fail. A
+        // passing failure to ask podman keeps the files it had.
+        entry.rootfs.clear();
+        entry.failed = rootfs.status();
+      }
+      // Evict what failed long ago, so that the map stays small.
+      if (s.entries.size() > kMaxKnownImages) {
+        std::erase_if(s.entries, [&](const auto& e) {
+          return !e.second.pending && !e.second.failed.ok() && e.first != image;
+        });
+      }
+      s.calling = s.on_ready != nullptr;
+    }
+    // Called without the lock (it takes the agent's); the destructor
+    // waits for it to return.
     if (s.on_ready) s.on_ready();
+    MutexLock lock(&s.mu);
+    s.calling = false;
+    s.cv.SignalAll();
   }
 }
 
@@ -173,7 +282,9 @@ absl::StatusOr<std::string> ImageStore::Prepare(
   // Made aside, then renamed into place: a crash leaves no half image.
   fs::create_directories(options.dir, ec);
   chmod(options.dir.c_str(), 0711);
-  const std::string work = absl::StrCat(dir, ".part");
+  // Named for this process: a restarted agent never shares it with a
+  // podman or tar its predecessor left running.
+  const std::string work = absl::StrCat(dir, ".part-", getpid());
   RemoveTree(work, kMaxImageDepth);
   const std::string tar = work + "/image.tar";
   if (!fs::create_directories(work + "/rootfs", ec)) {
@@ -201,7 +312,9 @@ absl::StatusOr<std::string> ImageStore::Prepare(
                  .status();
   }
   fs::remove(tar, ec);
-  // Every account enters it; what is inside keeps the image's modes.
+  if (status.ok()) status = MakeHarmless(work + "/rootfs");
+  // Every account enters it (only now: a set-uid file of the image was
+  // never reachable from the host).
   if (status.ok() && (chmod(work.c_str(), 0711) != 0 ||
                       chmod((work + "/rootfs").c_str(), 0755) != 0)) {
     status = absl::FailedPreconditionError(

@@ -11,6 +11,10 @@
 // tag of the same id shares it; a tag moved to a new image (a new `podman
 // load`) gets the new id's files.
 //
+// The exported files are made harmless on the host, where any account can
+// reach them: root's, no set-id bit, nothing group- or world-writable, no
+// device node (MakeHarmless in image_store.cc).
+//
 // Preparing takes as long as the image is large, so it happens on a
 // worker thread: RootFs answers Unavailable meanwhile (the agent starts
 // the task on a later pass) and calls `on_ready` when done. The store's
@@ -51,23 +55,33 @@ struct ImageStoreOptions {
 };
 
 inline constexpr std::chrono::seconds kRetryFailedAfter{30};
+// Names being prepared at once, at most; and names remembered (those that
+// failed are forgotten first).
+inline constexpr size_t kMaxQueuedImages = 64;
+inline constexpr size_t kMaxKnownImages = 1024;
 
 class ImageStore {
  public:
-  // `on_ready` is called (on the worker thread, holding the store's lock:
-  // it must not call RootFs) each time an image was prepared or failed to
-  // be, and never once the destructor has returned.
+  // `on_ready` is called (on the worker thread, no lock held) each time an
+  // image was prepared or failed to be, and never once the destructor has
+  // returned (which waits for a call in progress, not for podman).
   ImageStore(ImageStoreOptions options, std::function<void()> on_ready);
   ~ImageStore();
+
+  // Waits until nothing is queued or being prepared (tests).
+  void WaitIdle();
   ImageStore(const ImageStore&) = delete;
   ImageStore& operator=(const ImageStore&) = delete;
 
   // The root file system of `image` (core/image_ref.h): a folder path's
-  // own (PermissionDenied unless it is below one of options.folders,
-  // FailedPrecondition if it is no folder or a link), or a named image's
-  // once prepared. Unavailable while it is being prepared; NotFound
-  // naming the image and the node's store when podman does not have it;
-  // FailedPrecondition when podman or tar failed (their message).
+  // own (PermissionDenied unless it is below one of options.folders and
+  // every step below that is a real folder of root's alone,
+  // FailedPrecondition if a step is no folder or a link), or a named
+  // image's once prepared. Unavailable while it is being prepared (or
+  // kMaxQueuedImages others are); NotFound naming the image and the node's
+  // store when podman does not have it; FailedPrecondition when podman or
+  // tar failed (their message). Ready files stay served while the name is
+  // resolved again and if that fails otherwise than NotFound.
   // Thread-safe.
   absl::StatusOr<std::string> RootFs(const std::string& image);
 
@@ -87,6 +101,8 @@ class ImageStore {
     SteadyCondVar cv;
     std::map<std::string, Entry> entries ABSL_GUARDED_BY(mu);
     std::deque<std::string> queue ABSL_GUARDED_BY(mu);
+    bool working ABSL_GUARDED_BY(mu) = false;  // preparing one
+    bool calling ABSL_GUARDED_BY(mu) = false;  // in on_ready
     bool stopping ABSL_GUARDED_BY(mu) = false;
   };
   static void Work(std::shared_ptr<Shared> shared);

@@ -169,6 +169,12 @@ absl::Status UseContainer(const PosixLauncherOptions& options,
   ASSIGN_OR_RETURN(request.argvs,
                    WriteContainerBundles(task, spec.argv, request.envs));
   request.argv = request.argvs.front();
+  // The job's environment is in the bundles, for the container; crun
+  // itself gets none of it (an LD_PRELOAD meant for the image, the
+  // profiler's, would load into crun on the host).
+  for (std::vector<std::string>& env : request.envs) {
+    env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+  }
   return absl::OkStatus();
 }
 

@@ -41,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/cgroups.h"
+#include "agent/container.h"
 #include "agent/run_as.h"
 
 namespace tiresias {
@@ -124,9 +125,9 @@ struct TaskSpec {
   // JobSpec.image: each process runs in a container of this root file
   // system (container.h), already prepared (image_store.h). Empty: none.
   std::string image_rootfs;
-  // With image_rootfs: host files bound into the container at their own
-  // paths, read only when .second (the profiler's library and record).
-  std::vector<std::pair<std::string, bool>> container_files;
+  // With image_rootfs: host files bound into the container's /dev (the
+  // profiler's library and record).
+  std::vector<BoundFile> container_files;
 };
 
 enum class StopReason { kPreempt, kCancel };

@@ -34,8 +34,9 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_cluster import (SKIP, cli, fail, run_as_throwaway_users,  # noqa
-                           secure_up_and_agent, user_session, wait_up)
+from local_cluster import (SKIP, admin_env, cli, fail,  # noqa: E402
+                           run_as_throwaway_users, secure_up,
+                           start_operator_agent, user_session, wait_up)
 from vc_test import wait_for  # noqa: E402
 from interactive_test import Tmux, forward  # noqa: E402
 from local_cluster import free_port  # noqa: E402
@@ -72,19 +73,29 @@ def build_image(workdir, image, server=None):
 def free_cgroup2_controllers():
     """Gives each controller the cgroup2 hierarchy holds on a hybrid
     machine (/sys/fs/cgroup a tmpfs with v1 hierarchies and cgroup2 at
-    unified/) a v1 hierarchy of its own, so that crun accepts the machine."""
+    unified/) a v1 hierarchy of its own, so that crun accepts the machine.
+    Returns the mounts made, for restore_cgroup_mounts."""
     controllers = "/sys/fs/cgroup/unified/cgroup.controllers"
     if not os.path.exists(controllers):
-        return
+        return []
     with open(controllers) as f:
         names = f.read().split()
+    made = []
     for name in names:
         path = "/sys/fs/cgroup/" + name
         os.makedirs(path, exist_ok=True)
         r = subprocess.run(["mount", "-t", "cgroup", "-o", name, "cgroup",
                             path], capture_output=True, text=True)
+        if r.returncode == 0:
+            made.append(path)
         print("cgroup2 held %s: mounted as v1 at %s (%s)" %
               (name, path, r.stderr.strip() or "ok"))
+    return made
+
+
+def restore_cgroup_mounts(made):
+    for path in made:
+        subprocess.run(["umount", path], capture_output=True)
 
 
 def make_gpu_nodes(workdir):
@@ -282,14 +293,16 @@ def no_mount_point_outside(binary, env, workdir, home):
         fail("submit --chdir %s: %s" % (name, r.stderr))
     job = int(r.stdout.strip())
     wait_state(binary, env, job, ["failed"])
+    logs = cli(binary, env, "logs", str(job)).stdout
+    if "no such folder on this node" not in logs:
+        fail("the job with a bad working dir failed otherwise: %r" % logs)
     images = os.path.join(workdir, "agent-node-c", "images")
     made = [d for d in os.listdir(images)
             if os.path.exists(os.path.join(images, d, "rootfs") + name)]
     if made:
         fail("a job's bad working dir made %s in image %s" % (name, made))
     print("a working dir that is no folder on the node fails the job and "
-          "leaves the image's files alone: %s" %
-          cli(binary, env, "logs", str(job)).stdout.strip()[-100:])
+          "leaves the image's files alone")
 
 
 def submit_image(binary, env, home, image, *command):
@@ -303,10 +316,14 @@ def submit_image(binary, env, home, image, *command):
 def port_forward(binary, env, home):
     """port-forward reaches a server in a container: its process is in a
     session crun made, not the task's process group, and still counts as
-    the task's."""
+    the task's; cancel's SIGTERM reaches it in the background of a shell
+    (the container's init forwards it to the job's whole group)."""
     port = free_port()
-    job = submit_image(binary, env, home, IMAGE, "static-server", str(port),
-                       "hello-from-the-container")
+    # In the background of a shell: a process the container's first one
+    # (its init) started, two levels down.
+    job = submit_image(binary, env, home, IMAGE, "sh", "-c",
+                       "static-server %d hello-from-the-container "
+                       "server.term & wait" % port)
 
     def listening():
         with socket.socket() as s:
@@ -316,10 +333,17 @@ def port_forward(binary, env, home):
     with socket.create_connection(("127.0.0.1", local), timeout=10) as s:
         got = s.recv(100)
     p.wait(timeout=10)
-    cli(binary, env, "cancel", str(job))
     if got != b"hello-from-the-container":
         fail("port-forward into a container got %r" % got)
-    print("port-forward reached a server in a container")
+    cli(binary, env, "cancel", str(job))
+    wait_for("the container's server to end on cancel",
+             lambda: not listening())
+    term = os.path.join(home, "server.term")
+    if not os.path.exists(term) or read(term) != "term\n":
+        fail("cancel's SIGTERM did not reach the container's background "
+             "server (killed without it)")
+    print("port-forward reached a server in a container; cancel's SIGTERM "
+          "reached it in the background of a shell")
 
 
 def missing_image(binary, env, home):
@@ -333,18 +357,64 @@ def missing_image(binary, env, home):
           logs.strip().split("\n")[-1][:120])
 
 
+def agent_restart(binary, env, workdir, home, uid, gid, restart):
+    """An agent killed (SIGKILL) and started again while a container task
+    runs: the new agent adopts the task, which runs on to its end once,
+    and its bundle is removed after."""
+    write_script(home, uid, gid, "ticks.sh", """#!/bin/sh
+echo "start" >> ticks
+n=0
+while test "$n" -lt 50; do n=$((n+1)); sleep 0.1; done
+echo "done-$n" >> ticks
+""")
+    job = submit(binary, env, home, "--gpus", "1", "--", "./ticks.sh")
+    ticks = os.path.join(home, "ticks")
+    wait_for("the job's start", lambda: os.path.exists(ticks))
+    restart()
+    if wait_state(binary, env, job, ["finished", "failed"],
+                  timeout=90) != "finished":
+        fail("the adopted container job: %s" % job_info(binary, env, job))
+    if read(ticks).split() != ["start", "done-50"]:
+        fail("the adopted container job ran as %s" % read(ticks).split())
+    bundles = os.path.join(workdir, "agent-node-c", "containers")
+    wait_for("its bundle to go", lambda: not any(
+        d.startswith("job-%d-" % job) for d in os.listdir(bundles)))
+    print("a container task outlived its agent's SIGKILL, was adopted by "
+          "the next one, ran to its end once, and its bundle went")
+
+
 def run(binary, workdir, users):
     build_image(workdir, IMAGE, sys.argv[2])
+    mounted = free_cgroup2_controllers()
+    dev = make_gpu_nodes(workdir)
+    state = os.path.join(workdir, "state")
+    address = "127.0.0.1:%d" % free_port()
+    flags = ["--gpus", "4", "--gpu-device-dir", dev, "--image-folder",
+             os.path.join(workdir, "images")]
+    agents = []
     try:
-        free_cgroup2_controllers()
-        dev = make_gpu_nodes(workdir)
-        with secure_up_and_agent(binary, workdir, "node-c",
-                                 ["--gpus", "4", "--gpu-device-dir", dev,
-                                  "--image-folder",
-                                  os.path.join(workdir, "images")]) \
-                as (base, admin):
+        with secure_up(binary, workdir, state, address, agents=1):
+            admin = admin_env(state, address)
+            base = dict(admin)
+            del base["TIRESIAS_CA"], base["TIRESIAS_TOKEN_FILE"]
+            agents.append(start_operator_agent(binary, workdir, base, admin,
+                                               "node-c", flags))
             wait_up(binary, admin, workdir, ["node-0", "node-c"])
             AGENT_LOG.append(os.path.join(workdir, "agent.err"))
+
+            def restart():
+                agents[-1].kill()
+                agents[-1].wait()
+                with open(os.path.join(workdir, "agent-restarted.err"),
+                          "w") as err:
+                    agents.append(subprocess.Popen(
+                        [binary, "agent", "--master", address, "--tls-dir",
+                         os.path.join(workdir, "node-c-tls"), "--name",
+                         "node-c", "--grace", "2", *flags, "--state-dir",
+                         os.path.join(workdir, "agent-node-c")],
+                        stdout=subprocess.DEVNULL, stderr=err, env=base))
+                AGENT_LOG[0] = os.path.join(workdir, "agent-restarted.err")
+
             env, uid, home = user_session(binary, admin, workdir, users[0])
             gid = os.stat(home).st_gid
             what_a_job_sees(binary, env, home, uid, gid)
@@ -354,9 +424,14 @@ def run(binary, workdir, users):
             folder_images(binary, env, workdir, home, uid)
             no_mount_point_outside(binary, env, workdir, home)
             missing_image(binary, env, home)
+            agent_restart(binary, env, workdir, home, uid, gid, restart)
     finally:
+        for agent in agents:
+            agent.terminate()
+            agent.wait(timeout=30)
         subprocess.run(["podman", "rmi", "--force", IMAGE],
                        capture_output=True)
+        restore_cgroup_mounts(mounted)
 
 
 if __name__ == "__main__":

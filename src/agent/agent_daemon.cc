@@ -157,7 +157,8 @@ absl::Status AgentDaemon::Start() {
   images_ = std::make_unique<ImageStore>(
       ImageStoreOptions{.podman = options_.podman,
                         .dir = options_.state_dir + "/images",
-                        .folders = options_.image_folders},
+                        .folders = options_.image_folders,
+                        .allow = options_.image_allow},
       [this] {
         MutexLock lock(&mu_);
         poked_ = true;

@@ -191,6 +191,8 @@ struct AgentOptions {
   // Folders below which jobs may name a root file system folder as their
   // image (ImageStoreOptions::folders); none: only images of podman's.
   std::vector<std::string> image_folders;
+  // Prefixes a named image must start with (ImageStoreOptions::allow).
+  std::vector<std::string> image_allow;
   // One line per notable event; null: "tiresias agent: ..." on stderr.
   // Called from the agent's threads.
   std::function<void(std::string_view)> log;

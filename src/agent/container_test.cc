@@ -389,5 +389,21 @@ TEST_F(ImageStoreTest, AMissingImageOrAFolderNotGivenIsRefusedWithWhy) {
   store.WaitIdle();
 }
 
+TEST_F(ImageStoreTest, OnlyAllowedNamesWhenTheOperatorSaysWhich) {
+  TempDir dir;
+  Import("allowed");
+  ImageStore store(
+      {.dir = dir.path() + "/images", .allow = {"localhost/tiresias-unit-"}},
+      Notify());
+  absl::StatusOr<std::string> allowed = Ready(store, tag_);
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_EQ(Slurp(*allowed + "/hello"), "allowed");
+  absl::StatusOr<std::string> other = store.RootFs("docker.io/postgres:15");
+  EXPECT_TRUE(absl::IsPermissionDenied(other.status()));
+  EXPECT_THAT(other.status().message(),
+              HasSubstr("runs only images named localhost/tiresias-unit-..."));
+  store.WaitIdle();
+}
+
 }  // namespace
 }  // namespace tiresias

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -160,6 +161,15 @@ absl::StatusOr<std::string> ImageStore::RootFs(const std::string& image) {
       return owned;
     }
     return image;
+  }
+  if (const std::vector<std::string>& allow = shared_->options.allow;
+      !allow.empty() &&
+      std::none_of(allow.begin(), allow.end(), [&](const std::string& p) {
+        return image.starts_with(p);
+      })) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("image ", image, ": this node runs only images named ",
+                     absl::StrJoin(allow, ", "), "... (its --image-allow)"));
   }
   const auto now = std::chrono::steady_clock::now();
   Shared& s = *shared_;

@@ -48,6 +48,10 @@ struct ImageStoreOptions {
   // image (JobSpec.image "/srv/images/torch"): the agent makes mount
   // points in it, as root. None: only named images.
   std::vector<std::string> folders;
+  // A named image must start with one of these ("localhost/lab/"): the
+  // operator's images, not a service's whose files hold its secrets. None:
+  // any image of the store.
+  std::vector<std::string> allow;
   // Each podman or tar call is killed after this.
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
   // How long a name's resolution to an id is trusted.
@@ -79,7 +83,8 @@ class ImageStore {
   // FailedPrecondition if a step is no folder or a link), or a named
   // image's once prepared. Unavailable while it is being prepared (or
   // kMaxQueuedImages others are); NotFound naming the image and the node's
-  // store when podman does not have it; FailedPrecondition when podman or
+  // store when podman does not have it; PermissionDenied for a name that
+  // options.allow does not allow; FailedPrecondition when podman or
   // tar failed (their message). Ready files stay served while the name is
   // resolved again and if that fails otherwise than NotFound.
   // Thread-safe.

@@ -50,6 +50,7 @@ struct AgentFlags {
   std::string container_runtime = "crun";
   std::string gpu_device_dir = "/dev";
   std::vector<std::string> image_folders;
+  std::vector<std::string> image_allow;
   std::string gpu_model;
   std::vector<std::string> features;
 };
@@ -140,6 +141,7 @@ int RunAgent(const AgentFlags& f) {
   options.container_runtime = f.container_runtime;
   options.gpu_device_dir = f.gpu_device_dir;
   options.image_folders = f.image_folders;
+  options.image_allow = f.image_allow;
   if (!f.mem_per_gpu.empty()) {
     absl::StatusOr<int64_t> bytes =
         ParseMemorySize("--mem-per-gpu", f.mem_per_gpu);
@@ -383,6 +385,10 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
                   "owners (rootless, in a user namespace of their own ids): "
                   "crun, a path or a name in PATH")
       ->default_val("crun");
+  cmd->add_option("--image-allow", f.image_allow,
+                  "Jobs may name only images of podman's store whose name "
+                  "starts with this (localhost/lab/); repeatable. Default: "
+                  "any image in the store");
   cmd->add_option("--image-folder", f.image_folders,
                   "A folder below which jobs may name a root file system "
                   "folder as their image (submit --image /srv/images/torch); "

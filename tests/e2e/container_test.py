@@ -383,6 +383,70 @@ echo "done-$n" >> ticks
           "the next one, ran to its end once, and its bundle went")
 
 
+def another_users_view(binary, env, other_env, workdir, home, other_home,
+                       other_uid, other_gid):
+    """What a running container job leaves on the node, tried from another
+    user's job: its bundle's config (which holds the job's environment),
+    the bundles' folder, and the image's shared files."""
+    secret = "hunter2-%d" % os.getpid()
+    job = submit(binary, env, home, "--gpus", "1", "--env",
+                 "SECRET=" + secret, "--", "sh", "-c", "sleep 60")
+    wait_state(binary, env, job, ["running"])
+    state = os.path.join(workdir, "agent-node-c")
+    bundle = [d for d in os.listdir(os.path.join(state, "containers"))
+              if d.startswith("job-%d-" % job)][0]
+    config = os.path.join(state, "containers", bundle, "0", "config.json")
+    if secret not in read(config):
+        fail("the bundle's config holds no environment: the test is wrong")
+    rootfs = os.path.join(state, "images",
+                          os.listdir(os.path.join(state, "images"))[0],
+                          "rootfs")
+    write_script(other_home, other_uid, other_gid, "attack.sh", """#!/bin/sh
+cat %s > /dev/null 2>&1 && echo read-config || echo no-config
+touch %s/bin/planted 2>/dev/null && echo planted || echo no-plant
+ls %s/containers > /dev/null 2>&1 && echo listed || echo no-list
+""" % (config, rootfs, state))
+    r = cli(binary, other_env, "submit", "--gpus", "1", "--nodelist",
+            "node-c", "--chdir", other_home, "--wait", "--",
+            "sh", "-c", "./attack.sh > attack.out")
+    cli(binary, env, "cancel", str(job))
+    if r.returncode != 0:
+        fail("the other user's job: %s %s" % (r.stdout, r.stderr))
+    seen = read(os.path.join(other_home, "attack.out")).split()
+    if seen != ["no-config", "no-plant", "no-list"]:
+        fail("another user's job, beside a container job: %s" % seen)
+    print("another user's job could not read the container's config (its "
+          "environment), list the bundles, nor plant a file in the image")
+
+
+def arrays_and_files(binary, env, home):
+    """--image in an array and as a job file's "image": every job runs in
+    the image (no python3 there, which the host has)."""
+    probe = ("if test -e /usr/bin/python3; then echo host; else echo image; "
+             "fi > where-$1$TIRESIAS_ARRAY_TASK_ID")
+    r = cli(binary, env, "submit", "--array", "0-1", "--image", IMAGE,
+            "--gpus", "1", "--nodelist", "node-c", "--chdir", home, "--",
+            "sh", "-c", probe, "sh", "arr")
+    if r.returncode != 0:
+        fail("submit --array --image: %s" % r.stderr)
+    jobs_file = os.path.join(home, "jobs.jsonl")
+    with open(jobs_file, "w") as f:
+        f.write(json.dumps({"gpus": 1, "image": IMAGE, "nodelist": "node-c",
+                            "chdir": home,
+                            "command": ["sh", "-c", probe, "sh", "file"]}) +
+                "\n")
+    r = cli(binary, env, "submit", "--file", jobs_file)
+    if r.returncode != 0:
+        fail("submit --file with an image: %s" % r.stderr)
+    wanted = ["where-arr0", "where-arr1", "where-file"]
+    wait_for("the array's and the file's jobs", lambda: all(
+        os.path.exists(os.path.join(home, w)) for w in wanted))
+    seen = [read(os.path.join(home, w)).strip() for w in wanted]
+    if seen != ["image"] * 3:
+        fail("array and file jobs ran on %s" % seen)
+    print("an array's jobs and a job file's job ran in the image")
+
+
 def run(binary, workdir, users):
     build_image(workdir, IMAGE, sys.argv[2])
     mounted = free_cgroup2_controllers()
@@ -417,13 +481,19 @@ def run(binary, workdir, users):
 
             env, uid, home = user_session(binary, admin, workdir, users[0])
             gid = os.stat(home).st_gid
+            other_env, other_uid, other_home = user_session(
+                binary, admin, workdir, users[1], "x")
             what_a_job_sees(binary, env, home, uid, gid)
             checkpoint_and_resume(binary, env, admin, home, uid, gid)
             interactive(binary, workdir, env, home, uid)
             port_forward(binary, env, home)
+            arrays_and_files(binary, env, home)
             folder_images(binary, env, workdir, home, uid)
             no_mount_point_outside(binary, env, workdir, home)
             missing_image(binary, env, home)
+            another_users_view(binary, env, other_env, workdir, home,
+                               other_home, other_uid,
+                               os.stat(other_home).st_gid)
             agent_restart(binary, env, workdir, home, uid, gid, restart)
     finally:
         for agent in agents:
@@ -440,4 +510,4 @@ if __name__ == "__main__":
         print("skipped: podman and crun are not installed "
               "(scripts/setup.sh installs them)")
         sys.exit(SKIP)
-    run_as_throwaway_users(run, ["tct"])
+    run_as_throwaway_users(run, ["tct", "tcx"])

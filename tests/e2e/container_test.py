@@ -183,6 +183,10 @@ ls /dev > devices.out
         fail("no_new_privs is not set in the container: %s" % seen)
     if seen.get("pwd") != home:
         fail("the working dir is %s, not %s" % (seen.get("pwd"), home))
+    shown = cli(binary, env, "job", str(job)).stdout
+    if not re.search(r"^Image: +%s " % re.escape(IMAGE), shown, re.M) or \
+            job_info(binary, env, job).get("image") != IMAGE:
+        fail("`job N` does not show the image:\n%s" % shown)
     print("a container job with --gpus 1 of 4 sees %s, runs as uid %d "
           "with no new privileges, in %s on the image's files" %
           (" ".join(devices), uid, home))

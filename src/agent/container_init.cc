@@ -34,6 +34,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/exit_like.h"
+
 namespace {
 
 // Signals forwarded to the job's group.
@@ -53,21 +55,6 @@ void Forward(int sig) {
 void ParentDied(int) {
   if (job_group > 0) kill(-job_group, SIGKILL);
   _exit(137);
-}
-
-// Ends the init the way the job's leader ended.
-[[noreturn]] void ExitLike(int status) {
-  if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
-  const int sig = WTERMSIG(status);
-  struct rlimit no_core = {0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);
-  signal(sig, SIG_DFL);
-  sigset_t only;
-  sigemptyset(&only);
-  sigaddset(&only, sig);
-  sigprocmask(SIG_UNBLOCK, &only, nullptr);
-  kill(getpid(), sig);
-  _exit(128 + sig);
 }
 
 }  // namespace
@@ -150,5 +137,5 @@ int main(int argc, char** argv) {
     if (errno != EINTR) return 126;
   }
   kill(-job, SIGKILL);  // what the leader left in its group
-  ExitLike(status);
+  tiresias::ExitLike(status);
 }

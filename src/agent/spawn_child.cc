@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "agent/exit_like.h"
 #include "agent/spawn.h"
 #include "agent/spawn_internal.h"
 
@@ -105,24 +106,6 @@ void WriteExitFile(const ChildSetup& s, int status, bool fenced) {
   fsync(fd);
   close(fd);
   if (written) rename(s.exit_tmp_path, s.exit_path);
-}
-
-// Ends the shim the way the task ended, so that whoever waits for the shim
-// sees the task's own exit status.
-[[noreturn]] void ExitLike(int status) {
-  if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
-  const int sig = WTERMSIG(status);
-  struct rlimit no_core = {0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);
-  struct sigaction default_action = {};
-  default_action.sa_handler = SIG_DFL;
-  sigaction(sig, &default_action, nullptr);
-  sigset_t only;
-  sigemptyset(&only);
-  sigaddset(&only, sig);
-  sigprocmask(SIG_UNBLOCK, &only, nullptr);
-  kill(getpid(), sig);
-  _exit(128 + sig);
 }
 
 [[noreturn]] void Fail(const ChildSetup& s, ChildStage stage) {

@@ -88,6 +88,9 @@ class Policy {
   // Tells the policy `job` finished. Returns true when every key may have
   // changed (the scheduler then recomputes them all).
   virtual bool LearnFinished(const Job& job, Seconds now) { return false; }
+  // The K queues changed (Scheduler::Retune): a policy that keeps
+  // anything per queue rebuilds it; what it learnt stays.
+  virtual void SetQueues(const QueueConfig& queues) {}
 };
 
 // Builds the policy registered under `name` (see registry.cc for the list).

@@ -157,6 +157,26 @@ class Scheduler {
   void SetPlacer(std::unique_ptr<Placer> placer);
   const SchedulerOptions& options() const { return options_; }
 
+  // What `tiresias tune` changes on a live scheduler (scheduler_tuning.cc).
+  struct Tuning {
+    QueueConfig queues = QueueConfig::PaperDefault();
+    double promote_knob = std::numeric_limits<double>::infinity();
+    QueueOrder queue_order = QueueOrder::kStable;
+  };
+  Tuning tuning() const {
+    return {options_.queues, options_.promote_knob, options_.queue_order};
+  }
+  // Changes the K queues, PROMOTEKNOB and the order within a queue at
+  // `now`, between passes. Every unfinished job of a multi-level-queue
+  // policy goes to the queue its attained service (since its last
+  // promotion) falls in under the new thresholds, as if they had always
+  // been these; within a queue jobs keep their relative order, and their
+  // demotion and promotion instants are computed again. The policy's
+  // per-queue state is rebuilt (Policy::SetQueues). Running jobs keep
+  // their GPUs; the next pass may preempt them. Fails, changing nothing,
+  // on a knob that is not positive. O(jobs log jobs).
+  absl::Status Retune(const Tuning& tuning, Seconds now);
+
   // A new job, waiting in queue 0 (a CPU-only one in the CPU-only queue).
   // Fails on a duplicate id, a negative GPU count, no GPU and no CPU, or a
   // missing duration under an oracle policy.

@@ -60,6 +60,11 @@ class TiresiasGittins final : public Policy {
                                         : std::numeric_limits<double>::quiet_NaN();
   }
 
+  void SetQueues(const QueueConfig& queues) override {
+    queues_ = queues;
+    Rebuild();
+  }
+
   bool LearnFinished(const Job& job, Seconds now) override {
     if (!learn_) return false;
     samples_.push_back(job.num_gpus() * job.TotalExecuted(now).count());

@@ -265,6 +265,27 @@ json NodeListJson(const v1::ListNodesResponse& nodes) {
   return {{"nodes", std::move(list)}};
 }
 
+json TuningStatusJson(const v1::TuningStatus& s) {
+  const v1::Tuning& t = s.tuning();
+  json out = {{"thresholds_gpu_s", t.thresholds()},
+              {"promote_knob",
+               t.promote_knob() == 0 ? json("inf") : json(t.promote_knob())},
+              {"queue_order", t.queue_order()},
+              {"placement", t.placement()},
+              {"source", s.source()}};
+  if (s.source() == "applied") {
+    out["applied_at"] = s.applied_at();
+    out["applied_by"] = s.applied_by();
+    out["note"] = s.note();
+    out["drift"] = {{"drift", s.drift()},
+                    {"statistic", s.drift_statistic()},
+                    {"p_value", s.drift_p_value()},
+                    {"jobs_tuned_on", s.drift_jobs_before()},
+                    {"jobs_since", s.drift_jobs_recent()}};
+  }
+  return out;
+}
+
 json ClusterStatusJson(const v1::ClusterStatus& s) {
   json jobs = json::object();
   for (const auto& [state, count] : s.jobs()) jobs[state] = count;
@@ -283,7 +304,8 @@ json ClusterStatusJson(const v1::ClusterStatus& s) {
             {"learning", p.learning()},
             {"runs", p.runs()},
             {"samples", p.samples()},
-            {"fit", p.fit()}}}};
+            {"fit", p.fit()}}},
+          {"tuning", TuningStatusJson(s.tuning())}};
 }
 
 json SubmitJson(const v1::SubmitJobResponse& r) {

@@ -18,6 +18,7 @@ void AddAdminCommands(CLI::App& app, int* exit_code) {
   AddAdminTokenCommands(admin, exit_code);
   AddAdminVcCommands(admin, exit_code);
   AddAdminQosCommands(admin, exit_code);
+  AddAdminTuningCommands(admin, exit_code);
 }
 
 }  // namespace tiresias

@@ -30,6 +30,8 @@ void AddAdminTokenCommands(CLI::App* admin, int* exit_code);
 void AddAdminVcCommands(CLI::App* admin, int* exit_code);
 // `admin qos create|set|remove` (qos_command.cc).
 void AddAdminQosCommands(CLI::App* admin, int* exit_code);
+// `admin tuning set` (tuning_command.cc).
+void AddAdminTuningCommands(CLI::App* admin, int* exit_code);
 
 // `tiresias whoami` (admin_token_command.cc).
 void AddWhoAmICommand(CLI::App& app, int* exit_code);

@@ -1,17 +1,16 @@
 #include "cli/cluster_client.h"
 
+#include <grpc/grpc.h>
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <algorithm>
 #include <fstream>
 #include <vector>
-
-#include <grpc/grpc.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -20,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "api/api_json.h"
 #include "cli/job_ref.h"
+#include "cli/printable.h"
 #include "core/status_macros.h"
 
 namespace tiresias::cli {
@@ -359,6 +359,36 @@ std::string FormatDuration(double seconds) {
                 s = total % 60;
   if (days > 0) return absl::StrFormat("%d-%02d:%02d:%02d", days, h, m, s);
   return absl::StrFormat("%d:%02d:%02d", h, m, s);
+}
+
+std::string DescribeTuning(const v1::TuningStatus& s) {
+  const v1::Tuning& t = s.tuning();
+  std::string out = absl::StrCat(
+      "queues ",
+      t.thresholds().empty()
+          ? std::string("1 (no bound)")
+          : absl::StrCat(absl::StrJoin(t.thresholds(), ":",
+                                       [](std::string* o, double v) {
+                                         absl::StrAppend(
+                                             o, absl::StrFormat("%g", v));
+                                       }),
+                         " GPU-s (K = ", t.thresholds_size() + 1, ")"),
+      ", PROMOTEKNOB ",
+      t.promote_knob() == 0 ? std::string("off")
+                            : absl::StrFormat("%g", t.promote_knob()),
+      ", order ", t.queue_order());
+  if (s.source() != "applied") return absl::StrCat(out, "; from the flags");
+  absl::StrAppend(&out, "; applied ", FormatTime(s.applied_at()), " by ",
+                  Printable(s.applied_by()));
+  if (!s.note().empty()) absl::StrAppend(&out, " (", Printable(s.note()), ")");
+  if (s.drift_jobs_before() > 0) {
+    absl::StrAppend(
+        &out, s.drift() ? "; DRIFT: " : "; no drift: ",
+        absl::StrFormat("KS D = %.3f, p = %.2g, %d jobs tuned on, %d since",
+                        s.drift_statistic(), s.drift_p_value(),
+                        s.drift_jobs_before(), s.drift_jobs_recent()));
+  }
+  return out;
 }
 
 std::string FormatTime(double unix_seconds) {

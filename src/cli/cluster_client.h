@@ -298,6 +298,9 @@ bool IsFinal(v1::JobState state);
 std::string FormatDuration(double seconds);
 // Unix seconds as local "YYYY-MM-DD HH:MM:SS".
 std::string FormatTime(double unix_seconds);
+// The scheduling settings in force, their source and drift, in words (one
+// line; `status`, `admin tuning set`).
+std::string DescribeTuning(const v1::TuningStatus& status);
 double NowUnixSeconds();
 
 template <typename Request, typename Response>

@@ -3,7 +3,6 @@
 // front binary (front_main.cc) runs the client subcommands itself and execs
 // this one for everything else (cli/app.h). One file per subcommand.
 #include <CLI/CLI.hpp>
-
 #include <string>
 
 #include "cli/admin_command.h"
@@ -13,6 +12,7 @@
 #include "cli/profile_command.h"
 #include "cli/shell_help.h"
 #include "cli/simulate.h"
+#include "cli/tune_command.h"
 
 int main(int argc, char** argv) {
   tiresias::cli::QuietGrpcLogs();
@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   const std::string command_line = tiresias::cli::CommandLine(argc, argv);
   int exit_code = 0;
   tiresias::AddSimulateCommand(app, command_line, &exit_code);
+  tiresias::AddTuneCommand(app, &exit_code);
   tiresias::AddClusterCommands(app, command_line, &exit_code);
   tiresias::AddAgentCommand(app, &exit_code);
   tiresias::AddAdminCommands(app, &exit_code);

@@ -194,6 +194,7 @@ int ShowStatus(const std::string& master, bool json) {
                   : "");
   std::printf("jobs       %s\n", absl::StrJoin(jobs, ", ").c_str());
   std::printf("PACKLIMIT  %s\n", DescribePackLimit(resp).c_str());
+  std::printf("tuning     %s\n", cli::DescribeTuning(resp.tuning()).c_str());
   return 0;
 }
 

@@ -95,6 +95,17 @@
       ['nodes up', up + ' / ' + state.nodes.length +
         (drained ? ' (' + drained + ' drained)' : '')]
     ];
+    var t = state.tuning;
+    if (t) {
+      // The queues and PROMOTEKNOB in force (tiresias tune), and drift.
+      var drift = t.drift && t.drift.drift;
+      cards.push([
+        'queues' + (t.source === 'applied' ? ' (tuned)' : '') +
+            (drift ? ', drift' : ''),
+        (t.thresholds_gpu_s.length ? t.thresholds_gpu_s.join(':') : '-') +
+            ', knob ' + t.promote_knob
+      ]);
+    }
     var box = $('cards');
     box.textContent = '';
     cards.forEach(function (c) {

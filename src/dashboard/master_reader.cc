@@ -90,6 +90,7 @@ ApiAnswer MasterReader::State(const std::string& token) const {
                 {"admin", who.admin()},
                 {"insecure", who.insecure()}}},
               {"jobs", api::ClusterStatusJson(status)["jobs"]},
+              {"tuning", api::ClusterStatusJson(status)["tuning"]},
               {"nodes", api::NodeListJson(nodes)["nodes"]},
               {"vcs", api::VcListJson(vcs)["vcs"]}};
   return ApiAnswer{.status = 200, .body = std::move(out)};

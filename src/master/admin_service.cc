@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "master/service.h"
 #include "security/rpc_status.h"
@@ -156,6 +157,29 @@ grpc::Status AdminService::SetQos(grpc::ServerContext* ctx,
                    qos.allow_no_preempt ? "allowed" : "not allowed",
                    ", max GPUs per user ", qos.max_gpus_per_user, ", users ",
                    qos.users.size(), ", vcs ", qos.vcs.size()));
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::SetTuning(grpc::ServerContext* ctx,
+                                     const v1::SetTuningRequest* req,
+                                     v1::SetTuningResponse* resp) {
+  const std::string action = "SetTuning";
+  absl::StatusOr<Principal> who = Admin(*ctx, action);
+  if (!who.ok()) return security::ToGrpc(who.status());
+  absl::StatusOr<v1::TuningStatus> status = state_->SetTuning(
+      *req, who->user.empty() ? std::string("(insecure)") : who->user);
+  if (!status.ok()) return security::ToGrpc(status.status());
+  *resp->mutable_status() = *status;
+  const v1::Tuning& t = status->tuning();
+  auth_.Done(
+      *who, action,
+      absl::StrCat("thresholds ", absl::StrJoin(t.thresholds(), ":"),
+                   ", promote knob ",
+                   t.promote_knob() == 0 ? std::string("off")
+                                         : absl::StrCat(t.promote_knob()),
+                   ", queue order ", t.queue_order(), ", placement ",
+                   t.placement().empty() ? "default" : t.placement(),
+                   req->note().empty() ? "" : ": ", req->note()));
   return grpc::Status::OK;
 }
 

@@ -31,6 +31,8 @@ class AdminService final : public v1::Admin::Service {
                       v1::SetQosResponse*) override;
   grpc::Status RemoveQos(grpc::ServerContext*, const v1::RemoveQosRequest*,
                          v1::RemoveQosResponse*) override;
+  grpc::Status SetTuning(grpc::ServerContext*, const v1::SetTuningRequest*,
+                         v1::SetTuningResponse*) override;
 
   static constexpr int kMaxAuditEntries = 1000;
 

@@ -32,6 +32,8 @@ std::string_view StoreWriteKindName(StoreWriteKind kind) {
       return "PutVc";
     case StoreWriteKind::kPutQos:
       return "PutQos";
+    case StoreWriteKind::kPutSetting:
+      return "PutSetting";
   }
   return "?";
 }
@@ -178,6 +180,12 @@ absl::Status FaultStore::RemoveVc(const std::string& name) {
 absl::Status FaultStore::PutQos(const QosRecord& qos) {
   return Apply<absl::Status>(StoreWriteKind::kPutQos,
                              [&] { return inner_->PutQos(qos); });
+}
+
+absl::Status FaultStore::PutSetting(const std::string& name,
+                                    const std::string& bytes) {
+  return Apply<absl::Status>(StoreWriteKind::kPutSetting,
+                             [&] { return inner_->PutSetting(name, bytes); });
 }
 
 absl::Status FaultStore::RemoveQos(const std::string& name) {

@@ -57,6 +57,7 @@ enum class StoreWriteKind {
   kAddClusterSample,
   kPutVc,   // PutVc and RemoveVc
   kPutQos,  // PutQos and RemoveQos
+  kPutSetting,
 };
 // "CreateJobs", "Write", ...: the method's name.
 std::string_view StoreWriteKindName(StoreWriteKind kind);
@@ -129,6 +130,12 @@ class FaultStore final : public Store {
   absl::Status RemoveVc(const std::string& name) override;
   absl::Status PutQos(const QosRecord& qos) override;
   absl::Status RemoveQos(const std::string& name) override;
+  absl::Status PutSetting(const std::string& name,
+                          const std::string& bytes) override;
+  absl::StatusOr<std::optional<std::string>> GetSetting(
+      const std::string& name) const override {
+    return inner_->GetSetting(name);
+  }
 
   // Reads: the inner store's.
   absl::StatusOr<JobRecord> GetJob(JobId id) const override {

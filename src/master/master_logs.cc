@@ -107,6 +107,7 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics(
     }
     m.jobs_submitted = ended_.jobs;
     m.placement = placement_;
+    FillTuningStatus(&m.tuning);
     m.pack_limit_learning = LearnsPackLimit();
     m.pack_limit = m.pack_limit_learning
                        ? pack_runs_->pack_limit()

@@ -58,6 +58,7 @@ absl::StatusOr<std::unique_ptr<MasterState>> MasterState::Open(
   std::unique_ptr<MasterState> state(
       new MasterState(std::move(options), clock, std::move(store)));
   MutexLock lock(&state->mu_);
+  RETURN_IF_ERROR(state->LoadTuning());
   ASSIGN_OR_RETURN(state->scheduler_, state->MakeScheduler());
   RETURN_IF_ERROR(state->LoadPlacementRuns());
   RETURN_IF_ERROR(state->LoadVcs());
@@ -75,20 +76,27 @@ absl::Status MasterState::LoadTokens() {
 }
 
 absl::StatusOr<std::unique_ptr<Scheduler>> MasterState::MakeScheduler() {
+  // The applied tuning if any (LoadTuning), else the flags'.
+  Scheduler::Tuning tuning = FlagsTuning();
+  std::string chosen_placement = options_.placement;
+  if (tuning_) {
+    ASSIGN_OR_RETURN(tuning, TuningFromProto(tuning_->request().tuning()));
+    chosen_placement = tuning_->request().tuning().placement();
+  }
   PolicyOptions policy_options;
-  policy_options.queues = options_.queues;
+  policy_options.queues = tuning.queues;
   ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy,
                    MakePolicy(options_.policy, policy_options));
-  std::string placement = options_.placement.empty()
+  std::string placement = chosen_placement.empty()
                               ? std::string(policy->traits().default_placement)
-                              : options_.placement;
+                              : chosen_placement;
   ASSIGN_OR_RETURN(std::unique_ptr<Placer> placer,
                    MakePlacer(placement, options_.placement_options));
   placement_ = placement;
   SchedulerOptions sched_options;
-  sched_options.queues = options_.queues;
-  sched_options.promote_knob = options_.promote_knob;
-  sched_options.queue_order = options_.queue_order;
+  sched_options.queues = tuning.queues;
+  sched_options.promote_knob = tuning.promote_knob;
+  sched_options.queue_order = tuning.queue_order;
   sched_options.fair_per_user = options_.fair_per_user;
   sched_options.fair_quantum = options_.fair_quantum;
   return std::make_unique<Scheduler>(std::move(policy), std::move(placer),
@@ -314,6 +322,7 @@ absl::Status MasterState::Commit() {
   for (const JobRecord& rec : write.jobs) {
     if (!IsFinal(rec.state)) continue;
     ++ended_.by_state[rec.state];
+    if (rec.state == JobRecordState::kFinished) NoteFinishedForDrift(rec);
     ended_.preemptions += rec.preemptions;
     ended_.promotions += rec.promotions;
     ended_.cpu_seconds += rec.cpu_seconds;

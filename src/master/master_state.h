@@ -134,6 +134,7 @@
 #include "master/principal.h"
 #include "master/qos_registry.h"
 #include "master/store.h"
+#include "master/tuning_convert.h"
 #include "master/vc_registry.h"
 #include "place/pack_limit_runs.h"
 #include "place/placement.h"
@@ -329,6 +330,14 @@ class MasterState {
   absl::Status SetQos(QosRecord qos, bool create,
                       const std::optional<QosRecord>& expected = std::nullopt);
   absl::Status RemoveQos(const std::string& name);
+  // Scheduling settings (master_tuning.cc): SetTuning checks `req`
+  // (InvalidArgument naming the field; ABORTED if req.expected is set and
+  // differs from the settings in force), stores it durably, then applies
+  // it at once (Scheduler::Retune, and a new placer if placement
+  // changed). A restarted master keeps the stored settings over its flags.
+  // Audited by the caller. Returns the status as TuningStatus shows it.
+  absl::StatusOr<v1::TuningStatus> SetTuning(const v1::SetTuningRequest& req,
+                                             const std::string& who);
   absl::Status ResolveQos(const JobRequest& spec, bool admin,
                           std::string_view field);
   struct QosView {
@@ -410,6 +419,8 @@ class MasterState {
     // (their signature measured both ways), and why it has its value
     // (PackLimitFitName); `learning`: it follows the classifier.
     std::string placement;
+    // The K queues, PROMOTEKNOB, queue order in force, their source, drift.
+    v1::TuningStatus tuning;
     double pack_limit = 0;
     int64_t pack_limit_runs = 0;
     int64_t pack_limit_samples = 0;
@@ -871,6 +882,18 @@ class MasterState {
 
   // Constant after construction.
   MasterOptions options_;
+  // master_tuning.cc: the applied settings (none: the flags'), and the
+  // sizes (GPU-seconds) of the last jobs that finished since, for drift.
+  absl::Status LoadTuning() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Scheduler::Tuning FlagsTuning() const;
+  void FillTuningStatus(v1::TuningStatus* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NoteFinishedForDrift(const JobRecord& rec)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::optional<v1::StoredTuning> tuning_ ABSL_GUARDED_BY(mu_);
+  std::deque<double> recent_sizes_ ABSL_GUARDED_BY(mu_);
+  int64_t finished_since_drift_check_ ABSL_GUARDED_BY(mu_) = 0;
+  bool drift_said_ ABSL_GUARDED_BY(mu_) = false;
   master::Clock* clock_;
   std::unique_ptr<Store> store_;
 

@@ -174,6 +174,39 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
   Family(&out, "tiresias_events_total", "counter",
          "Job events recorded (the last event sequence number).");
   absl::StrAppend(&out, "tiresias_events_total ", m.last_event_sequence, "\n");
+  const v1::TuningStatus& t = m.tuning;
+  Family(&out, "tiresias_queue_threshold_gpu_seconds", "gauge",
+         "The upper bound of each Tiresias queue but the last, in GPU-seconds "
+         "(source: flags or applied by `tiresias tune --apply`).");
+  for (int q = 0; q < t.tuning().thresholds_size(); ++q) {
+    absl::StrAppend(&out, "tiresias_queue_threshold_gpu_seconds{queue=\"", q,
+                    "\",source=\"", t.source(), "\"} ",
+                    absl::StrFormat("%.17g", t.tuning().thresholds(q)), "\n");
+  }
+  Family(&out, "tiresias_promote_knob", "gauge",
+         "PROMOTEKNOB; +Inf: no promotion.");
+  absl::StrAppend(&out, "tiresias_promote_knob{queue_order=\"",
+                  t.tuning().queue_order(), "\"} ",
+                  t.tuning().promote_knob() == 0
+                      ? std::string("+Inf")
+                      : absl::StrFormat("%.17g", t.tuning().promote_knob()),
+                  "\n");
+  Family(&out, "tiresias_tuning_applied_timestamp_seconds", "gauge",
+         "When the scheduling settings in force were applied (0: the "
+         "master's flags).");
+  absl::StrAppend(&out, "tiresias_tuning_applied_timestamp_seconds ",
+                  absl::StrFormat("%.17g", t.applied_at()), "\n");
+  Family(&out, "tiresias_tuning_drift", "gauge",
+         "1 when the sizes of recently finished jobs differ from those the "
+         "settings were tuned on (two-sample KS test, p < 0.01).");
+  absl::StrAppend(&out, "tiresias_tuning_drift ", t.drift() ? 1 : 0, "\n");
+  Family(&out, "tiresias_tuning_drift_p_value", "gauge",
+         "The drift test's p value (1 without applied settings).");
+  absl::StrAppend(
+      &out, "tiresias_tuning_drift_p_value ",
+      absl::StrFormat("%.17g",
+                      t.source() == "applied" ? t.drift_p_value() : 1.0),
+      "\n");
   Family(&out, "tiresias_pack_limit", "gauge",
          "PACKLIMIT: jobs with a higher tensor skew are consolidated "
          "(profiled placement). Learnt when learning=\"true\".");

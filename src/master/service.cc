@@ -358,6 +358,7 @@ grpc::Status TiresiasService::GetClusterStatus(
   pack->set_runs(m->pack_limit_runs);
   pack->set_samples(m->pack_limit_samples);
   pack->set_fit(m->pack_limit_fit);
+  *resp->mutable_tuning() = m->tuning;
   return grpc::Status::OK;
 }
 

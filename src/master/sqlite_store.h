@@ -50,7 +50,7 @@ class SqliteStore final : public Store {
   // 13 -> 14 request ids unique per user, 14 -> 15 a job's spec in one
   // column, 15 -> 16 what a job's tasks used: see store_rows.h) and
   // refuses newer ones.
-  static constexpr int kSchemaVersion = 19;
+  static constexpr int kSchemaVersion = 20;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the
@@ -91,6 +91,10 @@ class SqliteStore final : public Store {
   absl::Status PutQos(const QosRecord& qos) override;
   absl::Status RemoveQos(const std::string& name) override;
   absl::StatusOr<std::vector<QosRecord>> ListQos() const override;
+  absl::Status PutSetting(const std::string& name,
+                          const std::string& bytes) override;
+  absl::StatusOr<std::optional<std::string>> GetSetting(
+      const std::string& name) const override;
   absl::Status SaveProfile(JobId job, const std::string& signature,
                            const JobProfile& profile) override;
   absl::Status AddPlacementRun(const PlacementRunRecord& run) override;

@@ -272,6 +272,13 @@ class Store {
   virtual absl::Status PutQos(const QosRecord& qos) = 0;
   virtual absl::Status RemoveQos(const std::string& name) = 0;
   virtual absl::StatusOr<std::vector<QosRecord>> ListQos() const = 0;
+  // Settings an admin changes at run time (store_vcs.cc), by name, as
+  // bytes the caller encodes: PutSetting inserts or replaces one, durable
+  // before it returns; GetSetting returns it, nullopt if never put.
+  virtual absl::Status PutSetting(const std::string& name,
+                                  const std::string& bytes) = 0;
+  virtual absl::StatusOr<std::optional<std::string>> GetSetting(
+      const std::string& name) const = 0;
 
   // This store's cluster id: 32 lowercase hex digits (128 random bits),
   // made when the store is first opened by a build that has them and kept

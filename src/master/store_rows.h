@@ -170,6 +170,9 @@ inline constexpr const char* kMigrations[] = {
     // 19: priority levels (QOS, issue 24): each one's configuration as the
     // v1::Qos it was set with, as protobuf bytes.
     "CREATE TABLE qos (name TEXT PRIMARY KEY, config BLOB NOT NULL)",
+    // 20: settings an admin changes at run time, by name, as protobuf bytes
+    // (`tuning`: the v1::SetTuningRequest applied, with when and by whom).
+    "CREATE TABLE settings (name TEXT PRIMARY KEY, config BLOB NOT NULL)",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =

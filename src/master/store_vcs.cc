@@ -141,4 +141,20 @@ absl::StatusOr<std::vector<QosRecord>> SqliteStore::ListQos() const {
   return ListConfigRows<v1::Qos, QosRecord>("qos", &QosFromProto);
 }
 
+absl::Status SqliteStore::PutSetting(const std::string& name,
+                                     const std::string& bytes) {
+  return PutConfigRow("settings", name, bytes);
+}
+
+absl::StatusOr<std::optional<std::string>> SqliteStore::GetSetting(
+    const std::string& name) const {
+  MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(SqliteQuery query,
+                   db_->Prepare("SELECT config FROM settings WHERE name = ?"));
+  query.Bind(1, name);
+  ASSIGN_OR_RETURN(bool row, query.Step());
+  if (!row) return std::nullopt;
+  return std::optional<std::string>(query.Blob(0));
+}
+
 }  // namespace tiresias

@@ -28,6 +28,7 @@ bool KeepsFloors(const TuneMetrics& m, const TuneMetrics& current,
                  const TuneOptions& o) {
   return m.max_slowdown <=
              current.max_slowdown * (1 + o.slowdown_margin) + kSlowdownSlack &&
+         m.p95_jct_s <= current.p95_jct_s * (1 + o.p95_margin) + kWaitSlackS &&
          m.longest_wait_s <=
              current.longest_wait_s * (1 + o.wait_margin) + kWaitSlackS;
 }
@@ -45,7 +46,11 @@ absl::Status CheckOptions(const TuneOptions& o, const TuneSpace& space) {
         absl::StrCat("held-out fraction ", o.holdout_fraction,
                      ": expected at least 0 and under 1"));
   }
-  for (double margin : {o.slowdown_margin, o.wait_margin}) {
+  if (o.finalists < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("finalists ", o.finalists, ": expected 0 or more"));
+  }
+  for (double margin : {o.slowdown_margin, o.wait_margin, o.p95_margin}) {
     if (!(margin >= 0) || !std::isfinite(margin)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "fairness margin ", margin, ": expected a non-negative fraction"));
@@ -220,15 +225,15 @@ absl::StatusOr<TuneResult> Tune(const std::vector<JobSpec>& jobs,
     return absl::InvalidArgumentError("no jobs in the window to tune on");
   }
   const double first = jobs.front().submit_time.count();
-  const double last = jobs.back().submit_time.count();
   TuneResult result;
-  result.split_time = options.holdout_fraction == 0
-                          ? first
-                          : first + (1 - options.holdout_fraction) * (last - first);
+  // The split: the submit time of the first held-out job, by count.
+  const size_t held = static_cast<size_t>(
+      std::floor(options.holdout_fraction * static_cast<double>(jobs.size())));
+  result.split_time =
+      held == 0 ? first : jobs[jobs.size() - held].submit_time.count();
   std::vector<JobSpec> search;
   for (const JobSpec& job : jobs) {
-    if (options.holdout_fraction == 0 ||
-        job.submit_time.count() < result.split_time) {
+    if (held == 0 || job.submit_time.count() < result.split_time) {
       search.push_back(job);
     }
   }
@@ -238,7 +243,9 @@ absl::StatusOr<TuneResult> Tune(const std::vector<JobSpec>& jobs,
   }
   result.search_jobs = static_cast<int64_t>(search.size());
   for (const JobSpec& job : jobs) {
-    if (job.submit_time.count() >= result.split_time) ++result.holdout_jobs;
+    if (held > 0 && job.submit_time.count() >= result.split_time) {
+      ++result.holdout_jobs;
+    }
   }
 
   std::vector<TuneRow> rows;
@@ -251,7 +258,7 @@ absl::StatusOr<TuneResult> Tune(const std::vector<JobSpec>& jobs,
     prefixes = {std::max<size_t>(1, search.size() / 4),
                 std::max<size_t>(1, search.size() / 2), search.size()};
   }
-  int64_t planned = 2;  // the held-out runs
+  int64_t planned = 1 + options.finalists;  // the held-out runs, at most
   {
     size_t alive = rows.size();
     for (size_t r = 0; r < prefixes.size(); ++r) {
@@ -312,20 +319,39 @@ absl::StatusOr<TuneResult> Tune(const std::vector<JobSpec>& jobs,
            Objective(rows[b].search, options.objective);
   });
   order.insert(order.end(), dropped.begin(), dropped.end());
-  const int chosen_row = order.front();  // the current settings are eligible
-
-  // Held out: the whole window, counted from the split.
-  std::vector<RunTask> holdout = {
-      {0, &jobs, result.split_time, &result.current_holdout}};
-  if (chosen_row != 0) {
-    holdout.push_back(
-        {chosen_row, &jobs, result.split_time, &result.chosen_holdout});
+  // Finalists: the current settings and the best `finalists` eligible
+  // rows that ran on every search job replay the whole window, counted
+  // from the split. The choice is the best of them on those held-out jobs
+  // among those that keep the floors there too (the current ones do).
+  std::vector<int> finalists = {0};
+  for (int i : order) {
+    if (static_cast<int>(finalists.size()) > options.finalists) break;
+    if (i != 0 && rows[i].eligible &&
+        rows[i].rounds == static_cast<int>(prefixes.size())) {
+      finalists.push_back(i);
+    }
+  }
+  std::vector<TuneMetrics> judged(finalists.size());
+  std::vector<RunTask> holdout;
+  for (size_t k = 0; k < finalists.size(); ++k) {
+    holdout.push_back({finalists[k], &jobs, result.split_time, &judged[k]});
   }
   RETURN_IF_ERROR(RunAll(rows, holdout, topology, options, &done,
                          result.runs + static_cast<int64_t>(holdout.size()),
                          progress));
   result.runs += static_cast<int64_t>(holdout.size());
-  if (chosen_row == 0) result.chosen_holdout = result.current_holdout;
+  size_t best = 0;
+  for (size_t k = 0; k < finalists.size(); ++k) {
+    rows[finalists[k]].holdout = judged[k];
+    if (k > 0 && KeepsFloors(judged[k], judged[0], options) &&
+        Objective(judged[k], options.objective) <
+            Objective(judged[best], options.objective)) {
+      best = k;
+    }
+  }
+  const int chosen_row = finalists[best];
+  result.current_holdout = judged[0];
+  result.chosen_holdout = judged[best];
   const double cur = Objective(result.current_holdout, options.objective);
   const double cho = Objective(result.chosen_holdout, options.objective);
   result.predicted_gain = cur > 0 ? 1 - cho / cur : 0;

@@ -5,17 +5,23 @@
 // the fairness floors, and predict its gain on the window's most recent
 // part, held out from the search.
 //
-// The window is split by submit time: jobs submitted in its first
-// (1 - holdout_fraction) are the search's; each candidate replays them
-// alone. The held-out prediction replays the whole window under the chosen
-// and the current settings and counts only the jobs submitted after the
-// split (the earlier ones warm the queues up), so it is judged on jobs the
-// search never saw.
+// The window is split by submit time: the last holdout_fraction of its
+// jobs (those submitted at or after the first of them) are held out, the
+// others are the search's; each candidate replays them alone. The held-out
+// prediction replays the whole window under the chosen and the current settings
+// and counts only the jobs submitted after the split (the earlier ones warm the
+// queues up), so it is judged on jobs the search never saw.
 //
-// Floors: a candidate is eligible only when its largest slowdown and its
-// longest wait are no worse than the current settings' (on the same jobs)
-// by more than the margins. The current settings are always a candidate,
-// so there is always a choice.
+// Floors: a candidate is eligible only when its largest slowdown, its p95
+// JCT and its longest wait are no worse than the current settings' (on the
+// same jobs) by more than the margins. The current settings are always a
+// candidate, so there is always a choice.
+//
+// The choice: the search's best few eligible candidates (`finalists`) and
+// the current settings are replayed on the whole window and judged on the
+// held-out jobs; the best there that keeps the floors there too is chosen
+// (else the current settings). Its gain on those jobs is the prediction:
+// mildly optimistic, as they also served to pick among the finalists.
 //
 // Search: `grid` replays every candidate on all the search jobs;
 // `halving` (successive halving) replays every candidate on the first
@@ -28,6 +34,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,11 +98,16 @@ struct TuneOptions {
   SimConfig base;
   TuneObjective objective = TuneObjective::kAverageJct;
   TuneSearch search = TuneSearch::kHalving;
-  // Of the window's time span, the most recent part held out.
+  // Of the window's jobs, the most recent part held out (0: none; the
+  // prediction is then made on the search jobs themselves).
   double holdout_fraction = 0.25;
   // Fairness floors, as fractions: 0.05 allows 5% worse than current.
   double slowdown_margin = 0.05;
   double wait_margin = 0.05;
+  double p95_margin = 0.05;
+  // How many of the search's best eligible rows are judged on the held-out
+  // jobs (with the current settings) to choose from.
+  int finalists = 5;
   int threads = 1;
 };
 
@@ -104,6 +116,8 @@ struct TuneRow {
   TuneMetrics search;  // on the search jobs (the last round it ran in)
   int rounds = 0;      // halving rounds it ran in (grid: 1)
   bool eligible = false;  // keeps the floors against the current settings
+  // A finalist's metrics on the held-out jobs.
+  std::optional<TuneMetrics> holdout;
 };
 
 struct TuneResult {

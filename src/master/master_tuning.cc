@@ -1,0 +1,271 @@
+// MasterState: the scheduler's tuned settings (the K queues, PROMOTEKNOB,
+// the order within a queue, placement), applied at run time by an admin
+// (`tiresias tune --apply`: SetTuning), kept in the store over the flags,
+// and judged against the jobs that finish since (drift: a two-sample KS
+// test of job sizes against those of the window tuned on).
+#include <cmath>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+#include "core/utf8.h"
+#include "master/master_state.h"
+#include "tune/drift.h"
+
+namespace tiresias {
+namespace {
+
+constexpr char kTuningSetting[] = "tuning";
+constexpr int kMaxWindowSizes = 2000;
+constexpr int kMaxRecentSizes = 2000;
+constexpr size_t kMaxNoteBytes = 1000;
+// Drift is looked at every this many finished jobs (and at every status).
+constexpr int64_t kDriftCheckEvery = 25;
+
+std::string DescribeTuning(const v1::Tuning& t) {
+  return absl::StrCat(
+      "thresholds ",
+      t.thresholds().empty()
+          ? std::string("none")
+          : absl::StrJoin(t.thresholds(), ":",
+                          [](std::string* out, double v) {
+                            absl::StrAppend(out, absl::StrFormat("%g", v));
+                          }),
+      ", PROMOTEKNOB ",
+      t.promote_knob() == 0 ? std::string("off")
+                            : absl::StrFormat("%g", t.promote_knob()),
+      ", queue order ", t.queue_order().empty() ? "stable" : t.queue_order(),
+      ", placement ", t.placement().empty() ? "the policy's" : t.placement());
+}
+
+bool SameTuning(const v1::Tuning& a, const v1::Tuning& b) {
+  return std::vector<double>(a.thresholds().begin(), a.thresholds().end()) ==
+             std::vector<double>(b.thresholds().begin(),
+                                 b.thresholds().end()) &&
+         a.promote_knob() == b.promote_knob() &&
+         (a.queue_order().empty() ? "stable" : a.queue_order()) ==
+             (b.queue_order().empty() ? "stable" : b.queue_order()) &&
+         a.placement() == b.placement();
+}
+
+}  // namespace
+
+absl::StatusOr<Scheduler::Tuning> TuningFromProto(const v1::Tuning& tuning) {
+  Scheduler::Tuning out;
+  std::vector<double> thresholds(tuning.thresholds().begin(),
+                                 tuning.thresholds().end());
+  if (thresholds.size() > 15) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tuning.thresholds: ", thresholds.size(),
+                     " bounds; expected at most 15 (K up to 16 queues)"));
+  }
+  for (double t : thresholds) {
+    if (!std::isfinite(t)) {
+      return absl::InvalidArgumentError(
+          "tuning.thresholds: expected finite GPU-seconds");
+    }
+  }
+  absl::StatusOr<QueueConfig> queues = QueueConfig::Create(thresholds);
+  if (!queues.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tuning.thresholds: ", queues.status().message()));
+  }
+  out.queues = *queues;
+  const double knob = tuning.promote_knob();
+  if (!std::isfinite(knob) || knob < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tuning.promote_knob: ", knob,
+                     ": expected a positive number, or 0 for no promotion"));
+  }
+  out.promote_knob = knob == 0 ? std::numeric_limits<double>::infinity() : knob;
+  if (!tuning.queue_order().empty()) {
+    absl::StatusOr<QueueOrder> order = ParseQueueOrder(tuning.queue_order());
+    if (!order.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tuning.queue_order: ", order.status().message()));
+    }
+    out.queue_order = *order;
+  }
+  return out;
+}
+
+void TuningToProto(const Scheduler::Tuning& tuning,
+                   const std::string& placement, v1::Tuning* out) {
+  out->mutable_thresholds()->Assign(tuning.queues.thresholds().begin(),
+                                    tuning.queues.thresholds().end());
+  out->set_promote_knob(std::isinf(tuning.promote_knob) ? 0
+                                                        : tuning.promote_knob);
+  out->set_queue_order(std::string(QueueOrderName(tuning.queue_order)));
+  out->set_placement(placement);
+}
+
+Scheduler::Tuning MasterState::FlagsTuning() const {
+  return {options_.queues, options_.promote_knob, options_.queue_order};
+}
+
+absl::Status MasterState::LoadTuning() {
+  ASSIGN_OR_RETURN(std::optional<std::string> bytes,
+                   store_->GetSetting(kTuningSetting));
+  if (!bytes) return absl::OkStatus();
+  v1::StoredTuning stored;
+  const std::string where =
+      absl::StrCat(options_.state_dir, "/state.db: settings \"tuning\"");
+  if (!stored.ParseFromString(*bytes)) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": not a serialized StoredTuning"));
+  }
+  if (absl::StatusOr<Scheduler::Tuning> t =
+          TuningFromProto(stored.request().tuning());
+      !t.ok()) {
+    return absl::DataLossError(absl::StrCat(where, ": ", t.status().message()));
+  }
+  const std::string& placement = stored.request().tuning().placement();
+  if (!placement.empty()) {
+    if (absl::Status s =
+            MakePlacer(placement, options_.placement_options).status();
+        !s.ok()) {
+      return absl::DataLossError(absl::StrCat(where, ": ", s.message()));
+    }
+  }
+  std::string flags_placement = options_.placement;
+  if (flags_placement.empty()) {
+    if (absl::StatusOr<std::unique_ptr<Policy>> policy =
+            MakePolicy(options_.policy, PolicyOptions{});
+        policy.ok()) {
+      flags_placement = std::string((*policy)->traits().default_placement);
+    }
+  }
+  v1::Tuning flags;
+  TuningToProto(FlagsTuning(), flags_placement, &flags);
+  v1::Tuning in_force = stored.request().tuning();
+  if (in_force.placement().empty()) in_force.set_placement(flags_placement);
+  if (!SameTuning(flags, in_force)) {
+    std::fprintf(stderr,
+                 "tiresias master: the scheduling settings %s applied by %s "
+                 "(tune) are in force over the flags' (%s)\n",
+                 DescribeTuning(in_force).c_str(), stored.applied_by().c_str(),
+                 DescribeTuning(flags).c_str());
+  }
+  tuning_ = std::move(stored);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::TuningStatus> MasterState::SetTuning(
+    const v1::SetTuningRequest& req, const std::string& who) {
+  ASSIGN_OR_RETURN(Scheduler::Tuning tuning, TuningFromProto(req.tuning()));
+  const std::string& placement = req.tuning().placement();
+  if (!placement.empty()) {
+    if (absl::Status s =
+            MakePlacer(placement, options_.placement_options).status();
+        !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tuning.placement: ", s.message()));
+    }
+  }
+  if (req.note().size() > kMaxNoteBytes ||
+      FirstInvalidUtf8(req.note()) != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "note: expected at most ", kMaxNoteBytes, " bytes of UTF-8"));
+  }
+  if (req.window_sizes_size() > kMaxWindowSizes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("window_sizes: ", req.window_sizes_size(),
+                     " sizes; expected at most ", kMaxWindowSizes));
+  }
+  for (double size : req.window_sizes()) {
+    if (!std::isfinite(size) || size < 0) {
+      return absl::InvalidArgumentError(
+          "window_sizes: expected non-negative, finite GPU-seconds");
+    }
+  }
+  MutexLock lock(&mu_);
+  v1::TuningStatus before;
+  FillTuningStatus(&before);
+  v1::Tuning expected = req.expected();
+  if (expected.placement().empty()) expected.set_placement(placement_);
+  if (req.has_expected() && !SameTuning(expected, before.tuning())) {
+    return absl::AbortedError(
+        absl::StrCat("the scheduling settings were changed meanwhile (now ",
+                     DescribeTuning(before.tuning()),
+                     "): tune again on the settings in force"));
+  }
+  v1::StoredTuning stored;
+  *stored.mutable_request() = req;
+  stored.mutable_request()->clear_expected();
+  stored.set_applied_at(clock_->NowUnixSeconds().count());
+  stored.set_applied_by(who);
+  RETURN_IF_ERROR(
+      store_->PutSetting(kTuningSetting, stored.SerializeAsString()));
+  // Durable: now in force. Neither step can fail on checked settings.
+  const Seconds now = clock_->NowUnixSeconds();
+  RETURN_IF_ERROR(scheduler_->Retune(tuning, now));
+  tuning_ = std::move(stored);
+  const std::string new_placement =
+      placement.empty()
+          ? std::string(scheduler_->policy().traits().default_placement)
+          : placement;
+  if (new_placement != placement_) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Placer> placer,
+                     MakePlacer(new_placement, options_.placement_options));
+    scheduler_->SetPlacer(std::move(placer));
+    placement_ = new_placement;
+    RETURN_IF_ERROR(ApplyPackLimit());  // profiled: the learnt PACKLIMIT
+  }
+  // Drift is judged from here on against the new window.
+  recent_sizes_.clear();
+  finished_since_drift_check_ = 0;
+  drift_said_ = false;
+  reasons_pass_ = -1;
+  pass_wanted_ = true;
+  v1::TuningStatus status;
+  FillTuningStatus(&status);
+  return status;
+}
+
+void MasterState::FillTuningStatus(v1::TuningStatus* out) {
+  TuningToProto(scheduler_->tuning(), placement_, out->mutable_tuning());
+  if (!tuning_) {
+    out->set_source("flags");
+    return;
+  }
+  out->set_source("applied");
+  out->set_applied_at(tuning_->applied_at());
+  out->set_applied_by(tuning_->applied_by());
+  out->set_note(tuning_->request().note());
+  const auto& window = tuning_->request().window_sizes();
+  DriftTest drift = TestDrift(
+      std::vector<double>(window.begin(), window.end()),
+      std::vector<double>(recent_sizes_.begin(), recent_sizes_.end()));
+  out->set_drift_jobs_before(drift.n_before);
+  out->set_drift_jobs_recent(drift.n_recent);
+  out->set_drift_statistic(drift.statistic);
+  out->set_drift_p_value(drift.p_value);
+  out->set_drift(drift.drift);
+}
+
+void MasterState::NoteFinishedForDrift(const JobRecord& rec) {
+  if (!tuning_) return;
+  recent_sizes_.push_back(rec.spec.num_gpus * rec.total_executed.count());
+  if (static_cast<int>(recent_sizes_.size()) > kMaxRecentSizes) {
+    recent_sizes_.pop_front();
+  }
+  if (++finished_since_drift_check_ < kDriftCheckEvery) return;
+  finished_since_drift_check_ = 0;
+  v1::TuningStatus status;
+  FillTuningStatus(&status);
+  if (status.drift() && !drift_said_) {
+    std::fprintf(stderr,
+                 "tiresias master: drift: the sizes of the last %lld finished "
+                 "jobs differ from the %lld the scheduling settings were "
+                 "tuned on (KS D = %.3f, p = %.2g): tune again "
+                 "(`tiresias tune`)\n",
+                 static_cast<long long>(status.drift_jobs_recent()),
+                 static_cast<long long>(status.drift_jobs_before()),
+                 status.drift_statistic(), status.drift_p_value());
+  }
+  drift_said_ = status.drift();
+}
+
+}  // namespace tiresias

@@ -1,0 +1,23 @@
+// The wire's scheduling settings (v1::Tuning) and the scheduler's
+// (Scheduler::Tuning), both ways (master_tuning.cc).
+#ifndef TIRESIAS_MASTER_TUNING_CONVERT_H_
+#define TIRESIAS_MASTER_TUNING_CONVERT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "proto/tiresias.pb.h"
+#include "sched/scheduler.h"
+
+namespace tiresias {
+
+// InvalidArgument naming the field (tuning.thresholds, tuning.promote_knob,
+// tuning.queue_order) for settings the scheduler cannot take. The
+// placement is not checked here.
+absl::StatusOr<Scheduler::Tuning> TuningFromProto(const v1::Tuning& tuning);
+void TuningToProto(const Scheduler::Tuning& tuning,
+                   const std::string& placement, v1::Tuning* out);
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_MASTER_TUNING_CONVERT_H_

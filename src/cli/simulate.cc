@@ -51,6 +51,7 @@ struct Flags {
   std::string promote_knob = "inf";
   std::string queue_order = "stable";
   std::string gittins_samples;
+  std::string gittins_index = "paper";
   double arrival_scale = 1.0;
   uint64_t seed = 1;
   std::string out;
@@ -128,6 +129,17 @@ absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
     ASSIGN_OR_RETURN(base.policy_options.gittins_samples,
                      ReadGpuTimeSamples(f.gittins_samples));
   }
+  if (f.gittins_index == "original") {
+    if (f.gittins_samples.empty()) {
+      return absl::InvalidArgumentError(
+          "--gittins-index original needs --gittins-samples (the released "
+          "simulator learns nothing: it reads yarn-gput1000.csv)");
+    }
+    base.policy_options.gittins_original_index = true;
+  } else if (f.gittins_index != "paper") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--gittins-index ", f.gittins_index, ": expected paper or original"));
+  }
   if (!(f.pack_limit >= 0 && f.pack_limit <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--pack-limit ", f.pack_limit, ": expected a skew between 0 and 1"));
@@ -187,26 +199,26 @@ absl::StatusOr<std::unique_ptr<Prepared>> Prepare(const Inputs& in,
 nlohmann::json Parameters(const Flags& f, const SimConfig& base) {
   nlohmann::json thresholds = base.scheduler.queues.thresholds();
   const double knob = base.scheduler.promote_knob;
-  nlohmann::json params = {{"format", f.format},
-          {"thresholds_gpu_s", thresholds},
-          {"promote_knob", std::isinf(knob) ? nlohmann::json("inf")
-                                            : nlohmann::json(knob)},
-          {"queue_order", QueueOrderName(base.scheduler.queue_order)},
-          {"placement", base.placement.empty() ? "policy default"
-                                               : base.placement},
-          {"pack_limit", base.placement_options.pack_limit},
-          {"learn_pack_limit", base.learn_pack_limit},
-          {"pack_limit_refresh_jobs", base.pack_limit_refresh_jobs},
-          {"pack_limit_cost_threshold",
-           base.pack_limit_learning.cost_threshold},
-          {"pack_limit_min_samples", base.pack_limit_learning.min_samples},
-          {"arrival_scale", f.arrival_scale},
-          {"preemption_cost", base.preemption_cost},
-          {"placement_slowdown", base.placement_slowdown},
-          {"gittins_samples", f.gittins_samples},
-          {"short_threshold_s", f.short_threshold},
-          {"warmup_h", f.warmup_hours},
-          {"sweeps", f.sweeps}};
+  nlohmann::json params = {
+      {"format", f.format},
+      {"thresholds_gpu_s", thresholds},
+      {"promote_knob",
+       std::isinf(knob) ? nlohmann::json("inf") : nlohmann::json(knob)},
+      {"queue_order", QueueOrderName(base.scheduler.queue_order)},
+      {"placement", base.placement.empty() ? "policy default" : base.placement},
+      {"pack_limit", base.placement_options.pack_limit},
+      {"learn_pack_limit", base.learn_pack_limit},
+      {"pack_limit_refresh_jobs", base.pack_limit_refresh_jobs},
+      {"pack_limit_cost_threshold", base.pack_limit_learning.cost_threshold},
+      {"pack_limit_min_samples", base.pack_limit_learning.min_samples},
+      {"arrival_scale", f.arrival_scale},
+      {"preemption_cost", base.preemption_cost},
+      {"placement_slowdown", base.placement_slowdown},
+      {"gittins_samples", f.gittins_samples},
+      {"gittins_index", f.gittins_index},
+      {"short_threshold_s", f.short_threshold},
+      {"warmup_h", f.warmup_hours},
+      {"sweeps", f.sweeps}};
   if (!f.slowdown_file.empty()) {
     // Only with a file, so that default outputs stay as they were.
     nlohmann::json factors = nlohmann::json::object();
@@ -515,6 +527,13 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
   cmd->add_option("--gittins-samples", f.gittins_samples,
                   "Job sizes (GPU-seconds) for tiresias-g, e.g. "
                   "data/yarn-gput1000.csv; default: learn from finished jobs");
+  cmd->add_option("--gittins-index", f.gittins_index,
+                  "tiresias-g's index: paper (a quantum per queue, LAS in "
+                  "the last, the stable queue order) or original (the "
+                  "released simulator's: one 3,250 GPU-s quantum in every "
+                  "queue, every job of a queue re-sorted by it at every "
+                  "event; needs --gittins-samples), to reproduce its figures")
+      ->capture_default_str();
   cmd->add_option("--arrival-scale", f.arrival_scale,
                   "Multiply every inter-arrival gap (< 1 raises the load)")
       ->capture_default_str();

@@ -34,6 +34,9 @@
 namespace tiresias {
 namespace {
 
+// Set by SIGINT/SIGTERM under --auto: no change is sent after it.
+volatile std::sig_atomic_t g_stop = 0;
+
 struct TuneFlags {
   std::string master;
   std::string trace;
@@ -349,6 +352,12 @@ void Judge(const TuneFlags& f, Round* r) {
         "fairness floor.";
     return;
   }
+  if (t.holdout_jobs == 0) {
+    r->why =
+        "Not applied: no job was held out to judge the choice on (a "
+        "larger window, or --holdout above 0).";
+    return;
+  }
   if (t.predicted_gain < f.min_gain) {
     r->why = absl::StrFormat(
         "Not applied: the predicted gain %s is under --min-gain %s.",
@@ -507,10 +516,12 @@ int TuneMasterOnce(const TuneFlags& f, cli::MasterClient& client,
   if (set.expected().placement().empty()) {
     set.mutable_expected()->set_placement(status->placement());
   }
+  if (g_stop) return 130;  // interrupted: nothing sent
   set.set_note(absl::StrFormat(
-      "tune %s: predicted gain %s in average JCT on %lld held-out jobs of "
+      "tune %s: predicted gain %s in %s JCT on %lld held-out jobs of "
       "the last %s (%lld runs)",
       r->would_apply ? "applied" : "kept", Percent(t.predicted_gain),
+      f.objective == "p95" ? "p95" : "average",
       static_cast<long long>(t.holdout_jobs), f.window,
       static_cast<long long>(t.runs)));
   set.mutable_window_sizes()->Assign(sizes.begin(), sizes.end());
@@ -532,8 +543,6 @@ int TuneMasterOnce(const TuneFlags& f, cli::MasterClient& client,
   return 0;
 }
 
-volatile std::sig_atomic_t g_stop = 0;
-
 int TuneMaster(const TuneFlags& f) {
   absl::StatusOr<double> window = ParseSpan("--window", f.window);
   if (!window.ok()) return cli::Fail(std::string(window.status().message()));
@@ -544,15 +553,25 @@ int TuneMaster(const TuneFlags& f) {
   absl::StatusOr<double> interval = ParseSpan("--auto", f.auto_interval);
   if (!interval.ok())
     return cli::Fail(std::string(interval.status().message()));
-  std::signal(SIGINT, [](int) { g_stop = 1; });
-  std::signal(SIGTERM, [](int) { g_stop = 1; });
+  // The first signal stops after the round (sending nothing more); a
+  // second one ends the process at once.
+  auto on_signal = [](int sig) {
+    g_stop = 1;
+    std::signal(sig, SIG_DFL);
+  };
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  // With --json, stdout holds only the rounds' documents.
+  std::FILE* log = f.json ? stderr : stdout;
   // Drift is looked for this often between rounds.
   const double drift_every = std::min(60.0, *interval);
   while (!g_stop) {
-    std::printf("%s: tuning\n", cli::FormatTime(std::time(nullptr)).c_str());
-    std::fflush(stdout);
-    // A failed round (the master away) is said and tried again later.
-    TuneMasterOnce(f, client, *window, /*apply=*/true);
+    std::fprintf(log, "%s: tuning\n",
+                 cli::FormatTime(std::time(nullptr)).c_str());
+    std::fflush(log);
+    // A failed round (the master away) is said and tried again at the
+    // next interval, not at the next drift check.
+    const bool ok = TuneMasterOnce(f, client, *window, /*apply=*/true) == 0;
     std::fflush(stdout);
     const auto next = std::chrono::steady_clock::now() +
                       std::chrono::duration<double>(*interval);
@@ -560,16 +579,21 @@ int TuneMaster(const TuneFlags& f) {
                        std::chrono::duration<double>(drift_every);
     bool drift = false;
     while (!g_stop && !drift && std::chrono::steady_clock::now() < next) {
+      if (!ok) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        continue;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       if (std::chrono::steady_clock::now() < drift_check) continue;
       drift_check = std::chrono::steady_clock::now() +
                     std::chrono::duration<double>(drift_every);
       absl::StatusOr<v1::ClusterStatus> status = GetStatus(client, f.master);
       if (status.ok() && status->tuning().drift()) {
-        std::printf("%s: drift (KS D = %.3f, p = %.2g): tuning again now\n",
-                    cli::FormatTime(std::time(nullptr)).c_str(),
-                    status->tuning().drift_statistic(),
-                    status->tuning().drift_p_value());
+        std::fprintf(log,
+                     "%s: drift (KS D = %.3f, p = %.2g): tuning again now\n",
+                     cli::FormatTime(std::time(nullptr)).c_str(),
+                     status->tuning().drift_statistic(),
+                     status->tuning().drift_p_value());
         drift = true;
       }
     }

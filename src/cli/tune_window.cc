@@ -76,11 +76,12 @@ TuneWindow MasterWindow(const std::vector<v1::Job>& jobs, double now,
   TuneWindow w = CutWindow(std::move(specs), now, window_s, topology);
   w.censored = censored;
   w.left_out += left_out;
-  // The drift baseline: only what is known.
+  // The drift baseline, as the master counts the jobs it compares with:
+  // finished jobs (exit 0) that hold GPUs.
   w.known_sizes.clear();
   for (const v1::Job& job : jobs) {
-    if (job.has_end_time() && job.total_executed_seconds() > 0 &&
-        job.spec().gpus() > 0) {
+    if (job.state() == v1::JOB_STATE_FINISHED &&
+        job.total_executed_seconds() > 0 && job.spec().gpus() > 0) {
       w.known_sizes.push_back(job.spec().gpus() * job.total_executed_seconds());
     }
   }

@@ -21,7 +21,8 @@ struct TuneWindow {
   int64_t censored = 0;  // jobs still running or waiting: drawn
   int64_t left_out = 0;  // never ran and ended (cancelled), CPU-only,
                          // or larger than the cluster
-  // Sizes (GPU-seconds) of the jobs whose duration is known.
+  // Sizes (GPU-seconds) of the jobs whose duration is known (a master's:
+  // those that finished, the drift test's baseline).
   std::vector<double> known_sizes;
 };
 

@@ -97,6 +97,22 @@ int SetTuning(const TuningFlags& f) {
   return 0;
 }
 
+int ResetTuning(const std::string& master) {
+  cli::MasterClient client(master);
+  auto stub = v1::Admin::NewStub(client.channel());
+  v1::SetTuningRequest req;
+  req.set_reset(true);
+  req.set_note("admin tuning reset");
+  v1::SetTuningResponse resp;
+  grpc::Status s = stub->SetTuning(client.Context().get(), req, &resp);
+  if (!s.ok()) {
+    return cli::Fail(cli::DescribeRpcError(s, master, "admin tuning reset"));
+  }
+  std::printf("scheduling settings: %s\n",
+              cli::DescribeTuning(resp.status()).c_str());
+  return 0;
+}
+
 }  // namespace
 
 void AddAdminTuningCommands(CLI::App* admin, int* exit_code) {
@@ -119,6 +135,11 @@ void AddAdminTuningCommands(CLI::App* admin, int* exit_code) {
                   "consolidate, spread, pack, random, profiled or count");
   cmd->add_option("--note", f->note, "Why, for the audit log and `status`");
   cmd->callback([f, exit_code] { *exit_code = SetTuning(*f); });
+  auto reset = std::make_shared<std::string>();
+  cmd = tuning->add_subcommand(
+      "reset", "Back to the master's flags at once, and at its next start");
+  cli::AddMasterFlag(cmd, reset.get());
+  cmd->callback([reset, exit_code] { *exit_code = ResetTuning(*reset); });
 }
 
 }  // namespace tiresias

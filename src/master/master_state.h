@@ -338,6 +338,11 @@ class MasterState {
   // Audited by the caller. Returns the status as TuningStatus shows it.
   absl::StatusOr<v1::TuningStatus> SetTuning(const v1::SetTuningRequest& req,
                                              const std::string& who);
+  // SetTuning's work: `req` checked and applied; stored when `store`,
+  // else the stored settings are dropped (a reset to the flags').
+  absl::StatusOr<v1::TuningStatus> ApplyTuning(const v1::SetTuningRequest& req,
+                                               const std::string& who,
+                                               bool store);
   absl::Status ResolveQos(const JobRequest& spec, bool admin,
                           std::string_view field);
   struct QosView {

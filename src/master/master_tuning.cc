@@ -62,9 +62,10 @@ absl::StatusOr<Scheduler::Tuning> TuningFromProto(const v1::Tuning& tuning) {
                      " bounds; expected at most 15 (K up to 16 queues)"));
   }
   for (double t : thresholds) {
-    if (!std::isfinite(t)) {
+    // Bounds under a GPU-second would demote at every pass.
+    if (!std::isfinite(t) || t < 1) {
       return absl::InvalidArgumentError(
-          "tuning.thresholds: expected finite GPU-seconds");
+          "tuning.thresholds: expected finite GPU-seconds, at least 1");
     }
   }
   absl::StatusOr<QueueConfig> queues = QueueConfig::Create(thresholds);
@@ -74,10 +75,11 @@ absl::StatusOr<Scheduler::Tuning> TuningFromProto(const v1::Tuning& tuning) {
   }
   out.queues = *queues;
   const double knob = tuning.promote_knob();
-  if (!std::isfinite(knob) || knob < 0) {
+  // A tiny knob promotes at every pass; a huge one overflows the instant.
+  if (!std::isfinite(knob) || (knob != 0 && (knob < 0.01 || knob > 1e6))) {
     return absl::InvalidArgumentError(
         absl::StrCat("tuning.promote_knob: ", knob,
-                     ": expected a positive number, or 0 for no promotion"));
+                     ": expected 0.01 to 1,000,000, or 0 for no promotion"));
   }
   out.promote_knob = knob == 0 ? std::numeric_limits<double>::infinity() : knob;
   if (!tuning.queue_order().empty()) {
@@ -108,7 +110,7 @@ Scheduler::Tuning MasterState::FlagsTuning() const {
 absl::Status MasterState::LoadTuning() {
   ASSIGN_OR_RETURN(std::optional<std::string> bytes,
                    store_->GetSetting(kTuningSetting));
-  if (!bytes) return absl::OkStatus();
+  if (!bytes || bytes->empty()) return absl::OkStatus();  // empty: reset
   v1::StoredTuning stored;
   const std::string where =
       absl::StrCat(options_.state_dir, "/state.db: settings \"tuning\"");
@@ -154,6 +156,18 @@ absl::Status MasterState::LoadTuning() {
 
 absl::StatusOr<v1::TuningStatus> MasterState::SetTuning(
     const v1::SetTuningRequest& req, const std::string& who) {
+  if (req.reset()) {
+    // Back to the flags: their settings, and no stored ones.
+    v1::SetTuningRequest flags;
+    TuningToProto(FlagsTuning(), options_.placement, flags.mutable_tuning());
+    if (req.has_expected()) *flags.mutable_expected() = req.expected();
+    return ApplyTuning(flags, who, /*store=*/false);
+  }
+  return ApplyTuning(req, who, /*store=*/true);
+}
+
+absl::StatusOr<v1::TuningStatus> MasterState::ApplyTuning(
+    const v1::SetTuningRequest& req, const std::string& who, bool store) {
   ASSIGN_OR_RETURN(Scheduler::Tuning tuning, TuningFromProto(req.tuning()));
   const std::string& placement = req.tuning().placement();
   if (!placement.empty()) {
@@ -194,14 +208,34 @@ absl::StatusOr<v1::TuningStatus> MasterState::SetTuning(
   v1::StoredTuning stored;
   *stored.mutable_request() = req;
   stored.mutable_request()->clear_expected();
+  stored.mutable_request()->DiscardUnknownFields();
   stored.set_applied_at(clock_->NowUnixSeconds().count());
   stored.set_applied_by(who);
-  RETURN_IF_ERROR(
-      store_->PutSetting(kTuningSetting, stored.SerializeAsString()));
+  // A reset stores nothing (an empty row: the flags' at the next start).
+  RETURN_IF_ERROR(store_->PutSetting(
+      kTuningSetting, store ? stored.SerializeAsString() : std::string()));
   // Durable: now in force. Neither step can fail on checked settings.
   const Seconds now = clock_->NowUnixSeconds();
   RETURN_IF_ERROR(scheduler_->Retune(tuning, now));
-  tuning_ = std::move(stored);
+  // Records follow the queues the new bounds gave (an event each, not
+  // counted as a promotion: the job's service did not change).
+  for (auto& [id, rec] : records_) {
+    if (IsFinal(rec.state)) continue;
+    const Job* job = scheduler_->Find(id);
+    if (job == nullptr || job->queue() == rec.queue) continue;
+    AddEvent(
+        id, now,
+        job->queue() < rec.queue ? EventKind::kPromoted : EventKind::kDemoted,
+        absl::StrCat("queue ", rec.queue, " -> ", job->queue(),
+                     ": the scheduling settings changed"));
+    rec.queue = job->queue();
+    MarkDirty(id);
+  }
+  if (store) {
+    tuning_ = std::move(stored);
+  } else {
+    tuning_.reset();
+  }
   const std::string new_placement =
       placement.empty()
           ? std::string(scheduler_->policy().traits().default_placement)
@@ -246,7 +280,8 @@ void MasterState::FillTuningStatus(v1::TuningStatus* out) {
 }
 
 void MasterState::NoteFinishedForDrift(const JobRecord& rec) {
-  if (!tuning_) return;
+  // As `tune` takes its baseline: finished jobs that hold GPUs.
+  if (!tuning_ || rec.spec.num_gpus <= 0) return;
   recent_sizes_.push_back(rec.spec.num_gpus * rec.total_executed.count());
   if (static_cast<int>(recent_sizes_.size()) > kMaxRecentSizes) {
     recent_sizes_.pop_front();

@@ -1,6 +1,7 @@
 #include "sched/gittins.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tiresias {
 
@@ -76,6 +77,58 @@ double GittinsDistribution::Table::Lookup(double a) const {
   auto it = std::upper_bound(breakpoints_.begin(), breakpoints_.end(), a);
   if (it == breakpoints_.begin()) return values_.front();
   return values_[(it - breakpoints_.begin()) - 1];
+}
+
+OriginalGittinsIndex::OriginalGittinsIndex(const std::vector<double>& samples) {
+  for (double s : samples) {
+    if (std::isfinite(s)) data_.push_back(static_cast<int64_t>(s));
+  }
+  std::sort(data_.begin(), data_.end());
+  prefix_.assign(data_.size() + 1, 0);
+  for (size_t k = 0; k < data_.size(); ++k)
+    prefix_[k + 1] = prefix_[k] + data_[k];
+  for (int64_t v : data_) index_.push_back(Compute(v - 1));
+}
+
+namespace {
+// Python's round(x, digits) on a double (half away from zero is close
+// enough: the values here are never exact halves at that digit).
+double RoundTo(double x, int digits) {
+  const double scale = std::pow(10.0, digits);
+  return std::round(x * scale) / scale;
+}
+}  // namespace
+
+double OriginalGittinsIndex::Compute(int64_t a) const {
+  const int64_t n = static_cast<int64_t>(data_.size());
+  if (n == 0 || a > data_.back() - 1) return 0.0;
+  // The first sample above a (and above a + delta).
+  const int64_t idx =
+      std::upper_bound(data_.begin(), data_.end(), a) - data_.begin();
+  const int64_t next_a = a + kDelta;
+  const int64_t idx_delta =
+      next_a > data_.back() - 1
+          ? n - 1
+          : std::upper_bound(data_.begin(), data_.end(), next_a) -
+                data_.begin();
+  const double p = RoundTo(
+      static_cast<double>(idx_delta - idx) / static_cast<double>(n - idx), 5);
+  // Python 2: int / int is floor division.
+  const int64_t e_sum =
+      (prefix_[idx_delta] - prefix_[idx]) + kDelta * (n - idx_delta);
+  const int64_t whole = e_sum / (n - idx);  // both positive
+  const double e = static_cast<double>(whole);
+  if (e <= 0) return 0.0;
+  return RoundTo(p * 1000000 / e, 4);
+}
+
+double OriginalGittinsIndex::Lookup(double attained_gpu_seconds) const {
+  if (data_.empty()) return 0.0;
+  const int64_t a = static_cast<int64_t>(std::floor(attained_gpu_seconds));
+  if (a > data_.back()) return 0.0;
+  const size_t k =
+      std::upper_bound(data_.begin(), data_.end(), a) - data_.begin();
+  return k < index_.size() ? index_[k] : 0.0;
 }
 
 }  // namespace tiresias

@@ -21,6 +21,7 @@
 #define TIRESIAS_SCHED_GITTINS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace tiresias {
@@ -60,6 +61,31 @@ class GittinsDistribution {
 
   std::vector<double> samples_;  // ascending
   std::vector<double> prefix_;   // prefix_[k] = sum of samples_[0..k)
+};
+
+// The released Tiresias simulator's index (run_sim.py: parse_job_dist,
+// cal_r_gittins_index, get_gittins_index), for reproducing its figures:
+// one quantum (3,250 GPU-seconds) in every queue, the index evaluated at
+// the quantum only, its expected-service term summing the samples' sizes
+// rather than what remains of them, Python 2's integer division and its
+// roundings, and a job's attained service bucketed up to just below the
+// next sample. Higher runs first; 0 past the largest sample.
+class OriginalGittinsIndex {
+ public:
+  static constexpr int64_t kDelta = 3250;  // jobs.py: gittins_delta
+  // Sizes in GPU-seconds (any order; truncated to whole seconds, as the
+  // original reads them with int()).
+  explicit OriginalGittinsIndex(const std::vector<double>& samples);
+  bool empty() const { return data_.empty(); }
+  // get_gittins_index(int(attained)).
+  double Lookup(double attained_gpu_seconds) const;
+  // cal_r_gittins_index(data, a).
+  double Compute(int64_t a) const;
+
+ private:
+  std::vector<int64_t> data_;  // ascending
+  std::vector<int64_t> prefix_;
+  std::vector<double> index_;  // index_[k] = Compute(data_[k] - 1)
 };
 
 }  // namespace tiresias

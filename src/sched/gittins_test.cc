@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <random>
+#include <string>
+#include <vector>
 
 namespace tiresias {
 namespace {
@@ -74,6 +77,56 @@ TEST(GittinsTest, QuantilesKeepEndsAndSpacing) {
             (std::vector<double>{0, 25, 50, 75, 100}));
   EXPECT_EQ(GittinsDistribution::Quantiles({3, 1, 2}, 5),
             (std::vector<double>{1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace tiresias
+
+namespace tiresias {
+namespace {
+
+// Samples 100, 200, 5000 (n = 3), quantum 3,250, Python 2 arithmetic:
+//   a = 99:   idx 0, a + 3250 = 3349 -> idx_delta 2; p = 2/3 = 0.66667;
+//             e = (100 + 200 + 3250 x 1) // 3 = 1183; 666,670 / 1183 =
+//             563.5418
+//   a = 199:  idx 1, idx_delta 2; p = 0.5; e = (200 + 3250) // 2 = 1725;
+//             500,000 / 1725 = 289.8551
+//   a = 4999: idx 2; a + 3250 is past the largest: idx_delta = n - 1 = 2;
+//             p = 0: 0
+// Lookup buckets up: attained 0-99 -> the first, 100-199 -> the second,
+// 200-5000 -> the third (0), above 5000 -> 0.
+TEST(OriginalGittinsIndexTest, HandWorkedSmallDistribution) {
+  OriginalGittinsIndex index({5000, 100, 200});
+  EXPECT_DOUBLE_EQ(index.Compute(99), 563.5418);
+  EXPECT_DOUBLE_EQ(index.Compute(199), 289.8551);
+  EXPECT_DOUBLE_EQ(index.Compute(4999), 0);
+  EXPECT_DOUBLE_EQ(index.Compute(5000), 0);
+  EXPECT_DOUBLE_EQ(index.Lookup(0), 563.5418);
+  EXPECT_DOUBLE_EQ(index.Lookup(99.9), 563.5418);
+  EXPECT_DOUBLE_EQ(index.Lookup(100.7), 289.8551);
+  EXPECT_DOUBLE_EQ(index.Lookup(199), 289.8551);
+  EXPECT_DOUBLE_EQ(index.Lookup(200), 0);
+  EXPECT_DOUBLE_EQ(index.Lookup(1e9), 0);
+  EXPECT_DOUBLE_EQ(OriginalGittinsIndex({}).Lookup(5), 0);
+}
+
+// The released code's own values on its own distribution (1,001 samples
+// of data/yarn-gput1000.csv), from its functions run with Python 2's
+// integer division: 299.701 at 0, 89.4121 at 3,000, 36.7358 at 7,200.
+TEST(OriginalGittinsIndexTest, TheReleasedValuesOnYarnGput1000) {
+  std::ifstream in("data/yarn-gput1000.csv");
+  ASSERT_TRUE(in) << "run from the source tree";
+  std::string line;
+  std::getline(in, line);  // duration
+  std::vector<double> samples;
+  while (std::getline(in, line)) {
+    if (!line.empty()) samples.push_back(std::stod(line));
+  }
+  ASSERT_EQ(samples.size(), 1001u);
+  OriginalGittinsIndex index(samples);
+  EXPECT_DOUBLE_EQ(index.Lookup(0), 299.701);
+  EXPECT_DOUBLE_EQ(index.Lookup(3000), 89.4121);
+  EXPECT_DOUBLE_EQ(index.Lookup(7200), 36.7358);
 }
 
 }  // namespace

@@ -54,6 +54,11 @@ struct PolicyTraits {
   bool keys_drift_while_running = false;
   // Reads JobSpec::duration (oracle baselines); jobs without one are refused.
   bool needs_duration = false;
+  // Orders every job of a queue, running or waiting, by Key at every
+  // event, as the released simulator's Tiresias-G does (its index, with
+  // PolicyOptions::gittins_original_index): never the stable discipline,
+  // and every Schedule call is a full pass.
+  bool resorts_every_event = false;
   // Placement scheme used unless the caller overrides it.
   std::string_view default_placement = "consolidate";
 };
@@ -67,6 +72,11 @@ struct PolicyOptions {
   bool gittins_learn_from_finished = false;
   // Tiresias-G: below this many samples, order as Tiresias-L does.
   int gittins_min_samples = 10;
+  // Tiresias-G: the released simulator's index (OriginalGittinsIndex in
+  // gittins.h) and order instead of the paper's: every job of a queue, the
+  // last one too, by its index (highest first), then by submit time,
+  // re-sorted at every event; from the given samples only (no learning).
+  bool gittins_original_index = false;
 };
 
 class Policy {

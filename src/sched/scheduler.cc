@@ -34,7 +34,8 @@ Scheduler::Scheduler(std::unique_ptr<Policy> policy,
       options_(std::move(options)),
       rng_(options_.seed) {
   stable_ = options_.queue_order == QueueOrder::kStable &&
-            policy_->traits().multi_level_queues;
+            policy_->traits().multi_level_queues &&
+            !policy_->traits().resorts_every_event;
   any_fair_ = options_.fair_per_user;
 }
 
@@ -486,8 +487,14 @@ Decisions Scheduler::Schedule(Seconds now, Cluster& cluster) {
   walk_ = &all_;  // set here, not kept: a Scheduler may have been moved
   last_schedule_ = now.count();
   again_now_ = false;
+  if (!retuned_.empty()) {
+    decisions.requeued.insert(decisions.requeued.end(), retuned_.begin(),
+                              retuned_.end());
+    retuned_.clear();
+  }
   ProcessWakeups(now, &decisions.requeued);
   RefreshShares(now);
+  if (policy_->traits().resorts_every_event) dirty_ = true;
   if (!dirty_) return decisions;
   dirty_ = false;
   ++pass_;

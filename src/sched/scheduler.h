@@ -173,8 +173,10 @@ class Scheduler {
   // been these; within a queue jobs keep their relative order, and their
   // demotion and promotion instants are computed again. The policy's
   // per-queue state is rebuilt (Policy::SetQueues). Running jobs keep
-  // their GPUs; the next pass may preempt them. Fails, changing nothing,
-  // on a knob that is not positive. O(jobs log jobs).
+  // their GPUs; the next pass may preempt them. The jobs whose queue
+  // changed are in the next pass's Decisions::requeued (the host updates
+  // their records). Fails, changing nothing, on a knob that is not
+  // positive. O(jobs log jobs).
   absl::Status Retune(const Tuning& tuning, Seconds now);
 
   // A new job, waiting in queue 0 (a CPU-only one in the CPU-only queue).
@@ -398,6 +400,8 @@ class Scheduler {
   SchedulerOptions options_;
   // QueueOrder::kStable applies (a multi-level-queue policy).
   bool stable_ = false;
+  // Jobs Retune moved to another queue, for the next pass's requeued.
+  std::vector<JobId> retuned_;
   // The last queue positions given at the back and at the front.
   double back_pos_ = 0, front_pos_ = 0;
   Rng rng_;

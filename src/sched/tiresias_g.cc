@@ -28,10 +28,15 @@ class TiresiasGittins final : public Policy {
   explicit TiresiasGittins(const PolicyOptions& options)
       : queues_(options.queues),
         samples_(options.gittins_samples),
-        learn_(options.gittins_learn_from_finished ||
-               options.gittins_samples.empty()),
+        learn_(!options.gittins_original_index &&
+               (options.gittins_learn_from_finished ||
+                options.gittins_samples.empty())),
         min_samples_(std::max(1, options.gittins_min_samples)) {
-    Rebuild();
+    if (options.gittins_original_index) {
+      original_.emplace(options.gittins_samples);
+    } else {
+      Rebuild();
+    }
   }
 
   std::string_view name() const override { return "tiresias-g"; }
@@ -40,10 +45,21 @@ class TiresiasGittins final : public Policy {
                                       .multi_level_queues = true,
                                       .keys_drift_while_running = true,
                                       .default_placement = "profiled"};
-    return kTraits;
+    static const PolicyTraits kOriginal{.preemptive = true,
+                                        .multi_level_queues = true,
+                                        .keys_drift_while_running = true,
+                                        .resorts_every_event = true,
+                                        .default_placement = "profiled"};
+    return original_ ? kOriginal : kTraits;
   }
 
   PriorityKey Key(const Job& job, Seconds now) const override {
+    if (original_) {
+      // run_sim.py: queue.sort(key=(rank, -submit_time), reverse=True).
+      return PriorityKey{static_cast<double>(job.queue()),
+                         -original_->Lookup(job.AttainedGpuSeconds(now)),
+                         job.spec().submit_time.count(), 0, job.id()};
+    }
     return PriorityKey{static_cast<double>(job.queue()), Rank(job, now),
                        StartOrderClass(job), StartOrderTime(job), job.id()};
   }
@@ -53,6 +69,9 @@ class TiresiasGittins final : public Policy {
   }
 
   double DriftSlope(const Job& job) const override {
+    if (original_) {
+      return original_->empty() ? 0 : std::numeric_limits<double>::quiet_NaN();
+    }
     if (tables_.empty()) return 0;  // Tiresias-L order: fixed while running
     // The last queue orders by attained service, which grows by GPUs per
     // second; elsewhere the index is a step function of it.
@@ -62,7 +81,7 @@ class TiresiasGittins final : public Policy {
 
   void SetQueues(const QueueConfig& queues) override {
     queues_ = queues;
-    Rebuild();
+    if (!original_) Rebuild();  // the original's one quantum stays
   }
 
   bool LearnFinished(const Job& job, Seconds now) override {
@@ -110,6 +129,7 @@ class TiresiasGittins final : public Policy {
   int min_samples_;
   size_t built_with_ = 0;
   std::vector<GittinsDistribution::Table> tables_;  // one per bounded queue
+  std::optional<OriginalGittinsIndex> original_;    // gittins_original_index
 };
 
 }  // namespace

@@ -53,6 +53,9 @@ TEST(RetuneTest, NewThresholdsRequeueByAttainedServiceAndPreempt) {
   Decisions d = h.At(1000);
   EXPECT_THAT(Preempted(d), ElementsAre(2));
   EXPECT_THAT(Started(d), ElementsAre(3));
+  // Moved jobs are the pass's requeued ones (the master updates their
+  // records from these).
+  EXPECT_THAT(d.requeued, ::testing::UnorderedElementsAre(1, 2));
   EXPECT_EQ(h.next_wakeup(), 1500.0);
   EXPECT_EQ(h.scheduler().tuning().queues.thresholds(),
             std::vector<double>{500});
@@ -102,6 +105,28 @@ TEST(RetuneTest, ANewKnobArmsPromotionsOfWaitingJobs) {
   EXPECT_EQ(h.scheduler().tuning().promote_knob, 0.25);
 }
 
+// A held job stays held through a retune: 1 GPU, A runs from 0, B is held.
+// At 10 the bound becomes 5: A (10 GPU-s) goes to Q1, B (Q0) would take
+// its GPU but is held: nothing changes. Released at 20, B preempts A.
+TEST(RetuneTest, AHeldJobStaysHeld) {
+  Harness h(Topology::Uniform(1, 1, 1), TiresiasL({3600}));
+  h.Submit(1, 1, 0);
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
+  h.Submit(2, 1, 5);
+  ASSERT_TRUE(h.scheduler().Hold(2).ok());
+  EXPECT_TRUE(h.At(5).empty());
+  ASSERT_TRUE(h.scheduler().Retune(MakeTuning({5}), Seconds{10}).ok());
+  Decisions d = h.At(10);
+  EXPECT_THAT(d.requeued, ElementsAre(1));  // A's queue changed
+  EXPECT_THAT(Started(d), IsEmpty());
+  EXPECT_THAT(Preempted(d), IsEmpty());
+  EXPECT_TRUE(h.scheduler().held(2));
+  ASSERT_TRUE(h.scheduler().Release(2, Seconds{20}).ok());
+  d = h.At(20);
+  EXPECT_THAT(Preempted(d), ElementsAre(1));
+  EXPECT_THAT(Started(d), ElementsAre(2));
+}
+
 TEST(RetuneTest, RefusesAKnobThatIsNotPositiveAndChangesNothing) {
   Harness h(Topology::Uniform(1, 1, 1), TiresiasL({100}));
   h.Submit(1, 1, 0);
@@ -114,8 +139,10 @@ TEST(RetuneTest, RefusesAKnobThatIsNotPositiveAndChangesNothing) {
   EXPECT_EQ(h.next_wakeup(), 100.0);
 }
 
-// Tiresias-G rebuilds its per-queue index tables: with samples it orders
-// by them in the new queues, and a run goes on without error.
+// Tiresias-G rebuilds its per-queue index tables (one per bounded queue:
+// 3 for K = 4, where there was 1): the preempted A waits in Q1 and its
+// rank reads tables_[1], past the end of the old tables (ASan and the
+// hardened build stop there without Policy::SetQueues).
 TEST(RetuneTest, TiresiasGRebuildsItsTables) {
   HarnessOptions o = TiresiasL({3600});
   o.policy = "tiresias-g";
@@ -128,8 +155,57 @@ TEST(RetuneTest, TiresiasGRebuildsItsTables) {
   ASSERT_TRUE(
       h.scheduler().Retune(MakeTuning({50, 500, 5000}), Seconds{100}).ok());
   EXPECT_EQ(h.job(1).queue(), 1);  // 100 GPU-seconds: in [50, 500)
-  h.Finish(1, 150);
-  EXPECT_THAT(Started(h.At(150)), ElementsAre(2));
+  // B (2 GPUs, Q0) outranks A (Q1) now and takes the whole server.
+  Decisions d = h.At(100);
+  EXPECT_THAT(Preempted(d), ElementsAre(1));
+  EXPECT_THAT(Started(d), ElementsAre(2));
+}
+
+}  // namespace
+}  // namespace tiresias
+
+namespace tiresias {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::Harness;
+using testing::HarnessOptions;
+using testing::Preempted;
+using testing::Started;
+
+// Tiresias-G with the released simulator's index, samples 100, 200, 5000
+// (indexes 563.5418 below 100 GPU-s, 289.8551 below 200, then 0: see
+// gittins_test.cc), one GPU, K = 3 (3250:7200).
+// t=0:   A starts.
+// t=150: B arrives with the higher index (attained 0 against A's 150): in
+//        the same queue it preempts the running A (the paper's stable order
+//        would not).
+// t=300: no event but a pass: B has 150 GPU-s, A 150: equal indexes, and
+//        the earlier submit goes first: A preempts B.
+TEST(OriginalGittinsTest, EveryJobOfAQueueIsReSortedByIndexThenSubmit) {
+  HarnessOptions o;
+  o.policy = "tiresias-g";
+  o.scheduler.queues = QueueConfig::OriginalSimulator();
+  o.policy_options.gittins_samples = {100, 200, 5000};
+  o.policy_options.gittins_original_index = true;
+  Harness h(Topology::Uniform(1, 1, 1), o);
+  h.Submit(1, 1, 0);
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
+  h.Submit(2, 1, 150);
+  Decisions d = h.At(150);
+  EXPECT_THAT(Preempted(d), ElementsAre(1));
+  EXPECT_THAT(Started(d), ElementsAre(2));
+  d = h.At(300);
+  EXPECT_THAT(Preempted(d), ElementsAre(2));
+  EXPECT_THAT(Started(d), ElementsAre(1));
+
+  // The paper's index under the stable order: B waits behind the running A.
+  o.policy_options.gittins_original_index = false;
+  Harness paper(Topology::Uniform(1, 1, 1), o);
+  paper.Submit(1, 1, 0);
+  EXPECT_THAT(Started(paper.At(0)), ElementsAre(1));
+  paper.Submit(2, 1, 150);
+  EXPECT_TRUE(paper.At(150).empty());
 }
 
 }  // namespace

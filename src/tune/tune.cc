@@ -323,10 +323,13 @@ absl::StatusOr<TuneResult> Tune(const std::vector<JobSpec>& jobs,
   // rows that ran on every search job replay the whole window, counted
   // from the split. The choice is the best of them on those held-out jobs
   // among those that keep the floors there too (the current ones do).
+  // Only rows ranked ahead of the current settings: a row that did worse
+  // on the search jobs is never chosen for the held-out ones alone.
   std::vector<int> finalists = {0};
   for (int i : order) {
+    if (i == 0) break;
     if (static_cast<int>(finalists.size()) > options.finalists) break;
-    if (i != 0 && rows[i].eligible &&
+    if (rows[i].eligible &&
         rows[i].rounds == static_cast<int>(prefixes.size())) {
       finalists.push_back(i);
     }

@@ -17,7 +17,8 @@
 // same jobs) by more than the margins. The current settings are always a
 // candidate, so there is always a choice.
 //
-// The choice: the search's best few eligible candidates (`finalists`) and
+// The choice: the search's best few eligible candidates ranked ahead of
+// the current settings (`finalists`) and
 // the current settings are replayed on the whole window and judged on the
 // held-out jobs; the best there that keeps the floors there too is chosen
 // (else the current settings). Its gain on those jobs is the prediction:

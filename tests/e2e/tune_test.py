@@ -92,11 +92,6 @@ def run(binary, workdir, user):
         r = cli(binary, env, "admin", "tuning", "set", "--thresholds", "5")
         if r.returncode == 0:
             fail("a user changed the scheduling settings")
-        r = cli(binary, env, "tune", "--apply", "--window", "1h",
-                "--threads", "1", "--search-thresholds", "5",
-                "--search-knobs", "inf", "--search-orders", "stable")
-        if r.returncode == 0:
-            fail("a user's tune --apply went through: " + r.stdout)
         if status(binary, env) != before:
             fail("a refused change changed the settings")
 
@@ -120,6 +115,7 @@ def run(binary, workdir, user):
                 "--note", "e2e")
         if r.returncode != 0 or "queues 2 GPU-s" not in r.stdout:
             fail("admin tuning set: %s %s" % (r.stdout, r.stderr))
+        applied_by_hand = status(binary, env)["applied_at"]
         wait_for("the fifth job to start", lambda: lines(fifth_log),
                  timeout=15)
         started = float(lines(fifth_log)[0][1])
@@ -136,6 +132,14 @@ def run(binary, workdir, user):
                         "0.1") for _ in range(40)]
         wait_for("the 40 short jobs", lambda: finished(binary, env, short),
                  timeout=120)
+        # Now that there are jobs to tune on, the user's --apply reaches
+        # the master, which refuses it.
+        r = cli(binary, env, "tune", "--apply", "--window", "1h",
+                "--threads", "1", "--min-gain", "0", timeout=300)
+        if r.returncode == 0 or "admin" not in r.stderr.lower():
+            fail("a user's tune --apply: rc %d, %s" % (r.returncode, r.stderr))
+        if status(binary, env)["applied_at"] != applied_by_hand:
+            fail("a user's tune --apply changed the settings")
         r = cli(binary, admin, "tune", "--apply", "--window", "1h",
                 "--threads", "1", "--min-gain", "0", "--json",
                 timeout=300)

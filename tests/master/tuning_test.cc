@@ -56,8 +56,8 @@ class TuningMasterTest : public MasterFixture {
 TEST_F(TuningMasterTest, AppliedAtOnceShownAndKeptOverTheFlags) {
   Open();
   const int64_t node = Register("n1", 2);
-  Submit(Spec(1));
-  Submit(Spec(1));
+  const JobId a = Submit(Spec(1));
+  const JobId b = Submit(Spec(1));
   Pass();
   RunAll(node);
   ASSERT_EQ(running_.size(), 2u);
@@ -76,6 +76,22 @@ TEST_F(TuningMasterTest, AppliedAtOnceShownAndKeptOverTheFlags) {
   Pass();
   EXPECT_EQ(Stops(Beat(node, running_)).size(), 1u);
   EXPECT_EQ(Get(c).queue, 0);
+  // The records follow at once: both in Q1, an event saying why, and no
+  // promotion counted.
+  for (JobId id : {a, b}) {
+    const JobRecord rec = Get(id);
+    EXPECT_EQ(rec.queue, 1) << id;
+    EXPECT_EQ(rec.promotions, 0);
+    absl::StatusOr<std::vector<JobEvent>> events =
+        master_->EventsAfter(0, 10000);
+    ASSERT_TRUE(events.ok());
+    bool said = false;
+    for (const JobEvent& e : *events) {
+      said |= e.job_id == id && e.kind == "demoted" &&
+              e.detail == "queue 0 -> 1: the scheduling settings changed";
+    }
+    EXPECT_TRUE(said) << id;
+  }
 
   absl::StatusOr<MasterState::Metrics> m = master_->SnapshotMetrics();
   ASSERT_TRUE(m.ok());
@@ -99,6 +115,20 @@ TEST_F(TuningMasterTest, AppliedAtOnceShownAndKeptOverTheFlags) {
   EXPECT_EQ(after.tuning().promote_knob(), 4);
   EXPECT_EQ(after.tuning().queue_order(), "start-time");
   EXPECT_EQ(after.applied_at(), 1100);
+  EXPECT_EQ(Get(a).queue, 1);  // stored, not rebuilt from the flags
+
+  // Back to the flags: at once, and at the next start.
+  v1::SetTuningRequest reset;
+  reset.set_reset(true);
+  absl::StatusOr<v1::TuningStatus> back = master_->SetTuning(reset, "root");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->source(), "flags");
+  EXPECT_EQ(back->tuning().thresholds(0), 3600);
+  EXPECT_EQ(back->tuning().promote_knob(), 0);
+  master_.reset();
+  Open();
+  EXPECT_EQ(Status().source(), "flags");
+  EXPECT_EQ(Status().tuning().thresholds(0), 3600);
 }
 
 // Bad values name their field and change nothing; a change decided on
@@ -112,6 +142,9 @@ TEST_F(TuningMasterTest, RefusalsNameTheFieldAndChangeNothing) {
   std::vector<Case> cases = {
       {Request({3600, 100}, 0, "stable"), "tuning.thresholds"},
       {Request({-1}, 0, "stable"), "tuning.thresholds"},
+      {Request({0.5}, 0, "stable"), "tuning.thresholds"},
+      {Request({100}, 0.001, "stable"), "tuning.promote_knob"},
+      {Request({100}, 1e7, "stable"), "tuning.promote_knob"},
       {Request({NAN}, 0, "stable"), "tuning.thresholds"},
       {Request({100}, -2, "stable"), "tuning.promote_knob"},
       {Request({100}, NAN, "stable"), "tuning.promote_knob"},
@@ -170,6 +203,10 @@ TEST_F(TuningMasterTest, DriftWhenFinishedJobsDifferFromTheWindowTunedOn) {
     running_.clear();
     Pass();
     Beat(node, {});
+    if (round == 0) {
+      EXPECT_EQ(Status().drift_jobs_recent(), 8);
+      EXPECT_FALSE(Status().drift());  // 8 jobs: too few to say
+    }
   }
   const v1::TuningStatus s = Status();
   EXPECT_EQ(s.drift_jobs_recent(), 40);

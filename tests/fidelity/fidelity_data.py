@@ -34,7 +34,13 @@ POLICY_MAP = [
 
 # Our side of a row whose `ours` is not a bare policy name: the policy and
 # the flags it runs with (its own `simulate` run).
-VARIANTS = {'tiresias-l+knob2': ('tiresias-l', ['--promote-knob', '2'])}
+VARIANTS = {'tiresias-l+knob2': ('tiresias-l', ['--promote-knob', '2']),
+            'tiresias-g+orig': ('tiresias-g', ['--gittins-index', 'original'])}
+
+# More of our labels compared with the same original rows: the released
+# simulator's dlas-gpu-gittins against our Tiresias-G with its index
+# (--gittins-index original) as well as with the paper's.
+ALSO_COMPARED = {'tiresias-g': ['tiresias-g+orig']}
 
 
 def our_run(label):

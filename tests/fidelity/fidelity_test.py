@@ -19,6 +19,9 @@ and re-sorts running jobs by it at every pass (docs/ARCHITECTURE.md,
 to a band instead (EXPLAINED): average JCT within 15%; makespan,
 p95 and preemptions are printed, not checked (the original's index starves
 long jobs more: its makespan runs up to 17% longer on the Philly windows).
+The same original runs are also compared with our Tiresias-G under the
+released index (`--gittins-index original`: the `tiresias-g+orig` rows),
+held to the usual tolerances.
 Tiresias-L with PROMOTEKNOB 2 (the original's dlas-gpu-2) on one Philly
 case (days 12-14 on 384 GPUs) is held to a band of its own
 (EXPLAINED_CASES: average JCT 2%, p95 8%, makespan 1%, preemptions 10%).
@@ -183,6 +186,8 @@ def main():
     started = time.time()
 
     rows = fd.read_commented_csv(os.path.join(repo, fd.REFERENCE_CSV))
+    rows = [dict(r, policy=label) for r in rows
+            for label in [r['policy']] + fd.ALSO_COMPARED.get(r['policy'], [])]
     recipes = {r['name']: r for r in
                fd.read_commented_csv(os.path.join(repo, fd.TRACES_CSV))}
     rows = [r for r in rows

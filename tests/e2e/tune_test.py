@@ -16,6 +16,8 @@ stops) and from the master's answers:
   applied by the admin, the note and the drift baseline; the audit log has
   the change;
 - 32 jobs of 2 GPUs, each ten times longer, finish: `status` reports drift;
+- `tune --auto` tunes at once (drift is then judged from its window) and
+  stops on SIGINT;
 - a restarted `up` keeps the applied settings over its flags.
 
 Needs root: exit 77 (skipped) otherwise.
@@ -23,6 +25,8 @@ Usage: tune_test.py TIRESIAS_BINARY
 """
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 
@@ -170,7 +174,27 @@ def run(binary, workdir, user):
             fail("no drift after 32 jobs of another size: %s" % drifted)
         if "DRIFT" not in cli(binary, env, "status").stdout:
             fail("`status` does not say drift")
-        applied = drifted
+
+        # --auto tunes at once, then waits; the first signal stops it.
+        auto = subprocess.Popen(
+            [binary, "tune", "--auto", "1h", "--window", "1h", "--threads",
+             "1", "--min-gain", "0", "--json"], env=admin,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for("tune --auto's first round", lambda: status(
+                binary, env)["applied_at"] > drifted["applied_at"],
+                timeout=120)
+        finally:
+            auto.send_signal(signal.SIGINT)
+            out, err = auto.communicate(timeout=60)
+        if auto.returncode != 0 or "tuning" not in err or \
+                json.loads(out)["jobs"] < 72:
+            fail("tune --auto: rc %s, %s\n%s" % (auto.returncode, err,
+                                                 out[-1000:]))
+        applied = status(binary, env)
+        if applied["drift"]["drift"] or applied["drift"]["jobs_since"] != 0:
+            fail("after --auto's round drift is judged from its window: %s"
+                 % applied)
 
     with secure_up(binary, workdir, state, address, agents=2, extra=[]):
         kept = status(binary, env)

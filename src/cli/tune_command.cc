@@ -234,6 +234,7 @@ void PrintRound(const TuneFlags& f, const Round& r, const std::string& where,
                       {"search", MetricsJson(row.search)},
                       {"rounds", row.rounds},
                       {"eligible", row.eligible},
+                      {"failed", row.failed},
                       {"holdout", row.holdout ? MetricsJson(*row.holdout)
                                               : nlohmann::json(nullptr)},
                       {"current", static_cast<int>(i) == t.current},
@@ -280,7 +281,11 @@ void PrintRound(const TuneFlags& f, const Round& r, const std::string& where,
     std::string mark;
     if (i == t.chosen) mark = " chosen";
     if (i == t.current) mark += " current";
-    if (!row.eligible) mark += " (past a floor)";
+    if (!row.failed.empty()) {
+      mark += " (failed: a job never progressed)";
+    } else if (!row.eligible) {
+      mark += " (past a floor)";
+    }
     if (row.rounds < t.rows[t.current].rounds) {
       mark += absl::StrCat(" (dropped after round ", row.rounds, ")");
     }
@@ -438,11 +443,11 @@ int TuneTrace(const TuneFlags& f) {
         "flags above.";
     r->would_apply = false;
   }
-  PrintRound(
-      f, *r,
-      absl::StrFormat("%s (hours %.1f to %.1f)", f.trace,
-                      (end - *window - first) / 3600, (end - first) / 3600),
-      f.cluster);
+  PrintRound(f, *r,
+             absl::StrFormat("%s (hours %.1f to %.1f)", f.trace,
+                             std::max(0.0, end - *window - first) / 3600,
+                             (end - first) / 3600),
+             f.cluster);
   return 0;
 }
 

@@ -24,9 +24,18 @@ struct Progress {
   double segment_start = 0;   // start of the current run
   double overhead_total = 0;
   int moves = 0;  // preemptions not counted (SimConfig::count_moves)
+  // Preemptions in a row that came before the job's restore ended: it
+  // made no progress (see kMaxStalledRuns).
+  int stalled_runs = 0;
   bool spread = false;        // the current (or last) run spans servers
   uint32_t version = 0;       // bumps on every stop; stale heap entries skip
 };
+
+// A job preempted this many times in a row before its restore ended never
+// gets anywhere: settings whose quanta are shorter than a restore (queue
+// bounds of a few GPU-seconds with PROMOTEKNOB) can pass it back and forth
+// with another for ever. The run fails instead of never ending.
+constexpr int kMaxStalledRuns = 200;
 
 struct Completion {
   double time;
@@ -98,6 +107,7 @@ class Engine {
       Decisions decisions = scheduler_.Schedule(Seconds{now}, cluster_);
       if (!decisions.empty()) ++result.passes;
       Apply(decisions, now, &result);
+      RETURN_IF_ERROR(thrashing_);
       if (config_.record_timeseries) Record(now, &result);
       if (progress_fn_ && (result.events & 0x3fff) == 0) {
         progress_fn_(now, finished);
@@ -178,6 +188,16 @@ class Engine {
         ++p.moves;
       } else {
         ++result->preemptions;
+        p.stalled_runs = elapsed - paid > 0 ? 0 : p.stalled_runs + 1;
+        if (p.stalled_runs >= kMaxStalledRuns && thrashing_.ok()) {
+          thrashing_ = absl::FailedPreconditionError(absl::StrCat(
+              "job ", id, " (", specs_[index_of_[id]].num_gpus,
+              " GPUs) was preempted ", kMaxStalledRuns,
+              " times in a row before its restore (",
+              config_.models.PreemptionCostSeconds(specs_[index_of_[id]].model),
+              " s) ended: these settings never let it progress (queue "
+              "bounds shorter than a restore?)"));
+        }
       }
     }
     for (const StartDecision& start : decisions.started) {
@@ -242,6 +262,7 @@ class Engine {
   std::optional<PackLimitClassifier> learner_;  // learn_pack_limit only
   const ProgressFn& progress_fn_;
   std::vector<Progress> progress_;
+  absl::Status thrashing_;  // set once a job stalls kMaxStalledRuns times
   absl::flat_hash_map<JobId, uint32_t> index_of_;
   std::priority_queue<Completion, std::vector<Completion>,
                       std::greater<Completion>>

@@ -128,9 +128,11 @@ using ProgressFn = std::function<void(double sim_time, int64_t finished)>;
 
 // Replays `jobs` (sorted by submit time; every job must have a duration and
 // fit the cluster) on `topology`. Fails on a bad configuration (unknown
-// policy or placement) or a job the scheduler refuses. Policy "gandiva"
-// runs on its own engine (gandiva.h), which ignores the placement and the
-// scheduler options.
+// policy or placement) or a job the scheduler refuses; FailedPrecondition
+// when settings never let a job progress (preempted 200 times in a row
+// before its restore ended: queue bounds shorter than a restore). Policy
+// "gandiva" runs on its own engine (gandiva.h), which ignores the placement and
+// the scheduler options.
 absl::StatusOr<SimResult> Simulate(const std::vector<JobSpec>& jobs,
                                    const Topology& topology,
                                    const SimConfig& config,

@@ -268,6 +268,31 @@ TEST(EngineTest, SameSeedSameResult) {
   }
 }
 
+// data/60_job.csv on 8 GPUs with a queue bound of 100 GPU-seconds (12.5 s
+// for an 8-GPU job) and PROMOTEKNOB 2, restores of 13.6 s (the built-in
+// ResNet50-like models'): job 5 is preempted before each restore ends,
+// demoted, promoted, for ever. The run fails naming it instead of never
+// ending; without the restore cost every job ends.
+TEST(EngineTest, SettingsThatNeverLetAJobProgressFailTheRun) {
+  auto jobs = ReadTrace("data/60_job.csv");
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  SimConfig c = Config("tiresias-l", 100);
+  c.scheduler.promote_knob = 2;
+  c.preemption_cost = true;
+  absl::StatusOr<SimResult> r = Simulate(*jobs, Topology::Uniform(1, 2, 4), c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(r.status().message())
+                .find("times in a row before its restore"),
+            std::string::npos)
+      << r.status();
+  c.preemption_cost = false;
+  absl::StatusOr<SimResult> free =
+      Simulate(*jobs, Topology::Uniform(1, 2, 4), c);
+  ASSERT_TRUE(free.ok()) << free.status();
+  EXPECT_EQ(free->jobs.size(), 60u);
+}
+
 TEST(EngineTest, ReplaysOriginalSixtyJobTrace) {
   auto jobs = ReadTrace("data/60_job.csv");
   ASSERT_TRUE(jobs.ok()) << jobs.status();

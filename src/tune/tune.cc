@@ -82,11 +82,14 @@ struct RunTask {
 };
 
 // Runs every task over `threads`; the first failure wins.
-absl::Status RunAll(const std::vector<TuneRow>& rows,
-                    const std::vector<RunTask>& tasks,
-                    const Topology& topology, const TuneOptions& options,
-                    std::atomic<int64_t>* done, int64_t planned,
-                    const TuneProgressFn& progress) {
+// A candidate whose run fails because the settings never let a job
+// progress (the simulator's FailedPrecondition) is marked failed: never
+// eligible, ranked last. Any other failure, or the current settings',
+// ends the search.
+absl::Status RunAll(std::vector<TuneRow>& rows,
+                    const std::vector<RunTask>& tasks, const Topology& topology,
+                    const TuneOptions& options, std::atomic<int64_t>* done,
+                    int64_t planned, const TuneProgressFn& progress) {
   std::atomic<size_t> next{0};
   std::vector<absl::Status> failures(tasks.size());
   auto work = [&] {
@@ -113,7 +116,16 @@ absl::Status RunAll(const std::vector<TuneRow>& rows,
   for (int t = 1; t < n; ++t) threads.emplace_back(work);
   work();
   for (std::thread& t : threads) t.join();
-  for (absl::Status& s : failures) RETURN_IF_ERROR(s);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const absl::Status& s = failures[i];
+    if (s.ok()) continue;
+    TuneRow& row = rows[tasks[i].row];
+    if (tasks[i].row == 0 ||
+        s.code() != absl::StatusCode::kFailedPrecondition) {
+      return s;
+    }
+    if (row.failed.empty()) row.failed = std::string(s.message());
+  }
   return absl::OkStatus();
 }
 
@@ -272,8 +284,13 @@ absl::StatusOr<TuneResult> Tune(const std::vector<JobSpec>& jobs,
   auto rank = [&](const std::vector<int>& ids) {
     const TuneMetrics& cur = rows[0].search;
     std::vector<int> order = ids;
-    for (int i : order) rows[i].eligible = KeepsFloors(rows[i].search, cur, options);
+    for (int i : order) {
+      rows[i].eligible =
+          rows[i].failed.empty() && KeepsFloors(rows[i].search, cur, options);
+    }
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      const bool fa = !rows[a].failed.empty(), fb = !rows[b].failed.empty();
+      if (fa != fb) return fb;  // failed runs last
       if (rows[a].eligible != rows[b].eligible) return rows[a].eligible;
       return Objective(rows[a].search, options.objective) <
              Objective(rows[b].search, options.objective);
@@ -313,7 +330,10 @@ absl::StatusOr<TuneResult> Tune(const std::vector<JobSpec>& jobs,
     }
   }
   std::stable_sort(dropped.begin(), dropped.end(), [&](int a, int b) {
-    if (rows[a].rounds != rows[b].rounds) return rows[a].rounds > rows[b].rounds;
+    const bool fa = !rows[a].failed.empty(), fb = !rows[b].failed.empty();
+    if (fa != fb) return fb;
+    if (rows[a].rounds != rows[b].rounds)
+      return rows[a].rounds > rows[b].rounds;
     if (rows[a].eligible != rows[b].eligible) return rows[a].eligible;
     return Objective(rows[a].search, options.objective) <
            Objective(rows[b].search, options.objective);
@@ -345,6 +365,7 @@ absl::StatusOr<TuneResult> Tune(const std::vector<JobSpec>& jobs,
   result.runs += static_cast<int64_t>(holdout.size());
   size_t best = 0;
   for (size_t k = 0; k < finalists.size(); ++k) {
+    if (!rows[finalists[k]].failed.empty()) continue;  // failed held out
     rows[finalists[k]].holdout = judged[k];
     if (k > 0 && KeepsFloors(judged[k], judged[0], options) &&
         Objective(judged[k], options.objective) <

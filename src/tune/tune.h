@@ -119,6 +119,9 @@ struct TuneRow {
   bool eligible = false;  // keeps the floors against the current settings
   // A finalist's metrics on the held-out jobs.
   std::optional<TuneMetrics> holdout;
+  // Why its run failed (the settings never let some job progress: see
+  // sim/engine.h); such a row is never eligible.
+  std::string failed;
 };
 
 struct TuneResult {

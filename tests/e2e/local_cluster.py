@@ -236,6 +236,36 @@ def free_port():
         return s.getsockname()[1]
 
 
+# A job's body for `/bin/sh -c LOGGING_JOB job LOG`: a start line in LOG
+# now, a stop line on SIGTERM (a preemption), running until then.
+LOGGING_JOB = r'''
+log="$1"
+echo "start $(date +%s.%N)" >> "$log"
+trap 'echo "stop $(date +%s.%N)" >> "$log"; exit 143' TERM
+while :; do sleep 0.2; done
+'''
+
+
+def log_words(path):
+    """LOGGING_JOB's log as lists of words (["start", "1700000000.1"]...);
+    empty if it is not there yet."""
+    try:
+        with open(path) as f:
+            return [line.split() for line in f]
+    except FileNotFoundError:
+        return []
+
+
+def wait_until(what, check, timeout=30):
+    """Polls check() every 0.1 s until it is true; fails naming `what`
+    after `timeout` seconds."""
+    deadline = time.time() + timeout
+    while not check():
+        if time.time() > deadline:
+            fail("timed out waiting for " + what)
+        time.sleep(0.1)
+
+
 def read_lines(path):
     try:
         with open(path) as f:

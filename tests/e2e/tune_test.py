@@ -32,33 +32,9 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_cluster import (admin_env, cli, fail, free_port,  # noqa: E402
-                           run_as_throwaway_user, secure_up, user_session)
-
-# $1: its log. A start line now, a stop line on SIGTERM (a preemption).
-JOB = r'''
-log="$1"
-echo "start $(date +%s.%N)" >> "$log"
-trap 'echo "stop $(date +%s.%N)" >> "$log"; exit 143' TERM
-while :; do sleep 0.2; done
-'''
-
-
-def lines(path):
-    try:
-        with open(path) as f:
-            return [line.split() for line in f]
-    except FileNotFoundError:
-        return []
-
-
-def wait_for(what, check, timeout=60):
-    deadline = time.time() + timeout
-    while not check():
-        if time.time() > deadline:
-            fail("timed out waiting for " + what)
-        time.sleep(0.2)
-
+from local_cluster import (LOGGING_JOB, admin_env, cli, fail,  # noqa: E402
+                           free_port, log_words, run_as_throwaway_user,
+                           secure_up, user_session, wait_until)
 
 def status(binary, env):
     r = cli(binary, env, "status", "--json")
@@ -85,8 +61,8 @@ def run(binary, workdir, user):
     address = "127.0.0.1:%d" % free_port()
     with secure_up(binary, workdir, state, address, agents=2, extra=[]):
         admin = admin_env(state, address)
-        wait_for("the two agents",
-                 lambda: "node-1" in cli(binary, admin, "nodes").stdout)
+        wait_until("the two agents",
+                   lambda: "node-1" in cli(binary, admin, "nodes").stdout)
         env, uid, home = user_session(binary, admin, workdir, user)
         before = status(binary, env)
         if before["source"] != "flags" or before["thresholds_gpu_s"] != [3600]:
@@ -104,15 +80,15 @@ def run(binary, workdir, user):
         for i in range(4):
             log = os.path.join(home, "long-%d" % i)
             logs[submit(binary, env, "--gpus", "1", "--", "/bin/sh", "-c",
-                        JOB, "job", log)] = log
-        wait_for("the 4 long jobs to start",
-                 lambda: all(lines(p) for p in logs.values()))
+                        LOGGING_JOB, "job", log)] = log
+        wait_until("the 4 long jobs to start",
+                   lambda: all(log_words(p) for p in logs.values()))
         time.sleep(3)  # over 2 GPU-seconds each
         fifth_log = os.path.join(home, "fifth")
         fifth = submit(binary, env, "--gpus", "1", "--", "/bin/sh", "-c",
-                       JOB, "job", fifth_log)
+                       LOGGING_JOB, "job", fifth_log)
         time.sleep(3)
-        if lines(fifth_log):
+        if log_words(fifth_log):
             fail("the fifth job started before the change (all in Q0)")
         changed_at = time.time()
         r = cli(binary, admin, "admin", "tuning", "set", "--thresholds", "2",
@@ -120,10 +96,10 @@ def run(binary, workdir, user):
         if r.returncode != 0 or "queues 2 GPU-s" not in r.stdout:
             fail("admin tuning set: %s %s" % (r.stdout, r.stderr))
         applied_by_hand = status(binary, env)["applied_at"]
-        wait_for("the fifth job to start", lambda: lines(fifth_log),
-                 timeout=15)
-        started = float(lines(fifth_log)[0][1])
-        stops = [float(w[1]) for p in logs.values() for w in lines(p)
+        wait_until("the fifth job to start", lambda: log_words(fifth_log),
+                   timeout=15)
+        started = float(log_words(fifth_log)[0][1])
+        stops = [float(w[1]) for p in logs.values() for w in log_words(p)
                  if w[0] == "stop"]
         if not stops or min(stops) < changed_at or started < changed_at:
             fail("stops %s, fifth started %.3f, change at %.3f" %
@@ -134,8 +110,8 @@ def run(binary, workdir, user):
         # tune on the master's own jobs.
         short = [submit(binary, env, "--gpus", "1", "--", "/bin/sleep",
                         "0.1") for _ in range(40)]
-        wait_for("the 40 short jobs", lambda: finished(binary, env, short),
-                 timeout=120)
+        wait_until("the 40 short jobs", lambda: finished(binary, env, short),
+                   timeout=120)
         # Now that there are jobs to tune on, the user's --apply reaches
         # the master, which refuses it.
         r = cli(binary, env, "tune", "--apply", "--window", "1h",
@@ -166,8 +142,8 @@ def run(binary, workdir, user):
         # Jobs ten times longer, on 2 GPUs: drift.
         long = [submit(binary, env, "--gpus", "2", "--", "/bin/sleep", "1")
                 for _ in range(32)]
-        wait_for("the 32 longer jobs", lambda: finished(binary, env, long),
-                 timeout=180)
+        wait_until("the 32 longer jobs", lambda: finished(binary, env, long),
+                   timeout=180)
         drifted = status(binary, env)
         if not drifted["drift"]["drift"] or \
                 drifted["drift"]["jobs_since"] < 32:
@@ -181,7 +157,7 @@ def run(binary, workdir, user):
              "1", "--min-gain", "0", "--json"], env=admin,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            wait_for("tune --auto's first round", lambda: status(
+            wait_until("tune --auto's first round", lambda: status(
                 binary, env)["applied_at"] > drifted["applied_at"],
                 timeout=120)
         finally:

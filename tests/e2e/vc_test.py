@@ -26,38 +26,13 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_cluster import (admin_env, cli, fail, free_port,  # noqa: E402
-                           run_as_throwaway_users, secure_up,
-                           user_session)
-
-# $1: its log. A start line now, a stop line on SIGTERM (a preemption).
-JOB = r'''
-log="$1"
-echo "start $(date +%s.%N)" >> "$log"
-trap 'echo "stop $(date +%s.%N)" >> "$log"; exit 143' TERM
-while :; do sleep 0.2; done
-'''
-
-
-def lines(path):
-    try:
-        with open(path) as f:
-            return [line.split() for line in f]
-    except FileNotFoundError:
-        return []
-
-
-def wait_for(what, check, timeout=30):
-    deadline = time.time() + timeout
-    while not check():
-        if time.time() > deadline:
-            fail("timed out waiting for " + what)
-        time.sleep(0.1)
-
+from local_cluster import (LOGGING_JOB, admin_env, cli, fail,  # noqa: E402
+                           free_port, log_words, run_as_throwaway_users,
+                           secure_up, user_session, wait_until)
 
 def submit(binary, env, log, *flags):
-    r = cli(binary, env, "submit", *flags, "--", "/bin/sh", "-c", JOB, "job",
-            log)
+    r = cli(binary, env, "submit", *flags, "--", "/bin/sh", "-c",
+            LOGGING_JOB, "job", log)
     if r.returncode != 0:
         fail("submit %s: %s" % (" ".join(flags), r.stderr))
     return int(r.stdout.split()[-1])
@@ -68,8 +43,8 @@ def run(binary, workdir, users):
     address = "127.0.0.1:%d" % free_port()
     with secure_up(binary, workdir, state, address, agents=2, extra=[]):
         admin = admin_env(state, address)
-        wait_for("the two agents",
-                 lambda: "node-1" in cli(binary, admin, "nodes").stdout)
+        wait_until("the two agents",
+                   lambda: "node-1" in cli(binary, admin, "nodes").stdout)
         a_env, a_uid, a_home = user_session(binary, admin, workdir, users[0],
                                             "a")
         b_env, b_uid, b_home = user_session(binary, admin, workdir, users[1],
@@ -93,9 +68,9 @@ def run(binary, workdir, users):
         for i in range(4):
             log = os.path.join(b_home, "log-b-%d" % i)
             b_logs[submit(binary, b_env, log, "--gpus", "1")] = log
-        wait_for("team-b's 4 jobs to run",
-                 lambda: all(lines(p) for p in b_logs.values()))
-        wait_for("team-b's jobs running in the master", lambda: sum(
+        wait_until("team-b's 4 jobs to run",
+                   lambda: all(log_words(p) for p in b_logs.values()))
+        wait_until("team-b's jobs running in the master", lambda: sum(
             j["state"] == "running" for j in json.loads(
                 cli(binary, b_env, "jobs", "--json").stdout)["jobs"]) == 4)
         jobs = json.loads(cli(binary, b_env, "jobs", "--json").stdout)["jobs"]
@@ -107,10 +82,11 @@ def run(binary, workdir, users):
         a_log = os.path.join(a_home, "log-a")
         submitted = time.time()
         submit(binary, a_env, a_log, "--gpus", "2")
-        wait_for("team-a's job to start", lambda: lines(a_log), timeout=20)
-        started = float(lines(a_log)[0][1])
+        wait_until("team-a's job to start", lambda: log_words(a_log),
+                   timeout=20)
+        started = float(log_words(a_log)[0][1])
         stopped = {job for job, log in b_logs.items()
-                   if any(w == "stop" for w, _ in lines(log))}
+                   if any(w == "stop" for w, _ in log_words(log))}
         owners = {os.stat(p).st_uid for p in b_logs.values()}
         print("team-a's 2-GPU job started %.2f s after its submission; "
               "stopped: %s, borrowers: %s" %
@@ -128,7 +104,7 @@ def run(binary, workdir, users):
             return [j["pending_reason"] or "" for j in json.loads(
                 cli(binary, b_env, "jobs", "--json", "--vc", "team-b",
                     "--state", "preempted").stdout)["jobs"]]
-        wait_for("the reclaimed jobs' reasons", lambda: len([
+        wait_until("the reclaimed jobs' reasons", lambda: len([
             r for r in waiting_reasons()
             if "(vc team-b: 2 of 2 GPUs of its quota in use)" in r]) == 2)
         shown = cli(binary, b_env, "vc", "show", "team-b").stdout

@@ -129,17 +129,12 @@ absl::StatusOr<Inputs> LoadInputs(const Flags& f) {
     ASSIGN_OR_RETURN(base.policy_options.gittins_samples,
                      ReadGpuTimeSamples(f.gittins_samples));
   }
-  if (f.gittins_index == "original") {
-    if (f.gittins_samples.empty()) {
-      return absl::InvalidArgumentError(
-          "--gittins-index original needs --gittins-samples (the released "
-          "simulator learns nothing: it reads yarn-gput1000.csv)");
-    }
-    base.policy_options.gittins_original_index = true;
-  } else if (f.gittins_index != "paper") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--gittins-index ", f.gittins_index, ": expected paper or original"));
+  if (f.gittins_index == "original" && f.gittins_samples.empty()) {
+    return absl::InvalidArgumentError(
+        "--gittins-index original needs --gittins-samples (the released "
+        "simulator learns nothing: it reads yarn-gput1000.csv)");
   }
+  base.policy_options.gittins_original_index = f.gittins_index == "original";
   if (!(f.pack_limit >= 0 && f.pack_limit <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--pack-limit ", f.pack_limit, ": expected a skew between 0 and 1"));
@@ -528,11 +523,10 @@ void AddSimulateCommand(CLI::App& app, const std::string& command_line,
                   "Job sizes (GPU-seconds) for tiresias-g, e.g. "
                   "data/yarn-gput1000.csv; default: learn from finished jobs");
   cmd->add_option("--gittins-index", f.gittins_index,
-                  "tiresias-g's index: paper (a quantum per queue, LAS in "
-                  "the last, the stable queue order) or original (the "
-                  "released simulator's: one 3,250 GPU-s quantum in every "
-                  "queue, every job of a queue re-sorted by it at every "
-                  "event; needs --gittins-samples), to reproduce its figures")
+                  "tiresias-g's index: paper, or original (the released "
+                  "simulator's index and order, to reproduce its figures; "
+                  "needs --gittins-samples)")
+      ->check(CLI::IsMember({"paper", "original"}))
       ->capture_default_str();
   cmd->add_option("--arrival-scale", f.arrival_scale,
                   "Multiply every inter-arrival gap (< 1 raises the load)")

@@ -166,17 +166,12 @@ class Scheduler {
   Tuning tuning() const {
     return {options_.queues, options_.promote_knob, options_.queue_order};
   }
-  // Changes the K queues, PROMOTEKNOB and the order within a queue at
-  // `now`, between passes. Every unfinished job of a multi-level-queue
-  // policy goes to the queue its attained service (since its last
-  // promotion) falls in under the new thresholds, as if they had always
-  // been these; within a queue jobs keep their relative order, and their
-  // demotion and promotion instants are computed again. The policy's
-  // per-queue state is rebuilt (Policy::SetQueues). Running jobs keep
-  // their GPUs; the next pass may preempt them. The jobs whose queue
-  // changed are in the next pass's Decisions::requeued (the host updates
-  // their records). Fails, changing nothing, on a knob that is not
-  // positive. O(jobs log jobs).
+  // Changes them at `now`, between passes: every unfinished job goes to
+  // the queue its attained service falls in under the new bounds, keeping
+  // its relative order; wakeups and the policy's per-queue state
+  // (Policy::SetQueues) are redone; the next pass may preempt. Jobs whose
+  // queue changed are in the next pass's Decisions::requeued. Fails,
+  // changing nothing, on a knob that is not positive. O(jobs log jobs).
   absl::Status Retune(const Tuning& tuning, Seconds now);
 
   // A new job, waiting in queue 0 (a CPU-only one in the CPU-only queue).

@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_cluster import (SKIP, admin_env, cli, fail,  # noqa: E402
                            run_as_throwaway_users, secure_up,
                            start_operator_agent, user_session, wait_up)
-from vc_test import wait_for  # noqa: E402
+from local_cluster import wait_until  # noqa: E402
 from interactive_test import Tmux, forward  # noqa: E402
 from local_cluster import free_port  # noqa: E402
 
@@ -206,7 +206,7 @@ echo "done-$n" >> trace
     job = submit(binary, env, home, "--gpus", "1", "--checkpoint-dir", ckpt,
                  "--", "./steps.sh")
     trace = os.path.join(home, "trace")
-    wait_for("the job's first start", lambda: os.path.exists(trace))
+    wait_until("the job's first start", lambda: os.path.exists(trace))
     time.sleep(1.5)
     r = cli(binary, admin, "requeue", str(job))
     if r.returncode != 0:
@@ -255,7 +255,7 @@ def interactive(binary, workdir, env, home, uid):
         if re.search("^slept$", tmux.screen(), re.M):
             fail("Ctrl-C did not stop the sleep:\n%s" % tmux.screen())
         tmux.keys("exit 3", "Enter")
-        wait_for("run to exit", lambda: os.path.exists(tmux.exit_file))
+        wait_until("run to exit", lambda: os.path.exists(tmux.exit_file))
         code = read(tmux.exit_file).strip()
         if code != "EXIT=3":
             fail("run --pty --image ended with %s:\n%s" %
@@ -332,7 +332,7 @@ def port_forward(binary, env, home):
     def listening():
         with socket.socket() as s:
             return s.connect_ex(("127.0.0.1", port)) == 0
-    wait_for("the container's server", listening)
+    wait_until("the container's server", listening)
     p, local = forward(binary, env, job, port)
     with socket.create_connection(("127.0.0.1", local), timeout=10) as s:
         got = s.recv(100)
@@ -340,8 +340,8 @@ def port_forward(binary, env, home):
     if got != b"hello-from-the-container":
         fail("port-forward into a container got %r" % got)
     cli(binary, env, "cancel", str(job))
-    wait_for("the container's server to end on cancel",
-             lambda: not listening())
+    wait_until("the container's server to end on cancel",
+               lambda: not listening())
     term = os.path.join(home, "server.term")
     if not os.path.exists(term) or read(term) != "term\n":
         fail("cancel's SIGTERM did not reach the container's background "
@@ -373,7 +373,7 @@ echo "done-$n" >> ticks
 """)
     job = submit(binary, env, home, "--gpus", "1", "--", "./ticks.sh")
     ticks = os.path.join(home, "ticks")
-    wait_for("the job's start", lambda: os.path.exists(ticks))
+    wait_until("the job's start", lambda: os.path.exists(ticks))
     restart()
     if wait_state(binary, env, job, ["finished", "failed"],
                   timeout=90) != "finished":
@@ -381,7 +381,7 @@ echo "done-$n" >> ticks
     if read(ticks).split() != ["start", "done-50"]:
         fail("the adopted container job ran as %s" % read(ticks).split())
     bundles = os.path.join(workdir, "agent-node-c", "containers")
-    wait_for("its bundle to go", lambda: not any(
+    wait_until("its bundle to go", lambda: not any(
         d.startswith("job-%d-" % job) for d in os.listdir(bundles)))
     print("a container task outlived its agent's SIGKILL, was adopted by "
           "the next one, ran to its end once, and its bundle went")
@@ -443,7 +443,7 @@ def arrays_and_files(binary, env, home):
     if r.returncode != 0:
         fail("submit --file with an image: %s" % r.stderr)
     wanted = ["where-arr0", "where-arr1", "where-file"]
-    wait_for("the array's and the file's jobs", lambda: all(
+    wait_until("the array's and the file's jobs", lambda: all(
         os.path.exists(os.path.join(home, w)) for w in wanted))
     seen = [read(os.path.join(home, w)).strip() for w in wanted]
     if seen != ["image"] * 3:

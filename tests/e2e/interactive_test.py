@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_cluster import (admin_env, cli, fail, free_port,  # noqa: E402
                            run_as_throwaway_users, secure_up,
                            user_session)
-from vc_test import wait_for  # noqa: E402
+from local_cluster import wait_until  # noqa: E402
 
 
 def job_state(binary, env, job):
@@ -49,8 +49,8 @@ def submit(binary, env, home, *command):
     if r.returncode != 0:
         fail("submit %s: %s" % (command, r.stderr))
     job = int(r.stdout.strip())
-    wait_for("job %d to run" % job,
-             lambda: job_state(binary, env, job) == "running")
+    wait_until("job %d to run" % job,
+               lambda: job_state(binary, env, job) == "running")
     return job
 
 
@@ -166,7 +166,7 @@ def terminal(binary, workdir, env, admin, home, uid):
         if "watched-5" not in out:
             fail("an admin's read-only attach saw %r (%s)" % (out, err))
         tmux.keys("exit 3", "Enter")
-        wait_for("run to exit", lambda: os.path.exists(tmux.exit_file))
+        wait_until("run to exit", lambda: os.path.exists(tmux.exit_file))
         with open(tmux.exit_file) as f:
             code = f.read().strip()
         if code != "EXIT=3":
@@ -205,7 +205,7 @@ def attach_and_forward(binary, workdir, env, other_env, home, other_home):
     def listening():
         with socket.socket() as s:
             return s.connect_ex(("127.0.0.1", port)) == 0
-    wait_for("the job's HTTP server", listening)
+    wait_until("the job's HTTP server", listening)
     p, local = forward(binary, env, server, port)
     body = urllib.request.urlopen("http://127.0.0.1:%d/hello.txt" % local,
                                   timeout=10).read().decode()
@@ -255,13 +255,13 @@ def grace(binary, env, home):
                          stderr=subprocess.PIPE, text=True)
     job = int(re.match(r"tiresias: job (\d+) submitted",
                        p.stderr.readline()).group(1))
-    wait_for("job %d to run" % job,
-             lambda: job_state(binary, env, job) == "running")
+    wait_until("job %d to run" % job,
+               lambda: job_state(binary, env, job) == "running")
     time.sleep(0.5)
     p.kill()  # a dropped connection
     dropped = time.time()
-    wait_for("the job to be hung up",
-             lambda: job_state(binary, env, job) not in ("running", None),
+    wait_until("the job to be hung up",
+               lambda: job_state(binary, env, job) not in ("running", None),
              timeout=20)
     took = time.time() - dropped
     detail = json.loads(cli(binary, env, "job", str(job), "--json").stdout)
@@ -304,8 +304,8 @@ def run(binary, workdir, users):
     address = "127.0.0.1:%d" % free_port()
     with secure_up(binary, workdir, state, address, agents=2, extra=[]):
         admin = admin_env(state, address)
-        wait_for("the two agents",
-                 lambda: "node-1" in cli(binary, admin, "nodes").stdout)
+        wait_until("the two agents",
+                   lambda: "node-1" in cli(binary, admin, "nodes").stdout)
         env, uid, home = user_session(binary, admin, workdir, users[0], "a")
         other_env, _, other_home = user_session(binary, admin, workdir,
                                                 users[1], "b")

@@ -29,7 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_cluster import (admin_env, cli, fail, free_port,  # noqa: E402
                            run_as_throwaway_users, secure_up,
                            user_session)
-from vc_test import lines, submit, wait_for  # noqa: E402
+from local_cluster import log_words, wait_until  # noqa: E402
+from vc_test import submit  # noqa: E402
 
 
 def run(binary, workdir, users):
@@ -37,8 +38,8 @@ def run(binary, workdir, users):
     address = "127.0.0.1:%d" % free_port()
     with secure_up(binary, workdir, state, address, agents=2, extra=[]):
         admin = admin_env(state, address)
-        wait_for("the two agents",
-                 lambda: "node-1" in cli(binary, admin, "nodes").stdout)
+        wait_until("the two agents",
+                   lambda: "node-1" in cli(binary, admin, "nodes").stdout)
         low_env, low_uid, low_home = user_session(binary, admin, workdir,
                                                   users[0], "low")
         high_env, high_uid, high_home = user_session(binary, admin, workdir,
@@ -67,8 +68,8 @@ def run(binary, workdir, users):
         for i in range(4):
             log = os.path.join(low_home, "log-low-%d" % i)
             low_logs[submit(binary, low_env, log, "--gpus", "1")] = log
-        wait_for("the first user's 4 jobs to run",
-                 lambda: all(lines(p) for p in low_logs.values()))
+        wait_until("the first user's 4 jobs to run",
+                   lambda: all(log_words(p) for p in low_logs.values()))
 
         high_logs = {}
         submitted = time.time()
@@ -76,13 +77,13 @@ def run(binary, workdir, users):
             log = os.path.join(high_home, "log-high-%d" % i)
             high_logs[submit(binary, high_env, log, "--gpus", "1", "--qos",
                              "high")] = log
-        wait_for("2 of the QOS high jobs to start", lambda: sum(
-            bool(lines(p)) for p in high_logs.values()) >= 2, timeout=20)
+        wait_until("2 of the QOS high jobs to start", lambda: sum(
+            bool(log_words(p)) for p in high_logs.values()) >= 2, timeout=20)
         time.sleep(2)  # a third would have started by now
-        started = sorted(float(lines(p)[0][1])
-                         for p in high_logs.values() if lines(p))
+        started = sorted(float(log_words(p)[0][1])
+                         for p in high_logs.values() if log_words(p))
         stopped = {job for job, log in low_logs.items()
-                   if any(w == "stop" for w, _ in lines(log))}
+                   if any(w == "stop" for w, _ in log_words(log))}
         print("QOS high: %d started, the last %.2f s after submission; "
               "the first user's jobs stopped: %s" %
               (len(started), started[-1] - submitted, sorted(stopped)))
@@ -104,7 +105,7 @@ def run(binary, workdir, users):
             jobs = json.loads(cli(binary, high_env, "jobs", "--json").stdout)
             return [j["pending_reason"] for j in jobs["jobs"]
                     if j["state"] == "pending"]
-        wait_for("the third job's reason", lambda: third_reason() == [
+        wait_until("the third job's reason", lambda: third_reason() == [
             "qos high: %s's running jobs hold 2 of at most 2 GPUs per user "
             "(needs 1 GPU)" % users[1]])
         listed = cli(binary, low_env, "qos", "list")

@@ -25,17 +25,19 @@ struct Progress {
   double overhead_total = 0;
   int moves = 0;  // preemptions not counted (SimConfig::count_moves)
   // Preemptions in a row that came before the job's restore ended: it
-  // made no progress (see kMaxStalledRuns).
+  // made no progress (see kMaxBarrenPreemptions).
   int stalled_runs = 0;
   bool spread = false;        // the current (or last) run spans servers
   uint32_t version = 0;       // bumps on every stop; stale heap entries skip
 };
 
-// A job preempted this many times in a row before its restore ended never
-// gets anywhere: settings whose quanta are shorter than a restore (queue
-// bounds of a few GPU-seconds with PROMOTEKNOB) can pass it back and forth
-// with another for ever. The run fails instead of never ending.
-constexpr int kMaxStalledRuns = 200;
+// Settings whose quanta are shorter than a restore (queue bounds of a few
+// GPU-seconds with PROMOTEKNOB) can pass jobs back and forth for ever, each
+// preempted before its restore ends. A single job starved that way is
+// legal (LAS does it to big jobs under load while others finish), so the
+// run fails only when this many preemptions in a row cost a restore and
+// no job finished or progressed in between: nothing ever will.
+constexpr int64_t kMaxBarrenPreemptions = 20'000;
 
 struct Completion {
   double time;
@@ -101,6 +103,7 @@ class Engine {
             scheduler_.Finish(specs_[index].id, Seconds{now}, cluster_));
         ++result.events;
         ++finished;
+        barren_preemptions_ = 0;
         if (learner_) RETURN_IF_ERROR(Learn(index, &result));
       }
       if (scheduler_.NextWakeup().count() <= now) ++result.events;
@@ -188,14 +191,18 @@ class Engine {
         ++p.moves;
       } else {
         ++result->preemptions;
-        p.stalled_runs = elapsed - paid > 0 ? 0 : p.stalled_runs + 1;
-        if (p.stalled_runs >= kMaxStalledRuns && thrashing_.ok()) {
+        const bool progressed = elapsed - paid > 0;
+        p.stalled_runs = progressed ? 0 : p.stalled_runs + 1;
+        barren_preemptions_ = progressed ? 0 : barren_preemptions_ + 1;
+        if (barren_preemptions_ >= kMaxBarrenPreemptions && thrashing_.ok()) {
           thrashing_ = absl::FailedPreconditionError(absl::StrCat(
-              "job ", id, " (", specs_[index_of_[id]].num_gpus,
-              " GPUs) was preempted ", kMaxStalledRuns,
-              " times in a row before its restore (",
+              kMaxBarrenPreemptions,
+              " preemptions in a row came before the job's restore ended, "
+              "with no job finishing in between (the last: job ",
+              id, ", ", specs_[index_of_[id]].num_gpus, " GPUs, preempted ",
+              p.stalled_runs, " times in a row before its ",
               config_.models.PreemptionCostSeconds(specs_[index_of_[id]].model),
-              " s) ended: these settings never let it progress (queue "
+              " s restore): these settings never let a job progress (queue "
               "bounds shorter than a restore?)"));
         }
       }
@@ -262,7 +269,10 @@ class Engine {
   std::optional<PackLimitClassifier> learner_;  // learn_pack_limit only
   const ProgressFn& progress_fn_;
   std::vector<Progress> progress_;
-  absl::Status thrashing_;  // set once a job stalls kMaxStalledRuns times
+  absl::Status thrashing_;  // set at kMaxBarrenPreemptions
+  // Preemptions in a row before a restore ended, since a job last
+  // finished or progressed.
+  int64_t barren_preemptions_ = 0;
   absl::flat_hash_map<JobId, uint32_t> index_of_;
   std::priority_queue<Completion, std::vector<Completion>,
                       std::greater<Completion>>

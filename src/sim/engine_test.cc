@@ -283,7 +283,7 @@ TEST(EngineTest, SettingsThatNeverLetAJobProgressFailTheRun) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(std::string(r.status().message())
-                .find("times in a row before its restore"),
+                .find("preemptions in a row came before the job's restore ended"),
             std::string::npos)
       << r.status();
   c.preemption_cost = false;
@@ -291,6 +291,25 @@ TEST(EngineTest, SettingsThatNeverLetAJobProgressFailTheRun) {
       Simulate(*jobs, Topology::Uniform(1, 2, 4), c);
   ASSERT_TRUE(free.ok()) << free.status();
   EXPECT_EQ(free->jobs.size(), 60u);
+}
+
+// LAS may starve one job with restarts while others finish: 1 GPU, A
+// (100 s) from 0, then a 0.5 s job every second from 10 to 309. Each
+// preempts A (no service yet beats 10 s), A restarts at x.5 and is preempted
+// again at x+1, before its restore ends: 300 barren preemptions in a row for
+// A, yet the run goes on, and A ends after the last one with its restore
+// and its 90 s left.
+TEST(EngineTest, AStarvedJobDoesNotFailARunThatProgresses) {
+  std::vector<JobSpec> jobs = {Spec(1, 1, 0, 100)};
+  for (int i = 0; i < 300; ++i) jobs.push_back(Spec(2 + i, 1, 10 + i, 0.5));
+  SimConfig c = Config("las");
+  c.preemption_cost = true;
+  const double restore = c.models.PreemptionCostSeconds("resnet50");
+  ASSERT_GT(restore, 0.5);
+  absl::StatusOr<SimResult> r = Simulate(jobs, Topology::Uniform(1, 1, 1), c);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->preemptions, 300);
+  EXPECT_NEAR(Jct(*r, 1), 309.5 + restore + 90, 1e-6);
 }
 
 TEST(EngineTest, ReplaysOriginalSixtyJobTrace) {

@@ -38,7 +38,7 @@ TEST_F(TuneCliTest, JsonOnASmallTrace) {
   EXPECT_EQ(last["settings"]["flags"],
             "--thresholds 100 --promote-knob 2 --queue-order stable");
   EXPECT_THAT(last["failed"].get<std::string>(),
-              HasSubstr("times in a row before its restore"));
+              HasSubstr("preemptions in a row came before the job's restore ended"));
   EXPECT_FALSE(last["eligible"].get<bool>());
   for (const nlohmann::json& row : out["rows"]) {
     current += row["current"].get<bool>();

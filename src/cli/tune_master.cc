@@ -11,6 +11,7 @@
 #include "cli/cluster_client.h"
 #include "cli/tune_round.h"
 #include "cli/tune_window.h"
+#include "master/tuning_convert.h"
 #include "tune/drift.h"
 
 namespace tiresias::tune_cli {
@@ -20,17 +21,13 @@ volatile std::sig_atomic_t g_stop = 0;
 namespace {
 
 TuneSettings SettingsOf(const v1::ClusterStatus& status) {
-  const v1::Tuning& t = status.tuning().tuning();
   TuneSettings s;
-  std::vector<double> thresholds(t.thresholds().begin(), t.thresholds().end());
-  if (absl::StatusOr<QueueConfig> q = QueueConfig::Create(thresholds); q.ok()) {
-    s.queues = *q;
-  }
-  s.promote_knob = t.promote_knob() == 0
-                       ? std::numeric_limits<double>::infinity()
-                       : t.promote_knob();
-  if (absl::StatusOr<QueueOrder> o = ParseQueueOrder(t.queue_order()); o.ok()) {
-    s.queue_order = *o;
+  if (absl::StatusOr<Scheduler::Tuning> t =
+          TuningFromProto(status.tuning().tuning());
+      t.ok()) {
+    s.queues = t->queues;
+    s.promote_knob = t->promote_knob;
+    s.queue_order = t->queue_order;
   }
   // The placement in force, named, so that applying keeps it unless the
   // search changed it.
@@ -39,11 +36,7 @@ TuneSettings SettingsOf(const v1::ClusterStatus& status) {
 }
 
 void ToProto(const TuneSettings& s, v1::Tuning* out) {
-  out->mutable_thresholds()->Assign(s.queues.thresholds().begin(),
-                                    s.queues.thresholds().end());
-  out->set_promote_knob(std::isinf(s.promote_knob) ? 0 : s.promote_knob);
-  out->set_queue_order(std::string(QueueOrderName(s.queue_order)));
-  out->set_placement(s.placement);
+  TuningToProto({s.queues, s.promote_knob, s.queue_order}, s.placement, out);
 }
 
 absl::StatusOr<v1::ClusterStatus> GetStatus(cli::MasterClient& client,

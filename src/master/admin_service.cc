@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "master/service.h"
+#include "master/tuning_convert.h"
 #include "security/rpc_status.h"
 
 namespace tiresias {
@@ -170,16 +171,9 @@ grpc::Status AdminService::SetTuning(grpc::ServerContext* ctx,
       *req, who->user.empty() ? std::string("(insecure)") : who->user);
   if (!status.ok()) return security::ToGrpc(status.status());
   *resp->mutable_status() = *status;
-  const v1::Tuning& t = status->tuning();
-  auth_.Done(
-      *who, action,
-      absl::StrCat("thresholds ", absl::StrJoin(t.thresholds(), ":"),
-                   ", promote knob ",
-                   t.promote_knob() == 0 ? std::string("off")
-                                         : absl::StrCat(t.promote_knob()),
-                   ", queue order ", t.queue_order(), ", placement ",
-                   t.placement().empty() ? "default" : t.placement(),
-                   req->note().empty() ? "" : ": ", req->note()));
+  auth_.Done(*who, action,
+             absl::StrCat(DescribeTuning(status->tuning()),
+                          req->note().empty() ? "" : ": ", req->note()));
   return grpc::Status::OK;
 }
 

@@ -142,6 +142,7 @@
 #include "sched/pending_reason.h"
 #include "sched/queues.h"
 #include "sched/scheduler.h"
+#include "tune/drift.h"
 
 namespace tiresias {
 
@@ -897,6 +898,9 @@ class MasterState {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::optional<v1::StoredTuning> tuning_ ABSL_GUARDED_BY(mu_);
   std::deque<double> recent_sizes_ ABSL_GUARDED_BY(mu_);
+  // The last KS test of recent_sizes_; cleared when they change, so that a
+  // status or /metrics scrape does not sort 4,000 sizes again.
+  std::optional<DriftTest> drift_ ABSL_GUARDED_BY(mu_);
   int64_t finished_since_drift_check_ ABSL_GUARDED_BY(mu_) = 0;
   bool drift_said_ ABSL_GUARDED_BY(mu_) = false;
   master::Clock* clock_;

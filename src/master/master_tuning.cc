@@ -12,6 +12,7 @@
 #include "core/status_macros.h"
 #include "core/utf8.h"
 #include "master/master_state.h"
+#include "master/tuning_convert.h"
 #include "tune/drift.h"
 
 namespace tiresias {
@@ -24,84 +25,7 @@ constexpr size_t kMaxNoteBytes = 1000;
 // Drift is looked at every this many finished jobs (and at every status).
 constexpr int64_t kDriftCheckEvery = 25;
 
-std::string DescribeTuning(const v1::Tuning& t) {
-  return absl::StrCat(
-      "thresholds ",
-      t.thresholds().empty()
-          ? std::string("none")
-          : absl::StrJoin(t.thresholds(), ":",
-                          [](std::string* out, double v) {
-                            absl::StrAppend(out, absl::StrFormat("%g", v));
-                          }),
-      ", PROMOTEKNOB ",
-      t.promote_knob() == 0 ? std::string("off")
-                            : absl::StrFormat("%g", t.promote_knob()),
-      ", queue order ", t.queue_order().empty() ? "stable" : t.queue_order(),
-      ", placement ", t.placement().empty() ? "the policy's" : t.placement());
-}
-
-bool SameTuning(const v1::Tuning& a, const v1::Tuning& b) {
-  return std::vector<double>(a.thresholds().begin(), a.thresholds().end()) ==
-             std::vector<double>(b.thresholds().begin(),
-                                 b.thresholds().end()) &&
-         a.promote_knob() == b.promote_knob() &&
-         (a.queue_order().empty() ? "stable" : a.queue_order()) ==
-             (b.queue_order().empty() ? "stable" : b.queue_order()) &&
-         a.placement() == b.placement();
-}
-
 }  // namespace
-
-absl::StatusOr<Scheduler::Tuning> TuningFromProto(const v1::Tuning& tuning) {
-  Scheduler::Tuning out;
-  std::vector<double> thresholds(tuning.thresholds().begin(),
-                                 tuning.thresholds().end());
-  if (thresholds.size() > 15) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tuning.thresholds: ", thresholds.size(),
-                     " bounds; expected at most 15 (K up to 16 queues)"));
-  }
-  for (double t : thresholds) {
-    // Bounds under a GPU-second would demote at every pass.
-    if (!std::isfinite(t) || t < 1) {
-      return absl::InvalidArgumentError(
-          "tuning.thresholds: expected finite GPU-seconds, at least 1");
-    }
-  }
-  absl::StatusOr<QueueConfig> queues = QueueConfig::Create(thresholds);
-  if (!queues.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tuning.thresholds: ", queues.status().message()));
-  }
-  out.queues = *queues;
-  const double knob = tuning.promote_knob();
-  // A tiny knob promotes at every pass; a huge one overflows the instant.
-  if (!std::isfinite(knob) || (knob != 0 && (knob < 0.01 || knob > 1e6))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tuning.promote_knob: ", knob,
-                     ": expected 0.01 to 1,000,000, or 0 for no promotion"));
-  }
-  out.promote_knob = knob == 0 ? std::numeric_limits<double>::infinity() : knob;
-  if (!tuning.queue_order().empty()) {
-    absl::StatusOr<QueueOrder> order = ParseQueueOrder(tuning.queue_order());
-    if (!order.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tuning.queue_order: ", order.status().message()));
-    }
-    out.queue_order = *order;
-  }
-  return out;
-}
-
-void TuningToProto(const Scheduler::Tuning& tuning,
-                   const std::string& placement, v1::Tuning* out) {
-  out->mutable_thresholds()->Assign(tuning.queues.thresholds().begin(),
-                                    tuning.queues.thresholds().end());
-  out->set_promote_knob(std::isinf(tuning.promote_knob) ? 0
-                                                        : tuning.promote_knob);
-  out->set_queue_order(std::string(QueueOrderName(tuning.queue_order)));
-  out->set_placement(placement);
-}
 
 Scheduler::Tuning MasterState::FlagsTuning() const {
   return {options_.queues, options_.promote_knob, options_.queue_order};
@@ -249,6 +173,7 @@ absl::StatusOr<v1::TuningStatus> MasterState::ApplyTuning(
   }
   // Drift is judged from here on against the new window.
   recent_sizes_.clear();
+  drift_.reset();
   finished_since_drift_check_ = 0;
   drift_said_ = false;
   reasons_pass_ = -1;
@@ -269,9 +194,12 @@ void MasterState::FillTuningStatus(v1::TuningStatus* out) {
   out->set_applied_by(tuning_->applied_by());
   out->set_note(tuning_->request().note());
   const auto& window = tuning_->request().window_sizes();
-  DriftTest drift = TestDrift(
-      std::vector<double>(window.begin(), window.end()),
-      std::vector<double>(recent_sizes_.begin(), recent_sizes_.end()));
+  if (!drift_) {
+    drift_ = TestDrift(
+        std::vector<double>(window.begin(), window.end()),
+        std::vector<double>(recent_sizes_.begin(), recent_sizes_.end()));
+  }
+  const DriftTest& drift = *drift_;
   out->set_drift_jobs_before(drift.n_before);
   out->set_drift_jobs_recent(drift.n_recent);
   out->set_drift_statistic(drift.statistic);
@@ -283,6 +211,7 @@ void MasterState::NoteFinishedForDrift(const JobRecord& rec) {
   // As `tune` takes its baseline: finished jobs that hold GPUs.
   if (!tuning_ || rec.spec.num_gpus <= 0) return;
   recent_sizes_.push_back(rec.spec.num_gpus * rec.total_executed.count());
+  drift_.reset();
   if (static_cast<int>(recent_sizes_.size()) > kMaxRecentSizes) {
     recent_sizes_.pop_front();
   }

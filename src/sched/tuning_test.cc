@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "sched/gittins.h"
 #include "sched/scheduler.h"
 #include "sched/testing/harness.h"
 
@@ -155,6 +156,16 @@ TEST(RetuneTest, TiresiasGRebuildsItsTables) {
   ASSERT_TRUE(
       h.scheduler().Retune(MakeTuning({50, 500, 5000}), Seconds{100}).ok());
   EXPECT_EQ(h.job(1).queue(), 1);  // 100 GPU-seconds: in [50, 500)
+  // Each queue's index comes from a table for the new bounds (the old one
+  // was for 3600 GPU-s, and there was no table for Q1 at all).
+  const GittinsDistribution dist(
+      GittinsDistribution::Quantiles(o.policy_options.gittins_samples, 2000));
+  const Policy& g = h.scheduler().policy();
+  EXPECT_DOUBLE_EQ(g.Key(h.job(1), Seconds{100}).k1,
+                   -dist.MakeTable(500).Lookup(100));
+  EXPECT_DOUBLE_EQ(g.Key(h.job(2), Seconds{100}).k1,
+                   -dist.MakeTable(50).Lookup(0));
+  EXPECT_NE(dist.MakeTable(50).Lookup(0), dist.MakeTable(3600).Lookup(0));
   // B (2 GPUs, Q0) outranks A (Q1) now and takes the whole server.
   Decisions d = h.At(100);
   EXPECT_THAT(Preempted(d), ElementsAre(1));

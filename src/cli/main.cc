@@ -9,6 +9,7 @@
 #include "cli/agent_command.h"
 #include "cli/app.h"
 #include "cli/cluster_commands.h"
+#include "cli/config_command.h"
 #include "cli/profile_command.h"
 #include "cli/shell_help.h"
 #include "cli/simulate.h"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   tiresias::AddTuneCommand(app, &exit_code);
   tiresias::AddClusterCommands(app, command_line, &exit_code);
   tiresias::AddAgentCommand(app, &exit_code);
+  tiresias::AddConfigCommand(app, &exit_code);
   tiresias::AddAdminCommands(app, &exit_code);
   tiresias::AddWhoAmICommand(app, &exit_code);
   tiresias::AddProfileCommand(app, &exit_code);

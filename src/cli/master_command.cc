@@ -3,12 +3,14 @@
 // serving (in-flight calls finish) and exits 0.
 #include <cstdio>
 #include <memory>
+#include <set>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
+#include "cli/config_file.h"
 #include "cli/master_flags.h"
 #include "master/clock.h"
 #include "master/master_state.h"
@@ -69,7 +71,23 @@ void AddMasterCommand(CLI::App& app, const std::string& /*command_line*/,
           absl::StrJoin(PolicyNames(), ", ") +
           ".\nPlacements: " + absl::StrJoin(PlacerNames(), ", ") + ".");
   AddMasterFlags(cmd, flags.get());
-  cmd->callback([flags, exit_code] { *exit_code = RunMaster(*flags); });
+  auto config = std::make_shared<std::string>();
+  cli::AddConfigFlag(cmd, config.get());
+  cmd->callback([flags, config, cmd, exit_code] {
+    cli::ConfigFile file;
+    std::set<std::string> given;
+    if (absl::Status s = cli::LoadConfig(*config, "master", cmd, &file, &given);
+        !s.ok()) {
+      *exit_code = cli::Fail(std::string(s.message()));
+      return;
+    }
+    if (absl::Status s = ToOptions(*flags).status(); !s.ok()) {
+      *exit_code = cli::Fail(
+          cli::PlaceInConfig(file, "master", given, std::string(s.message())));
+      return;
+    }
+    *exit_code = RunMaster(*flags);
+  });
 }
 
 }  // namespace tiresias

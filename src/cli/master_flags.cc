@@ -283,7 +283,7 @@ void RunningMaster::Shutdown() {
   if (server) server->Shutdown();
 }
 
-absl::StatusOr<security::TlsConfig> MasterTls(const MasterFlags& f) {
+absl::Status CheckTlsChoice(const MasterFlags& f) {
   const int given = !f.tls_dir.empty() + !f.init_ca.empty() + f.insecure;
   if (given == 0) {
     return absl::FailedPreconditionError(
@@ -296,6 +296,11 @@ absl::StatusOr<security::TlsConfig> MasterTls(const MasterFlags& f) {
     return absl::InvalidArgumentError(
         "--tls-dir, --init-ca and --insecure: give only one");
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<security::TlsConfig> MasterTls(const MasterFlags& f) {
+  RETURN_IF_ERROR(CheckTlsChoice(f));
   if (f.insecure) return security::InsecureTlsConfig();
   const std::string dir = f.tls_dir.empty() ? f.init_ca : f.tls_dir;
   if (!f.init_ca.empty()) {

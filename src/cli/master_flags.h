@@ -83,6 +83,8 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags);
 
 // Validates the flags into the master's options.
 absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f);
+// Exactly one of --tls-dir, --init-ca and --insecure.
+absl::Status CheckTlsChoice(const MasterFlags& f);
 // Whether /metrics needs a token: on a secure master unless --metrics-open.
 bool MetricsTokenRequired(const MasterFlags& f);
 

@@ -1,0 +1,588 @@
+#include "cli/config_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cli/did_you_mean.h"
+
+namespace tiresias::cli {
+namespace {
+
+using Kind = ConfigEntry::Kind;
+
+// "state_dir" and "state-dir" both name --state-dir.
+std::string FlagName(std::string_view key) {
+  std::string out(key);
+  for (char& c : out) {
+    if (c == '_') c = '-';
+  }
+  return out;
+}
+
+bool BareKeyChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+         c == '-';
+}
+
+void AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+// A number as TOML writes one: decimal with optional sign, _ between
+// digits, fraction and exponent; inf and nan. Returns it without the _s.
+bool ParseNumber(std::string_view token, std::string* out) {
+  std::string_view t = token;
+  std::string clean;
+  if (!t.empty() && (t[0] == '+' || t[0] == '-')) {
+    clean.push_back(t[0]);
+    t.remove_prefix(1);
+  }
+  if (t == "inf" || t == "nan") {
+    *out = clean + std::string(t);
+    return true;
+  }
+  bool digit = false, dot = false, exp = false;
+  char prev = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const char c = t[i];
+    if (absl::ascii_isdigit(static_cast<unsigned char>(c))) {
+      digit = true;
+      clean.push_back(c);
+    } else if (c == '_') {
+      if (!absl::ascii_isdigit(static_cast<unsigned char>(prev)) ||
+          i + 1 == t.size() ||
+          !absl::ascii_isdigit(static_cast<unsigned char>(t[i + 1]))) {
+        return false;
+      }
+    } else if (c == '.' && !dot && !exp && digit) {
+      dot = true;
+      clean.push_back(c);
+    } else if ((c == 'e' || c == 'E') && !exp && digit) {
+      exp = true;
+      clean.push_back(c);
+      if (i + 1 < t.size() && (t[i + 1] == '+' || t[i + 1] == '-')) {
+        clean.push_back(t[++i]);
+      }
+    } else {
+      return false;
+    }
+    prev = c;
+  }
+  if (!digit || !absl::ascii_isdigit(static_cast<unsigned char>(prev))) {
+    return false;
+  }
+  *out = std::move(clean);
+  return true;
+}
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string path)
+      : s_(text), path_(std::move(path)) {}
+
+  absl::StatusOr<ConfigFile> Parse() {
+    ConfigFile file;
+    file.path = path_;
+    std::vector<ConfigEntry>* section = nullptr;
+    std::string section_name;
+    while (true) {
+      SkipBlank();
+      SkipComment();
+      if (pos_ == s_.size()) break;
+      if (s_[pos_] == '\n') {
+        ++pos_;
+        ++line_;
+        continue;
+      }
+      if (s_[pos_] == '[') {
+        if (pos_ + 1 < s_.size() && s_[pos_ + 1] == '[') {
+          return Error("arrays of tables ([[...]]) are not used here");
+        }
+        ++pos_;
+        SkipBlank();
+        std::string name = ReadBareKey();
+        SkipBlank();
+        if (name.empty() || pos_ == s_.size() || s_[pos_] != ']') {
+          return Error(absl::StrCat(
+              "expected a section name and ], as [master] or [agent]"));
+        }
+        ++pos_;
+        bool known = false;
+        for (std::string_view k : kConfigSections) known |= (name == k);
+        if (!known) {
+          return Error(absl::StrCat("unknown section [", name,
+                                    "]; expected [master] or [agent]"));
+        }
+        if (file.sections.contains(name)) {
+          return Error(absl::StrCat("section [", name, "] given twice"));
+        }
+        if (!AtLineEnd()) {
+          return Error(
+              absl::StrCat("expected the end of the line after [", name, "]"));
+        }
+        section = &file.sections[name];
+        section_name = name;
+        continue;
+      }
+      ConfigEntry entry;
+      entry.line = line_;
+      if (s_[pos_] == '"' || s_[pos_] == '\'') {
+        return Error("quoted keys are not used here: write the flag's name");
+      }
+      entry.key = ReadBareKey();
+      if (entry.key.empty()) {
+        return Error(absl::StrCat(
+            "expected a key (a flag's name: letters, digits, - and _) or a "
+            "[section], not '",
+            std::string(s_.substr(pos_, 1)), "'"));
+      }
+      SkipBlank();
+      if (pos_ < s_.size() && s_[pos_] == '.') {
+        return Error(
+            absl::StrCat("dotted keys (", entry.key, ".…) are not used here"));
+      }
+      if (pos_ == s_.size() || s_[pos_] != '=') {
+        return Error(absl::StrCat("expected = after ", entry.key));
+      }
+      ++pos_;
+      SkipBlank();
+      if (absl::Status s = ReadValue(&entry); !s.ok()) return s;
+      if (!AtLineEnd()) {
+        return Error(
+            absl::StrCat("expected the end of the line after the "
+                         "value of ",
+                         entry.key));
+      }
+      if (section == nullptr) {
+        return ErrorAt(entry.line,
+                       absl::StrCat(entry.key,
+                                    " is outside a section: put it under "
+                                    "[master] or [agent]"));
+      }
+      for (const ConfigEntry& other : *section) {
+        if (FlagName(other.key) == FlagName(entry.key)) {
+          return ErrorAt(
+              entry.line,
+              absl::StrCat("[", section_name, "] ", entry.key,
+                           " given twice (first on line ", other.line, ")"));
+        }
+      }
+      section->push_back(std::move(entry));
+    }
+    return file;
+  }
+
+ private:
+  absl::Status Error(std::string_view message) const {
+    return ErrorAt(line_, message);
+  }
+  absl::Status ErrorAt(int line, std::string_view message) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ":", line, ": ", std::string(message)));
+  }
+
+  absl::Status Unterminated(const ConfigEntry& entry) const {
+    return ErrorAt(entry.line, absl::StrCat("unterminated list of ", entry.key,
+                                            ": expected ]"));
+  }
+
+  void SkipBlank() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' ||
+                                (s_[pos_] == '\r' && pos_ + 1 < s_.size() &&
+                                 s_[pos_ + 1] == '\n'))) {
+      ++pos_;
+    }
+  }
+  void SkipComment() {
+    if (pos_ < s_.size() && s_[pos_] == '#') {
+      while (pos_ < s_.size() && s_[pos_] != '\n') ++pos_;
+    }
+  }
+  // Blanks, comments and line ends (inside an array).
+  void SkipSpace() {
+    while (true) {
+      SkipBlank();
+      SkipComment();
+      if (pos_ < s_.size() && s_[pos_] == '\n') {
+        ++pos_;
+        ++line_;
+        continue;
+      }
+      return;
+    }
+  }
+  bool AtLineEnd() {
+    SkipBlank();
+    SkipComment();
+    return pos_ == s_.size() || s_[pos_] == '\n';
+  }
+  std::string ReadBareKey() {
+    const size_t start = pos_;
+    while (pos_ < s_.size() && BareKeyChar(s_[pos_])) ++pos_;
+    return std::string(s_.substr(start, pos_ - start));
+  }
+
+  absl::Status ReadValue(ConfigEntry* entry) {
+    if (pos_ < s_.size() && s_[pos_] == '[') {
+      entry->array = true;
+      ++pos_;
+      bool first = true;
+      while (true) {
+        SkipSpace();
+        if (pos_ == s_.size()) return Unterminated(*entry);
+        if (s_[pos_] == ']') {
+          ++pos_;
+          return absl::OkStatus();
+        }
+        std::string value;
+        Kind kind;
+        if (absl::Status s = ReadScalar(&value, &kind); !s.ok()) return s;
+        if (!first && kind != entry->kind) {
+          return Error(absl::StrCat("the list of ", entry->key,
+                                    " mixes kinds of values"));
+        }
+        entry->kind = kind;
+        first = false;
+        entry->values.push_back(std::move(value));
+        SkipSpace();
+        if (pos_ == s_.size()) return Unterminated(*entry);
+        if (s_[pos_] == ',') {
+          ++pos_;
+        } else if (s_[pos_] != ']') {
+          return Error(
+              absl::StrCat("expected , or ] in the list of ", entry->key));
+        }
+      }
+    }
+    std::string value;
+    if (absl::Status s = ReadScalar(&value, &entry->kind); !s.ok()) return s;
+    entry->values.push_back(std::move(value));
+    return absl::OkStatus();
+  }
+
+  absl::Status ReadScalar(std::string* out, Kind* kind) {
+    if (pos_ == s_.size() || s_[pos_] == '\n') {
+      return Error("expected a value after =");
+    }
+    const char quote = s_[pos_];
+    if (quote == '"' || quote == '\'') {
+      if (s_.substr(pos_, 3) == std::string(3, quote)) {
+        return Error("multi-line strings are not used here");
+      }
+      *kind = Kind::kString;
+      ++pos_;
+      while (true) {
+        if (pos_ == s_.size() || s_[pos_] == '\n') {
+          return Error("unterminated string: expected its closing quote");
+        }
+        const char c = s_[pos_++];
+        if (c == quote) return absl::OkStatus();
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t') {
+          return Error("a control character inside a string");
+        }
+        if (c != '\\' || quote == '\'') {
+          out->push_back(c);
+          continue;
+        }
+        if (pos_ == s_.size()) return Error("unterminated string");
+        const char e = s_[pos_++];
+        switch (e) {
+          case '\\':
+            out->push_back('\\');
+            break;
+          case '"':
+            out->push_back('"');
+            break;
+          case 'n':
+            out->push_back('\n');
+            break;
+          case 't':
+            out->push_back('\t');
+            break;
+          case 'r':
+            out->push_back('\r');
+            break;
+          case 'b':
+            out->push_back('\b');
+            break;
+          case 'f':
+            out->push_back('\f');
+            break;
+          case 'u':
+          case 'U': {
+            const size_t digits = e == 'u' ? 4 : 8;
+            uint32_t cp = 0;
+            for (size_t i = 0; i < digits; ++i) {
+              if (pos_ == s_.size() ||
+                  !absl::ascii_isxdigit(static_cast<unsigned char>(s_[pos_]))) {
+                return Error(absl::StrCat("\\", std::string(1, e), " takes ",
+                                          digits, " hex digits"));
+              }
+              const char h = s_[pos_++];
+              cp = cp * 16 + (absl::ascii_isdigit(static_cast<unsigned char>(h))
+                                  ? h - '0'
+                                  : absl::ascii_tolower(h) - 'a' + 10);
+            }
+            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+              return Error("an escape that is not a Unicode scalar value");
+            }
+            AppendUtf8(cp, out);
+            break;
+          }
+          default:
+            return Error(absl::StrCat("unknown escape \\", std::string(1, e),
+                                      " in a string"));
+        }
+      }
+    }
+    const size_t start = pos_;
+    while (pos_ < s_.size() && s_[pos_] != ' ' && s_[pos_] != '\t' &&
+           s_[pos_] != '\n' && s_[pos_] != '\r' && s_[pos_] != ',' &&
+           s_[pos_] != ']' && s_[pos_] != '#') {
+      ++pos_;
+    }
+    const std::string_view token = s_.substr(start, pos_ - start);
+    if (token == "true" || token == "false") {
+      *kind = Kind::kBool;
+      *out = std::string(token);
+      return absl::OkStatus();
+    }
+    if (ParseNumber(token, out)) {
+      *kind = Kind::kNumber;
+      return absl::OkStatus();
+    }
+    return Error(absl::StrCat(
+        "expected a value: a \"string\", a number, true, false or a [list]; "
+        "got '",
+        std::string(token), "' (a string needs quotes)"));
+  }
+
+  std::string_view s_;
+  std::string path_;
+  size_t pos_ = 0;
+  int line_ = 1;
+};
+
+absl::Status EntryError(const ConfigFile& file, std::string_view section,
+                        const ConfigEntry& e, std::string_view message) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(file.path, ":", e.line, ": [", std::string(section), "] ",
+                   e.key, ": ", std::string(message)));
+}
+
+}  // namespace
+
+const std::vector<ConfigEntry>* ConfigFile::Section(
+    std::string_view name) const {
+  auto it = sections.find(name);
+  return it == sections.end() ? nullptr : &it->second;
+}
+
+absl::StatusOr<ConfigFile> ParseConfig(std::string_view text,
+                                       std::string path) {
+  return Parser(text, std::move(path)).Parse();
+}
+
+absl::StatusOr<ConfigFile> ReadConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    const std::string why = absl::StrCat(
+        path, ": cannot read the configuration file: ", std::strerror(err));
+    if (err == EACCES) return absl::PermissionDeniedError(why);
+    return absl::NotFoundError(why);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": cannot read the configuration file"));
+  }
+  return ParseConfig(text.str(), path);
+}
+
+std::set<std::string> GivenOptions(const CLI::App& cmd) {
+  std::set<std::string> out;
+  for (const CLI::Option* opt : cmd.get_options()) {
+    if (opt->count() > 0 && !opt->get_lnames().empty()) {
+      out.insert(opt->get_lnames().front());
+    }
+  }
+  return out;
+}
+
+absl::Status ApplyConfig(const ConfigFile& file, std::string_view section,
+                         const std::set<std::string>& given, CLI::App* cmd) {
+  const std::vector<ConfigEntry>* entries = file.Section(section);
+  if (entries == nullptr) return absl::OkStatus();
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : cmd->get_options()) {
+    for (const std::string& n : opt->get_lnames()) {
+      if (n != "help" && n != "config") names.push_back(n);
+    }
+  }
+  for (const ConfigEntry& e : *entries) {
+    const std::string name = FlagName(e.key);
+    CLI::Option* opt = name == "help" || name == "config" || name == "help-all"
+                           ? nullptr
+                           : cmd->get_option_no_throw("--" + name);
+    if (opt == nullptr) {
+      const std::string near = NearestName(name, names);
+      return EntryError(
+          file, section, e,
+          absl::StrCat(
+              "not a flag of `tiresias ", std::string(section), "`",
+              near.empty() ? "" : absl::StrCat(" (did you mean ", near, "?)"),
+              "; see `tiresias ", std::string(section), " --help`"));
+    }
+    if (given.contains(opt->get_lnames().front())) continue;
+    const bool flag = opt->get_expected_max() == 0;  // add_flag: expected(0)
+    if (flag && (e.array || e.kind != Kind::kBool)) {
+      return EntryError(file, section, e, "expected true or false");
+    }
+    if (!flag && e.array && opt->get_expected_max() <= 1) {
+      return EntryError(file, section, e,
+                        "expected one value, not a list (the flag is given "
+                        "once)");
+    }
+    opt->clear();
+    if (e.values.empty()) continue;  // [] : none, the default of a list
+    // "" for a flag with no default (--gpus, --name): the default, which
+    // the example file writes so.
+    if (!e.array && e.values[0].empty() && opt->get_default_str().empty()) {
+      continue;
+    }
+    for (const std::string& v : e.values) opt->add_result(v);
+    try {
+      opt->run_callback();
+    } catch (const CLI::Error& err) {
+      return EntryError(
+          file, section, e,
+          absl::StrCat(absl::StrJoin(e.values, ","), ": ", err.what()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+const ConfigEntry* FindFlag(const ConfigFile& file, std::string_view section,
+                            std::string_view name) {
+  const std::vector<ConfigEntry>* entries = file.Section(section);
+  if (entries == nullptr) return nullptr;
+  for (const ConfigEntry& e : *entries) {
+    if (FlagName(e.key) == FlagName(name)) return &e;
+  }
+  return nullptr;
+}
+
+std::string PlaceInConfig(const ConfigFile& file, std::string_view section,
+                          const std::set<std::string>& given,
+                          std::string_view message) {
+  if (!message.starts_with("--")) return std::string(message);
+  std::string_view name = message.substr(2);
+  name = name.substr(0, name.find_first_of(" :="));
+  if (given.contains(std::string(name))) return std::string(message);
+  const ConfigEntry* e = FindFlag(file, section, name);
+  if (e == nullptr) return std::string(message);
+  return absl::StrCat(file.path, ":", e->line, ": [", std::string(section),
+                      "] ", e->key, ": ", std::string(message));
+}
+
+void AddConfigFlag(CLI::App* cmd, std::string* path) {
+  cmd->add_option(
+         "--config", *path,
+         absl::StrCat("Read this command's flags from the [", cmd->get_name(),
+                      "] section of a TOML file (docs/config.md; "
+                      "`tiresias config check FILE`); flags given "
+                      "here win"))
+      ->envname("TIRESIAS_CONFIG");
+}
+
+absl::Status LoadConfig(const std::string& path, std::string_view section,
+                        CLI::App* cmd, ConfigFile* file,
+                        std::set<std::string>* given) {
+  *given = GivenOptions(*cmd);
+  if (path.empty()) return absl::OkStatus();
+  absl::StatusOr<ConfigFile> read = ReadConfigFile(path);
+  if (!read.ok()) return read.status();
+  *file = *std::move(read);
+  return ApplyConfig(*file, section, *given, cmd);
+}
+
+namespace {
+
+// A TOML value for a flag's default text.
+std::string TomlValue(const CLI::Option& opt, const std::string& text) {
+  if (opt.get_expected_max() == 0) {
+    return text == "1" || text == "true" ? "true" : "false";
+  }
+  std::string number;
+  if (!text.empty() && ParseNumber(text, &number)) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out + "\"";
+}
+
+// Help text as comment lines of at most 76 columns.
+void AppendComment(std::string_view text, std::string* out) {
+  std::string line = "#";
+  const std::vector<std::string> words =
+      absl::StrSplit(std::string(text), ' ', absl::SkipEmpty());
+  for (const std::string& word : words) {
+    if (line.size() + 1 + word.size() > 76 && line.size() > 1) {
+      absl::StrAppend(out, line, "\n");
+      line = "#";
+    }
+    absl::StrAppend(&line, " ", word);
+  }
+  absl::StrAppend(out, line, "\n");
+}
+
+}  // namespace
+
+std::string ExampleSection(const CLI::App& cmd, std::string_view section) {
+  std::string out = absl::StrCat("[", std::string(section), "]\n");
+  for (const CLI::Option* opt : cmd.get_options()) {
+    if (opt->get_lnames().empty()) continue;
+    const std::string& name = opt->get_lnames().front();
+    if (name == "help" || name == "config" || name == "help-all") continue;
+    absl::StrAppend(&out, "\n");
+    AppendComment(opt->get_description(), &out);
+    const std::string def = opt->get_default_str();
+    if (opt->get_expected_max() > 1) {
+      absl::StrAppend(&out, "# ", name, " = [",
+                      def.empty() ? "" : TomlValue(*opt, def), "]\n");
+    } else {
+      absl::StrAppend(&out, "# ", name, " = ",
+                      def.empty() && opt->get_expected_max() != 0
+                          ? "\"\""
+                          : TomlValue(*opt, def),
+                      "\n");
+    }
+  }
+  return out;
+}
+
+}  // namespace tiresias::cli

@@ -66,6 +66,7 @@ int RunAgent(const AgentFlags& f) {
   // mask and only this thread takes them. Tasks get an empty mask
   // (spawn.h).
   BlockStopSignals();
+  BlockHangupSignal();
   AgentDaemon agent(options);
   absl::Status status = agent.Start();
   if (!status.ok()) {
@@ -86,6 +87,12 @@ int RunAgent(const AgentFlags& f) {
   const char* signal_name = nullptr;
   while ((signal_name = StopSignalWithin(std::chrono::milliseconds(100))) ==
          nullptr) {
+    if (HangupPending()) {
+      std::fprintf(stderr,
+                   "tiresias agent: SIGHUP: the agent reads its flags and "
+                   "--config file only when it starts; restart it to apply "
+                   "a change (its tasks keep running with --keep-tasks)\n");
+    }
     if (absl::Status fatal = agent.fatal(); !fatal.ok()) {
       std::fprintf(stderr, "tiresias: agent: %s\n",
                    std::string(fatal.message()).c_str());

@@ -440,4 +440,29 @@ const char* WaitForStopSignal() {
   return signal_number == SIGINT ? "SIGINT" : "SIGTERM";
 }
 
+void BlockHangupSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+const char* WaitForSignal() {
+  sigset_t set = StopSignals();
+  sigaddset(&set, SIGHUP);
+  int signal_number = 0;
+  sigwait(&set, &signal_number);
+  return signal_number == SIGHUP   ? "SIGHUP"
+         : signal_number == SIGINT ? "SIGINT"
+                                   : "SIGTERM";
+}
+
+bool HangupPending() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  struct timespec zero = {0, 0};
+  return sigtimedwait(&set, nullptr, &zero) == SIGHUP;
+}
+
 }  // namespace tiresias

@@ -126,6 +126,13 @@ const char* WaitForStopSignal();
 // BlockStopSignals), else null: e.g. the second Ctrl-C that cuts a clean
 // shutdown short.
 const char* StopSignalWithin(std::chrono::milliseconds timeout);
+// The daemons' SIGHUP (`master` reloads its --config file, `agent` says it
+// does not), blocked as BlockStopSignals blocks the others, so that it no
+// longer ends them. WaitForSignal: WaitForStopSignal, or "SIGHUP".
+// HangupPending: whether one arrived (taking it), without waiting.
+void BlockHangupSignal();
+const char* WaitForSignal();
+bool HangupPending();
 
 }  // namespace tiresias
 

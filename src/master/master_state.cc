@@ -28,6 +28,8 @@ MasterState::MasterState(MasterOptions options, master::Clock* clock,
                          std::unique_ptr<Store> store)
     : options_(std::move(options)), clock_(clock), store_(std::move(store)) {
   empty_cluster_ = std::make_unique<Cluster>(Topology::Uniform(1, 1, 1));
+  flags_tuning_ = {options_.queues, options_.promote_knob,
+                   options_.queue_order};
   std::random_device random;
   last_session_ = (static_cast<uint64_t>(random()) << 24) |
                   (random() & 0xffffff);

@@ -339,6 +339,12 @@ class MasterState {
   // Audited by the caller. Returns the status as TuningStatus shows it.
   absl::StatusOr<v1::TuningStatus> SetTuning(const v1::SetTuningRequest& req,
                                              const std::string& who);
+  // The flags' scheduling settings changed (`master --config`'s file
+  // reloaded on SIGHUP): `tuning` is the flags' from now on, in force at
+  // once (returns true) unless settings applied by SetTuning are, which
+  // win as they do at a start (false), also when an admin's SetTuning
+  // lands while this one is being made.
+  absl::StatusOr<bool> SetFlagsTuning(const Scheduler::Tuning& tuning);
   // SetTuning's work: `req` checked and applied; stored when `store`,
   // else the stored settings are dropped (a reset to the flags').
   absl::StatusOr<v1::TuningStatus> ApplyTuning(const v1::SetTuningRequest& req,
@@ -891,7 +897,10 @@ class MasterState {
   // master_tuning.cc: the applied settings (none: the flags'), and the
   // sizes (GPU-seconds) of the last jobs that finished since, for drift.
   absl::Status LoadTuning() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Scheduler::Tuning FlagsTuning() const;
+  Scheduler::Tuning FlagsTuning() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The flags' K queues, PROMOTEKNOB and queue order: --thresholds etc.,
+  // or the configuration file's after a SIGHUP (SetFlagsTuning).
+  Scheduler::Tuning flags_tuning_ ABSL_GUARDED_BY(mu_);
   void FillTuningStatus(v1::TuningStatus* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteFinishedForDrift(const JobRecord& rec)

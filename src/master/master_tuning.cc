@@ -27,8 +27,26 @@ constexpr int64_t kDriftCheckEvery = 25;
 
 }  // namespace
 
-Scheduler::Tuning MasterState::FlagsTuning() const {
-  return {options_.queues, options_.promote_knob, options_.queue_order};
+Scheduler::Tuning MasterState::FlagsTuning() const { return flags_tuning_; }
+
+absl::StatusOr<bool> MasterState::SetFlagsTuning(
+    const Scheduler::Tuning& tuning) {
+  v1::SetTuningRequest reset;
+  reset.set_reset(true);
+  {
+    MutexLock lock(&mu_);
+    flags_tuning_ = tuning;
+    if (tuning_) return false;  // the applied settings stay in force
+    v1::TuningStatus now;
+    FillTuningStatus(&now);
+    *reset.mutable_expected() = now.tuning();
+  }
+  absl::StatusOr<v1::TuningStatus> s =
+      SetTuning(reset, "SIGHUP (configuration file)");
+  // An admin applied settings meanwhile: theirs stay.
+  if (absl::IsAborted(s.status())) return false;
+  RETURN_IF_ERROR(s.status());
+  return true;
 }
 
 absl::Status MasterState::LoadTuning() {
@@ -83,7 +101,10 @@ absl::StatusOr<v1::TuningStatus> MasterState::SetTuning(
   if (req.reset()) {
     // Back to the flags: their settings, and no stored ones.
     v1::SetTuningRequest flags;
-    TuningToProto(FlagsTuning(), options_.placement, flags.mutable_tuning());
+    {
+      MutexLock lock(&mu_);
+      TuningToProto(FlagsTuning(), options_.placement, flags.mutable_tuning());
+    }
     if (req.has_expected()) *flags.mutable_expected() = req.expected();
     return ApplyTuning(flags, who, /*store=*/false);
   }

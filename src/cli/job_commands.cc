@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "api/api_json.h"
 #include "api/job_text.h"
 #include "cli/cluster_client.h"
@@ -82,7 +83,8 @@ void PrintJobRow(const v1::Job& job, double now) {
 struct JobsFlags {
   std::string master;
   bool json = false;
-  std::string state;  // empty: any
+  std::string state;  // comma-separated; empty: the active (or --all)
+  bool all = false;   // every job, ended ones too
   std::string user;
   std::string name;
   std::string since;  // empty: any time
@@ -99,14 +101,27 @@ absl::StatusOr<v1::ListJobsRequest> JobsRequest(const JobsFlags& f) {
   // its byte budget.
   req.set_page_size(kJobsPageSize);
   if (!f.state.empty()) {
-    v1::JobState state;
-    if (!cli::ParseJobStateName(f.state, &state)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--state ", f.state,
-          ": expected pending, starting, running, preempted, finished, "
-          "failed, cancelled or timeout"));
+    if (f.all) {
+      return absl::InvalidArgumentError(
+          "--state and --all: give one (--all lists every state)");
     }
-    req.set_state(state);
+    for (absl::string_view word : absl::StrSplit(f.state, ',')) {
+      v1::JobState state;
+      if (!cli::ParseJobStateName(word, &state)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--state ", f.state, ": '", word,
+            "': expected pending, starting, running, preempted, finished, "
+            "failed, cancelled or timeout, comma-separated"));
+      }
+      req.add_states(state);
+    }
+  } else if (!f.all) {
+    // Like squeue: the jobs not yet ended.
+    for (v1::JobState state :
+         {v1::JOB_STATE_PENDING, v1::JOB_STATE_STARTING, v1::JOB_STATE_RUNNING,
+          v1::JOB_STATE_PREEMPTED}) {
+      req.add_states(state);
+    }
   }
   req.set_user(f.user);
   req.set_name(f.name);
@@ -370,15 +385,21 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   auto jobs = std::make_shared<JobsFlags>();
   CLI::App* cmd = app.add_subcommand(
       "jobs",
-      "List jobs, like squeue, in id order (every page the master has). "
-      "STATE: pending, starting (GPUs assigned, tasks being started), "
-      "running, preempted, finished, failed, cancelled, timeout (stopped at "
-      "its --time limit); a held job shows as held (it is pending or "
-      "preempted: `--state pending` lists it)");
+      "List jobs, like squeue, in id order: those not yet ended (pending, "
+      "starting, running, preempted) unless --all or --state says "
+      "otherwise. STATE: pending, starting (GPUs assigned, tasks being "
+      "started), running, preempted, finished, failed, cancelled, timeout "
+      "(stopped at its --time limit); a held job shows as held (it is "
+      "pending or preempted: `--state pending` lists it)");
   cli::AddMasterFlag(cmd, &jobs->master);
   cmd->add_flag("--json", jobs->json,
                 "Print the list as one JSON document {\"jobs\": [...]}");
-  cmd->add_option("--state", jobs->state, "Only jobs in this state");
+  cmd->add_option("--state", jobs->state,
+                  "Only jobs in these states, comma-separated (e.g. "
+                  "running,failed)");
+  cmd->add_flag("--all", jobs->all,
+                "Every job, those that ended too (`tiresias history` lists "
+                "ended jobs by when they ended)");
   cmd->add_option("--user", jobs->user, "Only this user's jobs");
   cmd->add_option("--name", jobs->name, "Only jobs with exactly this name");
   cmd->add_option("--array", jobs->array,

@@ -24,6 +24,7 @@ using cli::MasterClient;
 
 struct JobControlFlags {
   std::string master;
+  bool hold = false;             // requeue --hold
   std::vector<std::string> ids;  // ids or ARRAYID_INDEX (cli/job_ref.h)
   std::string user;
   std::string state;
@@ -58,7 +59,9 @@ absl::StatusOr<v1::UpdateJobsRequest> RequestFrom(const ActionText& what,
                                                   const JobControlFlags& f,
                                                   MasterClient& client) {
   v1::UpdateJobsRequest req;
-  req.set_action(what.action);
+  req.set_action(what.action == v1::JOB_ACTION_REQUEUE && f.hold
+                     ? v1::JOB_ACTION_REQUEUE_HOLD
+                     : what.action);
   if (f.array < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--array ", f.array, ": expected an array's id (its first job's)"));
@@ -141,6 +144,11 @@ int Run(const ActionText& what, const JobControlFlags& f) {
                !cli::IsFinal(r.state())) {
       std::printf("job %lld is being stopped; it becomes cancelled when its "
                   "tasks exit\n", id);
+    } else if (what.action == v1::JOB_ACTION_REQUEUE && f.hold) {
+      std::printf(
+          "job %lld requeued and held (%s): it runs again as its "
+          "next attempt once released\n",
+          id, state.c_str());
     } else if (what.action == v1::JOB_ACTION_REQUEUE) {
       std::printf("job %lld requeued (%s): it runs again as its next "
                   "attempt\n", id, state.c_str());
@@ -174,6 +182,12 @@ void AddJobControlCommands(CLI::App& app, int* exit_code) {
                     "--array` printed; Slurm's `scancel ARRAY`)");
     cmd->add_flag("--json", f->json,
                   "Print the master's answer as JSON (a result per job)");
+    if (what.action == v1::JOB_ACTION_REQUEUE) {
+      cmd->add_flag("--hold", f->hold,
+                    "Hold the jobs in the same step (Slurm's `scontrol "
+                    "requeuehold`): they do not start again until "
+                    "released; a waiting job is held");
+    }
     const ActionText* action = &what;
     cmd->callback(
         [f, action, exit_code] { *exit_code = Run(*action, *f); });

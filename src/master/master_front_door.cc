@@ -376,13 +376,25 @@ MasterState::SubmitStats MasterState::submit_stats() {
 }
 
 absl::StatusOr<JobPage> MasterState::ListJobsPage(const JobListQuery& query) {
-  if (query.state == JobRecordState::kStarting) {
+  std::vector<JobRecordState> wanted = query.any_of;
+  if (query.state) wanted.push_back(*query.state);
+  auto shown = [&](JobRecordState s) {
+    return wanted.empty() ||
+           std::find(wanted.begin(), wanted.end(), s) != wanted.end();
+  };
+  if (!wanted.empty() && std::all_of(wanted.begin(), wanted.end(), [](auto s) {
+        return s == JobRecordState::kStarting;
+      })) {
     return ListStartingJobs(query);
   }
   JobQuery stored;
   // A job shown as pending or preempted is stored so; only starting ones
   // (stored as either) are shown otherwise, and are dropped below.
-  if (query.state) stored.states = {*query.state};
+  stored.states = wanted;
+  if (shown(JobRecordState::kStarting) && !wanted.empty()) {
+    stored.states.push_back(JobRecordState::kPending);
+    stored.states.push_back(JobRecordState::kPreempted);
+  }
   stored.after_id = query.after_id;
   stored.user = query.user;
   stored.name = query.name;
@@ -416,7 +428,7 @@ absl::StatusOr<JobPage> MasterState::ListJobsPage(const JobListQuery& query) {
         LiveView(rec, now);
         // What is shown decides: a starting job is no longer pending or
         // preempted, and a job may have moved on since the row was read.
-        if (query.state && rec.state != *query.state) continue;
+        if (!shown(rec.state)) continue;
         bytes += ApproxEncodedBytes(rec);
         out.jobs.push_back(std::move(rec));
       }

@@ -35,6 +35,8 @@ std::string_view JobActionName(JobAction action) {
     case JobAction::kHold: return "hold";
     case JobAction::kRelease: return "release";
     case JobAction::kRequeue: return "requeue";
+    case JobAction::kRequeueHold:
+      return "requeue --hold";
   }
   return "?";
 }
@@ -120,6 +122,16 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
         absl::StrCat("job ", id, " ", why));
     return result;
   };
+  // Holds the waiting job: never started until released.
+  auto hold = [&]() -> absl::Status {
+    RETURN_IF_ERROR(scheduler_->Hold(id));
+    rec.held = true;
+    // Its array's slot, if it held one, goes to another of its jobs.
+    LeaveArraySlot(rec, /*held=*/true);
+    AddEvent(id, now, EventKind::kHeld, "by user");
+    MarkDirty(id);
+    return absl::OkStatus();
+  };
   if (action != JobAction::kCancel && rec.cancel_requested) {
     return refuse(rec.timeout_requested ? "is being stopped at its time limit"
                                         : "is being cancelled");
@@ -146,15 +158,10 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
             "; only a pending or preempted job can be held (requeue it "
             "first)"));
       }
-      if (absl::Status held = scheduler_->Hold(id); !held.ok()) {
+      if (absl::Status held = hold(); !held.ok()) {
         result.status = held;
         return result;
       }
-      rec.held = true;
-      // Its array's slot, if it held one, goes to another of its jobs.
-      LeaveArraySlot(rec, /*held=*/true);
-      AddEvent(id, now, EventKind::kHeld, "by user");
-      MarkDirty(id);
       break;
     }
     case JobAction::kRelease: {
@@ -184,26 +191,39 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
       pass_wanted_ = true;
       break;
     }
-    case JobAction::kRequeue: {
+    case JobAction::kRequeue:
+    case JobAction::kRequeueHold: {
       if (adopting_.contains(id)) {
         result.status = absl::UnavailableError(absl::StrCat(
             "job ", id,
             " is being re-adopted after a master restart; try again"));
         return result;
       }
-      if (!scheduled_running) {
-        result.unchanged = true;  // already waiting
-        break;
+      const bool and_hold = action == JobAction::kRequeueHold;
+      if (and_hold && !rec.held && job == nullptr) {
+        return refuse(
+            "is not waiting in a queue; only a pending, preempted "
+            "or running job can be requeued and held");
       }
-      if (absl::Status requeued = scheduler_->Requeue(id, now, cluster());
-          !requeued.ok()) {
-        result.status = requeued;
-        return result;
+      result.unchanged = !scheduled_running && (!and_hold || rec.held);
+      if (scheduled_running) {
+        if (absl::Status requeued = scheduler_->Requeue(id, now, cluster());
+            !requeued.ok()) {
+          result.status = requeued;
+          return result;
+        }
+        MarkDirty(id);
+        AddEvent(id, now, EventKind::kRequeued, "by user");
+        PreemptLaunch(id, now);
+        pass_wanted_ = true;
       }
-      MarkDirty(id);
-      AddEvent(id, now, EventKind::kRequeued, "by user");
-      PreemptLaunch(id, now);
-      pass_wanted_ = true;
+      // Held in the same step, before any pass could start it again.
+      if (and_hold && !rec.held) {
+        if (absl::Status held = hold(); !held.ok()) {
+          result.status = held;
+          return result;
+        }
+      }
       break;
     }
   }

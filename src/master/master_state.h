@@ -215,7 +215,7 @@ struct MasterOptions {
 };
 
 // What UpdateJobs does to each job (proto JobAction).
-enum class JobAction { kCancel, kHold, kRelease, kRequeue };
+enum class JobAction { kCancel, kHold, kRelease, kRequeue, kRequeueHold };
 std::string_view JobActionName(JobAction action);  // "cancel", "hold", ...
 
 class MasterState {
@@ -1062,6 +1062,9 @@ class MasterState {
     // As shown: kStarting matches jobs whose launch is in progress (from
     // memory); kPending and kPreempted exclude them.
     std::optional<JobRecordState> state;
+    // Or any of these (`jobs --state running,failed`); with `state`, one
+    // of both.
+    std::vector<JobRecordState> any_of;
     JobId after_id = 0;               // only ids > after_id (the page cursor)
     std::optional<std::string> user;  // exactly
     std::optional<std::string> name;  // exactly

@@ -75,6 +75,15 @@ absl::StatusOr<MasterState::JobListQuery> ListQueryFromProto(
   if (req.has_state() && req.state() != v1::JOB_STATE_UNSPECIFIED) {
     ASSIGN_OR_RETURN(query.state, JobStateFromProto(req.state()));
   }
+  if (req.states_size() > 16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "states: ", req.states_size(), " states; expected at most 16"));
+  }
+  for (int s : req.states()) {
+    ASSIGN_OR_RETURN(JobRecordState state,
+                     JobStateFromProto(static_cast<v1::JobState>(s)));
+    query.any_of.push_back(state);
+  }
   if (!req.user().empty()) query.user = req.user();
   if (!req.name().empty()) query.name = req.name();
   if (req.array_id() < 0) {
@@ -163,10 +172,12 @@ absl::StatusOr<JobAction> JobActionFromProto(v1::JobAction action) {
     case v1::JOB_ACTION_HOLD: return JobAction::kHold;
     case v1::JOB_ACTION_RELEASE: return JobAction::kRelease;
     case v1::JOB_ACTION_REQUEUE: return JobAction::kRequeue;
+    case v1::JOB_ACTION_REQUEUE_HOLD:
+      return JobAction::kRequeueHold;
     default: break;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "action: expected cancel, hold, release or requeue, got ",
+      "action: expected cancel, hold, release, requeue or requeue-hold, got ",
       static_cast<int>(action)));
 }
 

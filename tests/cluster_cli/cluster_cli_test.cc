@@ -65,7 +65,7 @@ TEST_F(ClusterCliTest, SubmitListShowNodesCancel) {
               "C=d=e", "--", "/usr/bin/python3", "train.py", "--steps", "5"}),
       "1\n");
 
-  ProcessResult jobs = Client("jobs");
+  ProcessResult jobs = Client("jobs", {"--all"});
   ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
   std::vector<std::string> lines = Lines(jobs.out);
   ASSERT_EQ(lines.size(), 2u) << jobs.out;
@@ -104,7 +104,7 @@ TEST_F(ClusterCliTest, SubmitListShowNodesCancel) {
   EXPECT_THAT(job.out, HasSubstr("State:           cancelled"));
   EXPECT_THAT(job.out, HasSubstr("cancelled"));
 
-  ProcessResult json = Client("jobs", {"--json"});
+  ProcessResult json = Client("jobs", {"--all", "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   nlohmann::json parsed = nlohmann::json::parse(json.out);
   ASSERT_EQ(parsed["jobs"].size(), 1u);
@@ -162,13 +162,13 @@ TEST_F(ClusterCliTest, SubmitSendsWorkdirOutputsAndTheCallersEnvironment) {
   ExpectOneLineError(
       Client("submit", {"--gpus", "1", "--export", "A-B", "--", "/bin/true"}),
       "--export \"A-B\": \"A-B\" is not a variable name");
-  EXPECT_EQ(Client("jobs", {"--json"}).exit_code, 0);
+  EXPECT_EQ(Client("jobs", {"--all", "--json"}).exit_code, 0);
 }
 
 TEST_F(ClusterCliTest, NameDefaultsToCommandBaseName) {
   StartMaster();
   Submit({"--gpus", "1", "--", "/bin/sleep", "100"});
-  EXPECT_THAT(Client("jobs").out, HasSubstr(" sleep "));
+  EXPECT_THAT(Client("jobs", {"--all"}).out, HasSubstr(" sleep "));
 }
 
 TEST_F(ClusterCliTest, BadRequestsGetOneLineErrorsAndMasterKeepsServing) {
@@ -186,7 +186,7 @@ TEST_F(ClusterCliTest, BadRequestsGetOneLineErrorsAndMasterKeepsServing) {
   EXPECT_EQ(Submit({"--gpus", "1", "--", "/bin/true"}), "1\n");
   ASSERT_EQ(Client("cancel", {"1"}).exit_code, 0);
   ExpectOneLineError(Client("cancel", {"1"}), "cancel job 1");
-  EXPECT_EQ(Client("jobs").exit_code, 0);
+  EXPECT_EQ(Client("jobs", {"--all"}).exit_code, 0);
   EXPECT_TRUE(master_->running());
 }
 
@@ -217,7 +217,7 @@ TEST_F(ClusterCliTest, SigtermStopsCleanlyAndRestartKeepsJobs) {
   EXPECT_EQ(master_->Stop(SIGTERM), 0);
 
   StartMaster();
-  ProcessResult jobs = Client("jobs");
+  ProcessResult jobs = Client("jobs", {"--all"});
   ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
   std::vector<std::string> lines = Lines(jobs.out);
   ASSERT_EQ(lines.size(), 3u) << jobs.out;

@@ -156,7 +156,7 @@ class ControlChannelTest : public ::testing::Test {
 
   // name -> owner of every job on the master.
   std::map<std::string, std::string> Owners() {
-    ProcessResult r = Cli(admin_, {"jobs", "--json"});
+    ProcessResult r = Cli(admin_, {"jobs", "--all", "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::map<std::string, std::string> owners;
     const json listing = json::parse(r.out, nullptr, false);
@@ -212,7 +212,7 @@ TEST_F(ControlChannelTest, ALoopsCommandsGoThroughOneControlProcess) {
     ProcessResult r = Submit(admin_, absl::StrCat("isolated-", i), true);
     EXPECT_EQ(r.exit_code, 0) << r.err;
   }
-  ProcessResult jobs = Cli(admin_, {"jobs"}, /*no_network=*/true);
+  ProcessResult jobs = Cli(admin_, {"jobs", "--all"}, /*no_network=*/true);
   EXPECT_EQ(jobs.exit_code, 0) << jobs.err;
   EXPECT_THAT(jobs.out, HasSubstr("isolated-2"));
   EXPECT_EQ(Owners().count("isolated-0"), 1u);

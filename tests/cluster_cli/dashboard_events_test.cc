@@ -128,7 +128,8 @@ TEST(DashboardEventsTest, CliApiAndPageShowOneJobAlike) {
                                             seconds % 3600 / 60, seconds % 60);
   EXPECT_THAT(client({"job", "1"}),
               HasSubstr("\nWait:            " + shown + "\n"));
-  EXPECT_THAT(client({"jobs"}), ::testing::ContainsRegex(" " + shown + " +0:"));
+  EXPECT_THAT(client({"jobs", "--all"}),
+              ::testing::ContainsRegex(" " + shown + " +0:"));
   const json history =
       json::parse(client({"history", "--json", "--format", "id,wait,run"}));
   EXPECT_EQ(history["jobs"][0],
@@ -148,7 +149,7 @@ TEST(DashboardEventsTest, CliApiAndPageShowOneJobAlike) {
   res = http.Get("/api/jobs");
   ASSERT_TRUE(res);
   EXPECT_EQ(json::parse(res->body)["jobs"],
-            json::parse(client({"jobs", "--json"}))["jobs"]);
+            json::parse(client({"jobs", "--all", "--json"}))["jobs"]);
 
   if (access(ChromiumPath().c_str(), X_OK) != 0) {
     up.Stop(SIGTERM);

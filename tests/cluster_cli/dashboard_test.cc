@@ -114,7 +114,8 @@ TEST_F(DashboardTest, ApiShowsTheMastersJobsAndNodes) {
   // list the same fields with the same values, and `job N --json` and
   // /api/jobs/N too; only an unfinished job's wait_s moves with the clock
   // each read it at.
-  const json cli_jobs = json::parse(Client("jobs", {"--json"}))["jobs"];
+  const json cli_jobs =
+      json::parse(Client("jobs", {"--all", "--json"}))["jobs"];
   ASSERT_EQ(cli_jobs.size(), listed["jobs"].size());
   auto same_job = [](json a, json b) {
     ASSERT_EQ(a["wait_s"].is_number(), true) << a;
@@ -196,7 +197,8 @@ TEST_F(DashboardTest, ApiStateCountsJobsByStateAndStaysSmall) {
                            "finished", "failed", "cancelled", "timeout"}) {
     expected[word] = 0;
   }
-  const json cli_jobs = json::parse(Client("jobs", {"--json"}))["jobs"];
+  const json cli_jobs =
+      json::parse(Client("jobs", {"--all", "--json"}))["jobs"];
   ASSERT_EQ(cli_jobs.size(), kJobs + 1u);
   for (const json& job : cli_jobs) {
     expected[job["state"].get<std::string>()] =

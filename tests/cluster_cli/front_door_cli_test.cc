@@ -114,7 +114,7 @@ TEST_F(FrontDoorCliTest, NamesWithControlCharactersListOneLineEachEscaped) {
                               "NOTE=bell\a", "--", "/bin/echo", "x\x1b]0;t"})
                 .exit_code,
             0);
-  ProcessResult jobs = Client("jobs");
+  ProcessResult jobs = Client("jobs", {"--all"});
   ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
   std::vector<std::string> lines = Lines(jobs.out);
   ASSERT_EQ(lines.size(), 3u) << jobs.out;  // the header and two rows
@@ -141,13 +141,13 @@ TEST_F(FrontDoorCliTest, NamesWithControlCharactersListOneLineEachEscaped) {
 TEST_F(FrontDoorCliTest, JobsAndTheDashboardListTwentyThousandJobsInIdOrder) {
   CreateStoredJobs(20000, 1000);
   StartMaster();
-  ProcessResult jobs = Client("jobs");
+  ProcessResult jobs = Client("jobs", {"--all"});
   ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
   std::vector<int64_t> ids = TableIds(jobs.out);
   ASSERT_EQ(ids.size(), 20000u);
   for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(ids[i], int64_t(i + 1));
 
-  ProcessResult json = Client("jobs", {"--json"});
+  ProcessResult json = Client("jobs", {"--all", "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const nlohmann::json parsed = nlohmann::json::parse(json.out);
   ASSERT_EQ(parsed["jobs"].size(), 20000u);
@@ -197,23 +197,44 @@ TEST_F(FrontDoorCliTest, JobsFiltersByStateUserNameAndSince) {
             (std::vector<int64_t>{3}));
   EXPECT_EQ(TableIds(Client("jobs", {"--state", "pending"}).out),
             (std::vector<int64_t>{1, 2, 4, 5, 6}));
-  EXPECT_EQ(TableIds(Client("jobs", {"--user", "u1"}).out),
-            (std::vector<int64_t>{1, 3, 5}));
-  EXPECT_EQ(TableIds(Client("jobs", {"--name", Name(4)}).out),
-            (std::vector<int64_t>{4}));
-  EXPECT_EQ(TableIds(Client("jobs", {"--since", "2024-01-02"}).out),
-            (std::vector<int64_t>{4, 5, 6}));
-  EXPECT_EQ(TableIds(Client("jobs", {"--since", "2024-01-02T00:00:01"}).out),
-            (std::vector<int64_t>{5, 6}));
+  // Like squeue: the jobs not yet ended by default, every one with --all,
+  // any of a list of states.
+  EXPECT_EQ(TableIds(Client("jobs").out),
+            (std::vector<int64_t>{1, 2, 4, 5, 6}));
+  EXPECT_EQ(TableIds(Client("jobs", {"--all"}).out),
+            (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(TableIds(Client("jobs", {"--state", "cancelled,running"}).out),
+            (std::vector<int64_t>{3}));
   EXPECT_EQ(
-      TableIds(Client("jobs", {"--since", "1704153601", "--user", "u0"}).out),
-      (std::vector<int64_t>{6}));
-  ProcessResult none = Client("jobs", {"--user", "nobody"});
+      TableIds(
+          Client("jobs", {"--state", "pending,cancelled", "--user", "u0"}).out),
+      (std::vector<int64_t>{2, 4, 6}));
+  EXPECT_EQ(TableIds(Client("jobs", {"--user", "u1"}).out),
+            (std::vector<int64_t>{1, 5}));
+  EXPECT_EQ(TableIds(Client("jobs", {"--all", "--user", "u1"}).out),
+            (std::vector<int64_t>{1, 3, 5}));
+  EXPECT_EQ(TableIds(Client("jobs", {"--all", "--name", Name(4)}).out),
+            (std::vector<int64_t>{4}));
+  EXPECT_EQ(TableIds(Client("jobs", {"--all", "--since", "2024-01-02"}).out),
+            (std::vector<int64_t>{4, 5, 6}));
+  EXPECT_EQ(
+      TableIds(Client("jobs", {"--all", "--since", "2024-01-02T00:00:01"}).out),
+      (std::vector<int64_t>{5, 6}));
+  EXPECT_EQ(TableIds(Client("jobs",
+                            {"--all", "--since", "1704153601", "--user", "u0"})
+                         .out),
+            (std::vector<int64_t>{6}));
+  ProcessResult none = Client("jobs", {"--all", "--user", "nobody"});
   EXPECT_EQ(none.exit_code, 0);
   EXPECT_EQ(Lines(none.out).size(), 1u);  // the header only
   ExpectOneLineError(Client("jobs", {"--state", "sleeping"}),
-                     "--state sleeping: expected pending, starting,");
-  ExpectOneLineError(Client("jobs", {"--since", "yesterday"}),
+                     "--state sleeping: 'sleeping': expected pending, "
+                     "starting,");
+  ExpectOneLineError(Client("jobs", {"--state", "running,,failed"}),
+                     "--state running,,failed: '': expected pending,");
+  ExpectOneLineError(Client("jobs", {"--state", "failed", "--all"}),
+                     "--state and --all: give one");
+  ExpectOneLineError(Client("jobs", {"--all", "--since", "yesterday"}),
                      "--since yesterday: expected Unix seconds, a local "
                      "date YYYY-MM-DD[THH:MM:SS] or a time ago");
 }

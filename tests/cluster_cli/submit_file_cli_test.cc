@@ -49,7 +49,7 @@ class SubmitFileCliTest : public ::testing::Test {
   }
   // The jobs the master has, as `tiresias jobs --json` prints them.
   nlohmann::json Jobs() {
-    ProcessResult r = Client("jobs", {"--json"});
+    ProcessResult r = Client("jobs", {"--all", "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out, nullptr, false)["jobs"];
   }
@@ -166,7 +166,7 @@ TEST_F(SubmitFileCliTest, AHugeFileIsOneRequestAndOnePastTheLimitIsRefused) {
                                 ": more than 100000 jobs (line 100001 is one "
                                 "too many); one submission carries at most "
                                 "100000: split the file\n"));
-  ProcessResult page = Client("jobs", {"--json"});
+  ProcessResult page = Client("jobs", {"--all", "--json"});
   ASSERT_EQ(page.exit_code, 0);
   EXPECT_EQ(nlohmann::json::parse(page.out)["jobs"].size(), 10000u);
 }

@@ -90,7 +90,7 @@ def check_json_and_cancel(cluster):
     ids = [str(i) for i in answer.get("array_job_ids", [])]
     if len(ids) != 2 or ids[0] != array_id:
         fail("submit --array 1,3 --json: %r" % answer)
-    listed = json.loads(cluster.cli("jobs", "--array", array_id, "--json"))
+    listed = json.loads(cluster.cli("jobs", "--all", "--array", array_id, "--json"))
     got = sorted((str(j["id"]), j["array_index"])
                  for j in listed.get("jobs", []))
     if got != sorted(zip(ids, (1, 3))):
@@ -147,7 +147,7 @@ def run_array(cluster):
     seen_limit = False
     deadline = time.time() + 20
     while time.time() < deadline and not seen_limit:
-        jobs = json.loads(cluster.cli("jobs", "--array", array_id, "--json"))
+        jobs = json.loads(cluster.cli("jobs", "--all", "--array", array_id, "--json"))
         for j in jobs.get("jobs", []):
             if j.get("pending_reason_kind") == \
                     "array_limit":
@@ -160,7 +160,7 @@ def run_array(cluster):
         time.sleep(0.1)
     if not seen_limit:
         fail("no job of the array ever waited with the array-limit reason")
-    table = cluster.cli("jobs", "--array", array_id)
+    table = cluster.cli("jobs", "--all", "--array", array_id)
     if "%s_3" % array_id not in table:
         fail("`jobs --array %s` does not show %s_3:\n%s" % (array_id,
                                                             array_id, table))
@@ -173,7 +173,7 @@ def run_array(cluster):
                                for i in ids),
                  "the array's 6 jobs finished", timeout_s=90)
     listed = {str(j["id"]): j for j in json.loads(
-        cluster.cli("jobs", "--array", array_id, "--json"))["jobs"]}
+        cluster.cli("jobs", "--all", "--array", array_id, "--json"))["jobs"]}
     if sorted(listed) != sorted(ids):
         fail("jobs --array %s lists %r, want %r" % (array_id, sorted(listed),
                                                     ids))
@@ -210,7 +210,7 @@ def run_array(cluster):
     if sorted(indices) != list(range(6)):
         fail("indices run: %r, want each of 0..5 once" % sorted(indices))
     # `jobs --format ... --csv` says the same as the tasks did.
-    csv_text = cluster.cli("jobs", "--array", array_id, "--format",
+    csv_text = cluster.cli("jobs", "--all", "--array", array_id, "--format",
                            "id,array,index,state,reason", "--csv")
     want_csv = "JOBID,ARRAY,INDEX,STATE,REASON\n" + "".join(
         "%s,%s,%d,finished,-\n" % (job_id, array_id,
@@ -243,7 +243,7 @@ def check_wait(cluster):
     if out.returncode != 2 or not array_id.isdigit():
         fail("submit --array 0-2 --wait: exit %d (want 2), stdout %r, "
              "stderr %r" % (out.returncode, out.stdout, out.stderr))
-    listed = json.loads(cluster.cli("jobs", "--array", array_id, "--json"))
+    listed = json.loads(cluster.cli("jobs", "--all", "--array", array_id, "--json"))
     states = sorted(j["state"] for j in listed["jobs"])
     if states != ["failed", "failed",
                   "finished"]:

@@ -109,11 +109,11 @@ def check(binary, admin, workdir, user):
         os.mknod(gpu_dev, 0o20666, os.makedev(195, 0))
         os.chmod(gpu_dev, 0o666)
 
-    before = json.loads(cli(binary, env, "jobs", "--json").stdout)["jobs"]
+    before = json.loads(cli(binary, env, "jobs", "--all", "--json").stdout)["jobs"]
     bad = cli(binary, env, "submit", "--gpus", "0", "--", "/bin/true")
     if bad.returncode == 0 or "--cpus: required" not in bad.stderr:
         fail("--gpus 0 without --cpus: %d %s" % (bad.returncode, bad.stderr))
-    after = json.loads(cli(binary, env, "jobs", "--json").stdout)["jobs"]
+    after = json.loads(cli(binary, env, "jobs", "--all", "--json").stdout)["jobs"]
     if len(after) != len(before):
         fail("a refused submit made a job")
 
@@ -154,7 +154,7 @@ def check(binary, admin, workdir, user):
             info.get("pending_reason_kind") != "resources":
         fail("a second CPU-only job: %s, %r" % (info["state"], reason))
     rows = [line.split() for line in
-             cli(binary, env, "jobs").stdout.splitlines()[1:]]
+             cli(binary, env, "jobs", "--all").stdout.splitlines()[1:]]
     row = [r for r in rows if r and r[0] == second]
     if not row or row[0][5] != "cpu" or row[0][6] != "0":
         fail("jobs lists the CPU-only job as %s, want queue cpu, 0 GPUs" %

@@ -75,7 +75,7 @@ def wait_record(cluster, path, key, timeout_s=30):
             return r
         time.sleep(0.1)
     fail("%s: no %s recorded after %d s\njobs:\n%s\nmaster log:\n%s" %
-         (path, key, timeout_s, cluster.cli("jobs"),
+         (path, key, timeout_s, cluster.cli("jobs", "--all"),
           cluster.tail("master.log")))
 
 

@@ -140,9 +140,9 @@ def run(cluster):
         fail("job 3's reason kind: %r" % jobs[j3].get("pending_reason_kind"))
     if cluster.job(j3).get("pending_reason") != reason:
         fail("job --json shows another reason: %s" % cluster.job(j3))
-    if "(" + reason + ")" not in cluster.cli("jobs"):
+    if "(" + reason + ")" not in cluster.cli("jobs", "--all"):
         fail("`tiresias jobs` does not show job 3's reason:\n" +
-             cluster.cli("jobs"))
+             cluster.cli("jobs", "--all"))
     if "Reason:" not in cluster.cli("job", j3):
         fail("`tiresias job` does not show the reason")
     cluster.cli("cancel", j3)

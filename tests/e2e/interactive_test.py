@@ -147,7 +147,7 @@ def terminal(binary, workdir, env, admin, home, uid):
         print("Ctrl-C stopped the foreground sleep in %.2f s; the shell "
               "goes on" % (time.time() - started))
         # An admin may watch, not type.
-        jobs = json.loads(cli(binary, env, "jobs", "--json").stdout)["jobs"]
+        jobs = json.loads(cli(binary, env, "jobs", "--all", "--json").stdout)["jobs"]
         job = [j["id"] for j in jobs if j["state"] == "running" and
                j["name"] == "bash"][0]
         r = cli(binary, admin, "attach", str(job), timeout=10)
@@ -315,7 +315,7 @@ def run(binary, workdir, users):
         else:
             print("no tmux: the terminal part is skipped")
         attach_and_forward(binary, workdir, env, other_env, home, other_home)
-        for job in json.loads(cli(binary, admin, "jobs", "--json")
+        for job in json.loads(cli(binary, admin, "jobs", "--all", "--json")
                               .stdout)["jobs"]:
             if job["state"] == "running":
                 cli(binary, admin, "cancel", str(job["id"]))

@@ -164,7 +164,7 @@ def check_hold(cluster, jobs):
     job = cluster.job(held)
     if job["state"] != "pending" or not job.get("held"):
         fail("a --hold job is %s, held %s" % (job["state"], job.get("held")))
-    if "held" not in cluster.cli("jobs").split():
+    if "held" not in cluster.cli("jobs", "--all").split():
         fail("`tiresias jobs` does not show the job held")
     if (job.get("pending_reason_kind") != "held" or
             "release" not in job.get("pending_reason", "")):

@@ -429,7 +429,7 @@ class Cluster:
 
     def jobs(self):
         # Keyed by the id as `submit` prints it (JSON ids are numbers).
-        return {str(j["id"]): j for j in json.loads(self.cli("jobs", "--json"))
+        return {str(j["id"]): j for j in json.loads(self.cli("jobs", "--all", "--json"))
                 .get("jobs", [])}
 
     def job(self, job_id):
@@ -448,7 +448,7 @@ class Cluster:
                 return value
             time.sleep(0.2)
         fail("timed out after %d s waiting for %s\njobs:\n%s\nnodes:\n%s\n"
-             "master log:\n%s" % (timeout_s, what, self.cli("jobs"),
+             "master log:\n%s" % (timeout_s, what, self.cli("jobs", "--all"),
                                   self.cli("nodes"),
                                   self.tail("master.log")))
 

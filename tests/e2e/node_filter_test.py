@@ -118,12 +118,12 @@ def check(binary, admin, workdir, user):
         check_limits(binary, env, home)
     check_exclusive(binary, env, home)
 
-    before = json.loads(cli(binary, env, "jobs", "--json").stdout)["jobs"]
+    before = json.loads(cli(binary, env, "jobs", "--all", "--json").stdout)["jobs"]
     bad = cli(binary, env, "submit", "--gpus", "1", "--constraint", "ib&&x",
               "--", "/bin/true")
     if bad.returncode == 0 or "--constraint" not in bad.stderr:
         fail("a bad --constraint: %d %s" % (bad.returncode, bad.stderr))
-    after = json.loads(cli(binary, env, "jobs", "--json").stdout)["jobs"]
+    after = json.loads(cli(binary, env, "jobs", "--all", "--json").stdout)["jobs"]
     if len(after) != len(before):
         fail("a refused submit made a job")
 

@@ -69,7 +69,7 @@ class Cluster:
 
     def jobs(self):
         # Keyed by the id as `submit` prints it (JSON ids are numbers).
-        return {str(j["id"]): j for j in json.loads(self.cli("jobs", "--json"))
+        return {str(j["id"]): j for j in json.loads(self.cli("jobs", "--all", "--json"))
                 .get("jobs", [])}
 
     def wait(self, predicate, what, timeout_s=120):
@@ -79,7 +79,7 @@ class Cluster:
             if predicate(jobs):
                 return jobs
             time.sleep(0.25)
-        fail("timed out waiting for %s; jobs: %s" % (what, self.cli("jobs")))
+        fail("timed out waiting for %s; jobs: %s" % (what, self.cli("jobs", "--all")))
 
     def env(self):
         return dict(os.environ, TIRESIAS_MASTER=self.address)

@@ -102,7 +102,7 @@ def run(binary, workdir, users):
                                      low_logs.values()} != {low_uid}:
             fail("jobs ran as %s, not as their owners" % owners)
         def third_reason():
-            jobs = json.loads(cli(binary, high_env, "jobs", "--json").stdout)
+            jobs = json.loads(cli(binary, high_env, "jobs", "--all", "--json").stdout)
             return [j["pending_reason"] for j in jobs["jobs"]
                     if j["state"] == "pending"]
         wait_until("the third job's reason", lambda: third_reason() == [
@@ -114,7 +114,7 @@ def run(binary, workdir, users):
         if row != [["high", "10", "-", "2", "2", "1", "2", users[1]]]:
             fail("qos list: %s %s" % (listed.stdout, listed.stderr))
         print(listed.stdout)
-        shown = cli(binary, high_env, "jobs", "--format", "id,qos,state")
+        shown = cli(binary, high_env, "jobs", "--all", "--format", "id,qos,state")
         if shown.stdout.count(" high ") != 3:
             fail("jobs --format id,qos,state: %s" % shown.stdout)
         r = cli(binary, high_env, "submit", "--no-preempt", "--qos", "urgent",

@@ -68,7 +68,7 @@ def attack_and_use(binary, workdir, state, address, user):
             "id")
     if r.returncode == 0 or "TIRESIAS_TOKEN" not in r.stderr:
         fail("a client without a token: %d %s" % (r.returncode, r.stderr))
-    if cli(binary, admin, "jobs", "--json").stdout.count('"id"') != 0:
+    if cli(binary, admin, "jobs", "--all", "--json").stdout.count('"id"') != 0:
         fail("a refused submission was stored")
 
     # A rogue agent in plain text: never registers.

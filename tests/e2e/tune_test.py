@@ -51,7 +51,7 @@ def submit(binary, env, *args):
 
 
 def finished(binary, env, ids):
-    jobs = json.loads(cli(binary, env, "jobs", "--json").stdout)["jobs"]
+    jobs = json.loads(cli(binary, env, "jobs", "--all", "--json").stdout)["jobs"]
     done = {j["id"] for j in jobs if j["state"] == "finished"}
     return all(i in done for i in ids)
 

@@ -72,8 +72,8 @@ def run(binary, workdir, users):
                    lambda: all(log_words(p) for p in b_logs.values()))
         wait_until("team-b's jobs running in the master", lambda: sum(
             j["state"] == "running" for j in json.loads(
-                cli(binary, b_env, "jobs", "--json").stdout)["jobs"]) == 4)
-        jobs = json.loads(cli(binary, b_env, "jobs", "--json").stdout)["jobs"]
+                cli(binary, b_env, "jobs", "--all", "--json").stdout)["jobs"]) == 4)
+        jobs = json.loads(cli(binary, b_env, "jobs", "--all", "--json").stdout)["jobs"]
         borrowers = {j["id"] for j in jobs if j["borrowing"]}
         if len(borrowers) != 2 or any(j["vc"] != "team-b" for j in jobs):
             fail("team-b's jobs: %s" % [(j["id"], j["vc"], j["borrowing"])
@@ -102,7 +102,7 @@ def run(binary, workdir, users):
         # The reclaimed borrowers wait saying why, in their VC's numbers.
         def waiting_reasons():
             return [j["pending_reason"] or "" for j in json.loads(
-                cli(binary, b_env, "jobs", "--json", "--vc", "team-b",
+                cli(binary, b_env, "jobs", "--all", "--json", "--vc", "team-b",
                     "--state", "preempted").stdout)["jobs"]]
         wait_until("the reclaimed jobs' reasons", lambda: len([
             r for r in waiting_reasons()
@@ -110,7 +110,7 @@ def run(binary, workdir, users):
         shown = cli(binary, b_env, "vc", "show", "team-b").stdout
         if "2 running (2 GPUs, 0 borrowed), 2 waiting" not in shown:
             fail("vc show team-b: %s" % shown)
-        mine = json.loads(cli(binary, b_env, "jobs", "--json", "--vc",
+        mine = json.loads(cli(binary, b_env, "jobs", "--all", "--json", "--vc",
                               "team-a").stdout)["jobs"]
         if [j["user"] for j in mine] != [users[0]]:
             fail("jobs --vc team-a: %s" % mine)

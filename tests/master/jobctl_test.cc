@@ -169,6 +169,49 @@ TEST_F(JobControlTest, RequeueStopsTheLaunchAndRunsTheJobAgain) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// requeue --hold: the running launch is stopped as a preemption and the
+// job is held in the same step: once its task has ended, passes do not
+// start it again until it is released; then it runs as attempt 2. A
+// waiting job is held; one waiting and held needs nothing.
+TEST_F(JobControlTest, RequeueHoldStopsTheJobAndKeepsItWaitingUntilReleased) {
+  Open();
+  const int64_t n1 = Register("n1", 1);
+  const JobId id = Submit(Spec(1));
+  Pass();
+  Beat(n1, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  clock_.Advance(Seconds{5});
+  auto results = Act(JobAction::kRequeueHold, {id});
+  ASSERT_TRUE(results[0].status.ok()) << results[0].status;
+  EXPECT_FALSE(results[0].unchanged);
+  EXPECT_EQ(results[0].job.state, JobRecordState::kPreempted);
+  EXPECT_TRUE(results[0].job.held);
+  const auto stops =
+      Stops(Beat(n1, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)}));
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0].reason(), v1::STOP_REASON_PREEMPT);
+  v1::TaskStatus ended = Task(id, 1, 0, TASK_STATE_PREEMPTED, {0}, 0, 1000.0);
+  ended.set_stop_reason(v1::STOP_REASON_PREEMPT);
+  ended.set_end_time(1005.2);
+  Beat(n1, {ended});
+  for (int i = 0; i < 3; ++i) {
+    Pass();
+    EXPECT_TRUE(Starts(Beat(n1)).empty()) << "pass " << i;
+  }
+  EXPECT_TRUE(Get(id).held);
+  EXPECT_TRUE(Act(JobAction::kRequeueHold, {id})[0].unchanged);
+  ASSERT_TRUE(Act(JobAction::kRelease, {id})[0].status.ok());
+  Pass();
+  const auto starts = Starts(Beat(n1));
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].task().attempt(), 2);
+  // A waiting job is held.
+  const JobId other = Submit(Spec(1));
+  results = Act(JobAction::kRequeueHold, {other});
+  ASSERT_TRUE(results[0].status.ok()) << results[0].status;
+  EXPECT_FALSE(results[0].unchanged);
+  EXPECT_TRUE(Get(other).held);
+}
+
 // Several ids in one call: each gets its own result; one the caller may
 // not act on and an unknown one are refused alone.
 TEST_F(JobControlTest, CancelOfManyJobsRefusesEachBadOneAlone) {

@@ -324,6 +324,9 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   }
   TaskSpec resolved = spec;
   resolved.checkpoint_dir = *std::move(checkpoint_dir);
+  // A job that names no folder (submitted through the API or a job file
+  // without one) starts in /, not in the agent's own folder.
+  if (resolved.working_dir.empty()) resolved.working_dir = "/";
   std::vector<std::vector<std::string>> envs;
   for (int p = 0; p < spec.processes; ++p) {
     envs.push_back(
@@ -333,7 +336,7 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
   absl::StatusOr<std::string> path =
       spec.image_rootfs.empty()
           ? ResolveCommand(spec.argv[0], FindEnv(envs[0], "PATH"),
-                           spec.working_dir)
+                           resolved.working_dir)
           : absl::StatusOr<std::string>(spec.argv[0]);
   // What fails as the account says so.
   const std::string task_name =
@@ -345,7 +348,7 @@ absl::StatusOr<TaskHandle> PosixLauncher::Start(const TaskSpec& spec) {
                                             path.status().message()));
   }
   SpawnRequest request{*path,           spec.argv,
-                       std::move(envs), spec.working_dir,
+                       std::move(envs), resolved.working_dir,
                        spec.log_path,   spec.exit_path};
   request.lease = spec.lease;
   request.fence_grace_ns =

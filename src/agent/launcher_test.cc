@@ -73,7 +73,7 @@ class LauncherTest : public ::testing::Test {
 
 TEST_F(LauncherTest, ChildSeesItsEnvironment) {
   TaskSpec spec = Spec("env > env.txt; pwd > pwd.txt");
-  spec.env = {{"USER_VAR", "hello world"}, {"RANK", "99"}};
+  spec.env = {{"USER_VAR", "hello world"}, {"RANK", "99"}, {"PWD", "/x"}};
   const TaskHandle handle = StartOk(spec);
   ASSERT_EQ(WaitExit(handle).outcome, TaskOutcome::kFinished);
   std::map<std::string, std::string> env;
@@ -104,6 +104,19 @@ TEST_F(LauncherTest, ChildSeesItsEnvironment) {
                 ["10.0.0.5:29501", "10.0.0.5:29502"]},
                 "task": {"type": "worker", "index": 1}})"));
   EXPECT_EQ(ReadFile(dir_.File("pwd.txt")), dir_.path().string() + "\n");
+  // $PWD says where it started (a program that reads it, not getcwd, sees
+  // its job's folder), even against the submitter's.
+  EXPECT_EQ(env["PWD"], dir_.path().string());
+}
+
+// A task of a job that named no folder starts in /, not in the agent's
+// own folder (whatever that is: here the test's).
+TEST_F(LauncherTest, NoWorkingDirStartsInRoot) {
+  TaskSpec spec = Spec("pwd > " + dir_.File("pwd.txt"));
+  spec.working_dir.clear();
+  const TaskHandle handle = StartOk(spec);
+  ASSERT_EQ(WaitExit(handle).outcome, TaskOutcome::kFinished);
+  EXPECT_EQ(ReadFile(dir_.File("pwd.txt")), "/\n");
 }
 
 // Issue 21: a root agent started from an admin's shell handed that shell's

@@ -253,7 +253,11 @@ std::vector<std::string> BuildTaskEnvironment(const TaskSpec& spec,
   env["SLURM_JOB_GPUS"] = gpus;
   env["SLURM_STEP_GPUS"] = gpus;
   env["SLURM_RESTART_COUNT"] = absl::StrCat(spec.restart_count);
-  if (!spec.working_dir.empty()) env["SLURM_SUBMIT_DIR"] = spec.working_dir;
+  if (!spec.working_dir.empty()) {
+    env["SLURM_SUBMIT_DIR"] = spec.working_dir;
+    // Where the task starts: what a shell's $PWD would say.
+    env["PWD"] = spec.working_dir;
+  }
   if (!account.name.empty()) env["SLURM_JOB_USER"] = account.name;
   env["TIRESIAS_JOB_ID"] = job_id;
   env["TIRESIAS_ATTEMPT"] = absl::StrCat(spec.attempt);

@@ -200,6 +200,10 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
       return absl::InvalidArgumentError(
           absl::StrCat("--env ", QuoteForError(kv), ": expected KEY=VALUE"));
     }
+    if (const std::string why = EnvSetPerTask(kv.substr(0, eq)); !why.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--env ", QuoteForError(kv), ": ", why));
+    }
     spec.env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   return spec;

@@ -83,6 +83,22 @@ absl::Status CheckCommand(const std::vector<std::string>& command) {
   return absl::OkStatus();
 }
 
+// Set by the agent for every task after the job's own variables
+// (agent/task_env.cc), so a job's value would be silently replaced.
+constexpr std::string_view kSetPerTask[] = {"CUDA_VISIBLE_DEVICES",
+                                            "MASTER_ADDR",
+                                            "MASTER_PORT",
+                                            "WORLD_SIZE",
+                                            "RANK",
+                                            "LOCAL_RANK",
+                                            "LOCAL_WORLD_SIZE",
+                                            "GROUP_RANK",
+                                            "GROUP_WORLD_SIZE",
+                                            "ROLE_RANK",
+                                            "ROLE_WORLD_SIZE",
+                                            "TF_CONFIG",
+                                            "PWD"};
+
 absl::Status CheckEnv(const std::map<std::string, std::string>& env) {
   if (env.size() > limits::kMaxEnvEntries) {
     return Refuse("spec.env",
@@ -101,6 +117,9 @@ absl::Status CheckEnv(const std::map<std::string, std::string>& env) {
     if (!IsEnvName(key)) {
       return Refuse(key_field,
                     "expected a variable name matching [A-Za-z_][A-Za-z0-9_]*");
+    }
+    if (const std::string why = EnvSetPerTask(key); !why.empty()) {
+      return Refuse(key_field, why);
     }
     const std::string value_field = absl::StrCat("spec.env[\"", key, "\"]");
     if (value.size() > limits::kMaxEnvValueBytes) {
@@ -405,6 +424,22 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
     }
   }
   return status;
+}
+
+std::string EnvSetPerTask(std::string_view name) {
+  if (name.substr(0, 9) == "TIRESIAS_") {
+    return "TIRESIAS_* is set by the agent for every task (and holds the "
+           "client's settings); a job cannot set it";
+  }
+  for (std::string_view set : kSetPerTask) {
+    if (name == set) {
+      return absl::StrCat(
+          std::string(name),
+          " is set by the agent for every task (its GPUs, ranks, "
+          "rendezvous and folder); a job cannot set it");
+    }
+  }
+  return "";
 }
 
 absl::Status ValidateRequestId(std::string_view request_id) {

@@ -24,6 +24,11 @@ namespace tiresias {
 // whether the cluster has that many GPUs (the master's business).
 absl::Status ValidateJobRequest(const JobRequest& spec);
 
+// Why a job may not set the variable `name` in its environment (the agent
+// sets it for every task, over the job's: CUDA_VISIBLE_DEVICES, RANK,
+// MASTER_PORT, PWD, TIRESIAS_*, ...); empty if it may.
+std::string EnvSetPerTask(std::string_view name);
+
 // OK for an empty id (none given) or one of job_limits::kMaxRequestIdBytes
 // bytes of printable ASCII at most; InvalidArgument naming "request_id"
 // otherwise.

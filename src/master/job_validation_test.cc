@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -28,6 +29,28 @@ TEST(JobValidationTest, RequestIdsArePrintableAsciiOfBoundedLength) {
   EXPECT_EQ(status.message(),
             "request_id: expected printable ASCII, got byte 0x0a at byte 3");
   EXPECT_FALSE(ValidateRequestId("caf\xc3\xa9").ok());
+}
+
+// What the agent sets for every task, over the job's value, is refused
+// rather than silently replaced; what a job may override is not.
+TEST(JobValidationTest, VariablesTheAgentSetsForEveryTaskAreRefused) {
+  JobRequest spec;
+  spec.command = {"true"};
+  for (const char* name : {"CUDA_VISIBLE_DEVICES", "RANK", "MASTER_PORT", "PWD",
+                           "TIRESIAS_TOKEN"}) {
+    spec.env = {{name, "0"}};
+    absl::Status status = ValidateJobRequest(spec);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_THAT(
+        std::string(status.message()),
+        ::testing::StartsWith(absl::StrCat("spec.env key \"", name, "\": ")));
+    EXPECT_THAT(std::string(status.message()),
+                ::testing::HasSubstr("a job cannot set it"));
+  }
+  for (const char* name : {"HOME", "CUDA_DEVICE_ORDER", "NCCL_DEBUG"}) {
+    spec.env = {{name, "x"}};
+    EXPECT_TRUE(ValidateJobRequest(spec).ok()) << name;
+  }
 }
 
 TEST(JobValidationTest, BadInputIsQuotedEscapedAndCutInMessages) {

@@ -198,7 +198,7 @@ int ListJobs(const JobsFlags& f) {
   return 0;
 }
 
-void PrintJob(const v1::Job& job, double now) {
+void PrintJob(const v1::Job& job, double now, bool show_env) {
   auto line = [](const char* key, const std::string& value) {
     std::printf("%-16s %s\n", key, value.c_str());
   };
@@ -327,8 +327,22 @@ void PrintJob(const v1::Job& job, double now) {
   if (!job.spec().error().empty()) {
     line("Error:", Printable(job.spec().error()));
   }
-  for (const v1::EnvVar& var : job.spec().env()) {
-    line("Env:", Printable(absl::StrCat(var.key(), "=", var.value())));
+  if (show_env) {
+    for (const v1::EnvVar& var : job.spec().env()) {
+      line("Env:", Printable(absl::StrCat(var.key(), "=", var.value())));
+    }
+  } else if (job.spec().env_size() > 0) {
+    // The exported environment is often 30-60 variables: one line, so that
+    // the events are in sight.
+    std::vector<std::string> names;
+    for (const v1::EnvVar& var : job.spec().env()) {
+      names.push_back(Printable(var.key()));
+    }
+    std::string shown = absl::StrJoin(names, " ");
+    if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+    line("Env:",
+         absl::StrCat(names.size(), " variable", names.size() == 1 ? "" : "s",
+                      " (", shown, "; `--env` shows them)"));
   }
   line("Profile:", FormatJobProfile(job));
   std::printf("\nEVENTS\n%-19s  %-10s %s\n", "TIME", "KIND", "DETAIL");
@@ -338,7 +352,8 @@ void PrintJob(const v1::Job& job, double now) {
   }
 }
 
-int ShowJob(const std::string& master, const std::string& ref, bool json) {
+int ShowJob(const std::string& master, const std::string& ref, bool json,
+            bool show_env) {
   MasterClient client(master);
   absl::StatusOr<int64_t> id = cli::ResolveJobRef(client, ref);
   if (!id.ok()) return Fail(std::string(id.status().message()));
@@ -356,7 +371,7 @@ int ShowJob(const std::string& master, const std::string& ref, bool json) {
                 api::Dump(api::JobJson(resp.job(), api::JobView::kDetail, now))
                     .c_str());
   } else {
-    PrintJob(resp.job(), now);
+    PrintJob(resp.job(), now, show_env);
   }
   return 0;
 }
@@ -421,10 +436,15 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   cmd->callback([jobs, exit_code] { *exit_code = ListJobs(*jobs); });
 
   auto job = std::make_shared<IdFlags>();
-  AddIdCommand(app, "job", "Show one job and its event history", job)
-      ->callback([job, exit_code] {
-        *exit_code = ShowJob(job->master, job->id, job->json);
-      });
+  auto show_env = std::make_shared<bool>(false);
+  CLI::App* job_cmd =
+      AddIdCommand(app, "job", "Show one job and its event history", job);
+  job_cmd->add_flag("--env", *show_env,
+                    "List the job's environment variables, one per line "
+                    "(otherwise counted on one line)");
+  job_cmd->callback([job, show_env, exit_code] {
+    *exit_code = ShowJob(job->master, job->id, job->json, *show_env);
+  });
 }
 
 }  // namespace tiresias

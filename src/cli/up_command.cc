@@ -35,6 +35,22 @@
 namespace tiresias {
 namespace {
 
+// examples/train.py by its absolute path when this binary sits in a build
+// of the repository (build/src/cli), so that the line `up` prints works
+// from any folder; as is otherwise.
+std::string ExampleJob() {
+  std::error_code ec;
+  std::filesystem::path dir =
+      std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  for (int up = 0; !ec && up < 5 && !dir.empty(); ++up) {
+    const std::filesystem::path script = dir / "examples" / "train.py";
+    if (std::filesystem::exists(script, ec)) return script.string();
+    if (dir == dir.parent_path()) break;
+    dir = dir.parent_path();
+  }
+  return "examples/train.py";
+}
+
 struct UpFlags {
   MasterFlags master;
   int agents = 2;
@@ -254,7 +270,7 @@ int RunUp(const UpFlags& f) {
       "tiresias up: master on %s, %d agent(s) x %d emulated GPUs, state in "
       "%s\n"
       "%s"
-      "  tiresias submit --gpus 1 -- /usr/bin/python3 examples/train.py "
+      "  tiresias submit --gpus 1 -- /usr/bin/python3 %s "
       "--steps 200 --step-time 0.1\n"
       "  tiresias jobs; tiresias nodes\n"
       "  tiresias logs -f JOB\n"
@@ -262,7 +278,8 @@ int RunUp(const UpFlags& f) {
       "  dashboard: %s%s\n"
       "Ctrl-C stops the cluster.\n",
       master->address.c_str(), f.agents, f.gpus, state_dir.c_str(),
-      exports.c_str(), master->http ? master->http_address.c_str() : "(off)",
+      exports.c_str(), ExampleJob().c_str(),
+      master->http ? master->http_address.c_str() : "(off)",
       metrics_note.c_str(), dashboard_url.c_str(),
       dashboard.ok() ? dashboard_note.c_str() : "");
   std::fflush(stdout);
@@ -313,8 +330,9 @@ void AddUpCommand(CLI::App& app, int* exit_code) {
       "other than root, every job runs as that user. Started as root, the "
       "agents run each job as its owner's Unix account (`tiresias submit` "
       "sends the login name, $USER), as any agent does: a job whose owner "
-      "has no account here fails to start, and so does one of root unless "
-      "--allow-root-tasks. A job that names no --checkpoint-dir "
+      "has no account here fails to start; root's own jobs run as root (a "
+      "separate `tiresias agent` refuses them unless --allow-root-tasks). "
+      "A job that names no --checkpoint-dir "
       "checkpoints under its owner's home, "
       "~/.tiresias/checkpoints/<cluster id>/job-<id> (or --checkpoint-base; "
       "an account without a home gets a private folder in "
@@ -338,8 +356,8 @@ void AddUpCommand(CLI::App& app, int* exit_code) {
                   "`tiresias dashboard --help`)")
       ->capture_default_str();
   cmd->add_flag("--allow-root-tasks", flags->allow_root_tasks,
-                "When started as root, run jobs whose owner is root (uid 0) "
-                "instead of refusing them");
+                "Run jobs whose owner is root (uid 0): what `up` started as "
+                "root always does (kept for scripts that give it)");
   cmd->callback([flags, exit_code] { *exit_code = RunUp(*flags); });
 }
 

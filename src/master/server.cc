@@ -42,7 +42,9 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
   if (!server->server_ || server->port_ == 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", address,
-                     " (is another master or program using that port?)"));
+                     " (is another master or program using that port? "
+                     "--listen 127.0.0.1:0 picks a free port, and the "
+                     "address taken is printed)"));
   }
   server->thread_ = std::thread([s = server.get()] { s->Loop(); });
   return server;

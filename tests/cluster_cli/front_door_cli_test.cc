@@ -33,6 +33,7 @@ namespace fs = std::filesystem;
 using cli_test::Lines;
 using cli_test::ProcessResult;
 using cli_test::RunProcess;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -130,7 +131,15 @@ TEST_F(FrontDoorCliTest, NamesWithControlCharactersListOneLineEachEscaped) {
   EXPECT_EQ(job.out.find('\a'), std::string::npos);
   EXPECT_THAT(job.out, HasSubstr("Name:            \\x1b[31m\n"));
   EXPECT_THAT(job.out, HasSubstr("Command:         /bin/echo x\\x1b]0;t\n"));
-  EXPECT_THAT(job.out, HasSubstr("Env:             NOTE=bell\\x07\n"));
+  // The environment (NOTE among the caller's exported ones) on one line.
+  EXPECT_THAT(job.out, ContainsRegex("\nEnv: +[0-9]+ variables \\([A-Z_ "
+                                     "]+(\\.\\.\\.)?; `--env` shows "
+                                     "them\\)\n"));
+  EXPECT_EQ(job.out.find("NOTE=bell"), std::string::npos);
+  ProcessResult env = Client("job", {"2", "--env"});
+  ASSERT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_EQ(env.out.find('\a'), std::string::npos);
+  EXPECT_THAT(env.out, HasSubstr("Env:             NOTE=bell\\x07\n"));
   // --json is JSON: the text itself, escaped by the encoder.
   ProcessResult json = Client("job", {"1", "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/job_wait.h"
@@ -57,6 +58,43 @@ class LogPrinter {
  private:
   const LogsFlags& f_;
 };
+
+// Rank `f.rank`'s log of `attempt` was empty: says on stderr which other
+// ranks of that launch wrote something, so that an empty answer is not
+// mistaken for a silent job (a multi-node job's failing rank is often not
+// rank 0). Reads the first slice of each (a job has at most a few hundred
+// nodes).
+void SayWhichRanksWrote(cli::MasterClient& client, const LogsFlags& f,
+                        int attempt) {
+  v1::Job job;
+  if (!cli::GetJob(client, f.id, &job).ok() || job.nodes_size() < 2) return;
+  std::vector<std::string> wrote;
+  for (int rank = 0; rank < job.nodes_size(); ++rank) {
+    if (rank == f.rank) continue;
+    v1::ReadJobLogRequest req;
+    req.set_job_id(f.id);
+    req.set_attempt(attempt);
+    req.set_rank(rank);
+    v1::ReadJobLogResponse resp;
+    if (client.stub().ReadJobLog(client.Context().get(), req, &resp).ok() &&
+        !resp.data().empty()) {
+      wrote.push_back(absl::StrCat(rank));
+    }
+  }
+  if (wrote.empty()) {
+    std::fprintf(stderr,
+                 "tiresias: job %lld attempt %d: none of its %d ranks wrote "
+                 "anything\n",
+                 static_cast<long long>(f.id), attempt, job.nodes_size());
+    return;
+  }
+  std::fprintf(stderr,
+               "tiresias: job %lld attempt %d: rank %d wrote nothing; rank%s "
+               "%s did (`tiresias logs %lld --rank %s`)\n",
+               static_cast<long long>(f.id), attempt, f.rank,
+               wrote.size() == 1 ? "" : "s", absl::StrJoin(wrote, ", ").c_str(),
+               static_cast<long long>(f.id), wrote.front().c_str());
+}
 
 int Logs(LogsFlags f) {
   cli::MasterClient client(f.master);
@@ -140,7 +178,10 @@ int Logs(LogsFlags f) {
     offset = resp.next_offset();
     if (attempt == 0) attempt = resp.attempt();
     if (!got_all) continue;  // a full slice: there is more to read now
-    if (!f.follow) return 0;
+    if (!f.follow) {
+      if (offset == 0 && !f.json) SayWhichRanksWrote(client, f, attempt);
+      return 0;
+    }
     if (resp.complete()) {
       if (f.attempt == 0 && resp.current_attempt() > attempt) {
         // Preempted and resumed: the next launch writes a new log.

@@ -82,6 +82,7 @@ def run(binary, workdir, user):
         check_slurm_script(binary, as_user, home)
         check_unfit_shape(binary, as_user, home)
         check_warning_signal(binary, as_user, home)
+        check_logs_name_the_ranks_that_wrote(binary, as_user, home)
     print("job shapes: 4 ranks over 2 nodes trained, Slurm script ran, "
           "--signal warned before --time")
 
@@ -139,6 +140,28 @@ def check_slurm_script(binary, env, home):
             sorted(s[2] for s in seen) != ["0", "0", "1", "1"] or \
             {s[4] for s in seen} != {"node-[0-1]"}:
         fail("the Slurm script's processes saw %s" % seen)
+
+
+def check_logs_name_the_ranks_that_wrote(binary, env, home):
+    """Only rank 1 of a 2-node job writes (and fails): `logs JOB` (rank 0)
+    prints nothing, and says on stderr that rank 1 wrote."""
+    r = cli(binary, env, "submit", "--nodes", "2", "--gpus-per-node", "1",
+            "--chdir", home, "--wait", "--", "/bin/sh", "-c",
+            'if [ "$GROUP_RANK" = 1 ]; then echo rank-one-says; exit 3; fi',
+            timeout=120)
+    if r.returncode != 3:
+        fail("the job whose rank 1 fails exited %d: %s" % (r.returncode,
+                                                           r.stderr))
+    job = r.stdout.split()[0]
+    logs = cli(binary, env, "logs", job)
+    if logs.returncode != 0 or logs.stdout != "" or \
+            "rank 0 wrote nothing; rank 1 did (`tiresias logs %s --rank 1`)" \
+            % job not in logs.stderr:
+        fail("logs of a job whose rank 0 wrote nothing: rc %d, out %r, "
+             "err %r" % (logs.returncode, logs.stdout, logs.stderr))
+    one = cli(binary, env, "logs", job, "--rank", "1")
+    if one.stdout != "rank-one-says\n":
+        fail("logs --rank 1: %r" % one.stdout)
 
 
 def check_unfit_shape(binary, env, home):

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
@@ -281,6 +282,28 @@ class DashboardServer::Backend {
   // An /api answer made by `read` with the session's token.
   template <typename Read>
   void Api(const httplib::Request& req, httplib::Response& res, Read read) {
+    // Scripts (and headless screenshots) read with their own token, as the
+    // CLI does, without the login form: "Authorization: Bearer TOKEN" on a
+    // GET (no browser sends one to another site's page unasked; actions
+    // stay behind the page's session and anti-forgery token).
+    if (req.method == "GET" && req.has_header("Authorization")) {
+      const std::string auth = req.get_header_value("Authorization");
+      const absl::string_view kBearer = "Bearer ";
+      if (auth.size() <= kBearer.size() ||
+          !absl::StartsWithIgnoreCase(auth, kBearer)) {
+        return SendJson(
+            res, 401,
+            json{{"error", "expected \"Authorization: Bearer TOKEN\""}});
+      }
+      const std::string token(
+          absl::StripAsciiWhitespace(auth.substr(kBearer.size())));
+      ApiAnswer answer = read(token);
+      if (answer.unauthenticated) {
+        Log(absl::StrCat("bearer token refused for ", Printable(req.path),
+                         " from ", Peer(req)));
+      }
+      return SendJson(res, answer.status, answer.body);
+    }
     std::optional<std::pair<std::string, Session>> session;
     if (login_required_) {
       session = SessionOf(req);

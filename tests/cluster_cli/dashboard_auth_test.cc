@@ -223,13 +223,18 @@ class DashboardAuthTest : public ::testing::Test {
   std::string Host() const { return absl::StrCat("127.0.0.1:", port_); }
   std::string Origin() const { return "http://" + Host(); }
 
-  // GET `path` with `cookie` (a "name=value" pair) and `host` as Host.
+  // GET `path` with `cookie` (a "name=value" pair) and `host` as Host,
+  // and an Authorization header when `authorization` is set.
   HttpAnswer Get(const std::string& path, const std::string& cookie = "",
-                 const std::string& host = "") {
+                 const std::string& host = "",
+                 const std::string& authorization = "") {
     std::string request = absl::StrCat(
         "GET ", path, " HTTP/1.1\r\nHost: ", host.empty() ? Host() : host,
         "\r\nConnection: close\r\n");
     if (!cookie.empty()) absl::StrAppend(&request, "Cookie: ", cookie, "\r\n");
+    if (!authorization.empty()) {
+      absl::StrAppend(&request, "Authorization: ", authorization, "\r\n");
+    }
     return RawHttp(port_, request + "\r\n");
   }
 
@@ -513,6 +518,34 @@ TEST_F(DashboardAuthTest, LoggingOutOrRevokingTheTokenEndsTheSession) {
   a = Get("/api/state", bobs);  // the session is gone, not just refused
   EXPECT_EQ(a.status, 401);
   EXPECT_THAT(a.body, Not(HasSubstr("was revoked")));
+}
+
+// A script reads /api with its own token, as the CLI does, without the
+// login form: as that user (bob sees his own view), never past the master's
+// refusal of a bad or revoked token, and never for an action.
+TEST_F(DashboardAuthTest, ScriptsReadTheApiWithABearerToken) {
+  const Token bob = CreateToken("bob");
+  HttpAnswer a = Get("/api/state", "", "", "Bearer " + bob.text);
+  ASSERT_EQ(a.status, 200) << a.body;
+  const json state = json::parse(a.body);
+  EXPECT_EQ(state["viewer"]["user"], "bob");
+  EXPECT_EQ(state["viewer"]["admin"], false);
+  EXPECT_EQ(Get("/api/jobs", "", "", "bearer " + admin_.text).status, 200);
+  a = Get("/api/state", "", "", "Bearer " + kUnknownToken);
+  EXPECT_EQ(a.status, 401);
+  EXPECT_THAT(a.body, Not(HasSubstr(kUnknownToken)));
+  a = Get("/api/state", "", "", "Basic Ym9iOnB3");
+  EXPECT_EQ(a.status, 401);
+  EXPECT_THAT(a.body, HasSubstr("Authorization: Bearer TOKEN"));
+  Cli(admin_.text, {"admin", "token", "revoke", std::to_string(bob.id)});
+  EXPECT_EQ(Get("/api/state", "", "", "Bearer " + bob.text).status, 401);
+  // Actions need the page's session and anti-forgery token.
+  a = RawHttp(port_,
+              absl::StrCat("POST /api/jobs/1/cancel HTTP/1.1\r\nHost: ", Host(),
+                           "\r\nConnection: close\r\nAuthorization: "
+                           "Bearer ",
+                           admin_.text, "\r\nContent-Length: 0\r\n\r\n"));
+  EXPECT_EQ(a.status, 401) << a.body;
 }
 
 TEST_F(DashboardAuthTest, TheCookieIsARandomIdOutOfScriptsAndOtherSitesReach) {

@@ -181,6 +181,9 @@ json JobJson(const v1::Job& j, JobView view, double now_unix_seconds) {
       {"vc", TextOrNull(spec.vc())},
       {"qos", TextOrNull(spec.qos())},
       {"image", TextOrNull(spec.image())},
+      {"notify", TextOrNull(spec.notify())},
+      {"notify_on", json(std::vector<std::string>(spec.notify_on().begin(),
+                                                  spec.notify_on().end()))},
       {"io", spec.io() == v1::IO_MODE_PTY     ? json("pty")
              : spec.io() == v1::IO_MODE_PIPES ? json("pipes")
                                               : json(nullptr)},

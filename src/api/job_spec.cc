@@ -54,6 +54,9 @@ void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
   out->set_io(static_cast<v1::IoMode>(spec.io));
   out->set_io_grace_seconds(spec.io_grace_seconds);
   out->set_image(spec.image);
+  out->set_notify(spec.notify);
+  out->mutable_notify_on()->Assign(spec.notify_on.begin(),
+                                   spec.notify_on.end());
 }
 
 JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
@@ -100,6 +103,8 @@ JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
   out.io = spec.io();  // an unknown mode is refused by ValidateJobRequest
   out.io_grace_seconds = spec.io_grace_seconds();
   out.image = spec.image();
+  out.notify = spec.notify();
+  out.notify_on.assign(spec.notify_on().begin(), spec.notify_on().end());
   return out;
 }
 

@@ -321,6 +321,14 @@ void PrintJob(const v1::Job& job, double now, bool show_env) {
   if (!job.spec().workdir().empty()) {
     line("Workdir:", Printable(job.spec().workdir()));
   }
+  if (!job.spec().notify().empty()) {
+    line("Notify:", absl::StrCat(Printable(job.spec().notify()), " (",
+                                 job.spec().notify_on().empty()
+                                     ? std::string("end")
+                                     : Printable(absl::StrJoin(
+                                           job.spec().notify_on(), ",")),
+                                 ")"));
+  }
   if (!job.spec().output().empty()) {
     line("Output:", Printable(job.spec().output()));
   }

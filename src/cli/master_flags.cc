@@ -8,16 +8,19 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "cli/shell_help.h"
 #include "cli/sweep.h"
+#include "core/status_macros.h"
+#include "master/job_validation.h"
 #include "place/placement.h"
+#include "sched/policy.h"
 #include "security/cert_dirs.h"
 #include "security/pem_files.h"
 #include "security/private_files.h"
-#include "core/status_macros.h"
-#include "sched/policy.h"
+#include "security/tokens.h"
 
 namespace tiresias {
 
@@ -130,6 +133,24 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
   }
   o.require_auth = !f.insecure;
   o.hide_others_commands = f.hide_commands;
+  o.notify_hosts = f.notify_hosts;
+  for (const std::string& host : f.notify_hosts) {
+    if (host.empty() || host.find_first_of("/ @") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--notify-hosts \"", host,
+          "\": expected host names or host:port, comma-separated, or *"));
+    }
+  }
+  for (const std::string& url : f.notify_admin) {
+    JobRequest probe;
+    probe.notify = url;
+    if (absl::Status bad = ValidateNotify(probe); !bad.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--notify-admin ", url, ": ", bad.message()));
+    }
+  }
+  o.admin_notify = f.notify_admin;
+  o.sendmail = f.sendmail;
   if (!f.checkpoint_base.empty()) {
     const std::filesystem::path base(f.checkpoint_base);
     bool dotdot = false;
@@ -258,6 +279,24 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
   cmd->add_flag("--insecure", f.insecure,
                 "No TLS and no authentication: anyone who reaches the "
                 "master may do anything (a trusted laptop, tests)");
+  cmd->add_option("--notify-hosts", f.notify_hosts,
+                  "Hosts (host or host:port, comma-separated; * for any) "
+                  "that jobs' webhooks (`submit --notify URL`) may go to; "
+                  "none by default, so that no user can have the master "
+                  "send requests inside its network")
+      ->delimiter(',');
+  cmd->add_option("--notify-admin", f.notify_admin,
+                  "A webhook URL (or mailto:) told when a node is lost or "
+                  "drained; repeatable")
+      ->delimiter(',');
+  cmd->add_option("--notify-key-file", f.notify_key_file,
+                  "The key webhooks are signed with (HMAC-SHA256), made "
+                  "if missing; give it to the receivers (default "
+                  "<state-dir>/notify-key)");
+  cmd->add_option("--sendmail", f.sendmail,
+                  "The program mailto: notifications are sent with (-t "
+                  "-oi, the message on its stdin)")
+      ->capture_default_str();
   cmd->add_flag("--hide-commands", f.hide_commands,
                 "Listings show other users' jobs without their commands");
   cmd->add_option("--http-listen", f.http_listen,
@@ -351,6 +390,29 @@ absl::StatusOr<std::string> BootstrapAdminToken(MasterState& state,
   return path;
 }
 
+// The webhooks' signing key: the file's first line, the file made (0600,
+// 256 random bits in hex) when missing.
+absl::StatusOr<std::string> NotifyKey(const MasterFlags& f) {
+  const std::string path =
+      f.notify_key_file.empty()
+          ? (std::filesystem::path(f.state_dir) / "notify-key").string()
+          : f.notify_key_file;
+  std::ifstream in(path);
+  std::string key;
+  if (in && std::getline(in, key) && !key.empty()) return key;
+  if (std::filesystem::exists(path)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--notify-key-file ", path, ": cannot read a key from it"));
+  }
+  key = security::RandomHex(32);
+  if (absl::Status s = security::WriteFileAtomically(path, key + "\n", 0600);
+      !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--notify-key-file ", path, ": ", s.message()));
+  }
+  return key;
+}
+
 absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
                                           master::Clock* clock) {
   ASSIGN_OR_RETURN(MasterOptions options, ToOptions(f));
@@ -368,6 +430,7 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
                  security::DescribeTightened(f.state_dir, *state_dir).c_str());
   }
   ASSIGN_OR_RETURN(security::TlsConfig tls, MasterTls(f));
+  ASSIGN_OR_RETURN(options.notify_key, NotifyKey(f));
   RunningMaster m;
   m.tls = tls;
   absl::StatusOr<std::unique_ptr<MasterState>> state =

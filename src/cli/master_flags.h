@@ -72,6 +72,12 @@ struct MasterFlags {
   bool insecure = false;
   std::vector<std::string> sans;  // with --init-ca: more names for the cert
   bool hide_commands = false;     // listings hide others' commands
+  // Notifications: hosts jobs' webhooks may go to, admins' webhooks, the
+  // signing key's file (empty: <state-dir>/notify-key), sendmail.
+  std::vector<std::string> notify_hosts;
+  std::vector<std::string> notify_admin;
+  std::string notify_key_file;
+  std::string sendmail = "/usr/sbin/sendmail";
   bool max_nodes_set = false;
   int max_nodes = 10000;
 };

@@ -176,6 +176,8 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
   spec.vc = f.vc;
   spec.qos = f.qos;
   spec.image = f.image;
+  spec.notify = f.notify;
+  spec.notify_on = f.notify_on;
   absl::StatusOr<std::vector<JobDependency>> deps =
       ParseDependencies(f.dependency);
   if (!deps.ok()) {
@@ -401,6 +403,10 @@ int SubmitFile(const SubmitFlags& f) {
     if (entry.spec.vc.empty()) entry.spec.vc = f.vc;
     if (entry.spec.qos.empty()) entry.spec.qos = f.qos;
     if (entry.spec.image.empty()) entry.spec.image = f.image;
+    if (entry.spec.notify.empty()) {
+      entry.spec.notify = f.notify;
+      entry.spec.notify_on = f.notify_on;
+    }
   }
   for (cli::JobFileEntry& entry : *entries) {
     if (exported.empty()) break;

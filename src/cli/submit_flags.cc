@@ -88,6 +88,17 @@ void AddJobFlags(CLI::App* cmd, SubmitFlags* f) {
                   "root file system folder on the node (an absolute path): "
                   "as you, with its working and checkpoint dirs mounted, and "
                   "only its own GPUs' device nodes");
+  cmd->add_option("--notify", f->notify,
+                  "Tell of the job's events (Slurm's --mail-user): an "
+                  "http(s):// URL the master POSTs signed JSON to (the "
+                  "hosts its operator allows: master --notify-hosts), or "
+                  "mailto:ADDRESS");
+  cmd->add_option("--notify-on", f->notify_on,
+                  "Which events, comma-separated (Slurm's --mail-type): "
+                  "begin, end, fail, requeue, time_limit (90% of --time "
+                  "used); default end")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd->add_flag("--hold", f->hold,
                 "Submit it held: it is not started until `tiresias release "
                 "JOB`");

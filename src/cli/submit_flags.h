@@ -45,6 +45,8 @@ struct SubmitFlags {
   std::string vc;          // --vc, --account: its virtual cluster
   std::string qos;         // --qos: its priority level
   std::string image;       // --image: an OCI image; empty: none
+  std::string notify;      // --notify URL|mailto:ADDRESS; empty: none
+  std::vector<std::string> notify_on;  // --notify-on begin,end,...
   cli::NodeFilterFlags filter;  // --gpu-type, --constraint, ...
 };
 

@@ -85,6 +85,8 @@ void CallAuth::Record(std::string principal, std::string peer,
 void RedactFor(const Principal& viewer, bool hide_commands, v1::Job* job) {
   if (viewer.MayActOn(job->spec().user())) return;
   job->mutable_spec()->clear_env();
+  // A webhook URL often carries its receiver's secret.
+  job->mutable_spec()->clear_notify();
   if (hide_commands) job->mutable_spec()->clear_command();
 }
 

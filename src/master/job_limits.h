@@ -82,6 +82,9 @@ inline constexpr size_t kMaxRequestBytes = 64 << 20;
 // A job array (JobSpec.array) stores its spec once per job: the spec's
 // size times the number of indices must also stay within kMaxRequestBytes.
 
+// JobSpec.notify: a webhook URL or mailto: address.
+inline constexpr size_t kMaxNotifyBytes = 1024;
+
 }  // namespace tiresias::job_limits
 
 #endif  // TIRESIAS_MASTER_JOB_LIMITS_H_

@@ -90,6 +90,10 @@ struct JobRequest {
   int io = 0;  // kIoNone, kIoPipes, kIoPty
   double io_grace_seconds = 0;
   std::string image;  // JobSpec.image; empty: no container
+  // JobSpec.notify and notify_on: where and on which events the master
+  // sends notifications (notifier.h).
+  std::string notify;
+  std::vector<std::string> notify_on;
 
   bool cpu_only() const { return num_gpus == 0; }
   bool operator==(const JobRequest&) const = default;

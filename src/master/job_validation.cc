@@ -83,6 +83,58 @@ absl::Status CheckCommand(const std::vector<std::string>& command) {
   return absl::OkStatus();
 }
 
+// Where (a URL or mailto:) and when the master notifies of the job: the
+// form only; whether the master may send there is its own check.
+absl::Status CheckNotify(const JobRequest& spec) {
+  if (spec.notify.empty()) {
+    if (!spec.notify_on.empty()) {
+      return Refuse("spec.notify_on",
+                    "events to notify of, but no "
+                    "spec.notify (--notify URL|mailto:)");
+    }
+    return absl::OkStatus();
+  }
+  if (spec.notify.size() > limits::kMaxNotifyBytes) {
+    return Refuse("spec.notify",
+                  absl::StrCat("expected at most ", limits::kMaxNotifyBytes,
+                               " bytes, got ", spec.notify.size()));
+  }
+  for (char c : spec.notify) {
+    if (c <= ' ' || c > '~') {
+      return Refuse("spec.notify",
+                    absl::StrCat(QuoteForError(spec.notify),
+                                 ": expected printable ASCII without "
+                                 "spaces"));
+    }
+  }
+  const std::string_view n = spec.notify;
+  const bool web = n.substr(0, 7) == "http://" || n.substr(0, 8) == "https://";
+  const bool mail = n.substr(0, 7) == "mailto:" &&
+                    n.find('@') != std::string_view::npos &&
+                    n.find_first_of(",;<>()\\\"") == std::string_view::npos;
+  const size_t host_at = n.find("://");
+  if ((!web && !mail) ||
+      (web && (host_at + 3 >= n.size() || n[host_at + 3] == '/'))) {
+    return Refuse("spec.notify",
+                  absl::StrCat(QuoteForError(spec.notify),
+                               ": expected an http:// or https:// URL, or "
+                               "mailto:ONE@ADDRESS"));
+  }
+  if (spec.notify_on.size() > 8) {
+    return Refuse("spec.notify_on", "expected at most 8 events");
+  }
+  for (const std::string& on : spec.notify_on) {
+    if (on != "begin" && on != "end" && on != "fail" && on != "requeue" &&
+        on != "time_limit") {
+      return Refuse("spec.notify_on",
+                    absl::StrCat(QuoteForError(on),
+                                 ": expected begin, end, fail, requeue or "
+                                 "time_limit"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Set by the agent for every task after the job's own variables
 // (agent/task_env.cc), so a job's value would be silently replaced.
 constexpr std::string_view kSetPerTask[] = {"CUDA_VISIBLE_DEVICES",
@@ -407,6 +459,7 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
       status = Refuse("spec.image", bad);
     }
   }
+  if (status.ok()) status = CheckNotify(spec);
   if (status.ok()) status = CheckDependencyFields(spec.dependencies);
   if (status.ok()) status = CheckNodeFilter(spec);
   if (status.ok() && (!spec.array.empty() || spec.array.max_running != 0)) {
@@ -424,6 +477,10 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
     }
   }
   return status;
+}
+
+absl::Status ValidateNotify(const JobRequest& spec) {
+  return CheckNotify(spec);
 }
 
 std::string EnvSetPerTask(std::string_view name) {

@@ -24,6 +24,10 @@ namespace tiresias {
 // whether the cluster has that many GPUs (the master's business).
 absl::Status ValidateJobRequest(const JobRequest& spec);
 
+// spec.notify and notify_on alone (ValidateJobRequest checks them too):
+// an http(s):// URL or mailto:ADDRESS, known event words.
+absl::Status ValidateNotify(const JobRequest& spec);
+
 // Why a job may not set the variable `name` in its environment (the agent
 // sets it for every task, over the job's: CUDA_VISIBLE_DEVICES, RANK,
 // MASTER_PORT, PWD, TIRESIAS_*, ...); empty if it may.

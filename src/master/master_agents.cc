@@ -341,6 +341,7 @@ void MasterState::FinishRestartCancels(Seconds now) {
 void MasterState::LoseNode(int64_t node_id, Seconds now,
                            const std::string& why) {
   const std::string name = table_.NodeName(node_id);
+  QueueAdminNotification("node_down", name, why, now);
   // The parts about to end with the node: their last readings are all the
   // job will know of what they used.
   for (const auto& [key, rank] : table_.PartsOn(node_id)) {

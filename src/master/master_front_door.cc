@@ -67,6 +67,7 @@ absl::StatusOr<MasterState::SubmitResult> MasterState::SubmitJob(
     const JobRequest& spec, std::string_view request_id) {
   RETURN_IF_ERROR(ValidateJobRequest(spec));
   RETURN_IF_ERROR(ValidateRequestId(request_id));
+  RETURN_IF_ERROR(CheckNotifyAllowed(spec));
   RETURN_IF_ERROR(CheckFitsCluster(spec));
   RETURN_IF_ERROR(CheckDependencyTargets(spec, nullptr));
   if (!spec.array.empty()) {
@@ -167,6 +168,9 @@ absl::StatusOr<MasterState::BulkSubmitResult> MasterState::SubmitJobs(
       return absl::InvalidArgumentError(absl::StrCat(
           "jobs[", i, "].array: a job array is submitted on its own "
           "(SubmitJob, `tiresias submit --array`), not in SubmitJobs"));
+    }
+    if (absl::Status allowed = CheckNotifyAllowed(specs[i]); !allowed.ok()) {
+      return ForJob(i, allowed);
     }
     if (absl::Status fits = CheckFitsCluster(specs[i]); !fits.ok()) {
       return ForJob(i, fits);

@@ -244,7 +244,12 @@ void MasterState::EnforceTimeLimits(Seconds now) {
     if (limit <= Seconds{0} || rec->second.cancel_requested) continue;
     const Job* job = scheduler_->Find(key.first);
     if (job == nullptr || !job->running()) continue;
-    if (job->TotalExecuted(now) >= limit) due.push_back(key.first);
+    const Seconds executed = job->TotalExecuted(now);
+    if (executed >= limit) {
+      due.push_back(key.first);
+    } else if (executed >= 0.9 * limit) {
+      QueueTimeLimitNotification(rec->second, now);
+    }
   }
   for (JobId id : due) {
     // Fails only for a job that has ended, which `due` excludes.

@@ -134,6 +134,11 @@ absl::StatusOr<MasterState::DrainResult> MasterState::DrainNode(
   }
   pass_wanted_ = true;
   RETURN_IF_ERROR(Commit());
+  QueueAdminNotification(
+      "node_drain", name,
+      absl::StrCat(reason.empty() ? "no reason given" : reason,
+                   preempt ? " (its jobs preempted)" : ""),
+      now);
   result.node = NodeView(id, *info);
   return result;
 }

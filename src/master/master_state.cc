@@ -307,7 +307,10 @@ absl::Status MasterState::Commit() {
       PublishDesired();  // stops need no durability; starts wait for it
       return written;
     }
-    if (!write.events.empty()) EventsWritten();
+    if (!write.events.empty()) {
+      EventsWritten();
+      QueueJobNotifications(write.events);
+    }
   }
   // Durable now: released launches may be sent, changed desired states
   // published.

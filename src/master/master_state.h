@@ -131,6 +131,7 @@
 #include "master/cluster_history.h"
 #include "master/generation.h"
 #include "master/launch_table.h"
+#include "master/notifier.h"
 #include "master/principal.h"
 #include "master/qos_registry.h"
 #include "master/store.h"
@@ -212,6 +213,14 @@ struct MasterOptions {
   // often (0 or less: never), and the store keeps it bounded so.
   Seconds history_interval{10};
   HistoryRetention history_retention;
+  // Notifications (notifier.h). Jobs' webhooks go only to these hosts
+  // (`host` or `host:port`; "*": any; empty: none); mailto: only with a
+  // sendmail that exists. admin_notify: webhooks (or mailto:) told of
+  // nodes lost and drained. notify_key: what webhooks are signed with.
+  std::vector<std::string> notify_hosts;
+  std::vector<std::string> admin_notify;
+  std::string sendmail = "/usr/sbin/sendmail";
+  std::string notify_key;
 };
 
 // What UpdateJobs does to each job (proto JobAction).
@@ -339,6 +348,9 @@ class MasterState {
   // Audited by the caller. Returns the status as TuningStatus shows it.
   absl::StatusOr<v1::TuningStatus> SetTuning(const v1::SetTuningRequest& req,
                                              const std::string& who);
+  // Notifications queued since the last call (MasterServer hands them to
+  // its Notifier); and one for the admins' webhooks (node lost, drained).
+  std::vector<Notification> TakeNotifications();
   // The flags' scheduling settings changed (`master --config`'s file
   // reloaded on SIGHUP): `tuning` is the flags' from now on, in force at
   // once (returns true) unless settings applied by SetTuning are, which
@@ -1131,6 +1143,21 @@ class MasterState {
   // InvalidArgument if the up nodes have fewer GPUs than `spec` asks for.
   // Takes mu_.
   absl::Status CheckFitsCluster(const JobRequest& spec);
+  // master_notify.cc: spec.notify goes where this master may send
+  // (options_.notify_hosts, a sendmail); InvalidArgument naming it.
+  absl::Status CheckNotifyAllowed(const JobRequest& spec) const;
+  // Notifications for the events just written (Commit), and admins' for a
+  // node: queued in outbox_ for TakeNotifications.
+  void QueueJobNotifications(const std::vector<JobEvent>& events)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void QueueTimeLimitNotification(const JobRecord& rec, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void QueueAdminNotification(std::string_view event, const std::string& node,
+                              const std::string& detail, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<Notification> outbox_ ABSL_GUARDED_BY(mu_);
+  // Jobs (and attempts) told their time limit is near, so once each.
+  std::set<std::pair<JobId, int>> time_limit_told_ ABSL_GUARDED_BY(mu_);
   // The leader's work: writes `batch` in one transaction, then (under mu_)
   // admits the new jobs and sets every writer's result. Holds no lock but
   // the store's own during the write.

@@ -22,6 +22,12 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
     MasterState* state, master::Clock* clock, const std::string& address,
     const security::TlsConfig& tls) {
   std::unique_ptr<MasterServer> server(new MasterServer(state, clock, tls));
+  server->notifier_ = std::make_unique<Notifier>(
+      NotifierOptions{.key = state->options().notify_key,
+                      .sendmail = state->options().sendmail,
+                      .log = [](const std::string& line) {
+                        std::fprintf(stderr, "%s\n", line.c_str());
+                      }});
   grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default, so a second master on the same port
   // would bind too and clients would reach either at random.
@@ -76,6 +82,7 @@ void MasterServer::Shutdown() {
     server_.reset();
   }
   if (thread_.joinable()) thread_.join();
+  notifier_.reset();  // what is still being retried is logged, not sent
 }
 
 void MasterServer::Loop() {
@@ -150,6 +157,8 @@ void MasterServer::Loop() {
         std::fprintf(stderr, "tiresias master: %s\n", s.ToString().c_str());
       }
     }
+    // What the calls and the pass since wrote (at most a second old).
+    notifier_->Send(state_->TakeNotifications());
   }
 }
 

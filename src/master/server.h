@@ -3,7 +3,8 @@
 // that calls MasterState::RunPass when woken (submit, cancel, agent
 // reports, node changes) or at the scheduler's next wakeup, CheckTimeouts
 // every second, and RecordClusterSample every options().history_interval
-// (the dashboard's chart).
+// (the dashboard's chart); the notifications each pass queued go to its
+// Notifier.
 //
 //   ASSIGN_OR_RETURN(auto server, MasterServer::Start(state.get(), &clock,
 //                                                     "127.0.0.1:0"));
@@ -25,6 +26,7 @@
 #include "master/admin_service.h"
 #include "master/clock.h"
 #include "master/master_state.h"
+#include "master/notifier.h"
 #include "master/service.h"
 #include "security/tls.h"
 
@@ -61,6 +63,9 @@ class MasterServer {
   AdminService admin_service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+
+  // Delivers what MasterState::TakeNotifications gives, each pass.
+  std::unique_ptr<Notifier> notifier_;
 
   Mutex mu_;
   SteadyCondVar cv_;  // signalled when notified_ or stopping_ is set

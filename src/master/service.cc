@@ -136,6 +136,7 @@ grpc::Status TiresiasService::ListJobs(grpc::ServerContext* ctx,
     // A listing never carries environments (secrets live there): GetJob
     // shows a job's to its owner.
     out.mutable_spec()->clear_env();
+    out.mutable_spec()->clear_notify();
     RedactFor(*who, state_->options().hide_others_commands, &out);
     const size_t size = out.ByteSizeLong();
     if (resp->jobs_size() > 0 && bytes + size > kMaxPageBytes) {

@@ -11,11 +11,18 @@ account of its own (the unit's User=), with flags that move its state into
 a temporary folder (flags win over the file), and two agents as root, each
 from a configuration file alone (its own certificate, name and GPUs). A
 throwaway non-root user with a token submits two jobs; they run as that
-user (seen from inside the jobs), one on each agent.
+user (seen from inside the jobs), one on each agent, and a webhook receiver
+on loopback gets the first job's begin and end, signed with the master's
+notify key (a host the operator did not allow is refused at submission);
+an agent stopped, the admins' webhook is told its node is lost.
 
 Usage: package_test.py BINARY BUILD_DIR (root: skipped otherwise)."""
+import hashlib
+import hmac
+import http.server
 import json
 import os
+import threading
 import re
 import shutil
 import subprocess
@@ -28,6 +35,46 @@ from local_cluster import (cli, fail, free_port,  # noqa: E402
                            run_as_throwaway_users, wait_until)
 
 PACKAGES = ["tiresias", "tiresias-master", "tiresias-agent"]
+
+
+class Hooks:
+    """A webhook receiver on loopback: every POST it gets, with headers."""
+
+    def __init__(self):
+        self.got = []
+        hooks = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                hooks.got.append((self.path, dict(self.headers), body))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                                      Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever,
+                         daemon=True).start()
+
+    def events(self, key, path):
+        """(event, parsed body) of the POSTs to `path`, each signature
+        checked against `key`."""
+        out = []
+        for got_path, headers, body in list(self.got):
+            if got_path != path:
+                continue
+            signed = headers["X-Tiresias-Timestamp"].encode() + b"." + body
+            want = "sha256=" + hmac.new(key.encode(), signed,
+                                        hashlib.sha256).hexdigest()
+            if not hmac.compare_digest(want,
+                                       headers["X-Tiresias-Signature"]):
+                fail("a webhook to %s with a bad signature" % path)
+            out.append((headers["X-Tiresias-Event"], json.loads(body)))
+        return out
 
 
 def sh(*args, **kwargs):
@@ -184,12 +231,16 @@ def run(binary, workdir, users):
     procs = []
     base = {k: v for k, v in os.environ.items()
             if not k.startswith("TIRESIAS_")}
+    hooks = Hooks()
     try:
         with open(os.path.join(workdir, "master.err"), "w") as err:
             procs.append(subprocess.Popen(
                 localize(master_argv, root) +
                 ["--listen", "127.0.0.1:%d" % port, "--state-dir", state,
-                 "--init-ca", os.path.join(state, "tls")],
+                 "--init-ca", os.path.join(state, "tls"),
+                 "--notify-hosts", "127.0.0.1:%d" % hooks.port,
+                 "--notify-admin",
+                 "http://127.0.0.1:%d/admin" % hooks.port],
                 stdout=subprocess.DEVNULL, stderr=err, env=base,
                 user=svc.pw_uid, group=svc.pw_gid, cwd="/"))
         token_file = os.path.join(state, "admin-token")
@@ -237,10 +288,18 @@ def run(binary, workdir, users):
         out = os.path.join(workdir, "out")
         os.makedirs(out)
         os.chown(out, account.pw_uid, account.pw_gid)
+        # A webhook only to the hosts the operator allowed.
+        r = cli(tiresias, as_user, "submit", "--gpus", "1", "--notify",
+                "http://127.0.0.1:1/x", "--", "/bin/true")
+        if r.returncode == 0 or "not a host this master sends webhooks " \
+                "to" not in r.stderr:
+            fail("a webhook to a host not allowed was taken: %s" % r.stderr)
         jobs = []
         for i in range(2):
+            notify = ["--notify", "http://127.0.0.1:%d/job" % hooks.port,
+                      "--notify-on", "begin,end"] if i == 0 else []
             r = cli(tiresias, as_user, "submit", "--gpus", "2",
-                    "--checkpoint-dir", out, "--", "/bin/sh", "-c",
+                    "--checkpoint-dir", out, *notify, "--", "/bin/sh", "-c",
                     "id -u > %s/uid-%d; sleep 2" % (out, i))
             if r.returncode != 0:
                 fail("the user's submit: %s" % r.stderr)
@@ -268,7 +327,29 @@ def run(binary, workdir, users):
         if sorted(ran_on) != names:
             fail("the 2-GPU jobs ran on %s, want one on each of %s" %
                  (sorted(ran_on), names))
+
+        # The job's begin and end reached the receiver, signed with the
+        # key the master keeps in its state dir.
+        with open(os.path.join(state, "notify-key")) as f:
+            key = f.read().strip()
+        wait_until("the job's begin and end webhooks",
+                   lambda: len(hooks.events(key, "/job")) >= 2, timeout=15)
+        got = hooks.events(key, "/job")
+        if [(e, b["job_id"], b["kind"]) for e, b in got] != \
+                [("begin", int(jobs[0]), "started"),
+                 ("end", int(jobs[0]), "finished")] or \
+                got[1][1]["user"] != user:
+            fail("the job's webhooks: %s" % got)
+        # An agent that stops: its node is lost, and the admins are told.
+        procs[-1].terminate()
+        procs[-1].wait(timeout=30)
+        wait_until("the admins' node_down webhook",
+                   lambda: hooks.events(key, "/admin"), timeout=15)
+        event, body = hooks.events(key, "/admin")[0]
+        if event != "node_down" or body["node"] != names[-1]:
+            fail("the admins' webhook: %s %s" % (event, body))
     finally:
+        hooks.server.shutdown()
         for p in reversed(procs):
             p.terminate()
         for p in reversed(procs):

@@ -9,6 +9,7 @@
 #include "core/to_absl.h"
 #include "core/utf8.h"
 #include "master/job_limits.h"
+#include "master/job_validation.h"
 
 namespace tiresias::cli {
 namespace {
@@ -17,24 +18,11 @@ constexpr std::string_view kExpected =
     "expected ALL, NONE or a comma-separated list of NAME or NAME=VALUE "
     "(ALL first to add to everything)";
 
-// Set by the agent for every task (task_env.h); a captured copy would be
-// overridden, or is the task account's business.
-constexpr std::string_view kSetByAgent[] = {"CUDA_VISIBLE_DEVICES",
-                                            "CUDA_DEVICE_ORDER",
-                                            "MASTER_ADDR",
-                                            "MASTER_PORT",
-                                            "WORLD_SIZE",
-                                            "RANK",
-                                            "LOCAL_RANK",
-                                            "LOCAL_WORLD_SIZE",
-                                            "GROUP_RANK",
-                                            "GROUP_WORLD_SIZE",
-                                            "ROLE_RANK",
-                                            "ROLE_WORLD_SIZE",
-                                            "TF_CONFIG",
-                                            "USER",
-                                            "LOGNAME",
-                                            "HOME"};
+// Set by the agent for every task (task_env.h) before the job's own
+// variables: a captured copy would be the task account's business. Those
+// it sets over the job's are EnvSetPerTask's (job_validation.h).
+constexpr std::string_view kSetByAgent[] = {"CUDA_DEVICE_ORDER", "USER",
+                                            "LOGNAME", "HOME"};
 
 // About the caller's machine or session.
 constexpr std::string_view kCallerOnly[] = {"NVIDIA_VISIBLE_DEVICES",
@@ -80,8 +68,9 @@ std::string NeverExported(std::string_view name) {
         "credentials, or set by the agent for every task); it is never "
         "exported");
   }
-  if (std::find(std::begin(kSetByAgent), std::end(kSetByAgent), name) !=
-      std::end(kSetByAgent)) {
+  if (!EnvSetPerTask(name).empty() ||
+      std::find(std::begin(kSetByAgent), std::end(kSetByAgent), name) !=
+          std::end(kSetByAgent)) {
     return absl::StrCat(ToAbsl(name),
                         " is set by the agent on the node for every task; "
                         "it cannot be exported");

@@ -27,6 +27,7 @@ using cli_test::Lines;
 using cli_test::ProcessResult;
 using cli_test::RunProcess;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 class ClusterCliTest : public ::testing::Test {
@@ -82,9 +83,13 @@ TEST_F(ClusterCliTest, SubmitListShowNodesCancel) {
   ASSERT_EQ(job.exit_code, 0) << job.err;
   EXPECT_THAT(job.out, HasSubstr("State:           pending"));
   EXPECT_THAT(job.out, HasSubstr("/usr/bin/python3 train.py --steps 5"));
-  EXPECT_THAT(job.out, HasSubstr("A=b"));
-  EXPECT_THAT(job.out, HasSubstr("C=d=e"));
   EXPECT_THAT(job.out, HasSubstr("Profile:         not measured yet"));
+  // The environment is counted on one line; --env lists it.
+  EXPECT_THAT(job.out, HasSubstr(" variables (A "));
+  EXPECT_THAT(job.out, Not(HasSubstr("A=b")));
+  ProcessResult env = Client("job", {"1", "--env"});
+  EXPECT_THAT(env.out, HasSubstr("Env:             A=b\n"));
+  EXPECT_THAT(env.out, HasSubstr("Env:             C=d=e\n"));
   EXPECT_THAT(job.out, HasSubstr("EVENTS"));
   EXPECT_THAT(job.out, HasSubstr("submitted"));
 

@@ -74,7 +74,7 @@ TEST(JobFile, WorkdirDefaultsToTheCallersAndOutputPatternsAreChecked) {
                                  "j", "", "/h")
                         .status()),
             "j:1: output: unknown placeholder \"%x\" at byte 2; expected %j, "
-            "%a, %r, %t or %% (%% for a '%')");
+            "%A, %a, %t, %r, %R or %% (%% for a '%')");
   EXPECT_EQ(Message(ParseJobFile("{\"gpus\": 1, \"command\": [\"true\"], "
                                  "\"chdir\": \"/a\", \"workdir\": \"/b\"}",
                                  "j", "", "/h")

@@ -47,9 +47,9 @@ void AddJobFlags(CLI::App* cmd, SubmitFlags* f) {
       ->allow_extra_args(false);
   cmd->add_option("--output", f->output,
                   "Also append the tasks' stdout (and stderr, without "
-                  "--error) to this file, relative to --chdir; %j job id, "
-                  "%a attempt, %r rank, %t array index (0 outside an "
-                  "array), %% a '%'")
+                  "--error) to this file, relative to --chdir; as Slurm's: "
+                  "%j job id, %A array id, %a array index (0 outside an "
+                  "array), %t rank (also %r); %R attempt; %% a '%'")
       ->allow_extra_args(false);
   cmd->add_option("--error", f->error,
                   "Also append the tasks' stderr to this file (the "

@@ -11,6 +11,10 @@
 // at the next ResolveDependencies (which Commit runs first, so a chain of
 // jobs that can never run ends in the same write as its first link).
 //
+// A dependency on an array's id (its first job's, what `submit --array`
+// prints) waits for the whole array, as Slurm's does: met for afterok when
+// every job of it finished, never met once one ended otherwise (ArrayTargetOf).
+//
 // A dependency that can never be met (afterok on a job that failed, was
 // cancelled or timed out; afternotok on one that finished) ends the job
 // FAILED, as Slurm's kill_invalid_depend does, with an event naming it.
@@ -80,8 +84,10 @@ absl::Status MasterState::WaitForDependencies(const JobRecord& rec) {
 
 DependencyTarget MasterState::TargetOf(JobId id) const {
   JobRecordState state;
+  JobId array_id = 0;
   if (auto it = records_.find(id); it != records_.end()) {
     state = it->second.state;
+    array_id = it->second.array_id;
   } else {
     absl::StatusOr<JobRecord> stored = store_->GetJob(id);
     if (!stored.ok()) {
@@ -93,10 +99,34 @@ DependencyTarget MasterState::TargetOf(JobId id) const {
       return DependencyTarget::kUnfinished;
     }
     state = stored->state;
+    array_id = stored->array_id;
   }
+  if (array_id == id) return ArrayTargetOf(id);
   if (!IsFinal(state)) return DependencyTarget::kUnfinished;
   return state == JobRecordState::kFinished ? DependencyTarget::kSucceeded
                                             : DependencyTarget::kFailed;
+}
+
+DependencyTarget MasterState::ArrayTargetOf(JobId array_id) const {
+  if (array_unfinished_.contains(array_id)) {
+    return DependencyTarget::kUnfinished;
+  }
+  if (array_failed_.contains(array_id)) return DependencyTarget::kFailed;
+  // Ended before this start: the store has them all.
+  JobQuery failed;
+  failed.array_id = array_id;
+  failed.states = {JobRecordState::kFailed, JobRecordState::kCancelled,
+                   JobRecordState::kTimeout};
+  failed.limit = 1;
+  absl::StatusOr<JobPage> page = store_->QueryJobs(failed);
+  if (!page.ok()) {
+    std::fprintf(stderr, "tiresias master: dependency on array %lld: %s\n",
+                 static_cast<long long>(array_id),
+                 std::string(page.status().message()).c_str());
+    return DependencyTarget::kUnfinished;  // looked at again later
+  }
+  return page->jobs.empty() ? DependencyTarget::kSucceeded
+                            : DependencyTarget::kFailed;
 }
 
 void MasterState::StopWaiting(JobId id,

@@ -52,7 +52,8 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
   const OutputPatternValues values{.job_id = launch.job,
                                    .attempt = launch.attempt,
                                    .rank = rank,
-                                   .array_index = rec.array_index};
+                                   .array_index = rec.array_index,
+                                   .array_id = rec.array_id};
   if (rec.array_id > 0) {
     // O(items of the indices text), not O(jobs of the array).
     const ArraySummary summary = SummarizeArray(rec.spec.array.indices);

@@ -254,6 +254,7 @@ absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
   rec.profile = created.profile;
   rec.array_id = created.array_id;
   rec.array_index = job.array_index.value_or(0);
+  if (rec.array_id > 0) ++array_unfinished_[rec.array_id];
   const JobRecord& admitted = records_[rec.id] = std::move(rec);
   ++ended_.jobs;  // counts every job ever accepted
   ended_.max_id = std::max(ended_.max_id, created.id);

@@ -146,6 +146,7 @@ absl::Status MasterState::Load(Seconds now) {
     ended_.preemptions -= rec.preemptions;
     ended_.promotions -= rec.promotions;
     ended_.cpu_seconds -= rec.cpu_seconds;
+    if (rec.array_id > 0) ++array_unfinished_[rec.array_id];
     records_[rec.id] = std::move(rec);
   }
   adopt_deadline_ = clock_->NowMonotonic() + options_.node_timeout;
@@ -263,7 +264,21 @@ void MasterState::Finalize(JobRecord& rec, JobRecordState state, Seconds now,
   }
   if (auto it = dependents_.find(rec.id); it != dependents_.end()) {
     dependency_checks_.insert(it->second.begin(), it->second.end());
-    dependents_.erase(it);
+    // An array's first job: its id is the array's, which the dependents
+    // may wait on whole (TargetOf), so they stay registered.
+    if (rec.array_id != rec.id) dependents_.erase(it);
+  }
+  if (rec.array_id > 0) {
+    if (auto it = array_unfinished_.find(rec.array_id);
+        it != array_unfinished_.end() && --it->second <= 0) {
+      array_unfinished_.erase(it);
+    }
+    if (state != JobRecordState::kFinished) array_failed_.insert(rec.array_id);
+    if (rec.array_id != rec.id) {
+      if (auto it = dependents_.find(rec.array_id); it != dependents_.end()) {
+        dependency_checks_.insert(it->second.begin(), it->second.end());
+      }
+    }
   }
   // Its array's slot goes to the next job of the array at the next Commit.
   LeaveArraySlot(rec, /*held=*/false);

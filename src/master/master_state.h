@@ -674,6 +674,10 @@ class MasterState {
   void ResolveDependencies(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How job `id` stands for its dependents: from records_, else the store.
   DependencyTarget TargetOf(JobId id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same for a whole array (`id` its array id): unfinished while any
+  // of its jobs is, succeeded when every one finished, else failed.
+  DependencyTarget ArrayTargetOf(JobId array_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops `id`'s wait and its entries in dependents_.
   void StopWaiting(JobId id, const std::vector<JobDependency>& deps)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -990,6 +994,12 @@ class MasterState {
   // again at the next ResolveDependencies.
   std::map<JobId, DependencyCheck> dependency_waits_ ABSL_GUARDED_BY(mu_);
   std::map<JobId, std::set<JobId>> dependents_ ABSL_GUARDED_BY(mu_);
+  // A dependency on an array's id waits for the whole array (Slurm's):
+  // its jobs not yet ended, by array id, and the arrays one of whose jobs
+  // ended other than finished since this start (those that ended before
+  // are read from the store).
+  std::map<JobId, int> array_unfinished_ ABSL_GUARDED_BY(mu_);
+  std::set<JobId> array_failed_ ABSL_GUARDED_BY(mu_);
   std::set<JobId> dependency_checks_ ABSL_GUARDED_BY(mu_);
   // Limited arrays with unfinished jobs, by array id, and those where a
   // slot was freed (or a job let go) since the last RefillArraySlots.

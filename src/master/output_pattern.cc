@@ -7,10 +7,11 @@
 namespace tiresias {
 namespace {
 
-constexpr std::string_view kKnown = "%j, %a, %r, %t or %%";
+constexpr std::string_view kKnown = "%j, %A, %a, %t, %r, %R or %%";
 
 bool IsPlaceholder(char c) {
-  return c == 'j' || c == 'a' || c == 'r' || c == 't' || c == '%';
+  return c == 'j' || c == 'A' || c == 'a' || c == 't' || c == 'r' || c == 'R' ||
+         c == '%';
 }
 
 }  // namespace
@@ -50,14 +51,19 @@ std::string ExpandOutputPattern(std::string_view pattern,
       case 'j':
         absl::StrAppend(&out, values.job_id);
         break;
-      case 'a':
-        absl::StrAppend(&out, values.attempt);
+      case 'A':
+        absl::StrAppend(&out,
+                        values.array_id > 0 ? values.array_id : values.job_id);
         break;
+      case 'a':
+        absl::StrAppend(&out, values.array_index);
+        break;
+      case 't':
       case 'r':
         absl::StrAppend(&out, values.rank);
         break;
-      case 't':
-        absl::StrAppend(&out, values.array_index);
+      case 'R':
+        absl::StrAppend(&out, values.attempt);
         break;
       case '%':
         out.push_back('%');

@@ -3,13 +3,15 @@
 // submission (ValidateOutputPattern, through ValidateJobRequest) and expands
 // them for each task it asks an agent to start (ExpandOutputPattern). Pure.
 //
-//   %j  the job id            %a  the attempt (launch number, from 1)
-//   %r  the task's rank       %t  the array index (0 outside an array)
+//   %j  the job id          %A  its array's id (the job id outside one)
+//   %a  the array index (0 outside an array)
+//   %t  the task's rank (as %r)  %R  the attempt (launch number, from 1)
 //   %%  a '%'
 //
-// Unlike Slurm, %a is the attempt (Slurm's array index is %t here) and
-// there is no %N (node), %u (user) or zero padding (%5j): any other '%' is
-// refused, so a pattern never means something else later.
+// As Slurm's sbatch means them (%A, %a, %j, %t); %R is ours (Slurm has no
+// attempt), and there is no %N (node), %u (user) or zero padding (%5j):
+// any other '%' is refused, so a pattern never means something else
+// later.
 //
 //   ExpandOutputPattern("out-%j-%r.txt", {.job_id = 7, .attempt = 2,
 //                                         .rank = 1})  // "out-7-1.txt"
@@ -30,6 +32,7 @@ struct OutputPatternValues {
   int attempt = 0;
   int rank = 0;
   int array_index = 0;
+  int64_t array_id = 0;  // 0: not in an array (%A is the job id)
 };
 
 // OK, or InvalidArgument "FIELD: ..." naming the first '%' that is not one

@@ -14,15 +14,19 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// As Slurm's sbatch: %A the array's id, %a the index, %t the task (rank);
+// %R (ours) the attempt.
 TEST(OutputPatternTest, PlaceholdersExpandToTheTasksValues) {
   const OutputPatternValues v{.job_id = 42, .attempt = 3, .rank = 1};
   EXPECT_EQ(ExpandOutputPattern("out-%j-%r.txt", v), "out-42-1.txt");
-  EXPECT_EQ(ExpandOutputPattern("/logs/%j/%a/rank%r.err", v),
+  EXPECT_EQ(ExpandOutputPattern("/logs/%j/%R/rank%t.err", v),
             "/logs/42/3/rank1.err");
-  EXPECT_EQ(ExpandOutputPattern("arr-%t", v), "arr-0");  // not in an array
-  EXPECT_EQ(ExpandOutputPattern("sweep-%j-%t.out",
-                                {.job_id = 14, .attempt = 1, .array_index = 3}),
-            "sweep-14-3.out");
+  // Outside an array: index 0, and %A is the job's own id.
+  EXPECT_EQ(ExpandOutputPattern("arr-%A_%a", v), "arr-42_0");
+  EXPECT_EQ(ExpandOutputPattern(
+                "sweep-%A_%a-%j.out",
+                {.job_id = 14, .attempt = 1, .array_index = 3, .array_id = 11}),
+            "sweep-11_3-14.out");
   EXPECT_EQ(ExpandOutputPattern("100%%-%j", v), "100%-42");
   EXPECT_EQ(ExpandOutputPattern("%%j", v), "%j");  // escaped, not job id
   EXPECT_EQ(ExpandOutputPattern("%j%j", v), "4242");
@@ -33,13 +37,14 @@ TEST(OutputPatternTest, PlaceholdersExpandToTheTasksValues) {
 }
 
 TEST(OutputPatternTest, UnknownPlaceholdersAreRefusedWithTheirPlace) {
-  EXPECT_TRUE(ValidateOutputPattern("spec.output", "o-%j-%a-%r-%t-%%").ok());
+  EXPECT_TRUE(
+      ValidateOutputPattern("spec.output", "o-%j-%A-%a-%r-%t-%R-%%").ok());
   EXPECT_TRUE(ValidateOutputPattern("spec.output", "").ok());
   absl::Status status = ValidateOutputPattern("spec.output", "out-%x.txt");
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
             "spec.output: unknown placeholder \"%x\" at byte 4; expected %j, "
-            "%a, %r, %t or %% (%% for a '%')");
+            "%A, %a, %t, %r, %R or %% (%% for a '%')");
   EXPECT_THAT(std::string(ValidateOutputPattern("spec.error", "%5j").message()),
               HasSubstr("spec.error: unknown placeholder \"%5\" at byte 0"));
   EXPECT_THAT(std::string(ValidateOutputPattern("spec.error", "50%").message()),

@@ -11,7 +11,7 @@ Judged from those files (ground truth), not from the master's word:
 - at no instant did more than 2 of the array's jobs run;
 - while the limit holds jobs back, they wait with the reason
   "array_limit" in `jobs --json`;
-- `--output out-%j-%t.txt` wrote each job's stdout to a file named by its
+- `--output out-%j-%a.txt` wrote each job's stdout to a file named by its
   id and index;
 - `submit` prints the array's id on stdout (its first job's), the id range
   on stderr, and with --json every job's id; `jobs --array` lists one
@@ -125,7 +125,7 @@ def check_json_and_cancel(cluster):
 def run_array(cluster):
     records = os.path.join(cluster.workdir, "records")
     os.mkdir(records)
-    output = os.path.join(cluster.workdir, "out-%j-%t.txt")
+    output = os.path.join(cluster.workdir, "out-%j-%a.txt")
     sub = cluster.cli_raw("submit", "--gpus", "1", "--name", "sweep",
                           "--array", "0-5%%%d" % LIMIT, "--output", output,
                           "--chdir", cluster.workdir, "--", "/bin/sh", "-c",
@@ -204,7 +204,7 @@ def run_array(cluster):
             with open(out) as f:
                 text = f.read()
         except FileNotFoundError:
-            fail("--output out-%%j-%%t.txt: no %s" % out)
+            fail("--output out-%%j-%%a.txt: no %s" % out)
         if text.strip() != "index=%d" % index:
             fail("%s holds %r" % (out, text))
     if sorted(indices) != list(range(6)):
@@ -229,7 +229,7 @@ def run_array(cluster):
     first = min(s for s, _, _ in intervals)
     last = max(e for _, e, _ in intervals)
     print("array %s: indices 0..5 ran once each, at most %d at once (limit "
-          "%d), %.1f s in all; %%t output files right" %
+          "%d), %.1f s in all; %%a output files right" %
           (array_id, most, LIMIT, last - first))
 
 

@@ -102,7 +102,7 @@ def run(binary, workdir, users):
         # The reclaimed borrowers wait saying why, in their VC's numbers.
         def waiting_reasons():
             return [j["pending_reason"] or "" for j in json.loads(
-                cli(binary, b_env, "jobs", "--all", "--json", "--vc", "team-b",
+                cli(binary, b_env, "jobs", "--json", "--vc", "team-b",
                     "--state", "preempted").stdout)["jobs"]]
         wait_until("the reclaimed jobs' reasons", lambda: len([
             r for r in waiting_reasons()

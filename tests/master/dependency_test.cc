@@ -4,6 +4,7 @@
 // across a master restart, and the jobs it may name are checked at
 // submission.
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,44 @@ TEST_F(DependencyTest, AfterOkRunsOnlyOnceTheJobFinished) {
 // A exits 3: B (afterok A) can never run and ends failed naming the
 // dependency, C (afterok B) after it in the same write; D (afternotok A)
 // and E (afterany A) run. F (afternotok on a finished job) fails.
+// As Slurm's: a dependency on an array's id (its first job's) waits for
+// every job of the array. Array X = {x, x+1} on 2 of 4 GPUs; B afterok X,
+// C afternotok X. x finishes: neither B nor C may start (x+1 still runs).
+// x+1 fails: B can never run (ends failed), C runs.
+TEST_F(DependencyTest, ADependencyOnAnArrayWaitsForTheWholeArray) {
+  Open();
+  const int64_t n1 = Register("n1", 4);
+  JobRequest array = Spec(1);
+  array.array = {"0-1", 0};
+  const JobId x = Submit(array);
+  const JobId b = Submit(After(DependencyKind::kAfterOk, {x}));
+  const JobId c = Submit(After(DependencyKind::kAfterNotOk, {x}));
+  Pass();
+  std::map<JobId, int> gpu;
+  for (const v1::StartTask& s : Starts(Beat(n1))) {
+    gpu[s.task().job_id()] = s.gpu_indexes(0);
+  }
+  ASSERT_EQ(gpu.size(), 2u);
+  ASSERT_TRUE(gpu.contains(x) && gpu.contains(x + 1));
+  const v1::TaskStatus second_running =
+      Task(x + 1, 1, 0, TASK_STATE_RUNNING, {gpu[x + 1]}, {}, 1000.0);
+  Beat(n1,
+       {Task(x, 1, 0, TASK_STATE_EXITED, {gpu[x]}, 0, 1000.0), second_running});
+  EXPECT_EQ(Get(x).state, JobRecordState::kFinished);
+  Pass();
+  for (JobId told : Running(n1, {second_running})) {
+    EXPECT_TRUE(told != b && told != c) << told;
+  }
+  EXPECT_TRUE(Get(b).waiting_on_dependencies);
+  EXPECT_TRUE(Get(c).waiting_on_dependencies);
+  Exit(n1, x + 1, gpu[x + 1], 3);
+  EXPECT_EQ(Get(x + 1).state, JobRecordState::kFailed);
+  Pass();
+  EXPECT_EQ(Get(b).state, JobRecordState::kFailed);
+  EXPECT_TRUE(HasEvent(b, "failed", "can never be met"));
+  EXPECT_EQ(Running(n1), std::vector<JobId>{c});
+}
+
 TEST_F(DependencyTest, FailureEndsAfterOkChainsAndRunsAfterNotOkAndAny) {
   Open();
   const int64_t n1 = Register("n1", 4);

@@ -91,6 +91,12 @@ bool ParseNumber(std::string_view token, std::string* out) {
   if (!digit || !absl::ascii_isdigit(static_cast<unsigned char>(prev))) {
     return false;
   }
+  // No leading zeros (TOML's rule; CLI11 would read 010 as octal 8).
+  const size_t first = clean[0] == '+' || clean[0] == '-' ? 1 : 0;
+  if (clean.size() > first + 1 && clean[first] == '0' &&
+      absl::ascii_isdigit(static_cast<unsigned char>(clean[first + 1]))) {
+    return false;
+  }
   *out = std::move(clean);
   return true;
 }

@@ -171,7 +171,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadFile{"[agent]\nx = 1__0\n",
                 "c.toml:2: expected a value: a \"string\", a number, true, "
                 "false or a [list]; got '1__0' (a string needs quotes)"},
-        BadFile{"[agent]\nx =\n", "c.toml:2: expected a value after ="}));
+        BadFile{"[agent]\nx =\n", "c.toml:2: expected a value after ="},
+        BadFile{"[agent]\ngpus = 010\n",
+                "c.toml:2: expected a value: a \"string\", a number, true, "
+                "false or a [list]; got '010' (a string needs quotes)"}));
 
 TEST(ConfigFileTest, AnUnreadableFileIsNamed) {
   absl::StatusOr<ConfigFile> f = ReadConfigFile("/nonexistent/t.toml");

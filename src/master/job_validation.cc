@@ -120,6 +120,34 @@ absl::Status CheckNotify(const JobRequest& spec) {
                                ": expected an http:// or https:// URL, or "
                                "mailto:ONE@ADDRESS"));
   }
+  if (web) {
+    // host[:port], no user:password@ (the master's client would take it
+    // for the host), a port of 1 to 65535.
+    const std::string_view authority = n.substr(
+        host_at + 3, n.find_first_of("/?#", host_at + 3) - (host_at + 3));
+    const size_t close = authority.rfind(']');
+    const size_t colon = authority.rfind(':');
+    std::string_view port;
+    if (colon != std::string_view::npos &&
+        (close == std::string_view::npos || colon > close)) {
+      port = authority.substr(colon + 1);
+    }
+    int port_number = 0;
+    bool port_ok = !port.empty() && port.size() <= 5;
+    for (char c : port) {
+      port_ok &= c >= '0' && c <= '9';
+      port_number = port_number * 10 + (c - '0');
+    }
+    if (authority.find('@') != std::string_view::npos ||
+        (colon != std::string_view::npos &&
+         (close == std::string_view::npos || colon > close) &&
+         (!port_ok || port_number < 1 || port_number > 65535))) {
+      return Refuse("spec.notify",
+                    absl::StrCat(QuoteForError(spec.notify),
+                                 ": expected http(s)://HOST[:PORT]/..., no "
+                                 "user@ and a port of 1 to 65535"));
+    }
+  }
   if (spec.notify_on.size() > 8) {
     return Refuse("spec.notify_on", "expected at most 8 events");
   }

@@ -53,6 +53,40 @@ TEST(JobValidationTest, VariablesTheAgentSetsForEveryTaskAreRefused) {
   }
 }
 
+TEST(JobValidationTest, NotifyTakesAWebhookOrOneMailAddress) {
+  JobRequest spec;
+  spec.command = {"true"};
+  for (const char* ok :
+       {"http://hooks.example/x", "https://h:8443/a?b=c", "http://h?x",
+        "http://[::1]:8080/x", "mailto:alice@example.org"}) {
+    spec.notify = ok;
+    EXPECT_TRUE(ValidateJobRequest(spec).ok()) << ok;
+  }
+  // A port past 65535 would throw in the master's HTTP client; user@
+  // would be taken for the host; a newline would add a mail header.
+  for (const char* bad :
+       {"http://h:99999999999/", "http://h:0/", "http://h:80x/",
+        "http://u:p@h/", "ftp://h/", "http:///x", "mailto:nobody",
+        "mailto:a@b,c@d", "http://h/\nBcc: x", "http://h/ x"}) {
+    spec.notify = bad;
+    absl::Status status = ValidateJobRequest(spec);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(status.message()),
+                ::testing::StartsWith("spec.notify: "))
+        << bad;
+  }
+  spec.notify = "mailto:a@b";
+  spec.notify_on = {"end", "sometimes"};
+  EXPECT_THAT(std::string(ValidateJobRequest(spec).message()),
+              ::testing::HasSubstr("spec.notify_on: \"sometimes\": expected "
+                                   "begin, end, fail, requeue or time_limit"));
+  spec.notify.clear();
+  spec.notify_on = {"end"};
+  EXPECT_THAT(std::string(ValidateJobRequest(spec).message()),
+              ::testing::StartsWith("spec.notify_on: events to notify of, "
+                                    "but no spec.notify"));
+}
+
 TEST(JobValidationTest, BadInputIsQuotedEscapedAndCutInMessages) {
   EXPECT_EQ(QuoteForError("A=B"), "\"A=B\"");
   EXPECT_EQ(QuoteForError("a\nb\x1b\xff"), "\"a\\nb\\x1b\\xff\"");

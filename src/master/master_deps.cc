@@ -183,12 +183,22 @@ void MasterState::ResolveDependencies(Seconds now) {
     const JobDependency& never = deps[check.index];
     // The state it ended in, for the event (TargetOf read it just now).
     std::string ended = "?";
+    JobId array_id = 0;
     if (auto t = records_.find(never.job_id); t != records_.end()) {
       ended = std::string(JobRecordStateName(t->second.state));
+      array_id = t->second.array_id;
     } else if (absl::StatusOr<JobRecord> stored = store_->GetJob(never.job_id);
                stored.ok()) {
       ended = std::string(JobRecordStateName(stored->state));
+      array_id = stored->array_id;
     }
+    const std::string what =
+        array_id == never.job_id
+            ? absl::StrCat("array ", never.job_id,
+                           never.kind == DependencyKind::kAfterNotOk
+                               ? " ended with every job finished"
+                               : " had a job end other than finished")
+            : absl::StrCat("job ", never.job_id, " ended ", ended);
     if (const Job* job = scheduler_->Find(id); job && !job->finished()) {
       SyncRecord(rec, now);
       if (absl::Status removed = scheduler_->Remove(id, now, cluster());
@@ -200,8 +210,7 @@ void MasterState::ResolveDependencies(Seconds now) {
     }
     Finalize(rec, JobRecordState::kFailed, now, std::nullopt,
              absl::StrCat("dependency ", FormatDependency(never),
-                          " can never be met: job ", never.job_id, " ended ",
-                          ended));
+                          " can never be met: ", what));
   }
 }
 

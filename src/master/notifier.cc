@@ -2,10 +2,13 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <exception>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -26,13 +29,26 @@ std::string Hex(const unsigned char* data, size_t n) {
 }
 
 // "https://host:port" and "/path?query" of a URL the master checked
-// (job_validation.cc: http:// or https://, printable, no spaces).
+// (job_validation.cc: http:// or https://, printable, no spaces, no
+// user@, a valid port).
 std::pair<std::string, std::string> SplitUrl(const std::string& url) {
   const size_t scheme = url.find("://");
   const size_t path =
-      url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+      url.find_first_of("/?#", scheme == std::string::npos ? 0 : scheme + 3);
   if (path == std::string::npos) return {url, "/"};
-  return {url.substr(0, path), url.substr(path)};
+  std::string rest = url.substr(path);
+  if (rest[0] != '/') rest.insert(0, "/");
+  return {url.substr(0, path), rest};
+}
+
+// Text for a mail header: no line breaks or other control characters,
+// whatever a job's name holds.
+std::string HeaderText(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return out;
 }
 
 }  // namespace
@@ -96,6 +112,12 @@ Notifier::Stats Notifier::stats() const {
 }
 
 void Notifier::Loop() {
+  // A receiver or sendmail that goes away mid-write gives EPIPE here, not
+  // a SIGPIPE that would end the master (this thread's mask only).
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   while (true) {
     Pending p;
     {
@@ -140,8 +162,13 @@ void Notifier::Loop() {
 }
 
 std::string Notifier::Deliver(const Pending& p) const {
-  if (p.n.target.rfind("mailto:", 0) == 0) return Mail(p);
-  return PostWebhook(p);
+  // Whatever a URL does to the HTTP client, the master stays up.
+  try {
+    if (p.n.target.rfind("mailto:", 0) == 0) return Mail(p);
+    return PostWebhook(p);
+  } catch (const std::exception& e) {
+    return absl::StrCat("cannot send: ", e.what());
+  }
 }
 
 std::string Notifier::PostWebhook(const Pending& p) const {
@@ -178,7 +205,7 @@ std::string Notifier::Mail(const Pending& p) const {
   FILE* pipe = popen(command.c_str(), "w");
   if (pipe == nullptr) return absl::StrCat("cannot run ", options_.sendmail);
   const std::string message = absl::StrCat(
-      "To: ", to, "\nSubject: [tiresias] ", p.n.subject,
+      "To: ", HeaderText(to), "\nSubject: [tiresias] ", HeaderText(p.n.subject),
       "\nContent-Type: application/json\nX-Tiresias-Event: ", p.n.event, "\n\n",
       p.n.body, "\n");
   const bool written =

@@ -141,6 +141,23 @@ TEST(NotifierTest, NobodyListeningIsRetriedThenGivenUp) {
   EXPECT_THAT(log[0], HasSubstr("no answer"));
 }
 
+// A URL the HTTP client chokes on (it throws on a port past INT_MAX)
+// fails its delivery; the master's thread lives on.
+TEST(NotifierTest, AUrlTheClientCannotUseFailsAlone) {
+  std::vector<std::string> log;
+  {
+    NotifierOptions o = Fast(&log);
+    o.max_attempts = 1;
+    Notifier notifier(o);
+    notifier.Send({{.target = "http://127.0.0.1:99999999999/x",
+                    .event = "end",
+                    .body = "{}"}});
+    ASSERT_TRUE(WaitFor([&] { return notifier.stats().failed == 1; }));
+  }
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_THAT(log[0], HasSubstr("cannot send"));
+}
+
 TEST(NotifierTest, MailGoesThroughSendmailWithItsHeaders) {
   test_support::TestDir dir;
   const std::string out = dir.File("mail.txt");
@@ -154,9 +171,10 @@ TEST(NotifierTest, MailGoesThroughSendmailWithItsHeaders) {
   NotifierOptions o = Fast();
   o.sendmail = sendmail;
   Notifier notifier(o);
+  // A job's name with a line break must not add a header (Bcc: ...).
   notifier.Send({{.target = "mailto:alice@example.org",
                   .event = "end",
-                  .subject = "job 3 (train) finished",
+                  .subject = "job 3 (train\nBcc: eve@evil) finished",
                   .body = R"({"job_id":3})"}});
   ASSERT_TRUE(WaitFor([&] { return notifier.stats().delivered == 1; }));
   std::ifstream in(out);
@@ -164,7 +182,7 @@ TEST(NotifierTest, MailGoesThroughSendmailWithItsHeaders) {
   text << in.rdbuf();
   EXPECT_EQ(text.str(),
             "args: -t -oi\nTo: alice@example.org\nSubject: [tiresias] job 3 "
-            "(train) finished\nContent-Type: application/json\n"
+            "(train Bcc: eve@evil) finished\nContent-Type: application/json\n"
             "X-Tiresias-Event: end\n\n{\"job_id\":3}\n");
 }
 

@@ -122,7 +122,9 @@ TEST_F(DependencyTest, ADependencyOnAnArrayWaitsForTheWholeArray) {
   EXPECT_EQ(Get(x + 1).state, JobRecordState::kFailed);
   Pass();
   EXPECT_EQ(Get(b).state, JobRecordState::kFailed);
-  EXPECT_TRUE(HasEvent(b, "failed", "can never be met"));
+  EXPECT_TRUE(HasEvent(b, "failed",
+                       "can never be met: array " + std::to_string(x) +
+                           " had a job end other than finished"));
   EXPECT_EQ(Running(n1), std::vector<JobId>{c});
 }
 

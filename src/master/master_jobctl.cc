@@ -123,7 +123,7 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
     return result;
   };
   // Holds the waiting job: never started until released.
-  auto hold = [&]() -> absl::Status {
+  auto hold = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
     RETURN_IF_ERROR(scheduler_->Hold(id));
     rec.held = true;
     // Its array's slot, if it held one, goes to another of its jobs.

@@ -29,7 +29,7 @@ TEST_F(MasterStateTest, JobRunsToCompletion) {
   JobRequest spec = Spec(2, {"python3", "train.py"});
   spec.env["LR"] = "0.1";
   spec.workdir = "/home/alice/runs";
-  spec.output = "out-%j-%a-%r.txt";
+  spec.output = "out-%j-%R-%r.txt";
   spec.error = "/logs/%%j-%j.err";
   const JobId id = Submit(spec);
   ASSERT_GT(id, 0);

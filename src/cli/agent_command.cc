@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 
@@ -150,20 +149,12 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
   auto config = std::make_shared<std::string>();
   cli::AddConfigFlag(cmd, config.get());
   cmd->callback([flags, config, cmd, exit_code] {
-    cli::ConfigFile file;
-    std::set<std::string> given;
-    if (absl::Status s = cli::LoadConfig(*config, "agent", cmd, &file, &given);
+    if (absl::Status s = cli::LoadAndCheckConfig(
+            *config, "agent", cmd,
+            [&] { return ToAgentOptions(*flags).status(); });
         !s.ok()) {
       std::fprintf(stderr, "tiresias agent: %s\n",
                    std::string(s.message()).c_str());
-      *exit_code = 2;
-      return;
-    }
-    if (absl::Status s = ToAgentOptions(*flags).status(); !s.ok()) {
-      std::fprintf(
-          stderr, "tiresias agent: %s\n",
-          cli::PlaceInConfig(file, "agent", given, std::string(s.message()))
-              .c_str());
       *exit_code = 2;
       return;
     }

@@ -56,13 +56,11 @@ int Check(const std::string& path) {
     const std::vector<cli::ConfigEntry>* entries = file->Section(section);
     if (entries == nullptr) continue;
     Daemon daemon(section);
-    absl::Status s = cli::ApplyConfig(*file, section, {}, daemon.cmd);
-    if (s.ok()) s = daemon.Check();
-    if (!s.ok()) {
-      std::fprintf(
-          stderr, "tiresias config: %s\n",
-          cli::PlaceInConfig(*file, section, {}, std::string(s.message()))
-              .c_str());
+    if (absl::Status s = cli::ApplyAndCheckConfig(
+            *file, section, {}, daemon.cmd, [&] { return daemon.Check(); });
+        !s.ok()) {
+      std::fprintf(stderr, "tiresias config: %s\n",
+                   std::string(s.message()).c_str());
       return 2;
     }
     said.push_back(

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/did_you_mean.h"
+#include "core/status_macros.h"
 
 namespace tiresias::cli {
 namespace {
@@ -523,15 +524,26 @@ void AddConfigFlag(CLI::App* cmd, std::string* path) {
       ->envname("TIRESIAS_CONFIG");
 }
 
-absl::Status LoadConfig(const std::string& path, std::string_view section,
-                        CLI::App* cmd, ConfigFile* file,
-                        std::set<std::string>* given) {
-  *given = GivenOptions(*cmd);
-  if (path.empty()) return absl::OkStatus();
-  absl::StatusOr<ConfigFile> read = ReadConfigFile(path);
-  if (!read.ok()) return read.status();
-  *file = *std::move(read);
-  return ApplyConfig(*file, section, *given, cmd);
+absl::Status LoadAndCheckConfig(const std::string& path,
+                                std::string_view section, CLI::App* cmd,
+                                const std::function<absl::Status()>& check) {
+  const std::set<std::string> given = GivenOptions(*cmd);
+  if (path.empty()) return check();
+  ASSIGN_OR_RETURN(ConfigFile file, ReadConfigFile(path));
+  return ApplyAndCheckConfig(file, section, given, cmd, check);
+}
+
+absl::Status ApplyAndCheckConfig(const ConfigFile& file,
+                                 std::string_view section,
+                                 const std::set<std::string>& given,
+                                 CLI::App* cmd,
+                                 const std::function<absl::Status()>& check) {
+  RETURN_IF_ERROR(ApplyConfig(file, section, given, cmd));
+  if (absl::Status s = check(); !s.ok()) {
+    return absl::Status(s.code(), PlaceInConfig(file, section, given,
+                                                std::string(s.message())));
+  }
+  return absl::OkStatus();
 }
 
 namespace {

@@ -12,6 +12,7 @@
 #define TIRESIAS_CLI_CONFIG_FILE_H_
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -78,11 +79,19 @@ std::string PlaceInConfig(const ConfigFile& file, std::string_view section,
 void AddConfigFlag(CLI::App* cmd, std::string* path);
 
 // When `path` is set: reads it and applies its [section] to `cmd` (see
-// ApplyConfig), keeping the file and the options given on the command line
-// for PlaceInConfig.
-absl::Status LoadConfig(const std::string& path, std::string_view section,
-                        CLI::App* cmd, ConfigFile* file,
-                        std::set<std::string>* given);
+// ApplyConfig); then `check` (the daemon's own checks of its flags), whose
+// error is put on the file's line when the file set that flag
+// (PlaceInConfig): what a daemon does with --config before it starts.
+absl::Status LoadAndCheckConfig(const std::string& path,
+                                std::string_view section, CLI::App* cmd,
+                                const std::function<absl::Status()>& check);
+// The same with a file already read and the options `given` on the
+// command line (`tiresias config check`: none).
+absl::Status ApplyAndCheckConfig(const ConfigFile& file,
+                                 std::string_view section,
+                                 const std::set<std::string>& given,
+                                 CLI::App* cmd,
+                                 const std::function<absl::Status()>& check);
 
 // A commented file that sets every flag of `cmd` to its default, each with
 // its help: the schema by example (`tiresias config example`).

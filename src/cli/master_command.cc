@@ -207,16 +207,10 @@ void AddMasterCommand(CLI::App& app, const std::string& /*command_line*/,
   auto config = std::make_shared<std::string>();
   cli::AddConfigFlag(cmd, config.get());
   cmd->callback([flags, config, cmd, exit_code] {
-    cli::ConfigFile file;
-    std::set<std::string> given;
-    if (absl::Status s = cli::LoadConfig(*config, "master", cmd, &file, &given);
+    if (absl::Status s = cli::LoadAndCheckConfig(
+            *config, "master", cmd, [&] { return ToOptions(*flags).status(); });
         !s.ok()) {
       *exit_code = cli::Fail(std::string(s.message()));
-      return;
-    }
-    if (absl::Status s = ToOptions(*flags).status(); !s.ok()) {
-      *exit_code = cli::Fail(
-          cli::PlaceInConfig(file, "master", given, std::string(s.message())));
       return;
     }
     *exit_code = RunMaster(*flags, *config);

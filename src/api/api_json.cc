@@ -182,6 +182,8 @@ json JobJson(const v1::Job& j, JobView view, double now_unix_seconds) {
       {"qos", TextOrNull(spec.qos())},
       {"image", TextOrNull(spec.image())},
       {"notify", TextOrNull(spec.notify())},
+      {"begin_time",
+       spec.begin_time() > 0 ? json(spec.begin_time()) : json(nullptr)},
       {"notify_on", json(std::vector<std::string>(spec.notify_on().begin(),
                                                   spec.notify_on().end()))},
       {"io", spec.io() == v1::IO_MODE_PTY     ? json("pty")

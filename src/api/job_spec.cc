@@ -57,6 +57,7 @@ void JobSpecToProto(const JobRequest& spec, v1::JobSpec* out) {
   out->set_notify(spec.notify);
   out->mutable_notify_on()->Assign(spec.notify_on.begin(),
                                    spec.notify_on.end());
+  out->set_begin_time(spec.begin.count());
 }
 
 JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
@@ -105,6 +106,7 @@ JobRequest JobSpecFromProto(const v1::JobSpec& spec) {
   out.image = spec.image();
   out.notify = spec.notify();
   out.notify_on.assign(spec.notify_on().begin(), spec.notify_on().end());
+  out.begin = Seconds{spec.begin_time()};
   return out;
 }
 

@@ -7,6 +7,7 @@ namespace tiresias {
 void AddClientCommands(CLI::App& app, int* exit_code) {
   AddJobCommands(app, exit_code);
   AddJobControlCommands(app, exit_code);
+  AddUpdateCommand(app, exit_code);
   AddHistoryCommand(app, exit_code);
   AddNodesCommand(app, exit_code);
   AddNodeCommand(app, exit_code);
@@ -18,6 +19,7 @@ void AddClientCommands(CLI::App& app, int* exit_code) {
   AddVcCommands(app, exit_code);
   AddQosCommands(app, exit_code);
   AddReportCommand(app, exit_code);
+  AddCompleteCommand(app, exit_code);
 }
 
 }  // namespace tiresias

@@ -206,7 +206,8 @@ void MasterClient::Connect(bool fresh) {
   security::DialOptions dial;
   dial.args = args;
   dial.target_name_override = creds_.server_name;
-  // Reads, CancelJob, SubmitJob and SubmitJobs (with their request ids)
+  // Reads, CancelJob, ModifyJob (absolute values), SubmitJob and
+  // SubmitJobs (with their request ids)
   // may run twice; the Admin service's CreateToken may not, so it is not
   // retried.
   dial.retry_services = {"tiresias.v1.Tiresias"};

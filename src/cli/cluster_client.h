@@ -135,6 +135,12 @@ class MasterStub {
     return Unary("UpdateJobs", context, request, response,
                  &v1::Tiresias::Stub::UpdateJobs);
   }
+  grpc::Status ModifyJob(grpc::ClientContext* context,
+                         const v1::ModifyJobRequest& request,
+                         v1::ModifyJobResponse* response) {
+    return Unary("ModifyJob", context, request, response,
+                 &v1::Tiresias::Stub::ModifyJob);
+  }
   grpc::Status ListNodes(grpc::ClientContext* context,
                          const v1::ListNodesRequest& request,
                          v1::ListNodesResponse* response) {

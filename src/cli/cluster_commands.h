@@ -31,6 +31,9 @@ void AddMasterCommand(CLI::App& app, const std::string& command_line,
 void AddJobCommands(CLI::App& app, int* exit_code);  // submit jobs job
 // cancel hold release requeue (jobctl_commands.cc)
 void AddJobControlCommands(CLI::App& app, int* exit_code);
+void AddUpdateCommand(CLI::App& app, int* exit_code);  // update_command.cc
+// `__complete jobs|nodes`, hidden (complete_command.cc).
+void AddCompleteCommand(CLI::App& app, int* exit_code);
 void AddSubmitCommand(CLI::App& app, int* exit_code);  // submit_command.cc
 void AddHistoryCommand(CLI::App& app, int* exit_code);  // history_command.cc
 void AddNodesCommand(CLI::App& app, int* exit_code);

@@ -29,9 +29,10 @@ namespace {
 // The subcommands this binary runs (their first word); must match what
 // main() adds below.
 constexpr std::string_view kClientCommands[] = {
-    "submit",  "jobs",  "job",    "cancel", "hold",     "release", "requeue",
-    "history", "nodes", "node",   "status", "logs",     "watch",   "admin",
-    "whoami",  "vc",    "report", "qos",    "--version"};
+    "submit",  "jobs",   "job",        "cancel",  "hold",   "release",
+    "requeue", "update", "__complete", "history", "nodes",  "node",
+    "status",  "logs",   "watch",      "admin",   "whoami", "vc",
+    "report",  "qos",    "--version"};
 
 bool RunsHere(std::string_view word) {
   for (std::string_view name : kClientCommands) {

@@ -21,6 +21,7 @@
 #include "cli/cluster_commands.h"
 #include "cli/history.h"
 #include "cli/printable.h"
+#include "cli/shell_help.h"
 #include "cli/time_arg.h"
 #include "core/dependency.h"
 #include "core/memory_size.h"
@@ -255,6 +256,10 @@ void PrintJob(const v1::Job& job, double now, bool show_env) {
   if (job.spec().time_limit_seconds() > 0) {
     line("Time limit:", cli::FormatDuration(job.spec().time_limit_seconds()));
   }
+  if (job.spec().begin_time() > 0) {
+    line("Begin:", absl::StrCat(cli::FormatTime(job.spec().begin_time()),
+                                " (--begin; not started before)"));
+  }
   if (job.spec().signal() != 0) {
     line(
         "Signal:",
@@ -395,6 +400,7 @@ CLI::App* AddIdCommand(CLI::App& app, const char* name, const char* help,
   CLI::App* cmd = app.add_subcommand(name, help);
   cli::AddMasterFlag(cmd, &f->master);
   cmd->add_option("id", f->id, "Job id, or ARRAYID_INDEX (e.g. 12_3)")
+      ->type_name(cli::kJobType)
       ->required();
   cmd->add_flag("--json", f->json, "Print the job as JSON");
   return cmd;

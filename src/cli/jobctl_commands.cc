@@ -15,6 +15,7 @@
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/printable.h"
+#include "cli/shell_help.h"
 
 namespace tiresias {
 namespace {
@@ -168,7 +169,8 @@ void AddJobControlCommands(CLI::App& app, int* exit_code) {
     cli::AddMasterFlag(cmd, &f->master);
     cmd->add_option("ids", f->ids,
                     "Job ids, or jobs of an array as ARRAYID_INDEX (e.g. "
-                    "12_3)");
+                    "12_3)")
+        ->type_name(cli::kJobType);
     cmd->add_option("--user", f->user,
                     "Every unfinished job of this user (others' jobs: "
                     "admins only)");
@@ -179,7 +181,8 @@ void AddJobControlCommands(CLI::App& app, int* exit_code) {
                     "Every unfinished job with exactly this name");
     cmd->add_option("--array", f->array,
                     "Every unfinished job of this array (the id `submit "
-                    "--array` printed; Slurm's `scancel ARRAY`)");
+                    "--array` printed; Slurm's `scancel ARRAY`)")
+        ->type_name(cli::kJobType);
     cmd->add_flag("--json", f->json,
                   "Print the master's answer as JSON (a result per job)");
     if (what.action == v1::JOB_ACTION_REQUEUE) {

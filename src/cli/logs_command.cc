@@ -14,6 +14,7 @@
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/job_wait.h"
+#include "cli/shell_help.h"
 #include "nlohmann/json.hpp"
 
 namespace tiresias {
@@ -218,6 +219,7 @@ void AddLogsCommand(CLI::App& app, int* exit_code) {
       "that ran it). -f follows the job until it ends, across preemptions.");
   cli::AddMasterFlag(cmd, &f->master);
   cmd->add_option("id", f->ref, "Job id, or ARRAYID_INDEX (e.g. 12_3)")
+      ->type_name(cli::kJobType)
       ->required();
   cmd->add_option("--attempt", f->attempt,
                   "Launch number (default: the job's current or last; with "

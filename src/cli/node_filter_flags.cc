@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cli/shell_help.h"
 #include "core/memory_size.h"
 #include "core/node_filter.h"
 #include "core/status_macros.h"
@@ -104,9 +105,11 @@ void AddNodeFilterFlags(CLI::App* cmd, NodeFilterFlags* flags) {
   cmd->add_option("--nodelist,-w", flags->nodelist,
                   "Run only on these nodes (some of them, as many as the "
                   "job needs): names joined by ',' or a Slurm host list, "
-                  "gpu[01-04]");
+                  "gpu[01-04]")
+      ->type_name(cli::kNodeType);
   cmd->add_option("--exclude,-x", flags->exclude,
-                  "Never run on these nodes (same form as --nodelist)");
+                  "Never run on these nodes (same form as --nodelist)")
+      ->type_name(cli::kNodeType);
   cmd->add_option("--cpus-per-gpu", flags->cpus_per_gpu,
                   "CPUs the job needs with each GPU. Each GPU of a node "
                   "carries an equal slice of its CPUs and memory (`tiresias "

@@ -11,6 +11,7 @@
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/printable.h"
+#include "cli/shell_help.h"
 #include "core/memory_size.h"
 
 namespace tiresias {
@@ -225,6 +226,7 @@ void AddNodeCommand(CLI::App& app, int* exit_code) {
       "Kept across master restarts until `node resume`");
   cli::AddMasterFlag(d, &drain->master);
   d->add_option("node", drain->name, "Node name (see `tiresias nodes`)")
+      ->type_name(cli::kNodeType)
       ->required();
   d->add_option("--reason", drain->reason,
                 "Why (shown by `tiresias nodes`), at most 256 bytes")
@@ -239,7 +241,9 @@ void AddNodeCommand(CLI::App& app, int* exit_code) {
   CLI::App* r = node->add_subcommand(
       "resume", "Take a drained NODE back into service");
   cli::AddMasterFlag(r, &resume->master);
-  r->add_option("node", resume->name, "Node name")->required();
+  r->add_option("node", resume->name, "Node name")
+      ->type_name(cli::kNodeType)
+      ->required();
   r->add_flag("--json", resume->json, "Print the answer as JSON");
   r->callback([resume, exit_code] { *exit_code = Resume(*resume); });
 }

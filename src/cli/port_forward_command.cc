@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
+#include "cli/shell_help.h"
 #include "core/write_all.h"
 
 namespace tiresias {
@@ -152,6 +153,7 @@ void AddPortForwardCommand(CLI::App& app, int* exit_code) {
       "of the job's own processes listens on. Runs until Ctrl-C");
   cli::AddMasterFlag(cmd, &f->master);
   cmd->add_option("job", f->ref, "Job id, or ARRAYID_INDEX (e.g. 12_3)")
+      ->type_name(cli::kJobType)
       ->required();
   cmd->add_option("ports", f->ports,
                   "[LOCAL:]REMOTE: listen on LOCAL here (0: any free one; "

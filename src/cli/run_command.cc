@@ -22,6 +22,7 @@
 #include "cli/cluster_commands.h"
 #include "cli/job_io.h"
 #include "cli/job_wait.h"
+#include "cli/shell_help.h"
 #include "cli/submit_flags.h"
 #include "master/job_validation.h"
 
@@ -308,6 +309,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       "job goes on");
   cli::AddMasterFlag(attach, &a->master);
   attach->add_option("job", a->ref, "Job id, or ARRAYID_INDEX (e.g. 12_3)")
+      ->type_name(cli::kJobType)
       ->required();
   attach
       ->add_option("--rank", a->rank,

@@ -62,6 +62,15 @@ std::vector<std::string> Choices(const CLI::Option& option) {
   return choices;
 }
 
+// "jobs" or "nodes" for an option whose values are the cluster's job ids
+// or node names (its type name kJobType or kNodeType), else "".
+std::string DynamicKind(const CLI::Option& option) {
+  const std::string type = option.get_type_name();
+  if (type.rfind(kJobType, 0) == 0) return "jobs";
+  if (type.rfind(kNodeType, 0) == 0) return "nodes";
+  return "";
+}
+
 // Words of a bash single-quoted string: ' cannot appear inside one.
 std::string Quote(const std::string& text) {
   return "'" + absl::StrReplaceAll(text, {{"'", "'\\''"}}) + "'";
@@ -82,13 +91,19 @@ void Collect(const CLI::App& app, const std::string& path,
   }
   bool positional = false;
   for (const CLI::Option* option : Options(app)) {
+    const std::string dynamic = DynamicKind(*option);
     if (!option->nonpositional()) {
       positional = true;
+      if (!dynamic.empty()) data->entries["posdyn|" + path] = dynamic;
       continue;
     }
     for (const std::string& name : Names(*option)) {
       opts.push_back(name);
       if (TakesValue(*option)) vals.push_back(name);
+      if (!dynamic.empty()) {
+        data->entries[absl::StrCat("dyn|", path, path.empty() ? "" : " ",
+                                   name)] = dynamic;
+      }
       const std::vector<std::string> choices = Choices(*option);
       if (!choices.empty()) {
         data->entries[absl::StrCat("choice|", path, path.empty() ? "" : " ",
@@ -144,9 +159,12 @@ _tiresias() {
   if ((skip == 2)); then opt=$prev; skip=1; fi
   if [[ $prev == "=" && COMP_CWORD -ge 2 ]]; then opt=${COMP_WORDS[COMP_CWORD-2]}; skip=1; fi
   if ((skip == 1)); then
-    local choices
+    local choices dynamic
     choices=$(_tiresias_words choice "${path:+$path }$opt")
-    if [[ -n $choices ]]; then
+    dynamic=$(_tiresias_words dyn "${path:+$path }$opt")
+    if [[ -n $dynamic ]]; then
+      COMPREPLY=($(compgen -W "$(_tiresias_ask "$dynamic")" -- "$cur"))
+    elif [[ -n $choices ]]; then
       COMPREPLY=($(compgen -W "$choices" -- "$cur"))
     else
       COMPREPLY=($(compgen -f -- "$cur"))
@@ -157,13 +175,21 @@ _tiresias() {
     COMPREPLY=($(compgen -W "$(_tiresias_words opts "$path")" -- "$cur"))
     return 0
   fi
-  local subs
+  local subs dynamic
   subs=$(_tiresias_words subs "$path")
+  dynamic=$(_tiresias_words posdyn "$path")
   COMPREPLY=($(compgen -W "$subs" -- "$cur"))
-  if [[ -z $subs || -n $(_tiresias_words pos "$path") ]]; then
+  if [[ -n $dynamic ]]; then
+    COMPREPLY+=($(compgen -W "$(_tiresias_ask "$dynamic")" -- "$cur"))
+  elif [[ -z $subs || -n $(_tiresias_words pos "$path") ]]; then
     COMPREPLY+=($(compgen -f -- "$cur"))
   fi
   return 0
+}
+# The master's job ids or node names, from the command being completed
+# (nothing, quietly, when it does not answer within its deadline).
+_tiresias_ask() {
+  "${COMP_WORDS[0]}" __complete "$1" 2>/dev/null
 }
 complete -o filenames -F _tiresias tiresias
 )bash";

@@ -12,10 +12,18 @@
 
 namespace tiresias::cli {
 
+// The type names (CLI::Option::type_name) that mark an option or
+// positional whose values are the cluster's job ids or node names: the
+// completion asks the master for them (`tiresias __complete jobs|nodes`,
+// hidden; nothing when it does not answer) instead of offering files.
+inline constexpr char kJobType[] = "JOB";
+inline constexpr char kNodeType[] = "NODE";
+
 // A bash script defining `_tiresias` and `complete -F _tiresias tiresias`:
 // subcommands at any depth, each command's options, the choices of options
-// whose values are a fixed set (CLI11's IsMember, shown as "{a,b}"), files
-// for other values and positionals, and commands then files after a bare
+// whose values are a fixed set (CLI11's IsMember, shown as "{a,b}"), job
+// ids and node names where an option's type is kJobType or kNodeType,
+// files for other values and positionals, and commands then files after a bare
 // "--" (a job's command). Needs bash alone, not the bash-completion
 // package. Hidden subcommands and options (empty group) are left out.
 std::string BashCompletion(const CLI::App& root);

@@ -43,11 +43,21 @@ class ShellHelpTest : public ::testing::Test {
     token->add_subcommand("create", "Create one.");
     token->add_subcommand("list", "List them.");
     app_.add_subcommand("secret", "Hidden.")->group("");
+    CLI::App* cancel = app_.add_subcommand("cancel", "Cancel jobs.");
+    cancel->add_option("ids", ids_, "Job ids")->type_name(kJobType);
+    cancel->add_option("--nodelist,-w", nodes_, "Nodes")->type_name(kNodeType);
     dir_ = fs::temp_directory_path() /
            absl::StrCat("shell_help_test_", ::getpid());
     fs::create_directories(dir_);
     std::ofstream(dir_ / "completion.bash") << BashCompletion(app_);
     std::ofstream(dir_ / "file-one.txt") << "x";
+    // Stands in for the binary the completion asks (`__complete KIND`).
+    std::ofstream(dir_ / "tool")
+        << "#!/bin/sh\n"
+           "[ \"$1\" = __complete ] || exit 1\n"
+           "case $2 in jobs) printf '12\\n13\\n7\\n' ;;\n"
+           "nodes) printf 'gpu1\\ngpu2\\n' ;; esac\n";
+    fs::permissions(dir_ / "tool", fs::perms::owner_all);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -97,11 +107,13 @@ class ShellHelpTest : public ::testing::Test {
   std::string policy_;
   bool wait_ = false;
   std::vector<std::string> command_;
+  std::vector<std::string> ids_;
+  std::vector<std::string> nodes_;
   fs::path dir_;
 };
 
 TEST_F(ShellHelpTest, CompletesCommandsAtEveryDepthButNotHiddenOnes) {
-  EXPECT_THAT(Complete("tiresias "), ElementsAre("admin", "submit"));
+  EXPECT_THAT(Complete("tiresias "), ElementsAre("admin", "cancel", "submit"));
   EXPECT_THAT(Complete("tiresias su"), ElementsAre("submit"));
   EXPECT_THAT(Complete("tiresias admin token "),
               ElementsAre("create", "list"));
@@ -130,6 +142,19 @@ TEST_F(ShellHelpTest, CompletesAFixedSetOfValuesWithOrWithoutEquals) {
   EXPECT_THAT(Complete("tiresias submit --wait fi"), ElementsAre("file-one.txt"));
 }
 
+// Job ids and node names come from the binary being completed, not files.
+TEST_F(ShellHelpTest, CompletesJobIdsAndNodeNamesFromTheBinary) {
+  EXPECT_THAT(Complete("./tool cancel "), ElementsAre("12", "13", "7"));
+  EXPECT_THAT(Complete("./tool cancel 1"), ElementsAre("12", "13"));
+  EXPECT_THAT(Complete("./tool cancel 12 "), ElementsAre("12", "13", "7"));
+  EXPECT_THAT(Complete("./tool cancel --nodelist g"),
+              ElementsAre("gpu1", "gpu2"));
+  EXPECT_THAT(Complete("./tool cancel -w=gpu2"), ElementsAre("gpu2"));
+  EXPECT_THAT(Complete("./tool cancel fi"), ElementsAre());
+  // A binary that answers nothing (a master down) completes nothing.
+  EXPECT_THAT(Complete("./file-one.txt cancel "), ElementsAre());
+}
+
 TEST_F(ShellHelpTest, AfterADoubleDashCompletesTheJobsCommandThenFiles) {
   const std::vector<std::string> commands =
       Complete("tiresias submit --gpus 1 -- bas");
@@ -145,10 +170,11 @@ TEST_F(ShellHelpTest, ManPagesOnePerVisibleCommandWithEveryOption) {
   const std::vector<ManPage> pages = ManPages(app_, "9.9");
   std::vector<std::string> files;
   for (const ManPage& page : pages) files.push_back(page.file);
-  EXPECT_THAT(files, ElementsAre("tiresias.1", "tiresias-submit.1",
-                                 "tiresias-admin.1", "tiresias-admin-token.1",
-                                 "tiresias-admin-token-create.1",
-                                 "tiresias-admin-token-list.1"));
+  EXPECT_THAT(
+      files,
+      ElementsAre("tiresias.1", "tiresias-submit.1", "tiresias-admin.1",
+                  "tiresias-admin-token.1", "tiresias-admin-token-create.1",
+                  "tiresias-admin-token-list.1", "tiresias-cancel.1"));
   const std::string& top = pages[0].text;
   EXPECT_THAT(top, HasSubstr(".TH TIRESIAS 1 \"\" \"tiresias 9.9\""));
   EXPECT_THAT(top, HasSubstr("It has a second paragraph."));

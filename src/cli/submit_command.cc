@@ -35,6 +35,7 @@
 #include "cli/job_wait.h"
 #include "cli/node_filter_flags.h"
 #include "cli/submit_flags.h"
+#include "cli/time_arg.h"
 #include "cli/time_limit.h"
 #include "core/job_array.h"
 #include "core/status_macros.h"
@@ -156,6 +157,12 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
     absl::StatusOr<double> limit = cli::ParseTimeLimit("--time", f.time);
     if (!limit.ok()) return limit.status();
     spec.time_limit = Seconds{*limit};
+  }
+  if (!f.begin.empty()) {
+    absl::StatusOr<double> begin =
+        cli::ParseBeginTime("--begin", f.begin, cli::NowUnixSeconds());
+    if (!begin.ok()) return begin.status();
+    spec.begin = Seconds{*begin};
   }
   if (!f.signal.empty()) {
     absl::StatusOr<WarnSignal> warn = ParseWarnSignal(f.signal);
@@ -403,6 +410,12 @@ int SubmitFile(const SubmitFlags& f) {
     if (entry.spec.vc.empty()) entry.spec.vc = f.vc;
     if (entry.spec.qos.empty()) entry.spec.qos = f.qos;
     if (entry.spec.image.empty()) entry.spec.image = f.image;
+    if (!f.begin.empty() && entry.spec.begin <= Seconds{0}) {
+      absl::StatusOr<double> begin =
+          cli::ParseBeginTime("--begin", f.begin, cli::NowUnixSeconds());
+      if (!begin.ok()) return Fail(std::string(begin.status().message()));
+      entry.spec.begin = Seconds{*begin};
+    }
     if (entry.spec.notify.empty()) {
       entry.spec.notify = f.notify;
       entry.spec.notify_on = f.notify_on;

@@ -64,6 +64,12 @@ void AddJobFlags(CLI::App* cmd, SubmitFlags* f) {
                   "waiting does not count), as Slurm writes it: MM, MM:SS, "
                   "HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS. Past it the master "
                   "stops the job and it ends timeout");
+  cmd->add_option("--begin", f->begin,
+                  "Start no earlier than this (Slurm's --begin): now+N with "
+                  "s, m, h, d or w (now+2h), HH:MM[:SS] (the next one), "
+                  "midnight, noon, teatime, tomorrow, YYYY-MM-DD[THH:MM[:SS]] "
+                  "(local time) or Unix seconds; `tiresias update JOB "
+                  "--begin` moves it");
   cmd->add_option("--signal", f->signal,
                   "SIG[@SECONDS] (Slurm's --signal): send SIG (USR1, USR2, "
                   "TERM, INT, HUP, QUIT or ALRM) to every process of the job "

@@ -37,6 +37,7 @@ struct SubmitFlags {
   double retry_for_seconds = 30;
   bool wait = false;   // --wait: until the job ends, exit with its code
   std::string time;    // --time: Slurm's forms (time_limit.h); empty: none
+  std::string begin;   // --begin: ParseBeginTime's forms; empty: none
   std::string signal;  // --signal SIG[@SECONDS] (core/warn_signal.h)
   bool no_preempt = false;
   bool hold = false;

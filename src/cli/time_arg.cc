@@ -1,6 +1,7 @@
 #include "cli/time_arg.h"
 
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <string>
 
@@ -76,6 +77,101 @@ absl::StatusOr<double> ParseTimeArg(std::string_view flag,
       ToAbsl(flag), " ", value,
       ": expected Unix seconds, a local date YYYY-MM-DD[THH:MM:SS] or a "
       "time ago (30d, 12h, 90m, 45s)"));
+}
+
+namespace {
+
+// The local midnight starting the day of Unix time `t`.
+double LocalMidnight(double t) {
+  const std::time_t at = static_cast<std::time_t>(t);
+  std::tm tm{};
+  localtime_r(&at, &tm);
+  tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+  tm.tm_isdst = -1;
+  return static_cast<double>(std::mktime(&tm));
+}
+
+// `hour`:`minute`:`second` local time today, or tomorrow if it has passed.
+double NextTimeOfDay(double now, int hour, int minute, int second) {
+  const std::time_t at = static_cast<std::time_t>(now);
+  std::tm tm{};
+  localtime_r(&at, &tm);
+  for (int day = 0; day < 2; ++day) {
+    std::tm when = tm;
+    when.tm_mday += day;
+    when.tm_hour = hour;
+    when.tm_min = minute;
+    when.tm_sec = second;
+    when.tm_isdst = -1;
+    const double t = static_cast<double>(std::mktime(&when));
+    if (t > now || day == 1) return t;
+  }
+  return now;  // not reached
+}
+
+// Seconds in one `unit` of "now+N<unit>"; 0 for none known.
+double UnitSeconds(std::string_view unit) {
+  if (unit.empty() || unit == "s" || unit == "sec" || unit == "seconds") {
+    return 1;
+  }
+  if (unit == "m" || unit == "min" || unit == "minutes") return 60;
+  if (unit == "h" || unit == "hours") return 3600;
+  if (unit == "d" || unit == "days") return 86400;
+  if (unit == "w" || unit == "weeks") return 7 * 86400;
+  return 0;
+}
+
+}  // namespace
+
+absl::StatusOr<double> ParseBeginTime(std::string_view flag,
+                                      std::string_view text, double now) {
+  const std::string value(text);
+  if (value == "now") return 0.0;
+  if (value.rfind("now+", 0) == 0) {
+    const std::string rest = value.substr(4);
+    const size_t digits = rest.find_first_not_of("0123456789");
+    const std::string number = rest.substr(0, digits);
+    const double unit = UnitSeconds(
+        digits == std::string::npos ? ""
+                                    : std::string_view(rest).substr(digits));
+    double n = 0;
+    if (!number.empty() && unit > 0 && absl::SimpleAtod(number, &n)) {
+      return now + n * unit;
+    }
+  } else if (value == "midnight" || value == "tomorrow") {
+    return NextTimeOfDay(now, 0, 0, 0);
+  } else if (value == "today") {
+    return LocalMidnight(now);
+  } else if (value == "noon") {
+    return NextTimeOfDay(now, 12, 0, 0);
+  } else if (value == "teatime") {
+    return NextTimeOfDay(now, 16, 0, 0);
+  } else {
+    int h = 0, m = 0, sec = 0;
+    char tail = 0;
+    const int got =
+        std::sscanf(value.c_str(), "%2d:%2d:%2d%c", &h, &m, &sec, &tail);
+    if ((got == 2 || got == 3) && value.size() == (got == 2 ? 5u : 8u) &&
+        h >= 0 && h < 24 && m >= 0 && m < 60 && sec >= 0 && sec < 60) {
+      return NextTimeOfDay(now, h, m, sec);
+    }
+    double t = 0;
+    if (ParseLocal(value, "%Y-%m-%dT%H:%M", &t)) return t;
+    if (value.find_first_not_of("0123456789-T:.") == std::string::npos &&
+        value.find_first_of("-") != std::string::npos) {
+      absl::StatusOr<double> date = ParseTimeArg(flag, value);
+      if (date.ok()) return date;
+    } else if (!value.empty() &&
+               value.find_first_not_of("0123456789.") == std::string::npos &&
+               absl::SimpleAtod(value, &t) && std::isfinite(t)) {
+      return t;
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      ToAbsl(flag), " ", value,
+      ": expected now, now+N[s|m|h|d|w], HH:MM[:SS], midnight, noon, "
+      "teatime, today, tomorrow, a local date YYYY-MM-DD[THH:MM[:SS]] or "
+      "Unix seconds"));
 }
 
 absl::Status ParseTimeArgInto(std::string_view flag, std::string_view text,

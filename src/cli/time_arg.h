@@ -18,6 +18,17 @@ namespace tiresias::cli {
 absl::StatusOr<double> ParseTimeArg(std::string_view flag,
                                     std::string_view text);
 
+// Unix seconds for a start time (`submit --begin`, `update --begin`, as
+// Slurm's --begin), `now` being the current Unix time: "now" (0: no begin
+// time), "now+N" with N seconds or N followed by s, m, h, d or w (or
+// seconds, minutes, hours, days, weeks), a local time of day "HH:MM[:SS]"
+// (today, or tomorrow once it has passed), "midnight", "noon", "teatime"
+// (16:00) likewise, "today", "tomorrow" (their midnight), a local date
+// "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM[:SS]", or Unix seconds.
+// InvalidArgument naming `flag` and the accepted forms for anything else.
+absl::StatusOr<double> ParseBeginTime(std::string_view flag,
+                                      std::string_view text, double now);
+
 // ParseTimeArg into *out when `text` is not empty (a flag not given keeps
 // its default); its error otherwise.
 absl::Status ParseTimeArgInto(std::string_view flag, std::string_view text,

@@ -58,5 +58,49 @@ TEST_F(TimeArgTest, AnythingElseNamesTheFlagAndTheForms) {
   }
 }
 
+// 2024-01-02T10:00:00 UTC (the fixture's zone).
+constexpr double kTen = 1704153600.0 + 10 * 3600;
+
+TEST_F(TimeArgTest, BeginTimesAsSlurmWritesThem) {
+  EXPECT_EQ(*ParseBeginTime("--begin", "now", kTen), 0.0);
+  EXPECT_EQ(*ParseBeginTime("--begin", "now+90", kTen), kTen + 90);
+  EXPECT_EQ(*ParseBeginTime("--begin", "now+90s", kTen), kTen + 90);
+  EXPECT_EQ(*ParseBeginTime("--begin", "now+5m", kTen), kTen + 300);
+  EXPECT_EQ(*ParseBeginTime("--begin", "now+2hours", kTen), kTen + 7200);
+  EXPECT_EQ(*ParseBeginTime("--begin", "now+1d", kTen), kTen + 86400);
+  EXPECT_EQ(*ParseBeginTime("--begin", "now+1w", kTen), kTen + 7 * 86400);
+  // A time of day still ahead is today's; one passed is tomorrow's.
+  EXPECT_EQ(*ParseBeginTime("--begin", "16:30", kTen),
+            1704153600.0 + 16.5 * 3600);
+  EXPECT_EQ(*ParseBeginTime("--begin", "09:15:30", kTen),
+            1704153600.0 + 86400 + 9 * 3600 + 15 * 60 + 30);
+  EXPECT_EQ(*ParseBeginTime("--begin", "teatime", kTen),
+            1704153600.0 + 16 * 3600);
+  EXPECT_EQ(*ParseBeginTime("--begin", "noon", kTen), 1704153600.0 + 12 * 3600);
+  EXPECT_EQ(*ParseBeginTime("--begin", "midnight", kTen), 1704153600.0 + 86400);
+  EXPECT_EQ(*ParseBeginTime("--begin", "tomorrow", kTen), 1704153600.0 + 86400);
+  EXPECT_EQ(*ParseBeginTime("--begin", "today", kTen), 1704153600.0);
+  EXPECT_EQ(*ParseBeginTime("--begin", "2024-01-05", kTen),
+            1704153600.0 + 3 * 86400);
+  EXPECT_EQ(*ParseBeginTime("--begin", "2024-01-05T08:30", kTen),
+            1704153600.0 + 3 * 86400 + 8.5 * 3600);
+  EXPECT_EQ(*ParseBeginTime("--begin", "2024-01-05T08:30:10", kTen),
+            1704153600.0 + 3 * 86400 + 8.5 * 3600 + 10);
+  EXPECT_EQ(*ParseBeginTime("--begin", "1704500000", kTen), 1704500000.0);
+}
+
+TEST_F(TimeArgTest, BadBeginTimesNameTheFlagAndTheForms) {
+  for (const char* bad : {"", "later", "now+", "now+5x", "now-5", "25:00",
+                          "10:60", "1:5", "2024-02-30", "noon2", "-5"}) {
+    auto t = ParseBeginTime("--begin", bad, kTen);
+    ASSERT_FALSE(t.ok()) << bad;
+    EXPECT_EQ(t.status().message(),
+              std::string("--begin ") + bad +
+                  ": expected now, now+N[s|m|h|d|w], HH:MM[:SS], midnight, "
+                  "noon, teatime, today, tomorrow, a local date "
+                  "YYYY-MM-DD[THH:MM[:SS]] or Unix seconds");
+  }
+}
+
 }  // namespace
 }  // namespace tiresias::cli

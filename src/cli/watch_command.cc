@@ -14,6 +14,7 @@
 #include "cli/cluster_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/printable.h"
+#include "cli/shell_help.h"
 
 namespace tiresias {
 namespace {
@@ -125,7 +126,8 @@ void AddWatchCommand(CLI::App& app, int* exit_code) {
       "every job's, until Ctrl-C. With JOB: its history, then its new "
       "events until it ends.");
   cli::AddMasterFlag(cmd, &f->master);
-  cmd->add_option("job", f->job, "Job id (default: every job)");
+  cmd->add_option("job", f->job, "Job id (default: every job)")
+      ->type_name(cli::kJobType);
   cmd->add_option("--after", f->after,
                   "First replay the stored events with a greater sequence")
       ->check([](const std::string& value) -> std::string {

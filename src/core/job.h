@@ -8,6 +8,7 @@
 #ifndef TIRESIAS_CORE_JOB_H_
 #define TIRESIAS_CORE_JOB_H_
 
+#include <cassert>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -160,6 +161,14 @@ class Job {
   // per job, so the caller passes the job to Scheduler::Replace).
   void set_measured_skew(std::optional<double> skew) {
     spec_.measured_skew = skew;
+  }
+  // A waiting job's request changed (the host's ModifyJob: GPUs, QOS):
+  // the new spec, with the same id and submit time; the caller passes the
+  // job to Scheduler::Replace. Its counters stay, so its attained service
+  // counts at the new size.
+  void Respecify(JobSpec spec) {
+    assert(waiting() && spec.id == spec_.id);
+    spec_ = std::move(spec);
   }
   // Its place in its queue's list under the scheduler's stable queue order
   // (QueueOrder::kStable in sched/scheduler.h), lower first; NaN until the

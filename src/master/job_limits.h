@@ -85,6 +85,9 @@ inline constexpr size_t kMaxRequestBytes = 64 << 20;
 // JobSpec.notify: a webhook URL or mailto: address.
 inline constexpr size_t kMaxNotifyBytes = 1024;
 
+// JobSpec.begin_time: 2^33 Unix seconds (the year 2242).
+inline constexpr double kMaxBeginTime = 8589934592.0;
+
 }  // namespace tiresias::job_limits
 
 #endif  // TIRESIAS_MASTER_JOB_LIMITS_H_

@@ -112,6 +112,10 @@ std::string_view EventKindName(EventKind kind) {
       return "released";
     case EventKind::kRequeued:
       return "requeued";
+    case EventKind::kModified:
+      return "modified";
+    case EventKind::kBegin:
+      return "begin";
     case EventKind::kDependency:
       return "dependency";
     case EventKind::kCancelling:

@@ -94,6 +94,8 @@ struct JobRequest {
   // sends notifications (notifier.h).
   std::string notify;
   std::vector<std::string> notify_on;
+  // Not started before this instant (JobSpec.begin_time); 0: none.
+  Seconds begin{0};
 
   bool cpu_only() const { return num_gpus == 0; }
   bool operator==(const JobRequest&) const = default;
@@ -197,6 +199,8 @@ enum class EventKind {
   kReleased,
   kRequeued,
   kDependency,
+  kModified,  // ModifyJob changed its request
+  kBegin,     // its begin time came (JobSpec.begin_time)
   kCancelling,
   kTimingOut,
   // A job's end: the word of its final state.

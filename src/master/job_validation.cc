@@ -481,6 +481,14 @@ absl::Status ValidateJobRequest(const JobRequest& spec) {
                       "(--time)");
     }
   }
+  if (status.ok() &&
+      (!std::isfinite(spec.begin.count()) || spec.begin.count() < 0 ||
+       spec.begin.count() > limits::kMaxBeginTime)) {
+    status = Refuse(
+        "spec.begin_time",
+        absl::StrCat("expected Unix seconds from 0 to ", limits::kMaxBeginTime,
+                     ", got ", spec.begin.count()));
+  }
   if (status.ok()) status = CheckIo(spec);
   if (status.ok() && !spec.image.empty()) {
     if (std::string bad = ImageRefError(spec.image); !bad.empty()) {

@@ -427,6 +427,7 @@ absl::Status MasterState::CheckTimeouts() {
   }
   FinishRestartCancels(now);
   EnforceTimeLimits(now);
+  ReleaseDueBegins(now);
   if (changed) {
     RETURN_IF_ERROR(Rebuild(now));
     pass_wanted_ = true;

@@ -130,7 +130,9 @@ void MasterState::RefillArraySlots(Seconds now) {
       slots.holding.insert(id);
       // Still held while it waits for its dependencies (which release it
       // once met, seeing it holds a slot).
-      if (dependency_waits_.contains(id)) continue;
+      if (dependency_waits_.contains(id) || WaitsForBegin(rec->second)) {
+        continue;
+      }
       // Fails only for a job the scheduler no longer has, which an
       // unfinished record excludes.
       if (absl::Status released = scheduler_->Release(id, now);

@@ -163,8 +163,9 @@ void MasterState::ResolveDependencies(Seconds now) {
     StopWaiting(id, deps);
     if (check.verdict == DependencyVerdict::kMet) {
       // Still held if the user held it, or it waits for a slot of its
-      // array (RefillArraySlots releases it then).
-      if (!rec.held && !WaitsForArraySlot(rec)) {
+      // array (RefillArraySlots releases it then), or its begin time is
+      // ahead (ReleaseDueBegins).
+      if (MayRelease(rec)) {
         // Held above (WaitForDependencies); fails only for a job the
         // scheduler no longer has, which a waiting record excludes.
         if (absl::Status released = scheduler_->Release(id, now);

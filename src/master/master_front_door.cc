@@ -259,6 +259,7 @@ absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
   ++ended_.jobs;  // counts every job ever accepted
   ended_.max_id = std::max(ended_.max_id, created.id);
   RETURN_IF_ERROR(JoinArraySlots(admitted));
+  RETURN_IF_ERROR(WaitForBegin(admitted, now));
   return WaitForDependencies(admitted);
 }
 

@@ -174,8 +174,9 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
       // user's hold only (a slot is looked for at the next Commit).
       const bool waiting = dependency_waits_.contains(id);
       const bool no_slot = WaitsForArraySlot(rec);
+      const bool begins = WaitsForBegin(rec);
       if (no_slot) array_refills_.insert(rec.array_id);
-      if (job != nullptr && !waiting && !no_slot) {
+      if (job != nullptr && !waiting && !no_slot && !begins) {
         if (absl::Status released = scheduler_->Release(id, now);
             !released.ok()) {
           result.status = released;
@@ -186,6 +187,7 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
       AddEvent(id, now, EventKind::kReleased,
                waiting   ? "by user; still waiting for its dependencies"
                : no_slot ? "by user; runs when its array has a free slot"
+               : begins  ? "by user; runs from its begin time"
                          : "by user");
       MarkDirty(id);
       pass_wanted_ = true;

@@ -196,6 +196,10 @@ void MasterState::FillPendingReason(JobRecord& rec, Seconds now) const {
     reason.blocker = first.job_id;
     reason.dependency = first.kind;
     reason.unmet = check.unmet;
+  } else if (WaitsForBegin(rec)) {
+    // Held in the scheduler until its begin time (ReleaseDueBegins).
+    reason.kind = PendingReasonKind::kBeginTime;
+    reason.begin_in = (rec.spec.begin - now).count();
   } else if (WaitsForArraySlot(rec)) {
     // Held in the scheduler until a job of its array frees a slot.
     const ArraySlots& slots = array_slots_.at(rec.array_id);

@@ -34,12 +34,17 @@ Job BuildWaitingJob(JobSpec spec, std::optional<Seconds> first_start,
 
 }  // namespace
 
-Job MasterState::JobFromRecord(const JobRecord& rec) const {
+JobSpec MasterState::SchedulerSpecOf(const JobRecord& rec) const {
   JobSpec spec = CoreJobSpec(rec.id, rec.spec, rec.submit_time, rec.profile);
   spec.vc = vcs_.SchedulerName(spec.vc);
   if (!qos_.contains(spec.qos)) spec.qos.clear();
-  return BuildWaitingJob(spec, rec.first_start_time, rec.executed,
-                         rec.total_executed, rec.last_stop_time, rec.queue);
+  return spec;
+}
+
+Job MasterState::JobFromRecord(const JobRecord& rec) const {
+  return BuildWaitingJob(SchedulerSpecOf(rec), rec.first_start_time,
+                         rec.executed, rec.total_executed, rec.last_stop_time,
+                         rec.queue);
 }
 
 absl::Status MasterState::ReplaceSchedulerJob(const Job& job, Seconds now) {

@@ -136,6 +136,8 @@ absl::Status MasterState::Load(Seconds now) {
       // A job that ran had its dependencies met; one that never did
       // waits again until they are (checked at the end of Load).
       if (rec.attempt == 0) RETURN_IF_ERROR(WaitForDependencies(rec));
+      // A begin time still ahead holds it (only a job that never ran).
+      RETURN_IF_ERROR(WaitForBegin(rec, now));
       // Past its array's running limit: waits for a slot.
       if (WaitsForArraySlot(rec)) RETURN_IF_ERROR(scheduler_->Hold(rec.id));
       // The scheduler's view of it may differ from the record (a launch
@@ -262,6 +264,7 @@ void MasterState::Finalize(JobRecord& rec, JobRecordState state, Seconds now,
   if (dependency_waits_.contains(rec.id)) {
     StopWaiting(rec.id, rec.spec.dependencies);
   }
+  begin_waits_.erase({rec.spec.begin, rec.id});
   if (auto it = dependents_.find(rec.id); it != dependents_.end()) {
     dependency_checks_.insert(it->second.begin(), it->second.end());
     // An array's first job: its id is the array's, which the dependents
@@ -301,8 +304,11 @@ absl::Status MasterState::Commit() {
   StoreWrite write;
   for (JobId id : dirty_) {
     auto it = records_.find(id);
-    if (it != records_.end()) write.jobs.push_back(it->second);
+    if (it == records_.end()) continue;
+    write.jobs.push_back(it->second);
+    if (respecified_.contains(id)) write.new_specs.insert(id);
   }
+  respecified_.clear();
   write.events = std::move(events_);
   events_.clear();
   write.launches = std::move(launch_records_);
@@ -314,6 +320,7 @@ absl::Status MasterState::Commit() {
     if (!written.ok()) {
       // Nothing was stored: keep it all for the next write.
       for (const JobRecord& rec : write.jobs) dirty_.insert(rec.id);
+      respecified_ = std::move(write.new_specs);
       write.events.insert(write.events.end(), events_.begin(), events_.end());
       events_ = std::move(write.events);
       write.launches.insert(write.launches.end(), launch_records_.begin(),

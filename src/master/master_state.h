@@ -297,6 +297,27 @@ class MasterState {
       JobAction action, std::vector<JobId> ids, const MayAct& may_act);
   absl::StatusOr<std::vector<JobActionResult>> UpdateMatchingJobs(
       JobAction action, const JobFilter& filter, const MayAct& may_act);
+  // Changing a waiting job's request (master_modify.cc, proto ModifyJob):
+  // each field given changes, the others stay; at least one.
+  struct JobChanges {
+    std::optional<Seconds> time_limit;
+    std::optional<int> gpus;
+    std::optional<std::string> qos;
+    std::optional<Seconds> begin;
+  };
+  // The new request is checked as a submission's (ValidateJobRequest, a
+  // changed GPU count by CheckFitsCluster, then `check`: the RPC layer's
+  // QOS right, may be null) with no lock held; then, if job `id` still
+  // waits (pending or preempted, not starting) with the request it was
+  // built from, it changes in memory, in the scheduler (its GPUs and QOS
+  // re-keyed in place) and in the store, with a "modified" event.
+  // InvalidArgument (nothing to change, a bad value), FailedPrecondition
+  // (not waiting; a begin time for a job that has run), Aborted (changed
+  // meanwhile), NotFound. The caller checks who may.
+  using CheckRequest = std::function<absl::Status(const JobRequest&)>;
+  absl::StatusOr<JobRecord> ModifyJob(JobId id, const JobChanges& changes,
+                                      const CheckRequest& check);
+
   // Job dependencies (master_deps.cc). Checks the jobs `spec` depends on
   // before it is submitted: InvalidArgument "<field>.dependencies: ..."
   // naming a job that does not exist (none can be the job itself or a
@@ -682,6 +703,21 @@ class MasterState {
   void StopWaiting(JobId id, const std::vector<JobDependency>& deps)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Begin times (master_modify.cc; JobRequest::begin). A job that never
+  // ran whose begin time is ahead is held in the scheduler (as for
+  // dependencies) and listed in begin_waits_ by time; ReleaseDueBegins,
+  // every CheckTimeouts, releases those whose time came unless another
+  // hold remains (MayRelease). O(log jobs) per change.
+  absl::Status WaitForBegin(const JobRecord& rec, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool WaitsForBegin(const JobRecord& rec) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseDueBegins(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether nothing but the scheduler's hold keeps waiting job `rec` from
+  // running: no user's hold, dependency, array slot or begin time.
+  bool MayRelease(const JobRecord& rec) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // Job arrays' running limits (master_arrays.cc). A job of an array with
   // a limit (JobArraySpec::max_running) holds one of the array's slots
   // from when it may be scheduled until it ends (running, starting,
@@ -882,6 +918,10 @@ class MasterState {
   // with preemption; 0: none) are preempted as if they had lost it.
   absl::Status Rebuild(Seconds now, int64_t evacuate_node = 0)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The scheduler's spec of `rec` (its VC and QOS as the scheduler knows
+  // them: a removed one is none).
+  JobSpec SchedulerSpecOf(const JobRecord& rec) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Job JobFromRecord(const JobRecord& rec) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Swaps the scheduler's record of job.id() for `job` and marks the job
@@ -977,6 +1017,11 @@ class MasterState {
   Seconds adopt_deadline_ ABSL_GUARDED_BY(mu_){0};     // monotonic (clock.h)
   bool adoption_closed_ ABSL_GUARDED_BY(mu_) = false;  // EndAdoptionWindow ran
   std::set<JobId> dirty_ ABSL_GUARDED_BY(mu_);
+  // Of dirty_, the jobs whose request ModifyJob changed (StoreWrite's
+  // new_specs).
+  std::set<JobId> respecified_ ABSL_GUARDED_BY(mu_);
+  // Jobs held until their begin time, by time (WaitForBegin).
+  std::set<std::pair<Seconds, JobId>> begin_waits_ ABSL_GUARDED_BY(mu_);
   std::vector<JobEvent> events_ ABSL_GUARDED_BY(mu_);
   // Written by the next Commit.
   std::vector<LaunchRecord> launch_records_ ABSL_GUARDED_BY(mu_);

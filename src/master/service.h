@@ -65,6 +65,8 @@ class TiresiasService final : public v1::Tiresias::Service {
                          v1::CancelJobResponse*) override;
   grpc::Status UpdateJobs(grpc::ServerContext*, const v1::UpdateJobsRequest*,
                           v1::UpdateJobsResponse*) override;
+  grpc::Status ModifyJob(grpc::ServerContext*, const v1::ModifyJobRequest*,
+                         v1::ModifyJobResponse*) override;
   // Most job ids one UpdateJobs request may name.
   static constexpr int kMaxUpdateIds = 100000;
   grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,

@@ -1,5 +1,6 @@
-// TiresiasService: submissions (SubmitJob, SubmitJobs) and what is checked
-// of each spec before the master takes it.
+// TiresiasService: submissions (SubmitJob, SubmitJobs), changes to a
+// waiting job's request (ModifyJob) and what is checked of each spec
+// before the master takes it.
 #include <grpcpp/grpcpp.h>
 
 #include <vector>
@@ -125,6 +126,36 @@ grpc::Status TiresiasService::SubmitJobs(grpc::ServerContext* ctx,
   for (JobId id : submitted->ids) resp->add_job_ids(id);
   resp->set_existing(submitted->existing);
   if (!submitted->existing) Changed();
+  return grpc::Status::OK;
+}
+
+grpc::Status TiresiasService::ModifyJob(grpc::ServerContext* ctx,
+                                        const v1::ModifyJobRequest* req,
+                                        v1::ModifyJobResponse* resp) {
+  absl::StatusOr<Principal> who = MayActOnJob(*ctx, req->job_id(), "ModifyJob");
+  if (!who.ok()) return security::ToGrpc(who.status());
+  MasterState::JobChanges changes;
+  if (req->has_time_limit_seconds()) {
+    changes.time_limit = Seconds{req->time_limit_seconds()};
+  }
+  if (req->has_gpus()) changes.gpus = req->gpus();
+  if (req->has_qos()) changes.qos = req->qos();
+  if (req->has_begin_time()) changes.begin = Seconds{req->begin_time()};
+  // A new QOS must be one the job's owner may use (an admin: any), and
+  // its per-user limit must hold the job's GPUs.
+  MasterState::CheckRequest check = [&](const JobRequest& spec) {
+    if (!changes.qos && !changes.gpus) return absl::OkStatus();
+    absl::Status status = state_->ResolveQos(spec, who->admin, "spec");
+    if (absl::IsPermissionDenied(status)) {
+      return auth_.Deny(*who, "ModifyJob", std::string(status.message()));
+    }
+    return status;
+  };
+  absl::StatusOr<JobRecord> job =
+      state_->ModifyJob(req->job_id(), changes, check);
+  if (!job.ok()) return security::ToGrpc(job.status());
+  JobToProto(*job, resp->mutable_job());
+  Changed();
   return grpc::Status::OK;
 }
 

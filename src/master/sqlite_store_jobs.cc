@@ -1,14 +1,14 @@
 // SqliteStore (sqlite_store.h): jobs, their events and launches.
-#include "master/sqlite_store.h"
-
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "master/sqlite_db.h"
+#include "master/sqlite_store.h"
 #include "master/store_rows.h"
 
 namespace tiresias {
@@ -167,6 +167,13 @@ absl::Status SqliteStore::Write(const StoreWrite& write) {
           "preempted)"));
     }
   }
+  for (JobId id : write.new_specs) {
+    if (std::none_of(write.jobs.begin(), write.jobs.end(),
+                     [id](const JobRecord& r) { return r.id == id; })) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "new_specs: job ", id, " is not among the jobs written"));
+    }
+  }
   for (const JobEvent& event : write.events) {
     if (!std::isfinite(event.time.count())) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -178,6 +185,15 @@ absl::Status SqliteStore::Write(const StoreWrite& write) {
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   for (const JobRecord& record : write.jobs) {
     RETURN_IF_ERROR(UpdateJobLocked(record));
+    if (write.new_specs.contains(record.id)) {
+      ASSIGN_OR_RETURN(SqliteQuery update,
+                       db_->Prepare("UPDATE jobs SET gpus = ?2, spec = ?3 "
+                                    "WHERE id = ?1"));
+      RETURN_IF_ERROR(update.Bind(1, record.id)
+                          .Bind(2, int64_t{record.spec.num_gpus})
+                          .BindBlob(3, store_internal::EncodeSpec(record.spec))
+                          .Run());
+    }
   }
   for (const JobEvent& event : write.events) {
     RETURN_IF_ERROR(AppendEventLocked(event));

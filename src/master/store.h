@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,9 @@ struct StoreWrite {
   std::vector<JobEvent> events;
   // Launches to record (a launch is written once, when it is decided).
   std::vector<LaunchRecord> launches;
+  // Jobs of `jobs` whose request changed (MasterState::ModifyJob): their
+  // `spec` is written too. An id not in `jobs`: InvalidArgument.
+  std::set<JobId> new_specs;
 };
 
 // A launch's measured speed (Store::AddPlacementRun).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/node_filter.h"
 #include "core/rng.h"
@@ -38,6 +40,8 @@ std::string_view PendingReasonKindName(PendingReasonKind kind) {
       return "vc-quota";
     case PendingReasonKind::kQosLimit:
       return "qos-limit";
+    case PendingReasonKind::kBeginTime:
+      return "begin-time";
   }
   return "";
 }
@@ -48,6 +52,16 @@ std::string Gpus(int n) { return absl::StrCat(n, n == 1 ? " GPU" : " GPUs"); }
 using pending_reason_internal::Gpus;
 
 namespace {
+
+// "42s", "5m07s", "1h05m", "2d03h": at least 1 s.
+std::string Countdown(double seconds) {
+  const int64_t s =
+      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(seconds)));
+  if (s < 60) return absl::StrCat(s, "s");
+  if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  if (s < 86400) return absl::StrFormat("%dh%02dm", s / 3600, s % 3600 / 60);
+  return absl::StrFormat("%dd%02dh", s / 86400, s % 86400 / 3600);
+}
 
 std::string Nodes(int n) {
   return absl::StrCat(n, n == 1 ? " node" : " nodes");
@@ -271,6 +285,9 @@ std::string FormatUnfiltered(const PendingReason& r) {
       return absl::StrCat("array limit: ", r.ahead, " of array ", r.blocker,
                           "'s jobs running, at most ", r.capacity,
                           " at once");
+    case PendingReasonKind::kBeginTime:
+      return absl::StrCat("begins in ", Countdown(r.begin_in),
+                          " (its --begin time)");
   }
   return "";
 }

@@ -40,6 +40,7 @@ enum class PendingReasonKind : int8_t {
   kNoMatch = 12,       // no up node passes its node filter
   kVcQuota = 13,       // its VC's quota is in use and it may not borrow
   kQosLimit = 14,      // its QOS's per-user GPU limit is reached
+  kBeginTime = 15,     // not before its begin time (JobSpec begin_time)
 };
 
 struct PendingReason {
@@ -117,13 +118,16 @@ struct PendingReason {
   std::string user;
   int qos_user_gpus = 0;
   int qos_limit = 0;
+  // kBeginTime: seconds until it may start.
+  double begin_in = 0;
 
   bool operator==(const PendingReason&) const = default;
 };
 
 // "next-pass", "no-nodes", "too-large", "drained", "priority",
 // "resources", "placement", "checkpointing", "held", "dependency",
-// "array-limit", "no-match", "vc-quota", "qos-limit"; "" for kNone.
+// "array-limit", "no-match", "vc-quota", "qos-limit", "begin-time"; ""
+// for kNone.
 std::string_view PendingReasonKindName(PendingReasonKind kind);
 
 // The reason in plain words, e.g. "needs 4 GPUs on one server, largest

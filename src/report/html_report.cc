@@ -160,8 +160,9 @@ std::string SummaryRow(const json& policy, const std::string& name,
                        std::optional<double> ratio) {
   std::string html = absl::StrCat(
       "<tr data-policy=\"", EscapeHtml(name), "\"",
-      is_baseline ? " class=\"baseline\"" : "", "><td>", EscapeHtml(name),
-      is_baseline ? "<span class=\"tag\">baseline</span>" : "", "</td>");
+      is_baseline ? " class=\"baseline\"" : "", "><td><span class=\"policy\">",
+      EscapeHtml(name), "</span>",
+      is_baseline ? " <span class=\"tag\">baseline</span>" : "", "</td>");
   html += CountCell(Number(policy, "jobs"));
   html += DurationCell(Number(policy, "avg_jct_s"));
   html += DurationCell(Number(policy, "median_jct_s"));
@@ -281,7 +282,9 @@ std::string RenderCharts(const json& data) {
                               " in the cluster (the dashed capacity line)")
                : std::string("GPUs running a job"),
           "; waiting jobs (dotted) on the right axis; x in hours since the "
-          "start of the trace."));
+          "start of the trace. With many policies only the first four (and "
+          "the baseline) are drawn at first: click a name in the legend to "
+          "show or hide its lines."));
   html += RenderFigure("bins-chart", "Average JCT per bin",
                        "The per-bin table below as bars (logarithmic axis).");
   html += "</section>\n";

@@ -276,8 +276,18 @@
 
     // Busy GPUs per policy, the cluster's capacity, and waiting jobs on a
     // second axis; the x axis ends with the data.
-    var busy = makeDatasets(data, 'utilization', 1 / 3600);
-    var waiting = makeDatasets(data, 'waiting', 1 / 3600).map(function (d) {
+    // Two lines a policy: past SHOWN_POLICIES policies (the baseline
+    // aside) the rest start hidden, their legend entries there to click.
+    var SHOWN_POLICIES = 4;
+    var shown = function(d, i) {
+      return i < SHOWN_POLICIES || d.label.indexOf(' (baseline)') >= 0;
+    };
+    var busy = makeDatasets(data, 'utilization', 1 / 3600).map(function(d, i) {
+      d.hidden = !shown(d, i);
+      return d;
+    });
+    var waiting = makeDatasets(data, 'waiting', 1 / 3600).map(function(d, i) {
+      d.hidden = !shown(d, i);
       d.label = d.label + ': waiting jobs';
       d.yAxisID = 'y2';
       d.borderWidth = 1;

@@ -196,6 +196,93 @@ TEST_F(ReportChromiumTest, DrawsEveryChartWithoutErrors) {
   EXPECT_EQ(styled, static_cast<size_t>(kReportChartCount));
 }
 
+// The value of attribute `name` of the <body> tag in `dom`; "" if none.
+std::string BodyAttribute(const std::string& dom, const std::string& name) {
+  const size_t body = dom.find("<body");
+  if (body == std::string::npos) return "";
+  const std::string tag = dom.substr(body, dom.find('>', body) - body);
+  const std::string key = " " + name + "=\"";
+  const size_t at = tag.find(key);
+  if (at == std::string::npos) return "";
+  const size_t from = at + key.size();
+  return tag.substr(from, tag.find('"', from) - from);
+}
+
+// Every policy of a simulate run on a 1,400 px window (a laptop's browser):
+// the summary fits without scrolling sideways, no policy's name is broken
+// across lines (not even at its hyphen), and the busy-GPU chart starts with
+// the first four policies' lines (two each) and the capacity, the other
+// seven hidden behind their legend entries. Measured in the page by a
+// script this test appends to its copy of the report.
+TEST_F(ReportChromiumTest, ReadableAt1400PixelsWithElevenPolicies) {
+  nlohmann::json input = report_test::SampleReportInput();
+  input["policies"] = nlohmann::json::array();
+  const char* names[] = {"tiresias-l", "tiresias-g",  "yarn-cs",
+                         "fifo",       "best-effort", "smallest-first",
+                         "sjf",        "srtf",        "srsf",
+                         "las",        "gandiva"};
+  for (int i = 0; i < 11; ++i) {
+    nlohmann::json policy = report_test::SamplePolicy(names[i], 0.4 + 0.05 * i,
+                                                      0.3 + 0.02 * i, 0.1 * i);
+    // Numbers as wide as a whole-trace run's.
+    policy["jobs"] = 82247;
+    policy["preemptions"] = 53172278;
+    policy["makespan_s"] = 119 * 86400.0;
+    input["policies"].push_back(policy);
+  }
+  Rewrite(input);
+  std::ofstream(report_, std::ios::app) << R"html(
+<script>
+window.addEventListener('load', function () {
+  var b = document.body.dataset;
+  b.pageWidth = document.documentElement.scrollWidth;
+  b.windowWidth = window.innerWidth;
+  var wrap = document.querySelector('#summary .table-wrap');
+  b.tableWidth = wrap.scrollWidth;
+  b.wrapWidth = wrap.clientWidth;
+  var broken = [];
+  document.querySelectorAll('tbody td:first-child').forEach(function (td) {
+    var name = td.querySelector('.policy') || td;
+    var range = document.createRange();
+    range.selectNodeContents(name);
+    var tops = {};
+    Array.from(range.getClientRects()).forEach(function (r) {
+      tops[Math.round(r.top)] = true;
+    });
+    if (Object.keys(tops).length > 1) broken.push(name.textContent);
+  });
+  b.brokenNames = broken.length ? broken.join('|') : 'none';
+  var chart = Chart.getChart(document.getElementById('utilization'));
+  var shown = 0;
+  chart.data.datasets.forEach(function (d, i) {
+    if (chart.isDatasetVisible(i)) shown++;
+  });
+  b.busyShown = shown;
+  b.busyLines = chart.data.datasets.length;
+});
+</script>
+)html";
+  const RunResult run = RunChromium(
+      {"--dump-dom", "--window-size=1400,2000", "--hide-scrollbars"},
+      "profile-1400");
+  ASSERT_EQ(run.exit_code, 0) << "stderr:\n" << Tail(run.err);
+  const std::string& dom = run.out;
+  ASSERT_EQ(BodyAttribute(dom, "data-window-width"), "1400");
+  EXPECT_LE(std::stoi(BodyAttribute(dom, "data-page-width")), 1400);
+  EXPECT_LE(std::stoi(BodyAttribute(dom, "data-table-width")),
+            std::stoi(BodyAttribute(dom, "data-wrap-width")))
+      << "the summary table scrolls sideways";
+  EXPECT_EQ(BodyAttribute(dom, "data-broken-names"), "none");
+  // 11 busy lines, 11 waiting lines and the capacity; 4 + 4 + 1 drawn.
+  EXPECT_EQ(BodyAttribute(dom, "data-busy-lines"), "23");
+  EXPECT_EQ(BodyAttribute(dom, "data-busy-shown"), "9");
+  if (const char* keep = std::getenv("TIRESIAS_REPORT_SCREENSHOT")) {
+    RunChromium({"--screenshot=" + std::string(keep), "--window-size=1400,2000",
+                 "--hide-scrollbars"},
+                "profile-1400-shot");
+  }
+}
+
 TEST_F(ReportChromiumTest, DrawsDegenerateInputsWithoutErrors) {
   // No points at all, zero and sub-second values on the log axes, a single
   // point, malformed points, markup in strings: the page must still draw

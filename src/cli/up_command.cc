@@ -16,21 +16,24 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "agent/agent_daemon.h"
+#include "cli/cluster_client.h"
+#include "cli/cluster_commands.h"
+#include "cli/master_flags.h"
 #include "core/status_macros.h"
+#include "dashboard/dashboard_server.h"
+#include "master/http_listener.h"
 #include "security/cert_dirs.h"
 #include "security/pem_files.h"
 #include "security/private_files.h"
 #include "security/tls.h"
-#include "cli/cluster_client.h"
-#include "cli/cluster_commands.h"
-#include "cli/master_flags.h"
-#include "dashboard/dashboard_server.h"
-#include "master/http_listener.h"
 
 namespace tiresias {
 namespace {
@@ -98,6 +101,26 @@ absl::StatusOr<std::string> WritePublicCa(const std::string& state_dir,
   return path;
 }
 
+// Where `up` keeps the address its master listened on (kAddressFile) and
+// the lines a client sources (kEnvFile), in its state folder.
+constexpr char kAddressFile[] = "master-address";
+constexpr char kEnvFile[] = "env";
+
+// The address a previous `up` on `state_dir` listened on, when `listen`
+// asks for any free port (port 0) of the same host: reusing it keeps valid
+// the TIRESIAS_MASTER its users exported. Empty otherwise.
+std::string PreviousAddress(const std::string& state_dir,
+                            const std::string& listen) {
+  absl::StatusOr<HostPort> asked = ParseHostPort(listen);
+  if (!asked.ok() || asked->port != 0) return "";
+  std::ifstream in(std::filesystem::path(state_dir) / kAddressFile);
+  std::string previous;
+  if (!std::getline(in, previous)) return "";
+  absl::StatusOr<HostPort> was = ParseHostPort(previous);
+  if (!was.ok() || was->port == 0 || was->host != asked->host) return "";
+  return previous;
+}
+
 // How a second user gets going (`up` started as root runs their jobs as
 // their own accounts), and a warning if they cannot reach the CA copy.
 // The token command is `tiresias admin token create` (admin_token_command).
@@ -163,7 +186,22 @@ int RunUp(const UpFlags& f) {
   }
   // Secure, /metrics wants a token like everything else (the default;
   // --metrics-open opts out).
-  absl::StatusOr<RunningMaster> master = StartMaster(master_flags, &clock);
+  // On any free port, the previous run's first if it is free again.
+  const std::string previous = PreviousAddress(state_dir, master_flags.listen);
+  absl::StatusOr<RunningMaster> master = absl::UnavailableError("not started");
+  std::string moved;
+  if (!previous.empty()) {
+    MasterFlags again = master_flags;
+    again.listen = previous;
+    master = StartMaster(again, &clock);
+    if (!master.ok()) {
+      moved = absl::StrCat("  (its previous address, ", previous,
+                           ", is taken now: export TIRESIAS_MASTER again, or "
+                           "source ",
+                           state_dir, "/", kEnvFile, ")\n");
+    }
+  }
+  if (!master.ok()) master = StartMaster(master_flags, &clock);
   if (!master.ok()) return cli::Fail(std::string(master.status().message()));
 
   std::vector<std::unique_ptr<AgentDaemon>> agents;
@@ -258,6 +296,10 @@ int RunUp(const UpFlags& f) {
     }
     absl::StrAppend(&exports, "  export TIRESIAS_CA=", *public_ca, "\n",
                     "  export TIRESIAS_TOKEN_FILE=", token_file, "\n");
+    if (moved.empty()) {
+      absl::StrAppend(&exports, "  (or: source ", state_dir, "/", kEnvFile,
+                      ")\n");
+    }
     // Not root, every job runs as this user: no one else's to run.
     if (geteuid() == 0) {
       absl::StrAppend(&exports, OtherUsersNote(master->address, *public_ca));
@@ -266,10 +308,31 @@ int RunUp(const UpFlags& f) {
     absl::StrAppend(&exports,
                     "  (--insecure: no TLS, no authentication)\n");
   }
+  // The address for the next run, and the exports for a shell to source
+  // (no secret: the token stays in its own file).
+  const std::filesystem::path state_path(state_dir);
+  std::string env_lines;
+  for (absl::string_view line : absl::StrSplit(exports, '\n')) {
+    if (absl::StartsWith(line, "  export ")) {
+      absl::StrAppend(&env_lines, line.substr(2), "\n");
+    }
+  }
+  if (absl::Status kept = security::WriteFileAtomically(
+          (state_path / kAddressFile).string(), master->address + "\n", 0644);
+      !kept.ok()) {
+    std::fprintf(stderr, "tiresias up: %s\n",
+                 std::string(kept.message()).c_str());
+  }
+  if (absl::Status kept = security::WriteFileAtomically(
+          (state_path / kEnvFile).string(), env_lines, 0644);
+      !kept.ok()) {
+    std::fprintf(stderr, "tiresias up: %s\n",
+                 std::string(kept.message()).c_str());
+  }
   std::printf(
       "tiresias up: master on %s, %d agent(s) x %d emulated GPUs, state in "
       "%s\n"
-      "%s"
+      "%s%s"
       "  tiresias submit --gpus 1 -- /usr/bin/python3 %s "
       "--steps 200 --step-time 0.1\n"
       "  tiresias jobs; tiresias nodes\n"
@@ -278,7 +341,7 @@ int RunUp(const UpFlags& f) {
       "  dashboard: %s%s\n"
       "Ctrl-C stops the cluster.\n",
       master->address.c_str(), f.agents, f.gpus, state_dir.c_str(),
-      exports.c_str(), ExampleJob().c_str(),
+      exports.c_str(), moved.c_str(), ExampleJob().c_str(),
       master->http ? master->http_address.c_str() : "(off)",
       metrics_note.c_str(), dashboard_url.c_str(),
       dashboard.ok() ? dashboard_note.c_str() : "");

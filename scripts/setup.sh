@@ -15,7 +15,7 @@ packages=(
   python3-torch python3-torchvision
   libibverbs-dev
   clang-14  # scripts/check_thread_safety.sh: the lock rules (GCC ignores them)
-  tmux  # tests/e2e/interactive_test.py: `tiresias run --pty` in a real terminal
+  tmux  # tests/e2e/interactive_test.py, readme_test.py: a real terminal
   podman crun uidmap  # `submit --image`: OCI containers (tests/e2e/container_test.py)
 )
 missing=()

@@ -84,8 +84,8 @@ absl::StatusOr<security::TlsConfig> AgentTls(const std::string& ca_dir,
 // Writes <state_dir>/public/ca.pem (0644, its folder 0755): the CA
 // certificate every user's client needs, out of the private state. Returns
 // its path.
-absl::StatusOr<std::string> WritePublicCa(const std::string& state_dir,
-                                          const std::string& ca_pem) {
+// <state_dir>/public, made 0755: what every user may read.
+absl::StatusOr<std::string> PublicDir(const std::string& state_dir) {
   const std::string dir =
       (std::filesystem::path(state_dir) / "public").string();
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -96,15 +96,22 @@ absl::StatusOr<std::string> WritePublicCa(const std::string& state_dir,
     return absl::PermissionDeniedError(
         absl::StrCat(dir, ": cannot set mode 0755: ", std::strerror(errno)));
   }
+  return dir;
+}
+
+absl::StatusOr<std::string> WritePublicCa(const std::string& state_dir,
+                                          const std::string& ca_pem) {
+  ASSIGN_OR_RETURN(const std::string dir, PublicDir(state_dir));
   const std::string path = dir + "/ca.pem";
   RETURN_IF_ERROR(security::WriteFileAtomically(path, ca_pem, 0644));
   return path;
 }
 
-// Where `up` keeps the address its master listened on (kAddressFile) and
-// the lines a client sources (kEnvFile), in its state folder.
+// Where `up` keeps the address its master listened on (kAddressFile, its
+// own) and the lines a client sources (kEnvFile, under public/, which
+// every user may read: no secret, the token stays in its own file).
 constexpr char kAddressFile[] = "master-address";
-constexpr char kEnvFile[] = "env";
+constexpr char kEnvFile[] = "public/env";
 
 // The address a previous `up` on `state_dir` listened on, when `listen`
 // asks for any free port (port 0) of the same host: reusing it keeps valid
@@ -195,10 +202,10 @@ int RunUp(const UpFlags& f) {
     again.listen = previous;
     master = StartMaster(again, &clock);
     if (!master.ok()) {
-      moved = absl::StrCat("  (its previous address, ", previous,
-                           ", is taken now: export TIRESIAS_MASTER again, or "
-                           "source ",
-                           state_dir, "/", kEnvFile, ")\n");
+      moved = absl::StrCat(
+          "  (its previous address, ", previous,
+          ", is taken now: export TIRESIAS_MASTER again, or source ",
+          (std::filesystem::path(state_dir) / kEnvFile).string(), ")\n");
     }
   }
   if (!master.ok()) master = StartMaster(master_flags, &clock);
@@ -276,6 +283,10 @@ int RunUp(const UpFlags& f) {
   // (made on the first run; the file stays).
   std::string exports = absl::StrCat("  export TIRESIAS_MASTER=",
                                      master->address, "\n");
+  const std::string env_path =
+      (std::filesystem::path(state_dir) / kEnvFile).string();
+  const std::string source_note =
+      absl::StrCat("  (or: source ", env_path, ")\n");
   const std::string token_file =
       (std::filesystem::path(state_dir) / "admin-token").string();
   std::string metrics_note;
@@ -296,10 +307,7 @@ int RunUp(const UpFlags& f) {
     }
     absl::StrAppend(&exports, "  export TIRESIAS_CA=", *public_ca, "\n",
                     "  export TIRESIAS_TOKEN_FILE=", token_file, "\n");
-    if (moved.empty()) {
-      absl::StrAppend(&exports, "  (or: source ", state_dir, "/", kEnvFile,
-                      ")\n");
-    }
+    if (moved.empty()) absl::StrAppend(&exports, source_note);
     // Not root, every job runs as this user: no one else's to run.
     if (geteuid() == 0) {
       absl::StrAppend(&exports, OtherUsersNote(master->address, *public_ca));
@@ -307,25 +315,28 @@ int RunUp(const UpFlags& f) {
   } else {
     absl::StrAppend(&exports,
                     "  (--insecure: no TLS, no authentication)\n");
+    if (moved.empty()) absl::StrAppend(&exports, source_note);
   }
-  // The address for the next run, and the exports for a shell to source
-  // (no secret: the token stays in its own file).
-  const std::filesystem::path state_path(state_dir);
-  std::string env_lines;
+  // The address for the next run, and the exports for a shell to source:
+  // first unsetting what belongs to another cluster (a secure one's CA and
+  // tokens, for an insecure master), then the lines printed.
+  std::string env_lines =
+      master_flags.insecure
+          ? "unset TIRESIAS_CA TIRESIAS_TOKEN TIRESIAS_TOKEN_FILE\n"
+          : "unset TIRESIAS_TOKEN\n";
   for (absl::string_view line : absl::StrSplit(exports, '\n')) {
     if (absl::StartsWith(line, "  export ")) {
       absl::StrAppend(&env_lines, line.substr(2), "\n");
     }
   }
-  if (absl::Status kept = security::WriteFileAtomically(
-          (state_path / kAddressFile).string(), master->address + "\n", 0644);
-      !kept.ok()) {
-    std::fprintf(stderr, "tiresias up: %s\n",
-                 std::string(kept.message()).c_str());
+  absl::Status kept = security::WriteFileAtomically(
+      (std::filesystem::path(state_dir) / kAddressFile).string(),
+      master->address + "\n", 0600);
+  if (kept.ok()) kept = PublicDir(state_dir).status();
+  if (kept.ok()) {
+    kept = security::WriteFileAtomically(env_path, env_lines, 0644);
   }
-  if (absl::Status kept = security::WriteFileAtomically(
-          (state_path / kEnvFile).string(), env_lines, 0644);
-      !kept.ok()) {
+  if (!kept.ok()) {
     std::fprintf(stderr, "tiresias up: %s\n",
                  std::string(kept.message()).c_str());
   }

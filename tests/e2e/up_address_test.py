@@ -2,7 +2,7 @@
 """End to end, a restarted `tiresias up --listen 127.0.0.1:0` (secure, its
 default) keeps the address its users exported: it listens on its previous
 port again when that is free, and when another program has taken it, says
-so and writes the new one to <state>/env for a shell to source. Judged
+so and writes the new one to <state>/public/env for a shell to source. Judged
 from outside: which port answers `tiresias nodes` with the exports a user
 sourced.
 
@@ -54,12 +54,13 @@ def stop(up):
 
 
 def nodes_with_sourced_env(binary, state):
-    """`tiresias nodes` in a shell that sourced <state>/env, without the
+    """`tiresias nodes` in a shell that sourced <state>/public/env, without the
     caller's TIRESIAS_*."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("TIRESIAS_")}
     return subprocess.run(
-        ["/bin/sh", "-c", '. "$1/env" && "$2" nodes', "sh", state, binary],
+        ["/bin/sh", "-c", '. "$1/public/env" && "$2" nodes', "sh", state,
+         binary],
         env=env, capture_output=True, text=True, timeout=60)
 
 

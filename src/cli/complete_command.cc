@@ -39,8 +39,12 @@ void PrintNodeNames(cli::MasterClient& client) {
   v1::ListNodesResponse resp;
   if (!client.stub().ListNodes(ctx.get(), {}, &resp).ok()) return;
   for (const v1::Node& node : resp.nodes()) {
-    // A name the shell would split or expand is left out.
-    if (node.name().find_first_of(" \t\n'\"\\$`*?[") != std::string::npos) {
+    // Only names made of what no shell expands (the completion reads them
+    // as data, but a terminal may not).
+    if (node.name().empty() ||
+        node.name().find_first_not_of(
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+            "._:@+-") != std::string::npos) {
       continue;
     }
     std::printf("%s\n", node.name().c_str());

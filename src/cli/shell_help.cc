@@ -163,7 +163,7 @@ _tiresias() {
     choices=$(_tiresias_words choice "${path:+$path }$opt")
     dynamic=$(_tiresias_words dyn "${path:+$path }$opt")
     if [[ -n $dynamic ]]; then
-      COMPREPLY=($(compgen -W "$(_tiresias_ask "$dynamic")" -- "$cur"))
+      _tiresias_offer "$dynamic"
     elif [[ -n $choices ]]; then
       COMPREPLY=($(compgen -W "$choices" -- "$cur"))
     else
@@ -180,16 +180,29 @@ _tiresias() {
   dynamic=$(_tiresias_words posdyn "$path")
   COMPREPLY=($(compgen -W "$subs" -- "$cur"))
   if [[ -n $dynamic ]]; then
-    COMPREPLY+=($(compgen -W "$(_tiresias_ask "$dynamic")" -- "$cur"))
+    _tiresias_offer "$dynamic"
   elif [[ -z $subs || -n $(_tiresias_words pos "$path") ]]; then
     COMPREPLY+=($(compgen -f -- "$cur"))
   fi
   return 0
 }
-# The master's job ids or node names, from the command being completed
-# (nothing, quietly, when it does not answer within its deadline).
-_tiresias_ask() {
-  "${COMP_WORDS[0]}" __complete "$1" 2>/dev/null
+# Adds to COMPREPLY the master's job ids or node names that start with
+# $cur, asked of the command being completed (of the --master typed, if
+# any; nothing, quietly, when it does not answer within its deadline).
+# Read line by line, never through compgen -W, which would expand what
+# the master says (a node named "x<(cmd)" would run cmd).
+_tiresias_offer() {
+  local i w master=()
+  for ((i = 1; i < ${#COMP_WORDS[@]} - 1; i++)); do
+    if [[ ${COMP_WORDS[i]} == --master ]]; then
+      w=${COMP_WORDS[i+1]}
+      [[ $w == "=" ]] && w=${COMP_WORDS[i+2]}
+      master=(--master "$w")
+    fi
+  done
+  while IFS= read -r w; do
+    [[ $w == "$cur"* ]] && COMPREPLY+=("$w")
+  done < <("${COMP_WORDS[0]}" __complete "${master[@]}" "$1" 2>/dev/null)
 }
 complete -o filenames -F _tiresias tiresias
 )bash";

@@ -56,7 +56,8 @@ class ShellHelpTest : public ::testing::Test {
         << "#!/bin/sh\n"
            "[ \"$1\" = __complete ] || exit 1\n"
            "case $2 in jobs) printf '12\\n13\\n7\\n' ;;\n"
-           "nodes) printf 'gpu1\\ngpu2\\n' ;; esac\n";
+           "nodes) printf 'gpu1\\ngpu2\\ngx<({touch,PWNED})\\n' ;; "
+           "esac\n";
     fs::permissions(dir_ / "tool", fs::perms::owner_all);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -147,8 +148,11 @@ TEST_F(ShellHelpTest, CompletesJobIdsAndNodeNamesFromTheBinary) {
   EXPECT_THAT(Complete("./tool cancel "), ElementsAre("12", "13", "7"));
   EXPECT_THAT(Complete("./tool cancel 1"), ElementsAre("12", "13"));
   EXPECT_THAT(Complete("./tool cancel 12 "), ElementsAre("12", "13", "7"));
+  // What the master says is offered as it is, never expanded: the node
+  // named "gx<({touch,PWNED})" runs nothing.
   EXPECT_THAT(Complete("./tool cancel --nodelist g"),
-              ElementsAre("gpu1", "gpu2"));
+              ElementsAre("gpu1", "gpu2", "gx<({touch,PWNED})"));
+  EXPECT_FALSE(fs::exists(dir_ / "PWNED"));
   EXPECT_THAT(Complete("./tool cancel -w=gpu2"), ElementsAre("gpu2"));
   EXPECT_THAT(Complete("./tool cancel fi"), ElementsAre());
   // A binary that answers nothing (a master down) completes nothing.

@@ -109,6 +109,12 @@ double NextTimeOfDay(double now, int hour, int minute, int second) {
   return now;  // not reached
 }
 
+// Unix seconds a begin time may name: from 2001-09-09 (so that 20240105,
+// a date without its dashes, is not taken for 1970) to 2^33 (2242, the
+// master's limit).
+constexpr double kEarliestUnixBegin = 1e9;
+constexpr double kLatestBegin = 8589934592.0;
+
 // Seconds in one `unit` of "now+N<unit>"; 0 for none known.
 double UnitSeconds(std::string_view unit) {
   if (unit.empty() || unit == "s" || unit == "sec" || unit == "seconds") {
@@ -135,7 +141,8 @@ absl::StatusOr<double> ParseBeginTime(std::string_view flag,
         digits == std::string::npos ? ""
                                     : std::string_view(rest).substr(digits));
     double n = 0;
-    if (!number.empty() && unit > 0 && absl::SimpleAtod(number, &n)) {
+    if (!number.empty() && unit > 0 && absl::SimpleAtod(number, &n) &&
+        now + n * unit <= kLatestBegin) {
       return now + n * unit;
     }
   } else if (value == "midnight" || value == "tomorrow") {
@@ -163,8 +170,9 @@ absl::StatusOr<double> ParseBeginTime(std::string_view flag,
       if (date.ok()) return date;
     } else if (!value.empty() &&
                value.find_first_not_of("0123456789.") == std::string::npos &&
-               absl::SimpleAtod(value, &t) && std::isfinite(t)) {
-      return t;
+               absl::SimpleAtod(value, &t) && t >= kEarliestUnixBegin &&
+               t <= kLatestBegin) {
+      return t;  // Unix seconds; a smaller number is likely a date typo
     }
   }
   return absl::InvalidArgumentError(absl::StrCat(

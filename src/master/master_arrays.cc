@@ -39,7 +39,9 @@ absl::Status MasterState::JoinArraySlots(const JobRecord& rec) {
   if (!Limited(rec)) return absl::OkStatus();
   ArraySlots& slots = array_slots_[rec.array_id];
   slots.max_running = rec.spec.array.max_running;
-  if (!rec.held &&
+  // A job held by its user or waiting for its begin time takes no slot
+  // (Slurm's throttle counts what may run): its siblings may run meanwhile.
+  if (!rec.held && !WaitsForBegin(rec) &&
       static_cast<int>(slots.holding.size()) < slots.max_running) {
     slots.holding.insert(rec.id);
     return absl::OkStatus();
@@ -53,6 +55,7 @@ void MasterState::PlanArraySlots(const std::vector<JobRecord>& jobs) {
   // must count as running whatever the limit says (running, being
   // re-adopted, being cancelled), then those that ran (they resume from a
   // checkpoint), then the rest.
+  const Seconds now = clock_->NowUnixSeconds();
   auto round = [&](auto takes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const JobRecord& rec : jobs) {
       if (!Limited(rec) || !takes(rec)) continue;
@@ -63,8 +66,10 @@ void MasterState::PlanArraySlots(const std::vector<JobRecord>& jobs) {
       }
       const bool forced = rec.state == JobRecordState::kRunning ||
                           rec.cancel_requested;
-      if (forced || (!rec.held && static_cast<int>(slots.holding.size()) <
-                                      slots.max_running)) {
+      const bool begins_later = rec.attempt == 0 && rec.spec.begin > now;
+      if (forced ||
+          (!rec.held && !begins_later &&
+           static_cast<int>(slots.holding.size()) < slots.max_running)) {
         slots.holding.insert(rec.id);
       } else {
         slots.queued.insert(rec.id);
@@ -122,17 +127,15 @@ void MasterState::RefillArraySlots(Seconds now) {
         q = slots.queued.erase(q);  // ended: Finalize let it go already
         continue;
       }
-      if (rec->second.held) {
-        ++q;  // a user's hold: it waits for its release
+      if (rec->second.held || WaitsForBegin(rec->second)) {
+        ++q;  // a user's hold, a begin time: it waits for either to lift
         continue;
       }
       q = slots.queued.erase(q);
       slots.holding.insert(id);
       // Still held while it waits for its dependencies (which release it
       // once met, seeing it holds a slot).
-      if (dependency_waits_.contains(id) || WaitsForBegin(rec->second)) {
-        continue;
-      }
+      if (dependency_waits_.contains(id)) continue;
       // Fails only for a job the scheduler no longer has, which an
       // unfinished record excludes.
       if (absl::Status released = scheduler_->Release(id, now);

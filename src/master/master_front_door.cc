@@ -258,8 +258,9 @@ absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
   const JobRecord& admitted = records_[rec.id] = std::move(rec);
   ++ended_.jobs;  // counts every job ever accepted
   ended_.max_id = std::max(ended_.max_id, created.id);
-  RETURN_IF_ERROR(JoinArraySlots(admitted));
+  // Its begin time first: a job that begins later takes no array slot.
   RETURN_IF_ERROR(WaitForBegin(admitted, now));
+  RETURN_IF_ERROR(JoinArraySlots(admitted));
   return WaitForDependencies(admitted);
 }
 

@@ -156,6 +156,9 @@ absl::StatusOr<JobRecord> MasterState::ModifyJob(JobId id,
                      after.qos != before.qos;
   const bool waited = WaitsForBegin(rec);
   rec.spec = std::move(after);
+  // Written with the record at the next Commit whatever follows.
+  respecified_.insert(id);
+  MarkDirty(id);
   if (rekey) {
     Job updated = *job;
     updated.Respecify(SchedulerSpecOf(rec));
@@ -164,13 +167,16 @@ absl::StatusOr<JobRecord> MasterState::ModifyJob(JobId id,
   if (rec.spec.begin != before.begin) {
     if (waited) begin_waits_.erase({before.begin, id});
     RETURN_IF_ERROR(WaitForBegin(rec, now));
-    // Its begin time moved into the past: it runs unless held otherwise.
-    if (waited && !WaitsForBegin(rec) && MayRelease(rec)) {
-      RETURN_IF_ERROR(scheduler_->Release(id, now));
+    if (WaitsForBegin(rec)) {
+      // Begins later: its array slot, if it held one, goes to a sibling.
+      LeaveArraySlot(rec, /*held=*/true);
+    } else if (waited) {
+      // Its begin time moved into the past: it runs unless held otherwise,
+      // and may take its array's next free slot.
+      if (WaitsForArraySlot(rec)) array_refills_.insert(rec.array_id);
+      if (MayRelease(rec)) RETURN_IF_ERROR(scheduler_->Release(id, now));
     }
   }
-  respecified_.insert(id);
-  MarkDirty(id);
   AddEvent(id, now, EventKind::kModified, what);
   pass_wanted_ = true;
   RETURN_IF_ERROR(Commit());
@@ -203,6 +209,8 @@ void MasterState::ReleaseDueBegins(Seconds now) {
     auto it = records_.find(id);
     if (it == records_.end() || IsFinal(it->second.state)) continue;
     JobRecord& rec = it->second;
+    // A job of a limited array now takes the next free slot first.
+    if (WaitsForArraySlot(rec)) array_refills_.insert(rec.array_id);
     const bool runs = MayRelease(rec);
     if (runs) {
       // Held by WaitForBegin; fails only for a job the scheduler no

@@ -2,9 +2,11 @@
 // begin times (`submit --begin`), with a fake clock, real SQLite and
 // agents' reports by hand: what starts, when, and what a restarted master
 // remembers.
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "master_test_util.h"
 
@@ -230,6 +232,49 @@ TEST_F(ModifyJobTest, OnlyAWaitingJobCanChangeAndOnlyToAValidRequest) {
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->spec.gpus_per_node, 1);
   EXPECT_EQ(ok->spec.time_limit, Seconds{60});
+}
+
+// An array of 4 with at most 2 running on a 4-GPU node: its first two
+// jobs moved to begin an hour later give their slots to the other two; one
+// moved back waits for a slot, and takes the first one freed.
+TEST_F(ModifyJobTest, AJobWaitingForItsBeginTimeTakesNoArraySlot) {
+  Open();
+  const int64_t n1 = Register("n1", 4);
+  JobRequest spec = Spec(1);
+  spec.array.indices = "0-3";
+  spec.array.max_running = 2;
+  spec.hold = true;  // so that nothing starts before the updates
+  const JobId first = Submit(spec);
+  for (JobId id = first; id < first + 4; ++id) {
+    if (id < first + 2) {
+      ASSERT_TRUE(Modify(id, {.begin = Seconds{1000 + 3600}}).ok());
+    }
+    ASSERT_TRUE(master_
+                    ->UpdateJobs(JobAction::kRelease, {id},
+                                 [](const JobRecord&) { return true; })
+                    .ok());
+  }
+  Pass();
+  std::vector<JobId> started = Started(n1);
+  std::sort(started.begin(), started.end());
+  EXPECT_EQ(started, (std::vector<JobId>{first + 2, first + 3}));
+  EXPECT_EQ(Get(first).pending_reason_kind,
+            static_cast<int>(PendingReasonKind::kBeginTime));
+  // Back to now: the array's two slots are taken, so it waits for one.
+  ASSERT_TRUE(Modify(first, {.begin = Seconds{0}}).ok());
+  Pass();
+  EXPECT_EQ(Get(first).pending_reason_kind,
+            static_cast<int>(PendingReasonKind::kArrayLimit));
+  Beat(n1, {Task(first + 2, 1, 0, v1::TASK_STATE_EXITED, {0}, 0, 1000.0),
+            Task(first + 3, 1, 0, TASK_STATE_RUNNING, {1}, {}, 1000.0)});
+  Pass();
+  started.clear();
+  for (const v1::StartTask& start : Starts(Beat(
+           n1, {Task(first + 3, 1, 0, TASK_STATE_RUNNING, {1}, {}, 1000.0)}))) {
+    started.push_back(start.task().job_id());
+  }
+  EXPECT_THAT(started, testing::Contains(first));
+  EXPECT_THAT(started, testing::Not(testing::Contains(first + 1)));
 }
 
 // A job that has run has begun: a begin time no longer applies to it.

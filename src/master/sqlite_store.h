@@ -148,8 +148,9 @@ class SqliteStore final : public Store {
   // The profile stored for `signature`, if any.
   absl::StatusOr<std::optional<JobProfile>> ProfileBySignatureLocked(
       const std::string& signature) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `encoded_spec`: job.spec's EncodeSpec.
   absl::StatusOr<JobId> InsertJobLocked(
-      const NewJob& job, Seconds submit_time,
+      const NewJob& job, const std::string& encoded_spec, Seconds submit_time,
       const std::optional<JobProfile>& profile, JobId array_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A table of (name TEXT PRIMARY KEY, config BLOB) rows: VCs and QOS

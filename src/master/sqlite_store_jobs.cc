@@ -60,6 +60,8 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
   MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   JobId array_id = 0;  // of the array the jobs being written belong to
+  std::string array_spec;                   // the last job's encoded spec
+  std::optional<JobProfile> array_profile;  // and its profile
   for (size_t i = 0; i < jobs.size(); ++i) {
     const NewJob& job = jobs[i];
     if (job.starts_array) array_id = 0;
@@ -83,10 +85,19 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
         continue;
       }
     }
-    ASSIGN_OR_RETURN(std::optional<JobProfile> profile,
-                     ProfileBySignatureLocked(JobSignature(job.spec)));
-    ASSIGN_OR_RETURN(JobId id, InsertJobLocked(job, submit_time, profile,
-                                               job.array_index ? array_id : 0));
+    // A job of an array after its first has the first's spec (NewJob): its
+    // profile and bytes are the first's, found and encoded once.
+    const bool same_as_first = job.array_index && !job.starts_array &&
+                               array_id != 0 && !array_spec.empty();
+    if (!same_as_first) {
+      ASSIGN_OR_RETURN(array_profile,
+                       ProfileBySignatureLocked(JobSignature(job.spec)));
+      array_spec = store_internal::EncodeSpec(job.spec);
+    }
+    const std::optional<JobProfile>& profile = array_profile;
+    ASSIGN_OR_RETURN(JobId id,
+                     InsertJobLocked(job, array_spec, submit_time, profile,
+                                     job.array_index ? array_id : 0));
     if (job.starts_array) array_id = id;
     out[i] = CreatedJob{id, false, profile};
     if (job.array_index) out[i]->array_id = array_id;
@@ -96,7 +107,7 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
 }
 
 absl::StatusOr<JobId> SqliteStore::InsertJobLocked(
-    const NewJob& job, Seconds submit_time,
+    const NewJob& job, const std::string& encoded_spec, Seconds submit_time,
     const std::optional<JobProfile>& profile, JobId array_id) {
   const JobRequest& spec = job.spec;
   {
@@ -114,7 +125,7 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(
     insert.Bind(1, spec.name)
         .Bind(2, spec.user)
         .Bind(3, int64_t{spec.num_gpus})
-        .BindBlob(4, store_internal::EncodeSpec(spec))
+        .BindBlob(4, encoded_spec)
         .Bind(5, submit_time.count())
         .Bind(6, request_id)
         .Bind(7, profile_json)

@@ -96,6 +96,8 @@ struct NewJob {
   // A job of an array (spec.array): its index. The array's jobs follow one
   // another in a batch, the first with `starts_array`: its id becomes the
   // array's id (JobRecord::array_id), stored with every job of the array.
+  // Every job of an array has the first's spec: the store may encode it
+  // and look its profile up once.
   std::optional<int> array_index;
   bool starts_array = false;
 };

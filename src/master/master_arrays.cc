@@ -18,7 +18,6 @@
 // Nothing here is stored: the limit is part of each job's stored spec, and
 // a restarted master hands the slots out again (Load, PlanArraySlots):
 // first to the jobs that were running, then to those that ran, then by id.
-#include <cstdio>
 #include <set>
 #include <utility>
 #include <vector>
@@ -136,15 +135,7 @@ void MasterState::RefillArraySlots(Seconds now) {
       // Still held while it waits for its dependencies (which release it
       // once met, seeing it holds a slot).
       if (dependency_waits_.contains(id)) continue;
-      // Fails only for a job the scheduler no longer has, which an
-      // unfinished record excludes.
-      if (absl::Status released = scheduler_->Release(id, now);
-          !released.ok()) {
-        std::fprintf(stderr, "tiresias master: invariant: job %lld: %s\n",
-                     static_cast<long long>(id),
-                     std::string(released.message()).c_str());
-      }
-      pass_wanted_ = true;
+      ReleaseHold(id, now);
     }
     if (slots.holding.empty() && slots.queued.empty()) array_slots_.erase(it);
   }

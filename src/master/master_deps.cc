@@ -165,16 +165,7 @@ void MasterState::ResolveDependencies(Seconds now) {
       // Still held if the user held it, or it waits for a slot of its
       // array (RefillArraySlots releases it then), or its begin time is
       // ahead (ReleaseDueBegins).
-      if (MayRelease(rec)) {
-        // Held above (WaitForDependencies); fails only for a job the
-        // scheduler no longer has, which a waiting record excludes.
-        if (absl::Status released = scheduler_->Release(id, now);
-            !released.ok()) {
-          std::fprintf(stderr, "tiresias master: invariant: job %lld: %s\n",
-                       static_cast<long long>(id),
-                       std::string(released.message()).c_str());
-        }
-      }
+      if (MayRelease(rec)) ReleaseHold(id, now);  // held by WaitForDependencies
       AddEvent(id, now, EventKind::kDependency,
                absl::StrCat("dependencies met (", FormatDependencies(deps),
                             ")", rec.held ? "; still held by user" : ""));

@@ -197,6 +197,15 @@ bool MasterState::WaitsForBegin(const JobRecord& rec) const {
          begin_waits_.contains({rec.spec.begin, rec.id});
 }
 
+void MasterState::ReleaseHold(JobId id, Seconds now) {
+  if (absl::Status released = scheduler_->Release(id, now); !released.ok()) {
+    std::fprintf(stderr, "tiresias master: invariant: job %lld: %s\n",
+                 static_cast<long long>(id),
+                 std::string(released.message()).c_str());
+  }
+  pass_wanted_ = true;
+}
+
 bool MasterState::MayRelease(const JobRecord& rec) const {
   return !rec.held && !dependency_waits_.contains(rec.id) &&
          !WaitsForArraySlot(rec) && !WaitsForBegin(rec);
@@ -212,17 +221,7 @@ void MasterState::ReleaseDueBegins(Seconds now) {
     // A job of a limited array now takes the next free slot first.
     if (WaitsForArraySlot(rec)) array_refills_.insert(rec.array_id);
     const bool runs = MayRelease(rec);
-    if (runs) {
-      // Held by WaitForBegin; fails only for a job the scheduler no
-      // longer has, which an unfinished record excludes.
-      if (absl::Status released = scheduler_->Release(id, now);
-          !released.ok()) {
-        std::fprintf(stderr, "tiresias master: invariant: job %lld: %s\n",
-                     static_cast<long long>(id),
-                     std::string(released.message()).c_str());
-      }
-      pass_wanted_ = true;
-    }
+    if (runs) ReleaseHold(id, now);  // held by WaitForBegin
     AddEvent(id, now, EventKind::kBegin,
              runs ? "its begin time came"
                   : "its begin time came; still held otherwise");

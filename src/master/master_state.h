@@ -717,6 +717,11 @@ class MasterState {
   // running: no user's hold, dependency, array slot or begin time.
   bool MayRelease(const JobRecord& rec) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Lifts the scheduler's hold of unfinished job `id` (its last reason is
+  // gone) and asks for a pass. Fails only for a job the scheduler no
+  // longer has, which an unfinished record excludes: logged as a broken
+  // invariant.
+  void ReleaseHold(JobId id, Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Job arrays' running limits (master_arrays.cc). A job of an array with
   // a limit (JobArraySpec::max_running) holds one of the array's slots

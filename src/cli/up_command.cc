@@ -81,9 +81,6 @@ absl::StatusOr<security::TlsConfig> AgentTls(const std::string& ca_dir,
   return security::LoadTlsDir(dir, "agent");
 }
 
-// Writes <state_dir>/public/ca.pem (0644, its folder 0755): the CA
-// certificate every user's client needs, out of the private state. Returns
-// its path.
 // <state_dir>/public, made 0755: what every user may read.
 absl::StatusOr<std::string> PublicDir(const std::string& state_dir) {
   const std::string dir =
@@ -99,6 +96,9 @@ absl::StatusOr<std::string> PublicDir(const std::string& state_dir) {
   return dir;
 }
 
+// Writes <state_dir>/public/ca.pem (0644, its folder 0755): the CA
+// certificate every user's client needs, out of the private state. Returns
+// its path.
 absl::StatusOr<std::string> WritePublicCa(const std::string& state_dir,
                                           const std::string& ca_pem) {
   ASSIGN_OR_RETURN(const std::string dir, PublicDir(state_dir));

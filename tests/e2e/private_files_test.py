@@ -7,7 +7,8 @@ A secure `tiresias up` (TLS, tokens: its defaults) started as root, with no
 running a job of a throwaway second user whose environment holds a secret:
 
 - every file and folder under each state dir is closed to group and others
-  (a folder may be traversable, 0711), except `up`'s public CA copy;
+  (a folder may be traversable, 0711), except `up`'s public CA copy and
+  its exports to source (public/env: no token in it);
 - the second user cannot read state.db, state.db-wal, the admin token, a
   private key or the agent's token;
 - the public CA copy works for that user's `tiresias whoami`, and `up`
@@ -305,7 +306,15 @@ def run_up(binary, workdir, homed, homeless):
             fail("the secret is in neither state.db nor its WAL: the test "
                  "reads the wrong files")
         public_dir = os.path.dirname(public_ca)
-        check_modes(state, public=(public_dir, public_ca),
+        public_env = os.path.join(public_dir, "env")
+        with open(public_env) as f:
+            exports = f.read()
+        with open(os.path.join(state, "admin-token")) as f:
+            admin_token = f.read().strip()
+        if "TIRESIAS_MASTER=" not in exports or admin_token in exports:
+            fail("public/env: no master address, or the admin token:\n" +
+                 exports)
+        check_modes(state, public=(public_dir, public_ca, public_env),
                     skip=(os.path.dirname(os.path.dirname(ckpts[homeless])),))
         keys = [os.path.join(d, n) for d, _, ns in
                 os.walk(os.path.join(state, "tls")) for n in ns
@@ -320,7 +329,7 @@ def run_up(binary, workdir, homed, homeless):
     finally:
         stop(up)
         out.close()
-    check_modes(state, public=(public_dir, public_ca),
+    check_modes(state, public=(public_dir, public_ca, public_env),
                 skip=(os.path.dirname(os.path.dirname(ckpts[homeless])),))
 
     # A fresh state: job 1 again, in a checkpoint dir of its own.

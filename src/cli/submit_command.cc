@@ -130,6 +130,15 @@ absl::Status ResolveShape(const SubmitFlags& f, JobRequest* spec) {
   return absl::OkStatus();
 }
 
+// --begin as an instant (0: none given), read once per submit.
+absl::StatusOr<Seconds> BeginFromFlag(const SubmitFlags& f) {
+  if (f.begin.empty()) return Seconds{0};
+  absl::StatusOr<double> begin =
+      cli::ParseBeginTime("--begin", f.begin, cli::NowUnixSeconds());
+  if (!begin.ok()) return begin.status();
+  return Seconds{*begin};
+}
+
 }  // namespace
 
 namespace cli {
@@ -158,12 +167,7 @@ absl::StatusOr<JobRequest> SpecFromFlags(const SubmitFlags& f,
     if (!limit.ok()) return limit.status();
     spec.time_limit = Seconds{*limit};
   }
-  if (!f.begin.empty()) {
-    absl::StatusOr<double> begin =
-        cli::ParseBeginTime("--begin", f.begin, cli::NowUnixSeconds());
-    if (!begin.ok()) return begin.status();
-    spec.begin = Seconds{*begin};
-  }
+  ASSIGN_OR_RETURN(spec.begin, BeginFromFlag(f));
   if (!f.signal.empty()) {
     absl::StatusOr<WarnSignal> warn = ParseWarnSignal(f.signal);
     if (!warn.ok()) {
@@ -405,17 +409,15 @@ int SubmitFile(const SubmitFlags& f) {
   absl::StatusOr<std::vector<cli::JobFileEntry>> entries =
       cli::ReadJobFile(f.file, cli::OwnerToSend(*creds), *cwd);
   if (!entries.ok()) return Fail(std::string(entries.status().message()));
-  // --vc and --qos: those of every job whose line names none.
+  // --vc, --qos, --image, --begin and --notify: those of every job whose
+  // line names none.
+  absl::StatusOr<Seconds> begin = BeginFromFlag(f);
+  if (!begin.ok()) return Fail(std::string(begin.status().message()));
   for (cli::JobFileEntry& entry : *entries) {
     if (entry.spec.vc.empty()) entry.spec.vc = f.vc;
     if (entry.spec.qos.empty()) entry.spec.qos = f.qos;
     if (entry.spec.image.empty()) entry.spec.image = f.image;
-    if (!f.begin.empty() && entry.spec.begin <= Seconds{0}) {
-      absl::StatusOr<double> begin =
-          cli::ParseBeginTime("--begin", f.begin, cli::NowUnixSeconds());
-      if (!begin.ok()) return Fail(std::string(begin.status().message()));
-      entry.spec.begin = Seconds{*begin};
-    }
+    if (entry.spec.begin <= Seconds{0}) entry.spec.begin = *begin;
     if (entry.spec.notify.empty()) {
       entry.spec.notify = f.notify;
       entry.spec.notify_on = f.notify_on;

@@ -30,7 +30,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_cluster import fail, run_with_cluster  # noqa: E402
+from local_cluster import alive, fail, run_with_cluster  # noqa: E402
 
 # Appends "START <unix time> <pid> <restart count>" to $1, then runs the
 # rest of the arguments with exec (so the pid is the command's own).
@@ -42,15 +42,6 @@ def main():
     run_with_cluster(run, "tiresias-jobctl-", node_timeout=6,
                      policy="tiresias-l", grace=2,
                      master_args=["--thresholds", "2"])
-
-
-def alive(pid):
-    """Whether process `pid` runs (a zombie counts as dead)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
 
 
 def starts(path):

@@ -42,6 +42,15 @@ def fail(message):
     sys.exit(1)
 
 
+def alive(pid):
+    """Whether process `pid` runs (a zombie counts as dead)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
 def run_with_cluster(run, prefix, **cluster_options):
     """The body of a test's main(): `run(cluster)` on a fresh Cluster in a
     temporary folder (binary from argv[1]), everything stopped after."""

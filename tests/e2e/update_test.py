@@ -28,9 +28,9 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_cluster import (admin_env, cli, fail, free_port,  # noqa: E402
-                           run_as_throwaway_users, secure_up, user_session,
-                           wait_until)
+from local_cluster import (admin_env, alive, cli, fail,  # noqa: E402
+                           free_port, run_as_throwaway_users, secure_up,
+                           user_session, wait_until)
 
 # Appends "START <unix time> <pid> <uid> <CUDA_VISIBLE_DEVICES>" to $1,
 # then runs the rest of the arguments with exec.
@@ -50,14 +50,6 @@ def starts(path):
                                 int(words[3]),
                                 words[4] if len(words) > 4 else ""))
     return out
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
 
 
 def submit(binary, env, home, tag, *flags, seconds=60):

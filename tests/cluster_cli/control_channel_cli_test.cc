@@ -93,6 +93,17 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
   return done();
 }
 
+// Whether `pid` has exited: no longer in /proc, or a zombie (which holds
+// no files).
+bool Exited(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  return paren == std::string::npos || stat.size() < paren + 3 ||
+         stat[paren + 2] == 'Z' || stat[paren + 2] == 'X';
+}
+
 class ControlChannelTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -300,6 +311,11 @@ TEST_F(ControlChannelTest, TheControlProcessKeepsNoTokenInItsEnvironment) {
       EXPECT_EQ(ControlProcesses(control_dir_), std::vector<pid_t>{control});
     }
     kill(control, SIGKILL);
+    // Gone for good, not only its argv: a dying process loses its memory
+    // (and /proc cmdline) before its files, so its socket can still take
+    // the next command's call for a moment and never answer it.
+    ASSERT_TRUE(
+        WaitFor([&] { return Exited(control); }, std::chrono::seconds(10)));
     ASSERT_TRUE(WaitFor([&] { return ControlProcesses(control_dir_).empty(); },
                         std::chrono::seconds(10)));
   }

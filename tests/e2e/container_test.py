@@ -251,7 +251,10 @@ def interactive(binary, workdir, env, home, uid):
         time.sleep(1)
         tmux.keys("C-c")
         tmux.keys("echo alive-$((6*7)) $(id -u)", "Enter")
-        tmux.wait_screen("^alive-42 %d$" % uid, "the shell after Ctrl-C")
+        # Typed before the shell drew its next prompt, the output follows
+        # that prompt on its line.
+        tmux.wait_screen(r"^(\S*[$#] )?alive-42 %d$" % uid,
+                         "the shell after Ctrl-C")
         if re.search("^slept$", tmux.screen(), re.M):
             fail("Ctrl-C did not stop the sleep:\n%s" % tmux.screen())
         tmux.keys("exit 3", "Enter")

@@ -1,15 +1,22 @@
 // `tiresias admin ca init` and `tiresias admin {master,agent,user}-cert
 // issue`: the cluster CA and the certificate folders it signs
-// (src/security/cert_dirs.h). Offline: no master needed.
+// (src/security/cert_dirs.h); `admin notify-key`, a user's webhook key.
+// Offline: no master needed.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/admin_command.h"
 #include "cli/cluster_client.h"
 #include "security/cert_dirs.h"
+#include "security/notify_key.h"
 #include "security/tokens.h"
 
 namespace tiresias {
@@ -141,7 +148,52 @@ void AddIssueCommand(CLI::App* admin, IdentityKind kind, int* exit_code) {
       [kind, flags, exit_code] { *exit_code = RunIssue(kind, *flags); });
 }
 
+struct NotifyKeyFlags {
+  std::string user;
+  std::string state_dir = "./tiresias-state";
+  std::string key_file;  // else <state_dir>/notify-key
+};
+
+// Prints `user`'s webhook key (UserNotifyKey) from the master's notify key
+// file, read, never made: a missing file is the master's to make.
+int RunNotifyKey(const NotifyKeyFlags& f) {
+  if (f.user.empty()) return cli::Fail("--user: expected a user's name");
+  const std::string path =
+      f.key_file.empty()
+          ? (std::filesystem::path(f.state_dir) / "notify-key").string()
+          : f.key_file;
+  std::ifstream in(path);
+  std::string key;
+  if (!in || !std::getline(in, key) || key.empty()) {
+    return cli::Fail(absl::StrCat(
+        path, ": cannot read the master's notify key (",
+        in ? "empty" : std::strerror(errno),
+        "); the master makes it when it first starts (--state-dir, "
+        "--notify-key-file)"));
+  }
+  std::printf("%s\n", security::UserNotifyKey(key, f.user).c_str());
+  return 0;
+}
+
 }  // namespace
+
+void AddAdminNotifyKeyCommand(CLI::App* admin, int* exit_code) {
+  auto f = std::make_shared<NotifyKeyFlags>();
+  CLI::App* cmd = admin->add_subcommand(
+      "notify-key",
+      "Print a user's webhook key: their jobs' webhooks (`submit --notify`) "
+      "are signed with it (X-Tiresias-Signature), and a receiver checks "
+      "them with it. Give it to the user as you give a token; it tells "
+      "nothing of another user's key or of the cluster's, which signs the "
+      "admin notices (--notify-admin). Offline: reads the master's key file");
+  cmd->add_option("--user", f->user, "The jobs' owner")->required();
+  cmd->add_option("--state-dir", f->state_dir,
+                  "The master's --state-dir, holding notify-key")
+      ->capture_default_str();
+  cmd->add_option("--notify-key-file", f->key_file,
+                  "The master's --notify-key-file, if it has one");
+  cmd->callback([f, exit_code] { *exit_code = RunNotifyKey(*f); });
+}
 
 void AddAdminCertCommands(CLI::App* admin, int* exit_code) {
   auto ca_flags = std::make_shared<CaInitFlags>();

@@ -15,6 +15,7 @@ CLI::App* AddAdminGroup(CLI::App& app) {
 void AddAdminCommands(CLI::App& app, int* exit_code) {
   CLI::App* admin = AddAdminGroup(app);
   AddAdminCertCommands(admin, exit_code);
+  AddAdminNotifyKeyCommand(admin, exit_code);
   AddAdminTokenCommands(admin, exit_code);
   AddAdminVcCommands(admin, exit_code);
   AddAdminQosCommands(admin, exit_code);

@@ -21,6 +21,9 @@ CLI::App* AddAdminGroup(CLI::App& app);
 // `admin ca init`, `admin master-cert issue`, `admin agent-cert issue`,
 // `admin user-cert issue` (admin_cert_command.cc).
 void AddAdminCertCommands(CLI::App* admin, int* exit_code);
+// `admin notify-key --user NAME`: a user's webhook key, from the master's
+// notify key file (admin_cert_command.cc).
+void AddAdminNotifyKeyCommand(CLI::App* admin, int* exit_code);
 
 // `admin token create|list|revoke` and `admin audit`: the master's Admin
 // API, with an admin's credentials (admin_token_command.cc).

@@ -259,9 +259,10 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
       ->capture_default_str();
   cmd->add_option("--job-port-base", f.job_port_base,
                   "A job's MASTER_PORT is this plus (16 x job id + attempt) "
-                  "mod 10000 on its rank 0's node (its processes' TF_CONFIG "
-                  "ports follow it): move it off ports other services or "
-                  "another cluster on the same hosts use")
+                  "mod 10000 on its rank 0's node, or the next port free of "
+                  "the cluster's other jobs on its nodes (its processes' "
+                  "TF_CONFIG ports follow it): move it off ports other "
+                  "services or another cluster on the same hosts use")
       ->capture_default_str();
   cmd->add_option("--max-nodes", f.max_nodes,
                   "Refuse a new node name beyond this many nodes")

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -111,6 +112,24 @@ absl::StatusOr<std::string> WritePublicCa(const std::string& state_dir,
 // own) and the lines a client sources (kEnvFile, under public/, which
 // every user may read: no secret, the token stays in its own file).
 constexpr char kAddressFile[] = "master-address";
+// And the --job-port-base it chose (JobPortBase).
+constexpr char kPortBaseFile[] = "job-port-base";
+
+// The first of the ports its jobs' processes listen on (MASTER_PORT and
+// the worker addresses, --job-port-base): the one a previous `up` on
+// `state_dir` chose, or a new one from 20000-21984 in steps of 16. Two
+// `up` clusters on one host (two users, two test runs) would otherwise
+// give their job 1 the same MASTER_PORT, and one job's ranks could meet
+// the other's rendezvous. The range keeps the ports (up to 10,000 above
+// it) below the kernel's ephemeral ports (32768 and up), which any
+// outgoing connection may hold.
+int JobPortBase(const std::string& state_dir) {
+  std::ifstream in(std::filesystem::path(state_dir) / kPortBaseFile);
+  int kept = 0;
+  if (in >> kept && kept >= 1024 && kept <= 55000) return kept;
+  std::random_device random;
+  return 20000 + 16 * static_cast<int>(random() % 125);
+}
 constexpr char kEnvFile[] = "public/env";
 
 // The address a previous `up` on `state_dir` listened on, when `listen`
@@ -190,6 +209,9 @@ int RunUp(const UpFlags& f) {
       (std::filesystem::path(state_dir) / "tls").string();
   if (!master_flags.insecure && master_flags.tls_dir.empty()) {
     master_flags.init_ca = tls_dir;
+  }
+  if (master_flags.job_port_base == 0) {
+    master_flags.job_port_base = JobPortBase(state_dir);
   }
   // Secure, /metrics wants a token like everything else (the default;
   // --metrics-open opts out).
@@ -332,6 +354,11 @@ int RunUp(const UpFlags& f) {
   absl::Status kept = security::WriteFileAtomically(
       (std::filesystem::path(state_dir) / kAddressFile).string(),
       master->address + "\n", 0600);
+  if (kept.ok() && f.master.job_port_base == 0) {
+    kept = security::WriteFileAtomically(
+        (std::filesystem::path(state_dir) / kPortBaseFile).string(),
+        absl::StrCat(master_flags.job_port_base, "\n"), 0600);
+  }
   if (kept.ok()) kept = PublicDir(state_dir).status();
   if (kept.ok()) {
     kept = security::WriteFileAtomically(env_path, env_lines, 0644);
@@ -415,7 +442,16 @@ void AddUpCommand(CLI::App& app, int* exit_code) {
       "need.");
   flags->master.state_dir = "./tiresias-up";
   flags->master.http_listen = "127.0.0.1:0";
+  flags->master.job_port_base = 0;  // JobPortBase's
   AddMasterFlags(cmd, &flags->master);
+  cmd->get_option("--job-port-base")
+      ->description(
+          "A job's MASTER_PORT is this plus (16 x job id + attempt) mod "
+          "10000, or the next free one on its nodes. By default `up` picks "
+          "one from 20000-21984 on its first run and keeps it in "
+          "--state-dir, so that two `up` clusters on one host seldom give "
+          "their jobs one port")
+      ->default_str("");
   cmd->add_option("--agents", flags->agents, "Number of agents (nodes)")
       ->capture_default_str();
   cmd->add_option("--gpus", flags->gpus, "Emulated GPUs per agent")

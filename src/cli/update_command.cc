@@ -138,8 +138,8 @@ void AddUpdateCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "update",
       "Change waiting jobs (Slurm's `scontrol update`): time limit, GPUs, "
-      "QOS or begin time. Only pending or preempted jobs (requeue --hold a "
-      "running one first); each keeps its id, queue and place");
+      "QOS or begin time; each keeps its id, queue and place. A running "
+      "job's time limit alone (requeue --hold it to change the rest)");
   cli::AddMasterFlag(cmd, &f->master);
   cmd->add_option("ids", f->ids,
                   "Job ids, or jobs of an array as ARRAYID_INDEX (e.g. 12_3)")

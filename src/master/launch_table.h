@@ -126,6 +126,13 @@ class LaunchTable {
     bool system_stopped = false;  // a rank ended by a system stop
     // Its tasks run under the traffic profiler (StartTask.profile).
     bool profile = false;
+    // The ports its processes listen on, on each of its nodes: MASTER_PORT
+    // is first_port, and process p's worker address first_port + p. Chosen
+    // when it is decided (ChoosePorts); 0 for a launch re-adopted after a
+    // restart, whose tasks run already (FillStartTask then falls back to
+    // the job's default).
+    int first_port = 0;
+    int port_span = 0;
     // The best profile a rank of it reported (BetterProfile): its run for
     // PACKLIMIT learning.
     std::optional<JobProfile> measured;
@@ -184,6 +191,14 @@ class LaunchTable {
   const Launch* Find(LaunchKey key) const;
   // Adds `launch` (its key must be new) and returns it.
   Launch& Add(Launch launch);
+  // The first of `span` ports for `launch` (placed, not yet added): from
+  // `preferred` up, wrapping within [base, base + window), past the ports
+  // of every launch not ended that shares a node with it, so that two
+  // launches never listen on one port of a node (a job's default port is
+  // a function of its id and attempt, and ids 625 apart share it).
+  // `preferred` if no span is free. O(parts on its nodes).
+  int ChoosePorts(const Launch& launch, int span, int preferred, int base,
+                  int window) const;
   // The launch being re-adopted after a restart: made active and durable
   // with `ranks` empty parts if absent.
   Launch& Adopted(LaunchKey key, int ranks);

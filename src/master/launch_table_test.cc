@@ -430,3 +430,61 @@ TEST_F(LaunchTableTest, DesiredStatesAreWholeOrDeltasAgainstWhatWasTold) {
 
 }  // namespace
 }  // namespace tiresias
+
+namespace tiresias {
+namespace {
+
+// Job 1 and job 626 share their default port (29500 + 16 x id + attempt
+// mod 10000 = 29517): on one node the second moves past the first's ports;
+// on another node, or once the first has ended, it keeps its own.
+TEST_F(LaunchTableTest, TwoLaunchesNeverShareAPortOfANode) {
+  constexpr int kBase = 29500, kWindow = 10000;
+  LaunchTable::Launch& first = Released(1, 1, {1});
+  first.first_port = 29517;
+  first.port_span = 2;  // two processes: 29517 and 29518
+  auto candidate = [](std::vector<int64_t> nodes) {
+    LaunchTable::Launch launch;
+    launch.job = 626;
+    launch.attempt = 1;
+    for (int64_t node : nodes) {
+      LaunchTable::Part part;
+      part.node_id = node;
+      launch.parts.push_back(part);
+    }
+    return launch;
+  };
+  EXPECT_EQ(table_.ChoosePorts(candidate({1}), 4, 29517, kBase, kWindow),
+            29519);
+  EXPECT_EQ(table_.ChoosePorts(candidate({2, 1}), 4, 29517, kBase, kWindow),
+            29519);
+  EXPECT_EQ(table_.ChoosePorts(candidate({2}), 4, 29517, kBase, kWindow),
+            29517);
+  // A span that would reach into the first's ports from below moves too.
+  EXPECT_EQ(table_.ChoosePorts(candidate({1}), 4, 29515, kBase, kWindow),
+            29519);
+  EXPECT_EQ(table_.ChoosePorts(candidate({1}), 2, 29515, kBase, kWindow),
+            29515);
+  first.parts[0].state = PartState::kEnded;
+  EXPECT_EQ(table_.ChoosePorts(candidate({1}), 4, 29517, kBase, kWindow),
+            29517);
+}
+
+TEST_F(LaunchTableTest, PortsWrapWithinTheWindowAndGiveUpWhenItIsFull) {
+  LaunchTable::Launch& top = Released(1, 1, {1});
+  top.first_port = 590;
+  top.port_span = 10;  // [590, 600): the window's last ten
+  LaunchTable::Launch candidate;
+  candidate.job = 2;
+  candidate.attempt = 1;
+  candidate.parts.resize(1);
+  candidate.parts[0].node_id = 1;
+  // From 595 it cannot fit below 600: it wraps to the window's start.
+  EXPECT_EQ(table_.ChoosePorts(candidate, 3, 595, 500, 100), 500);
+  // A window the first fills whole: the preferred port, as before.
+  top.first_port = 500;
+  top.port_span = 100;
+  EXPECT_EQ(table_.ChoosePorts(candidate, 1, 530, 500, 100), 530);
+}
+
+}  // namespace
+}  // namespace tiresias

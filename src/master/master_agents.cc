@@ -409,6 +409,10 @@ absl::Status MasterState::CheckTimeouts() {
       silent.push_back(id);
     }
   }
+  // A node whose write fails stays down in memory (a restarted master
+  // finds it silent again); the rest of the check, the rebuild without it,
+  // time limits and begin times, does not wait for the disk.
+  absl::Status node_write;
   for (int64_t id : silent) {
     if (table_.FindNode(id)->up()) {
       LoseNode(id, now, "silent for longer than the node timeout");
@@ -419,7 +423,10 @@ absl::Status MasterState::CheckTimeouts() {
     // already down in memory.
     if (info.life != NodeLife::kDown) info.SetLife(NodeLife::kDown);
     info.record.state = NodeState::kDown;
-    RETURN_IF_ERROR(store_->UpsertNode(info.record).status());
+    if (absl::Status written = store_->UpsertNode(info.record).status();
+        node_write.ok()) {
+      node_write = written;
+    }
   }
   if (!adoption_closed_ && clock_->NowMonotonic() >= adopt_deadline_) {
     EndAdoptionWindow(now);
@@ -432,7 +439,8 @@ absl::Status MasterState::CheckTimeouts() {
     RETURN_IF_ERROR(Rebuild(now));
     pass_wanted_ = true;
   }
-  return Commit();
+  absl::Status committed = Commit();
+  return node_write.ok() ? committed : node_write;
 }
 
 void MasterState::EndAdoptionWindow(Seconds now) {

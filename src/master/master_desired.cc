@@ -12,12 +12,24 @@
 
 namespace tiresias {
 
+int MasterState::ProcessesOn(const JobRecord& rec, const Part& part) {
+  // tasks_per_node on each node, or one per GPU there.
+  return rec.spec.tasks_per_node > 0
+             ? rec.spec.tasks_per_node
+             : std::max(1, static_cast<int>(part.local_gpus.size()));
+}
+
+int MasterState::DefaultPort(LaunchKey launch) const {
+  return options_.base_port +
+         static_cast<int>((16 * launch.first + launch.second) % kPortWindow);
+}
+
 void MasterState::FillStartTask(const Launch& launch, int rank,
                                 v1::StartTask* start) const {
   const JobRecord& rec = records_.at(launch.job);
   const Part& part = launch.parts[rank];
-  const int port = options_.base_port +
-                   static_cast<int>((16 * launch.job + launch.attempt) % 10000);
+  const int port =
+      launch.first_port > 0 ? launch.first_port : DefaultPort(launch.key());
   auto host_of = [&](int64_t node_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const NodeInfo* node = table_.FindNode(node_id);
     const std::string address = node == nullptr ? "" : node->record.address;
@@ -68,13 +80,8 @@ void MasterState::FillStartTask(const Launch& launch, int rank,
   start->set_error(ExpandOutputPattern(rec.spec.error, values));
   start->set_master_addr(host_of(launch.parts[0].node_id));
   start->set_master_port(port);
-  // Processes: tasks_per_node on each node, or one per GPU there; global
-  // ranks node by node in rank order.
-  auto processes_on = [&](const Part& p) {
-    return rec.spec.tasks_per_node > 0
-               ? rec.spec.tasks_per_node
-               : std::max(1, static_cast<int>(p.local_gpus.size()));
-  };
+  // Global ranks node by node in rank order.
+  auto processes_on = [&](const Part& p) { return ProcessesOn(rec, p); };
   int total = 0;
   for (size_t r = 0; r < launch.parts.size(); ++r) {
     const Part& p = launch.parts[r];

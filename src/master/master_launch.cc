@@ -92,6 +92,12 @@ void MasterState::StartLaunch(const StartDecision& start, Seconds now) {
     launch.parts.push_back(std::move(part));
   }
   launch.profile = WantsProfile(rec, launch.parts.size() > 1);
+  for (const Part& part : launch.parts) {
+    launch.port_span += ProcessesOn(rec, part);
+  }
+  launch.first_port =
+      table_.ChoosePorts(launch, launch.port_span, DefaultPort(launch.key()),
+                         options_.base_port, kPortWindow);
   MarkDirty(rec.id);
   TryRelease(table_.Add(std::move(launch)), now);
 }

@@ -1,5 +1,7 @@
 // MasterState: changing a waiting job's request (ModifyJob, `tiresias
 // update`, Slurm's `scontrol update`) and begin times (`submit --begin`).
+// A running job's time limit changes too (ChangeRunningTimeLimit); the
+// rest of a running job's request is what its tasks were started with.
 //
 // A waiting job holds no GPUs, so its GPU count and QOS change in place:
 // the scheduler's record is respecified and re-keyed (Scheduler::Replace
@@ -135,14 +137,25 @@ absl::StatusOr<JobRecord> MasterState::ModifyJob(JobId id,
   const Job* job = scheduler_->Find(id);
   if (rec.cancel_requested || adopting_.contains(id) || job == nullptr ||
       !job->waiting() || IsStarting(rec)) {
+    // Running (or starting, or being re-adopted): its time limit alone.
+    const bool time_only = after.num_gpus == before.num_gpus &&
+                           after.gpus_per_node == before.gpus_per_node &&
+                           after.qos == before.qos &&
+                           after.begin == before.begin;
+    if (!rec.cancel_requested && time_only) {
+      return ChangeRunningTimeLimit(rec, after.time_limit, now);
+    }
     JobRecord shown = rec;
     LiveView(shown, now);
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", id, " is ",
         rec.cancel_requested ? "being stopped"
                              : std::string(JobRecordStateName(shown.state)),
-        "; only a pending or preempted job can be changed (`tiresias "
-        "requeue --hold` stops a running one and keeps it waiting)"));
+        rec.cancel_requested
+            ? "; it cannot be changed"
+            : "; only its time limit can change while it runs (its GPUs, "
+              "QOS and begin time: `tiresias requeue --hold` stops it and "
+              "keeps it waiting, then update it)"));
   }
   if (changes.begin && after.begin != before.begin && rec.attempt > 0) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -179,6 +192,28 @@ absl::StatusOr<JobRecord> MasterState::ModifyJob(JobId id,
   }
   AddEvent(id, now, EventKind::kModified, what);
   pass_wanted_ = true;
+  RETURN_IF_ERROR(Commit());
+  JobRecord shown = rec;
+  shown.events.clear();
+  LiveView(shown, now);
+  return shown;
+}
+
+absl::StatusOr<JobRecord> MasterState::ChangeRunningTimeLimit(JobRecord& rec,
+                                                              Seconds limit,
+                                                              Seconds now) {
+  // Nothing else of the job changes: EnforceTimeLimits reads the record's
+  // limit at every check, so a limit below what the job has run already
+  // ends it at the next one, as Slurm's does.
+  const std::string what =
+      absl::StrCat("time limit ", LimitText(rec.spec.time_limit), " -> ",
+                   LimitText(limit), " while it runs");
+  rec.spec.time_limit = limit;
+  // The 90% notice comes again, for the new limit.
+  time_limit_told_.erase({rec.id, rec.attempt});
+  respecified_.insert(rec.id);
+  MarkDirty(rec.id);
+  AddEvent(rec.id, now, EventKind::kModified, what);
   RETURN_IF_ERROR(Commit());
   JobRecord shown = rec;
   shown.events.clear();

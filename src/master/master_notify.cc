@@ -64,7 +64,8 @@ Notification JobNotification(const JobRecord& rec, const JobEvent& e,
       .subject =
           absl::StrCat("job ", rec.id, " (", rec.spec.name, ") ", e.kind),
       .body =
-          body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+          body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      .user = rec.spec.user};
 }
 
 }  // namespace

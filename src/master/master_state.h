@@ -184,7 +184,9 @@ struct MasterOptions {
   // Listings show other users' jobs without their commands (their
   // environment is never shown to others).
   bool hide_others_commands = false;
-  // MASTER_PORT of a launch is base_port + (16 x job id + attempt) mod 10000.
+  // MASTER_PORT of a launch is base_port + (16 x job id + attempt) mod
+  // 10000, or the next free one above it on its nodes
+  // (LaunchTable::ChoosePorts).
   int base_port = 29500;
   // PACKLIMIT learnt from measured runs (place/pack_limit_runs.h): each
   // launch's iteration time, from its traffic profile, with its placement
@@ -310,9 +312,11 @@ class MasterState {
   // QOS right, may be null) with no lock held; then, if job `id` still
   // waits (pending or preempted, not starting) with the request it was
   // built from, it changes in memory, in the scheduler (its GPUs and QOS
-  // re-keyed in place) and in the store, with a "modified" event.
-  // InvalidArgument (nothing to change, a bad value), FailedPrecondition
-  // (not waiting; a begin time for a job that has run), Aborted (changed
+  // re-keyed in place) and in the store, with a "modified" event. A job
+  // that runs (or starts, or is being re-adopted) may change its time
+  // limit alone. InvalidArgument (nothing to change, a bad value),
+  // FailedPrecondition (running and more than its time limit changes,
+  // being stopped; a begin time for a job that has run), Aborted (changed
   // meanwhile), NotFound. The caller checks who may.
   using CheckRequest = std::function<absl::Status(const JobRequest&)>;
   absl::StatusOr<JobRecord> ModifyJob(JobId id, const JobChanges& changes,
@@ -791,6 +795,16 @@ class MasterState {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FillStartTask(const Launch& launch, int rank, v1::StartTask* start) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ModifyJob of a running job's time limit (master_modify.cc).
+  absl::StatusOr<JobRecord> ChangeRunningTimeLimit(JobRecord& rec,
+                                                   Seconds limit, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The processes of `rec`'s task on `part`'s node.
+  static int ProcessesOn(const JobRecord& rec, const Part& part);
+  // Launches' ports lie in [base_port, base_port + kPortWindow).
+  static constexpr int kPortWindow = 10000;
+  // A launch's first port before ChoosePorts moves it past others'.
+  int DefaultPort(LaunchKey launch) const;
 
   // Agents (master_agents.cc).
   // One agent report's task statuses, checked: those to apply, and every

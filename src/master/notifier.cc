@@ -1,7 +1,5 @@
 #include "master/notifier.h"
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -13,20 +11,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "httplib.h"
+#include "security/notify_key.h"
 
 namespace tiresias {
 namespace {
-
-std::string Hex(const unsigned char* data, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back(kDigits[data[i] >> 4]);
-    out.push_back(kDigits[data[i] & 15]);
-  }
-  return out;
-}
 
 // "https://host:port" and "/path?query" of a URL the master checked
 // (job_validation.cc: http:// or https://, printable, no spaces, no
@@ -55,14 +43,9 @@ std::string HeaderText(std::string_view text) {
 
 std::string SignWebhook(std::string_view key, std::string_view timestamp,
                         std::string_view body) {
-  const std::string message =
-      absl::StrCat(std::string(timestamp), ".", std::string(body));
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(message.data()), message.size(),
-       mac, &len);
-  return "sha256=" + Hex(mac, len);
+  return "sha256=" +
+         security::HexHmacSha256(
+             key, absl::StrCat(std::string(timestamp), ".", std::string(body)));
 }
 
 Notifier::Notifier(NotifierOptions options)
@@ -180,13 +163,19 @@ std::string Notifier::PostWebhook(const Pending& p) const {
   // A redirect could lead the master's request anywhere: not followed.
   client.set_follow_location(false);
   const std::string timestamp = absl::StrCat(std::time(nullptr));
+  const std::string key = p.n.user.empty()
+                              ? options_.key
+                              : security::UserNotifyKey(options_.key, p.n.user);
   httplib::Headers headers = {
       {"User-Agent", "tiresias-master"},
       {"X-Tiresias-Event", p.n.event},
       {"X-Tiresias-Delivery", p.delivery},
       {"X-Tiresias-Timestamp", timestamp},
-      {"X-Tiresias-Signature", SignWebhook(options_.key, timestamp, p.n.body)},
+      {"X-Tiresias-Signature", SignWebhook(key, timestamp, p.n.body)},
   };
+  if (!p.n.user.empty()) {
+    headers.emplace("X-Tiresias-User", HeaderText(p.n.user));
+  }
   httplib::Result res =
       client.Post(path, headers, p.n.body, "application/json");
   if (!res)

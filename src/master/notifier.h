@@ -1,7 +1,10 @@
 // Notifications the master sends (`submit --notify`, `master
 // --notify-admin`): a job's begin, end, failure, requeue or nearing time
 // limit, a node lost or drained. Webhooks are POSTed as JSON, signed with
-// HMAC-SHA256 under the cluster's notify key; mail goes through the host's
+// HMAC-SHA256: a job's under its owner's key (security::UserNotifyKey,
+// derived from the cluster's notify key), an admin notice under the cluster's
+// key, so that one user's key forges nothing another user's receiver accepts.
+// Mail goes through the host's
 // sendmail. Each is retried with backoff (1, 2, 4, 8, 16 s) until it is
 // delivered or has failed six times; a webhook is delivered when its
 // receiver answers 2xx.
@@ -35,6 +38,9 @@ struct Notification {
   std::string event;    // "end", "node_down", ...: X-Tiresias-Event
   std::string subject;  // a mail's subject
   std::string body;     // the JSON document
+  // A job's owner: signed with security::UserNotifyKey(key, user) and
+  // names them in X-Tiresias-User. Empty (an admin notice): the key.
+  std::string user;
 };
 
 struct NotifierOptions {

@@ -15,10 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "core/testing/test_dir.h"
 #include "httplib.h"
+#include "security/notify_key.h"
 
 namespace tiresias {
 namespace {
 
+using security::UserNotifyKey;
 using ::testing::HasSubstr;
 
 // printf '%s' '1700000000.{"a":1}' | openssl dgst -sha256 -hmac k
@@ -26,6 +28,15 @@ TEST(SignWebhookTest, IsHmacSha256OfTimestampDotBody) {
   EXPECT_EQ(SignWebhook("k", "1700000000", R"({"a":1})"),
             "sha256=1b6ad1bc9bf48c52ce01939866d5877c6cc4e87ddad27e16673cb8c"
             "4964394a3");
+}
+
+// printf '%s' 'tiresias-notify-user:alice' | openssl dgst -sha256 -hmac secret
+TEST(UserNotifyKeyTest, IsHmacSha256OfTheUsersNameUnderTheClusterKey) {
+  EXPECT_EQ(UserNotifyKey("secret", "alice"),
+            "83ee43877274fcf98f08bdcbe1a699fe8f18ceaea6a75b0b1eb83276fb562a96");
+  EXPECT_EQ(UserNotifyKey("secret", "bob"),
+            "a4469395b0f6c2a170402fc6a1dcda86b68749c14b241fe1ef4f8a258d2a4573");
+  EXPECT_NE(UserNotifyKey("other", "alice"), UserNotifyKey("secret", "alice"));
 }
 
 // A receiver that fails its first `failures` requests with HTTP 500.
@@ -104,6 +115,40 @@ TEST(NotifierTest, AWebhookIsSignedAndRetriedUntilAccepted) {
   }
   EXPECT_EQ(notifier.stats().retries, 2);
   EXPECT_EQ(notifier.stats().failed, 0);
+}
+
+// A job's webhook is signed with its owner's key and names them; it does
+// not verify under the cluster's key or another user's, so a user who
+// holds their own key cannot forge one another user's receiver accepts.
+// An admin notice (no user) is signed with the cluster's key.
+TEST(NotifierTest, AJobsWebhookIsSignedWithItsOwnersKeyAlone) {
+  Receiver receiver(/*failures=*/0);
+  Notifier notifier(Fast());
+  const std::string job = R"({"event":"end","job_id":7,"user":"alice"})";
+  const std::string node = R"({"event":"node_down","node":"n1"})";
+  notifier.Send({{.target = receiver.url(),
+                  .event = "end",
+                  .subject = "job 7 finished",
+                  .body = job,
+                  .user = "alice"}});
+  ASSERT_TRUE(WaitFor([&] { return notifier.stats().delivered == 1; }));
+  notifier.Send({{.target = receiver.url(),
+                  .event = "node_down",
+                  .subject = "node n1 lost",
+                  .body = node}});
+  ASSERT_TRUE(WaitFor([&] { return notifier.stats().delivered == 2; }));
+  const std::vector<httplib::Request> got = receiver.requests();
+  ASSERT_EQ(got.size(), 2u);
+  const std::string ts = got[0].get_header_value("X-Tiresias-Timestamp");
+  const std::string signature = got[0].get_header_value("X-Tiresias-Signature");
+  EXPECT_EQ(got[0].get_header_value("X-Tiresias-User"), "alice");
+  EXPECT_EQ(signature, SignWebhook(UserNotifyKey("secret", "alice"), ts, job));
+  EXPECT_NE(signature, SignWebhook("secret", ts, job));
+  EXPECT_NE(signature, SignWebhook(UserNotifyKey("secret", "bob"), ts, job));
+  EXPECT_FALSE(got[1].has_header("X-Tiresias-User"));
+  EXPECT_EQ(got[1].get_header_value("X-Tiresias-Signature"),
+            SignWebhook("secret",
+                        got[1].get_header_value("X-Tiresias-Timestamp"), node));
 }
 
 TEST(NotifierTest, GivesUpAfterItsAttemptsAndSaysSo) {

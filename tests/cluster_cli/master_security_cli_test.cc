@@ -168,3 +168,46 @@ TEST_F(MasterSecurityCliTest, AdminAuditReadsALogAUserTriedToPoison) {
 
 }  // namespace
 }  // namespace tiresias::cluster_test
+
+namespace tiresias::cluster_test {
+namespace {
+
+// `admin notify-key --user NAME` reads the key a secure master made in its
+// state dir at first start and prints the user's webhook key: the hex
+// HMAC-SHA256 of "tiresias-notify-user:NAME" under it (what `openssl dgst
+// -sha256 -hmac KEY` gives), one per user; a missing key is an error that
+// makes nothing.
+TEST_F(MasterSecurityCliTest, AdminNotifyKeyPrintsEachUsersOwnKey) {
+  StartMaster();
+  const std::string state = (dir_.path() / "state").string();
+  const std::string cluster_key =
+      ReadFile(dir_.path() / "state" / "notify-key");
+  ASSERT_EQ(cluster_key.size(), 65u);  // 64 hex digits and a newline
+  auto key_of = [&](const std::string& user) {
+    return RunProcess({TIRESIAS_BINARY, "admin", "notify-key", "--user", user,
+                       "--state-dir", state});
+  };
+  const ProcessResult alice = key_of("alice");
+  ASSERT_EQ(alice.exit_code, 0) << alice.err;
+  const ProcessResult openssl = RunProcess(
+      {"/bin/sh", "-c",
+       "printf %s tiresias-notify-user:alice | openssl dgst -sha256 -hmac "
+       "\"$0\" | sed 's/.*= //'",
+       cluster_key.substr(0, 64)});
+  ASSERT_EQ(openssl.exit_code, 0) << openssl.err;
+  EXPECT_EQ(alice.out, openssl.out);
+  const ProcessResult bob = key_of("bob");
+  ASSERT_EQ(bob.exit_code, 0) << bob.err;
+  EXPECT_NE(bob.out, alice.out);
+  EXPECT_EQ(bob.out.size(), 65u);
+  const std::string missing = (dir_.path() / "nowhere").string();
+  const ProcessResult none =
+      RunProcess({TIRESIAS_BINARY, "admin", "notify-key", "--user", "alice",
+                  "--state-dir", missing});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_THAT(none.err, HasSubstr("cannot read the master's notify key"));
+  EXPECT_FALSE(std::filesystem::exists(missing));
+}
+
+}  // namespace
+}  // namespace tiresias::cluster_test

@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import pwd
+import random
 import signal
 import socket
 import subprocess
@@ -327,6 +328,10 @@ class Cluster:
         self.address = None
         self.agents = {}
         self.markers = []
+        # Its jobs' ports apart from another test's cluster on this host
+        # (each master's job 1 would take 29517) and below the ephemeral
+        # ports, as `up` picks them; one value across master restarts.
+        self.job_port_base = random.randrange(20000, 22000, 16)
 
     # --- processes -------------------------------------------------------
 
@@ -338,7 +343,10 @@ class Cluster:
              # Root's jobs checkpoint in the test's folder, not root's home.
              "--checkpoint-base", os.path.join(self.workdir, "ckpt"),
              "--node-timeout", str(self.node_timeout),
-             "--policy", self.policy] + self.master_args,
+             "--policy", self.policy] +
+            ([] if "--job-port-base" in self.master_args
+             else ["--job-port-base", str(self.job_port_base)]) +
+            self.master_args,
             stdout=subprocess.PIPE, stderr=log, text=True)
         line = self.master.stdout.readline()
         if "listening on " not in line:

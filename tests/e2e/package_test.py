@@ -12,8 +12,9 @@ a temporary folder (flags win over the file), and two agents as root, each
 from a configuration file alone (its own certificate, name and GPUs). A
 throwaway non-root user with a token submits two jobs; they run as that
 user (seen from inside the jobs), one on each agent, and a webhook receiver
-on loopback gets the first job's begin and end, signed with the master's
-notify key (a host the operator did not allow is refused at submission);
+on loopback gets the first job's begin and end, signed with the user's
+key from `admin notify-key` and not with the cluster's key (a host the
+operator did not allow is refused at submission);
 an agent stopped, the admins' webhook is told its node is lost.
 
 Usage: package_test.py BINARY BUILD_DIR (root: skipped otherwise)."""
@@ -60,10 +61,8 @@ class Hooks:
         threading.Thread(target=self.server.serve_forever,
                          daemon=True).start()
 
-    def events(self, key, path):
-        """(event, parsed body) of the POSTs to `path`, each signature
-        checked against `key`."""
-        out = []
+    def signed_with(self, key, path):
+        """Whether every POST to `path` is signed under `key`."""
         for got_path, headers, body in list(self.got):
             if got_path != path:
                 continue
@@ -72,9 +71,17 @@ class Hooks:
                                         hashlib.sha256).hexdigest()
             if not hmac.compare_digest(want,
                                        headers["X-Tiresias-Signature"]):
-                fail("a webhook to %s with a bad signature" % path)
-            out.append((headers["X-Tiresias-Event"], json.loads(body)))
-        return out
+                return False
+        return True
+
+    def events(self, key, path):
+        """(event, parsed body) of the POSTs to `path`, each signature
+        checked against `key`."""
+        if not self.signed_with(key, path):
+            fail("a webhook to %s with a bad signature" % path)
+        return [(headers["X-Tiresias-Event"], json.loads(body))
+                for got_path, headers, body in list(self.got)
+                if got_path == path]
 
 
 def sh(*args, **kwargs):
@@ -328,13 +335,23 @@ def run(binary, workdir, users):
             fail("the 2-GPU jobs ran on %s, want one on each of %s" %
                  (sorted(ran_on), names))
 
-        # The job's begin and end reached the receiver, signed with the
-        # key the master keeps in its state dir.
+        # The job's begin and end reached the receiver, signed with its
+        # owner's key (`admin notify-key`, from the master's state dir),
+        # not the cluster's key, which signs the admins' notices.
         with open(os.path.join(state, "notify-key")) as f:
             key = f.read().strip()
+        r = sh(tiresias, "admin", "notify-key", "--user", user,
+               "--state-dir", state)
+        user_key = r.stdout.strip()
+        if r.returncode != 0 or len(user_key) != 64:
+            fail("admin notify-key --user %s: %s%s" % (user, r.stdout,
+                                                         r.stderr))
         wait_until("the job's begin and end webhooks",
-                   lambda: len(hooks.events(key, "/job")) >= 2, timeout=15)
-        got = hooks.events(key, "/job")
+                   lambda: len(hooks.events(user_key, "/job")) >= 2,
+                   timeout=15)
+        got = hooks.events(user_key, "/job")
+        if hooks.signed_with(key, "/job"):
+            fail("a job's webhook verifies under the cluster's key")
         if [(e, b["job_id"], b["kind"]) for e, b in got] != \
                 [("begin", int(jobs[0]), "started"),
                  ("end", int(jobs[0]), "finished")] or \

@@ -11,9 +11,12 @@ with their own token. Judged from what the jobs' own processes write
   unchanged); the owner changes it from 2 GPUs to 1 and gives it a 4 s
   limit: released, it runs on one GPU and is stopped at its limit
   (timeout);
-- `update` of a running job, of an ended one, to a QOS that does not
-  exist, and a bad `--begin` are refused with the reason, and the master
-  stays up;
+- `update --gpus` of a running job, another user's update of it, of an
+  ended one, to a QOS that does not exist, and a bad `--begin` are
+  refused with the reason, and the master stays up;
+- a running job's time limit changes: shortened below what it has run,
+  it ends timeout and its process is gone; extended from 3 s, a 7 s job
+  finishes;
 - bash completes `cancel ` with the ids of the jobs not yet ended and
   `node drain ` with the node's name, asked of the master as the user.
 
@@ -157,8 +160,12 @@ def run(binary, workdir, users):
         running = submit(binary, alice, alice_home, "running", "--gpus", "1")
         wait_until("a job to run",
                    lambda: starts(os.path.join(alice_home, "running.log")))
-        refused(cli(binary, alice, "update", str(running), "--time", "1:00"),
-                "only a pending or preempted job", "update of a running job")
+        refused(cli(binary, alice, "update", str(running), "--gpus", "2"),
+                "only its time limit can change", "update --gpus of a running "
+                "job")
+        refused(cli(binary, bob, "update", str(running), "--time", "0:02"),
+                "only its owner or an admin", "bob's update of alice's "
+                "running job")
         waiting = submit(binary, alice, alice_home, "waiting", "--gpus", "1",
                          "--hold")
         refused(cli(binary, alice, "update", str(waiting), "--priority",
@@ -179,9 +186,37 @@ def run(binary, workdir, users):
                     "--",
                     "/bin/true"), "--begin later: expected now",
                 "submit --begin later")
-        if cli(binary, admin, "cancel", str(running), str(waiting)) \
-                .returncode != 0:
+        if cli(binary, admin, "cancel", str(waiting)).returncode != 0:
             fail("cancel after the refusals: the master is not answering")
+
+        # A running job's time limit: shortened below what it has run, it
+        # ends timeout at once and its process is gone; extended, it runs
+        # past its old limit to its own end.
+        r = cli(binary, alice, "update", str(running), "--time", "0:02")
+        if r.returncode != 0:
+            fail("update --time of a running job: %s" % r.stderr)
+        wait_until("the shortened job to time out",
+                   lambda: job(binary, alice, running)["state"] == "timeout",
+                   timeout=30)
+        _, pid, _, _ = starts(os.path.join(alice_home, "running.log"))[0]
+        if alive(pid):
+            fail("the shortened job's process %d still runs" % pid)
+        long = submit(binary, alice, alice_home, "long", "--gpus", "1",
+                      "--time", "0:03", seconds=7)
+        path = os.path.join(alice_home, "long.log")
+        wait_until("the job to extend to start", lambda: starts(path))
+        r = cli(binary, alice, "update", str(long), "--time", "1:00")
+        if r.returncode != 0:
+            fail("update --time 1:00 of a running job: %s" % r.stderr)
+        wait_until("the extended job to end",
+                   lambda: job(binary, alice, long)["state"] in
+                   ("finished", "timeout", "failed"), timeout=30)
+        shown = job(binary, alice, long)
+        if shown["state"] != "finished":
+            fail("the job extended from 3 s to 1 min ended %s" %
+                 shown["state"])
+        print("update --time of running jobs: shortened ended timeout, "
+              "extended from 0:03 ran its 7 s and finished")
 
 
 def main():

@@ -1,7 +1,9 @@
 // Deltas, not snapshots (issue 22): heartbeat answers against the version
 // the agent holds. MasterState with a fake clock and real SQLite.
+#include <map>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "master/master_state.h"
 #include "master_test_util.h"
@@ -75,6 +77,34 @@ TEST_F(DesiredDeltaTest, HeartbeatAnswersAreDeltasAgainstTheVersionHeld) {
   EXPECT_FALSE(gap.delta());
   ASSERT_EQ(gap.run_size(), 1);
   EXPECT_EQ(gap.run(0).task().job_id(), b);
+}
+
+// Job 1 and job 626 have one default MASTER_PORT (29500 + 16 x id +
+// attempt mod 10000 = 29517). Running at once on one node, the second is
+// given the next free port, not one its node's other job listens on.
+TEST_F(DesiredDeltaTest, JobsWhoseDefaultPortsMeetListenOnDifferentPorts) {
+  Open();
+  const int64_t node = Register("n1", 4);
+  const JobId first = Submit(Spec(1));
+  Pass();
+  // Jobs 2..625, held: they take ids, never GPUs.
+  JobRequest held = Spec(1);
+  held.hold = true;
+  ASSERT_TRUE(master_->SubmitJobs(std::vector<JobRequest>(624, held), "").ok());
+  const JobId second = Submit(Spec(1));
+  ASSERT_EQ(first, 1);
+  ASSERT_EQ(second, 626);
+  Pass();
+  std::map<JobId, int> port;
+  for (const v1::StartTask& start : Starts(Beat(node))) {
+    port[start.task().job_id()] = start.master_port();
+    ASSERT_EQ(start.worker_addresses_size(), 1);
+    EXPECT_EQ(start.worker_addresses(0),
+              absl::StrCat("n1.local:", start.master_port()));
+  }
+  ASSERT_EQ(port.size(), 2u);
+  EXPECT_EQ(port[first], 29517);
+  EXPECT_EQ(port[second], 29518);
 }
 
 }  // namespace

@@ -201,11 +201,16 @@ TEST_F(ModifyJobTest, OnlyAWaitingJobCanChangeAndOnlyToAValidRequest) {
   Pass();
   Beat(n1, {Task(running, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
 
-  auto status = Modify(running, {.time_limit = Seconds{60}}).status();
+  // A running job: its time limit alone.
+  auto status = Modify(running, {.gpus = 2}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
-  EXPECT_NE(status.message().find("only a pending or preempted job"),
+  EXPECT_NE(status.message().find("only its time limit can change"),
             std::string::npos)
       << status;
+  status =
+      Modify(running, {.time_limit = Seconds{60}, .qos = "other"}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_EQ(Get(running).spec.time_limit, Seconds{0});
   status = Modify(two_nodes, {}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   status = Modify(two_nodes, {.gpus = 3}).status();
@@ -294,6 +299,49 @@ TEST_F(ModifyJobTest, ABeginTimeIsRefusedForAJobThatRan) {
       << status;
   // Its GPUs may still change while it waits.
   EXPECT_TRUE(Modify(id, {.time_limit = Seconds{600}}).ok());
+}
+
+// A running job's time limit changes where it runs: extended, it is not
+// stopped at the old limit; shortened below what it has run, it is stopped
+// (timeout) at the next check. A restarted master keeps the new limit.
+TEST_F(ModifyJobTest, ARunningJobsTimeLimitCanChange) {
+  Open();
+  int64_t n1 = Register("n1", 2);
+  JobRequest spec = Spec(1);
+  spec.time_limit = Seconds{3};
+  const JobId extended = Submit(spec);
+  spec.time_limit = Seconds{0};
+  const JobId shortened = Submit(spec);
+  Pass();
+  auto runs = [&](JobId id, int gpu) {
+    return Task(id, 1, 0, TASK_STATE_RUNNING, {gpu}, {}, 1000.0);
+  };
+  Beat(n1, {runs(extended, 0), runs(shortened, 1)});
+  clock_.Advance(Seconds{2});
+  auto longer = Modify(extended, {.time_limit = Seconds{100}});
+  ASSERT_TRUE(longer.ok()) << longer.status();
+  EXPECT_EQ(longer->spec.time_limit, Seconds{100});
+  EXPECT_EQ(longer->state, JobRecordState::kRunning);
+  auto shorter = Modify(shortened, {.time_limit = Seconds{1}});
+  ASSERT_TRUE(shorter.ok()) << shorter.status();
+  EXPECT_TRUE(HasEvent(Get(extended), "modified", "time limit 3s -> 1m40s"));
+  EXPECT_TRUE(HasEvent(Get(shortened), "modified", "time limit none -> 1s"));
+  clock_.Advance(Seconds{2});  // 4 s run: past 3 s, and past 1 s
+  CheckTimeouts();
+  std::vector<JobId> stopped;
+  for (const v1::StopTask& stop :
+       Stops(Beat(n1, {runs(extended, 0), runs(shortened, 1)}))) {
+    stopped.push_back(stop.job_id());
+  }
+  EXPECT_EQ(stopped, std::vector<JobId>{shortened});
+  EXPECT_TRUE(Get(shortened).timeout_requested);
+  // Being stopped, it cannot change any more.
+  auto late = Modify(shortened, {.time_limit = Seconds{100}});
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+  // Stored: a restarted master stops the extended job at 100 s, not 3.
+  master_.reset();
+  Open();
+  EXPECT_EQ(Get(extended).spec.time_limit, Seconds{100});
 }
 
 }  // namespace

@@ -164,5 +164,41 @@ TEST_F(FaultFixture, TokenAuditAndHistoryWritesThatFail) {
       master_->ClusterHistory(Seconds{0}, Seconds{1e12}, 0).value().empty());
 }
 
+// A silent node whose down state cannot be written holds up nothing else
+// the check does: in that same check, a job past its time limit on another
+// node is stopped, and the lost node's GPUs leave the scheduler (no job is
+// placed there). Before, the failed node write returned before the
+// rebuild, the time limits and the begin times.
+TEST_F(FaultFixture, AFailedNodeWriteHoldsUpNothingElseOfTheCheck) {
+  options_.node_timeout = Seconds{10};
+  OpenWithFaults();
+  const int64_t n1 = Register("n1", 1);
+  const int64_t n2 = Register("n2", 1);  // falls silent
+  JobRequest spec = Spec(1);
+  spec.time_limit = Seconds{5};
+  spec.nodelist = {"n1"};
+  const JobId id = Submit(spec);
+  Pass();
+  const v1::TaskStatus running =
+      Task(id, 1, 0, v1::TASK_STATE_RUNNING, {0}, {}, 1000.0);
+  Beat(n1, {running});
+  Beat(n2);
+  faults_->FailEvery(StoreWriteKind::kUpsertNode);
+  clock_.Advance(Seconds{11});
+  Beat(n1, {running});
+  EXPECT_EQ(master_->CheckTimeouts().code(),
+            absl::StatusCode::kResourceExhausted);
+  const std::vector<v1::StopTask> stops = Stops(Beat(n1, {running}));
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0].job_id(), id);
+  EXPECT_TRUE(Get(id).timeout_requested);
+  JobRequest on_n2 = Spec(1);
+  on_n2.nodelist = {"n2"};
+  const JobId waits = Submit(on_n2);
+  Pass();
+  EXPECT_EQ(Get(waits).state, JobRecordState::kPending);
+  EXPECT_EQ(Get(waits).attempt, 0);
+}
+
 }  // namespace
 }  // namespace tiresias::master_testing

@@ -2,9 +2,7 @@
 // issue`: the cluster CA and the certificate folders it signs
 // (src/security/cert_dirs.h); `admin notify-key`, a user's webhook key.
 // Offline: no master needed.
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -167,7 +165,7 @@ int RunNotifyKey(const NotifyKeyFlags& f) {
   if (!in || !std::getline(in, key) || key.empty()) {
     return cli::Fail(absl::StrCat(
         path, ": cannot read the master's notify key (",
-        in ? "empty" : std::strerror(errno),
+        std::filesystem::exists(path) ? "empty or unreadable" : "no such file",
         "); the master makes it when it first starts (--state-dir, "
         "--notify-key-file)"));
   }
@@ -188,7 +186,8 @@ void AddAdminNotifyKeyCommand(CLI::App* admin, int* exit_code) {
       "admin notices (--notify-admin). Offline: reads the master's key file");
   cmd->add_option("--user", f->user, "The jobs' owner")->required();
   cmd->add_option("--state-dir", f->state_dir,
-                  "The master's --state-dir, holding notify-key")
+                  "The master's --state-dir, holding notify-key (`up`'s: "
+                  "./tiresias-up)")
       ->capture_default_str();
   cmd->add_option("--notify-key-file", f->key_file,
                   "The master's --notify-key-file, if it has one");

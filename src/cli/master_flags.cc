@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/shell_help.h"
 #include "cli/sweep.h"
+#include "core/open_files.h"
 #include "core/status_macros.h"
 #include "master/job_validation.h"
 #include "place/placement.h"
@@ -432,6 +433,18 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
   }
   ASSIGN_OR_RETURN(security::TlsConfig tls, MasterTls(f));
   ASSIGN_OR_RETURN(options.notify_key, NotifyKey(f));
+  // A connection per agent and per client: a shell's 1,024 would refuse
+  // the thousandth agent, silently. Raised as far as the hard limit lets.
+  const OpenFileLimit files = RaiseOpenFileLimit();
+  if (files.now >= 0 && files.now < 4096) {
+    std::fprintf(stderr,
+                 "tiresias master: WARNING: at most %lld open files (its hard "
+                 "limit): fewer than %lld agents and clients can connect at "
+                 "once; raise it (ulimit -Hn as root, LimitNOFILE= in a "
+                 "systemd unit)\n",
+                 static_cast<long long>(files.now),
+                 static_cast<long long>(files.now - kReservedOpenFiles));
+  }
   RunningMaster m;
   m.tls = tls;
   absl::StatusOr<std::unique_ptr<MasterState>> state =

@@ -480,6 +480,15 @@ TEST_F(LaunchTableTest, PortsWrapWithinTheWindowAndGiveUpWhenItIsFull) {
   candidate.parts[0].node_id = 1;
   // From 595 it cannot fit below 600: it wraps to the window's start.
   EXPECT_EQ(table_.ChoosePorts(candidate, 3, 595, 500, 100), 500);
+  // A span reaching past the window's top counts only up to it: the
+  // ports below the preferred one are still tried.
+  top.first_port = 520;
+  top.port_span = 120;  // [520, 640)
+  LaunchTable::Launch& low = Released(3, 1, {1});
+  low.first_port = 500;
+  low.port_span = 5;  // [500, 505)
+  EXPECT_EQ(table_.ChoosePorts(candidate, 3, 520, 500, 100), 505);
+  low.parts[0].state = PartState::kEnded;
   // A window the first fills whole: the preferred port, as before.
   top.first_port = 500;
   top.port_span = 100;

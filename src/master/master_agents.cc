@@ -210,8 +210,17 @@ void MasterState::AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task,
       rec->second.nodes[rank] != node_name) {
     return;  // not a part of a launch being re-adopted: Reconcile decides
   }
-  Launch& launch =
-      table_.Adopted(key, static_cast<int>(rec->second.nodes.size()));
+  const int ranks = static_cast<int>(rec->second.nodes.size());
+  Launch& launch = table_.Adopted(key, ranks);
+  if (launch.first_port == 0) {
+    // Its ports are not stored: taken to be the default ones (a launch
+    // that had moved past another's keeps its real ones unknown), so that
+    // a new launch on its nodes moves past them.
+    const JobRequest& spec = rec->second.spec;
+    launch.first_port = DefaultPort(key);
+    launch.port_span = spec.tasks_per_node > 0 ? spec.tasks_per_node * ranks
+                                               : std::max(spec.num_gpus, ranks);
+  }
   if (launch.parts[rank].node_id != 0) return;
   // Ended tasks are adopted as running too; Reconcile then accounts for
   // their end.

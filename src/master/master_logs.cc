@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/open_files.h"
 #include "core/status_macros.h"
 #include "master/master_state.h"
 
@@ -93,6 +94,8 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics(
     MutexLock lock(&auth_mu_);  // a leaf: never with mu_
     m.audit_refusals = audit_limit_.Counts();
   }
+  m.open_files = OpenFiles();
+  m.open_files_limit = OpenFileSoftLimit();
   {
     // O(unfinished jobs + nodes) in memory; no store access under the lock.
     MutexLock lock(&mu_);

@@ -143,6 +143,19 @@ absl::StatusOr<JobRecord> MasterState::ModifyJob(JobId id,
                            after.qos == before.qos &&
                            after.begin == before.begin;
     if (!rec.cancel_requested && time_only) {
+      if (after.time_limit == before.time_limit) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("job ", id, " runs with that time limit already (",
+                         LimitText(before.time_limit), "): nothing to change"));
+      }
+      if (rec.spec.warn.signal != 0) {
+        // Its tasks were told when to expect the signal at the start.
+        return absl::FailedPreconditionError(absl::StrCat(
+            "job ", id,
+            " is signalled before its time limit (--signal); its tasks were "
+            "told when at their start, so its limit cannot change while it "
+            "runs"));
+      }
       return ChangeRunningTimeLimit(rec, after.time_limit, now);
     }
     JobRecord shown = rec;

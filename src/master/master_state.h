@@ -462,6 +462,10 @@ class MasterState {
     int64_t gpus_drained_idle = 0;
     int64_t passes = 0;       // scheduling passes since the master started
     double pass_seconds = 0;  // their total wall time
+    // The master process's open descriptors and its limit (-1: unknown):
+    // an agent or client past the limit is refused a connection.
+    int64_t open_files = -1;
+    int64_t open_files_limit = -1;
     int64_t last_event_sequence = 0;
     // Placement, and PACKLIMIT: the value placement uses (learnt or
     // configured), the runs measured, those that are classifier samples

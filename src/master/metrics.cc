@@ -51,6 +51,15 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
                     ToAbsl(name), "\"} ", count,
                     "\n");
   }
+  if (m.open_files >= 0 && m.open_files_limit > 0) {
+    Family(&out, "tiresias_master_open_files", "gauge",
+           "File descriptors the master has open (a connection each).");
+    absl::StrAppend(&out, "tiresias_master_open_files ", m.open_files, "\n");
+    Family(&out, "tiresias_master_open_files_limit", "gauge",
+           "Its open-file limit: connections past it are refused.");
+    absl::StrAppend(&out, "tiresias_master_open_files_limit ",
+                    m.open_files_limit, "\n");
+  }
   Family(&out, "tiresias_jobs_submitted_total", "counter",
          "Jobs ever accepted.");
   absl::StrAppend(&out, "tiresias_jobs_submitted_total ", m.jobs_submitted,

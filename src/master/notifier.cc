@@ -163,9 +163,9 @@ std::string Notifier::PostWebhook(const Pending& p) const {
   // A redirect could lead the master's request anywhere: not followed.
   client.set_follow_location(false);
   const std::string timestamp = absl::StrCat(std::time(nullptr));
-  const std::string key = p.n.user.empty()
-                              ? options_.key
-                              : security::UserNotifyKey(options_.key, p.n.user);
+  const std::string key = p.n.user
+                              ? security::UserNotifyKey(options_.key, *p.n.user)
+                              : options_.key;
   httplib::Headers headers = {
       {"User-Agent", "tiresias-master"},
       {"X-Tiresias-Event", p.n.event},
@@ -173,8 +173,8 @@ std::string Notifier::PostWebhook(const Pending& p) const {
       {"X-Tiresias-Timestamp", timestamp},
       {"X-Tiresias-Signature", SignWebhook(key, timestamp, p.n.body)},
   };
-  if (!p.n.user.empty()) {
-    headers.emplace("X-Tiresias-User", HeaderText(p.n.user));
+  if (p.n.user && !p.n.user->empty()) {
+    headers.emplace("X-Tiresias-User", HeaderText(*p.n.user));
   }
   httplib::Result res =
       client.Post(path, headers, p.n.body, "application/json");

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -38,9 +39,10 @@ struct Notification {
   std::string event;    // "end", "node_down", ...: X-Tiresias-Event
   std::string subject;  // a mail's subject
   std::string body;     // the JSON document
-  // A job's owner: signed with security::UserNotifyKey(key, user) and
-  // names them in X-Tiresias-User. Empty (an admin notice): the key.
-  std::string user;
+  // A job's owner: signed with security::UserNotifyKey(key, *user) (an
+  // insecure master's nameless owner too) and named in X-Tiresias-User.
+  // None (an admin notice): signed with the cluster's key.
+  std::optional<std::string> user;
 };
 
 struct NotifierOptions {

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "core/open_files.h"
 #include "master/job_limits.h"
 
 namespace tiresias {
@@ -85,6 +86,23 @@ void MasterServer::Shutdown() {
   notifier_.reset();  // what is still being retried is logged, not sent
 }
 
+void MasterServer::WatchOpenFiles(std::chrono::steady_clock::time_point now) {
+  if (now < next_files_check_) return;
+  next_files_check_ = now + std::chrono::seconds(10);
+  const int64_t open = OpenFiles(), limit = OpenFileSoftLimit();
+  if (open < 0 || limit <= 0 || open * 10 < limit * 9 ||
+      now < next_files_warning_) {
+    return;
+  }
+  next_files_warning_ = now + std::chrono::minutes(1);
+  std::fprintf(stderr,
+               "tiresias master: WARNING: %lld of %lld open files in use: "
+               "agents and clients past the limit are refused a connection; "
+               "raise it (ulimit -Hn as root, LimitNOFILE= in a systemd "
+               "unit) and restart\n",
+               static_cast<long long>(open), static_cast<long long>(limit));
+}
+
 void MasterServer::Loop() {
   using std::chrono::duration;
   auto next_check = std::chrono::steady_clock::now();
@@ -139,6 +157,7 @@ void MasterServer::Loop() {
       }
       // Refusals held back by the audit log's rate limit, summarized.
       state_->FlushAudit();
+      WatchOpenFiles(now);
     }
     if (history_interval.count() > 0 &&
         std::chrono::steady_clock::now() >= next_sample) {

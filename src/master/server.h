@@ -15,6 +15,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -55,6 +56,9 @@ class MasterServer {
   MasterServer(MasterState* state, master::Clock* clock,
                const security::TlsConfig& tls);
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Every 10 s, on the loop's thread: says so (at most once a minute) when
+  // 90% of the open-file limit is in use, before connections are refused.
+  void WatchOpenFiles(std::chrono::steady_clock::time_point now);
 
   MasterState* state_;
   master::Clock* clock_;
@@ -71,6 +75,9 @@ class MasterServer {
   SteadyCondVar cv_;  // signalled when notified_ or stopping_ is set
   bool notified_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // WatchOpenFiles's, touched only by the loop's thread.
+  std::chrono::steady_clock::time_point next_files_check_{};
+  std::chrono::steady_clock::time_point next_files_warning_{};
   std::thread thread_;
 };
 

@@ -15,8 +15,8 @@ with their own token. Judged from what the jobs' own processes write
   ended one, to a QOS that does not exist, and a bad `--begin` are
   refused with the reason, and the master stays up;
 - a running job's time limit changes: shortened below what it has run,
-  it ends timeout and its process is gone; extended from 3 s, a 7 s job
-  finishes;
+  it ends timeout and its process is gone; extended from 10 s, a 15 s
+  job finishes;
 - bash completes `cancel ` with the ids of the jobs not yet ended and
   `node drain ` with the node's name, asked of the master as the user.
 
@@ -202,7 +202,7 @@ def run(binary, workdir, users):
         if alive(pid):
             fail("the shortened job's process %d still runs" % pid)
         long = submit(binary, alice, alice_home, "long", "--gpus", "1",
-                      "--time", "0:03", seconds=7)
+                      "--time", "0:10", seconds=15)
         path = os.path.join(alice_home, "long.log")
         wait_until("the job to extend to start", lambda: starts(path))
         r = cli(binary, alice, "update", str(long), "--time", "1:00")
@@ -213,10 +213,10 @@ def run(binary, workdir, users):
                    ("finished", "timeout", "failed"), timeout=30)
         shown = job(binary, alice, long)
         if shown["state"] != "finished":
-            fail("the job extended from 3 s to 1 min ended %s" %
+            fail("the job extended from 10 s to 1 min ended %s" %
                  shown["state"])
         print("update --time of running jobs: shortened ended timeout, "
-              "extended from 0:03 ran its 7 s and finished")
+              "extended from 0:10 ran its 15 s and finished")
 
 
 def main():

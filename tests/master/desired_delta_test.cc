@@ -107,5 +107,35 @@ TEST_F(DesiredDeltaTest, JobsWhoseDefaultPortsMeetListenOnDifferentPorts) {
   EXPECT_EQ(port[second], 29518);
 }
 
+// After a restart, a launch re-adopted from its node's report is taken to
+// hold its default ports: job 626, started beside the re-adopted job 1,
+// still moves past 29517.
+TEST_F(DesiredDeltaTest, AReadoptedLaunchKeepsItsPortsFromANewOne) {
+  Open();
+  int64_t node = Register("n1", 4);
+  const JobId first = Submit(Spec(1));
+  Pass();
+  const v1::TaskStatus runs =
+      Task(first, 1, 0, TASK_STATE_RUNNING,
+           {Starts(Beat(node))[0].gpu_indexes(0)}, {}, 1000.0);
+  Beat(node, {runs});
+  master_.reset();
+  Open();
+  node = Register("n1", 4, {runs});
+  Pass();
+  JobRequest held = Spec(1);
+  held.hold = true;
+  ASSERT_TRUE(master_->SubmitJobs(std::vector<JobRequest>(624, held), "").ok());
+  const JobId second = Submit(Spec(1));
+  ASSERT_EQ(second, 626);
+  Pass();
+  std::map<JobId, int> port;
+  for (const v1::StartTask& start : Starts(Beat(node, {runs}))) {
+    port[start.task().job_id()] = start.master_port();
+  }
+  ASSERT_EQ(port.count(second), 1u);
+  EXPECT_EQ(port[second], 29518);
+}
+
 }  // namespace
 }  // namespace tiresias::master_testing

@@ -335,6 +335,10 @@ TEST_F(ModifyJobTest, ARunningJobsTimeLimitCanChange) {
   }
   EXPECT_EQ(stopped, std::vector<JobId>{shortened});
   EXPECT_TRUE(Get(shortened).timeout_requested);
+  // The limit it has already: nothing to change.
+  auto same = Modify(extended, {.time_limit = Seconds{100}, .gpus = 1});
+  EXPECT_EQ(same.status().code(), absl::StatusCode::kInvalidArgument)
+      << same.status();
   // Being stopped, it cannot change any more.
   auto late = Modify(shortened, {.time_limit = Seconds{100}});
   EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -342,6 +346,24 @@ TEST_F(ModifyJobTest, ARunningJobsTimeLimitCanChange) {
   master_.reset();
   Open();
   EXPECT_EQ(Get(extended).spec.time_limit, Seconds{100});
+}
+
+// A job signalled before its limit (--signal) was told when at its start:
+// its limit cannot change while it runs, only while it waits.
+TEST_F(ModifyJobTest, ASignalledJobsLimitChangesOnlyWhileItWaits) {
+  Open();
+  const int64_t n1 = Register("n1", 1);
+  JobRequest spec = Spec(1);
+  spec.time_limit = Seconds{600};
+  spec.warn.signal = 10;  // SIGUSR1
+  spec.warn.seconds = 60;
+  const JobId id = Submit(spec);
+  Pass();
+  Beat(n1, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  auto status = Modify(id, {.time_limit = Seconds{1200}}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_NE(status.message().find("--signal"), std::string::npos) << status;
+  EXPECT_EQ(Get(id).spec.time_limit, Seconds{600});
 }
 
 }  // namespace

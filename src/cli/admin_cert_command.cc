@@ -156,10 +156,7 @@ struct NotifyKeyFlags {
 // file, read, never made: a missing file is the master's to make.
 int RunNotifyKey(const NotifyKeyFlags& f) {
   if (f.user.empty()) return cli::Fail("--user: expected a user's name");
-  const std::string path =
-      f.key_file.empty()
-          ? (std::filesystem::path(f.state_dir) / "notify-key").string()
-          : f.key_file;
+  const std::string path = security::NotifyKeyPath(f.state_dir, f.key_file);
   std::ifstream in(path);
   std::string key;
   if (!in || !std::getline(in, key) || key.empty()) {

@@ -19,6 +19,7 @@
 #include "place/placement.h"
 #include "sched/policy.h"
 #include "security/cert_dirs.h"
+#include "security/notify_key.h"
 #include "security/pem_files.h"
 #include "security/private_files.h"
 #include "security/tokens.h"
@@ -396,9 +397,7 @@ absl::StatusOr<std::string> BootstrapAdminToken(MasterState& state,
 // 256 random bits in hex) when missing.
 absl::StatusOr<std::string> NotifyKey(const MasterFlags& f) {
   const std::string path =
-      f.notify_key_file.empty()
-          ? (std::filesystem::path(f.state_dir) / "notify-key").string()
-          : f.notify_key_file;
+      security::NotifyKeyPath(f.state_dir, f.notify_key_file);
   std::ifstream in(path);
   std::string key;
   if (in && std::getline(in, key) && !key.empty()) return key;

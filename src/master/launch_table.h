@@ -128,9 +128,9 @@ class LaunchTable {
     bool profile = false;
     // The ports its processes listen on, on each of its nodes: MASTER_PORT
     // is first_port, and process p's worker address first_port + p. Chosen
-    // when it is decided (ChoosePorts); 0 for a launch re-adopted after a
-    // restart, whose tasks run already (FillStartTask then falls back to
-    // the job's default).
+    // when it is decided (ChoosePorts), in memory only: a launch re-adopted
+    // after a restart is taken to hold its default ones
+    // (MasterState::AdoptOrOrphan). 0: none known (skipped by ChoosePorts).
     int first_port = 0;
     int port_span = 0;
     // The best profile a rank of it reported (BetterProfile): its run for

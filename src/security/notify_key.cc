@@ -4,10 +4,18 @@
 #include <openssl/hmac.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 
 namespace tiresias::security {
+
+std::string NotifyKeyPath(const std::string& state_dir,
+                          const std::string& key_file) {
+  return key_file.empty()
+             ? (std::filesystem::path(state_dir) / "notify-key").string()
+             : key_file;
+}
 
 std::string HexHmacSha256(std::string_view key, std::string_view message) {
   unsigned char mac[EVP_MAX_MD_SIZE];

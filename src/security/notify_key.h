@@ -13,6 +13,11 @@
 
 namespace tiresias::security {
 
+// The cluster's notify key file: `key_file` if given (master
+// --notify-key-file), else <state_dir>/notify-key.
+std::string NotifyKeyPath(const std::string& state_dir,
+                          const std::string& key_file);
+
 // The lowercase hex HMAC-SHA256 of `message` under `key`.
 std::string HexHmacSha256(std::string_view key, std::string_view message);
 

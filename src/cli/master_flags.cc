@@ -434,15 +434,15 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
   ASSIGN_OR_RETURN(options.notify_key, NotifyKey(f));
   // A connection per agent and per client: a shell's 1,024 would refuse
   // the thousandth agent, silently. Raised as far as the hard limit lets.
-  const OpenFileLimit files = RaiseOpenFileLimit();
-  if (files.now >= 0 && files.now < 4096) {
+  const int64_t files = RaiseOpenFileLimit();
+  if (files >= 0 && files < 4096) {
     std::fprintf(stderr,
                  "tiresias master: WARNING: at most %lld open files (its hard "
                  "limit): fewer than %lld agents and clients can connect at "
                  "once; raise it (ulimit -Hn as root, LimitNOFILE= in a "
                  "systemd unit)\n",
-                 static_cast<long long>(files.now),
-                 static_cast<long long>(files.now - kReservedOpenFiles));
+                 static_cast<long long>(files),
+                 static_cast<long long>(files - kReservedOpenFiles));
   }
   RunningMaster m;
   m.tls = tls;

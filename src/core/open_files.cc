@@ -13,20 +13,15 @@ constexpr rlim_t kMostOpenFiles = 1 << 20;
 
 }  // namespace
 
-OpenFileLimit RaiseOpenFileLimit() {
-  OpenFileLimit out;
+int64_t RaiseOpenFileLimit() {
   rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return out;
-  out.before = static_cast<int64_t>(limit.rlim_cur);
-  out.now = out.before;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
   const rlim_t want = std::min(limit.rlim_max, kMostOpenFiles);
   if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < want) {
     limit.rlim_cur = want;
-    if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
-      out.now = static_cast<int64_t>(want);
-    }
+    setrlimit(RLIMIT_NOFILE, &limit);  // on failure, the limit read below
   }
-  return out;
+  return OpenFileSoftLimit();
 }
 
 int64_t OpenFileSoftLimit() {

@@ -4,8 +4,8 @@
 // out is said rather than silent (gRPC refuses the next connection and
 // logs nothing).
 //
-//   OpenFileLimit limit = RaiseOpenFileLimit();
-//   if (OpenFiles() > limit.now * 9 / 10) Warn(...);
+//   const int64_t limit = RaiseOpenFileLimit();
+//   if (OpenFiles() > limit * 9 / 10) Warn(...);
 #ifndef TIRESIAS_CORE_OPEN_FILES_H_
 #define TIRESIAS_CORE_OPEN_FILES_H_
 
@@ -17,14 +17,10 @@ namespace tiresias {
 // gRPC's own): what is left of the limit is for connections.
 inline constexpr int64_t kReservedOpenFiles = 64;
 
-struct OpenFileLimit {
-  int64_t before = -1;  // the soft limit found; -1 if unreadable
-  int64_t now = -1;     // the soft limit after raising it
-};
-
 // Raises the soft RLIMIT_NOFILE to the hard limit (capped at 1,048,576:
-// an unlimited hard limit would make every close-all loop a long one).
-OpenFileLimit RaiseOpenFileLimit();
+// an unlimited hard limit would make every close-all loop a long one) and
+// returns the soft limit now; -1 if unreadable.
+int64_t RaiseOpenFileLimit();
 
 // The current soft RLIMIT_NOFILE; -1 if unreadable.
 int64_t OpenFileSoftLimit();

@@ -55,13 +55,8 @@ class MasterFilesTest : public ::testing::Test {
     ASSERT_FALSE(master_->address().empty()) << master_->output();
     const std::string address = master_->address();
     port_ = std::stoi(address.substr(address.rfind(':') + 1));
-    const std::string marker = "metrics on http://";
-    const size_t at = master_->output().find(marker);
-    ASSERT_NE(at, std::string::npos) << master_->output();
-    const size_t start = at + marker.size();
-    const std::string http = master_->output().substr(
-        start, master_->output().find('/', start) - start);
-    metrics_port_ = std::stoi(http.substr(http.rfind(':') + 1));
+    metrics_port_ = MetricsPort(*master_);
+    ASSERT_GT(metrics_port_, 0) << master_->output();
   }
 
   // name -> value of /metrics' samples without labels.

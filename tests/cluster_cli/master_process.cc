@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 namespace tiresias::cluster_test {
@@ -131,6 +132,16 @@ cli_test::ProcessResult RunClient(const std::string& binary,
                                    master.address()};
   argv.insert(argv.end(), args.begin(), args.end());
   return cli_test::RunProcess(argv);
+}
+
+int MetricsPort(const DaemonProcess& master) {
+  const std::string marker = "metrics on http://";
+  const std::string& out = master.output();
+  const size_t at = out.find(marker);
+  if (at == std::string::npos) return 0;
+  const size_t start = at + marker.size();
+  const std::string address = out.substr(start, out.find('/', start) - start);
+  return std::atoi(address.substr(address.rfind(':') + 1).c_str());
 }
 
 }  // namespace tiresias::cluster_test

@@ -58,6 +58,10 @@ class MasterProcess : public DaemonProcess {
 // A 127.0.0.1 port nothing listens on (bound, then closed).
 int UnusedPort();
 
+// The port of the master's /metrics, from its "metrics on http://HOST:PORT/"
+// line (--http-listen); 0 if it printed none.
+int MetricsPort(const DaemonProcess& master);
+
 // Runs `binary command --master <master's address> args...` to its end.
 cli_test::ProcessResult RunClient(const std::string& binary,
                                   const MasterProcess& master,

@@ -59,13 +59,8 @@ class MasterSecurityCliTest : public ::testing::Test {
     std::ifstream token_file(dir_.path() / "state" / "admin-token");
     std::getline(token_file, admin_token_);
     ASSERT_FALSE(admin_token_.empty());
-    const std::string marker = "metrics on http://";
-    const size_t at = master_->output().find(marker);
-    ASSERT_NE(at, std::string::npos) << master_->output();
-    const size_t start = at + marker.size();
-    const std::string address = master_->output().substr(
-        start, master_->output().find('/', start) - start);
-    metrics_port_ = std::stoi(address.substr(address.rfind(':') + 1));
+    metrics_port_ = MetricsPort(*master_);
+    ASSERT_GT(metrics_port_, 0) << master_->output();
   }
 
   // `tiresias args...` against the master with `token`.

@@ -14,7 +14,18 @@ namespace {
 using v1::TASK_STATE_EXITED;
 using v1::TASK_STATE_RUNNING;
 
-class DesiredDeltaTest : public MasterFixture {};
+class DesiredDeltaTest : public MasterFixture {
+ protected:
+  // After job 1: jobs 2..625 held (they take ids, never GPUs), then a
+  // 1-GPU job, whose default port is job 1's. Its id.
+  JobId SubmitJob626() {
+    JobRequest held = Spec(1);
+    held.hold = true;
+    EXPECT_TRUE(
+        master_->SubmitJobs(std::vector<JobRequest>(624, held), "").ok());
+    return Submit(Spec(1));
+  }
+};
 
 // Heartbeat answers carry only what changed since the version the agent
 // names (HeartbeatRequest.desired_version), when that is the version it was
@@ -87,11 +98,7 @@ TEST_F(DesiredDeltaTest, JobsWhoseDefaultPortsMeetListenOnDifferentPorts) {
   const int64_t node = Register("n1", 4);
   const JobId first = Submit(Spec(1));
   Pass();
-  // Jobs 2..625, held: they take ids, never GPUs.
-  JobRequest held = Spec(1);
-  held.hold = true;
-  ASSERT_TRUE(master_->SubmitJobs(std::vector<JobRequest>(624, held), "").ok());
-  const JobId second = Submit(Spec(1));
+  const JobId second = SubmitJob626();
   ASSERT_EQ(first, 1);
   ASSERT_EQ(second, 626);
   Pass();
@@ -123,10 +130,7 @@ TEST_F(DesiredDeltaTest, AReadoptedLaunchKeepsItsPortsFromANewOne) {
   Open();
   node = Register("n1", 4, {runs});
   Pass();
-  JobRequest held = Spec(1);
-  held.hold = true;
-  ASSERT_TRUE(master_->SubmitJobs(std::vector<JobRequest>(624, held), "").ok());
-  const JobId second = Submit(Spec(1));
+  const JobId second = SubmitJob626();
   ASSERT_EQ(second, 626);
   Pass();
   std::map<JobId, int> port;

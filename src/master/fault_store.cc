@@ -140,6 +140,13 @@ absl::StatusOr<std::vector<CreatedJob>> FaultStore::CreateJobsAllOrNothing(
       [&] { return inner_->CreateJobsAllOrNothing(jobs, submit_time); });
 }
 
+absl::StatusOr<std::vector<JobRecord>> FaultStore::SplitArray(JobId array_id,
+                                                              int split_to) {
+  return Apply<absl::StatusOr<std::vector<JobRecord>>>(
+      StoreWriteKind::kCreateJobs,
+      [&] { return inner_->SplitArray(array_id, split_to); });
+}
+
 absl::Status FaultStore::Write(const StoreWrite& write) {
   return Apply<absl::Status>(StoreWriteKind::kWrite,
                              [&] { return inner_->Write(write); });

@@ -45,7 +45,7 @@ namespace tiresias {
 
 // Every Store method that writes.
 enum class StoreWriteKind {
-  kCreateJobs,  // CreateJobs and CreateJobsAllOrNothing (submissions)
+  kCreateJobs,  // CreateJobs, CreateJobsAllOrNothing and SplitArray
   kWrite,       // job changes, events and launch records (Commit)
   kUpsertNode,
   kSetNodeDrain,
@@ -115,6 +115,9 @@ class FaultStore final : public Store {
   absl::StatusOr<std::vector<CreatedJob>> CreateJobsAllOrNothing(
       const std::vector<NewJob>& jobs, Seconds submit_time) override;
   absl::Status Write(const StoreWrite& write) override;
+  // Counted as kCreateJobs: it writes an array's jobs.
+  absl::StatusOr<std::vector<JobRecord>> SplitArray(JobId array_id,
+                                                    int split_to) override;
   absl::StatusOr<int64_t> UpsertNode(const NodeRecord& node) override;
   absl::Status SetNodeDrain(int64_t id, bool drained,
                             const std::string& reason) override;
@@ -146,6 +149,9 @@ class FaultStore final : public Store {
   }
   absl::StatusOr<std::vector<JobRecord>> ListUnfinishedJobs() const override {
     return inner_->ListUnfinishedJobs();
+  }
+  absl::StatusOr<std::vector<JobRecord>> ListSplittingArrays() const override {
+    return inner_->ListSplittingArrays();
   }
   absl::StatusOr<std::vector<JobEvent>> Events(JobId job) const override {
     return inner_->Events(job);

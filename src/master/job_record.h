@@ -268,6 +268,11 @@ struct JobRecord {
   // its index; 0 and 0 outside one. Written once, at creation.
   JobId array_id = 0;
   int array_index = 0;
+  // The first job of an array stored as one record (Store::SplitArray):
+  // the array's job count, and how many of its jobs are written (the
+  // others exist only as this count); 0 and 0 otherwise. Stored.
+  int array_count = 0;
+  int array_split = 0;
   std::vector<std::string> nodes;  // node names it runs (or last ran) on
   std::optional<int> exit_code;
   // What its ended tasks used (proto Job.cpu_seconds, max_memory_bytes):

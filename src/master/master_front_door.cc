@@ -117,15 +117,15 @@ absl::StatusOr<MasterState::SubmitResult> MasterState::SubmitArray(
         " MiB in one array (fewer indices, or a smaller spec: its "
         "environment is copied into every job)"));
   }
+  // Stored as one record, its first job's, standing for all of them
+  // (NewJob::array_count); the others are written as they are needed
+  // (SplitArrayLocked). Job I keeps the request id "<request_id>#<I>".
   std::vector<NewJob> jobs;
-  jobs.reserve(indices.size());
-  for (size_t i = 0; i < indices.size(); ++i) {
-    jobs.push_back(NewJob{
-        spec,
-        request_id.empty() ? std::string()
-                           : absl::StrCat(ToAbsl(request_id), "#", i),
-        indices[i], i == 0});
-  }
+  jobs.push_back(NewJob{spec,
+                        request_id.empty()
+                            ? std::string()
+                            : absl::StrCat(ToAbsl(request_id), "#0"),
+                        indices[0], true, static_cast<int>(indices.size())});
   SubmitWriter self;
   self.bulk = &jobs;  // lives until QueueAndWrite returns
   QueueAndWrite(self);
@@ -141,7 +141,10 @@ absl::StatusOr<MasterState::SubmitResult> MasterState::SubmitArray(
   SubmitResult result;
   result.id = self.bulk_result->ids.front();
   result.existing = self.bulk_result->existing;
-  result.array_job_ids = std::move(self.bulk_result->ids);
+  result.array_job_ids.reserve(indices.size());
+  for (size_t i = 0; i < indices.size(); ++i) {
+    result.array_job_ids.push_back(result.id + static_cast<JobId>(i));
+  }
   return result;
 }
 
@@ -236,14 +239,6 @@ void MasterState::QueueAndWrite(SubmitWriter& self) {
 
 absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
                                       Seconds now) {
-  // The profile: measured before, on a job of the same signature.
-  JobSpec core = CoreJobSpec(created.id, job.spec, now, created.profile);
-  core.vc = vcs_.SchedulerName(core.vc);  // a VC removed meanwhile: none
-  if (!qos_.contains(core.qos)) core.qos.clear();  // likewise a QOS
-  // Only a broken invariant (an id the scheduler already holds) fails
-  // here; the job is stored and a restarted master would load it.
-  RETURN_IF_ERROR(scheduler_->Submit(core, now));
-  if (job.spec.hold) RETURN_IF_ERROR(scheduler_->Hold(created.id));
   JobRecord rec;
   rec.held = job.spec.hold;  // stored so by CreateJobs
   rec.id = created.id;
@@ -254,10 +249,40 @@ absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
   rec.profile = created.profile;
   rec.array_id = created.array_id;
   rec.array_index = job.array_index.value_or(0);
+  rec.array_count = created.array_count;
+  rec.array_split = created.array_count > 0 ? 1 : 0;
   if (rec.array_id > 0) ++array_unfinished_[rec.array_id];
-  const JobRecord& admitted = records_[rec.id] = std::move(rec);
   ++ended_.jobs;  // counts every job ever accepted
   ended_.max_id = std::max(ended_.max_id, created.id);
+  if (rec.array_count > 1) {
+    // The array's other jobs, stored as its count until split off.
+    ended_.jobs += rec.array_count - 1;
+    ended_.max_id = std::max(ended_.max_id, rec.id + rec.array_count - 1);
+  }
+  const JobRecord head = rec.array_count > 1 ? rec : JobRecord();
+  RETURN_IF_ERROR(AdmitRecordLocked(std::move(rec), now));
+  // After the first job: the others join the queue behind it.
+  if (head.array_count > 1) AddSplittingLocked(head);
+  return absl::OkStatus();
+}
+
+absl::Status MasterState::AdmitRecordLocked(
+    JobRecord rec, Seconds now, std::optional<double> queue_position) {
+  // The profile: measured before, on a job of the same signature.
+  JobSpec core = CoreJobSpec(rec.id, rec.spec, rec.submit_time, rec.profile);
+  core.vc = vcs_.SchedulerName(core.vc);  // a VC removed meanwhile: none
+  if (!qos_.contains(core.qos)) core.qos.clear();  // likewise a QOS
+  // Only a broken invariant (an id the scheduler already holds) fails
+  // here; the job is stored and a restarted master would load it.
+  if (queue_position) {
+    Job job(std::move(core));
+    job.set_queue_position(*queue_position);
+    RETURN_IF_ERROR(scheduler_->Restore(job, now));
+  } else {
+    RETURN_IF_ERROR(scheduler_->Submit(std::move(core), now));
+  }
+  if (rec.held) RETURN_IF_ERROR(scheduler_->Hold(rec.id));
+  const JobRecord& admitted = records_[rec.id] = std::move(rec);
   // Its begin time first: a job that begins later takes no array slot.
   RETURN_IF_ERROR(WaitForBegin(admitted, now));
   RETURN_IF_ERROR(JoinArraySlots(admitted));

@@ -12,6 +12,8 @@
 // only, so the cost follows the running jobs, not the backlog; a job past
 // its limit is stopped as a cancel is, and ends kTimeout.
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -50,7 +52,31 @@ MasterState::UpdateJobs(JobAction action, std::vector<JobId> ids,
   const Seconds now = clock_->NowUnixSeconds();
   std::vector<JobActionResult> results;
   results.reserve(ids.size());
+  // Arrays' jobs not written yet: their owner's action splits each array
+  // once, through the last of its jobs named, so that every job acted on
+  // is one in memory like any other. Others' are refused below.
+  std::map<JobId, JobId> split_through;  // array -> its last job named
   for (JobId id : ids) {
+    if (std::optional<JobId> array = splits_.Holding(id)) {
+      split_through[*array] = std::max(split_through[*array], id);
+    }
+  }
+  std::map<JobId, absl::Status> split_failed;  // by array
+  for (const auto& [array, last] : split_through) {
+    absl::StatusOr<JobRecord> unwritten = store_->GetJob(last);
+    absl::Status split = unwritten.status();
+    if (split.ok() && !may_act(*unwritten)) continue;
+    if (split.ok()) split = SplitThroughLocked(last, now);
+    if (!split.ok()) split_failed[array] = split;
+  }
+  for (JobId id : ids) {
+    if (std::optional<JobId> array = splits_.Holding(id)) {
+      if (auto failed = split_failed.find(*array);
+          failed != split_failed.end()) {
+        results.push_back({id, failed->second});
+        continue;
+      }
+    }
     auto it = records_.find(id);
     // A record that just ended leaves memory at the next write.
     if (it != records_.end() && !IsFinal(it->second.state)) {
@@ -104,6 +130,23 @@ MasterState::UpdateMatchingJobs(JobAction action, const JobFilter& filter,
       }
       if (!may_act(rec)) continue;  // others' jobs are not matched
       ids.push_back(id);
+    }
+    // Arrays' jobs not written yet: pending, alike within an array.
+    if (!filter.state || *filter.state == JobRecordState::kPending) {
+      for (const auto& [array_id, a] : splits_.arrays()) {
+        if ((filter.user && a.user != *filter.user) ||
+            (filter.name && a.name != *filter.name) ||
+            (filter.array_id && array_id != *filter.array_id)) {
+          continue;
+        }
+        JobRecord probe;
+        probe.id = array_id + a.split;
+        probe.spec.user = a.user;
+        if (!may_act(probe)) continue;
+        for (JobId id = array_id + a.split; id < array_id + a.count; ++id) {
+          ids.push_back(id);
+        }
+      }
     }
   }
   // A job that ended in between is reported as such.

@@ -13,6 +13,9 @@ absl::Status MasterState::RunPass() {
   MutexLock lock(&mu_);
   const auto began = std::chrono::steady_clock::now();
   const Seconds now = clock_->NowUnixSeconds();
+  // Arrays stored as one record: enough of their jobs written for this
+  // pass, and again for the next one after it started some.
+  TopUpSplitsLocked(now);
   if (cluster_) {
     Decisions decisions = scheduler_->Schedule(now, *cluster_);
     // Every job the pass touched: its record follows at the Commit below
@@ -26,6 +29,7 @@ absl::Status MasterState::RunPass() {
     }
   }
   ReleaseDeferred(now);
+  if (TopUpSplitsLocked(now)) pass_wanted_ = true;
   absl::Status committed = Commit();
   ++passes_;
   pass_seconds_ += std::chrono::duration<double>(

@@ -140,6 +140,11 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics(
         ++m.waiting_by_queue[rec.queue];
       }
     }
+    // Arrays' jobs not written yet: pending, in the first queue.
+    if (splits_.unwritten() > 0) {
+      m.jobs_by_state[JobRecordState::kPending] += splits_.unwritten();
+      m.waiting_by_queue[0] += splits_.unwritten();
+    }
     for (const auto& [node_id, info] : table_.nodes()) {
       if (!info.up()) {
         ++m.nodes_down;

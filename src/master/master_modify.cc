@@ -107,6 +107,9 @@ absl::StatusOr<JobRecord> MasterState::ModifyJob(JobId id,
   JobRequest before;
   {
     MutexLock lock(&mu_);
+    // An array's job not written yet is split off first (the caller
+    // checked that it may act on it).
+    RETURN_IF_ERROR(SplitThroughLocked(id, clock_->NowUnixSeconds()));
     auto it = records_.find(id);
     if (it == records_.end() || IsFinal(it->second.state)) {
       ASSIGN_OR_RETURN(JobRecord stored, store_->GetJob(id));

@@ -114,9 +114,20 @@ absl::Status MasterState::Load(Seconds now) {
   }
   ASSIGN_OR_RETURN(ended_, store_->Totals());
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_->ListUnfinishedJobs());
+  // Arrays stored as one record with jobs still unwritten (their first
+  // job may have ended): each joins the queue where it stands by id, after
+  // the jobs before its last one, before the jobs after it.
+  ASSIGN_OR_RETURN(std::vector<JobRecord> splitting,
+                   store_->ListSplittingArrays());
+  auto next_split = splitting.begin();
   // Arrays' slots first: who holds one depends on every job of the array.
   PlanArraySlots(jobs);
   for (JobRecord& rec : jobs) {
+    for (; next_split != splitting.end() &&
+           next_split->id + next_split->array_count <= rec.id;
+         ++next_split) {
+      AddSplittingLocked(*next_split);
+    }
     if (rec.cancel_requested) {
       // Cancelled while its tasks ran: it does not run again; it ends once
       // nothing of it runs (FinishRestartCancels).
@@ -150,6 +161,9 @@ absl::Status MasterState::Load(Seconds now) {
     ended_.cpu_seconds -= rec.cpu_seconds;
     if (rec.array_id > 0) ++array_unfinished_[rec.array_id];
     records_[rec.id] = std::move(rec);
+  }
+  for (; next_split != splitting.end(); ++next_split) {
+    AddSplittingLocked(*next_split);
   }
   adopt_deadline_ = clock_->NowMonotonic() + options_.node_timeout;
   // Dependencies met or broken while the master was down: released or

@@ -126,6 +126,7 @@
 #include "core/cluster.h"
 #include "core/mutex.h"
 #include "core/steady_cond_var.h"
+#include "master/array_splits.h"
 #include "master/audit_limit.h"
 #include "master/clock.h"
 #include "master/cluster_history.h"
@@ -1072,6 +1073,9 @@ class MasterState {
   // Limited arrays with unfinished jobs, by array id, and those where a
   // slot was freed (or a job let go) since the last RefillArraySlots.
   std::map<JobId, ArraySlots> array_slots_ ABSL_GUARDED_BY(mu_);
+  // Arrays stored as one record with jobs not yet written (their jobs are
+  // pending to every read; the scheduler sees only the written ones).
+  ArraySplits splits_ ABSL_GUARDED_BY(mu_);
   std::set<JobId> array_refills_ ABSL_GUARDED_BY(mu_);
   // Pending reasons by job as of pass reasons_pass_ (-1: none): a cache
   // of reads, filled by FillPendingReason, reset by Rebuild.
@@ -1211,6 +1215,33 @@ class MasterState {
   // Requires mu_.
   absl::Status AdmitLocked(NewJob job, const CreatedJob& created, Seconds now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The rest of AdmitLocked, for a record the store holds (also a job just
+  // split off its array): into records_ and the scheduler, with its begin
+  // time, array slot and dependencies. Counts nothing.
+  // `queue_position`: its place in the scheduler's queue (Job::
+  // queue_position); none: the back.
+  absl::Status AdmitRecordLocked(
+      JobRecord rec, Seconds now,
+      std::optional<double> queue_position = std::nullopt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Arrays stored as one record (master_array_split.cc). The array of
+  // `head` joins splits_ if its jobs are not all written; its unwritten
+  // jobs count as unfinished jobs of the array.
+  // Its jobs join the scheduler's queue after what has joined it so far.
+  void AddSplittingLocked(const JobRecord& head)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the array's jobs through position split_to - 1
+  // (Store::SplitArray) and admits them. On error nothing changed.
+  absl::Status SplitArrayLocked(JobId array_id, int split_to, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // If `job` is an unwritten job of an array, splits its array through it
+  // (and the jobs before it), so that it is a job in memory like any other.
+  absl::Status SplitThroughLocked(JobId job, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Before and after a pass: each array not submitted held keeps enough of
+  // its jobs written and waiting for the pass to start as many as the
+  // cluster could run (SplitWindow); true if any job was split off.
+  bool TopUpSplitsLocked(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A job a retried request id named (`created.existing`) that the store
   // holds unfinished but memory does not: its first submission committed
   // and was answered with an error (an acknowledgement lost after the

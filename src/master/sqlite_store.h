@@ -48,9 +48,9 @@ class SqliteStore final : public Store {
   // held, 9 -> 10 nodes.drained and drain_reason, 10 -> 11 the jobs'
   // dependencies, 11 -> 12 the cluster_history table, 12 -> 13 job arrays,
   // 13 -> 14 request ids unique per user, 14 -> 15 a job's spec in one
-  // column, 15 -> 16 what a job's tasks used: see store_rows.h) and
-  // refuses newer ones.
-  static constexpr int kSchemaVersion = 20;
+  // column, 15 -> 16 what a job's tasks used, ... 20 -> 21 arrays stored
+  // as one record: see store_rows.h) and refuses newer ones.
+  static constexpr int kSchemaVersion = 21;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the
@@ -71,6 +71,9 @@ class SqliteStore final : public Store {
   absl::StatusOr<JobRecord> GetJob(JobId id) const override;
   absl::StatusOr<JobPage> QueryJobs(const JobQuery& query) const override;
   absl::StatusOr<std::vector<JobRecord>> ListUnfinishedJobs() const override;
+  absl::StatusOr<std::vector<JobRecord>> SplitArray(JobId array_id,
+                                                    int split_to) override;
+  absl::StatusOr<std::vector<JobRecord>> ListSplittingArrays() const override;
   absl::StatusOr<std::vector<JobEvent>> Events(JobId job) const override;
   absl::StatusOr<std::vector<JobEvent>> EventsAfter(int64_t after_sequence,
                                                     int limit) const override;
@@ -148,10 +151,35 @@ class SqliteStore final : public Store {
   // The profile stored for `signature`, if any.
   absl::StatusOr<std::optional<JobProfile>> ProfileBySignatureLocked(
       const std::string& signature) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `encoded_spec`: job.spec's EncodeSpec.
+  // `encoded_spec`: job.spec's EncodeSpec. `id`: the job's id, kept for
+  // it by its array (SplitArray); 0: the next free one.
   absl::StatusOr<JobId> InsertJobLocked(
       const NewJob& job, const std::string& encoded_spec, Seconds submit_time,
-      const std::optional<JobProfile>& profile, JobId array_id)
+      const std::optional<JobProfile>& profile, JobId array_id, JobId id = 0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Arrays stored as one record (sqlite_store_arrays.cc). The unwritten
+  // jobs of the arrays whose ids lie in (after, upto] that `query` selects
+  // (its states, user, name, submit time, array and VC), in id order, at
+  // most `limit` (< 0: all).
+  absl::StatusOr<std::vector<JobRecord>> UnwrittenJobsLocked(
+      const JobQuery& query, JobId after, JobId upto, int64_t limit) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The unwritten job `id` of an array, if it is one.
+  absl::StatusOr<std::optional<JobRecord>> UnwrittenJobLocked(JobId id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The unwritten array job that request id "<base>#<k>" of `user` names
+  // (job k of the array whose first job has "<base>#0"), if any.
+  absl::StatusOr<std::optional<JobRecord>> UnwrittenByRequestIdLocked(
+      const std::string& user, const std::string& request_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A stored job of `user` whose request id one of the `count` jobs of a
+  // new array with first request id "<base>#0" would take ("<base>#<k>",
+  // 0 < k < count), if any.
+  absl::StatusOr<std::optional<JobRecord>> ArrayRequestIdTakenLocked(
+      const std::string& user, const std::string& first_request_id,
+      int count) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How many jobs are unwritten, over every array.
+  absl::StatusOr<int64_t> UnwrittenCountLocked() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A table of (name TEXT PRIMARY KEY, config BLOB) rows: VCs and QOS
   // (store_vcs.cc). `what` and `short_name` name a row in errors

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -74,6 +76,7 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
         if (used->spec == job.spec) {
           out[i] = CreatedJob{used->id, true};
           out[i]->array_id = used->array_id;
+          out[i]->array_count = used->array_count;
           if (job.array_index) array_id = used->array_id;
         } else {
           out[i] = absl::AlreadyExistsError(absl::StrCat(
@@ -82,6 +85,20 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
           // Returning drops the transaction: it rolls back.
           if (all_or_nothing) return refuse_all(i, out[i].status());
         }
+        continue;
+      }
+    }
+    if (job.array_count > 1) {
+      // An array stored as one record: no stored job may hold the request
+      // id of one of its jobs, written later.
+      ASSIGN_OR_RETURN(std::optional<JobRecord> taken,
+                       ArrayRequestIdTakenLocked(job.spec.user, job.request_id,
+                                                 job.array_count));
+      if (taken) {
+        out[i] = absl::AlreadyExistsError(absl::StrCat(
+            "request_id \"", taken->request_id, "\": already used for job ",
+            taken->id, ", submitted with a different spec"));
+        if (all_or_nothing) return refuse_all(i, out[i].status());
         continue;
       }
     }
@@ -101,6 +118,7 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
     if (job.starts_array) array_id = id;
     out[i] = CreatedJob{id, false, profile};
     if (job.array_index) out[i]->array_id = array_id;
+    out[i]->array_count = job.array_count;
   }
   RETURN_IF_ERROR(CommitLocked(txn));
   return out;
@@ -108,16 +126,17 @@ SqliteStore::CreateJobsImpl(const std::vector<NewJob>& jobs,
 
 absl::StatusOr<JobId> SqliteStore::InsertJobLocked(
     const NewJob& job, const std::string& encoded_spec, Seconds submit_time,
-    const std::optional<JobProfile>& profile, JobId array_id) {
+    const std::optional<JobProfile>& profile, JobId array_id, JobId id) {
   const JobRequest& spec = job.spec;
   {
     ASSIGN_OR_RETURN(
         SqliteQuery insert,
         db_->Prepare(absl::StrCat(
             "INSERT INTO jobs (", kJobColumns,
-            ", vc) VALUES (NULL, ?1, ?2, ?3, ?4, 'pending', 0, 0, 0, 0, ?5, "
+            ", vc, array_spec, array_gpus) VALUES (?12, ?1, ?2, ?3, ?4, "
+            "'pending', 0, 0, 0, 0, ?5, "
             "NULL, NULL, ?5, 0, 0, 0, 0, '[]', NULL, 0, ?6, 0, ?7, ?8, 0, ?9, "
-            "?10, 0, 0, ?11)")));
+            "?10, 0, 0, ?13, ?14, ?11, ?15, ?16)")));
     std::optional<std::string_view> request_id;
     if (!job.request_id.empty()) request_id = job.request_id;
     std::optional<std::string> profile_json;
@@ -132,7 +151,13 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(
         .Bind(8, int64_t{spec.hold ? 1 : 0})
         .Bind(9, int64_t{array_id})
         .Bind(10, int64_t{job.array_index.value_or(0)})
-        .Bind(11, std::string_view(spec.vc));
+        .Bind(11, std::string_view(spec.vc))
+        .Bind(12, id > 0 ? std::optional<int64_t>(id) : std::nullopt)
+        .Bind(13, int64_t{job.array_count})
+        .Bind(14, int64_t{job.array_count > 0 ? 1 : 0})
+        .BindBlob(15, job.array_count > 0 ? std::string_view(encoded_spec)
+                                          : std::string_view())
+        .Bind(16, int64_t{job.array_count > 0 ? spec.num_gpus : 0});
     absl::Status status = insert.Run();
     if (insert.last_error_code() == SQLITE_CONSTRAINT_UNIQUE) {
       // FindByRequestId looked first under the same lock: only a hand edit
@@ -142,12 +167,20 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(
     }
     RETURN_IF_ERROR(status);
   }
-  JobId id = db_->LastInsertRowId();
+  id = db_->LastInsertRowId();
   if (job.starts_array) {
     // The array is named by its first job: known only now.
     ASSIGN_OR_RETURN(SqliteQuery update,
                      db_->Prepare("UPDATE jobs SET array_id = ?1 WHERE id = ?1"));
     RETURN_IF_ERROR(update.Bind(1, id).Run());
+  }
+  if (job.array_count > 1) {
+    // The ids of the array's unwritten jobs are taken: no later job gets
+    // one (AUTOINCREMENT continues after sqlite_sequence's).
+    ASSIGN_OR_RETURN(SqliteQuery keep,
+                     db_->Prepare("UPDATE sqlite_sequence SET seq = max(seq, "
+                                  "?1) WHERE name = 'jobs'"));
+    RETURN_IF_ERROR(keep.Bind(1, id + job.array_count - 1).Run());
   }
   RETURN_IF_ERROR(AppendEventLocked(JobEvent{
       id, 0, submit_time, "submitted",
@@ -163,7 +196,8 @@ absl::StatusOr<std::optional<JobRecord>> SqliteStore::FindByRequestId(
                        " FROM jobs WHERE user = ? AND request_id = ?")));
   query.Bind(1, user).Bind(2, request_id);
   ASSIGN_OR_RETURN(bool row, query.Step());
-  if (!row) return std::optional<JobRecord>();
+  // Not written: it may be an array's unwritten job.
+  if (!row) return UnwrittenByRequestIdLocked(user, request_id);
   ASSIGN_OR_RETURN(JobRecord job, DecodeJob(query, db_->path()));
   return std::optional<JobRecord>(std::move(job));
 }
@@ -256,6 +290,12 @@ absl::StatusOr<JobTotals> SqliteStore::Totals() const {
     totals.preemptions += query.Int(2);
     totals.promotions += query.Int(3);
     totals.cpu_seconds += query.Double(4);
+  }
+  // An array's unwritten jobs are pending jobs.
+  ASSIGN_OR_RETURN(const int64_t unwritten, UnwrittenCountLocked());
+  if (unwritten > 0) {
+    totals.by_state[JobRecordState::kPending] += unwritten;
+    totals.jobs += unwritten;
   }
   // Ids never repeat (AUTOINCREMENT): the highest ever given is in
   // sqlite_sequence, also when that job is gone.
@@ -381,7 +421,12 @@ absl::StatusOr<std::vector<JobEvent>> SqliteStore::SelectEvents(
 absl::StatusOr<JobRecord> SqliteStore::GetJob(JobId id) const {
   MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, SelectJobs("WHERE id = ?1", id));
-  if (jobs.empty()) return NoSuchJob(id);
+  if (jobs.empty()) {
+    ASSIGN_OR_RETURN(std::optional<JobRecord> unwritten,
+                     UnwrittenJobLocked(id));
+    if (!unwritten) return NoSuchJob(id);
+    return *std::move(unwritten);
+  }
   ASSIGN_OR_RETURN(jobs[0].events, SelectEvents("WHERE job_id = ?1", id, -1));
   return std::move(jobs[0]);
 }
@@ -421,23 +466,56 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
   if (q.vc) query.Bind(9, std::string_view(*q.vc));
   // One row past the limit tells whether there is more.
   query.Bind(5, q.limit < 0 ? int64_t{-1} : q.limit + 1);
-  JobPage page;
+  auto full = [&q](const JobPage& page, int64_t bytes, int64_t size) {
+    return (q.limit >= 0 &&
+            static_cast<int64_t>(page.jobs.size()) >= q.limit) ||
+           (q.max_bytes >= 0 && !page.jobs.empty() &&
+            bytes + size > q.max_bytes);
+  };
+  JobPage rows;
   int64_t bytes = 0;
   while (true) {
     ASSIGN_OR_RETURN(bool row, query.Step());
-    if (!row) return page;
+    if (!row) break;
     ASSIGN_OR_RETURN(JobRecord job, DecodeJob(query, db_->path()));
     const int64_t size = ApproxEncodedBytes(job);
-    const bool full =
-        (q.limit >= 0 && static_cast<int64_t>(page.jobs.size()) >= q.limit) ||
-        (q.max_bytes >= 0 && !page.jobs.empty() && bytes + size > q.max_bytes);
-    if (full) {
+    if (full(rows, bytes, size)) {
+      rows.more = true;
+      break;
+    }
+    bytes += size;
+    rows.jobs.push_back(std::move(job));
+  }
+  // Arrays' unwritten jobs among the rows: up to the last row read if the
+  // rows were cut (later ones come with the next page).
+  const JobId upto =
+      rows.more ? rows.jobs.back().id : std::numeric_limits<JobId>::max();
+  ASSIGN_OR_RETURN(
+      std::vector<JobRecord> unwritten,
+      UnwrittenJobsLocked(q, q.after_id, upto,
+                          q.limit < 0 ? int64_t{-1} : q.limit + 1));
+  if (unwritten.empty()) return rows;
+  std::vector<JobRecord> merged;
+  merged.reserve(rows.jobs.size() + unwritten.size());
+  std::merge(
+      std::make_move_iterator(rows.jobs.begin()),
+      std::make_move_iterator(rows.jobs.end()),
+      std::make_move_iterator(unwritten.begin()),
+      std::make_move_iterator(unwritten.end()), std::back_inserter(merged),
+      [](const JobRecord& a, const JobRecord& b) { return a.id < b.id; });
+  JobPage page;
+  page.more = rows.more;
+  bytes = 0;
+  for (JobRecord& job : merged) {
+    const int64_t size = ApproxEncodedBytes(job);
+    if (full(page, bytes, size)) {
       page.more = true;
-      return page;
+      break;
     }
     bytes += size;
     page.jobs.push_back(std::move(job));
   }
+  return page;
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListUnfinishedJobs()
@@ -455,7 +533,12 @@ absl::Status SqliteStore::CheckJobExists(JobId id) const {
 
 absl::StatusOr<std::vector<JobEvent>> SqliteStore::Events(JobId job) const {
   MutexLock lock(&mu_);
-  RETURN_IF_ERROR(CheckJobExists(job));
+  if (absl::Status exists = CheckJobExists(job); !exists.ok()) {
+    ASSIGN_OR_RETURN(std::optional<JobRecord> unwritten,
+                     UnwrittenJobLocked(job));
+    if (!unwritten) return exists;
+    return std::move(unwritten->events);
+  }
   return SelectEvents("WHERE job_id = ?1", job, -1);
 }
 

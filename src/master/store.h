@@ -100,6 +100,12 @@ struct NewJob {
   // and look its profile up once.
   std::optional<int> array_index;
   bool starts_array = false;
+  // An array stored as one record (SubmitArray): this job, the array's
+  // first (`starts_array`), stands for all `array_count` of its jobs. The
+  // ids after it, through id + array_count - 1, are kept for the others,
+  // which exist only as that count (they are read, listed and counted as
+  // pending jobs) until SplitArray writes them. 0: an ordinary job.
+  int array_count = 0;
 };
 
 // What became of one NewJob.
@@ -113,6 +119,9 @@ struct CreatedJob {
   std::optional<JobProfile> profile;
   // For a job of an array: the array's id (its first job's); else 0.
   JobId array_id = 0;
+  // For the first job of an array stored as one record: its job count
+  // (the array's ids are id .. id + array_count - 1); else 0.
+  int array_count = 0;
 };
 
 // Which jobs Store::QueryJobs returns: every condition given holds.
@@ -201,6 +210,27 @@ class Store {
   virtual absl::StatusOr<std::vector<JobRecord>> ListUnfinishedJobs() const = 0;
   // The job's events, oldest first; NotFound if there is no such job.
   virtual absl::StatusOr<std::vector<JobEvent>> Events(JobId job) const = 0;
+
+  // Arrays stored as one record (NewJob::array_count). The jobs of such an
+  // array that are not written yet (positions array_split .. array_count-1
+  // of its first job's record) are still jobs to every read: GetJob,
+  // QueryJobs and Totals show each as a pending job that never ran (held
+  // if the array was submitted held), with the array's spec, submit time
+  // and request id ("<base>#<position>"), its index from the spec's
+  // indices, and the one event "submitted".
+  //
+  // SplitArray writes the array's jobs at positions [array_split,
+  // split_to) as CreateJobs would have, in one transaction with the
+  // array's new array_split, and returns them (state pending, events
+  // empty), in id order; none if split_to <= array_split. NotFound if
+  // `array_id` is no array stored as one record; InvalidArgument for a
+  // split_to past array_count.
+  virtual absl::StatusOr<std::vector<JobRecord>> SplitArray(JobId array_id,
+                                                            int split_to) = 0;
+  // The first jobs of arrays with jobs not written yet (array_split <
+  // array_count), ended or not, in id order, without events.
+  virtual absl::StatusOr<std::vector<JobRecord>> ListSplittingArrays()
+      const = 0;
   // Every job's events with sequence > `after_sequence`, oldest first, at
   // most `limit` of them (for a watcher catching up).
   virtual absl::StatusOr<std::vector<JobEvent>> EventsAfter(

@@ -355,8 +355,23 @@ absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
   r.array_index = in.Int(27, "array_index");
   r.cpu_seconds = in.Real(28, "cpu_seconds");
   r.max_memory_bytes = in.Int64(29, "max_memory_bytes");
+  r.array_count = in.Int(30, "array_count");
+  r.array_split = in.Int(31, "array_split");
   if (!in.status().ok()) return in.status();
   return r;
+}
+
+absl::StatusOr<JobRequest> DecodeArraySpec(const SqliteQuery& row,
+                                           absl::string_view path) {
+  RowReader in(row, path, "a job row");
+  const JobId id = in.Int64(0, "id");
+  in.set_what(absl::StrCat("job ", id));
+  JobRequest spec = in.Spec(32, "array_spec");
+  spec.name = in.Text(1, "name");
+  spec.user = in.Text(2, "user");
+  spec.num_gpus = in.Int(33, "array_gpus");
+  if (!in.status().ok()) return in.status();
+  return spec;
 }
 
 absl::StatusOr<JobEvent> DecodeEvent(const SqliteQuery& row,

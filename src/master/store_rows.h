@@ -173,6 +173,19 @@ inline constexpr const char* kMigrations[] = {
     // 20: settings an admin changes at run time, by name, as protobuf bytes
     // (`tuning`: the v1::SetTuningRequest applied, with when and by whom).
     "CREATE TABLE settings (name TEXT PRIMARY KEY, config BLOB NOT NULL)",
+    // 21: arrays stored as one record (issue 28): on an array's first job,
+    // its job count and how many of its jobs are written as rows (the rest
+    // exist only as the count until split off); 0 and 0 otherwise. Arrays
+    // with jobs still unwritten are indexed, for reads to find them.
+    "ALTER TABLE jobs ADD COLUMN array_count INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN array_split INTEGER NOT NULL DEFAULT 0;"
+    "CREATE INDEX jobs_splitting_arrays ON jobs (id) "
+    "WHERE array_split < array_count;"
+    // and the array's spec as submitted (EncodeSpec) and GPU count, which
+    // its unwritten jobs are made with: the first job's own may change
+    // (`update`); x'' and 0 otherwise.
+    "ALTER TABLE jobs ADD COLUMN array_spec BLOB NOT NULL DEFAULT x'';"
+    "ALTER TABLE jobs ADD COLUMN array_gpus INTEGER NOT NULL DEFAULT 0",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =
@@ -185,7 +198,7 @@ inline constexpr char kJobColumns[] =
     "first_start_time, end_time, last_stop_time, preemptions, promotions, "
     "restarts, attempt, nodes, exit_code, failed_starts, request_id, "
     "cancel_requested, profile, held, timeout_requested, array_id, "
-    "array_index, cpu_seconds, max_memory_bytes";
+    "array_index, cpu_seconds, max_memory_bytes, array_count, array_split";
 inline constexpr char kEventColumns[] =
     "sequence, job_id, time, kind, detail";
 inline constexpr char kNodeColumns[] =
@@ -204,6 +217,12 @@ absl::StatusOr<std::string> EncodeStrings(const std::vector<std::string>& list,
 // The spec column of a job: JobSpecToProto(spec) serialized, less the name,
 // user and GPU count (columns of their own). DecodeJob reads it back whole.
 std::string EncodeSpec(const JobRequest& spec);
+
+// The spec an array's unwritten jobs are made with, from a row that
+// selected kJobColumns then array_spec and array_gpus (columns 32 and 33):
+// array_spec's, with the row's name and user. Errors as DecodeJob's.
+absl::StatusOr<JobRequest> DecodeArraySpec(const SqliteQuery& row,
+                                           absl::string_view path);
 
 // InvalidArgument naming the field unless every number in `record` is
 // finite and every count non-negative.

@@ -103,7 +103,8 @@ TEST(StoreSpecColumnTest, VersionFourteenFileMovesEverySpecFieldIntoOneColumn) {
             "first_start_time end_time last_stop_time preemptions "
             "promotions restarts attempt nodes exit_code failed_starts "
             "request_id cancel_requested profile held timeout_requested "
-            "array_id array_index spec cpu_seconds max_memory_bytes vc");
+            "array_id array_index spec cpu_seconds max_memory_bytes vc "
+            "array_count array_split array_spec array_gpus");
   // The column is the wire's message, without what has columns of its own.
   v1::JobSpec stored;
   ASSERT_TRUE(stored.ParseFromString(

@@ -34,8 +34,11 @@ TEST(StoreVcsTest, JobsAreListedByVcAlsoFromAFileOfSchema17) {
   // Back to schema 17, as an older master left it.
   RawSql(path,
          "DROP INDEX jobs_by_vc; ALTER TABLE jobs DROP COLUMN vc; DROP TABLE "
-         "qos; DROP TABLE settings; UPDATE meta SET value = '17' WHERE key = "
-         "'schema_version'");
+         "qos; DROP TABLE settings; DROP INDEX jobs_splitting_arrays; "
+         "ALTER TABLE jobs DROP COLUMN array_count; ALTER TABLE jobs DROP "
+         "COLUMN array_split; ALTER TABLE jobs DROP COLUMN array_spec; ALTER "
+         "TABLE jobs DROP COLUMN array_gpus; UPDATE meta SET value = '17' "
+         "WHERE key = 'schema_version'");
   {
     auto store = SqliteStore::Open(path);
     ASSERT_TRUE(store.ok()) << store.status();

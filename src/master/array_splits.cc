@@ -13,9 +13,11 @@ bool ArraySplits::Add(const JobRecord& head, double anchor) {
   a.split = std::max(head.array_split, 1);
   a.held = head.spec.hold;
   a.gpus = head.spec.num_gpus;
+  a.cpus = head.spec.cpus;
   a.user = head.spec.user;
   a.name = head.spec.name;
   a.vc = head.spec.vc;
+  a.qos = head.spec.qos;
   a.anchor = anchor;
   unwritten_ += a.count - a.split;
   return true;

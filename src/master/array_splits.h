@@ -24,9 +24,11 @@ class ArraySplits {
     // What its unwritten jobs share, from the array's spec.
     bool held = false;  // submitted held (submit --hold)
     int gpus = 0;
+    int cpus = 0;  // a CPU-only job's (JobRequest::cpus)
     std::string user;
     std::string name;
     std::string vc;
+    std::string qos;
     // Where its unwritten jobs join the scheduler's queue (stable order):
     // job p at anchor + p / count, between the array's submission and the
     // next job's (Scheduler::back_position when the array was admitted).

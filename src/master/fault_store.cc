@@ -141,10 +141,11 @@ absl::StatusOr<std::vector<CreatedJob>> FaultStore::CreateJobsAllOrNothing(
 }
 
 absl::StatusOr<std::vector<JobRecord>> FaultStore::SplitArray(JobId array_id,
+                                                              int from,
                                                               int split_to) {
   return Apply<absl::StatusOr<std::vector<JobRecord>>>(
       StoreWriteKind::kCreateJobs,
-      [&] { return inner_->SplitArray(array_id, split_to); });
+      [&] { return inner_->SplitArray(array_id, from, split_to); });
 }
 
 absl::Status FaultStore::Write(const StoreWrite& write) {

@@ -116,7 +116,7 @@ class FaultStore final : public Store {
       const std::vector<NewJob>& jobs, Seconds submit_time) override;
   absl::Status Write(const StoreWrite& write) override;
   // Counted as kCreateJobs: it writes an array's jobs.
-  absl::StatusOr<std::vector<JobRecord>> SplitArray(JobId array_id,
+  absl::StatusOr<std::vector<JobRecord>> SplitArray(JobId array_id, int from,
                                                     int split_to) override;
   absl::StatusOr<int64_t> UpsertNode(const NodeRecord& node) override;
   absl::Status SetNodeDrain(int64_t id, bool drained,

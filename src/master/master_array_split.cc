@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/job_array.h"
 #include "core/status_macros.h"
 #include "master/master_state.h"
 
@@ -35,12 +36,26 @@ namespace tiresias {
 
 namespace {
 
-// How many of an array's jobs of `gpus` GPUs wait written for a pass: one
-// more than the cluster could start at once, so that a pass that starts
-// all it can still finds one left behind them.
-int SplitWindow(int gpus, int cluster_gpus) {
+// How many of an array's jobs wait written for a pass: one more than the
+// cluster could start at once (by GPUs, or by spare CPUs for a CPU-only
+// job), so that a pass that starts all it can still finds one left behind
+// them.
+int SplitWindow(const ArraySplits::Array& a, const Cluster* cluster) {
   constexpr int kMinWindow = 2;
-  return std::max(kMinWindow, cluster_gpus / std::max(gpus, 1) + 1);
+  if (cluster == nullptr) return kMinWindow;
+  int could_start = 0;
+  if (a.gpus > 0) {
+    could_start = cluster->total_gpus() / a.gpus;
+  } else {
+    const Topology& topology = cluster->topology();
+    int64_t cpus = 0;
+    for (int s = 0; s < topology.num_servers(); ++s) {
+      cpus += topology.server(s).spare_cpus;
+    }
+    could_start = static_cast<int>(
+        std::min<int64_t>(cpus / std::max(a.cpus, 1), kMaxArrayJobs));
+  }
+  return std::max(kMinWindow, could_start + 1);
 }
 
 }  // namespace
@@ -59,20 +74,30 @@ absl::Status MasterState::SplitArrayLocked(JobId array_id, int split_to,
   if (known == splits_.arrays().end()) return absl::OkStatus();
   const ArraySplits::Array a = known->second;
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs,
-                   store_->SplitArray(array_id, split_to));
+                   store_->SplitArray(array_id, a.split, split_to));
   splits_.Split(array_id, split_to);
   // Counted unfinished already (AddSplittingLocked) and as accepted; each
-  // joins the queue where it would have at the array's submission.
+  // joins the queue where it would have at the array's submission. Every
+  // one is admitted: only a broken invariant fails, and a job left out
+  // would not run until a restart.
+  absl::Status admitted;
   for (JobRecord& rec : jobs) {
     const double position =
         a.anchor + static_cast<double>(rec.id - array_id) / a.count;
-    RETURN_IF_ERROR(AdmitRecordLocked(std::move(rec), now, position));
+    const JobId id = rec.id;
+    if (absl::Status one = AdmitRecordLocked(std::move(rec), now, position);
+        !one.ok()) {
+      std::fprintf(stderr, "tiresias master: invariant: job %lld: %s\n",
+                   static_cast<long long>(id),
+                   std::string(one.message()).c_str());
+      admitted.Update(one);
+    }
   }
   if (!jobs.empty()) {
     pass_wanted_ = true;
     EventsWritten();  // their "submitted" events
   }
-  return absl::OkStatus();
+  return admitted;
 }
 
 absl::Status MasterState::SplitThroughLocked(JobId job, Seconds now) {
@@ -81,12 +106,38 @@ absl::Status MasterState::SplitThroughLocked(JobId job, Seconds now) {
   return SplitArrayLocked(*array, static_cast<int>(job - *array) + 1, now);
 }
 
+void MasterState::UnwrittenView(JobRecord& rec, JobId array,
+                                Seconds now) const {
+  auto a = splits_.arrays().find(array);
+  if (!rec.held && a != splits_.arrays().end()) {
+    // The array's written jobs, newest first: the first one waiting and not
+    // held by its user (a few steps back at most: the window).
+    constexpr int kLookBack = 64;
+    const JobId last = array + a->second.split - 1;
+    for (JobId id = last; id >= array && id > last - kLookBack; --id) {
+      auto it = records_.find(id);
+      if (it == records_.end() || it->second.held ||
+          it->second.state != JobRecordState::kPending ||
+          IsStarting(it->second)) {
+        continue;
+      }
+      JobRecord written = it->second;
+      written.waiting_on_dependencies = dependency_waits_.contains(id);
+      FillPendingReason(written, now);
+      rec.waiting_on_dependencies = written.waiting_on_dependencies;
+      rec.pending_reason = std::move(written.pending_reason);
+      rec.pending_reason_kind = written.pending_reason_kind;
+      return;
+    }
+  }
+  FillPendingReason(rec, now);
+}
+
 bool MasterState::TopUpSplitsLocked(Seconds now) {
-  const int cluster_gpus = cluster_ ? cluster_->total_gpus() : 0;
   std::vector<std::pair<JobId, int>> splits;
   for (const auto& [array_id, a] : splits_.arrays()) {
     if (a.held) continue;  // its unwritten jobs wait for a user's release
-    const int window = SplitWindow(a.gpus, cluster_gpus);
+    const int window = SplitWindow(a, cluster_.get());
     // The written jobs that wait to start for the first time: unfinished
     // ones of the array are in records_, by id.
     int waiting = 0;

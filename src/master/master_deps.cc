@@ -200,9 +200,22 @@ void MasterState::ResolveDependencies(Seconds now) {
                      std::string(removed.message()).c_str());
       }
     }
+    const JobId array = rec.array_id;
     Finalize(rec, JobRecordState::kFailed, now, std::nullopt,
              absl::StrCat("dependency ", FormatDependency(never),
                           " can never be met: ", what));
+    // The array's jobs not written yet have the same dependencies: written
+    // now, held or not, each waits and is checked (queued by its
+    // admission), so they end in this same turn.
+    if (array == 0) continue;
+    if (auto it = splits_.arrays().find(array); it != splits_.arrays().end()) {
+      const JobId last = array + it->second.count - 1;
+      if (absl::Status split = SplitThroughLocked(last, now); !split.ok()) {
+        std::fprintf(stderr, "tiresias master: array %lld: %s\n",
+                     static_cast<long long>(array),
+                     std::string(split.message()).c_str());
+      }
+    }
   }
 }
 

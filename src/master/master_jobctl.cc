@@ -62,10 +62,14 @@ MasterState::UpdateJobs(JobAction action, std::vector<JobId> ids,
     }
   }
   std::map<JobId, absl::Status> split_failed;  // by array
+  std::map<JobId, JobRecord> not_yours;        // by array: one of its jobs
   for (const auto& [array, last] : split_through) {
     absl::StatusOr<JobRecord> unwritten = store_->GetJob(last);
     absl::Status split = unwritten.status();
-    if (split.ok() && !may_act(*unwritten)) continue;
+    if (split.ok() && !may_act(*unwritten)) {
+      not_yours[array] = *std::move(unwritten);
+      continue;
+    }
     if (split.ok()) split = SplitThroughLocked(last, now);
     if (!split.ok()) split_failed[array] = split;
   }
@@ -74,6 +78,12 @@ MasterState::UpdateJobs(JobAction action, std::vector<JobId> ids,
       if (auto failed = split_failed.find(*array);
           failed != split_failed.end()) {
         results.push_back({id, failed->second});
+        continue;
+      }
+      if (auto other = not_yours.find(*array); other != not_yours.end()) {
+        JobRecord job = other->second;  // the array's jobs share their owner
+        job.id = id;
+        results.push_back({id, NotYours(job)});
         continue;
       }
     }

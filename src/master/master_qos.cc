@@ -53,6 +53,12 @@ absl::Status MasterState::RemoveQos(const std::string& name) {
     if (IsFinal(rec.state) || rec.spec.qos != name) continue;
     if (count++ == 0) example = id;
   }
+  // Arrays' jobs not written yet are unfinished jobs too.
+  for (const auto& [array_id, a] : splits_.arrays()) {
+    if (a.qos != name) continue;
+    if (count == 0) example = array_id + a.split;
+    count += a.count - a.split;
+  }
   if (count > 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "QOS \"", name, "\" has ", count, " unfinished job(s) (job ", example,
@@ -93,6 +99,12 @@ std::vector<MasterState::QosView> MasterState::ListQos() {
       it->second->gpus += job->num_gpus();
     } else {
       ++it->second->waiting_jobs;
+    }
+  }
+  // Arrays' jobs not written yet wait too.
+  for (const auto& [array_id, a] : splits_.arrays()) {
+    if (auto it = by_name.find(a.qos); it != by_name.end()) {
+      it->second->waiting_jobs += a.count - a.split;
     }
   }
   std::stable_sort(views.begin(), views.end(),

@@ -251,6 +251,10 @@ std::pair<double, int64_t> MasterState::UsageWithRunning(
 
 void MasterState::LiveView(JobRecord& rec, Seconds now) const {
   if (IsFinal(rec.state)) return;
+  if (std::optional<JobId> array = splits_.Holding(rec.id)) {
+    UnwrittenView(rec, *array, now);
+    return;
+  }
   if (IsStarting(rec)) rec.state = JobRecordState::kStarting;
   rec.waiting_on_dependencies = dependency_waits_.contains(rec.id);
   FillPendingReason(rec, now);
@@ -406,6 +410,9 @@ absl::StatusOr<JobRecord> MasterState::CancelJob(JobId id) {
 
 absl::StatusOr<JobRecord> MasterState::CancelLocked(JobId id, Seconds now,
                                                     bool timeout) {
+  // An array's job not written yet is split off first (the caller checked
+  // that it may act on it).
+  RETURN_IF_ERROR(SplitThroughLocked(id, now));
   auto it = records_.find(id);
   if (it == records_.end()) {
     ASSIGN_OR_RETURN(JobRecord rec, store_->GetJob(id));  // NotFound

@@ -663,6 +663,11 @@ class MasterState {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LiveView(JobRecord& rec, Seconds now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // LiveView of a job of `array` not written yet (master_array_split.cc):
+  // unless held, it waits as the array's last written waiting job does
+  // (the same spec: dependencies, begin time, limit), else for its turn.
+  void UnwrittenView(JobRecord& rec, JobId array, Seconds now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets rec.pending_reason for a waiting job as shown (after LiveView's
   // state): from ExplainWaiting over the scheduler, computed once per pass
   // when first asked (reasons_); for a deferred starting job, which launch
@@ -1231,7 +1236,9 @@ class MasterState {
   void AddSplittingLocked(const JobRecord& head)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the array's jobs through position split_to - 1
-  // (Store::SplitArray) and admits them. On error nothing changed.
+  // (Store::SplitArray) and admits them. If the write fails nothing
+  // changed; a job that cannot be admitted (a broken invariant) is logged
+  // and its error returned, the others admitted.
   absl::Status SplitArrayLocked(JobId array_id, int split_to, Seconds now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // If `job` is an unwritten job of an array, splits its array through it

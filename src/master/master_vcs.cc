@@ -80,6 +80,12 @@ absl::Status MasterState::RemoveVc(const std::string& name) {
     if (IsFinal(rec.state) || rec.spec.vc != name) continue;
     if (count++ == 0) example = id;
   }
+  // Arrays' jobs not written yet are unfinished jobs too.
+  for (const auto& [array_id, a] : splits_.arrays()) {
+    if (a.vc != name) continue;
+    if (count == 0) example = array_id + a.split;
+    count += a.count - a.split;
+  }
   if (count > 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("virtual cluster \"", name, "\" has ", count,
@@ -110,6 +116,10 @@ std::vector<MasterState::VcView> MasterState::ListVcs() {
     const Job* job = scheduler_->Find(id);
     auto& [running, waiting] = jobs[rec.spec.vc];
     ++(job != nullptr && job->running() ? running : waiting);
+  }
+  // Arrays' jobs not written yet wait too.
+  for (const auto& [array_id, a] : splits_.arrays()) {
+    jobs[a.vc].second += a.count - a.split;
   }
   for (const auto& [name, vc] : vcs_.records()) {
     VcView view;

@@ -71,7 +71,7 @@ class SqliteStore final : public Store {
   absl::StatusOr<JobRecord> GetJob(JobId id) const override;
   absl::StatusOr<JobPage> QueryJobs(const JobQuery& query) const override;
   absl::StatusOr<std::vector<JobRecord>> ListUnfinishedJobs() const override;
-  absl::StatusOr<std::vector<JobRecord>> SplitArray(JobId array_id,
+  absl::StatusOr<std::vector<JobRecord>> SplitArray(JobId array_id, int from,
                                                     int split_to) override;
   absl::StatusOr<std::vector<JobRecord>> ListSplittingArrays() const override;
   absl::StatusOr<std::vector<JobEvent>> Events(JobId job) const override;

@@ -148,6 +148,7 @@ absl::StatusOr<int64_t> SqliteStore::UnwrittenCountLocked() const {
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqliteStore::SplitArray(JobId array_id,
+                                                               int from,
                                                                int split_to) {
   MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteQuery read,
@@ -165,15 +166,31 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::SplitArray(JobId array_id,
         absl::StrCat("array ", array_id, ": split to ", split_to, " of its ",
                      head.array_count, " jobs"));
   }
-  if (split_to <= head.array_split) return std::vector<JobRecord>();
+  // Written already (by a split whose answer was lost): as stored.
+  std::vector<JobRecord> out;
+  if (from < std::min(head.array_split, split_to)) {
+    ASSIGN_OR_RETURN(
+        SqliteQuery written,
+        db_->Prepare(absl::StrCat("SELECT ", kJobColumns,
+                                  " FROM jobs WHERE id >= ?1 AND id < ?2 "
+                                  "ORDER BY id")));
+    written.Bind(1, int64_t{array_id + std::max(from, 0)})
+        .Bind(2, int64_t{array_id + std::min(head.array_split, split_to)});
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, written.Step());
+      if (!row) break;
+      ASSIGN_OR_RETURN(JobRecord job, DecodeJob(written, db_->path()));
+      out.push_back(std::move(job));
+    }
+  }
+  if (split_to <= head.array_split) return out;
   ASSIGN_OR_RETURN(std::vector<int> indices, IndicesOf(head, db_->path()));
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   // Each job starts with the profile a job submitted now would.
   ASSIGN_OR_RETURN(std::optional<JobProfile> profile,
                    ProfileBySignatureLocked(JobSignature(head.spec)));
   const std::string encoded = store_internal::EncodeSpec(head.spec);
-  std::vector<JobRecord> out;
-  out.reserve(split_to - head.array_split);
+  out.reserve(out.size() + split_to - head.array_split);
   for (int p = head.array_split; p < split_to; ++p) {
     JobRecord rec = UnwrittenJob(head, p, indices[p]);
     rec.profile = profile;
@@ -269,7 +286,18 @@ absl::StatusOr<std::optional<JobRecord>> SqliteStore::ArrayRequestIdTakenLocked(
 absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListSplittingArrays()
     const {
   MutexLock lock(&mu_);
-  return SelectJobs("WHERE array_split < array_count", 0);
+  ASSIGN_OR_RETURN(SqliteQuery query,
+                   db_->Prepare(absl::StrCat(
+                       "SELECT ", kJobColumns, kHeadExtra,
+                       " FROM jobs WHERE array_split < array_count ORDER BY "
+                       "id")));
+  std::vector<JobRecord> heads;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) return heads;
+    ASSIGN_OR_RETURN(JobRecord head, DecodeHead(query, db_->path()));
+    heads.push_back(std::move(head));
+  }
 }
 
 }  // namespace tiresias

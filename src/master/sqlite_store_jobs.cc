@@ -488,6 +488,7 @@ absl::StatusOr<JobPage> SqliteStore::QueryJobs(const JobQuery& q) const {
   }
   // Arrays' unwritten jobs among the rows: up to the last row read if the
   // rows were cut (later ones come with the next page).
+  if (rows.more && rows.jobs.empty()) return rows;  // a limit of 0
   const JobId upto =
       rows.more ? rows.jobs.back().id : std::numeric_limits<JobId>::max();
   ASSIGN_OR_RETURN(

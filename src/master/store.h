@@ -221,14 +221,18 @@ class Store {
   //
   // SplitArray writes the array's jobs at positions [array_split,
   // split_to) as CreateJobs would have, in one transaction with the
-  // array's new array_split, and returns them (state pending, events
-  // empty), in id order; none if split_to <= array_split. NotFound if
-  // `array_id` is no array stored as one record; InvalidArgument for a
-  // split_to past array_count.
+  // array's new array_split, and returns the jobs at positions [from,
+  // split_to) (the caller's own count of written jobs: those written by a
+  // split whose answer was lost come back too), as stored, in id order,
+  // without events. NotFound if `array_id` is no array stored as one
+  // record; InvalidArgument for a split_to past array_count.
   virtual absl::StatusOr<std::vector<JobRecord>> SplitArray(JobId array_id,
+                                                            int from,
                                                             int split_to) = 0;
   // The first jobs of arrays with jobs not written yet (array_split <
-  // array_count), ended or not, in id order, without events.
+  // array_count), ended or not, in id order, without events, each with the
+  // array's spec as submitted (what its unwritten jobs are made with), not
+  // the first job's own, which `update` may have changed.
   virtual absl::StatusOr<std::vector<JobRecord>> ListSplittingArrays()
       const = 0;
   // Every job's events with sequence > `after_sequence`, oldest first, at

@@ -280,5 +280,101 @@ TEST_F(ArrayRecordTest, UpdatingTheFirstJobLeavesTheOthersAsSubmitted) {
   EXPECT_TRUE(Get(made.id + 2).held);
 }
 
+// The queue's order is the array's submission's: a job submitted after
+// an array of 6 runs after all of them, on one GPU, also when the master
+// restarts in between (the unwritten jobs take their place again).
+TEST_F(ArrayRecordTest, AJobSubmittedAfterTheArrayRunsAfterAllOfIt) {
+  Open();
+  Register("n1", 1);
+  const MasterState::SubmitResult made = SubmitArray(ArraySpec("0-5"));
+  const JobId later = Submit(Spec(1));
+  std::vector<JobId> started;
+  for (int round = 0; round < 40 && started.size() < 7; ++round) {
+    if (round == 2) {
+      master_.reset();
+      Open();
+    }
+    const int64_t node = Register("n1", 1);
+    Pass();
+    std::vector<v1::TaskStatus> ended;
+    for (const auto& [id, gpus] : Desired(node, {})) {
+      started.push_back(id);
+      ended.push_back(Task(id, 1, 0, TASK_STATE_EXITED, gpus, 0, 1000.0));
+    }
+    clock_.Advance(Seconds{1});
+    Beat(node, ended);
+  }
+  std::vector<JobId> expected = made.array_job_ids;
+  expected.push_back(later);
+  EXPECT_EQ(started, expected);
+}
+
+// An array waiting on a job: its unwritten jobs say so (as its written
+// ones do). When the job is cancelled the dependency can never be met, and
+// every job of the array ends failed at once, held or not; so does a job
+// waiting for the array to fail (afternotok on the array's id) start.
+TEST_F(ArrayRecordTest, AnArrayWhoseDependencyCanNeverBeMetEndsWhole) {
+  Open();  // no node: nothing starts, the blocker is cancelled waiting
+  const JobId blocker = Submit(Spec(1));
+  JobRequest spec = ArraySpec("0-99");
+  spec.dependencies = {{DependencyKind::kAfterOk, blocker}};
+  const MasterState::SubmitResult waiting = SubmitArray(spec);
+  spec.hold = true;
+  const MasterState::SubmitResult held = SubmitArray(spec);
+  JobRequest cleanup = Spec(1);
+  cleanup.dependencies = {{DependencyKind::kAfterNotOk, waiting.id}};
+  const JobId after = Submit(cleanup);
+  Pass();
+  const JobRecord unwritten = Get(waiting.id + 57);
+  EXPECT_EQ(unwritten.pending_reason_kind,
+            static_cast<int>(PendingReasonKind::kDependency));
+  EXPECT_TRUE(unwritten.waiting_on_dependencies);
+  EXPECT_EQ(Get(held.id + 57).pending_reason_kind,
+            static_cast<int>(PendingReasonKind::kHeld));
+  // The CancelJob call too takes an unwritten job.
+  auto cancelled = master_->CancelJob(blocker);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  Pass();
+  for (const MasterState::SubmitResult* array : {&waiting, &held}) {
+    for (JobId id : array->array_job_ids) {
+      EXPECT_EQ(Get(id).state, JobRecordState::kFailed) << "job " << id;
+    }
+  }
+  EXPECT_NE(Get(after).state, JobRecordState::kFailed);
+  EXPECT_FALSE(Get(after).waiting_on_dependencies);
+}
+
+// The CancelJob call on a job not written yet cancels it (it never runs);
+// a VC or QOS with an array's unwritten jobs cannot be removed.
+TEST_F(ArrayRecordTest, CancelJobAndRemovalsSeeUnwrittenJobs) {
+  Open();
+  ASSERT_TRUE(
+      master_->SetQos(QosRecord{.name = "q", .priority = 1}, true).ok());
+  JobRequest spec = ArraySpec("0-9", /*hold=*/true);
+  spec.qos = "q";
+  const MasterState::SubmitResult made = SubmitArray(spec);
+  auto cancelled = master_->CancelJob(made.id + 7);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(Get(made.id + 7).state, JobRecordState::kCancelled);
+  EXPECT_EQ(Get(made.id + 8).state, JobRecordState::kPending);
+  // Jobs 0-7 written, 8 and 9 not: 9 unfinished, one of them unwritten
+  // after the cancelled one.
+  MasterState::JobFilter filter;
+  filter.array_id = made.id;
+  filter.state = JobRecordState::kPending;
+  ASSERT_TRUE(master_
+                  ->UpdateJobs(JobAction::kCancel,
+                               {made.id, made.id + 1, made.id + 2, made.id + 3,
+                                made.id + 4, made.id + 5, made.id + 6},
+                               Anyone)
+                  .ok());
+  absl::Status removed = master_->RemoveQos("q");
+  EXPECT_EQ(removed.code(), absl::StatusCode::kFailedPrecondition) << removed;
+  EXPECT_THAT(std::string(removed.message()), HasSubstr("has 2 unfinished"));
+  ASSERT_TRUE(
+      master_->UpdateMatchingJobs(JobAction::kCancel, filter, Anyone).ok());
+  EXPECT_TRUE(master_->RemoveQos("q").ok());
+}
+
 }  // namespace
 }  // namespace tiresias

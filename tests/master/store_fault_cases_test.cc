@@ -200,5 +200,57 @@ TEST_F(FaultFixture, AFailedNodeWriteHoldsUpNothingElseOfTheCheck) {
   EXPECT_EQ(Get(waits).attempt, 0);
 }
 
+// An array stored as one record whose split fails: nothing changes in
+// memory (the jobs stay unwritten, a cancel of one is refused and it does
+// not end), the pass goes on with the jobs it has, and the next pass
+// splits again. A split whose write landed but whose answer was lost
+// (applied then failed) is not lost either: its jobs are admitted at the
+// next split, and each of the array's jobs runs once.
+TEST_F(FaultFixture, AFailedSplitOfAnArrayLosesNoJobAndIsTriedAgain) {
+  OpenWithFaults();
+  const int64_t n1 = Register("n1", 1);
+  JobRequest spec = Spec(1);
+  spec.array = {"0-5", 0};
+  auto made = master_->SubmitJob(spec);
+  ASSERT_TRUE(made.ok()) << made.status();
+  const JobId first = *made;
+  faults_->FailEvery(StoreWriteKind::kCreateJobs);
+  ASSERT_TRUE(master_->RunPass().ok());  // the split fails; job 1 starts
+  auto cancel = master_->UpdateJobs(JobAction::kCancel, {first + 4},
+                                    [](const JobRecord&) { return true; });
+  ASSERT_TRUE(cancel.ok()) << cancel.status();
+  EXPECT_EQ((*cancel)[0].status.code(), absl::StatusCode::kResourceExhausted)
+      << (*cancel)[0].status;
+  EXPECT_EQ(Get(first + 4).state, JobRecordState::kPending);
+  // Written, answer lost: jobs 2 and 3 are in the file, not in memory.
+  faults_->Heal();
+  faults_->FailNth(1, Effect::kAppliedThenFailed);
+  ASSERT_TRUE(master_->RunPass().ok());
+  cancel = master_->UpdateJobs(JobAction::kCancel, {first + 4},
+                               [](const JobRecord&) { return true; });
+  ASSERT_TRUE(cancel.ok()) << cancel.status();
+  EXPECT_TRUE((*cancel)[0].status.ok()) << (*cancel)[0].status;
+  EXPECT_EQ(Get(first + 4).state, JobRecordState::kCancelled);
+  // One GPU: the others run one after another, each once.
+  std::vector<JobId> started;
+  for (int round = 0; round < 40 && started.size() < 5; ++round) {
+    ASSERT_TRUE(master_->RunPass().ok());
+    std::vector<v1::TaskStatus> ended;
+    for (const v1::StartTask& s : Starts(Beat(n1))) {
+      started.push_back(s.task().job_id());
+      ended.push_back(Task(s.task().job_id(), 1, 0, v1::TASK_STATE_EXITED,
+                           {s.gpu_indexes().begin(), s.gpu_indexes().end()}, 0,
+                           1000.0));
+    }
+    clock_.Advance(Seconds{1});
+    Beat(n1, ended);
+  }
+  EXPECT_EQ(started, (std::vector<JobId>{first, first + 1, first + 2, first + 3,
+                                         first + 5}));
+  for (JobId id : started) {
+    EXPECT_EQ(Get(id).state, JobRecordState::kFinished) << "job " << id;
+  }
+}
+
 }  // namespace
 }  // namespace tiresias::master_testing

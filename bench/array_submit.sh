@@ -96,9 +96,12 @@ seconds() {  # wall seconds of "$@", its output discarded
   echo "$t1 - $t0" | bc -l
 }
 echo "array of $n held jobs, $repeat runs each, wall seconds of the command"
-printf '%-8s %12s %12s %8s\n' run tiresias sbatch ratio
+echo "(one job: tiresias submit of a single held job, for scale)"
+printf '%-8s %12s %12s %12s %8s\n' run tiresias sbatch "one job" ratio
 for i in $(seq "$repeat"); do
   t=$(seconds "$tiresias" submit --array "1-$n" --hold --gpus 1 -- /bin/true 2>/dev/null)
   s=$(seconds sbatch --array="1-$n" --hold --wrap=true -o /dev/null)
-  printf '%-8s %12.3f %12.3f %8.1f\n' "$i" "$t" "$s" "$(echo "$t / $s" | bc -l)"
+  o=$(seconds "$tiresias" submit --hold --gpus 1 -- /bin/true 2>/dev/null)
+  printf '%-8s %12.3f %12.3f %12.3f %8.1f\n' "$i" "$t" "$s" "$o" \
+    "$(echo "$t / $s" | bc -l)"
 done

@@ -1,9 +1,11 @@
 #include "cli/time_arg.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <string>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -12,15 +14,42 @@
 namespace tiresias::cli {
 namespace {
 
+// The instants at which the local wall clock reads `tm` (its date and time
+// normalized as mktime does; tm_isdst ignored): one, or two in the hour a
+// fall-back to standard time repeats, earlier first; `tm` comes back
+// normalized. {-1, -1} if mktime fails. A time a spring-forward skips
+// reads as mktime has it (the hour after).
+std::pair<std::time_t, std::time_t> LocalInstants(std::tm& tm) {
+  std::tm guess = tm;
+  guess.tm_isdst = -1;  // let the zone's rules say
+  const std::time_t t = std::mktime(&guess);
+  if (t == static_cast<std::time_t>(-1)) return {t, t};
+  std::pair<std::time_t, std::time_t> both{t, t};
+  for (int isdst : {0, 1}) {
+    std::tm other = tm;
+    other.tm_isdst = isdst;
+    const std::time_t u = std::mktime(&other);
+    if (u == static_cast<std::time_t>(-1) || u == t) continue;
+    std::tm back{};
+    localtime_r(&u, &back);
+    if (back.tm_year == guess.tm_year && back.tm_mon == guess.tm_mon &&
+        back.tm_mday == guess.tm_mday && back.tm_hour == guess.tm_hour &&
+        back.tm_min == guess.tm_min && back.tm_sec == guess.tm_sec) {
+      both = {std::min(t, u), std::max(t, u)};  // the same reading, twice
+    }
+  }
+  tm = guess;
+  return both;
+}
+
 // The local time `text` names in `format`, if all of `text` is that and the
-// date exists.
+// date exists; the first of two in a repeated hour.
 bool ParseLocal(const std::string& text, const char* format, double* out) {
   std::tm tm{};
   const char* end = strptime(text.c_str(), format, &tm);
   if (end == nullptr || *end != '\0') return false;
   const std::tm asked = tm;
-  tm.tm_isdst = -1;  // let the zone's rules say
-  const std::time_t t = std::mktime(&tm);
+  const std::time_t t = LocalInstants(tm).first;
   if (t == static_cast<std::time_t>(-1)) return false;
   // mktime normalizes 2024-02-30 to March 1st: not what was written.
   if (tm.tm_year != asked.tm_year || tm.tm_mon != asked.tm_mon ||
@@ -87,11 +116,12 @@ double LocalMidnight(double t) {
   std::tm tm{};
   localtime_r(&at, &tm);
   tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-  tm.tm_isdst = -1;
-  return static_cast<double>(std::mktime(&tm));
+  return static_cast<double>(LocalInstants(tm).first);
 }
 
-// `hour`:`minute`:`second` local time today, or tomorrow if it has passed.
+// The next instant the local clock reads `hour`:`minute`:`second`: today,
+// or tomorrow if it has passed (in an hour a fall-back repeats, the
+// repeat if only the first has passed).
 double NextTimeOfDay(double now, int hour, int minute, int second) {
   const std::time_t at = static_cast<std::time_t>(now);
   std::tm tm{};
@@ -102,9 +132,11 @@ double NextTimeOfDay(double now, int hour, int minute, int second) {
     when.tm_hour = hour;
     when.tm_min = minute;
     when.tm_sec = second;
-    when.tm_isdst = -1;
-    const double t = static_cast<double>(std::mktime(&when));
-    if (t > now || day == 1) return t;
+    const auto [first, last] = LocalInstants(when);
+    if (static_cast<double>(first) > now || day == 1) {
+      return static_cast<double>(first);
+    }
+    if (static_cast<double>(last) > now) return static_cast<double>(last);
   }
   return now;  // not reached
 }

@@ -32,6 +32,24 @@ TEST_F(TimeArgTest, LocalMeansTheMachinesTimeZone) {
   EXPECT_EQ(*ParseTimeArg("--since", "2024-01-02"), 1704153600.0 + 5 * 3600);
 }
 
+// The hour a fall-back to standard time repeats: a local time in it is the
+// first of its two instants (as `at` and cron read it), and "HH:MM" once
+// that has passed is the repeat, not tomorrow.
+TEST_F(TimeArgTest, ARepeatedHourMeansItsFirstInstant) {
+  setenv("TZ", "EST5EDT,M3.2.0,M11.1.0", 1);  // US Eastern's rules
+  tzset();
+  // 2026-11-01: 01:30 EDT (05:30 UTC), then 01:30 EST (06:30 UTC).
+  EXPECT_EQ(*ParseTimeArg("--since", "2026-11-01T01:30:00"), 1793511000.0);
+  EXPECT_EQ(*ParseBeginTime("--begin", "2026-11-01T01:30", 0), 1793511000.0);
+  // At 01:15 EDT "01:30" is 15 minutes on; at 01:45 EDT, the repeat.
+  EXPECT_EQ(*ParseBeginTime("--begin", "01:30", 1793510100.0), 1793511000.0);
+  EXPECT_EQ(*ParseBeginTime("--begin", "01:30", 1793511900.0), 1793514600.0);
+  // Outside it one instant: 03:00 EST is 08:00 UTC.
+  EXPECT_EQ(*ParseTimeArg("--since", "2026-11-01T03:00:00"), 1793520000.0);
+  // The midnight starting that day is EDT's (04:00 UTC).
+  EXPECT_EQ(*ParseTimeArg("--since", "2026-11-01"), 1793505600.0);
+}
+
 TEST_F(TimeArgTest, ATimeAgo) {
   const double now = static_cast<double>(std::time(nullptr));
   for (auto [text, ago] : {std::pair<const char*, double>{"30d", 30 * 86400},

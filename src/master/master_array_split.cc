@@ -121,12 +121,27 @@ void MasterState::UnwrittenView(JobRecord& rec, JobId array,
           IsStarting(it->second)) {
         continue;
       }
-      JobRecord written = it->second;
-      written.waiting_on_dependencies = dependency_waits_.contains(id);
-      FillPendingReason(written, now);
-      rec.waiting_on_dependencies = written.waiting_on_dependencies;
-      rec.pending_reason = std::move(written.pending_reason);
-      rec.pending_reason_kind = written.pending_reason_kind;
+      std::optional<PendingReason> reason = PendingReasonOf(it->second, now);
+      if (!reason) break;
+      // Behind that job in the queue: waiting for GPUs, it waits behind it
+      // and the jobs between them as well.
+      const int between = static_cast<int>(rec.id - id);
+      switch (reason->kind) {
+        case PendingReasonKind::kNextPass:
+        case PendingReasonKind::kResources:
+        case PendingReasonKind::kPlacement:
+          reason->kind = PendingReasonKind::kPriority;
+          reason->ahead = between;
+          break;
+        case PendingReasonKind::kPriority:
+          reason->ahead += between;
+          break;
+        default:
+          break;
+      }
+      rec.waiting_on_dependencies = dependency_waits_.contains(id);
+      rec.pending_reason = FormatPendingReason(*reason);
+      rec.pending_reason_kind = static_cast<int>(reason->kind);
       return;
     }
   }

@@ -162,10 +162,20 @@ absl::StatusOr<v1::Node> MasterState::ResumeNode(const std::string& name) {
 void MasterState::FillPendingReason(JobRecord& rec, Seconds now) const {
   rec.pending_reason.clear();
   rec.pending_reason_kind = 0;
+  if (std::optional<PendingReason> reason = PendingReasonOf(rec, now)) {
+    rec.pending_reason = FormatPendingReason(*reason);
+    rec.pending_reason_kind = static_cast<int>(reason->kind);
+  }
+}
+
+std::optional<PendingReason> MasterState::PendingReasonOf(const JobRecord& rec,
+                                                          Seconds now) const {
   PendingReason reason;
   if (rec.state == JobRecordState::kStarting) {
     const Launch* launch = table_.Find({rec.id, rec.attempt});
-    if (launch == nullptr || launch->phase != Phase::kDeferred) return;
+    if (launch == nullptr || launch->phase != Phase::kDeferred) {
+      return std::nullopt;
+    }
     // Deferred: its GPUs are still held by the stopping tasks of another
     // launch (a preemption's checkpoint), or of its own previous one.
     reason.kind = PendingReasonKind::kCheckpointing;
@@ -228,11 +238,9 @@ void MasterState::FillPendingReason(JobRecord& rec, Seconds now) const {
       reason.kind = PendingReasonKind::kNextPass;
     }
   } else {
-    return;
+    return std::nullopt;
   }
-  (void)now;
-  rec.pending_reason = FormatPendingReason(reason);
-  rec.pending_reason_kind = static_cast<int>(reason.kind);
+  return reason;
 }
 
 }  // namespace tiresias

@@ -674,6 +674,10 @@ class MasterState {
   // holds its GPUs. Clears it for any other state.
   void FillPendingReason(JobRecord& rec, Seconds now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The reason itself; nullopt where FillPendingReason clears it.
+  std::optional<PendingReason> PendingReasonOf(const JobRecord& rec,
+                                               Seconds now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A node as ListNodes shows it (live free GPUs and jobs).
   v1::Node NodeView(int64_t id, const NodeInfo& info) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "array_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "master_test_util.h"
@@ -19,7 +20,6 @@
 namespace tiresias {
 namespace {
 
-using master_testing::MasterFixture;
 using master_testing::Spec;
 using master_testing::Starts;
 using master_testing::Task;
@@ -27,7 +27,7 @@ using ::testing::HasSubstr;
 using v1::TASK_STATE_EXITED;
 using v1::TASK_STATE_RUNNING;
 
-class ArrayRecordTest : public MasterFixture {
+class ArrayRecordTest : public master_testing::ArrayFixture {
  protected:
   static JobRequest ArraySpec(const std::string& indices, bool hold = false) {
     JobRequest spec = Spec(1);
@@ -36,12 +36,6 @@ class ArrayRecordTest : public MasterFixture {
     spec.array = {indices, 0};
     spec.hold = hold;
     return spec;
-  }
-  MasterState::SubmitResult SubmitArray(const JobRequest& spec,
-                                        const std::string& request_id = "") {
-    auto result = master_->SubmitJob(spec, request_id);
-    EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? *result : MasterState::SubmitResult{};
   }
   // Rows in the state file's jobs table: what is written. The master holds
   // the file exclusively: it is closed for the read and opened again (a
@@ -69,18 +63,6 @@ class ArrayRecordTest : public MasterFixture {
     EXPECT_TRUE(page.ok()) << page.status();
     return page.ok() ? page->jobs : std::vector<JobRecord>();
   }
-  // The jobs the node should run now, as a heartbeat reporting `tasks` is
-  // answered: id -> GPUs.
-  std::map<JobId, std::vector<int>> Desired(
-      int64_t node, const std::vector<v1::TaskStatus>& tasks) {
-    std::map<JobId, std::vector<int>> out;
-    for (const v1::StartTask& s : Starts(Beat(node, tasks))) {
-      out[s.task().job_id()].assign(s.gpu_indexes().begin(),
-                                    s.gpu_indexes().end());
-    }
-    return out;
-  }
-  static bool Anyone(const JobRecord&) { return true; }
   static bool OnlyBob(const JobRecord& job) { return job.spec.user == "bob"; }
 };
 
@@ -206,6 +188,15 @@ TEST_F(ArrayRecordTest, TheSchedulerSeesOnlyAWindowOfTheArrayInOrder) {
   std::vector<JobId> ids;
   for (const auto& [id, gpus] : desired) ids.push_back(id);
   EXPECT_EQ(ids, (std::vector<JobId>{made.id, made.id + 1}));
+  // Job 500, not written, waits behind the 498 jobs of the array between
+  // the two running ones and it (as job 4, written, waits behind 2).
+  const JobRecord unwritten = Get(made.id + 500);
+  EXPECT_EQ(unwritten.pending_reason_kind,
+            static_cast<int>(PendingReasonKind::kPriority));
+  EXPECT_THAT(unwritten.pending_reason,
+              HasSubstr("in queue 0 behind 498 waiting jobs"));
+  EXPECT_THAT(Get(made.id + 4).pending_reason,
+              HasSubstr("in queue 0 behind 2 waiting jobs"));
   // 2 starting and 3 waiting written, and the later job: 6 rows, not 1,001.
   EXPECT_EQ(Rows(), 6);
   EXPECT_EQ(Get(made.id + 500).state, JobRecordState::kPending);

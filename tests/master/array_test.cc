@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "array_test_util.h"
 #include "front_door_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -17,7 +18,6 @@
 namespace tiresias {
 namespace {
 
-using master_testing::MasterFixture;
 using master_testing::Spec;
 using master_testing::Starts;
 using master_testing::Task;
@@ -25,7 +25,7 @@ using ::testing::HasSubstr;
 using v1::TASK_STATE_EXITED;
 using v1::TASK_STATE_RUNNING;
 
-class ArrayTest : public MasterFixture {
+class ArrayTest : public master_testing::ArrayFixture {
  protected:
   static JobRequest ArraySpec(const std::string& indices, int max_running) {
     JobRequest spec = Spec(1);
@@ -33,35 +33,6 @@ class ArrayTest : public MasterFixture {
     spec.array = {indices, max_running};
     return spec;
   }
-  MasterState::SubmitResult SubmitArray(const JobRequest& spec,
-                                        const std::string& request_id = "") {
-    auto result = master_->SubmitJob(spec, request_id);
-    EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? *result : MasterState::SubmitResult{};
-  }
-  // The jobs the node should run now, each with its GPUs, as a heartbeat
-  // reporting `tasks` is answered.
-  std::map<JobId, std::vector<int>> Desired(
-      int64_t node, const std::vector<v1::TaskStatus>& tasks) {
-    std::map<JobId, std::vector<int>> out;
-    for (const v1::StartTask& s : Starts(Beat(node, tasks))) {
-      out[s.task().job_id()].assign(s.gpu_indexes().begin(),
-                                    s.gpu_indexes().end());
-    }
-    return out;
-  }
-  static std::vector<JobId> Ids(const std::map<JobId, std::vector<int>>& m) {
-    std::vector<JobId> ids;
-    for (const auto& [id, gpus] : m) ids.push_back(id);
-    return ids;
-  }
-  static v1::TaskStatus Running(JobId id, const std::vector<int>& gpus) {
-    return Task(id, 1, 0, TASK_STATE_RUNNING, gpus, {}, 1000.0);
-  }
-  static v1::TaskStatus Exited(JobId id, const std::vector<int>& gpus) {
-    return Task(id, 1, 0, TASK_STATE_EXITED, gpus, 0, 1000.0);
-  }
-  static bool Anyone(const JobRecord&) { return true; }
 };
 
 // Six jobs, ids 1..6, indices 0..5, array id 1; the spec is each job's.

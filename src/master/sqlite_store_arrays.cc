@@ -4,11 +4,7 @@
 // are read from that row (UnwrittenJob) until SplitArray writes them, in
 // position order, so that the unwritten jobs are always the positions
 // array_split .. array_count - 1 and their ids the row's id plus those.
-#include <sqlite3.h>
-
 #include <algorithm>
-#include <limits>
-#include <mutex>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"

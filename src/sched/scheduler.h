@@ -178,10 +178,8 @@ class Scheduler {
   // Fails on a duplicate id, a negative GPU count, no GPU and no CPU, or a
   // missing duration under an oracle policy.
   absl::Status Submit(JobSpec spec, Seconds now);
-  // QueueOrder::kStable: the place in its queue's list the last job to
-  // join its back took (Job::queue_position). A job given a position
-  // between this one's and the next (Restore) sorts between them: a job
-  // array's jobs admitted one by one keep the place of their submission.
+  // The last back-of-list place given (Job::queue_position, stable order):
+  // a job Restored between it and the next place sorts there.
   double back_position() const { return back_pos_; }
   // Adds a job record as it stands (from a snapshot or a restarted master).
   // A running job must already hold its GPUs in the cluster it will be

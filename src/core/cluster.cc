@@ -100,7 +100,10 @@ absl::Status Cluster::Allocate(JobId job, std::span<const GpuId> gpus,
     Adjust(server, -1);
     if (exclusive) {
       exclusive_gpu_[g] = true;
-      if (reserved_[server]++ == 0) Recount(server);
+      if (reserved_[server]++ == 0) {
+        ++reserved_servers_;
+        Recount(server);
+      }
     }
   }
   return absl::OkStatus();
@@ -130,7 +133,10 @@ void Cluster::Release(JobId job, std::span<const GpuId> gpus) {
     Adjust(server, +1);
     if (exclusive_gpu_[g]) {
       exclusive_gpu_[g] = false;
-      if (--reserved_[server] == 0) Recount(server);
+      if (--reserved_[server] == 0) {
+        --reserved_servers_;
+        Recount(server);
+      }
     }
   }
 }

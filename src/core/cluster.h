@@ -72,6 +72,7 @@ class Cluster {
   // `server` (then none of its GPUs is free).
   bool exclusive_gpu(GpuId gpu) const { return exclusive_gpu_[gpu]; }
   bool reserved(int server) const { return reserved_[server] > 0; }
+  int reserved_servers() const { return reserved_servers_; }
 
   // Gives every GPU in `gpus` to `job`. Fails, changing nothing, if a GPU is
   // out of range, listed twice, or already held, or on a reserved server;
@@ -127,6 +128,7 @@ class Cluster {
   std::vector<int64_t> spare_mem_;  // per server, free, MiB
   int cordoned_gpus_ = 0;
   int cordoned_idle_ = 0;
+  int reserved_servers_ = 0;
   std::vector<ServerSet> by_free_;
   int free_gpus_;
   int whole_free_gpus_ = 0;

@@ -29,6 +29,8 @@ class Placer {
   // side of the largest server's size (consolidate takes one server for a
   // job that fits one, whole free servers for a larger one).
   virtual std::string_view SchemeFor(const Job& job) const { return name(); }
+  // Whether SchemeFor is name() for every job (one rule for all).
+  virtual bool single_scheme() const { return true; }
   // A cheap pre-check: could Place succeed on a cluster of this topology
   // where server s had avail[s] free GPUs (`total` in all)? It must never be
   // false where Place would succeed on such a cluster, and must not decrease
@@ -38,6 +40,14 @@ class Placer {
                         int total, const Job& job) const {
     return job.num_gpus() <= total;
   }
+  // How Place decides whether `job` fits, where it decides by free counts
+  // alone and draws nothing from rng (so asking costs no draw):
+  // kAnyGpus, any free GPUs (the free total); kServerOrWhole, one server
+  // with the job's GPUs free or, for a job larger than every server, whole
+  // free servers holding them. kOther: by anything else; only Place can
+  // tell. The scheduler then weighs preemptions by counts (FreeCounts).
+  enum class FitRule { kOther, kAnyGpus, kServerOrWhole };
+  virtual FitRule FitRuleFor(const Job& job) const { return FitRule::kOther; }
 };
 
 }  // namespace tiresias

@@ -22,6 +22,11 @@ class ServerSet {
   void erase(int s) { words_[s >> 6] &= ~(uint64_t{1} << (s & 63)); }
   bool contains(int s) const { return words_[s >> 6] >> (s & 63) & 1; }
   bool empty() const { return begin() == end(); }
+  int size() const {
+    int n = 0;
+    for (uint64_t w : words_) n += std::popcount(w);
+    return n;
+  }
 
   class iterator {
    public:

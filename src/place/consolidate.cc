@@ -37,6 +37,9 @@ class ConsolidatePlacer final : public Placer {
     }
     return want > topo.max_gpus_per_server() && whole >= want;
   }
+  FitRule FitRuleFor(const Job&) const override {
+    return FitRule::kServerOrWhole;
+  }
 
  private:
   // A job larger than any server takes whole free servers: as few as

@@ -8,6 +8,7 @@ namespace {
 class CountPlacer final : public Placer {
  public:
   std::string_view name() const override { return "count"; }
+  FitRule FitRuleFor(const Job&) const override { return FitRule::kAnyGpus; }
 
   bool Place(const Cluster& cluster, const Job& job, Rng&,
              std::vector<GpuId>* gpus) const override {

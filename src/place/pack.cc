@@ -13,6 +13,7 @@ namespace {
 class PackPlacer final : public Placer {
  public:
   std::string_view name() const override { return "pack"; }
+  FitRule FitRuleFor(const Job&) const override { return FitRule::kAnyGpus; }
 
   bool Place(const Cluster& cluster, const Job& job, Rng&,
              std::vector<GpuId>* gpus) const override {

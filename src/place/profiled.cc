@@ -25,9 +25,13 @@ class ProfiledPlacer final : public Placer {
   std::string_view SchemeFor(const Job& job) const override {
     return SchemeOf(job).name();
   }
+  bool single_scheme() const override { return false; }
   bool MightFit(const Topology& topology, const std::vector<int>& avail,
                 int total, const Job& job) const override {
     return SchemeOf(job).MightFit(topology, avail, total, job);
+  }
+  FitRule FitRuleFor(const Job& job) const override {
+    return SchemeOf(job).FitRuleFor(job);
   }
 
  private:

@@ -12,6 +12,7 @@ namespace {
 class SpreadPlacer final : public Placer {
  public:
   std::string_view name() const override { return "spread"; }
+  FitRule FitRuleFor(const Job&) const override { return FitRule::kAnyGpus; }
 
   bool Place(const Cluster& cluster, const Job& job, Rng&,
              std::vector<GpuId>* gpus) const override {

@@ -97,6 +97,7 @@ absl::Status Scheduler::Admit(Job job, Seconds now) {
   index_of_[spec.id] = index;
   jobs_.push_back(std::move(job));
   slots_.emplace_back();
+  displaced_in_pass_.push_back(0);
   slots_.back().vc = vc;
   slots_.back().qos = QosIndex(jobs_.back().spec().qos);
   slots_.back().scheme = placer_->SchemeFor(jobs_.back());
@@ -236,10 +237,13 @@ void Scheduler::Insert(uint32_t index, const PriorityKey& key, double slope) {
   }
   all_.waiting.insert(Entry{AllKey(key), index, job.num_gpus()});
   ++all_.waiting_by_gpus[job.num_gpus()];
+  const bool own = job.spec().own_placement();
+  all_.waiting_own += own;
   if (!vcs_.empty()) {
     Queues& queues = vcs_[slot.vc].queues;
     queues.waiting.insert(entry);
     ++queues.waiting_by_gpus[job.num_gpus()];
+    queues.waiting_own += own;
   }
 }
 
@@ -268,6 +272,7 @@ void Scheduler::Dequeue(uint32_t index) {
     queues.waiting.erase(&queues == &all_ ? all_entry : entry);
     auto it = queues.waiting_by_gpus.find(job.num_gpus());
     if (--it->second == 0) queues.waiting_by_gpus.erase(it);
+    queues.waiting_own -= job.spec().own_placement();
   };
   erase(all_);
   if (!vcs_.empty()) erase(vcs_[slot.vc].queues);

@@ -25,17 +25,7 @@
 // A non-preemptive policy only walks waiting jobs over the free GPUs.
 //
 // CPU-only jobs (JobSpec::cpu_only: no GPU, some CPUs) are outside the GPU
-// queues: a GPU-time priority means nothing for a job that takes no GPU
-// (its attained GPU service would stay 0, ahead of every GPU job for
-// ever). They wait in a queue of their own, first come first served
-// (submit time, then id), for servers' spare CPUs (Cluster's, outside
-// every GPU's slice); after the GPU jobs' walk, each pass starts every
-// waiting one that fits on one server, in that order, skipping those that
-// do not (backfill), best fit (the admitted server with the fewest free
-// spare CPUs that hold it, lowest index among equals). O(servers) per
-// waiting CPU-only job that asks no more than the most free spare CPUs on
-// one server, per pass (the others cost O(1)). They never preempt and are never
-// preempted (a user's requeue aside), and take nothing from GPU jobs.
+// queues, first come first served for spare CPUs (FillSpareCpus).
 #ifndef TIRESIAS_SCHED_SCHEDULER_H_
 #define TIRESIAS_SCHED_SCHEDULER_H_
 
@@ -53,12 +43,15 @@
 #include "absl/status/statusor.h"
 #include "core/cells.h"
 #include "core/cluster.h"
+#include "core/free_counts.h"
 #include "core/job.h"
 #include "core/placer.h"
 #include "core/rng.h"
 #include "sched/policy.h"
 #include "sched/queues.h"
 #include "sched/vcs.h"
+#include "sched/walk_kept.h"
+#include "sched/walk_left.h"
 
 namespace tiresias {
 
@@ -364,14 +357,24 @@ class Scheduler {
   struct Cursor;
   Entry KeyAt(const Cursor& c, const Entry& stored, Seconds now) const;
   bool Displaced(uint32_t index) const;
-  // The highest-priority running job not yet visited nor displaced.
-  Cursor* NextRunning(Seconds now, Entry* entry);
+  // Keeps every running job not yet visited (nor displaced) ahead of
+  // `next`, taking its GPUs from *capacity; whether there was one.
+  bool KeepAheadOf(const Entry& next, Seconds now, const Cluster& cluster,
+                   int* capacity);
   // The lowest-priority running job behind the walk not yet released in
   // this displacement attempt.
   bool PopLowestRunning(Seconds now, uint32_t* index);
   // Places a waiting job during the walk (allocating its GPUs), displacing
   // lower-priority running jobs if it must. The job starts at commit.
   bool PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster);
+  // Sets aside the lowest-priority running jobs until job `index` fits,
+  // keeps those it can do without, and places it: true with its GPUs
+  // allocated, scratch_released_ the jobs set aside (GPUs released). False,
+  // changing nothing, if it does not fit with all of them aside. By counts
+  // (FreeCounts) for a `rule` other than kOther, else in the cluster.
+  bool SetAside(uint32_t index, Placer::FitRule rule, Seconds now,
+                Cluster& cluster);
+  bool SetAsideInCluster(uint32_t index, Seconds now, Cluster& cluster);
   // False when a VC's job could not have its cells bound (it waits; its
   // virtual GPUs were given back).
   bool CommitStart(uint32_t index, Seconds now, std::vector<GpuId> gpus,
@@ -390,7 +393,7 @@ class Scheduler {
   // Marks a running job preempted; the caller has released its GPUs.
   void Preempt(uint32_t index, Seconds now, Decisions* decisions);
   int MinWaitingGpus() const;
-  // Starts waiting CPU-only jobs on spare CPUs (see the file comment).
+  // Starts waiting CPU-only jobs on spare CPUs (scheduler_walk.cc).
   void FillSpareCpus(Seconds now, Cluster& cluster, Decisions* decisions);
 
   std::unique_ptr<Policy> policy_;
@@ -411,7 +414,6 @@ class Scheduler {
     double demote_at = std::numeric_limits<double>::infinity();
     double jump_at = std::numeric_limits<double>::infinity();  // see above
     double promote_at = std::numeric_limits<double>::infinity();
-    uint64_t displaced_in_pass = 0;  // pass in which it lost its GPUs
     // QueueOrder::kStable: its tier in its queue's list; its place in the
     // tier is Job::queue_position().
     Tier tier = Tier::kWaiting;
@@ -431,6 +433,9 @@ class Scheduler {
     std::vector<GpuId> vgpus;
   };
   std::vector<Slot> slots_;  // parallel to jobs_
+  // Also parallel: the pass in which each lost its GPUs. Dense, as every
+  // running job the walk passes is looked up.
+  std::vector<uint64_t> displaced_in_pass_;
   absl::flat_hash_map<JobId, uint32_t> index_of_;
 
   // Per-user fair share (scheduler_vcs.cc): whether it applies to a job,
@@ -456,6 +461,7 @@ class Scheduler {
   struct Queues {
     absl::btree_set<Entry> waiting;
     std::map<int, int> waiting_by_gpus;        // GPU count -> waiting jobs
+    int waiting_own = 0;  // waiting jobs placed by their own rule (shape.h)
     std::vector<RunningGroup> running_groups;  // one per distinct slope
     int num_running = 0;
   };
@@ -581,17 +587,11 @@ class Scheduler {
   std::vector<Cursor> scratch_cursors_;
   std::vector<std::pair<uint32_t, std::vector<GpuId>>> pending_starts_;
   std::vector<uint32_t> scratch_released_;
+  FreeCounts scratch_counts_;
   // Running jobs displaced during this walk, by the key they wait with.
   absl::btree_set<Entry> scratch_displaced_;
-  int min_waiting_ = 0;  // fewest GPUs a job still to be walked needs
-  // Per server, GPUs the walk has given to jobs it keeps or starts (the
-  // running jobs it passed, the waiting jobs it placed); the rest of a
-  // server is free or held by running jobs it may still displace. Kept only
-  // while some running job may be displaced (`walk_tracks_kept_`).
-  std::vector<int> scratch_kept_;
-  std::vector<int> scratch_avail_;
-  bool walk_tracks_kept_ = false;
-  void Keep(const std::vector<GpuId>& gpus, const Cluster& cluster);
+  WalkLeft scratch_left_;  // waiting jobs the walk has yet to visit
+  WalkKept kept_;          // tracking while some running job may be displaced
   // (scheme, GPUs) of jobs this pass could not place at all.
   std::vector<std::pair<std::string_view, int>> scratch_unplaceable_;
   std::vector<Entry> scratch_entries_;

@@ -20,49 +20,50 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
   // ones of cordoned servers (those held there count until their jobs are
   // kept, which over-counts, never under-counts).
   int capacity = cluster.total_gpus() - cluster.cordoned_idle_gpus();
-  const int min_waiting = MinWaitingGpus();
-  walk_tracks_kept_ = !InitCursors(now);
-  if (!walk_tracks_kept_) capacity = cluster.free_gpus();
-  if (walk_tracks_kept_) {
-    scratch_kept_.assign(cluster.topology().num_servers(), 0);
-    if (borrow_walk_) {
-      // What VCs' quotas hold is kept: no borrower displaces it.
-      for (size_t s = 0; s < scratch_kept_.size(); ++s) {
-        scratch_kept_[s] = scratch_guaranteed_on_[s];
-        capacity -= scratch_guaranteed_on_[s];
-      }
+  kept_.Start(cluster, /*tracking=*/!InitCursors(now));
+  if (!kept_.tracking()) capacity = cluster.free_gpus();
+  if (kept_.tracking() && borrow_walk_) {
+    // What VCs' quotas hold is kept: no borrower displaces it.
+    for (size_t s = 0; s < scratch_guaranteed_on_.size(); ++s) {
+      kept_.KeepOn(static_cast<int>(s), scratch_guaranteed_on_[s]);
+      capacity -= scratch_guaranteed_on_[s];
     }
   }
   auto w = walk_->waiting.begin();
   // Jobs in priority order. A running job ahead of the next waiting one
   // keeps its GPUs (it always fits: capacity still counts them). A waiting
   // job that fits by count is placed, displacing the lowest-priority running
-  // jobs if it must. The walk ends when no waiting job could fit any more.
-  // Jobs displaced during the walk wait from their new place in the order
-  // (scratch_displaced_), so one that fits elsewhere moves in this pass
-  // instead of waiting for the next event.
+  // jobs if it must. The walk ends when what is left of the cluster fits
+  // none of the waiting jobs it has yet to visit (the running jobs behind
+  // keep their GPUs). Jobs displaced during the walk wait from their new
+  // place in the order (scratch_displaced_), so one that fits elsewhere
+  // moves in this pass instead of waiting for the next event.
   scratch_displaced_.clear();
-  min_waiting_ = min_waiting;
+  const int largest = cluster.topology().max_gpus_per_server();
+  scratch_left_.Start(walk_->waiting_by_gpus,
+                      placer_->single_scheme() && walk_->waiting_own == 0,
+                      largest);
   while ((w != walk_->waiting.end() || !scratch_displaced_.empty()) &&
-         capacity >= min_waiting_) {
+         capacity >= scratch_left_.min() &&
+         !scratch_left_.AllKnownUnplaceable()) {
     const bool from_displaced =
         !scratch_displaced_.empty() &&
         (w == walk_->waiting.end() || *scratch_displaced_.begin() < *w);
     const Entry next = from_displaced ? *scratch_displaced_.begin() : *w;
-    Entry running{};
-    Cursor* cursor = NextRunning(now, &running);
-    if (cursor && running < next) {
-      capacity -= running.gpus;
-      Keep(WalkGpus(running.index), cluster);
-      ++cursor->it;
-      continue;
+    // Every running job ahead of it keeps its GPUs: in any order, so each
+    // group is walked up to it on its own.
+    if (KeepAheadOf(next, now, cluster, &capacity) &&
+        capacity < scratch_left_.min()) {
+      break;
     }
     if (from_displaced) {
       scratch_displaced_.erase(scratch_displaced_.begin());
     } else {
       ++w;
     }
-    if (next.gpus <= capacity && PlaceInWalk(next.index, now, cluster)) {
+    scratch_left_.Visit(next.gpus);
+    if (next.gpus <= capacity && !scratch_left_.KnownUnplaceable(next.gpus) &&
+        PlaceInWalk(next.index, now, cluster)) {
       capacity -= next.gpus;
     }
   }
@@ -121,21 +122,22 @@ Scheduler::Entry Scheduler::KeyAt(const Cursor& c, const Entry& stored,
 }
 
 bool Scheduler::Displaced(uint32_t index) const {
-  return slots_[index].displaced_in_pass == pass_;
+  return displaced_in_pass_[index] == pass_;
 }
 
-Scheduler::Cursor* Scheduler::NextRunning(Seconds now, Entry* entry) {
-  Cursor* best = nullptr;
+bool Scheduler::KeepAheadOf(const Entry& next, Seconds now,
+                            const Cluster& cluster, int* capacity) {
+  bool kept = false;
   for (Cursor& c : scratch_cursors_) {
-    while (c.it != c.end && Displaced(c.it->index)) ++c.it;
-    if (c.it == c.end) continue;
-    Entry e = KeyAt(c, *c.it, now);
-    if (!best || e < *entry) {
-      best = &c;
-      *entry = e;
+    for (; c.it != c.end; ++c.it) {
+      if (Displaced(c.it->index)) continue;
+      if (!(KeyAt(c, *c.it, now) < next)) break;
+      *capacity -= c.it->gpus;
+      kept_.Passed(c.it->index, c.it->gpus);
+      kept = true;
     }
   }
-  return best;
+  return kept;
 }
 
 bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index) {
@@ -165,11 +167,6 @@ bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index) {
   return true;
 }
 
-void Scheduler::Keep(const std::vector<GpuId>& gpus, const Cluster& cluster) {
-  if (!walk_tracks_kept_) return;
-  for (GpuId g : gpus) ++scratch_kept_[cluster.topology().ServerOf(g)];
-}
-
 namespace {
 // Marks a job set aside that turned out not to be needed.
 constexpr uint32_t kKeptMarker = std::numeric_limits<uint32_t>::max();
@@ -189,7 +186,11 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
   // scheme's: core/shape.h.)
   const bool own = job.spec().own_placement();
   for (const auto& [failed_scheme, gpus] : scratch_unplaceable_) {
-    if (!own && failed_scheme == scheme && job.num_gpus() >= gpus &&
+    // (Schemes are names the placer gives: mostly the same storage.)
+    if (!own && job.num_gpus() >= gpus &&
+        ((failed_scheme.data() == scheme.data() &&
+          failed_scheme.size() == scheme.size()) ||
+         failed_scheme == scheme) &&
         (gpus > largest || job.num_gpus() <= largest)) {
       return false;
     }
@@ -198,7 +199,7 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
   if (slots_[index].qos >= 0 && !QosAllows(index)) return false;
   auto place = [&] { return PlaceAndAllocate(index, cluster); };
   auto pending = [&] {
-    Keep(scratch_gpus_, cluster);
+    kept_.Keep(cluster, scratch_gpus_);
     pending_starts_.push_back({index, scratch_gpus_});
     if (slots_[index].qos >= 0) PendQos(index, job.num_gpus());
     if (borrow_walk_) {
@@ -211,38 +212,127 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     return true;
   }
   auto unplaceable = [&] {
-    if (!own) scratch_unplaceable_.push_back({scheme, job.num_gpus()});
+    if (!own) {
+      scratch_unplaceable_.push_back({scheme, job.num_gpus()});
+      if (placer_->single_scheme()) scratch_left_.Unplaceable(job.num_gpus());
+    }
     return false;
   };
   // Could it fit with every lower-priority running job set aside? First
   // from per-server counts: what the walk has not kept is free or held by
-  // a job it may displace (an upper bound, so a "no" is final).
-  if (walk_tracks_kept_) {
-    const Topology& topo = cluster.topology();
-    scratch_avail_.resize(topo.num_servers());
-    int total = 0;
-    for (int s = 0; s < topo.num_servers(); ++s) {
-      // A cordoned server takes no new job, whoever is displaced there.
-      scratch_avail_[s] =
-          cluster.cordoned(s) ? 0 : topo.server(s).num_gpus - scratch_kept_[s];
-      total += scratch_avail_[s];
+  // a job it may displace (an upper bound, so a "no" is final). Where the
+  // job's scheme goes by the total alone, the total is enough (the kept
+  // jobs' servers are then never read).
+  const Placer::FitRule rule = placer_->FitRuleFor(job);
+  const bool by_counts = rule != Placer::FitRule::kOther && !own &&
+                         cluster.reserved_servers() == 0;
+  if (kept_.tracking() && by_counts && cluster.cordoned_gpus() == 0 &&
+      (rule == Placer::FitRule::kAnyGpus || job.num_gpus() == 1)) {
+    if (job.num_gpus() > cluster.total_gpus() - kept_.total()) {
+      return unplaceable();
     }
-    if (!JobMightFit(*placer_, topo, scratch_avail_, total, job)) {
+  } else if (kept_.tracking()) {
+    int total = 0;
+    const std::vector<int>& avail = kept_.NotKept(
+        cluster, [&](uint32_t i) -> const auto& { return WalkGpus(i); },
+        &total);
+    if (!JobMightFit(*placer_, cluster.topology(), avail, total, job)) {
       return unplaceable();
     }
   }
-  // Then for real: set aside the lowest-priority running jobs one at a time
-  // until it fits; those whose GPUs it takes are preempted, the rest keep
-  // theirs. If it does not fit with all of them aside, all keep theirs.
+  // Then for real (see SetAside).
   std::vector<uint32_t>& released = scratch_released_;
   released.clear();
-  uint32_t victim = 0;
   for (Cursor& c : scratch_cursors_) c.back = c.end;
+  if (!SetAside(index, by_counts ? rule : Placer::FitRule::kOther, now,
+                cluster)) {
+    return unplaceable();
+  }
+  pending();
+  for (uint32_t r : released) {
+    const Job& other = jobs_[r];
+    // Kept if its GPUs are as it left them: unheld, and not on a server
+    // an exclusive job took (nor, for an exclusive one, beside another).
+    if (cluster.Fits(WalkGpus(r), other.spec().exclusive)) {
+      absl::Status kept =
+          cluster.Allocate(other.id(), WalkGpus(r), other.spec().exclusive);
+      assert(kept.ok());
+      (void)kept;
+    } else {
+      displaced_in_pass_[r] = pass_;
+      scratch_preempt_.push_back(r);
+      if (slots_[r].qos >= 0) PendQos(r, -other.num_gpus());
+      if (borrow_walk_) {
+        vcs_[slots_[r].vc].walk_again = true;
+        vcs_[slots_[r].vc].pending_borrow -= other.num_gpus();
+        borrow_pending_ -= other.num_gpus();
+      }
+      scratch_displaced_.insert(DisplacedEntry(r, now));
+      scratch_left_.Add(other.num_gpus(), other.spec().own_placement());
+    }
+  }
+  return true;
+}
+
+// Sets the lowest-priority running jobs aside one at a time until the job
+// fits; those whose GPUs it takes are preempted (by PlaceInWalk), the rest
+// keep theirs. The last one set aside was needed; of the others, keep
+// every one the job can do without, highest priority first (as the
+// original simulator's pass keeps each job that still fits, in order).
+// Those kept leave the list. Here the cluster is not touched until the
+// end: asking the counts is exactly asking Place, which draws nothing.
+bool Scheduler::SetAside(uint32_t index, Placer::FitRule rule, Seconds now,
+                         Cluster& cluster) {
+  if (rule == Placer::FitRule::kOther) {
+    return SetAsideInCluster(index, now, cluster);
+  }
+  const Job& job = jobs_[index];
+  std::vector<uint32_t>& released = scratch_released_;
+  FreeCounts& counts = scratch_counts_;
+  counts.Reset(cluster, rule, job.num_gpus());
+  uint32_t victim = 0;
+  bool fits = false;
+  while (!fits && PopLowestRunning(now, &victim)) {
+    counts.Give(WalkGpus(victim), +1);
+    released.push_back(victim);
+    fits = counts.fits();
+  }
+  if (!fits) return false;
+  size_t kept = 0;
+  for (size_t i = released.size() - 1; i-- > 0;) {
+    counts.Give(WalkGpus(released[i]), -1);
+    if (counts.fits()) {
+      released[i] = kKeptMarker;
+      ++kept;
+    } else {
+      counts.Give(WalkGpus(released[i]), +1);
+    }
+  }
+  if (kept > 0) {
+    released.erase(std::remove(released.begin(), released.end(), kKeptMarker),
+                   released.end());
+  }
+  for (uint32_t r : released) cluster.Release(jobs_[r].id(), WalkGpus(r));
+  const bool placed = PlaceAndAllocate(index, cluster);
+  assert(placed);
+  return placed;
+}
+
+// As SetAside by counts, releasing the jobs set aside and asking Place.
+bool Scheduler::SetAsideInCluster(uint32_t index, Seconds now,
+                                  Cluster& cluster) {
+  const Job& job = jobs_[index];
+  std::vector<uint32_t>& released = scratch_released_;
+  auto place = [&] {
+    return cluster.free_gpus() >= job.num_gpus() &&
+           PlaceAndAllocate(index, cluster);
+  };
+  uint32_t victim = 0;
   bool placed = false;
   while (!placed && PopLowestRunning(now, &victim)) {
     cluster.Release(jobs_[victim].id(), WalkGpus(victim));
     released.push_back(victim);
-    placed = cluster.free_gpus() >= job.num_gpus() && place();
+    placed = place();
   }
   if (!placed) {
     for (uint32_t r : released) {
@@ -251,12 +341,8 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
       assert(back.ok());
       (void)back;
     }
-    return unplaceable();
+    return false;
   }
-  // The last one set aside was needed; of the others, keep every one the
-  // job can do without, highest priority first (as the original
-  // simulator's pass keeps each job that still fits, in order). Those kept
-  // leave the list; the rest are preempted below if the job took their GPUs.
   if (released.size() > 1) {
     cluster.Release(job.id(), scratch_gpus_);
     size_t kept = 0;
@@ -266,7 +352,7 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
                                            other.spec().exclusive);
       assert(back.ok());
       (void)back;
-      if (cluster.free_gpus() >= job.num_gpus() && place()) {
+      if (place()) {
         cluster.Release(job.id(), scratch_gpus_);
         released[i] = kKeptMarker;
         ++kept;
@@ -280,29 +366,6 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     }
     placed = place();
     assert(placed);
-  }
-  pending();
-  for (uint32_t r : released) {
-    const Job& other = jobs_[r];
-    // Kept if its GPUs are as it left them: unheld, and not on a server
-    // an exclusive job took (nor, for an exclusive one, beside another).
-    if (cluster.Fits(WalkGpus(r), other.spec().exclusive)) {
-      absl::Status kept =
-          cluster.Allocate(other.id(), WalkGpus(r), other.spec().exclusive);
-      assert(kept.ok());
-      (void)kept;
-    } else {
-      slots_[r].displaced_in_pass = pass_;
-      scratch_preempt_.push_back(r);
-      if (slots_[r].qos >= 0) PendQos(r, -other.num_gpus());
-      if (borrow_walk_) {
-        vcs_[slots_[r].vc].walk_again = true;
-        vcs_[slots_[r].vc].pending_borrow -= other.num_gpus();
-        borrow_pending_ -= other.num_gpus();
-      }
-      scratch_displaced_.insert(DisplacedEntry(r, now));
-      min_waiting_ = std::min(min_waiting_, other.num_gpus());
-    }
   }
   return placed;
 }
@@ -370,6 +433,18 @@ bool Scheduler::TryStart(uint32_t index, Seconds now, Cluster& cluster,
          CommitStart(index, now, scratch_gpus_, decisions);
 }
 
+// CPU-only jobs (JobSpec::cpu_only: no GPU, some CPUs) are outside the GPU
+// queues: a GPU-time priority means nothing for a job that takes no GPU
+// (its attained GPU service would stay 0, ahead of every GPU job for
+// ever). They wait in a queue of their own, first come first served
+// (submit time, then id), for servers' spare CPUs (Cluster's, outside
+// every GPU's slice); after the GPU jobs' walk, each pass starts every
+// waiting one that fits on one server, in that order, skipping those that
+// do not (backfill), best fit (the admitted server with the fewest free
+// spare CPUs that hold it, lowest index among equals). O(servers) per
+// waiting CPU-only job that asks no more than the most free spare CPUs on
+// one server, per pass (the others cost O(1)). They never preempt and are never
+// preempted (a user's requeue aside), and take nothing from GPU jobs.
 void Scheduler::FillSpareCpus(Seconds now, Cluster& cluster,
                               Decisions* decisions) {
   if (cpu_waiting_.empty()) return;

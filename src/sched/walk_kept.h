@@ -1,0 +1,81 @@
+// WalkKept: what a preemptive walk has kept so far, per server: the GPUs
+// of the running jobs it passed and of the waiting jobs it placed. The
+// rest of a server is free or held by running jobs it may still displace,
+// which bounds what a waiting job could get (Scheduler::PlaceInWalk).
+//
+// A passed job is only noted (its index); its GPUs are counted per server
+// when a placement first asks for the counts, as most passes never ask
+// after their first few jobs, and then each passed job is read once.
+#ifndef TIRESIAS_SCHED_WALK_KEPT_H_
+#define TIRESIAS_SCHED_WALK_KEPT_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/cluster.h"
+
+namespace tiresias {
+
+class WalkKept {
+ public:
+  // Tracking starts from nothing kept on `cluster`'s servers; without it
+  // every call below does nothing (no running job may be displaced).
+  void Start(const Cluster& cluster, bool tracking) {
+    tracking_ = tracking;
+    if (!tracking) return;
+    kept_.assign(cluster.topology().num_servers(), 0);
+    later_.clear();
+    total_ = 0;
+  }
+  bool tracking() const { return tracking_; }
+  // `gpus` GPUs of `server` are kept (VCs' quotas, in a borrowers' walk).
+  void KeepOn(int server, int gpus) {
+    kept_[server] += gpus;
+    total_ += gpus;
+  }
+  // The job at `index`, of `gpus` GPUs, passed and kept.
+  void Passed(uint32_t index, int gpus) {
+    if (!tracking_) return;
+    later_.push_back(index);
+    total_ += gpus;
+  }
+  // `gpus` of `cluster` kept (a job placed).
+  void Keep(const Cluster& cluster, std::span<const GpuId> gpus) {
+    if (!tracking_) return;
+    total_ += static_cast<int>(gpus.size());
+    for (GpuId g : gpus) ++kept_[cluster.topology().ServerOf(g)];
+  }
+  // GPUs kept in all.
+  int total() const { return total_; }
+  // Per server, what is not kept (0 on a cordoned server: it takes no new
+  // job, whoever is displaced there), and *sum its sum. `gpus_of(index)`:
+  // the GPUs of a passed job, as the walk sees them.
+  template <typename GpusOf>
+  const std::vector<int>& NotKept(const Cluster& cluster, GpusOf gpus_of,
+                                  int* sum) {
+    const Topology& topo = cluster.topology();
+    for (uint32_t index : later_) {
+      for (GpuId g : gpus_of(index)) ++kept_[topo.ServerOf(g)];
+    }
+    later_.clear();
+    avail_.resize(topo.num_servers());
+    *sum = 0;
+    for (int s = 0; s < topo.num_servers(); ++s) {
+      avail_[s] = cluster.cordoned(s) ? 0 : topo.server(s).num_gpus - kept_[s];
+      *sum += avail_[s];
+    }
+    return avail_;
+  }
+
+ private:
+  bool tracking_ = false;
+  std::vector<int> kept_;
+  std::vector<uint32_t> later_;  // passed, not yet counted in kept_
+  int total_ = 0;
+  std::vector<int> avail_;
+};
+
+}  // namespace tiresias
+
+#endif  // TIRESIAS_SCHED_WALK_KEPT_H_

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <random>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -51,6 +52,15 @@ std::string AddressHost(const std::string& address) {
   return address.find(':') == std::string::npos
              ? address
              : absl::StrCat("[", address, "]");
+}
+
+// `wait`, give or take 20%: the agents of one master, cut off together,
+// do not all retry in step.
+std::chrono::milliseconds Jittered(std::chrono::milliseconds wait) {
+  thread_local std::minstd_rand gen(std::random_device{}());
+  std::uniform_real_distribution<double> factor(0.8, 1.2);
+  return std::chrono::milliseconds(
+      static_cast<int64_t>(static_cast<double>(wait.count()) * factor(gen)));
 }
 
 }  // namespace
@@ -316,7 +326,7 @@ void AgentDaemon::Loop() {
         last_beat = std::chrono::steady_clock::now();
         changed = true;  // tell the master at once what Register started
       } else {
-        if (!Sleep(backoff)) return;
+        if (!Sleep(Jittered(backoff))) return;
         next_backoff();
         continue;
       }
@@ -359,7 +369,7 @@ void AgentDaemon::Loop() {
                          " failed (tasks keep running until the lease "
                          "lapses; retry in ",
                          backoff.count(), " ms): ", s.status().ToString()));
-        if (!Sleep(backoff)) return;
+        if (!Sleep(Jittered(backoff))) return;
         next_backoff();
         continue;
       }
@@ -413,7 +423,7 @@ void AgentDaemon::WatchLoop() {
     watch_ctx_ = nullptr;
     if (stopping_) return;
     if (req.session() != session_) continue;  // registered again: reopen now
-    const auto deadline = std::chrono::steady_clock::now() + backoff;
+    const auto deadline = std::chrono::steady_clock::now() + Jittered(backoff);
     while (!stopping_ && req.session() == session_) {
       if (cv_.WaitUntil(&mu_, deadline)) break;
     }

@@ -142,9 +142,12 @@ struct AgentOptions {
   // How often exits are looked for between heartbeats; an exit is
   // heartbeated at once.
   std::chrono::milliseconds poll_interval{10};
-  // Retry backoff while the master is unreachable: doubles from min to max.
+  // Retry backoff while the master is unreachable: doubles from min to max
+  // (each wait +-20%). Short, so that a master back after any outage is
+  // found within seconds (the channel itself reconnects at least every
+  // second: agent_dependencies.cc).
   std::chrono::milliseconds min_backoff{200};
-  std::chrono::milliseconds max_backoff{10000};
+  std::chrono::milliseconds max_backoff{2000};
   std::chrono::milliseconds rpc_timeout{5000};  // per Register/Heartbeat
   // Tasks are started only from an answer to a report sent less than this
   // before (an agent stopped or slowed down meanwhile re-reports instead).

@@ -51,9 +51,13 @@ struct Case {
   std::string policy;
   std::string placement;
   bool exclusive = false;  // one job in eight --exclusive
+  // Two VCs (quotas of 8 and 4+2 GPUs, borrowing the rest): the VCs'
+  // walks on their cells, then the borrowers' walk on the cluster.
+  bool vcs = false;
 };
 
-std::vector<JobSpec> RandomJobs(uint64_t seed, int count, bool exclusive) {
+std::vector<JobSpec> RandomJobs(uint64_t seed, int count, bool exclusive,
+                                bool vcs) {
   std::mt19937_64 gen(seed);
   std::exponential_distribution<double> gap(1.0 / 40);
   std::lognormal_distribution<double> duration(5, 1.5);
@@ -69,6 +73,12 @@ std::vector<JobSpec> RandomJobs(uint64_t seed, int count, bool exclusive) {
                  kModels[gen() % 3]};
     spec.no_preempt = no_preempt(gen);
     spec.exclusive = exclusive && exclusive_job(gen);
+    if (vcs) {
+      spec.vc = gen() % 2 ? "a" : "b";
+      // A no-preempt job runs only on its VC's quota: one larger would
+      // never run.
+      spec.no_preempt = false;
+    }
     jobs.push_back(spec);
   }
   return jobs;
@@ -83,7 +93,7 @@ TEST_P(WalkCountsTest, DecidesWhatTheWalkWithoutShortcutsDecides) {
       {{0, 8, ""}, {0, 4, ""}, {0, 2, ""}, {1, 8, ""}, {1, 2, ""}});
   for (uint64_t seed : {1, 2, 3, 4}) {
     SCOPED_TRACE(testing::Message() << "seed " << seed);
-    const std::vector<JobSpec> jobs = RandomJobs(seed, 400, c.exclusive);
+    const std::vector<JobSpec> jobs = RandomJobs(seed, 400, c.exclusive, c.vcs);
     SchedulerOptions options;
     options.queues = *QueueConfig::Create({600, 3000});
     options.promote_knob = 4;
@@ -96,6 +106,14 @@ TEST_P(WalkCountsTest, DecidesWhatTheWalkWithoutShortcutsDecides) {
           std::move(placer), options);
     };
     Scheduler fast = make(false), plain = make(true);
+    if (c.vcs) {
+      for (Scheduler* s : {&fast, &plain}) {
+        ASSERT_TRUE(s->SetVcs({VcSpec{"a", *ParseCells("8")},
+                               VcSpec{"b", *ParseCells("4,2")}},
+                              topo)
+                        .ok());
+      }
+    }
     Cluster fast_cluster(topo), plain_cluster(topo);
     std::map<JobId, double> finish_at;
     size_t next = 0;
@@ -172,6 +190,9 @@ std::vector<Case> Cases() {
   }
   cases.push_back({"las", "consolidate", true});
   cases.push_back({"tiresias-l", "profiled", true});
+  cases.push_back({"las", "consolidate", false, true});
+  cases.push_back({"tiresias-l", "consolidate", false, true});
+  cases.push_back({"srsf", "pack", false, true});
   return cases;
 }
 
@@ -179,7 +200,8 @@ INSTANTIATE_TEST_SUITE_P(Policies, WalkCountsTest, ::testing::ValuesIn(Cases()),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string name =
                                info.param.policy + "_" + info.param.placement +
-                               (info.param.exclusive ? "_exclusive" : "");
+                               (info.param.exclusive ? "_exclusive" : "") +
+                               (info.param.vcs ? "_vcs" : "");
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });

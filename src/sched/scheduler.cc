@@ -98,6 +98,7 @@ absl::Status Scheduler::Admit(Job job, Seconds now) {
   jobs_.push_back(std::move(job));
   slots_.emplace_back();
   displaced_in_pass_.push_back(0);
+  walk_server_.push_back(-2);
   slots_.back().vc = vc;
   slots_.back().qos = QosIndex(jobs_.back().spec().qos);
   slots_.back().scheme = placer_->SchemeFor(jobs_.back());
@@ -214,6 +215,7 @@ void Scheduler::Enqueue(uint32_t index, Seconds now) {
 void Scheduler::Insert(uint32_t index, const PriorityKey& key, double slope) {
   const Job& job = jobs_[index];
   Slot& slot = slots_[index];
+  walk_server_[index] = -2;  // its GPUs may have changed
   slot.key = key;
   slot.slope = slope;
   if (slot.held && !job.running()) return;  // in no set while held

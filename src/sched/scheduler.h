@@ -361,8 +361,7 @@ class Scheduler {
   // `next`, taking its GPUs from *capacity; whether there was one.
   bool KeepAheadOf(const Entry& next, Seconds now, const Cluster& cluster,
                    int* capacity);
-  // The lowest-priority running job behind the walk not yet released in
-  // this displacement attempt.
+  // The lowest-priority running job behind the walk not yet set aside.
   bool PopLowestRunning(Seconds now, uint32_t* index);
   // Places a waiting job during the walk (allocating its GPUs), displacing
   // lower-priority running jobs if it must. The job starts at commit.
@@ -433,9 +432,10 @@ class Scheduler {
     std::vector<GpuId> vgpus;
   };
   std::vector<Slot> slots_;  // parallel to jobs_
-  // Also parallel: the pass in which each lost its GPUs. Dense, as every
-  // running job the walk passes is looked up.
+  // Also parallel, dense for the walk: the pass in which each lost its
+  // GPUs; the one server of its GPUs (-1 several, -2 not known; no VCs).
   std::vector<uint64_t> displaced_in_pass_;
+  std::vector<int32_t> walk_server_;
   absl::flat_hash_map<JobId, uint32_t> index_of_;
 
   // Per-user fair share (scheduler_vcs.cc): whether it applies to a job,

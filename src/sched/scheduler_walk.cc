@@ -169,6 +169,17 @@ bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index) {
 
 namespace {
 // Marks a job set aside that turned out not to be needed.
+constexpr int32_t kServerNotKnown = -2, kServers = -1;
+
+// The server holding every one of `gpus`, or kServers.
+int32_t OneServer(const Topology& topo, const std::vector<GpuId>& gpus) {
+  if (gpus.empty()) return kServers;
+  const int server = topo.ServerOf(gpus[0]);
+  for (GpuId g : gpus) {
+    if (topo.ServerOf(g) != server) return kServers;
+  }
+  return server;
+}
 constexpr uint32_t kKeptMarker = std::numeric_limits<uint32_t>::max();
 }  // namespace
 
@@ -233,8 +244,21 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     }
   } else if (kept_.tracking()) {
     int total = 0;
+    const Topology& topo = cluster.topology();
     const std::vector<int>& avail = kept_.NotKept(
-        cluster, [&](uint32_t i) -> const auto& { return WalkGpus(i); },
+        cluster,
+        [&](uint32_t i, int gpus, std::vector<int>* kept) {
+          // The job's one server, found once per run (without VCs).
+          int32_t& one = walk_server_[i];
+          if (one == kServerNotKnown) {
+            one = vcs_.empty() ? OneServer(topo, WalkGpus(i)) : kServers;
+          }
+          if (one >= 0) {
+            (*kept)[one] += gpus;
+          } else {
+            for (GpuId g : WalkGpus(i)) ++(*kept)[topo.ServerOf(g)];
+          }
+        },
         &total);
     if (!JobMightFit(*placer_, cluster.topology(), avail, total, job)) {
       return unplaceable();

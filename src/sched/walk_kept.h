@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/cluster.h"
@@ -37,7 +38,7 @@ class WalkKept {
   // The job at `index`, of `gpus` GPUs, passed and kept.
   void Passed(uint32_t index, int gpus) {
     if (!tracking_) return;
-    later_.push_back(index);
+    later_.push_back({index, gpus});
     total_ += gpus;
   }
   // `gpus` of `cluster` kept (a job placed).
@@ -49,15 +50,13 @@ class WalkKept {
   // GPUs kept in all.
   int total() const { return total_; }
   // Per server, what is not kept (0 on a cordoned server: it takes no new
-  // job, whoever is displaced there), and *sum its sum. `gpus_of(index)`:
-  // the GPUs of a passed job, as the walk sees them.
-  template <typename GpusOf>
-  const std::vector<int>& NotKept(const Cluster& cluster, GpusOf gpus_of,
+  // job, whoever is displaced there), and *sum its sum.
+  // `count(index, gpus, &kept)` adds a passed job's GPUs to kept[server].
+  template <typename Count>
+  const std::vector<int>& NotKept(const Cluster& cluster, Count count,
                                   int* sum) {
     const Topology& topo = cluster.topology();
-    for (uint32_t index : later_) {
-      for (GpuId g : gpus_of(index)) ++kept_[topo.ServerOf(g)];
-    }
+    for (const auto& [index, gpus] : later_) count(index, gpus, &kept_);
     later_.clear();
     avail_.resize(topo.num_servers());
     *sum = 0;
@@ -71,7 +70,8 @@ class WalkKept {
  private:
   bool tracking_ = false;
   std::vector<int> kept_;
-  std::vector<uint32_t> later_;  // passed, not yet counted in kept_
+  // (index, GPUs) passed, not yet counted in kept_
+  std::vector<std::pair<uint32_t, int>> later_;
   int total_ = 0;
   std::vector<int> avail_;
 };

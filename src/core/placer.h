@@ -29,8 +29,10 @@ class Placer {
   // side of the largest server's size (consolidate takes one server for a
   // job that fits one, whole free servers for a larger one).
   virtual std::string_view SchemeFor(const Job& job) const { return name(); }
-  // Whether SchemeFor is name() for every job (one rule for all).
-  virtual bool single_scheme() const { return true; }
+  // Whether SchemeFor is name() for every job (one rule for all). False
+  // unless a placer says so, so that one that overrides SchemeFor and
+  // forgets this only loses a shortcut of the walk.
+  virtual bool single_scheme() const { return false; }
   // A cheap pre-check: could Place succeed on a cluster of this topology
   // where server s had avail[s] free GPUs (`total` in all)? It must never be
   // false where Place would succeed on such a cluster, and must not decrease

@@ -10,6 +10,7 @@ namespace {
 class ConsolidatePlacer final : public Placer {
  public:
   std::string_view name() const override { return "consolidate"; }
+  bool single_scheme() const override { return true; }
 
   bool Place(const Cluster& cluster, const Job& job, Rng&,
              std::vector<GpuId>* gpus) const override {

@@ -13,6 +13,7 @@ namespace {
 class PackPlacer final : public Placer {
  public:
   std::string_view name() const override { return "pack"; }
+  bool single_scheme() const override { return true; }
   FitRule FitRuleFor(const Job&) const override { return FitRule::kAnyGpus; }
 
   bool Place(const Cluster& cluster, const Job& job, Rng&,

@@ -25,7 +25,7 @@ class ProfiledPlacer final : public Placer {
   std::string_view SchemeFor(const Job& job) const override {
     return SchemeOf(job).name();
   }
-  bool single_scheme() const override { return false; }
+  // (single_scheme: false, the default.)
   bool MightFit(const Topology& topology, const std::vector<int>& avail,
                 int total, const Job& job) const override {
     return SchemeOf(job).MightFit(topology, avail, total, job);

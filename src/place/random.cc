@@ -10,6 +10,7 @@ namespace {
 class RandomPlacer final : public Placer {
  public:
   std::string_view name() const override { return "random"; }
+  bool single_scheme() const override { return true; }
 
   bool Place(const Cluster& cluster, const Job& job, Rng& rng,
              std::vector<GpuId>* gpus) const override {

@@ -224,7 +224,9 @@ bool Scheduler::AdoptOnQuota(uint32_t index, bool bind) {
     vgpus.push_back(*v);
   }
   if ((fit_before.value_or(false) && !UnboundCellsFit()) ||
-      !vc.cluster->Allocate(job.id(), vgpus).ok()) {
+      // (An exclusive job holds its cells' servers alone, as a job
+      // started there does.)
+      !vc.cluster->Allocate(job.id(), vgpus, job.spec().exclusive).ok()) {
     return undo();
   }
   slot.guaranteed = true;

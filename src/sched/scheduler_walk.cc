@@ -317,6 +317,8 @@ bool Scheduler::SetAside(uint32_t index, Placer::FitRule rule, Seconds now,
   uint32_t victim = 0;
   bool fits = false;
   while (!fits && PopLowestRunning(now, &victim)) {
+    // An exclusive job holding GPUs reserves its servers: there is none.
+    assert(!jobs_[victim].spec().exclusive);
     counts.Give(WalkGpus(victim), +1);
     released.push_back(victim);
     fits = counts.fits();

@@ -56,6 +56,31 @@ TEST(VcChangeTest, RunningJobsAreAdoptedWhereTheyRun) {
   EXPECT_EQ(s.num_running(), 3);
 }
 
+// An exclusive job adopted into its VC's cells keeps their server to
+// itself, as one started there would: job 1 (team a, exclusive, 2 of the
+// server's 4 GPUs) is adopted into a's 4-cell; a's 1-GPU job 2 waits for
+// it, instead of being placed beside it on the cell and then taking the
+// server back from job 1 as if job 1 were a borrower.
+TEST(VcChangeTest, AnAdoptedExclusiveJobKeepsItsServer) {
+  Harness h(Topology::Uniform(1, 1, 4), VcOptions());
+  Scheduler& s = h.scheduler();
+  JobSpec exclusive{.id = 1, .num_gpus = 2, .submit_time = Seconds{0}};
+  exclusive.vc = "a";
+  exclusive.exclusive = true;
+  ASSERT_TRUE(s.Submit(exclusive, Seconds{0}).ok());
+  EXPECT_THAT(Started(h.At(0)), ElementsAre(1));
+  ASSERT_TRUE(
+      s.ChangeVcs({Vc("a", "1x4")}, h.cluster().topology(), Seconds{5}).ok());
+  EXPECT_TRUE(s.Guaranteed(1));
+  SubmitInVc(h, 2, 1, 10, "a");
+  const Decisions d = h.At(10);
+  EXPECT_THAT(Preempted(d), IsEmpty());
+  EXPECT_THAT(Started(d), IsEmpty());
+  EXPECT_TRUE(h.job(1).running());
+  h.Finish(1, 20);
+  EXPECT_THAT(Started(h.At(20)), ElementsAre(2));
+}
+
 // A running job whose VC has no cell where it runs borrows, and its GPUs
 // are reclaimed in the first pass the owner needs them. A job without a VC
 // counts in the VC named "".

@@ -73,6 +73,12 @@ std::vector<JobSpec> RandomJobs(uint64_t seed, int count, bool exclusive,
                  kModels[gen() % 3]};
     spec.no_preempt = no_preempt(gen);
     spec.exclusive = exclusive && exclusive_job(gen);
+    if (spec.num_gpus == 4 && gen() % 4 == 0) {
+      // Shaped, two servers of 2 (core/shape.h): placed by a rule of its
+      // own, which turns the walk's count shortcuts off while it waits.
+      spec.nodes = 2;
+      spec.gpus_per_node = 2;
+    }
     if (vcs) {
       spec.vc = gen() % 2 ? "a" : "b";
       // A no-preempt job runs only on its VC's quota: one larger would

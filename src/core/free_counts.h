@@ -22,8 +22,9 @@ namespace tiresias {
 class FreeCounts {
  public:
   // Starts from `cluster` as it is, for a job of `want` GPUs placed by
-  // `rule` (not kOther). O(GPUs per server), not O(servers): a server's
-  // count is read from the cluster when first given to.
+  // `rule` (not kOther). No per-server loop: a server's count is read
+  // from the cluster when first given to (the servers holding `want` are
+  // counted from the cluster's bitsets, a word per 64 servers).
   void Reset(const Cluster& cluster, Placer::FitRule rule, int want) {
     assert(rule != Placer::FitRule::kOther && cluster.reserved_servers() == 0);
     cluster_ = &cluster;

@@ -168,7 +168,7 @@ bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index) {
 }
 
 namespace {
-// Marks a job set aside that turned out not to be needed.
+// walk_server_: not read yet, or the job's GPUs on several servers.
 constexpr int32_t kServerNotKnown = -2, kServers = -1;
 
 // The server holding every one of `gpus`, or kServers.
@@ -180,6 +180,8 @@ int32_t OneServer(const Topology& topo, const std::vector<GpuId>& gpus) {
   }
   return server;
 }
+
+// Marks a job set aside that turned out not to be needed.
 constexpr uint32_t kKeptMarker = std::numeric_limits<uint32_t>::max();
 }  // namespace
 

@@ -3,28 +3,45 @@
 #include <cassert>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace tiresias {
 
 Cluster::Cluster(Topology topology)
     : topology_(std::move(topology)),
       owner_(topology_.total_gpus(), kNoJob),
-      free_on_(topology_.num_servers()),
-      cordoned_(topology_.num_servers(), false),
       exclusive_gpu_(topology_.total_gpus(), false),
-      reserved_(topology_.num_servers(), 0),
-      spare_cpus_(topology_.num_servers(), 0),
-      spare_mem_(topology_.num_servers(), 0),
-      by_free_(topology_.max_gpus_per_server() + 1,
-               ServerSet(topology_.num_servers())),
       free_gpus_(topology_.total_gpus()) {
-  for (int s = 0; s < topology_.num_servers(); ++s) {
-    free_on_[s] = topology_.server(s).num_gpus;
-    by_free_[free_on_[s]].insert(s);
-    whole_free_gpus_ += free_on_[s];
-    spare_cpus_[s] = topology_.server(s).spare_cpus;
-    spare_mem_[s] = topology_.server(s).spare_memory_mib;
-  }
+  for (int s = 0; s < topology_.num_servers(); ++s) Track(s);
+}
+
+absl::StatusOr<int> Cluster::AddServer(ServerSpec spec) {
+  const int gpus = spec.num_gpus;
+  RETURN_IF_ERROR(topology_.AddServer(std::move(spec)));
+  owner_.resize(topology_.total_gpus(), kNoJob);
+  exclusive_gpu_.resize(topology_.total_gpus(), false);
+  free_gpus_ += gpus;
+  const int server = topology_.num_servers() - 1;
+  Track(server);
+  return server;
+}
+
+void Cluster::Track(int s) {
+  const int servers = topology_.num_servers();
+  const int gpus = topology_.server(s).num_gpus;
+  free_on_.resize(servers);
+  cordoned_.resize(servers, false);
+  reserved_.resize(servers, 0);
+  spare_cpus_.resize(servers, 0);
+  spare_mem_.resize(servers, 0);
+  if (by_free_.size() <= static_cast<size_t>(gpus)) by_free_.resize(gpus + 1);
+  // Bitsets grow a word per 64 servers: amortized O(1) each.
+  for (ServerSet& set : by_free_) set.Grow(servers);
+  free_on_[s] = gpus;
+  by_free_[gpus].insert(s);
+  whole_free_gpus_ += gpus;
+  spare_cpus_[s] = topology_.server(s).spare_cpus;
+  spare_mem_[s] = topology_.server(s).spare_memory_mib;
 }
 
 int64_t Cluster::SpareMemoryFor(int server, const JobSpec& spec) const {

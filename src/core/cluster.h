@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/job.h"
 #include "core/server_set.h"
 #include "core/topology.h"
@@ -43,6 +44,10 @@ class Cluster {
  public:
   explicit Cluster(Topology topology);
 
+  // Appends a server (Topology::AddServer), free and not cordoned, and
+  // returns its index; servers and GPUs numbered before keep their numbers
+  // and holders. Amortized O(its GPUs + the largest server's GPUs).
+  absl::StatusOr<int> AddServer(ServerSpec spec);
   const Topology& topology() const { return topology_; }
   int total_gpus() const { return topology_.total_gpus(); }
   // Free GPUs a new job may take (cordoned servers' excluded).
@@ -112,6 +117,8 @@ class Cluster {
   void AppendFreeGpus(int server, int max, std::vector<GpuId>* out) const;
 
  private:
+  // Counts server `s` (the last added) free: its per-server entries.
+  void Track(int s);
   void Reindex(int server, int old_free);
   // One GPU of `server` taken (-1) or given back (+1).
   void Adjust(int server, int delta);

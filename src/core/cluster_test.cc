@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <vector>
+
+#include "core/rng.h"
+
 namespace tiresias {
 namespace {
 
@@ -135,6 +139,118 @@ TEST(ClusterTest, IndexesServersByFreeCount) {
   c.Release(5, std::vector<GpuId>{2, 3, 4, 5, 6, 7});
   EXPECT_THAT(c.ServersWithFree(8), ElementsAre(1));
   EXPECT_EQ(c.free_gpus(), 12);
+}
+
+// A server added to a cluster in use: what was numbered keeps its number
+// and holder; the new server is free, indexed by its count, and a larger
+// one than any before makes room in the index.
+TEST(ClusterTest, AddServerLeavesWhatIsThereAlone) {
+  Cluster c(Mixed());
+  ASSERT_TRUE(c.Allocate(7, std::vector<GpuId>{2, 3, 4}).ok());
+  auto added = c.AddServer(ServerSpec{0, 16, "big"});
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(*added, 3);
+  EXPECT_EQ(c.topology().server(3).first_gpu, 12);
+  EXPECT_EQ(c.topology().ServerOf(27), 3);
+  EXPECT_EQ(c.topology().max_gpus_per_server(), 16);
+  EXPECT_EQ(c.total_gpus(), 28);
+  EXPECT_EQ(c.free_gpus(), 25);
+  EXPECT_EQ(c.whole_free_gpus(), 2 + 2 + 16);
+  EXPECT_EQ(c.owner(3), 7);
+  EXPECT_TRUE(c.gpu_free(27));
+  EXPECT_THAT(c.ServersWithFree(16), ElementsAre(3));
+  EXPECT_THAT(c.ServersWithFree(5), ElementsAre(1));
+  ASSERT_TRUE(c.Allocate(8, std::vector<GpuId>{12, 13}, true).ok());
+  EXPECT_TRUE(c.reserved(3));
+  EXPECT_EQ(c.free_gpus(), 9);
+  // A bad server changes nothing.
+  auto bad = c.AddServer(ServerSpec{0, 0, "empty"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "server 4: expected a positive GPU count (0 only with spare CPUs), "
+            "got 0");
+  EXPECT_EQ(c.topology().num_servers(), 4);
+  EXPECT_EQ(c.total_gpus(), 28);
+}
+
+// Property: a cluster grown server by server answers every query as one
+// built at once from the same servers, before and after the same
+// allocations, cordons and releases (random shapes, past 64 servers so
+// that the bitsets grow).
+TEST(ClusterTest, GrownServerByServerEqualsBuiltAtOnce) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    Rng rng(seed);
+    std::vector<ServerSpec> specs;
+    const int n = 1 + static_cast<int>(rng.Below(150));
+    for (int i = 0; i < n; ++i) {
+      const int gpus = static_cast<int>(rng.Below(9));
+      specs.push_back(ServerSpec{static_cast<int>(rng.Below(3)),
+                                 gpus,
+                                 "",
+                                 "",
+                                 {},
+                                 0,
+                                 0,
+                                 gpus == 0 ? 4 : 0,
+                                 gpus == 0 ? 1024 : 0});
+    }
+    Cluster whole(*Topology::Create(specs));
+    Cluster grown(*Topology::Create({specs[0]}));
+    for (int i = 1; i < n; ++i) ASSERT_TRUE(grown.AddServer(specs[i]).ok());
+    auto same = [&](const char* when) {
+      SCOPED_TRACE(testing::Message() << "seed " << seed << ", " << when);
+      ASSERT_EQ(grown.total_gpus(), whole.total_gpus());
+      EXPECT_EQ(grown.free_gpus(), whole.free_gpus());
+      EXPECT_EQ(grown.whole_free_gpus(), whole.whole_free_gpus());
+      EXPECT_EQ(grown.cordoned_gpus(), whole.cordoned_gpus());
+      EXPECT_EQ(grown.cordoned_idle_gpus(), whole.cordoned_idle_gpus());
+      EXPECT_EQ(grown.reserved_servers(), whole.reserved_servers());
+      const Topology& t = whole.topology();
+      EXPECT_EQ(grown.topology().max_gpus_per_server(),
+                t.max_gpus_per_server());
+      EXPECT_EQ(grown.topology().num_racks(), t.num_racks());
+      for (int f = 0; f <= t.max_gpus_per_server(); ++f) {
+        EXPECT_THAT(grown.ServersWithFree(f),
+                    testing::ElementsAreArray(
+                        std::vector<int>(whole.ServersWithFree(f).begin(),
+                                         whole.ServersWithFree(f).end())))
+            << "free " << f;
+      }
+      for (int s = 0; s < t.num_servers(); ++s) {
+        EXPECT_EQ(grown.topology().server(s).first_gpu, t.server(s).first_gpu);
+        EXPECT_EQ(grown.free_on(s), whole.free_on(s));
+        EXPECT_EQ(grown.spare_free_cpus(s), whole.spare_free_cpus(s));
+      }
+      for (GpuId g = 0; g < t.total_gpus(); ++g) {
+        EXPECT_EQ(grown.owner(g), whole.owner(g));
+        EXPECT_EQ(grown.topology().ServerOf(g), t.ServerOf(g));
+      }
+    };
+    same("built");
+    std::vector<std::vector<GpuId>> held;
+    for (int j = 0; j < 40 && whole.total_gpus() > 0; ++j) {
+      const GpuId g = static_cast<GpuId>(rng.Below(whole.total_gpus()));
+      if (!whole.gpu_free(g)) continue;
+      const bool exclusive = rng.Below(4) == 0;
+      const std::vector<GpuId> gpus{g};
+      const bool a = whole.Allocate(j, gpus, exclusive).ok();
+      ASSERT_EQ(grown.Allocate(j, gpus, exclusive).ok(), a);
+      if (a) held.push_back(gpus);
+      if (rng.Below(5) == 0) {
+        const int s = static_cast<int>(rng.Below(n));
+        const bool on = rng.Below(2) == 0;
+        whole.SetCordoned(s, on);
+        grown.SetCordoned(s, on);
+      }
+    }
+    same("allocated");
+    for (size_t j = 0; j < held.size(); j += 2) {
+      const JobId owner = whole.owner(held[j][0]);
+      whole.Release(owner, held[j]);
+      grown.Release(owner, held[j]);
+    }
+    same("released");
+  }
 }
 
 }  // namespace

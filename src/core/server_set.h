@@ -18,6 +18,11 @@ class ServerSet {
 
   explicit ServerSet(int capacity = 0) : words_((capacity + 63) / 64, 0) {}
 
+  // Room for servers 0..capacity-1 (never shrinks; members stay).
+  void Grow(int capacity) {
+    const size_t words = (capacity + 63) / 64;
+    if (words > words_.size()) words_.resize(words, 0);
+  }
   void insert(int s) { words_[s >> 6] |= uint64_t{1} << (s & 63); }
   void erase(int s) { words_[s >> 6] &= ~(uint64_t{1} << (s & 63)); }
   bool contains(int s) const { return words_[s >> 6] >> (s & 63) & 1; }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status_macros.h"
 
 namespace tiresias {
 
@@ -14,32 +15,33 @@ absl::StatusOr<Topology> Topology::Create(std::vector<ServerSpec> specs) {
     return absl::InvalidArgumentError("a cluster needs at least one server");
   }
   Topology t;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    ServerSpec& s = specs[i];
-    // A server without GPUs is there for CPU-only jobs alone.
-    if (s.num_gpus < 0 || (s.num_gpus == 0 && s.spare_cpus <= 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "server ", i,
-          ": expected a positive GPU count (0 only with spare CPUs), got ",
-          s.num_gpus));
-    }
-    if (s.rack < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("server ", i, ": negative rack index ", s.rack));
-    }
-    if (s.name.empty()) s.name = absl::StrCat("s", i);
-    t.servers_.push_back(
-        Server{s.rack, s.num_gpus, static_cast<GpuId>(t.total_gpus_), s.name,
-               std::move(s.gpu_model), std::move(s.features), s.cpus,
-               s.memory_mib, s.spare_cpus, s.spare_memory_mib});
-    for (int g = 0; g < s.num_gpus; ++g) {
-      t.server_of_gpu_.push_back(static_cast<int>(i));
-    }
-    t.total_gpus_ += s.num_gpus;
-    t.num_racks_ = std::max(t.num_racks_, s.rack + 1);
-    t.max_gpus_per_server_ = std::max(t.max_gpus_per_server_, s.num_gpus);
-  }
+  for (ServerSpec& s : specs) RETURN_IF_ERROR(t.AddServer(std::move(s)));
   return t;
+}
+
+absl::Status Topology::AddServer(ServerSpec s) {
+  const int i = num_servers();
+  // A server without GPUs is there for CPU-only jobs alone.
+  if (s.num_gpus < 0 || (s.num_gpus == 0 && s.spare_cpus <= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "server ", i,
+        ": expected a positive GPU count (0 only with spare CPUs), got ",
+        s.num_gpus));
+  }
+  if (s.rack < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server ", i, ": negative rack index ", s.rack));
+  }
+  if (s.name.empty()) s.name = absl::StrCat("s", i);
+  servers_.push_back(Server{s.rack, s.num_gpus, static_cast<GpuId>(total_gpus_),
+                            std::move(s.name), std::move(s.gpu_model),
+                            std::move(s.features), s.cpus, s.memory_mib,
+                            s.spare_cpus, s.spare_memory_mib});
+  server_of_gpu_.insert(server_of_gpu_.end(), s.num_gpus, i);
+  total_gpus_ += s.num_gpus;
+  num_racks_ = std::max(num_racks_, s.rack + 1);
+  max_gpus_per_server_ = std::max(max_gpus_per_server_, s.num_gpus);
+  return absl::OkStatus();
 }
 
 Topology Topology::Uniform(int racks, int servers_per_rack,

@@ -52,6 +52,10 @@ class Topology {
   static absl::StatusOr<Topology> Create(std::vector<ServerSpec> servers);
   // racks x servers_per_rack x gpus_per_server, all arguments > 0.
   static Topology Uniform(int racks, int servers_per_rack, int gpus_per_server);
+  // Appends a server (validated as Create does), numbered after the others
+  // with GPUs after theirs: what is numbered already stays. Amortized
+  // O(its GPUs).
+  absl::Status AddServer(ServerSpec spec);
 
   int num_racks() const { return num_racks_; }
   int num_servers() const { return static_cast<int>(servers_.size()); }

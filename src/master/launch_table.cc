@@ -184,7 +184,22 @@ LaunchTable::Launch& LaunchTable::Add(Launch launch) {
           {key, static_cast<int>(rank)});
     }
   }
+  if (launch.phase == LaunchPhase::kDeferred) deferred_.insert(key);
   return launches_[key] = std::move(launch);
+}
+
+std::vector<LaunchKey> LaunchTable::DeferredLaunches() {
+  std::vector<LaunchKey> out;
+  for (auto it = deferred_.begin(); it != deferred_.end();) {
+    auto launch = launches_.find(*it);
+    if (launch == launches_.end() ||
+        launch->second.phase != LaunchPhase::kDeferred) {
+      it = deferred_.erase(it);  // released or gone: never deferred again
+      continue;
+    }
+    out.push_back(*it++);
+  }
+  return out;
 }
 
 LaunchTable::Part& LaunchTable::PlacePart(Launch& launch, int rank,
@@ -227,6 +242,7 @@ void LaunchTable::Erase(LaunchKey key) {
     if (parts->second.empty()) parts_by_node_.erase(parts);
   }
   launches_.erase(it);
+  deferred_.erase(key);
 }
 
 bool LaunchTable::AnyLive(JobId job) const {
@@ -281,13 +297,14 @@ const LaunchTable::Node* LaunchTable::FindNode(int64_t id) const {
 }
 
 LaunchTable::Node* LaunchTable::FindNodeByName(std::string_view name) {
-  for (auto& [id, node] : nodes_) {
-    if (node.record.name == name) return &node;
-  }
-  return nullptr;
+  auto id = id_of_name_.find(absl::string_view(name.data(), name.size()));
+  return id == id_of_name_.end() ? nullptr : FindNode(id->second);
 }
 
-LaunchTable::Node& LaunchTable::NodeAt(int64_t id) { return nodes_[id]; }
+LaunchTable::Node& LaunchTable::NodeAt(int64_t id, std::string_view name) {
+  id_of_name_[std::string(name)] = id;
+  return nodes_[id];
+}
 
 std::string LaunchTable::NodeName(int64_t id) const {
   const Node* node = FindNode(id);

@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "core/time.h"
@@ -206,6 +207,9 @@ class LaunchTable {
   // re-adopted) on node `node_id`.
   Part& PlacePart(Launch& launch, int rank, int64_t node_id);
   void Erase(LaunchKey key);
+  // The launches still deferred, in key order: O(them + those released
+  // since the last call), not O(launches).
+  std::vector<LaunchKey> DeferredLaunches();
   // (launch, rank) of every part placed on node `node_id` (ended ones
   // too), in launch order: O(parts there), not O(launches). A part's node
   // is set only by Add and PlacePart, which keep this index.
@@ -234,8 +238,9 @@ class LaunchTable {
   Node* FindNode(int64_t id);
   const Node* FindNode(int64_t id) const;
   Node* FindNodeByName(std::string_view name);
-  // The node with this id, added (kKnown) if absent.
-  Node& NodeAt(int64_t id);
+  // The node with this id, added (kKnown) if absent, found by `name` from
+  // now on (the caller sets its record's name to it).
+  Node& NodeAt(int64_t id, std::string_view name);
   template <typename F>
   void ForEachNode(F&& visit) {
     for (auto& [id, node] : nodes_) visit(id, node);
@@ -346,7 +351,12 @@ class LaunchTable {
 
  private:
   std::map<LaunchKey, Launch> launches_;
+  // Launches added deferred, less those seen released or erased (a launch
+  // never goes back to deferred): DeferredLaunches.
+  std::set<LaunchKey> deferred_;
   std::map<int64_t, Node> nodes_;
+  // Node name -> id (NodeAt): a registration finds its node in O(1).
+  absl::flat_hash_map<std::string, int64_t> id_of_name_;
   // Node id -> (launch, rank) of the parts placed there (PartsOn).
   std::map<int64_t, std::set<std::pair<LaunchKey, int>>> parts_by_node_;
   // How many orphans each job has over every up node (Node::orphans).

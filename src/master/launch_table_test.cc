@@ -48,9 +48,10 @@ class LaunchTableTest : public ::testing::Test {
   // Nodes 1 and 2 (node-a, node-b), 4 GPUs each, registered.
   void SetUp() override {
     for (int64_t id : {1, 2}) {
-      LaunchTable::Node& node = table_.NodeAt(id);
+      const std::string name = id == 1 ? "node-a" : "node-b";
+      LaunchTable::Node& node = table_.NodeAt(id, name);
       node.record.id = id;
-      node.record.name = id == 1 ? "node-a" : "node-b";
+      node.record.name = name;
       node.record.gpus = 4;
       node.SetLife(NodeLife::kUp);
     }
@@ -143,6 +144,31 @@ TEST(LaunchTableMoves, AnIllegalMoveInsideTheMasterStopsIt) {
   launch.attempt = 1;
   EXPECT_DEATH(launch.SetPhase(LaunchPhase::kStopping),
                "invariant: launch 7/1: illegal move deferred -> stopping");
+}
+
+// The deferred launches, in key order, less those released or erased
+// since (a released launch is never deferred again).
+TEST_F(LaunchTableTest, DeferredLaunchesAreTheOnesNotYetReleased) {
+  auto deferred = [&](JobId job) -> LaunchTable::Launch& {
+    LaunchTable::Launch launch;
+    launch.job = job;
+    launch.attempt = 1;
+    launch.parts.resize(1);
+    launch.parts[0].node_id = 1;
+    return table_.Add(std::move(launch));
+  };
+  deferred(9);
+  LaunchTable::Launch& later = deferred(4);
+  deferred(6);
+  Released(5, 1, {1});
+  EXPECT_EQ(table_.DeferredLaunches(),
+            (std::vector<LaunchKey>{{4, 1}, {6, 1}, {9, 1}}));
+  later.SetPhase(LaunchPhase::kActive);
+  table_.Erase({9, 1});
+  EXPECT_EQ(table_.DeferredLaunches(), (std::vector<LaunchKey>{{6, 1}}));
+  deferred(9);
+  EXPECT_EQ(table_.DeferredLaunches(),
+            (std::vector<LaunchKey>{{6, 1}, {9, 1}}));
 }
 
 TEST_F(LaunchTableTest, GangFailureWaitsForEveryRankThenFails) {

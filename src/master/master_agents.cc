@@ -126,15 +126,14 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   const Seconds now = clock_->NowUnixSeconds();
   const std::string token_hash = HashToken(req.agent_token());
   const std::string name = req.name();
-  for (const auto& [id, info] : table_.nodes()) {
-    if (info.record.name != name) continue;
+  NodeInfo* known = table_.FindNodeByName(name);
+  if (known != nullptr) {
     // A node known up before a restart may still be live until the
     // adoption window ends.
-    const bool live =
-        info.up() || (info.record.state == NodeState::kUp &&
-                      clock_->NowMonotonic() < adopt_deadline_);
-    if (live && !info.record.agent_token_hash.empty() &&
-        info.record.agent_token_hash != token_hash) {
+    const bool live = known->up() || (known->record.state == NodeState::kUp &&
+                                      clock_->NowMonotonic() < adopt_deadline_);
+    if (live && !known->record.agent_token_hash.empty() &&
+        known->record.agent_token_hash != token_hash) {
       return absl::AlreadyExistsError(absl::StrCat(
           "name: node ", name,
           " is held by a live agent with another identity (its state "
@@ -142,9 +141,6 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
           "another --name (a node silent for the node timeout, ",
           SecondsText(options_.node_timeout), ", is released)"));
     }
-  }
-  NodeInfo* known = table_.FindNodeByName(name);
-  if (known != nullptr) {
     RETURN_IF_ERROR(LaunchTable::CheckReportOrder(*known, req.boot_id(),
                                                   req.report_seq()));
   }
@@ -157,7 +153,7 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   NodeRecord record{0,  name, req.address(), req.gpus(), NodeState::kUp, now};
   record.agent_token_hash = token_hash;
   ASSIGN_OR_RETURN(record.id, store_->UpsertNode(record));
-  NodeInfo& info = table_.NodeAt(record.id);
+  NodeInfo& info = table_.NodeAt(record.id, name);
   // A drain outlives registrations (UpsertNode leaves it as stored).
   record.drained = info.record.drained;
   record.drain_reason = info.record.drain_reason;
@@ -180,10 +176,12 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   CheckedReports reports = CheckReports(req.tasks(), record, now, &resp);
   // After a master restart: the tasks of jobs that were running become
   // their launches' parts again (no new start), before anything else.
+  std::vector<JobId> reported;
   for (const v1::TaskStatus* task : reports.valid) {
     AdoptOrOrphan(record.id, *task, now);
+    reported.push_back(task->task().job_id());
   }
-  RETURN_IF_ERROR(Rebuild(now));
+  RETURN_IF_ERROR(JoinCluster(record.id, now, reported));
   Reconcile(record.id, reports, now, &resp);
   ReleaseDeferred(now);
   pass_wanted_ = true;

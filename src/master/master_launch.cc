@@ -107,11 +107,9 @@ void MasterState::StartLaunch(const StartDecision& start, Seconds now) {
 }
 
 void MasterState::ReleaseDeferred(Seconds now) {
-  std::vector<LaunchKey> deferred;
-  for (const auto& [key, launch] : table_.launches()) {
-    if (launch.phase == Phase::kDeferred) deferred.push_back(key);
+  for (const LaunchKey& key : table_.DeferredLaunches()) {
+    TryRelease(*table_.Find(key), now);
   }
-  for (const LaunchKey& key : deferred) TryRelease(*table_.Find(key), now);
 }
 
 bool MasterState::EarlierAttemptMayRun(const Launch& launch, Seconds now) {

@@ -115,6 +115,104 @@ Job MasterState::UndoStoppedRun(const Job& old) const {
                         old.last_stop());
 }
 
+ServerSpec MasterState::ServerSpecOf(const NodeInfo& info) {
+  return ServerSpec{0,
+                    info.record.gpus,
+                    info.record.name,
+                    info.gpu_model,
+                    info.features,
+                    info.cpus,
+                    info.memory_mib,
+                    info.spare_cpus,
+                    info.spare_memory_mib};
+}
+
+bool MasterState::MapLaunchGpus(const Cluster& cluster, const Launch& launch,
+                                int64_t evacuate_node,
+                                std::vector<GpuId>* gpus) const {
+  for (const Part& part : launch.parts) {
+    auto server = server_of_node_.find(part.node_id);
+    if (part.ended() || server == server_of_node_.end()) return false;
+    if (part.node_id == evacuate_node) return false;
+    if (launch.phase == Phase::kDeferred && cluster.cordoned(server->second)) {
+      return false;
+    }
+    const Server& s = cluster.topology().server(server->second);
+    for (int gpu : part.local_gpus) {
+      if (gpu < 0 || gpu >= s.num_gpus) return false;
+      gpus->push_back(s.first_gpu + gpu);
+    }
+  }
+  return true;
+}
+
+bool MasterState::HoldLaunch(Cluster& cluster, JobId id, const JobSpec& spec,
+                             const Launch& launch,
+                             const std::vector<GpuId>& gpus,
+                             int* server) const {
+  if (static_cast<int>(gpus.size()) != spec.num_gpus) return false;
+  if (!spec.cpu_only()) {
+    return cluster.Allocate(id, gpus, spec.exclusive).ok();
+  }
+  if (launch.parts.size() != 1) return false;
+  *server = server_of_node_.at(launch.parts[0].node_id);
+  return cluster.AllocateSpare(*server, spec).ok();
+}
+
+absl::StatusOr<MasterState::Adoption> MasterState::AdoptOnto(
+    Cluster& cluster, JobId id, Seconds now, int64_t evacuate_node) {
+  JobRecord& rec = records_.at(id);
+  Launch* launch = table_.Find({rec.id, rec.attempt});
+  std::vector<GpuId> gpus;
+  if (launch == nullptr ||
+      !MapLaunchGpus(cluster, *launch, evacuate_node, &gpus)) {
+    return Adoption::kIncomplete;
+  }
+  Job job = JobFromRecord(rec);
+  int server = -1;
+  if (!HoldLaunch(cluster, rec.id, job.spec(), *launch, gpus, &server)) {
+    return Adoption::kConflict;
+  }
+  Seconds run_start = now;
+  for (const Part& part : launch->parts) {
+    if (part.start_time) run_start = std::min(run_start, *part.start_time);
+  }
+  job.Start(run_start, gpus, server);
+  RETURN_IF_ERROR(scheduler_->Restore(job, now));
+  launch->all_running = true;
+  AddEvent(rec.id, now, EventKind::kAdopted, table_.Describe(*launch));
+  MarkDirty(rec.id);
+  adopting_.erase(id);
+  return Adoption::kAdopted;
+}
+
+absl::Status MasterState::JoinCluster(int64_t node_id, Seconds now,
+                                      std::span<const JobId> reported) {
+  // The first node, a node already there (a new agent session: its shape
+  // may have changed), or VCs (their cells are bound on the whole
+  // cluster): built afresh.
+  if (!cluster_ || server_of_node_.contains(node_id) || !vcs_.empty() ||
+      !scheduler_->vcs().empty()) {
+    return Rebuild(now);
+  }
+  const NodeInfo& info = *table_.FindNode(node_id);
+  ASSIGN_OR_RETURN(const int server, cluster_->AddServer(ServerSpecOf(info)));
+  server_of_node_[node_id] = server;
+  node_of_server_.push_back(node_id);
+  if (info.record.drained) cluster_->SetCordoned(server, true);
+  reasons_pass_ = -1;
+  scheduler_->CapacityChanged();
+  // A running job keeps its GPUs (numbered as before). A job being adopted
+  // can only be complete now if it has a part here; one whose GPUs a launch
+  // decided meanwhile holds (on paper) wins them in a full rebuild.
+  for (JobId id : reported) {
+    if (!adopting_.contains(id)) continue;
+    ASSIGN_OR_RETURN(const Adoption adoption, AdoptOnto(*cluster_, id, now, 0));
+    if (adoption == Adoption::kConflict) return Rebuild(now);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
   std::vector<ServerSpec> servers;
   server_of_node_.clear();
@@ -123,9 +221,7 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
     if (!info.up() || info.leaving()) continue;
     server_of_node_[id] = static_cast<int>(servers.size());
     node_of_server_.push_back(id);
-    servers.push_back(ServerSpec{
-        0, info.record.gpus, info.record.name, info.gpu_model, info.features,
-        info.cpus, info.memory_mib, info.spare_cpus, info.spare_memory_mib});
+    servers.push_back(ServerSpecOf(info));
   }
   std::unique_ptr<Cluster> cluster;
   if (!servers.empty()) {
@@ -146,73 +242,17 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
   // running ones are re-numbered onto the new cluster, or stopped.
   Scheduler* sched = scheduler_.get();
 
-  // The launch's GPUs in the new numbering; false if a part is gone, is on
-  // the node being evacuated (a drain with preemption), or was never
-  // released to a node that is now drained (it would be a new launch).
-  auto map_gpus = [&](const Launch& launch, std::vector<GpuId>* gpus)
-                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                        if (!cluster) return false;
-                        for (const Part& part : launch.parts) {
-                          auto server = server_of_node_.find(part.node_id);
-                          if (part.ended() || server == server_of_node_.end())
-                            return false;
-                          if (part.node_id == evacuate_node) return false;
-                          if (launch.phase == Phase::kDeferred &&
-                              cluster->cordoned(server->second)) {
-                            return false;
-                          }
-                          const Server& s =
-                              cluster->topology().server(server->second);
-                          for (int gpu : part.local_gpus) {
-                            if (gpu < 0 || gpu >= s.num_gpus) return false;
-                            gpus->push_back(s.first_gpu + gpu);
-                          }
-                        }
-                        return true;
-                      };
-
-  // Holds what the launch's job takes in the new cluster: its GPUs, or a
-  // CPU-only job's spare CPUs on its one part's node (*server).
-  auto hold = [&](JobId id, const JobSpec& spec, const Launch& launch,
-                  const std::vector<GpuId>& gpus, int* server)
-                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                    if (static_cast<int>(gpus.size()) != spec.num_gpus) {
-                      return false;
-                    }
-                    if (!spec.cpu_only()) {
-                      return cluster->Allocate(id, gpus, spec.exclusive).ok();
-                    }
-                    if (launch.parts.size() != 1) return false;
-                    *server = server_of_node_.at(launch.parts[0].node_id);
-                    return cluster->AllocateSpare(*server, spec).ok();
-                  };
-
   // Jobs running at a master restart, once every task has been reported:
   // first, since their tasks really hold their GPUs (a launch decided
   // meanwhile on those GPUs only on paper gives way below).
   std::set<JobId> adopted;
-  for (auto it = adopting_.begin(); it != adopting_.end();) {
-    JobRecord& rec = records_.at(*it);
-    Launch* launch = table_.Find({rec.id, rec.attempt});
-    std::vector<GpuId> gpus;
-    Job job = JobFromRecord(rec);
-    int server = -1;
-    if (launch == nullptr || !map_gpus(*launch, &gpus) ||
-        !hold(rec.id, job.spec(), *launch, gpus, &server)) {
-      ++it;
-      continue;
+  if (cluster) {
+    const std::vector<JobId> adopting(adopting_.begin(), adopting_.end());
+    for (JobId id : adopting) {
+      ASSIGN_OR_RETURN(const Adoption adoption,
+                       AdoptOnto(*cluster, id, now, evacuate_node));
+      if (adoption == Adoption::kAdopted) adopted.insert(id);
     }
-    Seconds run_start = now;
-    for (const Part& part : launch->parts) {
-      if (part.start_time) run_start = std::min(run_start, *part.start_time);
-    }
-    job.Start(run_start, gpus, server);
-    RETURN_IF_ERROR(sched->Restore(job, now));
-    launch->all_running = true;
-    AddEvent(rec.id, now, EventKind::kAdopted, table_.Describe(*launch));
-    MarkDirty(rec.id);
-    adopted.insert(rec.id);
-    it = adopting_.erase(it);
   }
   // Replace only overwrites an element of jobs(), never adds one.
   for (const Job& old : scheduler_->jobs()) {
@@ -220,9 +260,10 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
     Launch* launch = CurrentLaunch(old.id());
     std::vector<GpuId> gpus;
     int server = -1;
-    const bool keep = launch && launch->phase != Phase::kStopping &&
-                      map_gpus(*launch, &gpus) &&
-                      hold(old.id(), old.spec(), *launch, gpus, &server);
+    const bool keep =
+        cluster && launch && launch->phase != Phase::kStopping &&
+        MapLaunchGpus(*cluster, *launch, evacuate_node, &gpus) &&
+        HoldLaunch(*cluster, old.id(), old.spec(), *launch, gpus, &server);
     // Kept: the counters as of its run start, then it starts again there.
     // Lost: it stops now; a launch that was never released (deferred) ran
     // no time at all.

@@ -108,7 +108,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> MasterState::MakeScheduler() {
 absl::Status MasterState::Load(Seconds now) {
   ASSIGN_OR_RETURN(std::vector<NodeRecord> nodes, store_->ListNodes());
   for (NodeRecord& node : nodes) {
-    NodeInfo& info = table_.NodeAt(node.id);
+    NodeInfo& info = table_.NodeAt(node.id, node.name);
     info.record = node;
     info.last_heard = clock_->NowMonotonic();  // the timeout counts from now
   }

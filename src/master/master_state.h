@@ -44,13 +44,17 @@
 // agent's report after running, preempts its job; it resumes from its
 // checkpoint like any preempted job.
 //
-// Node set changes (register, node down): the Topology cannot grow in place,
-// so a new Cluster is built. The Scheduler keeps nothing of the topology but
-// the GPU ids of running jobs, so it stays: running jobs whose nodes are all
-// still up keep their GPUs (remapped to the new numbering), running jobs
-// that lost a node become preempted at that instant (both by
-// Scheduler::Replace, O(running x log n)); waiting jobs are untouched.
-// Executed time, first start, last stop and queue carry over exactly.
+// Node set changes. A node that comes up joins the cluster in place: its
+// server is appended (Cluster::AddServer), so its cost does not grow with
+// the cluster's size, and nothing running is touched (JoinCluster). Any
+// other change (a node down, leaving, drained with preemption, back with a
+// new shape, or VCs bound to the cluster) builds a new Cluster, servers in
+// node id order. The Scheduler keeps nothing of the topology but the GPU
+// ids of running jobs, so it stays: running jobs whose nodes are all still
+// up keep their GPUs (remapped to the new numbering), running jobs that
+// lost a node become preempted at that instant (both by Scheduler::Replace,
+// O(running x log n)); waiting jobs are untouched. Executed time, first
+// start, last stop and queue carry over exactly.
 //
 // Durability: every public method that changes a job writes all its changes
 // (records and events) in one Store::Write before it returns; a job id is
@@ -114,6 +118,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -950,6 +955,38 @@ class MasterState {
   // cordoned in the new Cluster. Jobs running on `evacuate_node` (a drain
   // with preemption; 0: none) are preempted as if they had lost it.
   absl::Status Rebuild(Seconds now, int64_t evacuate_node = 0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Node `node_id`, just up, joins the cluster: appended to it (its
+  // servers and GPUs after the others', nothing re-numbered, no running job
+  // touched), and the jobs being adopted that `reported` (the jobs of its
+  // reported tasks) completes are adopted; O(its GPUs + its tasks), where
+  // Rebuild is O(nodes + running jobs). Rebuilds instead for the first
+  // node, a node already in the cluster, VCs, or an adoption that conflicts
+  // with a launch decided meanwhile.
+  absl::Status JoinCluster(int64_t node_id, Seconds now,
+                           std::span<const JobId> reported)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static ServerSpec ServerSpecOf(const NodeInfo& info);
+  // The launch's GPUs on `cluster` (as server_of_node_ numbers its nodes)
+  // into *gpus; false if a part is gone, is on `evacuate_node` (a drain
+  // with preemption), or was never released to a node that is now drained
+  // (it would be a new launch).
+  bool MapLaunchGpus(const Cluster& cluster, const Launch& launch,
+                     int64_t evacuate_node, std::vector<GpuId>* gpus) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Holds on `cluster` what the launch's job takes: its GPUs, or a CPU-only
+  // job's spare CPUs on its one part's node (*server); false if they are
+  // not there to hold.
+  bool HoldLaunch(Cluster& cluster, JobId id, const JobSpec& spec,
+                  const Launch& launch, const std::vector<GpuId>& gpus,
+                  int* server) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job being adopted `id` (in adopting_), if every task of its launch
+  // has been reported: started on `cluster` and restored to the scheduler
+  // as running since its tasks' start (kAdopted); kConflict if its GPUs
+  // are held.
+  enum class Adoption { kAdopted, kIncomplete, kConflict };
+  absl::StatusOr<Adoption> AdoptOnto(Cluster& cluster, JobId id, Seconds now,
+                                     int64_t evacuate_node)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The scheduler's spec of `rec` (its VC and QOS as the scheduler knows
   // them: a removed one is none).

@@ -558,39 +558,17 @@ grpc::Status AgentRegistryService::Heartbeat(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status AgentRegistryService::WatchDesiredState(
-    grpc::ServerContext* ctx, const v1::WatchDesiredStateRequest* req,
-    grpc::ServerWriter<v1::DesiredState>* writer) {
+grpc::ServerWriteReactor<v1::DesiredState>*
+AgentRegistryService::WatchDesiredState(
+    grpc::CallbackServerContext* ctx, const v1::WatchDesiredStateRequest* req) {
   if (absl::Status s = auth_.Agent(*ctx, state_->NodeName(req->node_id()),
                                    "WatchDesiredState");
       !s.ok()) {
-    return security::ToGrpc(s);
+    return DesiredWatches::Refuse(security::ToGrpc(s));
   }
-  uint64_t sent = req->after_version();
-  // Read before each look at the state, so that a change made meanwhile
-  // moves it and is not slept past.
-  uint64_t generation = state_->DesiredGeneration();
-  while (true) {
-    if (stopping_.load()) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          "the master is shutting down");
-    }
-    if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
-    absl::StatusOr<std::optional<v1::DesiredState>> desired =
-        state_->DesiredStateAfter(req->node_id(), req->session(), sent);
-    if (!desired.ok()) return security::ToGrpc(desired.status());
-    if (desired->has_value()) {
-      sent = (*desired)->version();
-      if (!writer->Write(**desired)) return grpc::Status::CANCELLED;  // gone
-      continue;
-    }
-    generation = state_->WaitForDesired(generation, kWatchPoll);
-  }
+  return watches_.Open(req->node_id(), req->session(), req->after_version());
 }
 
-void AgentRegistryService::Stop() {
-  stopping_.store(true);
-  state_->WakeDesiredWatchers();
-}
+void AgentRegistryService::Stop() { watches_.Stop(); }
 
 }  // namespace tiresias

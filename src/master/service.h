@@ -35,6 +35,7 @@
 #include "absl/status/status.h"
 #include "core/mutex.h"
 #include "master/call_auth.h"
+#include "master/desired_watch.h"
 #include "master/master_state.h"
 #include "proto/tiresias.grpc.pb.h"
 #include "security/tls.h"
@@ -150,26 +151,33 @@ class TiresiasService final : public v1::Tiresias::Service {
 };
 
 // The agent protocol. WatchDesiredState pushes a node's desired state each
-// time its version grows (MasterState::DesiredStateAfter), waking on
-// MasterState's desired generation and at least every kWatchPoll to notice a
-// cancel, a stop or an ended session (then NOT_FOUND: register again). Each
-// open stream holds one gRPC thread: one per agent.
-class AgentRegistryService final : public v1::AgentRegistry::Service {
+// time its version grows (MasterState::DesiredStateAfter): a callback
+// stream served by DesiredWatches, one thread for every agent's stream,
+// which wakes on MasterState's desired generation and at least every
+// kWatchPoll to notice an ended session (then NOT_FOUND: register again).
+class AgentRegistryService final
+    : public v1::AgentRegistry::WithCallbackMethod_WatchDesiredState<
+          v1::AgentRegistry::Service> {
  public:
   AgentRegistryService(MasterState* state, std::function<void()> on_change)
-      : state_(state), on_change_(std::move(on_change)), auth_(state) {}
+      : state_(state),
+        on_change_(std::move(on_change)),
+        auth_(state),
+        watches_(state, kWatchPoll) {}
 
   grpc::Status Register(grpc::ServerContext*, const v1::RegisterRequest*,
                         v1::RegisterResponse*) override;
   grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*,
                          v1::HeartbeatResponse*) override;
-  grpc::Status WatchDesiredState(
-      grpc::ServerContext*, const v1::WatchDesiredStateRequest*,
-      grpc::ServerWriter<v1::DesiredState>*) override;
+  grpc::ServerWriteReactor<v1::DesiredState>* WatchDesiredState(
+      grpc::CallbackServerContext*,
+      const v1::WatchDesiredStateRequest*) override;
 
   // Ends every open WatchDesiredState stream promptly (and any opened
   // later). Call before grpc::Server::Shutdown.
   void Stop();
+  // WatchDesiredState streams open now.
+  int open_watches() { return watches_.open(); }
 
   static constexpr std::chrono::milliseconds kWatchPoll{200};
 
@@ -177,7 +185,7 @@ class AgentRegistryService final : public v1::AgentRegistry::Service {
   MasterState* state_;
   std::function<void()> on_change_;
   CallAuth auth_;
-  std::atomic<bool> stopping_{false};
+  DesiredWatches watches_;
 };
 
 }  // namespace tiresias

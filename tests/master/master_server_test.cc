@@ -1,17 +1,18 @@
 // MasterServer over real gRPC on loopback, with a real client stub and real
 // SQLite files.
-#include "master/server.h"
+#include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-#include <grpcpp/grpcpp.h>
-
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "master/server.h"
 #include "master_test_util.h"
 #include "proto/tiresias.grpc.pb.h"
 
@@ -338,6 +339,96 @@ TEST_F(MasterServerTest, DecisionIsPushedToTheAgentWithoutAHeartbeat) {
   watch_ctx.TryCancel();
   read.join();
   (*server)->Shutdown();
+}
+
+// The number of threads of this process (the master runs in it).
+int Threads() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    ++n;
+  }
+  return n;
+}
+
+// 2,000 agents used to hold 2,000 of the master's threads, one per
+// WatchDesiredState stream, each waking 5 times a second. Now 48 open
+// streams add no thread of the master's (a few of gRPC's own at most),
+// each still gets its node's wake-up, an ended session ends its stream
+// with NOT_FOUND, and a shutdown ends the others with UNAVAILABLE.
+TEST_F(MasterServerTest, WatchingAgentsHoldNoThreadEach) {
+  constexpr int kAgents = 48;
+  options_.node_timeout = Seconds{3600};
+  master::RealClock clock;
+  auto state = MasterState::Open(options_, &clock);
+  ASSERT_TRUE(state.ok()) << state.status();
+  auto server = MasterServer::Start(state->get(), &clock, "127.0.0.1:0");
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel =
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*server)->port()),
+                          grpc::InsecureChannelCredentials());
+  auto agents = v1::AgentRegistry::NewStub(channel);
+  std::vector<v1::RegisterResponse> regs(kAgents);
+  for (int i = 0; i < kAgents; ++i) {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(
+        agents
+            ->Register(&ctx, RegisterRequest(absl::StrCat("n", i), 1), &regs[i])
+            .ok());
+  }
+  const int before = Threads();
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReader<v1::DesiredState>>> readers;
+  for (int i = 0; i < kAgents; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    contexts.back()->set_deadline(std::chrono::system_clock::now() +
+                                  std::chrono::seconds(30));
+    v1::WatchDesiredStateRequest watch;
+    watch.set_node_id(regs[i].node_id());
+    watch.set_session(regs[i].session());
+    watch.set_after_version(regs[i].desired().version());
+    readers.push_back(agents->WatchDesiredState(contexts.back().get(), watch));
+  }
+  // Every stream is open on the master before the count.
+  for (int tries = 0; tries < 100 && (*server)->open_watches() < kAgents;
+       ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ((*server)->open_watches(), kAgents);
+  EXPECT_LT(Threads() - before, 8) << "threads before the streams: " << before;
+  // One 1-GPU job per node: each node's desired state changes.
+  auto clients = v1::Tiresias::NewStub(channel);
+  for (int i = 0; i < kAgents; ++i) {
+    grpc::ClientContext ctx;
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->set_gpus(1);
+    req.mutable_spec()->add_command("train");
+    v1::SubmitJobResponse submitted;
+    ASSERT_TRUE(clients->SubmitJob(&ctx, req, &submitted).ok());
+  }
+  for (int i = 0; i < kAgents; ++i) {
+    v1::DesiredState pushed;
+    ASSERT_TRUE(readers[i]->Read(&pushed)) << "node " << i;
+    EXPECT_EQ(pushed.session(), regs[i].session());
+    EXPECT_GT(pushed.version(), regs[i].desired().version());
+  }
+  // Node 0 registers again: its old session's stream ends, NOT_FOUND.
+  {
+    grpc::ClientContext ctx;
+    v1::RegisterResponse again;
+    ASSERT_TRUE(agents->Register(&ctx, RegisterRequest("n0", 1), &again).ok());
+  }
+  v1::DesiredState more;
+  while (readers[0]->Read(&more)) {
+  }
+  EXPECT_EQ(readers[0]->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+  (*server)->Shutdown();
+  for (int i = 1; i < kAgents; ++i) {
+    while (readers[i]->Read(&more)) {
+    }
+    EXPECT_EQ(readers[i]->Finish().error_code(), grpc::StatusCode::UNAVAILABLE)
+        << "node " << i;
+  }
 }
 
 // Two masters on one port: gRPC's SO_REUSEPORT let both listen and clients

@@ -19,7 +19,27 @@
 namespace tiresias::master_testing {
 namespace {
 
-class MasterServerTest : public MasterFixture {};
+class MasterServerTest : public MasterFixture {
+ protected:
+  // A master over options_ (real clock) on a loopback port, and a channel
+  // to it.
+  void StartOnLoopback() {
+    auto state = MasterState::Open(options_, &real_clock_);
+    ASSERT_TRUE(state.ok()) << state.status();
+    live_state_ = std::move(*state);
+    auto server =
+        MasterServer::Start(live_state_.get(), &real_clock_, "127.0.0.1:0");
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
+                                   grpc::InsecureChannelCredentials());
+  }
+
+  master::RealClock real_clock_;
+  std::unique_ptr<MasterState> live_state_;
+  std::unique_ptr<MasterServer> server_;  // before live_state_ goes
+  std::shared_ptr<grpc::Channel> channel_;
+};
 
 TEST_F(MasterServerTest, SubmitListAndRejectOverGrpc) {
   master::RealClock clock;
@@ -273,16 +293,9 @@ namespace {
 TEST_F(MasterServerTest, DecisionIsPushedToTheAgentWithoutAHeartbeat) {
   options_.node_timeout = Seconds{3600};
   options_.heartbeat_interval = Seconds{600};
-  master::RealClock clock;
-  auto state = MasterState::Open(options_, &clock);
-  ASSERT_TRUE(state.ok()) << state.status();
-  auto server = MasterServer::Start(state->get(), &clock, "127.0.0.1:0");
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel =
-      grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*server)->port()),
-                          grpc::InsecureChannelCredentials());
-  auto clients = v1::Tiresias::NewStub(channel);
-  auto agents = v1::AgentRegistry::NewStub(channel);
+  ASSERT_NO_FATAL_FAILURE(StartOnLoopback());
+  auto clients = v1::Tiresias::NewStub(channel_);
+  auto agents = v1::AgentRegistry::NewStub(channel_);
   v1::RegisterResponse reg;
   {
     grpc::ClientContext ctx;
@@ -338,7 +351,7 @@ TEST_F(MasterServerTest, DecisionIsPushedToTheAgentWithoutAHeartbeat) {
   }
   watch_ctx.TryCancel();
   read.join();
-  (*server)->Shutdown();
+  server_->Shutdown();
 }
 
 // The number of threads of this process (the master runs in it).
@@ -359,15 +372,8 @@ int Threads() {
 TEST_F(MasterServerTest, WatchingAgentsHoldNoThreadEach) {
   constexpr int kAgents = 48;
   options_.node_timeout = Seconds{3600};
-  master::RealClock clock;
-  auto state = MasterState::Open(options_, &clock);
-  ASSERT_TRUE(state.ok()) << state.status();
-  auto server = MasterServer::Start(state->get(), &clock, "127.0.0.1:0");
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel =
-      grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*server)->port()),
-                          grpc::InsecureChannelCredentials());
-  auto agents = v1::AgentRegistry::NewStub(channel);
+  ASSERT_NO_FATAL_FAILURE(StartOnLoopback());
+  auto agents = v1::AgentRegistry::NewStub(channel_);
   std::vector<v1::RegisterResponse> regs(kAgents);
   for (int i = 0; i < kAgents; ++i) {
     grpc::ClientContext ctx;
@@ -390,14 +396,14 @@ TEST_F(MasterServerTest, WatchingAgentsHoldNoThreadEach) {
     readers.push_back(agents->WatchDesiredState(contexts.back().get(), watch));
   }
   // Every stream is open on the master before the count.
-  for (int tries = 0; tries < 100 && (*server)->open_watches() < kAgents;
+  for (int tries = 0; tries < 100 && server_->open_watches() < kAgents;
        ++tries) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_EQ((*server)->open_watches(), kAgents);
+  ASSERT_EQ(server_->open_watches(), kAgents);
   EXPECT_LT(Threads() - before, 8) << "threads before the streams: " << before;
   // One 1-GPU job per node: each node's desired state changes.
-  auto clients = v1::Tiresias::NewStub(channel);
+  auto clients = v1::Tiresias::NewStub(channel_);
   for (int i = 0; i < kAgents; ++i) {
     grpc::ClientContext ctx;
     v1::SubmitJobRequest req;
@@ -422,7 +428,7 @@ TEST_F(MasterServerTest, WatchingAgentsHoldNoThreadEach) {
   while (readers[0]->Read(&more)) {
   }
   EXPECT_EQ(readers[0]->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
-  (*server)->Shutdown();
+  server_->Shutdown();
   for (int i = 1; i < kAgents; ++i) {
     while (readers[i]->Read(&more)) {
     }

@@ -12,6 +12,10 @@
 // looks again when the write is done. With the thread-per-stream service
 // this replaces, 2,000 agents meant 2,000 threads each waking 5 times a
 // second (issue 27).
+// A stream's first look (when it opens) and the look after each write
+// run on gRPC's callback threads and take the master's lock for that O(1)
+// read: a long pass holding it delays the streams' callbacks (never
+// Register or Heartbeat, served on their own threads).
 //
 //   DesiredWatches watches(state, std::chrono::milliseconds(200));
 //   ... in the service's callback method:

@@ -475,6 +475,7 @@ void MasterState::EndAdoptionWindow(Seconds now) {
     scheduler_->Restore(JobFromRecord(rec), now).IgnoreError();
   }
   adopting_.clear();
+  adopt_conflicts_.clear();
   // Launches whose every part has now ended are done with.
   std::vector<LaunchKey> done;
   for (const auto& [key, launch] : table_.launches()) {

@@ -183,6 +183,7 @@ absl::StatusOr<MasterState::Adoption> MasterState::AdoptOnto(
   AddEvent(rec.id, now, EventKind::kAdopted, table_.Describe(*launch));
   MarkDirty(rec.id);
   adopting_.erase(id);
+  adopt_conflicts_.erase(id);
   return Adoption::kAdopted;
 }
 
@@ -191,8 +192,12 @@ absl::Status MasterState::JoinCluster(int64_t node_id, Seconds now,
   // The first node, a node already there (a new agent session: its shape
   // may have changed), or VCs (their cells are bound on the whole
   // cluster): built afresh.
+  // So is a cluster that its node maps do not describe (a rebuild that
+  // failed midway).
   if (!cluster_ || server_of_node_.contains(node_id) || !vcs_.empty() ||
-      !scheduler_->vcs().empty()) {
+      !scheduler_->vcs().empty() ||
+      node_of_server_.size() !=
+          static_cast<size_t>(cluster_->topology().num_servers())) {
     return Rebuild(now);
   }
   const NodeInfo& info = *table_.FindNode(node_id);
@@ -203,10 +208,18 @@ absl::Status MasterState::JoinCluster(int64_t node_id, Seconds now,
   reasons_pass_ = -1;
   scheduler_->CapacityChanged();
   // A running job keeps its GPUs (numbered as before). A job being adopted
-  // can only be complete now if it has a part here; one whose GPUs a launch
-  // decided meanwhile holds (on paper) wins them in a full rebuild.
-  for (JobId id : reported) {
-    if (!adopting_.contains(id)) continue;
+  // can only be complete now if it has a part here, or if a rebuild found
+  // its GPUs taken (tried again at each registration, as a rebuild would);
+  // one whose GPUs a launch decided meanwhile holds (on paper) wins them in
+  // a full rebuild.
+  std::vector<JobId> candidates(reported.begin(), reported.end());
+  candidates.insert(candidates.end(), adopt_conflicts_.begin(),
+                    adopt_conflicts_.end());
+  for (JobId id : candidates) {
+    if (!adopting_.contains(id)) {
+      adopt_conflicts_.erase(id);
+      continue;
+    }
     ASSIGN_OR_RETURN(const Adoption adoption, AdoptOnto(*cluster_, id, now, 0));
     if (adoption == Adoption::kConflict) return Rebuild(now);
   }
@@ -252,6 +265,7 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
       ASSIGN_OR_RETURN(const Adoption adoption,
                        AdoptOnto(*cluster, id, now, evacuate_node));
       if (adoption == Adoption::kAdopted) adopted.insert(id);
+      if (adoption == Adoption::kConflict) adopt_conflicts_.insert(id);
     }
   }
   // Replace only overwrites an element of jobs(), never adds one.

@@ -962,7 +962,9 @@ class MasterState {
   // reported tasks) completes are adopted; O(its GPUs + its tasks), where
   // Rebuild is O(nodes + running jobs). Rebuilds instead for the first
   // node, a node already in the cluster, VCs, or an adoption that conflicts
-  // with a launch decided meanwhile.
+  // with a launch decided meanwhile. Servers are thus in the order nodes
+  // came up until the next rebuild (node id order): placement's tie-breaks
+  // and a spread launch's rank order follow it.
   absl::Status JoinCluster(int64_t node_id, Seconds now,
                            std::span<const JobId> reported)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -1072,6 +1074,9 @@ class MasterState {
   std::map<JobId, JobRecord> records_ ABSL_GUARDED_BY(mu_);
   // Running at restart, not yet re-adopted.
   std::set<JobId> adopting_ ABSL_GUARDED_BY(mu_);
+  // Jobs being adopted whose GPUs a rebuild found taken: JoinCluster tries
+  // them again (a hint: ids no longer in adopting_ are dropped there).
+  std::set<JobId> adopt_conflicts_ ABSL_GUARDED_BY(mu_);
   // Waiting jobs reloaded at a restart, with the nodes of their last launch
   // that have not reported in since: no new launch until they have, or
   // until adopt_deadline_.

@@ -101,9 +101,10 @@ TEST_F(NodeJoinTest, ANodeLostAndBackTakesJobsAgain) {
   EXPECT_EQ(started[n2].size(), 1u);
 }
 
-// A 4-GPU job on two of three 2-GPU nodes: after a restart its nodes come
-// back last first; it is adopted once both are back, and the third node
-// takes the next job.
+// A 4-GPU job on two of three 2-GPU nodes: after a restart the third
+// node comes back first (the cluster is built), then the job's nodes, last
+// first (each joins in place): the job is adopted once both are back, and
+// the third node takes the next job.
 TEST_F(NodeJoinTest, RestartAdoptsASpreadJobWhateverOrderItsNodesReturn) {
   Open();
   const std::vector<int64_t> nodes = {Register("n1", 2), Register("n2", 2),
@@ -122,10 +123,19 @@ TEST_F(NodeJoinTest, RestartAdoptsASpreadJobWhateverOrderItsNodesReturn) {
   master_.reset();  // no clean shutdown
   clock_.Advance(Seconds{5});
   Open();
+  std::vector<int> order;  // indexes into nodes
   for (int i = 2; i >= 0; --i) {
+    if (!tasks.contains(nodes[i])) order.insert(order.begin(), i);
+    if (tasks.contains(nodes[i])) order.push_back(i);
+  }
+  for (size_t k = 0; k < order.size(); ++k) {
+    const int i = order[k];
     std::vector<v1::TaskStatus> reported;
     if (tasks.contains(nodes[i])) reported.push_back(tasks[nodes[i]]);
     ASSERT_EQ(Register("n" + std::to_string(i + 1), 2, reported), nodes[i]);
+    // Adopted with its last node, not before.
+    EXPECT_EQ(CountEvents(Get(wide), "adopted"), k + 1 == order.size() ? 1 : 0)
+        << "after node " << i + 1;
   }
   JobRecord rec = Get(wide);
   EXPECT_EQ(rec.state, JobRecordState::kRunning);
@@ -172,6 +182,8 @@ TEST_F(NodeJoinTest, AnAdoptionWinsOverALaunchDecidedMeanwhile) {
   ASSERT_EQ(Register("n1", 2, {on1}), n1);
   Pass();
   EXPECT_TRUE(StartsOn({n1}, waiting, {{n1, {on1}}}).empty());  // busy GPUs
+  // Decided on n1's GPUs, waiting for them: the conflict to come.
+  ASSERT_EQ(Get(waiting).state, JobRecordState::kStarting);
   ASSERT_EQ(Register("n2", 2, {on2}), n2);
   JobRecord rec = Get(wide);
   EXPECT_EQ(rec.state, JobRecordState::kRunning);

@@ -131,7 +131,7 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
     // A node known up before a restart may still be live until the
     // adoption window ends.
     const bool live = known->up() || (known->record.state == NodeState::kUp &&
-                                      clock_->NowMonotonic() < adopt_deadline_);
+                                      !adoption_closed_);
     if (live && !known->record.agent_token_hash.empty() &&
         known->record.agent_token_hash != token_hash) {
       return absl::AlreadyExistsError(absl::StrCat(
@@ -325,8 +325,7 @@ void MasterState::FinishRestartCancels(Seconds now) {
       if (info.up()) it->second.erase(info.record.name);
     }
     auto rec = records_.find(it->first);
-    const bool heard_all =
-        it->second.empty() || clock_->NowMonotonic() >= adopt_deadline_;
+    const bool heard_all = it->second.empty() || adoption_closed_;
     if (rec == records_.end() || IsFinal(rec->second.state)) {
       it = cancelling_after_restart_.erase(it);
     } else if (heard_all && !table_.HasOrphans(it->first)) {

@@ -121,9 +121,10 @@ bool MasterState::EarlierAttemptMayRun(const Launch& launch, Seconds now) {
     for (const auto& [id, info] : table_.nodes()) {
       if (info.up()) fence->second.erase(info.record.name);
     }
-    if (!fence->second.empty() && clock_->NowMonotonic() < adopt_deadline_) {
-      return true;
-    }
+    // The window is over once CheckTimeouts judged it so, never by the
+    // clock alone: after a stall of the master, the reports that waited for
+    // it come first (OnStall).
+    if (!fence->second.empty() && !adoption_closed_) return true;
     restart_fence_.erase(fence);
   }
   return false;

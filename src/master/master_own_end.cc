@@ -1,7 +1,9 @@
 // MasterState: a task's own end wins over a stop in flight. A launch being
 // stopped (preempted, requeued, drained, cancelled) whose tasks all ended
 // on their own before the stop reached them ends its job with their exit,
-// also when the end is reported only after a master restart. See
+// also when the end is reported only after a master restart or after the
+// master gave the launch up (its node lost, the adoption window over) and
+// ran the job again: that later attempt is stopped. See
 // docs/ARCHITECTURE.md, "A task's own end wins".
 #include <optional>
 #include <string>
@@ -31,34 +33,46 @@ void MasterState::OnOwnEndWhileStopping(Launch& launch, Seconds now) {
                  now);
 }
 
-bool MasterState::OwnEndAfterRestart(int64_t node_id,
-                                     const v1::TaskStatus& task,
-                                     Seconds now) {
+bool MasterState::LateOwnEnd(int64_t node_id, const v1::TaskStatus& task,
+                             Seconds now) {
   const JobId job = task.task().job_id();
   auto it = records_.find(job);
   if (it == records_.end() || IsFinal(it->second.state)) return false;
   JobRecord& rec = it->second;
-  const bool restarted = restart_fence_.contains(job) ||
-                         cancelling_after_restart_.contains(job);
+  const int attempt = task.task().attempt();
   const bool own = task.state() == v1::TASK_STATE_EXITED &&
                    task.has_exit_code() &&
                    task.exit_code() != kStartFailedExitCode;
-  // Its last released launch (rec.nodes) had one rank, on this node; a
-  // later attempt decided since the restart is at most deferred.
-  if (!restarted || !own || task.task().rank() != 0 ||
-      task.task().attempt() > rec.attempt || rec.nodes.size() != 1 ||
-      rec.nodes[0] != table_.NodeName(node_id) || table_.AnyLive(job)) {
+  // One rank (a gang's end is decided by all of its ranks), of an attempt
+  // the master released, not a part of a launch it still holds.
+  if (!own || task.task().rank() != 0 || attempt < 1 || attempt > rec.attempt ||
+      table_.Find({job, attempt}) != nullptr) {
     return false;
   }
+  // Released on this node and only there: a node cannot end a job it never
+  // ran. The launch record is stored before its task may start.
+  const std::string& node = table_.NodeName(node_id);
+  absl::StatusOr<std::vector<std::string>> ran_on =
+      store_->LaunchNodes(job, attempt);
+  if (!ran_on.ok() || ran_on->size() != 1 || (*ran_on)[0] != node) {
+    return false;
+  }
+  const Launch* later = CurrentLaunch(job);
+  const bool restarted =
+      restart_fence_.contains(job) || cancelling_after_restart_.contains(job);
   const int code = task.exit_code();
-  EndWithOwnExit(rec,
-                 code == 0 ? std::nullopt
-                           : std::optional<std::pair<int, int>>({0, code}),
-                 rec.state == JobRecordState::kPreempted,
-                 absl::StrCat("attempt ", task.task().attempt(),
-                              ": it ended on its own before its stop reached "
-                              "it, reported after a master restart"),
-                 now);
+  std::string why = absl::StrCat("attempt ", attempt, ": it ended on its own");
+  if (later != nullptr && later->phase != Phase::kDeferred) {
+    absl::StrAppend(&why, ", reported only after attempt ", later->attempt,
+                    " had started (now stopped)");
+  } else {
+    absl::StrAppend(&why, " before its stop reached it, reported ",
+                    restarted ? "after a master restart" : "late");
+  }
+  EndWithOwnExit(
+      rec,
+      code == 0 ? std::nullopt : std::optional<std::pair<int, int>>({0, code}),
+      rec.state == JobRecordState::kPreempted, why, now);
   return true;
 }
 
@@ -69,9 +83,13 @@ void MasterState::EndWithOwnExit(JobRecord& rec,
   if (preempted && rec.preemptions > 0) --rec.preemptions;
   // A later attempt decided while this one was being stopped never ran
   // (it waited for this one's end): dropped, as a cancel drops it.
-  if (Launch* current = CurrentLaunch(rec.id);
-      current != nullptr && current->phase == Phase::kDeferred) {
+  // One released since (an earlier attempt's end reported late, after the
+  // master gave up on it) is a duplicate: stopped once the job has ended,
+  // as a failed job's other ranks are.
+  Launch* current = CurrentLaunch(rec.id);
+  if (current != nullptr && current->phase == Phase::kDeferred) {
     table_.Erase({rec.id, current->attempt});
+    current = nullptr;
   }
   adopting_.erase(rec.id);
   restart_fence_.erase(rec.id);
@@ -89,6 +107,10 @@ void MasterState::EndWithOwnExit(JobRecord& rec,
   } else {
     Finalize(rec, JobRecordState::kFinished, now, 0,
              absl::StrCat("every task exited 0 (", why, ")"));
+  }
+  if (current != nullptr) {
+    table_.Stop(*current, v1::STOP_REASON_CANCEL);
+    if (current->AllEnded()) table_.Erase(current->key());
   }
 }
 

@@ -908,17 +908,22 @@ class MasterState {
   // (deferred: nothing of it ran) is dropped. Erases `launch`.
   void OnOwnEndWhileStopping(Launch& launch, Seconds now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After a master restart the launches of waiting jobs are forgotten: a
-  // node reporting that the last launch of such a job (being preempted or
-  // cancelled when the master went down, one rank on that node) ended on
-  // its own ends the job with that exit, as OnOwnEndWhileStopping would
-  // have. True if it did.
-  bool OwnEndAfterRestart(int64_t node_id, const v1::TaskStatus& task,
-                          Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An own end of a launch the master no longer holds: forgotten by a
+  // restart (the job was being preempted or cancelled when the master went
+  // down), or given up (its node lost, or silent past the adoption window)
+  // while its task ended on its own before its lease lapsed. A node
+  // reporting that such a launch (one rank, released on that node: the
+  // store's launch record) ended on its own ends the unfinished job with
+  // that exit, as OnOwnEndWhileStopping would have; an attempt started
+  // since is stopped. The task's own end is ground truth: the job ran once.
+  // True if it ended the job.
+  bool LateOwnEnd(int64_t node_id, const v1::TaskStatus& task, Seconds now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the unfinished `rec` with its tasks' own exit (`failure`: the
   // first non-zero one, as rank and code), taking back `preempted` (its
-  // last stop's preemption), dropping a deferred later attempt and taking
-  // it out of the scheduler. `why` ends the event's detail.
+  // last stop's preemption), dropping a deferred later attempt, stopping a
+  // released one (STOP_REASON_CANCEL) and taking the job out of the
+  // scheduler. `why` ends the event's detail.
   void EndWithOwnExit(JobRecord& rec,
                       std::optional<std::pair<int, int>> failure,
                       bool preempted, const std::string& why, Seconds now)
@@ -1079,18 +1084,20 @@ class MasterState {
   std::set<JobId> adopt_conflicts_ ABSL_GUARDED_BY(mu_);
   // Waiting jobs reloaded at a restart, with the nodes of their last launch
   // that have not reported in since: no new launch until they have, or
-  // until adopt_deadline_.
+  // until the adoption window is over (adoption_closed_).
   std::map<JobId, std::set<std::string>> restart_fence_ ABSL_GUARDED_BY(mu_);
   // Jobs whose cancel was requested before a restart while their tasks
   // ran, with the nodes of their last launch not heard from since: they
-  // end cancelled once those nodes reported in (or adopt_deadline_ passed)
+  // end cancelled once those nodes reported in (or the window closed)
   // and no node reports a task of theirs (their tasks are orphans: nothing
   // wants them, so their agents stop them).
   std::map<JobId, std::set<std::string>> cancelling_after_restart_
       ABSL_GUARDED_BY(mu_);
   void FinishRestartCancels(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Seconds adopt_deadline_ ABSL_GUARDED_BY(mu_){0};     // monotonic (clock.h)
-  bool adoption_closed_ ABSL_GUARDED_BY(mu_) = false;  // EndAdoptionWindow ran
+  // EndAdoptionWindow ran: set only by CheckTimeouts, which a stall skips
+  // (OnStall moves adopt_deadline_ on), so the clock alone never closes it.
+  bool adoption_closed_ ABSL_GUARDED_BY(mu_) = false;
   std::set<JobId> dirty_ ABSL_GUARDED_BY(mu_);
   // Of dirty_, the jobs whose request ModifyJob changed (StoreWrite's
   // new_specs).

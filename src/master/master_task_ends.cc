@@ -42,8 +42,8 @@ void MasterState::HandleTask(
   if (applied.kind == Kind::kNotAPart && applied.ack &&
       table_.Find({task.task().job_id(), task.task().attempt()}) == nullptr) {
     // An ended orphan is done with, once it has said whether a job whose
-    // launch a restart forgot ended.
-    OwnEndAfterRestart(node_id, task, now);
+    // launch the master forgot or gave up ended.
+    LateOwnEnd(node_id, task, now);
   }
   if (applied.ack) *acks->Add() = task.task();
   if (applied.kind == Kind::kNotAPart || applied.kind == Kind::kAlreadyEnded) {

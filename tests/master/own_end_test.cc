@@ -293,5 +293,109 @@ TEST_F(OwnEndTest, AStoppedEndReportedAfterAMasterRestartRunsTheJobAgain) {
   EXPECT_FALSE(StartsAfterPasses({n1}).empty());
 }
 
+// The master died while a 1-GPU launch was released on n1 but not yet
+// reported running; n1 stayed away past the adoption window (4 s), so the
+// job ran again on n2. Then n1 reports that the first attempt had exited 0
+// on its own: that end is the job's. It finishes with exit 0 and the
+// attempt on n2, a duplicate, is stopped and never starts again.
+TEST_F(OwnEndTest, AnOwnEndReportedAfterTheAdoptionWindowStillEndsTheJob) {
+  options_.node_timeout = Seconds{4};
+  Open();
+  n1_ = Register("n1", 1);
+  id_ = Submit(Spec(1));
+  Pass();
+  ASSERT_EQ(Starts(Beat(n1_)).size(), 1u);  // released, never reported
+  master_.reset();
+  Open();
+  const int64_t n2 = Register("n2", 1);
+  clock_.Advance(Seconds{5});
+  Beat(n2);
+  ASSERT_TRUE(master_->CheckTimeouts().ok());  // the window ends
+  Pass();
+  std::vector<v1::StartTask> second = Starts(Beat(n2));
+  ASSERT_EQ(second.size(), 1u);
+  ASSERT_GT(second[0].task().attempt(), 1);
+  const int later = second[0].task().attempt();
+  Beat(n2, {Running(id_, later)});
+  Register("n1", 1, {Exited(id_, 1, 0, 1000.5)});
+  JobRecord rec = Get(id_);
+  EXPECT_EQ(rec.state, JobRecordState::kFinished);
+  EXPECT_EQ(rec.exit_code, 0);
+  const std::vector<v1::StopTask> stops =
+      Stops(Beat(n2, {Running(id_, later)}));
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0].attempt(), later);
+  Beat(n2, {Stopped(id_, later, v1::STOP_REASON_CANCEL, 1006.0)});
+  EXPECT_TRUE(StartsAfterPasses({n1_, n2}).empty());
+  EXPECT_EQ(Get(id_).state, JobRecordState::kFinished);
+}
+
+// The same without a restart: n1 went silent and was lost, the job ran
+// again on n2, and n1 comes back reporting that the first attempt had
+// failed with code 3 on its own before its lease lapsed. The job failed
+// with that code; its attempt on n2 is stopped.
+TEST_F(OwnEndTest, AnOwnEndOfALostNodeReportedLateEndsTheJob) {
+  options_.node_timeout = Seconds{4};
+  RunOneJob();
+  const int64_t n2 = Register("n2", 1);
+  clock_.Advance(Seconds{5});
+  Beat(n2);
+  ASSERT_TRUE(master_->CheckTimeouts().ok());  // n1 lost
+  Pass();
+  std::vector<v1::StartTask> second = Starts(Beat(n2));
+  ASSERT_EQ(second.size(), 1u);
+  const int later = second[0].task().attempt();
+  ASSERT_GT(later, 1);
+  Beat(n2, {Running(id_, later)});
+  Register("n1", 1, {Exited(id_, 1, 3, 1002.0)});
+  JobRecord rec = Get(id_);
+  EXPECT_EQ(rec.state, JobRecordState::kFailed);
+  EXPECT_EQ(rec.exit_code, 3);
+  ASSERT_EQ(Stops(Beat(n2, {Running(id_, later)})).size(), 1u);
+}
+
+// A node cannot end a job it never ran: n2 reporting an own end of the
+// attempt that ran on n1 changes nothing.
+TEST_F(OwnEndTest, AnOwnEndFromANodeTheAttemptDidNotRunOnIsIgnored) {
+  options_.node_timeout = Seconds{4};
+  RunOneJob();
+  const int64_t n2 = Register("n2", 1);
+  clock_.Advance(Seconds{5});
+  Beat(n2);
+  ASSERT_TRUE(master_->CheckTimeouts().ok());  // n1 lost
+  Pass();
+  std::vector<v1::StartTask> second = Starts(Beat(n2));
+  ASSERT_EQ(second.size(), 1u);
+  const int later = second[0].task().attempt();
+  Beat(n2, {Running(id_, later), Exited(id_, 1, 0, 1002.0)});
+  EXPECT_EQ(Get(id_).state, JobRecordState::kRunning);
+  EXPECT_TRUE(Stops(Beat(n2, {Running(id_, later)})).empty());
+}
+
+// The master froze right after a restart, past its adoption window, and an
+// agent's heartbeat was taken before the master's loop saw the stall. The
+// fence on n1 holds until the window is judged (CheckTimeouts, after the
+// stall moved it on), so n1's report of the requeued task's own end comes
+// first: the job finished and never started on n2.
+TEST_F(OwnEndTest, AStallAfterARestartKeepsTheFenceUntilTheWindowIsJudged) {
+  options_.node_timeout = Seconds{4};
+  RunOneJob();
+  clock_.Advance(Seconds{1});
+  Requeue(id_);
+  master_.reset();
+  Open();
+  const int64_t n2 = Register("n2", 1);
+  Pass();
+  clock_.Advance(Seconds{7});  // frozen
+  EXPECT_TRUE(Starts(Beat(n2)).empty());
+  Pass();
+  EXPECT_TRUE(Starts(Beat(n2)).empty());
+  master_->OnStall(Seconds{6});
+  ASSERT_TRUE(master_->CheckTimeouts().ok());
+  Register("n1", 1, {Exited(id_, 1, 0, 1000.9)});
+  EXPECT_EQ(Get(id_).state, JobRecordState::kFinished);
+  EXPECT_TRUE(StartsAfterPasses({n1_, n2}).empty());
+}
+
 }  // namespace
 }  // namespace tiresias

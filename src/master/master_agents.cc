@@ -268,7 +268,11 @@ absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
     RETURN_IF_ERROR(Rebuild(now));
   }
   ReleaseDeferred(now);
-  RETURN_IF_ERROR(Commit());  // acknowledgements only once durable
+  // Acknowledgements only once durable, in one commit with the reports of
+  // other heartbeats that came meanwhile (may let go of mu_: `info` is not
+  // read after).
+  RETURN_IF_ERROR(reports_.Join(
+      &mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return Commit(); }));
   *resp.mutable_desired() = AnswerDesired(req.node_id(), req.desired_version());
   return resp;
 }

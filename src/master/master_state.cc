@@ -307,6 +307,8 @@ void MasterState::Finalize(JobRecord& rec, JobRecordState state, Seconds now,
 
 absl::Status MasterState::Commit() {
   const Seconds now = clock_->NowUnixSeconds();
+  // Every report applied so far is in what follows (GroupCommit).
+  const uint64_t covers = reports_.Covering(&mu_);
   // Jobs that ended since the last write release (or end) the jobs
   // waiting for them, in this same write.
   ResolveDependencies(now);
@@ -334,8 +336,15 @@ absl::Status MasterState::Commit() {
   dirty_.clear();
   if (!write.jobs.empty() || !write.events.empty() ||
       !write.launches.empty()) {
+    const auto write_began = std::chrono::steady_clock::now();
     absl::Status written = store_->Write(write);
+    ++commit_stats_.writes;
+    commit_stats_.write_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      write_began)
+            .count();
     if (!written.ok()) {
+      reports_.Ended(&mu_, covers, written);
       // Nothing was stored: keep it all for the next write.
       for (const JobRecord& rec : write.jobs) dirty_.insert(rec.id);
       respecified_ = std::move(write.new_specs);
@@ -373,7 +382,16 @@ absl::Status MasterState::Commit() {
     ended_.cpu_seconds += rec.cpu_seconds;
     records_.erase(rec.id);
   }
+  reports_.Ended(&mu_, covers, absl::OkStatus());  // also with nothing written
   return absl::OkStatus();
+}
+
+MasterState::CommitStats MasterState::commit_stats() {
+  MutexLock lock(&mu_);
+  CommitStats stats = commit_stats_;
+  stats.reports = reports_.joined(&mu_);
+  stats.report_commits = reports_.led(&mu_);
+  return stats;
 }
 
 absl::StatusOr<JobId> MasterState::SubmitJob(const JobRequest& spec) {

@@ -136,6 +136,7 @@
 #include "master/clock.h"
 #include "master/cluster_history.h"
 #include "master/generation.h"
+#include "master/group_commit.h"
 #include "master/launch_table.h"
 #include "master/notifier.h"
 #include "master/principal.h"
@@ -449,6 +450,16 @@ class MasterState {
                                                 int rank);
 
   // What /metrics reports: a consistent snapshot, taken under the mutex.
+  // Commits of changes (not submissions): store transactions written (each
+  // one fsync) and the seconds they took; heartbeats that waited for one,
+  // and the commits they led (reports / report_commits: heartbeats per
+  // shared commit, see GroupCommit).
+  struct CommitStats {
+    int64_t writes = 0;
+    double write_seconds = 0;
+    int64_t reports = 0;
+    int64_t report_commits = 0;
+  };
   struct Metrics {
     // Jobs by the state shown (starting included), every state present.
     std::map<JobRecordState, int64_t> jobs_by_state;
@@ -468,6 +479,7 @@ class MasterState {
     int64_t gpus_drained_idle = 0;
     int64_t passes = 0;       // scheduling passes since the master started
     double pass_seconds = 0;  // their total wall time
+    CommitStats commits;      // since the master started
     // The master process's open descriptors and its limit (-1: unknown):
     // an agent or client past the limit is refused a connection.
     int64_t open_files = -1;
@@ -1243,6 +1255,7 @@ class MasterState {
     int64_t jobs = 0;
   };
   SubmitStats submit_stats();
+  CommitStats commit_stats();
 
  private:
   // One SubmitJob call waiting in submit_queue_ (lives on its caller's
@@ -1341,6 +1354,10 @@ class MasterState {
   Mutex submit_mu_;
   std::deque<SubmitWriter*> submit_queue_ ABSL_GUARDED_BY(submit_mu_);
   SubmitStats submit_stats_ ABSL_GUARDED_BY(submit_mu_);
+
+  // Heartbeats' reports, committed together (Heartbeat, Commit).
+  GroupCommit reports_ ABSL_GUARDED_BY(mu_);
+  CommitStats commit_stats_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tiresias

@@ -180,6 +180,25 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
          "Wall time spent in scheduling passes since the master started.");
   absl::StrAppend(&out, "tiresias_scheduling_pass_seconds_total ",
                   absl::StrFormat("%.17g", m.pass_seconds), "\n");
+  Family(&out, "tiresias_store_commits_total", "counter",
+         "Store transactions of the master's changes (job states, events, "
+         "launches; submissions are batched apart), each one fsync.");
+  absl::StrAppend(&out, "tiresias_store_commits_total ", m.commits.writes,
+                  "\n");
+  Family(&out, "tiresias_store_commit_seconds_total", "counter",
+         "Wall time spent in those transactions, the master's lock held.");
+  absl::StrAppend(&out, "tiresias_store_commit_seconds_total ",
+                  absl::StrFormat("%.17g", m.commits.write_seconds), "\n");
+  Family(&out, "tiresias_heartbeats_committed_total", "counter",
+         "Heartbeats answered once their reports were durable.");
+  absl::StrAppend(&out, "tiresias_heartbeats_committed_total ",
+                  m.commits.reports, "\n");
+  Family(&out, "tiresias_heartbeat_commits_total", "counter",
+         "Commits a waiting heartbeat led for itself and the heartbeats "
+         "that came meanwhile (heartbeats committed / this: heartbeats per "
+         "commit).");
+  absl::StrAppend(&out, "tiresias_heartbeat_commits_total ",
+                  m.commits.report_commits, "\n");
   Family(&out, "tiresias_events_total", "counter",
          "Job events recorded (the last event sequence number).");
   absl::StrAppend(&out, "tiresias_events_total ", m.last_event_sequence, "\n");

@@ -14,6 +14,11 @@
 //   tiresias_gpus{state="busy"} 3               gauge (up nodes: busy, free)
 //   tiresias_scheduling_passes_total 57         counter
 //   tiresias_scheduling_pass_seconds_total 0.01 counter
+//   tiresias_store_commits_total 90             counter (one fsync each)
+//   tiresias_store_commit_seconds_total 0.2     counter
+//   tiresias_heartbeats_committed_total 120     counter
+//   tiresias_heartbeat_commits_total 60         counter (heartbeats per
+//     commit: committed / commits)
 //   tiresias_events_total 40                    counter
 //   tiresias_audit_refusals_total{action="UpdateJobs",outcome="denied",
 //     user="mallory"} 120                       counter, by cause

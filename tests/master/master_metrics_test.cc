@@ -64,9 +64,16 @@ TEST_F(MasterMetricsTest, FollowJobsThroughTheirLives) {
   EXPECT_EQ(Jobs(m, JobRecordState::kRunning), 2);
   EXPECT_EQ(Jobs(m, JobRecordState::kStarting), 0);
 
+  const MasterState::CommitStats before = m.commits;
   Beat(node, {Task(a, 1, 0, TASK_STATE_EXITED, {0}, 0),
               Task(b, 1, 0, TASK_STATE_EXITED, {1}, 3)});
   m = Snapshot();
+  // The two ends were written in one transaction the heartbeat led, and
+  // answered after it.
+  EXPECT_EQ(m.commits.writes, before.writes + 1);
+  EXPECT_GE(m.commits.write_seconds, before.write_seconds);
+  EXPECT_EQ(m.commits.reports, before.reports + 1);
+  EXPECT_EQ(m.commits.report_commits, before.report_commits + 1);
   EXPECT_EQ(Jobs(m, JobRecordState::kFinished), 1);
   EXPECT_EQ(Jobs(m, JobRecordState::kFailed), 1);
   EXPECT_EQ(Jobs(m, JobRecordState::kRunning), 0);
@@ -87,6 +94,8 @@ TEST(PrometheusTest, RendersEveryFamilyWithHelpAndType) {
   m.gpus_busy = 3;
   m.passes = 5;
   m.pass_seconds = 0.25;
+  m.commits = {
+      .writes = 90, .write_seconds = 0.5, .reports = 120, .report_commits = 60};
   m.last_event_sequence = 40;
   m.placement = "profiled";
   m.pack_limit = 0.25;
@@ -96,7 +105,8 @@ TEST(PrometheusTest, RendersEveryFamilyWithHelpAndType) {
   m.pack_limit_samples = 4;
   const std::string text = RenderPrometheusMetrics(m);
   for (const char* line :
-       {"# TYPE tiresias_jobs gauge\n", "tiresias_jobs{state=\"pending\"} 2\n",
+       {"# TYPE tiresias_jobs gauge\n",
+        "tiresias_jobs{state=\"pending\"} 2\n",
         "tiresias_jobs{state=\"running\"} 1\n",
         "# TYPE tiresias_jobs_submitted_total counter\n",
         "tiresias_jobs_submitted_total 9\n",
@@ -108,9 +118,15 @@ TEST(PrometheusTest, RendersEveryFamilyWithHelpAndType) {
         "tiresias_scheduling_passes_total 5\n",
         "tiresias_scheduling_pass_seconds_total 0.25\n",
         "tiresias_events_total 40\n",
+        "# TYPE tiresias_store_commits_total counter\n",
+        "tiresias_store_commits_total 90\n",
+        "tiresias_store_commit_seconds_total 0.5\n",
+        "tiresias_heartbeats_committed_total 120\n",
+        "tiresias_heartbeat_commits_total 60\n",
         "tiresias_pack_limit{placement=\"profiled\",learning=\"true\","
         "fit=\"fitted\"} 0.25\n",
-        "tiresias_pack_limit_runs 6\n", "tiresias_pack_limit_samples 4\n"}) {
+        "tiresias_pack_limit_runs 6\n",
+        "tiresias_pack_limit_samples 4\n"}) {
     EXPECT_THAT(text, HasSubstr(line));
   }
   // Every sample belongs to a family announced before it.

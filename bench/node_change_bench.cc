@@ -15,7 +15,8 @@
 // node reports its tasks running, the master is closed and opened again
 // (as after a crash), and the M nodes register again in a shuffled order,
 // each with its tasks: the time they all take, the mean per Register, and
-// how many of the running jobs the new master kept running (adopted).
+// how many of the running jobs the new master kept running (adopted),
+// then the time of a metrics snapshot and of ListNodes with them running.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,6 +33,7 @@
 #include "absl/strings/str_split.h"
 #include "master/clock.h"
 #include "master/master_state.h"
+#include "master/metrics.h"
 
 namespace {
 
@@ -165,6 +167,25 @@ int Run(int jobs, int nodes, bool restart, const std::string& root) {
         "%8d pending  %4d nodes  after a restart: all registered again in "
         "%9.1f ms (%7.3f ms each); %zu of %zu running jobs kept\n",
         jobs, nodes, all_ms, all_ms / nodes, kept, running);
+    // The read paths with every job running: one /metrics page (snapshot
+    // and text) and one ListNodes (each node with its jobs), min of 5.
+    double metrics_ms = 1e18;
+    double list_ms = 1e18;
+    size_t page_bytes = 0;
+    for (int r = 0; r < 5; ++r) {
+      const auto m0 = Clock::now();
+      auto snapshot = (*state)->SnapshotMetrics();
+      if (!snapshot.ok()) return 1;
+      page_bytes = tiresias::RenderPrometheusMetrics(*snapshot).size();
+      metrics_ms = std::min(metrics_ms, Ms(Clock::now() - m0));
+      const auto l0 = Clock::now();
+      if (!(*state)->ListNodes().ok()) return 1;
+      list_ms = std::min(list_ms, Ms(Clock::now() - l0));
+    }
+    std::printf(
+        "%8d pending  %4d nodes  with %zu running: metrics page %7.3f ms "
+        "(%zu bytes)  ListNodes %7.3f ms\n",
+        jobs, nodes, kept, metrics_ms, page_bytes, list_ms);
   }
   state->reset();
   std::filesystem::remove_all(dir);

@@ -152,7 +152,13 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   }
   NodeRecord record{0,  name, req.address(), req.gpus(), NodeState::kUp, now};
   record.agent_token_hash = token_hash;
-  ASSIGN_OR_RETURN(record.id, store_->UpsertNode(record));
+  if (known != nullptr) {
+    // Its row goes with this registration's commit (one transaction).
+    record.id = known->record.id;
+    dirty_nodes_.insert(record.id);
+  } else {
+    ASSIGN_OR_RETURN(record.id, store_->UpsertNode(record));  // its id
+  }
   NodeInfo& info = table_.NodeAt(record.id, name);
   // A drain outlives registrations (UpsertNode leaves it as stored).
   record.drained = info.record.drained;
@@ -185,10 +191,14 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   Reconcile(record.id, reports, now, &resp);
   ReleaseDeferred(now);
   pass_wanted_ = true;
-  RETURN_IF_ERROR(Commit());
+  const uint64_t session = info.session;
+  // With the reports of other registrations and heartbeats that came
+  // meanwhile (may let go of mu_: `info` is not read after).
+  RETURN_IF_ERROR(reports_.Join(
+      &mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return Commit(); }));
   resp.set_node_id(record.id);
   resp.set_heartbeat_interval_seconds(HeartbeatInterval().count());
-  resp.set_session(info.session);
+  resp.set_session(session);
   resp.set_lease_seconds(lease.count());
   *resp.mutable_desired() = AnswerDesired(record.id, 0);  // a new session
   return resp;

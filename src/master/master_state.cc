@@ -334,8 +334,15 @@ absl::Status MasterState::Commit() {
   write.launches = std::move(launch_records_);
   launch_records_.clear();
   dirty_.clear();
-  if (!write.jobs.empty() || !write.events.empty() ||
-      !write.launches.empty()) {
+  for (int64_t id : dirty_nodes_) {
+    // As it is now: a row written directly since (UpsertNode) is no newer.
+    if (const NodeInfo* node = table_.FindNode(id)) {
+      write.nodes.push_back(node->record);
+    }
+  }
+  dirty_nodes_.clear();
+  if (!write.jobs.empty() || !write.events.empty() || !write.launches.empty() ||
+      !write.nodes.empty()) {
     const auto write_began = std::chrono::steady_clock::now();
     absl::Status written = store_->Write(write);
     ++commit_stats_.writes;
@@ -353,6 +360,7 @@ absl::Status MasterState::Commit() {
       write.launches.insert(write.launches.end(), launch_records_.begin(),
                             launch_records_.end());
       launch_records_ = std::move(write.launches);
+      for (const NodeRecord& node : write.nodes) dirty_nodes_.insert(node.id);
       PublishDesired();  // stops need no durability; starts wait for it
       return written;
     }

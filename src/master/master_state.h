@@ -1111,6 +1111,9 @@ class MasterState {
   // (OnStall moves adopt_deadline_ on), so the clock alone never closes it.
   bool adoption_closed_ ABSL_GUARDED_BY(mu_) = false;
   std::set<JobId> dirty_ ABSL_GUARDED_BY(mu_);
+  // Nodes whose row Commit writes (as they are then), with the jobs: a
+  // known node's registration.
+  std::set<int64_t> dirty_nodes_ ABSL_GUARDED_BY(mu_);
   // Of dirty_, the jobs whose request ModifyJob changed (StoreWrite's
   // new_specs).
   std::set<JobId> respecified_ ABSL_GUARDED_BY(mu_);

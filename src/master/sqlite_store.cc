@@ -217,6 +217,14 @@ int64_t SqliteStore::commits() const {
 }
 
 absl::StatusOr<int64_t> SqliteStore::UpsertNode(const NodeRecord& node) {
+  RETURN_IF_ERROR(CheckNode(node));
+  MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(int64_t id, UpsertNodeLocked(node));
+  ++commits_;
+  return id;
+}
+
+absl::Status SqliteStore::CheckNode(const NodeRecord& node) {
   if (node.name.empty()) {
     return absl::InvalidArgumentError("node name: must not be empty");
   }
@@ -228,7 +236,10 @@ absl::StatusOr<int64_t> SqliteStore::UpsertNode(const NodeRecord& node) {
     return absl::InvalidArgumentError(absl::StrCat(
         "node ", node.name, ": last_heartbeat: expected a finite number"));
   }
-  MutexLock lock(&mu_);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> SqliteStore::UpsertNodeLocked(const NodeRecord& node) {
   ASSIGN_OR_RETURN(
       SqliteQuery upsert,
       db_->Prepare(
@@ -247,8 +258,8 @@ absl::StatusOr<int64_t> SqliteStore::UpsertNode(const NodeRecord& node) {
   ASSIGN_OR_RETURN(bool row, upsert.Step());
   if (!row) return absl::InternalError("node upsert returned no id");
   int64_t id = upsert.Int(0);
-  RETURN_IF_ERROR(upsert.Run());  // finishes (and commits) the statement
-  ++commits_;
+  // Finishes the statement (and commits it, outside a transaction).
+  RETURN_IF_ERROR(upsert.Run());
   return id;
 }
 

@@ -129,6 +129,11 @@ class SqliteStore final : public Store {
   // Upgrades the open transaction's file from `from_version` to
   // kSchemaVersion and records the new version.
   absl::Status Migrate(int from_version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // UpsertNode's checks, and its statement (its own commit outside a
+  // transaction); the node's id.
+  static absl::Status CheckNode(const NodeRecord& node);
+  absl::StatusOr<int64_t> UpsertNodeLocked(const NodeRecord& node)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status UpdateJobLocked(const JobRecord& record)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AppendEventLocked(const JobEvent& event)

@@ -226,8 +226,12 @@ absl::Status SqliteStore::Write(const StoreWrite& write) {
           ": time: expected a finite number, got ", event.time.count()));
     }
   }
+  for (const NodeRecord& node : write.nodes) RETURN_IF_ERROR(CheckNode(node));
   MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
+  for (const NodeRecord& node : write.nodes) {
+    RETURN_IF_ERROR(UpsertNodeLocked(node).status());
+  }
   for (const JobRecord& record : write.jobs) {
     RETURN_IF_ERROR(UpdateJobLocked(record));
     if (write.new_specs.contains(record.id)) {

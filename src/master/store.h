@@ -74,6 +74,10 @@ struct StoreWrite {
   std::vector<JobEvent> events;
   // Launches to record (a launch is written once, when it is decided).
   std::vector<LaunchRecord> launches;
+  // Node rows to write as UpsertNode does (by name; `id`, `drained` and
+  // `drain_reason` not written), in the same transaction: a registration's
+  // row goes with the jobs it adopted.
+  std::vector<NodeRecord> nodes;
   // Jobs of `jobs` whose request changed (MasterState::ModifyJob): their
   // `spec` is written too. An id not in `jobs`: InvalidArgument.
   std::set<JobId> new_specs;

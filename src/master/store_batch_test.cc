@@ -170,6 +170,43 @@ TEST(StoreBatchTest, NodeAgentTokenHashRoundTripsAndSurvivesReopening) {
   EXPECT_EQ(store->ListNodes()->at(0).agent_token_hash, "");
 }
 
+// A registration's node row written with the jobs it changed: one
+// transaction (one commit) for both; a row the store refuses (no name)
+// fails the whole write and leaves the job as it was.
+TEST(StoreBatchTest, NodeRowsGoInTheSameTransactionAsTheJobs) {
+  TestDir dir;
+  auto store = MustOpen(dir.File("state.db"));
+  MustCreate(*store, {{Request("a"), ""}});  // job 1
+  NodeRecord node{0, "node-a", "10.0.0.1", 8, NodeState::kDown, Seconds{1}};
+  ASSERT_EQ(*store->UpsertNode(node), 1);
+  auto job = store->GetJob(1);
+  ASSERT_TRUE(job.ok()) << job.status();
+  const int64_t before = store->commits();
+
+  StoreWrite write;
+  write.jobs = {*job};
+  write.jobs[0].state = JobRecordState::kRunning;
+  node.id = 1;
+  node.state = NodeState::kUp;
+  node.last_heartbeat = Seconds{5};
+  node.agent_token_hash = "sha256:feed";
+  NodeRecord nameless = node;
+  nameless.name = "";
+  write.nodes = {node, nameless};
+  absl::Status refused = store->Write(write);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("node name"));
+  EXPECT_EQ(store->commits(), before);
+  EXPECT_EQ(store->ListNodes()->at(0).state, NodeState::kDown);
+  EXPECT_EQ(store->GetJob(1)->state, JobRecordState::kPending);
+
+  write.nodes = {node};
+  ASSERT_TRUE(store->Write(write).ok());
+  EXPECT_EQ(store->commits(), before + 1);
+  EXPECT_EQ(store->ListNodes()->at(0), node);
+  EXPECT_EQ(store->GetJob(1)->state, JobRecordState::kRunning);
+}
+
 // SubmitJobs's write: a refused job in the middle leaves nothing behind,
 // not even a used id; a good batch is one transaction; its retry (the same
 // request ids) finds every job.

@@ -116,7 +116,10 @@ def secure_up(binary, workdir, state, address, env=None, agents=1,
             deadline = time.time() + 20
             while not os.path.exists(os.path.join(state, "admin-token")):
                 if time.time() > deadline or up.poll() is not None:
-                    fail("tiresias up did not start")
+                    err.flush()
+                    with open(os.path.join(workdir, "up.err")) as why:
+                        fail("tiresias up did not start (exit %s): %s" %
+                             (up.poll(), why.read()[-2000:]))
                 time.sleep(0.1)
             time.sleep(1)
             yield up

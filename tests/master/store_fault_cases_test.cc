@@ -73,6 +73,47 @@ TEST_F(FaultFixture, NoStartReachesAnAgentWhileJobWritesFail) {
             std::vector<std::string>{"n1"});
 }
 
+// A known node registering again after a restart (issue 27: 2,000 agents
+// at once) writes its row with the job it adopts, in one transaction: one
+// fsync, not two. If that write fails, neither is stored and the
+// registration is refused; the agent's retry writes both.
+TEST_F(FaultFixture, AKnownNodeRegistersAgainInOneTransaction) {
+  OpenWithFaults();
+  Register("n1", 1);
+  const JobId id = Submit(Spec(1));
+  Pass();
+  const int64_t n1 = sessions_.begin()->first;
+  Beat(n1, {Task(id, 1, 0, v1::TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  ASSERT_EQ(Get(id).state, JobRecordState::kRunning);
+  master_.reset();
+  clock_.Advance(Seconds{2});
+  OpenWithFaults();
+  // Each try a new report of the agent (its report_seq).
+  auto again = [&] {
+    return RegisterRequest(
+        "n1", 1, {Task(id, 1, 0, v1::TASK_STATE_RUNNING, {0}, {}, 1000.0)});
+  };
+
+  faults_->FailNth(1);
+  const size_t before = faults_->history().size();
+  auto refused = master_->Register(again());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(faults_->history().size(), before + 1);
+  EXPECT_EQ(store_->inner().ListNodes()->at(0).last_heartbeat, Seconds{1000});
+
+  const size_t retried = faults_->history().size();
+  auto registered = master_->Register(again());
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  const std::vector<StoreWriteKind> history = faults_->history();
+  const std::vector<StoreWriteKind> writes(history.begin() + retried,
+                                           history.end());
+  EXPECT_EQ(writes, std::vector<StoreWriteKind>{StoreWriteKind::kWrite});
+  const NodeRecord row = store_->inner().ListNodes()->at(0);
+  EXPECT_EQ(row.state, NodeState::kUp);
+  EXPECT_EQ(row.last_heartbeat, Seconds{1002});
+  EXPECT_EQ(Get(id).state, JobRecordState::kRunning);
+}
+
 // A job ended (every task exited 0) by a heartbeat whose write failed: its
 // end is kept in memory for the next write and not acknowledged. A cancel
 // meanwhile is refused, not applied to the ended record: before, the

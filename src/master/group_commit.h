@@ -11,8 +11,12 @@
 // when a commit that began after its changes ends (led by anyone: any
 // commit of the mutex's owner writes everything changed so far), with that
 // commit's status. LevelDB's DBImpl::Write batches its writers the same
-// way; here the write itself stays under the mutex, so nothing reads state
-// that is not durable any more than before.
+// way; here the write itself stays under the mutex. While the leader
+// yields and followers wait, other callers of the mutex do see changes
+// applied but not yet durable (as after a failed write before): what
+// makes that safe is that a writer answers, and acknowledges what it was
+// told, only after a commit covered it; an agent sends an unacknowledged
+// end again.
 //
 //   // under mu_, changes applied:
 //   RETURN_IF_ERROR(group_.Join(&mu_, [&] { return Commit(); }));

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "master/master_state.h"
 
 namespace tiresias {
@@ -33,8 +34,9 @@ void MasterState::OnOwnEndWhileStopping(Launch& launch, Seconds now) {
                  now);
 }
 
-bool MasterState::LateOwnEnd(int64_t node_id, const v1::TaskStatus& task,
-                             Seconds now) {
+absl::StatusOr<bool> MasterState::LateOwnEnd(int64_t node_id,
+                                             const v1::TaskStatus& task,
+                                             Seconds now) {
   const JobId job = task.task().job_id();
   auto it = records_.find(job);
   if (it == records_.end() || IsFinal(it->second.state)) return false;
@@ -52,11 +54,9 @@ bool MasterState::LateOwnEnd(int64_t node_id, const v1::TaskStatus& task,
   // Released on this node and only there: a node cannot end a job it never
   // ran. The launch record is stored before its task may start.
   const std::string& node = table_.NodeName(node_id);
-  absl::StatusOr<std::vector<std::string>> ran_on =
-      store_->LaunchNodes(job, attempt);
-  if (!ran_on.ok() || ran_on->size() != 1 || (*ran_on)[0] != node) {
-    return false;
-  }
+  ASSIGN_OR_RETURN(std::vector<std::string> ran_on,
+                   store_->LaunchNodes(job, attempt));
+  if (ran_on.size() != 1 || ran_on[0] != node) return false;
   const Launch* later = CurrentLaunch(job);
   const bool restarted =
       restart_fence_.contains(job) || cancelling_after_restart_.contains(job);

@@ -450,10 +450,11 @@ class MasterState {
                                                 int rank);
 
   // What /metrics reports: a consistent snapshot, taken under the mutex.
-  // Commits of changes (not submissions): store transactions written (each
-  // one fsync) and the seconds they took; heartbeats that waited for one,
-  // and the commits they led (reports / report_commits: heartbeats per
-  // shared commit, see GroupCommit).
+  // Commits of changes (not submissions): store transactions tried (each
+  // one fsync; failed ones included) and the seconds they took;
+  // heartbeats and registrations that waited for one, and the commits
+  // those led (reports / report_commits: how many shared a commit they
+  // led, see GroupCommit).
   struct CommitStats {
     int64_t writes = 0;
     double write_seconds = 0;
@@ -928,8 +929,11 @@ class MasterState {
   // store's launch record) ended on its own ends the unfinished job with
   // that exit, as OnOwnEndWhileStopping would have; an attempt started
   // since is stopped. The task's own end is ground truth: the job ran once.
-  // True if it ended the job.
-  bool LateOwnEnd(int64_t node_id, const v1::TaskStatus& task, Seconds now)
+  // True if it ended the job; the store's error if it could not read where
+  // the attempt ran (then the report must not be acknowledged: the agent
+  // sends it again).
+  absl::StatusOr<bool> LateOwnEnd(int64_t node_id, const v1::TaskStatus& task,
+                                  Seconds now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the unfinished `rec` with its tasks' own exit (`failure`: the
   // first non-zero one, as rank and code), taking back `preempted` (its

@@ -39,13 +39,15 @@ void MasterState::HandleTask(
     google::protobuf::RepeatedPtrField<v1::TaskRef>* acks) {
   const LaunchTable::Applied applied = table_.Apply(node_id, task, now);
   using Kind = LaunchTable::Applied::Kind;
+  bool ack = applied.ack;
   if (applied.kind == Kind::kNotAPart && applied.ack &&
       table_.Find({task.task().job_id(), task.task().attempt()}) == nullptr) {
     // An ended orphan is done with, once it has said whether a job whose
-    // launch the master forgot or gave up ended.
-    LateOwnEnd(node_id, task, now);
+    // launch the master forgot or gave up ended; not if that could not be
+    // read (asked again at its next report).
+    ack = LateOwnEnd(node_id, task, now).ok();
   }
-  if (applied.ack) *acks->Add() = task.task();
+  if (ack) *acks->Add() = task.task();
   if (applied.kind == Kind::kNotAPart || applied.kind == Kind::kAlreadyEnded) {
     return;
   }

@@ -182,7 +182,8 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
                   absl::StrFormat("%.17g", m.pass_seconds), "\n");
   Family(&out, "tiresias_store_commits_total", "counter",
          "Store transactions of the master's changes (job states, events, "
-         "launches; submissions are batched apart), each one fsync.");
+         "launches, re-registered nodes' rows; submissions and other writes "
+         "apart), each one fsync; failed ones included.");
   absl::StrAppend(&out, "tiresias_store_commits_total ", m.commits.writes,
                   "\n");
   Family(&out, "tiresias_store_commit_seconds_total", "counter",
@@ -190,13 +191,14 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
   absl::StrAppend(&out, "tiresias_store_commit_seconds_total ",
                   absl::StrFormat("%.17g", m.commits.write_seconds), "\n");
   Family(&out, "tiresias_heartbeats_committed_total", "counter",
-         "Heartbeats answered once their reports were durable.");
+         "Heartbeats and registrations that waited for a commit of their "
+         "reports before their answer (also when it failed).");
   absl::StrAppend(&out, "tiresias_heartbeats_committed_total ",
                   m.commits.reports, "\n");
   Family(&out, "tiresias_heartbeat_commits_total", "counter",
-         "Commits a waiting heartbeat led for itself and the heartbeats "
-         "that came meanwhile (heartbeats committed / this: heartbeats per "
-         "commit).");
+         "Commits one of those waiting led for itself and those that came "
+         "meanwhile (a pass's commit may cover them too): heartbeats "
+         "committed / this is how many shared a commit they led.");
   absl::StrAppend(&out, "tiresias_heartbeat_commits_total ",
                   m.commits.report_commits, "\n");
   Family(&out, "tiresias_events_total", "counter",

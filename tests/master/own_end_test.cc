@@ -101,6 +101,23 @@ class OwnEndTest : public MasterFixture {
     return {na, nb, id};
   }
 
+  // RunOneJob with a node timeout of 4 s, then n1 goes silent and is lost
+  // and the job runs again on n2 (1 GPU): n2 and that attempt.
+  void LoseN1AndRunAgainOnN2(int64_t* n2, int* later) {
+    options_.node_timeout = Seconds{4};
+    RunOneJob();
+    *n2 = Register("n2", 1);
+    clock_.Advance(Seconds{5});
+    Beat(*n2);
+    ASSERT_TRUE(master_->CheckTimeouts().ok());  // n1 lost
+    Pass();
+    std::vector<v1::StartTask> second = Starts(Beat(*n2));
+    ASSERT_EQ(second.size(), 1u);
+    *later = second[0].task().attempt();
+    ASSERT_GT(*later, 1);
+    Beat(*n2, {Running(id_, *later)});
+  }
+
   int64_t n1_ = 0;
   JobId id_ = 0;
 };
@@ -335,18 +352,9 @@ TEST_F(OwnEndTest, AnOwnEndReportedAfterTheAdoptionWindowStillEndsTheJob) {
 // failed with code 3 on its own before its lease lapsed. The job failed
 // with that code; its attempt on n2 is stopped.
 TEST_F(OwnEndTest, AnOwnEndOfALostNodeReportedLateEndsTheJob) {
-  options_.node_timeout = Seconds{4};
-  RunOneJob();
-  const int64_t n2 = Register("n2", 1);
-  clock_.Advance(Seconds{5});
-  Beat(n2);
-  ASSERT_TRUE(master_->CheckTimeouts().ok());  // n1 lost
-  Pass();
-  std::vector<v1::StartTask> second = Starts(Beat(n2));
-  ASSERT_EQ(second.size(), 1u);
-  const int later = second[0].task().attempt();
-  ASSERT_GT(later, 1);
-  Beat(n2, {Running(id_, later)});
+  int64_t n2 = 0;
+  int later = 0;
+  ASSERT_NO_FATAL_FAILURE(LoseN1AndRunAgainOnN2(&n2, &later));
   Register("n1", 1, {Exited(id_, 1, 3, 1002.0)});
   JobRecord rec = Get(id_);
   EXPECT_EQ(rec.state, JobRecordState::kFailed);
@@ -357,16 +365,9 @@ TEST_F(OwnEndTest, AnOwnEndOfALostNodeReportedLateEndsTheJob) {
 // A node cannot end a job it never ran: n2 reporting an own end of the
 // attempt that ran on n1 changes nothing.
 TEST_F(OwnEndTest, AnOwnEndFromANodeTheAttemptDidNotRunOnIsIgnored) {
-  options_.node_timeout = Seconds{4};
-  RunOneJob();
-  const int64_t n2 = Register("n2", 1);
-  clock_.Advance(Seconds{5});
-  Beat(n2);
-  ASSERT_TRUE(master_->CheckTimeouts().ok());  // n1 lost
-  Pass();
-  std::vector<v1::StartTask> second = Starts(Beat(n2));
-  ASSERT_EQ(second.size(), 1u);
-  const int later = second[0].task().attempt();
+  int64_t n2 = 0;
+  int later = 0;
+  ASSERT_NO_FATAL_FAILURE(LoseN1AndRunAgainOnN2(&n2, &later));
   Beat(n2, {Running(id_, later), Exited(id_, 1, 0, 1002.0)});
   EXPECT_EQ(Get(id_).state, JobRecordState::kRunning);
   EXPECT_TRUE(Stops(Beat(n2, {Running(id_, later)})).empty());

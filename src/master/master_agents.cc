@@ -194,8 +194,7 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   const uint64_t session = info.session;
   // With the reports of other registrations and heartbeats that came
   // meanwhile (may let go of mu_: `info` is not read after).
-  RETURN_IF_ERROR(reports_.Join(
-      &mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return Commit(); }));
+  RETURN_IF_ERROR(CommitReports());
   resp.set_node_id(record.id);
   resp.set_heartbeat_interval_seconds(HeartbeatInterval().count());
   resp.set_session(session);
@@ -281,8 +280,7 @@ absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
   // Acknowledgements only once durable, in one commit with the reports of
   // other heartbeats that came meanwhile (may let go of mu_: `info` is not
   // read after).
-  RETURN_IF_ERROR(reports_.Join(
-      &mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return Commit(); }));
+  RETURN_IF_ERROR(CommitReports());
   *resp.mutable_desired() = AnswerDesired(req.node_id(), req.desired_version());
   return resp;
 }

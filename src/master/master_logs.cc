@@ -172,9 +172,7 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics(
     }
     m.passes = passes_;
     m.pass_seconds = pass_seconds_;
-    m.commits = commit_stats_;
-    m.commits.reports = reports_.joined(&mu_);
-    m.commits.report_commits = reports_.led(&mu_);
+    m.commits = CommitStatsLocked();
     m.vc_reclaims = scheduler_->reclaims();
   }
   // ListVcs takes mu_ itself: O(unfinished jobs + VCs).

@@ -394,8 +394,17 @@ absl::Status MasterState::Commit() {
   return absl::OkStatus();
 }
 
+absl::Status MasterState::CommitReports() {
+  return reports_.Join(
+      &mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return Commit(); });
+}
+
 MasterState::CommitStats MasterState::commit_stats() {
   MutexLock lock(&mu_);
+  return CommitStatsLocked();
+}
+
+MasterState::CommitStats MasterState::CommitStatsLocked() {
   CommitStats stats = commit_stats_;
   stats.reports = reports_.joined(&mu_);
   stats.report_commits = reports_.led(&mu_);

@@ -663,6 +663,11 @@ class MasterState {
   // durable (they enter their nodes' desired states). Wakes desired-state
   // watchers if any desired state changed.
   absl::Status Commit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commit for a heartbeat's or a registration's reports, shared with those
+  // that came meanwhile (GroupCommit): may let go of mu_ before it returns.
+  absl::Status CommitReports() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // commit_stats() with mu_ held.
+  CommitStats CommitStatsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MarkDirty(JobId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     dirty_.insert(id);
   }

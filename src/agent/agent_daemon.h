@@ -355,6 +355,10 @@ class AgentDaemon {
   // kept running for the next agent keep it).
   void RemoveCgroupParent();
   void SaveSession() ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether an answer with leader epoch `epoch` may be acted on (0: a
+  // master before epochs); a higher one is followed from now on (saved
+  // with the session). Says why when not.
+  absl::Status AcceptEpoch(uint64_t epoch) ABSL_LOCKS_EXCLUDED(mu_);
   void LoadSession() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status LoadOrCreateToken();
   // Holds <state>/lock (flock) for the agent's life: one agent per dir.
@@ -419,6 +423,10 @@ class AgentDaemon {
   std::set<TaskKey> ended_keys_ ABSL_GUARDED_BY(mu_);
   std::deque<TaskKey> ended_order_ ABSL_GUARDED_BY(mu_);
   uint64_t session_ ABSL_GUARDED_BY(mu_) = 0;  // of the current registration
+  // The highest leader epoch a master answered with (RegisterResponse.
+  // epoch), kept in session.json: an answer of a lower one comes from a
+  // master that lost the lead, and is refused whole.
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
   // The master answered a call of this session since this agent started
   // (a saved session is not confirmed until then).
   bool session_confirmed_ ABSL_GUARDED_BY(mu_) = false;

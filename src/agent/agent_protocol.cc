@@ -13,6 +13,7 @@
 #include "agent/agent_daemon_internal.h"
 #include "agent/log_service.h"
 #include "core/node_filter.h"
+#include "core/status_macros.h"
 #include "proto/tiresias.grpc.pb.h"
 #include "proto/tiresias.pb.h"
 #include "security/rpc_status.h"
@@ -164,6 +165,11 @@ bool AgentDaemon::Register(std::chrono::milliseconds retry_in) {
                      " ms): ", security::ToAbsl(s).ToString()));
     return false;
   }
+  if (absl::Status fresh = AcceptEpoch(resp.epoch()); !fresh.ok()) {
+    Log(absl::StrCat("register: ", fresh.message(), " (retry in ",
+                     retry_in.count(), " ms)"));
+    return false;
+  }
   {
     MutexLock lock(&mu_);
     node_id_ = resp.node_id();
@@ -219,6 +225,8 @@ absl::StatusOr<bool> AgentDaemon::Heartbeat() {
   const int64_t sent_ns = BootTimeNs();
   grpc::Status s = stub_->get().Heartbeat(&ctx, req, &resp);
   if (!s.ok()) return security::ToAbsl(s);
+  // Before anything of it is used, the lease renewal included.
+  RETURN_IF_ERROR(AcceptEpoch(resp.epoch()));
   RenewLeases(sent_ns);
   bool again = false;
   {

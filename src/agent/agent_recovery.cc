@@ -329,13 +329,18 @@ int64_t AgentDaemon::FencedBy(int64_t deadline_ns) const {
 }
 
 // session.json: {"node_id": N, "session": S, "heartbeat_interval_ms": H,
-// "lease_ms": L, "grace_ms": G}.
+// "lease_ms": L, "grace_ms": G, "epoch": E}.
 void AgentDaemon::LoadSession() {
   absl::StatusOr<std::optional<std::string>> text =
       deps_->files->Read(options_.state_dir + "/session.json");
   if (!text.ok() || !text->has_value()) return;
   nlohmann::json json = nlohmann::json::parse(**text, nullptr, false);
   if (!json.is_object()) return;  // an older format: register again
+  {
+    // Whatever else is kept: a deposed master stays refused.
+    MutexLock lock(&mu_);
+    epoch_ = json.value("epoch", uint64_t{0});
+  }
   const int64_t id = json.value("node_id", int64_t{0});
   const uint64_t session = json.value("session", uint64_t{0});
   const int64_t interval_ms = json.value("heartbeat_interval_ms", int64_t{0});
@@ -353,6 +358,24 @@ void AgentDaemon::LoadSession() {
   }
 }
 
+absl::Status AgentDaemon::AcceptEpoch(uint64_t epoch) {
+  bool higher = false;
+  {
+    MutexLock lock(&mu_);
+    if (epoch != 0 && epoch < epoch_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the master at ", options_.master_address, " answered for leader ",
+          "epoch ", epoch, ", older than epoch ", epoch_,
+          " this agent has followed (it lost the lead): its answer is "
+          "ignored"));
+    }
+    higher = epoch > epoch_;
+    if (higher) epoch_ = epoch;
+  }
+  if (higher) SaveSession();
+  return absl::OkStatus();
+}
+
 void AgentDaemon::SaveSession() {
   nlohmann::json json;
   {
@@ -362,6 +385,7 @@ void AgentDaemon::SaveSession() {
     json["heartbeat_interval_ms"] = heartbeat_interval_.count();
     json["lease_ms"] = lease_ns_ / 1'000'000;
     json["grace_ms"] = options_.grace.count();
+    json["epoch"] = epoch_;
   }
   absl::Status s = deps_->files->WriteAtomically(
       options_.state_dir + "/session.json", json.dump() + "\n");

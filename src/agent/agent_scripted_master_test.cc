@@ -44,6 +44,7 @@ class ScriptedMaster final : public v1::AgentRegistry::Service {
     resp->set_session(kSession);
     resp->set_heartbeat_interval_seconds(0.05);
     resp->set_lease_seconds(60);
+    resp->set_epoch(epoch_);
     *resp->mutable_desired() = registered_;
     return grpc::Status::OK;
   }
@@ -59,6 +60,7 @@ class ScriptedMaster final : public v1::AgentRegistry::Service {
         }
       }
       *resp->mutable_desired() = answer_;
+      resp->set_epoch(epoch_);
       delay = std::exchange(delay_next_, milliseconds(0));
       last_report_ = *req;
     }
@@ -75,6 +77,12 @@ class ScriptedMaster final : public v1::AgentRegistry::Service {
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no pushes here");
   }
 
+  // The leader epoch of every answer from now on (0: none, as before
+  // epochs).
+  void SetEpoch(uint64_t epoch) {
+    std::lock_guard<std::mutex> lock(mu_);
+    epoch_ = epoch;
+  }
   void SetRegistered(v1::DesiredState d) {
     std::lock_guard<std::mutex> lock(mu_);
     registered_ = std::move(d);
@@ -111,6 +119,7 @@ class ScriptedMaster final : public v1::AgentRegistry::Service {
   v1::DesiredState registered_;
   v1::DesiredState answer_;
   milliseconds delay_next_{0};
+  uint64_t epoch_ = 0;
   int answered_ = 0;
   std::vector<std::chrono::system_clock::time_point> answered_at_;
   v1::HeartbeatRequest last_report_;
@@ -248,6 +257,41 @@ TEST_F(ScriptedMasterTest, LateReorderedOrReplayedStatesNeverRestartAStoppedTask
   // And a new launch still starts (the agent is not simply deaf).
   master_.Answer(State(kSession, 5, {Run(3)}));
   EXPECT_TRUE(WaitUntil([&] { return Starts(3) == 1; }));
+}
+
+// A master that lost the lead (its epoch below one the agent has followed)
+// is not obeyed: neither its stops nor its starts, until a master of the
+// epoch followed answers again; the epoch is kept with the session.
+TEST_F(ScriptedMasterTest, AnAnswerOfAnOlderLeaderEpochIsIgnored) {
+  master_.SetEpoch(5);
+  master_.SetRegistered(State(kSession, 1, {Run(1)}));
+  master_.Answer(State(kSession, 1, {Run(1)}));
+  StartAgent();
+  ASSERT_TRUE(WaitUntil([&] { return Starts(1) == 1; }));
+  EXPECT_NE(ReadFile(dir_.File("agent/session.json")).find("\"epoch\":5"),
+            std::string::npos)
+      << ReadFile(dir_.File("agent/session.json"));
+  // The deposed leader (epoch 4) would stop job 1 and start job 2.
+  master_.SetEpoch(4);
+  int since = master_.Answer(State(kSession, 2, {Run(2)}, {Stop(1)}));
+  ASSERT_TRUE(master_.WaitAnswered(since, 5));
+  EXPECT_EQ(Starts(2), 0) << "a deposed leader started a task";
+  EXPECT_EQ(agent_->task_count(), 1);
+  EXPECT_TRUE(Reports(1)) << "job 1 was stopped by a deposed leader";
+  {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    EXPECT_NE(log_.find("older than epoch 5"), std::string::npos) << log_;
+  }
+  // The leader of epoch 5 (or a newer one) is obeyed again.
+  master_.SetEpoch(6);
+  master_.Answer(State(kSession, 3, {Run(1), Run(3)}));
+  EXPECT_TRUE(WaitUntil([&] { return Starts(3) == 1; }));
+  EXPECT_EQ(Starts(1), 1);
+  EXPECT_EQ(Starts(2), 0);
+  EXPECT_TRUE(WaitUntil([&] {
+    return ReadFile(dir_.File("agent/session.json")).find("\"epoch\":6") !=
+           std::string::npos;
+  }));
 }
 
 // Heartbeat answers as deltas (DesiredState.delta): tasks the delta does

@@ -310,7 +310,16 @@ json ClusterStatusJson(const v1::ClusterStatus& s) {
             {"runs", p.runs()},
             {"samples", p.samples()},
             {"fit", p.fit()}}},
-          {"tuning", TuningStatusJson(s.tuning())}};
+          {"tuning", TuningStatusJson(s.tuning())},
+          {"leader", s.has_leader()
+                         ? json{{"epoch", s.leader().epoch()},
+                                {"since", s.leader().since()},
+                                {"pid", s.leader().pid()},
+                                {"host", s.leader().host()},
+                                {"standbys", std::vector<std::string>(
+                                                 s.leader().standbys().begin(),
+                                                 s.leader().standbys().end())}}
+                         : json(nullptr)}};
 }
 
 json SubmitJson(const v1::SubmitJobResponse& r) {

@@ -53,8 +53,9 @@ AgentFlags DefaultAgentFlags() {
 void AddAgentFlags(CLI::App* cmd, AgentFlags* flags) {
   AgentFlags& f = *flags;
   cmd->add_option("--master", f.master,
-                  "Master host:port (default $TIRESIAS_MASTER, else "
-                  "127.0.0.1:50051)")
+                  "Master host:port, or every master of one state dir "
+                  "comma-separated (the agent follows the one leading; "
+                  "default $TIRESIAS_MASTER, else 127.0.0.1:50051)")
       ->capture_default_str();
   cmd->add_option("--gpus", f.gpus,
                   "Emulate N GPUs instead of discovering them; 0 (with "

@@ -33,8 +33,9 @@ std::string DefaultMasterAddress() {
 void AddMasterFlag(CLI::App* cmd, std::string* address) {
   *address = DefaultMasterAddress();
   cmd->add_option("--master", *address,
-                  "host:port of the master (default: $TIRESIAS_MASTER, else "
-                  "127.0.0.1:50051)");
+                  "host:port of the master, or of each master of one state "
+                  "dir, comma-separated: the one leading answers (default: "
+                  "$TIRESIAS_MASTER, else 127.0.0.1:50051)");
 }
 
 absl::Status LoadPendingTls(ClientCredentials* creds) {
@@ -218,6 +219,11 @@ void MasterClient::Connect(bool fresh) {
 std::unique_ptr<grpc::ClientContext> MasterClient::Context() const {
   std::unique_ptr<grpc::ClientContext> context = StreamContext();
   context->set_deadline(std::chrono::system_clock::now() + kRpcDeadline);
+  // Several masters (a leader and standbys): a call made while a standby
+  // takes over waits for it (up to the deadline) instead of failing.
+  if (security::SplitAddresses(address_).size() > 1) {
+    context->set_wait_for_ready(true);
+  }
   return context;
 }
 

@@ -231,7 +231,8 @@ class MasterClient {
   std::shared_ptr<grpc::Channel> channel();
   // A context carrying kRpcDeadline and the caller's credential (the
   // token, when there is one); fails within a second when nothing listens
-  // (after the channel's retries, security::DialOptions).
+  // (after the channel's retries, security::DialOptions), unless several
+  // masters are given: then it waits up to the deadline for one to lead.
   std::unique_ptr<grpc::ClientContext> Context() const;
   // The same credential without a deadline, for a stream that lasts as long
   // as its caller wants (WatchEvents).

@@ -159,9 +159,18 @@ int RunMaster(const MasterFlags& f, const std::string& config_path) {
   security::MakeFilesPrivateByDefault();
   master::RealClock clock;
   absl::StatusOr<RunningMaster> master = StartMaster(f, &clock);
+  if (absl::IsCancelled(master.status())) {
+    // Stopped while a standby: it never led, and leaves as asked.
+    std::fprintf(stderr, "tiresias master: %s, shutting down\n",
+                 std::string(master.status().message()).c_str());
+    return 0;
+  }
   if (!master.ok()) return cli::Fail(std::string(master.status().message()));
-  std::printf("tiresias master: listening on %s (state dir %s, policy %s)\n",
-              master->address.c_str(), f.state_dir.c_str(), f.policy.c_str());
+  std::printf(
+      "tiresias master: listening on %s (state dir %s, policy %s, epoch "
+      "%llu)\n",
+      master->address.c_str(), f.state_dir.c_str(), f.policy.c_str(),
+      static_cast<unsigned long long>(master->state->epoch()));
   if (f.insecure) {
     std::fprintf(stderr,
                  "tiresias master: WARNING: --insecure: no TLS and no "

@@ -5,11 +5,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cli/shell_help.h"
 #include "cli/sweep.h"
@@ -420,16 +423,35 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
   // Before the TLS folder, which may lie in it. Users' checkpoints, the
   // public files and the TLS folder (0700, keys 0600, certificates 0644:
   // cert_dirs.h) are left as they are.
-  absl::StatusOr<security::PrivateDir> state_dir = security::EnsurePrivateDir(
-      f.state_dir, f.state_dir_mode, {"public", "checkpoints", "tls"});
-  if (!state_dir.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--state-dir ", f.state_dir, ": ", state_dir.status().message()));
+  auto make_private = [&]() -> absl::Status {
+    absl::StatusOr<security::PrivateDir> state_dir = security::EnsurePrivateDir(
+        f.state_dir, f.state_dir_mode, {"public", "checkpoints", "tls"});
+    if (!state_dir.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--state-dir ", f.state_dir, ": ", state_dir.status().message()));
+    }
+    if (!state_dir->tightened.empty()) {
+      std::fprintf(
+          stderr, "tiresias: %s\n",
+          security::DescribeTightened(f.state_dir, *state_dir).c_str());
+    }
+    return absl::OkStatus();
+  };
+  // Nothing of the state is read or written before this master leads it
+  // (only a new state dir is made first, to hold the lead).
+  std::error_code exists_error;
+  const bool existed = std::filesystem::exists(f.state_dir, exists_error);
+  if (!existed) RETURN_IF_ERROR(make_private());
+  absl::StatusOr<std::shared_ptr<StateDirLead>> lead =
+      TakeLead(f.state_dir, f.wait_as_standby);
+  if (!lead.ok()) {
+    if (absl::IsCancelled(lead.status())) return lead.status();
+    return absl::Status(lead.status().code(),
+                        absl::StrCat("--state-dir ", f.state_dir, ": ",
+                                     lead.status().message()));
   }
-  if (!state_dir->tightened.empty()) {
-    std::fprintf(stderr, "tiresias: %s\n",
-                 security::DescribeTightened(f.state_dir, *state_dir).c_str());
-  }
+  if (existed) RETURN_IF_ERROR(make_private());
+  options.lead = *lead;
   ASSIGN_OR_RETURN(security::TlsConfig tls, MasterTls(f));
   ASSIGN_OR_RETURN(options.notify_key, NotifyKey(f));
   // A connection per agent and per client: a shell's 1,024 would refuse
@@ -448,6 +470,15 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
   m.tls = tls;
   absl::StatusOr<std::unique_ptr<MasterState>> state =
       MasterState::Open(options, clock);
+  // A leader killed a moment ago may still hold the file's own lock while
+  // the kernel closes its descriptors (the lead's first): wait that out.
+  for (int tries = 0;
+       tries < 100 && absl::IsUnavailable(state.status()) &&
+       absl::StrContains(state.status().message(), "in use by another process");
+       ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    state = MasterState::Open(options, clock);
+  }
   if (!state.ok()) {
     return absl::Status(state.status().code(),
                         absl::StrCat("cannot open the master state in ",
@@ -467,6 +498,10 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
   }
   m.server = std::move(*server);
   m.address = BoundAddress(f.listen, m.server->port());
+  if (absl::Status said = (*lead)->SetAddress(m.address); !said.ok()) {
+    std::fprintf(stderr, "tiresias master: WARNING: %s\n",
+                 std::string(said.message()).c_str());  // only for standbys
+  }
   if (!f.http_listen.empty()) {
     absl::StatusOr<std::unique_ptr<MasterHttpServer>> http =
         MasterHttpServer::Start(

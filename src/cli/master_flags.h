@@ -27,6 +27,9 @@ struct MasterFlags {
   // up` keeps its agents' state dirs in it, which tasks of other accounts
   // traverse (agent_daemon.h), and its public CA copy: 0711.
   mode_t state_dir_mode = 0700;
+  // While another master leads the state dir: wait as its standby (not a
+  // flag: `master` does), or fail at once saying who leads (`up`).
+  bool wait_as_standby = true;
   // --checkpoint-base (MasterOptions::checkpoint_base); empty: homes.
   std::string checkpoint_base;
   std::string policy = "tiresias-l";
@@ -122,6 +125,14 @@ struct RunningMaster {
 // Errors are one line, ready for "tiresias: ".
 absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
                                           master::Clock* clock);
+
+// Takes the lead of `state_dir` (master/state_dir_lead.h), waiting as a
+// standby while another master holds it (saying on stderr whom it waits
+// on, and again when that changes, and when it takes over), or, without
+// `wait`, failing at once (FailedPrecondition) saying who leads.
+// Cancelled if SIGINT or SIGTERM (blocked by the caller) comes first.
+absl::StatusOr<std::shared_ptr<StateDirLead>> TakeLead(
+    const std::string& state_dir, bool wait);
 
 // Blocks SIGINT and SIGTERM in this thread (call before starting any
 // thread, so every thread inherits the mask); WaitForStopSignal then waits

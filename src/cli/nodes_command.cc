@@ -196,6 +196,19 @@ int ShowStatus(const std::string& master, bool json) {
   std::printf("jobs       %s\n", absl::StrJoin(jobs, ", ").c_str());
   std::printf("PACKLIMIT  %s\n", DescribePackLimit(resp).c_str());
   std::printf("tuning     %s\n", cli::DescribeTuning(resp.tuning()).c_str());
+  if (resp.has_leader()) {
+    const v1::MasterLeader& l = resp.leader();
+    const std::string standbys =
+        l.standbys_size() == 0
+            ? "no standby"
+            : absl::StrCat(l.standbys_size(), " standby",
+                           l.standbys_size() == 1 ? "" : "s", " (",
+                           absl::StrJoin(l.standbys(), ", "), ")");
+    std::printf("master     epoch %llu, pid %lld on %s since %s; %s\n",
+                static_cast<unsigned long long>(l.epoch()),
+                static_cast<long long>(l.pid()), l.host().c_str(),
+                cli::FormatTime(l.since()).c_str(), standbys.c_str());
+  }
   return 0;
 }
 

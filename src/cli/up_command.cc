@@ -205,6 +205,8 @@ int RunUp(const UpFlags& f) {
   // Its agents' state dirs lie in it, which tasks of other accounts
   // traverse (agent_daemon.h), and the public CA copy: 0711.
   master_flags.state_dir_mode = 0711;
+  // A second `up` on a state dir in use says so rather than wait.
+  master_flags.wait_as_standby = false;
   const std::string tls_dir =
       (std::filesystem::path(state_dir) / "tls").string();
   if (!master_flags.insecure && master_flags.tls_dir.empty()) {
@@ -223,14 +225,18 @@ int RunUp(const UpFlags& f) {
     MasterFlags again = master_flags;
     again.listen = previous;
     master = StartMaster(again, &clock);
-    if (!master.ok()) {
+    // Another master leading the state dir, or a stop signal: no retry.
+    if (!master.ok() && !absl::IsFailedPrecondition(master.status()) &&
+        !absl::IsCancelled(master.status())) {
       moved = absl::StrCat(
           "  (its previous address, ", previous,
           ", is taken now: export TIRESIAS_MASTER again, or source ",
           (std::filesystem::path(state_dir) / kEnvFile).string(), ")\n");
     }
   }
-  if (!master.ok()) master = StartMaster(master_flags, &clock);
+  if (!master.ok() && (previous.empty() || !moved.empty())) {
+    master = StartMaster(master_flags, &clock);
+  }
   if (!master.ok()) return cli::Fail(std::string(master.status().message()));
 
   std::vector<std::unique_ptr<AgentDaemon>> agents;

@@ -196,6 +196,7 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   // meanwhile (may let go of mu_: `info` is not read after).
   RETURN_IF_ERROR(CommitReports());
   resp.set_node_id(record.id);
+  resp.set_epoch(epoch());
   resp.set_heartbeat_interval_seconds(HeartbeatInterval().count());
   resp.set_session(session);
   resp.set_lease_seconds(lease.count());
@@ -282,6 +283,7 @@ absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
   // read after).
   RETURN_IF_ERROR(CommitReports());
   *resp.mutable_desired() = AnswerDesired(req.node_id(), req.desired_version());
+  resp.set_epoch(epoch());
   return resp;
 }
 

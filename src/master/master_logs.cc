@@ -96,6 +96,10 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics(
   }
   m.open_files = OpenFiles();
   m.open_files_limit = OpenFileSoftLimit();
+  if (options_.lead != nullptr) {
+    m.leader = options_.lead->record();
+    m.standbys = options_.lead->Standbys();  // a few locks tried: no mu_
+  }
   {
     // O(unfinished jobs + nodes) in memory; no store access under the lock.
     MutexLock lock(&mu_);

@@ -141,6 +141,7 @@
 #include "master/notifier.h"
 #include "master/principal.h"
 #include "master/qos_registry.h"
+#include "master/state_dir_lead.h"
 #include "master/store.h"
 #include "master/tuning_convert.h"
 #include "master/vc_registry.h"
@@ -230,6 +231,10 @@ struct MasterOptions {
   std::vector<std::string> admin_notify;
   std::string sendmail = "/usr/sbin/sendmail";
   std::string notify_key;
+  // This master's lead of the state dir (state_dir_lead.h), taken before
+  // Open: its epoch goes in every answer to agents, and status shows it
+  // with the standbys. Null (tests): epoch 0, no leader shown.
+  std::shared_ptr<const StateDirLead> lead;
 };
 
 // What UpdateJobs does to each job (proto JobAction).
@@ -260,6 +265,10 @@ class MasterState {
   // The store's cluster id (Store::cluster_id), which keys the default
   // checkpoint dirs. Constant; thread-safe.
   const std::string& cluster_id() const { return store_->cluster_id(); }
+  // The lead's epoch (MasterOptions::lead), 0 without one. Constant.
+  uint64_t epoch() const {
+    return options_.lead != nullptr ? options_.lead->epoch() : 0;
+  }
 
   // Client API. Errors: InvalidArgument naming the field (a spec past a
   // limit of job_limits.h or otherwise malformed: ValidateJobRequest; gpus
@@ -485,6 +494,10 @@ class MasterState {
     // an agent or client past the limit is refused a connection.
     int64_t open_files = -1;
     int64_t open_files_limit = -1;
+    // This master's lead (MasterOptions::lead): null without one; the live
+    // standbys on its state dir, as "pid@host".
+    std::optional<StateDirLead::Record> leader;
+    std::vector<std::string> standbys;
     int64_t last_event_sequence = 0;
     // Placement, and PACKLIMIT: the value placement uses (learnt or
     // configured), the runs measured, those that are classifier samples

@@ -60,6 +60,21 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
     absl::StrAppend(&out, "tiresias_master_open_files_limit ",
                     m.open_files_limit, "\n");
   }
+  if (m.leader) {
+    Family(&out, "tiresias_master_leader", "gauge",
+           "1: this master leads its state dir (a standby serves nothing).");
+    absl::StrAppend(&out, "tiresias_master_leader 1\n");
+    Family(&out, "tiresias_master_epoch", "gauge",
+           "Its leader epoch: one more at each start or takeover.");
+    absl::StrAppend(&out, "tiresias_master_epoch ", m.leader->epoch, "\n");
+    Family(&out, "tiresias_master_lead_since_seconds", "gauge",
+           "When it took the lead (Unix seconds).");
+    absl::StrAppend(&out, "tiresias_master_lead_since_seconds ",
+                    absl::StrFormat("%.3f", m.leader->since), "\n");
+    Family(&out, "tiresias_master_standbys", "gauge",
+           "Masters waiting on the same state dir to take over.");
+    absl::StrAppend(&out, "tiresias_master_standbys ", m.standbys.size(), "\n");
+  }
   Family(&out, "tiresias_jobs_submitted_total", "counter",
          "Jobs ever accepted.");
   absl::StrAppend(&out, "tiresias_jobs_submitted_total ", m.jobs_submitted,

@@ -371,6 +371,14 @@ grpc::Status TiresiasService::GetClusterStatus(
   pack->set_samples(m->pack_limit_samples);
   pack->set_fit(m->pack_limit_fit);
   *resp->mutable_tuning() = m->tuning;
+  if (m->leader) {
+    v1::MasterLeader* leader = resp->mutable_leader();
+    leader->set_epoch(m->leader->epoch);
+    leader->set_since(m->leader->since);
+    leader->set_pid(m->leader->pid);
+    leader->set_host(m->leader->host);
+    for (const std::string& s : m->standbys) leader->add_standbys(s);
+  }
   return grpc::Status::OK;
 }
 

@@ -1,9 +1,13 @@
 #include "security/tls.h"
 
+#include <arpa/inet.h>
 #include <grpc/grpc_security_constants.h>
+#include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -11,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "core/status_macros.h"
 #include "core/to_absl.h"
 #include "security/openssl_util.h"
@@ -150,10 +155,98 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentials(
   return grpc::SslServerCredentials(options);
 }
 
+std::vector<std::string> SplitAddresses(const std::string& address) {
+  std::vector<std::string> out;
+  for (absl::string_view a : absl::StrSplit(address, ',', absl::SkipEmpty())) {
+    a = absl::StripAsciiWhitespace(a);
+    if (!a.empty()) out.emplace_back(a);
+  }
+  return out;
+}
+
+std::string ResolveAll(const std::vector<std::string>& addresses) {
+  // Every address of every name, in order, by family; and whether each
+  // name had an IPv4 one.
+  std::vector<std::pair<int, std::string>> all;  // (family, "ip:port")
+  bool every_name_has_v4 = true;
+  for (const std::string& a : addresses) {
+    std::string host, port;
+    if (a.size() > 1 && a[0] == '[') {  // [v6]:port
+      const size_t close = a.find(']');
+      if (close == std::string::npos || close + 1 >= a.size() ||
+          a[close + 1] != ':') {
+        continue;
+      }
+      host = a.substr(1, close - 1);
+      port = a.substr(close + 2);
+    } else {
+      const size_t colon = a.rfind(':');
+      if (colon == std::string::npos) continue;
+      host = a.substr(0, colon);
+      port = a.substr(colon + 1);
+    }
+    addrinfo hints = {};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0) continue;
+    bool has_v4 = false;
+    for (addrinfo* i = found; i != nullptr; i = i->ai_next) {
+      char text[INET6_ADDRSTRLEN] = {};
+      if (i->ai_family == AF_INET) {
+        const auto* in = reinterpret_cast<const sockaddr_in*>(i->ai_addr);
+        inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
+        all.push_back({AF_INET, absl::StrCat(text, ":", port)});
+        has_v4 = true;
+      } else if (i->ai_family == AF_INET6) {
+        const auto* in = reinterpret_cast<const sockaddr_in6*>(i->ai_addr);
+        inet_ntop(AF_INET6, &in->sin6_addr, text, sizeof(text));
+        all.push_back({AF_INET6, absl::StrCat("[", text, "]:", port)});
+      }
+    }
+    freeaddrinfo(found);
+    every_name_has_v4 = every_name_has_v4 && has_v4;
+  }
+  if (all.empty()) return "";
+  // One scheme per target. IPv4 when every master has an IPv4 address
+  // (its IPv6 ones left out); else IPv6, IPv4 addresses as v4-mapped ones.
+  std::vector<std::string> out;
+  for (const auto& [family, address] : all) {
+    if (every_name_has_v4 && family != AF_INET) continue;
+    const size_t colon = address.rfind(':');
+    std::string entry = every_name_has_v4 || family == AF_INET6
+                            ? address
+                            : absl::StrCat("[::ffff:", address.substr(0, colon),
+                                           "]", address.substr(colon));
+    // In the order given: pick_first tries them so.
+    if (std::find(out.begin(), out.end(), entry) == out.end()) {
+      out.push_back(std::move(entry));
+    }
+  }
+  return absl::StrCat(every_name_has_v4 ? "ipv4:" : "ipv6:",
+                      absl::StrJoin(out, ","));
+}
+
 std::shared_ptr<grpc::Channel> Dial(const std::string& address,
                                     const TlsConfig& config,
                                     const DialOptions& options) {
   grpc::ChannelArguments args = options.args;
+  std::string target = address;
+  const std::vector<std::string> list = SplitAddresses(address);
+  if (list.size() == 1) target = list[0];
+  if (list.size() > 1) {
+    // Several masters (a leader and its standbys): only the leader
+    // listens, and pick_first takes the first address that accepts a
+    // connection, again after the one it had is lost. The certificate is
+    // checked for the first master's name, which every master's
+    // certificate must list (those of one state dir share it).
+    if (std::string all = ResolveAll(list); !all.empty()) {
+      target = std::move(all);
+      args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, list[0]);
+      args.SetLoadBalancingPolicyName("pick_first");
+    } else {
+      target = list[0];  // none resolves: gRPC's error names the first
+    }
+  }
   if (!options.retry_services.empty()) {
     std::vector<std::string> names;
     for (const std::string& service : options.retry_services) {
@@ -168,8 +261,8 @@ std::shared_ptr<grpc::Channel> Dial(const std::string& address,
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   }
   if (config.insecure) {
-    return grpc::CreateCustomChannel(address,
-                                     grpc::InsecureChannelCredentials(), args);
+    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                     args);
   }
   grpc::SslCredentialsOptions ssl;
   ssl.pem_root_certs = config.ca_pem;
@@ -178,7 +271,7 @@ std::shared_ptr<grpc::Channel> Dial(const std::string& address,
   if (!options.target_name_override.empty()) {
     args.SetSslTargetNameOverride(options.target_name_override);
   }
-  return grpc::CreateCustomChannel(address, grpc::SslCredentials(ssl), args);
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
 void AttachToken(grpc::ClientContext* context, const std::string& token) {

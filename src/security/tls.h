@@ -105,7 +105,19 @@ struct DialOptions {
   std::vector<std::string> retry_services;
 };
 
-// A channel to `address` (host:port). TLS: the CA as the only root, the
+// Splits "a:1, b:2" at its commas (each trimmed; empty parts dropped).
+std::vector<std::string> SplitAddresses(const std::string& address);
+// A gRPC target naming every address of each of `addresses` (host:port,
+// or [v6]:port) by IP, in order: "ipv4:10.0.0.1:5000,10.0.0.2:5000" when
+// each has an IPv4 address (their IPv6 ones left out), else
+// "ipv6:[..]:5000,[::ffff:10.0.0.2]:5000"; those that do not resolve are
+// left out; "" if none does. Resolved once (a master's new address needs
+// a new channel); an IPv6 zone (%eth0) is lost.
+std::string ResolveAll(const std::vector<std::string>& addresses);
+
+// A channel to `address` (host:port), or to the first of several that
+// accepts a connection ("a:1,b:2": a master and its standbys, of which
+// only the one leading listens). TLS: the CA as the only root, the
 // certificate and key as the client identity when the config has them.
 // Insecure: plaintext. Connects lazily, on the first call. A TLS config
 // must hold ca_pem (LoadTlsConfig guarantees it): with none, gRPC would

@@ -262,6 +262,61 @@ TEST_F(TlsTest, TargetNameOverrideReachesACertificateWithoutTheDialledName) {
   EXPECT_FALSE(Call(Dial(address_, Tls(pki_->ca), options)).ok());
 }
 
+// A port nothing listens on (bound, then let go).
+int ClosedPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in in = {};
+  in.sin_family = AF_INET;
+  in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof(in);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&in), sizeof(in)), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&in), &size), 0);
+  close(fd);
+  return ntohs(in.sin_port);
+}
+
+// Several masters (a leader and its standbys): the one that listens is
+// reached, wherever it is in the list, over TLS checked for the first
+// address's name.
+TEST_F(TlsTest, SeveralAddressesReachTheOneThatListens) {
+  Serve(ServerCredentials(Tls(pki_->ca, pki_->master),
+                          ClientCerts::kRequestAndVerify));
+  const std::string closed = "127.0.0.1:" + std::to_string(ClosedPort());
+  for (const std::string& list :
+       {closed + "," + address_, address_ + ", " + closed}) {
+    grpc::Status status = Call(Dial(list, Tls(pki_->ca)));
+    EXPECT_TRUE(status.ok()) << list << ": " << status.error_message();
+  }
+  // A single address with a stray comma is that address.
+  EXPECT_TRUE(Call(Dial(address_ + ",", Tls(pki_->ca))).ok());
+}
+
+TEST_F(TlsTest, SeveralAddressesStillCheckTheCertificatesName) {
+  Serve(ServerCredentials(Tls(pki_->ca, pki_->named_only),
+                          ClientCerts::kRequestAndVerify));
+  const std::string closed = "127.0.0.1:" + std::to_string(ClosedPort());
+  grpc::Status status = Call(Dial(closed + "," + address_, Tls(pki_->ca)));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("Peer name 127.0.0.1 is not in peer certificate"));
+}
+
+TEST(ResolveAllTest, NamesEveryAddressInOrderInOneFamily) {
+  EXPECT_EQ(SplitAddresses(" a:1 , ,b:2,"),
+            (std::vector<std::string>{"a:1", "b:2"}));
+  EXPECT_EQ(ResolveAll({"127.0.0.2:7", "127.0.0.1:8"}),
+            "ipv4:127.0.0.2:7,127.0.0.1:8");
+  // localhost's IPv4 address is kept whatever order the resolver gives.
+  EXPECT_THAT(ResolveAll({"localhost:9", "127.0.0.1:8"}),
+              HasSubstr("ipv4:127.0.0.1:9,127.0.0.1:8"));
+  // A master with only an IPv6 address: all as IPv6, IPv4 ones mapped.
+  EXPECT_EQ(ResolveAll({"[::1]:7", "127.0.0.1:8"}),
+            "ipv6:[::1]:7,[::ffff:127.0.0.1]:8");
+  EXPECT_EQ(ResolveAll({"no-such-host.invalid:7", "127.0.0.1:8"}),
+            "ipv4:127.0.0.1:8");
+  EXPECT_EQ(ResolveAll({"no-such-host.invalid:7", "no-port"}), "");
+}
+
 TEST_F(TlsTest, ChannelArgumentsPassThrough) {
   Serve(ServerCredentials(Tls(pki_->ca, pki_->master),
                           ClientCerts::kRequestAndVerify));

@@ -2,7 +2,9 @@
 // life (fake clock, real SQLite), the Prometheus rendering, and /metrics and
 // /healthz served over real HTTP on loopback.
 #include <httplib.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -138,6 +140,48 @@ TEST(PrometheusTest, RendersEveryFamilyWithHelpAndType) {
       EXPECT_TRUE(absl::StartsWith(line, family)) << line;
     }
   }
+}
+
+// A master that leads its state dir (StateDirLead) puts its epoch in every
+// answer to agents, and shows it with the standbys in the metrics.
+TEST_F(MasterMetricsTest, TheLeadAndItsEpochAreAnsweredAndExported) {
+  ASSERT_TRUE(std::filesystem::create_directories(options_.state_dir));
+  {  // an earlier lead: this one's epoch is 2
+    auto first = StateDirLead::Join(options_.state_dir);
+    ASSERT_TRUE(first.ok()) << first.status();
+    ASSERT_TRUE(*(*first)->TryLead());
+  }
+  auto lead = StateDirLead::Join(options_.state_dir);
+  ASSERT_TRUE(lead.ok()) << lead.status();
+  auto led = (*lead)->TryLead();
+  ASSERT_TRUE(led.ok() && *led);
+  options_.lead = std::shared_ptr<StateDirLead>(std::move(*lead));
+  Open();
+  EXPECT_EQ(master_->epoch(), 2u);
+  v1::RegisterResponse registered;
+  const int64_t node = Register("n1", 2, {}, &registered);
+  EXPECT_EQ(registered.epoch(), 2u);
+  EXPECT_EQ(Beat(node).epoch(), 2u);
+  const MasterState::Metrics m = Snapshot();
+  ASSERT_TRUE(m.leader.has_value());
+  EXPECT_EQ(m.leader->epoch, 2u);
+  EXPECT_EQ(m.leader->pid, getpid());
+  EXPECT_TRUE(m.standbys.empty());
+  const std::string text = RenderPrometheusMetrics(m);
+  EXPECT_THAT(text, HasSubstr("\ntiresias_master_leader 1\n"));
+  EXPECT_THAT(text, HasSubstr("\ntiresias_master_epoch 2\n"));
+  EXPECT_THAT(text, HasSubstr("\ntiresias_master_standbys 0\n"));
+}
+
+TEST_F(MasterMetricsTest, AMasterWithoutALeadAnswersEpochZero) {
+  Open();
+  v1::RegisterResponse registered;
+  Register("n1", 2, {}, &registered);
+  EXPECT_EQ(registered.epoch(), 0u);
+  const MasterState::Metrics m = Snapshot();
+  EXPECT_FALSE(m.leader.has_value());
+  EXPECT_THAT(RenderPrometheusMetrics(m),
+              ::testing::Not(HasSubstr("tiresias_master_epoch")));
 }
 
 TEST_F(MasterMetricsTest, ServedOverHttp) {

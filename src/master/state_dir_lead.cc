@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <random>
 
@@ -98,16 +97,6 @@ absl::StatusOr<StateDirLead::Record> Decode(const std::string& path,
   return r;
 }
 
-// Makes a rename in `dir` durable.
-absl::Status SyncDir(const std::string& dir) {
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno(dir, "cannot open to sync");
-  const int rc = fsync(fd);
-  close(fd);
-  if (rc != 0) return Errno(dir, "cannot sync");
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StateDirLead>> StateDirLead::Join(
@@ -170,10 +159,9 @@ absl::StatusOr<bool> StateDirLead::TryLead() {
   r.pid = getpid();
   r.host = HostName();
   r.since = static_cast<double>(absl::ToUnixMicros(absl::Now())) / 1e6;
-  const std::string record_path = dir_ + "/leader";
+  // Synced, file and folder, before the lead is used.
   absl::Status written =
-      security::WriteFileAtomically(record_path, Encode(r), 0600);
-  if (written.ok()) written = SyncDir(dir_);
+      security::WriteFileAtomically(dir_ + "/leader", Encode(r), 0600);
   if (!written.ok()) {
     close(fd);
     return written;

@@ -4,6 +4,7 @@
 // jobs the master holds and whose they are, and calls made from a network
 // namespace with no route to the master, which only the control process
 // can have carried.
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -15,9 +16,9 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +45,21 @@ using cli_test::RunProcess;
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 
+// The text of a /proc file, "" if it cannot be read. With read(2): a
+// process that exits while it is read makes the read fail with ESRCH,
+// which a stream would throw.
+std::string ReadProcFile(const fs::path& path) {
+  std::string text;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) {
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return text;
+}
+
 // The pids of the processes whose argv `match` accepts, from /proc.
 std::vector<pid_t> ProcessesWhere(
     const std::function<bool(const std::vector<std::string>&)>& match) {
@@ -51,9 +67,7 @@ std::vector<pid_t> ProcessesWhere(
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)),
-                        std::istreambuf_iterator<char>());
+    const std::string cmdline = ReadProcFile(entry.path() / "cmdline");
     std::vector<std::string> argv;
     size_t start = 0;
     for (size_t end; (end = cmdline.find('\0', start)) != std::string::npos;
@@ -93,15 +107,32 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
   return done();
 }
 
-// Whether `pid` has exited: no longer in /proc, or a zombie (which holds
-// no files).
+// Whether `pid` has exited and closed its files: no longer in /proc, or a
+// zombie with no thread left. A killed process's main thread is a zombie
+// while its other threads still exit, and their shared files (the control
+// socket, its lock) close only with the last of them; seen under load.
 bool Exited(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string stat((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
+  const std::string proc = absl::StrCat("/proc/", pid);
+  const std::string stat = ReadProcFile(proc + "/stat");
   const size_t paren = stat.rfind(')');
-  return paren == std::string::npos || stat.size() < paren + 3 ||
-         stat[paren + 2] == 'Z' || stat[paren + 2] == 'X';
+  if (paren == std::string::npos || stat.size() < paren + 3) return true;
+  if (stat[paren + 2] != 'Z' && stat[paren + 2] != 'X') return false;
+  std::error_code error;
+  int threads = 0;
+  for (fs::directory_iterator it(proc + "/task", error), end;
+       !error && it != end; it.increment(error)) {
+    ++threads;
+  }
+  return threads <= 1;
+}
+
+// SIGKILLs the control process `pid` and waits until it is gone for good,
+// not only its argv: a dying process loses its memory (and /proc cmdline)
+// before its files, so its socket could still take the next command's call
+// for a moment and never answer it.
+[[nodiscard]] bool KillControlProcess(pid_t pid) {
+  kill(pid, SIGKILL);
+  return WaitFor([&] { return Exited(pid); }, std::chrono::seconds(10));
 }
 
 class ControlChannelTest : public ::testing::Test {
@@ -257,9 +288,8 @@ TEST_F(ControlChannelTest, EachCallIsItsCallersWithItsOwnToken) {
 // The environment a process started with, as /proc/PID/environ shows it
 // to its own user (and root): "K=V" entries.
 std::vector<std::string> StartEnvironment(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/environ"), std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
+  const std::string text =
+      ReadProcFile(absl::StrCat("/proc/", pid, "/environ"));
   std::vector<std::string> entries;
   size_t start = 0;
   for (size_t end; (end = text.find('\0', start)) != std::string::npos;
@@ -282,8 +312,10 @@ TEST_F(ControlChannelTest, TheControlProcessKeepsNoTokenInItsEnvironment) {
     if (from_file) {
       // A loop whose commands read the token file (TIRESIAS_TOKEN empty).
       setenv("TIRESIAS_TOKEN_FILE", token_file.c_str(), 1);
-      EXPECT_EQ(Submit("", "file-warm-1").exit_code, 0);
-      EXPECT_EQ(Submit("", "file-warm-2").exit_code, 0);
+      for (const char* name : {"file-warm-1", "file-warm-2"}) {
+        const ProcessResult r = Submit("", name);
+        EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
+      }
       ASSERT_TRUE(
           WaitFor([&] { return ControlProcesses(control_dir_).size() == 1; },
                   std::chrono::seconds(10)));
@@ -310,12 +342,7 @@ TEST_F(ControlChannelTest, TheControlProcessKeepsNoTokenInItsEnvironment) {
     if (isolated) {
       EXPECT_EQ(ControlProcesses(control_dir_), std::vector<pid_t>{control});
     }
-    kill(control, SIGKILL);
-    // Gone for good, not only its argv: a dying process loses its memory
-    // (and /proc cmdline) before its files, so its socket can still take
-    // the next command's call for a moment and never answer it.
-    ASSERT_TRUE(
-        WaitFor([&] { return Exited(control); }, std::chrono::seconds(10)));
+    ASSERT_TRUE(KillControlProcess(control));
     ASSERT_TRUE(WaitFor([&] { return ControlProcesses(control_dir_).empty(); },
                         std::chrono::seconds(10)));
   }
@@ -426,9 +453,8 @@ TEST_F(ControlChannelTest, ItExitsWhenIdleAndCommandsCarryOnDirectly) {
   // UNAVAILABLE, rightly not making a call twice; seen under load in CI.)
   const pid_t again = StartControlProcess(/*first_command=*/false);
   ASSERT_GT(again, 0);
-  kill(again, SIGKILL);
-  ASSERT_TRUE(WaitFor([&] { return ControlProcesses(control_dir_).empty(); },
-                      std::chrono::seconds(10)));
+  ASSERT_TRUE(KillControlProcess(again));
+  ASSERT_TRUE(ControlProcesses(control_dir_).empty());
   const ProcessResult after = Submit(admin_, "after-kill");
   EXPECT_EQ(after.exit_code, 0) << after.err;
   EXPECT_EQ(Owners().count("after-kill"), 1u);
@@ -445,9 +471,8 @@ TEST_F(ControlChannelTest, AFailedStartIsNotRetriedByEveryCommand) {
     if (entry.path().extension() == ".sock") socket = entry.path();
   }
   ASSERT_FALSE(socket.empty());
-  kill(first, SIGKILL);
-  ASSERT_TRUE(WaitFor([&] { return ControlProcesses(control_dir_).empty(); },
-                      std::chrono::seconds(10)));
+  ASSERT_TRUE(KillControlProcess(first));
+  ASSERT_TRUE(ControlProcesses(control_dir_).empty());
   fs::remove(socket);
   fs::create_directory(socket);
   fs::path failed = socket;

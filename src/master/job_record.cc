@@ -51,6 +51,13 @@ bool IsFinal(JobRecordState state) {
          state == JobRecordState::kTimeout;
 }
 
+bool StoredAsLive(const JobRecord& rec) {
+  if (IsFinal(rec.state)) return false;
+  return rec.state == JobRecordState::kRunning ||
+         (rec.live_attempt > 0 && rec.live_attempt == rec.attempt &&
+          !rec.nodes.empty());
+}
+
 bool LegalJobMove(JobRecordState from, JobRecordState to) {
   using S = JobRecordState;
   if (IsFinal(from) || to == S::kStarting || from == S::kStarting) {

@@ -247,6 +247,12 @@ struct JobRecord {
   int promotions = 0;
   int restarts = 0;  // starts after having run (TIRESIAS_RESTART_COUNT)
   int attempt = 0;   // number of the current or last launch; 0: never
+  // The attempt whose launch was released to its agents and not stopped,
+  // as of the record's last write (MasterState::Commit); 0: none. A
+  // restarted master adopts that launch from the agents' reports, also one
+  // still starting (stored pending or preempted), rather than start the job
+  // again beside it. Stored.
+  int live_attempt = 0;
   // Launches in a row whose gang start failed (a part exited
   // MasterState::kStartFailedExitCode before every part ran); back to 0
   // once a launch has fully run. Stored, so that a master restart does not
@@ -299,6 +305,12 @@ struct JobRecord {
 
   bool operator==(const JobRecord&) const = default;
 };
+
+// Whether a restarted master must take the job's current launch to be live
+// on its agents, to adopt and never to start beside: stored running, or
+// stored starting (pending or preempted) with that launch released
+// (live_attempt).
+bool StoredAsLive(const JobRecord& rec);
 
 // About the size of the job in an RPC message, in bytes: its strings plus a
 // few bytes of framing each, and its numbers. For cutting pages of jobs to

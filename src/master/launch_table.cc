@@ -405,9 +405,7 @@ LaunchTable::Applied LaunchTable::Apply(int64_t node_id,
   }
   if (!ended) {
     out.kind = Applied::Kind::kProgress;
-    if ((task.state() == v1::TASK_STATE_RUNNING ||
-         task.state() == v1::TASK_STATE_EXITING) &&
-        !part.running()) {
+    if (ShowsRun(task) && !part.running()) {
       part.MarkRunning(task.has_start_time() ? Seconds{task.start_time()}
                                              : now);
       out.started = true;
@@ -420,7 +418,7 @@ LaunchTable::Applied LaunchTable::Apply(int64_t node_id,
   const bool start_failed = task.state() == v1::TASK_STATE_EXITED &&
                             task.has_exit_code() &&
                             task.exit_code() == kStartFailedExitCode;
-  if (!part.running() && task.has_start_time() && !start_failed) {
+  if (!part.running() && ShowsRun(task)) {
     part.MarkRunning(Seconds{task.start_time()});
     out.started = true;
   }
@@ -435,6 +433,17 @@ LaunchTable::Applied LaunchTable::Apply(int64_t node_id,
   out.kind = Applied::Kind::kEnded;
   out.ack = true;
   return out;
+}
+
+bool LaunchTable::ShowsRun(const v1::TaskStatus& task) {
+  if (!Ended(task)) {
+    return task.state() == v1::TASK_STATE_RUNNING ||
+           task.state() == v1::TASK_STATE_EXITING;
+  }
+  const bool start_failed = task.state() == v1::TASK_STATE_EXITED &&
+                            task.has_exit_code() &&
+                            task.exit_code() == kStartFailedExitCode;
+  return task.has_start_time() && !start_failed;
 }
 
 std::vector<std::pair<LaunchKey, int>> LaunchTable::Unreported(

@@ -306,6 +306,10 @@ class LaunchTable {
   // time). Touches the launch's nodes when a part ends. Reported profiles
   // are the caller's.
   Applied Apply(int64_t node_id, const v1::TaskStatus& task, Seconds now);
+  // Whether `task` says its process ran: running or exiting, or ended with
+  // a reported start and not as a failed spawn (kStartFailedExitCode). A
+  // task still starting, or one stopped before it started, has not.
+  static bool ShowsRun(const v1::TaskStatus& task);
   // Whether a status of (job, attempt, rank) from node `node_id` names a
   // live part of a released launch there.
   bool IsLivePart(int64_t node_id, const TaskKey& task) const;

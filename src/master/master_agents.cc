@@ -183,10 +183,13 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   // After a master restart: the tasks of jobs that were running become
   // their launches' parts again (no new start), before anything else.
   std::vector<JobId> reported;
+  std::set<LaunchKey> reported_launches;
   for (const v1::TaskStatus* task : reports.valid) {
     AdoptOrOrphan(record.id, *task, now);
     reported.push_back(task->task().job_id());
+    reported_launches.insert({task->task().job_id(), task->task().attempt()});
   }
+  RequeueUnstartedOn(record.id, reported_launches, now);
   RETURN_IF_ERROR(JoinCluster(record.id, now, reported));
   Reconcile(record.id, reports, now, &resp);
   ReleaseDeferred(now);
@@ -230,12 +233,46 @@ void MasterState::AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task,
                                                : std::max(spec.num_gpus, ranks);
   }
   if (launch.parts[rank].node_id != 0) return;
-  // Ended tasks are adopted as running too; Reconcile then accounts for
-  // their end.
+  // Ended tasks of a running job are adopted as running too; Reconcile then
+  // accounts for their end. A launch that was still starting runs only
+  // where a report says its process ran (a task still starting, or whose
+  // spawn failed, is left to Reconcile as before the restart).
   Part& part = table_.PlacePart(launch, rank, node_id);
   part.local_gpus.assign(task.gpu_indexes().begin(), task.gpu_indexes().end());
-  part.MarkRunning(task.has_start_time() ? Seconds{task.start_time()} : now);
+  if (rec->second.state == JobRecordState::kRunning ||
+      LaunchTable::ShowsRun(task)) {
+    part.MarkRunning(task.has_start_time() ? Seconds{task.start_time()} : now);
+  }
   table_.TouchNode(node_id);
+}
+
+void MasterState::RequeueUnstartedOn(int64_t node_id,
+                                     const std::set<LaunchKey>& reported,
+                                     Seconds now) {
+  const std::string node_name = table_.NodeName(node_id);
+  std::vector<JobId> unstarted;
+  for (JobId id : adopting_) {
+    const JobRecord& rec = records_.at(id);
+    if (rec.state == JobRecordState::kRunning || rec.nodes.size() != 1 ||
+        rec.nodes[0] != node_name || reported.contains({id, rec.attempt})) {
+      continue;
+    }
+    unstarted.push_back(id);
+  }
+  for (JobId id : unstarted) {
+    adopting_.erase(id);
+    adopt_conflicts_.erase(id);
+    JobRecord& rec = records_.at(id);
+    AddEvent(id, now, EventKind::kRequeued,
+             absl::StrCat("attempt ", rec.attempt, ": ", node_name,
+                          " registered after a master restart without its "
+                          "task, which had not started"));
+    MarkDirty(id);
+    // Loaded just now and kept out of the scheduler while adopted: Restore
+    // fails only on a duplicate.
+    scheduler_->Restore(JobFromRecord(rec), now).IgnoreError();
+    pass_wanted_ = true;
+  }
 }
 
 absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
@@ -470,18 +507,27 @@ void MasterState::EndAdoptionWindow(Seconds now) {
   table_.EndUnadoptedParts();
   for (JobId id : adopting_) {
     JobRecord& rec = records_.at(id);
+    // A launch that was still starting (stored pending or preempted) had
+    // not run: as OnSystemStop says of one, no preemption is counted.
+    const bool ran = rec.state == JobRecordState::kRunning;
     Launch* launch = table_.Find({id, rec.attempt});
     if (launch != nullptr && launch->phase == Phase::kActive) {
       table_.Stop(*launch, v1::STOP_REASON_PREEMPT);
-      launch->preemption_counted = true;
+      launch->preemption_counted = ran;
     }
-    MoveJob(rec, JobRecordState::kPreempted);
-    rec.last_stop_time = now;
-    ++rec.preemptions;
+    if (ran) {
+      MoveJob(rec, JobRecordState::kPreempted);
+      rec.last_stop_time = now;
+      ++rec.preemptions;
+    } else {
+      MoveJob(rec, rec.first_start_time ? JobRecordState::kPreempted
+                                        : JobRecordState::kPending);
+    }
     AddEvent(id, now, EventKind::kPreempted,
              absl::StrCat("attempt ", rec.attempt,
                           ": not re-adopted within the node timeout after a "
-                          "master restart"));
+                          "master restart",
+                          ran ? "" : " (while starting: it had not run yet)"));
     MarkDirty(id);
     // The record was just reloaded from the store; Restore fails only on a
     // duplicate, and an adopting job is not in the scheduler.

@@ -63,8 +63,7 @@ void MasterState::PlanArraySlots(const std::vector<JobRecord>& jobs) {
       if (slots.holding.contains(rec.id) || slots.queued.contains(rec.id)) {
         continue;
       }
-      const bool forced = rec.state == JobRecordState::kRunning ||
-                          rec.cancel_requested;
+      const bool forced = StoredAsLive(rec) || rec.cancel_requested;
       const bool begins_later = rec.attempt == 0 && rec.spec.begin > now;
       if (forced ||
           (!rec.held && !begins_later &&
@@ -75,9 +74,8 @@ void MasterState::PlanArraySlots(const std::vector<JobRecord>& jobs) {
       }
     }
   };
-  round([](const JobRecord& r) {
-    return r.state == JobRecordState::kRunning || r.cancel_requested;
-  });
+  round(
+      [](const JobRecord& r) { return StoredAsLive(r) || r.cancel_requested; });
   round([](const JobRecord& r) { return r.attempt > 0; });
   round([](const JobRecord&) { return true; });
 }

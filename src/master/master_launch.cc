@@ -151,6 +151,30 @@ bool MasterState::SpareCpusFree(int64_t node_id, LaunchKey launch,
   return held + wants <= node.spare_cpus;
 }
 
+bool MasterState::IsStarting(const JobRecord& rec) const {
+  // A running record's launch is past starting. One being re-adopted after
+  // a restart is stored running, or stored waiting with its launch released
+  // (JobRecord::live_attempt) and shown so until its tasks report in.
+  if (rec.state != JobRecordState::kPending &&
+      rec.state != JobRecordState::kPreempted) {
+    return false;
+  }
+  const Launch* found = table_.Find({rec.id, rec.attempt});
+  if (found == nullptr) return false;
+  const Launch& launch = *found;
+  return launch.phase == Phase::kDeferred ||
+         (launch.phase == Phase::kActive && !launch.all_running);
+}
+
+int MasterState::LiveAttemptOf(const JobRecord& rec) const {
+  // Its launch as the agents may know it: released (written with the
+  // release, before any agent hears of it) and not stopped (a stop marks
+  // the job dirty, so the next write clears it).
+  if (IsFinal(rec.state)) return 0;
+  const Launch* launch = table_.Find({rec.id, rec.attempt});
+  return launch != nullptr && launch->phase == Phase::kActive ? rec.attempt : 0;
+}
+
 bool MasterState::TryRelease(Launch& launch, Seconds now) {
   if (adopting_.contains(launch.job)) return false;
   if (EarlierAttemptMayRun(launch, now)) return false;

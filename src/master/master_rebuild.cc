@@ -177,13 +177,24 @@ absl::StatusOr<MasterState::Adoption> MasterState::AdoptOnto(
   for (const Part& part : launch->parts) {
     if (part.start_time) run_start = std::min(run_start, *part.start_time);
   }
+  // A launch that was still starting when the master stopped (stored
+  // pending or preempted) runs from its tasks' start, never before the
+  // stop its record holds.
+  const bool was_starting = rec.state != JobRecordState::kRunning;
+  if (was_starting) run_start = std::max(run_start, rec.last_stop_time);
   job.Start(run_start, gpus, server);
   RETURN_IF_ERROR(scheduler_->Restore(job, now));
-  launch->all_running = true;
-  AddEvent(rec.id, now, EventKind::kAdopted, table_.Describe(*launch));
-  MarkDirty(rec.id);
   adopting_.erase(id);
   adopt_conflicts_.erase(id);
+  if (was_starting) {
+    // As before the restart: it runs (and says it started) once every part
+    // has reported its process running, now or at a later report.
+    MaybeMarkRunning(*launch, now);
+  } else {
+    launch->all_running = true;
+  }
+  AddEvent(rec.id, now, EventKind::kAdopted, table_.Describe(*launch));
+  MarkDirty(rec.id);
   return Adoption::kAdopted;
 }
 

@@ -133,7 +133,9 @@ absl::Status MasterState::Load(Seconds now) {
       // nothing of it runs (FinishRestartCancels).
       cancelling_after_restart_[rec.id] =
           std::set<std::string>(rec.nodes.begin(), rec.nodes.end());
-    } else if (rec.state == JobRecordState::kRunning) {
+    } else if (StoredAsLive(rec)) {
+      // Running, or released and still starting: its tasks are adopted
+      // from the agents' reports (AdoptOnto), never started beside.
       adopting_.insert(rec.id);
     } else {
       // Its last launch may still be stopping on a node that has not
@@ -220,20 +222,6 @@ void MasterState::SyncRecord(JobRecord& rec, Seconds now) {
     if (!job->running()) rec.last_stop_time = job->last_stop();
     MarkDirty(rec.id);
   }
-}
-
-bool MasterState::IsStarting(const JobRecord& rec) const {
-  // A running record's launch is past starting; one being re-adopted after
-  // a restart is stored running too.
-  if (rec.state != JobRecordState::kPending &&
-      rec.state != JobRecordState::kPreempted) {
-    return false;
-  }
-  const Launch* found = table_.Find({rec.id, rec.attempt});
-  if (found == nullptr) return false;
-  const Launch& launch = *found;
-  return launch.phase == Phase::kDeferred ||
-         (launch.phase == Phase::kActive && !launch.all_running);
 }
 
 std::pair<double, int64_t> MasterState::UsageWithRunning(
@@ -325,7 +313,10 @@ absl::Status MasterState::Commit() {
   for (JobId id : dirty_) {
     auto it = records_.find(id);
     if (it == records_.end()) continue;
-    write.jobs.push_back(it->second);
+    // A launch being re-adopted keeps what was stored.
+    JobRecord& rec = it->second;
+    if (!adopting_.contains(id)) rec.live_attempt = LiveAttemptOf(rec);
+    write.jobs.push_back(rec);
     if (respecified_.contains(id)) write.new_specs.insert(id);
   }
   respecified_.clear();

@@ -69,8 +69,10 @@
 // running (deferred, or started with some part not yet reported RUNNING)
 // is stored as pending or preempted, what it reverts to if the launch is
 // lost, and is shown as kStarting by the reads (LiveView). Launches live in
-// memory only, so a restarted master shows it as stored until it decides
-// again; the store stays free of a state that recovery would have to undo.
+// memory only; the record keeps only the attempt released to the agents and
+// not stopped (JobRecord::live_attempt, set by Commit), so that a restarted
+// master adopts a launch whose task started but whose report was lost
+// (AdoptOnto), and never starts the job again beside it.
 //
 // Accounting: executed time follows the agents' reports. The Scheduler
 // starts counting at its start decision; once every part of the launch has
@@ -724,6 +726,10 @@ class MasterState {
   // deferred, or active with some part not yet reported RUNNING.
   bool IsStarting(const JobRecord& rec) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What Commit stores as rec.live_attempt: rec.attempt while that launch
+  // is released and not stopped (master_launch.cc), else 0.
+  int LiveAttemptOf(const JobRecord& rec) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Finalize(JobRecord& rec, JobRecordState state, Seconds now,
                 std::optional<int> exit_code, std::string detail)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -973,6 +979,12 @@ class MasterState {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task, Seconds now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a master restart, a job whose launch was still starting on the
+  // node `node_id` alone, which registered without reporting its task
+  // (`reported`): the task never started, so the job waits again at once
+  // (no run, no preemption) rather than until the adoption window ends.
+  void RequeueUnstartedOn(int64_t node_id, const std::set<LaunchKey>& reported,
+                          Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoseNode(int64_t node_id, Seconds now, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EndAdoptionWindow(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -174,6 +174,8 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
     rec->second.failed_starts = 0;  // this launch ran: the streak is over
     MarkDirty(launch.job);
   }
+  // Being re-adopted after a master restart: AdoptOnto says it.
+  if (adopting_.contains(launch.job)) return;
   if (!start) start = now;
   // Every launch that runs says so, with its attempt ("started attempt 1
   // on ...", "resumed attempt 2 on ..."), also one whose record was left
@@ -181,8 +183,6 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
   // preempted or ended that it did not show start.
   const bool ran_before = rec->second.first_start_time.has_value();
   if (rec->second.state == JobRecordState::kRunning) {
-    // Being re-adopted after a master restart: "adopted" says it.
-    if (adopting_.contains(launch.job)) return;
     AddEvent(launch.job, std::min(*start, now),
              ran_before ? EventKind::kResumed : EventKind::kStarted,
              table_.Describe(launch));
@@ -433,6 +433,7 @@ void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
       AddEvent(launch.job, now, EventKind::kRankFailed,
                absl::StrCat("rank ", rank, " exited with code ", code,
                             OutOfMemory(task), "; stopping the other ranks"));
+      MarkDirty(launch.job);  // no longer live (JobRecord::live_attempt)
       return;
     case EndKind::kFailed:
       // Remove only fails for a job the scheduler does not hold.

@@ -49,8 +49,9 @@ class SqliteStore final : public Store {
   // dependencies, 11 -> 12 the cluster_history table, 12 -> 13 job arrays,
   // 13 -> 14 request ids unique per user, 14 -> 15 a job's spec in one
   // column, 15 -> 16 what a job's tasks used, ... 20 -> 21 arrays stored
-  // as one record: see store_rows.h) and refuses newer ones.
-  static constexpr int kSchemaVersion = 21;
+  // as one record, 21 -> 22 the launch a job's tasks may be running: see
+  // store_rows.h) and refuses newer ones.
+  static constexpr int kSchemaVersion = 22;
 
   // Opens the state file at `path`, creating it (and its schema) if absent.
   // An older schema version is upgraded, in one transaction. Errors name the

@@ -136,7 +136,7 @@ absl::StatusOr<JobId> SqliteStore::InsertJobLocked(
             ", vc, array_spec, array_gpus) VALUES (?12, ?1, ?2, ?3, ?4, "
             "'pending', 0, 0, 0, 0, ?5, "
             "NULL, NULL, ?5, 0, 0, 0, 0, '[]', NULL, 0, ?6, 0, ?7, ?8, 0, ?9, "
-            "?10, 0, 0, ?13, ?14, ?11, ?15, ?16)")));
+            "?10, 0, 0, ?13, ?14, 0, ?11, ?15, ?16)")));
     std::optional<std::string_view> request_id;
     if (!job.request_id.empty()) request_id = job.request_id;
     std::optional<std::string> profile_json;
@@ -344,7 +344,8 @@ absl::Status SqliteStore::UpdateJobLocked(const JobRecord& r) {
           "preemptions = ?10, promotions = ?11, restarts = ?12, "
           "attempt = ?13, nodes = ?14, exit_code = ?15, failed_starts = ?16, "
           "cancel_requested = ?17, held = ?18, timeout_requested = ?19, "
-          "cpu_seconds = ?20, max_memory_bytes = ?21 WHERE id = ?1"));
+          "cpu_seconds = ?20, max_memory_bytes = ?21, live_attempt = ?22 "
+          "WHERE id = ?1"));
   auto seconds = [](const std::optional<Seconds>& t) {
     return t ? std::optional<double>(t->count()) : std::nullopt;
   };
@@ -370,7 +371,8 @@ absl::Status SqliteStore::UpdateJobLocked(const JobRecord& r) {
       .Bind(18, int64_t{r.held ? 1 : 0})
       .Bind(19, int64_t{r.timeout_requested ? 1 : 0})
       .Bind(20, r.cpu_seconds)
-      .Bind(21, r.max_memory_bytes);
+      .Bind(21, r.max_memory_bytes)
+      .Bind(22, int64_t{r.live_attempt});
   RETURN_IF_ERROR(update.Run());
   if (db_->Changes() == 0) return NoSuchJob(r.id);
   return absl::OkStatus();

@@ -296,12 +296,14 @@ absl::Status CheckJobNumbers(const JobRecord& r) {
     absl::Status status = CheckFinite(r, field, value);
     if (!status.ok()) return status;
   }
-  for (auto [field, value] : {std::pair<absl::string_view, int>{"queue", r.queue},
-                              {"preemptions", r.preemptions},
-                              {"promotions", r.promotions},
-                              {"restarts", r.restarts},
-                              {"attempt", r.attempt},
-                              {"failed_starts", r.failed_starts}}) {
+  for (auto [field, value] :
+       {std::pair<absl::string_view, int>{"queue", r.queue},
+        {"preemptions", r.preemptions},
+        {"promotions", r.promotions},
+        {"restarts", r.restarts},
+        {"attempt", r.attempt},
+        {"failed_starts", r.failed_starts},
+        {"live_attempt", r.live_attempt}}) {
     absl::Status status = CheckCount(r, field, value);
     if (!status.ok()) return status;
   }
@@ -357,6 +359,7 @@ absl::StatusOr<JobRecord> DecodeJob(const SqliteQuery& row,
   r.max_memory_bytes = in.Int64(29, "max_memory_bytes");
   r.array_count = in.Int(30, "array_count");
   r.array_split = in.Int(31, "array_split");
+  r.live_attempt = in.Int(32, "live_attempt");
   if (!in.status().ok()) return in.status();
   return r;
 }
@@ -366,10 +369,10 @@ absl::StatusOr<JobRequest> DecodeArraySpec(const SqliteQuery& row,
   RowReader in(row, path, "a job row");
   const JobId id = in.Int64(0, "id");
   in.set_what(absl::StrCat("job ", id));
-  JobRequest spec = in.Spec(32, "array_spec");
+  JobRequest spec = in.Spec(33, "array_spec");
   spec.name = in.Text(1, "name");
   spec.user = in.Text(2, "user");
-  spec.num_gpus = in.Int(33, "array_gpus");
+  spec.num_gpus = in.Int(34, "array_gpus");
   if (!in.status().ok()) return in.status();
   return spec;
 }

@@ -186,6 +186,10 @@ inline constexpr const char* kMigrations[] = {
     // (`update`); x'' and 0 otherwise.
     "ALTER TABLE jobs ADD COLUMN array_spec BLOB NOT NULL DEFAULT x'';"
     "ALTER TABLE jobs ADD COLUMN array_gpus INTEGER NOT NULL DEFAULT 0",
+    // 22: JobRecord::live_attempt, the launch released to the agents and
+    // not stopped as of the last write: a restarted master adopts it also
+    // while it was still starting (stored pending or preempted).
+    "ALTER TABLE jobs ADD COLUMN live_attempt INTEGER NOT NULL DEFAULT 0",
 };
 // The schema version a file has after every migration.
 inline constexpr int kLatestSchemaVersion =
@@ -198,7 +202,8 @@ inline constexpr char kJobColumns[] =
     "first_start_time, end_time, last_stop_time, preemptions, promotions, "
     "restarts, attempt, nodes, exit_code, failed_starts, request_id, "
     "cancel_requested, profile, held, timeout_requested, array_id, "
-    "array_index, cpu_seconds, max_memory_bytes, array_count, array_split";
+    "array_index, cpu_seconds, max_memory_bytes, array_count, array_split, "
+    "live_attempt";
 inline constexpr char kEventColumns[] =
     "sequence, job_id, time, kind, detail";
 inline constexpr char kNodeColumns[] =
@@ -219,7 +224,7 @@ absl::StatusOr<std::string> EncodeStrings(const std::vector<std::string>& list,
 std::string EncodeSpec(const JobRequest& spec);
 
 // The spec an array's unwritten jobs are made with, from a row that
-// selected kJobColumns then array_spec and array_gpus (columns 32 and 33):
+// selected kJobColumns then array_spec and array_gpus (columns 33 and 34):
 // array_spec's, with the row's name and user. Errors as DecodeJob's.
 absl::StatusOr<JobRequest> DecodeArraySpec(const SqliteQuery& row,
                                            absl::string_view path);

@@ -104,7 +104,7 @@ TEST(StoreSpecColumnTest, VersionFourteenFileMovesEverySpecFieldIntoOneColumn) {
             "promotions restarts attempt nodes exit_code failed_starts "
             "request_id cancel_requested profile held timeout_requested "
             "array_id array_index spec cpu_seconds max_memory_bytes vc "
-            "array_count array_split array_spec array_gpus");
+            "array_count array_split array_spec array_gpus live_attempt");
   // The column is the wire's message, without what has columns of its own.
   v1::JobSpec stored;
   ASSERT_TRUE(stored.ParseFromString(

@@ -37,7 +37,8 @@ TEST(StoreVcsTest, JobsAreListedByVcAlsoFromAFileOfSchema17) {
          "qos; DROP TABLE settings; DROP INDEX jobs_splitting_arrays; "
          "ALTER TABLE jobs DROP COLUMN array_count; ALTER TABLE jobs DROP "
          "COLUMN array_split; ALTER TABLE jobs DROP COLUMN array_spec; ALTER "
-         "TABLE jobs DROP COLUMN array_gpus; UPDATE meta SET value = '17' "
+         "TABLE jobs DROP COLUMN array_gpus; ALTER TABLE jobs DROP COLUMN "
+         "live_attempt; UPDATE meta SET value = '17' "
          "WHERE key = 'schema_version'");
   {
     auto store = SqliteStore::Open(path);

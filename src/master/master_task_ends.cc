@@ -159,6 +159,9 @@ void MasterState::OnProfile(Launch& launch,
 
 void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
   if (launch.phase != Phase::kActive || launch.all_running) return;
+  // Being re-adopted after a master restart: AdoptOnto decides, and calls
+  // this again for a launch that was still starting.
+  if (adopting_.contains(launch.job)) return;
   // The job runs once its last part does: the latest reported start.
   std::optional<Seconds> start;
   for (const Part& part : launch.parts) {
@@ -174,8 +177,6 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
     rec->second.failed_starts = 0;  // this launch ran: the streak is over
     MarkDirty(launch.job);
   }
-  // Being re-adopted after a master restart: AdoptOnto says it.
-  if (adopting_.contains(launch.job)) return;
   if (!start) start = now;
   // Every launch that runs says so, with its attempt ("started attempt 1
   // on ...", "resumed attempt 2 on ..."), also one whose record was left

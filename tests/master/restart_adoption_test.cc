@@ -100,6 +100,48 @@ TEST_F(RestartAdoptionTest, AStartedLaunchWhoseReportWasLostIsAdopted) {
   EXPECT_EQ(Get(id).attempt, 1);
 }
 
+// A gang: adopted once each rank's node has reported its task, and
+// running (with one "started") from then on.
+TEST_F(RestartAdoptionTest, AStartingGangIsAdoptedOnceEveryRankReportsIn) {
+  options_.node_timeout = Seconds{30};
+  Open();
+  int64_t n1 = Register("n1", 1);
+  int64_t n2 = Register("n2", 1);
+  const JobId id = Submit(Spec(2));
+  Pass();
+  const std::vector<v1::StartTask> s1 = Starts(Beat(n1));
+  const std::vector<v1::StartTask> s2 = Starts(Beat(n2));
+  ASSERT_EQ(s1.size(), 1u);
+  ASSERT_EQ(s2.size(), 1u);
+  const v1::TaskStatus t1 =
+      Task(id, 1, s1[0].task().rank(), TASK_STATE_RUNNING, {0}, {}, 1001.0);
+  const v1::TaskStatus t2 =
+      Task(id, 1, s2[0].task().rank(), TASK_STATE_RUNNING, {0}, {}, 1001.5);
+  master_.reset();
+  clock_.Advance(Seconds{2});
+  Open();
+  n1 = Register("n1", 1, {t1});
+  Pass();
+  EXPECT_NE(Get(id).state, JobRecordState::kRunning);  // n2 not heard yet
+  n2 = Register("n2", 1, {t2});
+  Pass();
+  for (int64_t node : {n1, n2}) {
+    const v1::HeartbeatResponse beat = Beat(node, {node == n1 ? t1 : t2});
+    const std::vector<v1::StartTask> wanted = Starts(beat);
+    ASSERT_EQ(wanted.size(), 1u);
+    EXPECT_EQ(wanted[0].task().attempt(), 1);
+    EXPECT_TRUE(Stops(beat).empty());
+  }
+  const JobRecord rec = Get(id);
+  EXPECT_EQ(rec.state, JobRecordState::kRunning);
+  EXPECT_EQ(rec.attempt, 1);
+  EXPECT_EQ(rec.preemptions, 0);
+  ASSERT_TRUE(rec.first_start_time.has_value());
+  EXPECT_EQ(rec.first_start_time->count(), 1001.5);  // its last rank's start
+  EXPECT_EQ(Count(EventKinds(rec), "started"), 1);
+  EXPECT_EQ(Count(EventKinds(rec), "adopted"), 1);
+}
+
 // The agent has the task but its process is still starting (an image
 // being pulled): adopted (not started again), and running only once a
 // report says its process runs.

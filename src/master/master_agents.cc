@@ -189,7 +189,7 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
     reported.push_back(task->task().job_id());
     reported_launches.insert({task->task().job_id(), task->task().attempt()});
   }
-  RequeueUnstartedOn(record.id, reported_launches, now);
+  GiveUpAdoptionsOn(record.id, reported_launches, now);
   RETURN_IF_ERROR(JoinCluster(record.id, now, reported));
   Reconcile(record.id, reports, now, &resp);
   ReleaseDeferred(now);
@@ -246,32 +246,95 @@ void MasterState::AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task,
   table_.TouchNode(node_id);
 }
 
-void MasterState::RequeueUnstartedOn(int64_t node_id,
-                                     const std::set<LaunchKey>& reported,
-                                     Seconds now) {
+void MasterState::GiveUpAdoptionsOn(int64_t node_id,
+                                    const std::set<LaunchKey>& reported,
+                                    Seconds now) {
   const std::string node_name = table_.NodeName(node_id);
-  std::vector<JobId> unstarted;
+  std::vector<std::pair<JobId, int>> missing;  // job, its rank here
   for (JobId id : adopting_) {
     const JobRecord& rec = records_.at(id);
-    if (rec.state == JobRecordState::kRunning || rec.nodes.size() != 1 ||
-        rec.nodes[0] != node_name || reported.contains({id, rec.attempt})) {
+    if (reported.contains({id, rec.attempt})) continue;
+    for (size_t rank = 0; rank < rec.nodes.size(); ++rank) {
+      if (rec.nodes[rank] == node_name) {
+        missing.emplace_back(id, static_cast<int>(rank));
+        break;
+      }
+    }
+  }
+  for (const auto& [id, rank] : missing) {
+    JobRecord& rec = records_.at(id);
+    if (rec.state != JobRecordState::kRunning && rec.nodes.size() == 1) {
+      adopting_.erase(id);
+      adopt_conflicts_.erase(id);
+      AddEvent(id, now, EventKind::kRequeued,
+               absl::StrCat("attempt ", rec.attempt, ": ", node_name,
+                            " registered after a master restart without its "
+                            "task, which had not started"));
+      MarkDirty(id);
+      // Loaded just now and kept out of the scheduler while adopted:
+      // Restore fails only on a duplicate.
+      scheduler_->Restore(JobFromRecord(rec), now).IgnoreError();
+      pass_wanted_ = true;
       continue;
     }
-    unstarted.push_back(id);
+    StopAdopting(id, now,
+                 absl::StrCat(node_name,
+                              " registered after a master restart without "
+                              "its rank ",
+                              rank, " task"));
   }
-  for (JobId id : unstarted) {
-    adopting_.erase(id);
-    adopt_conflicts_.erase(id);
-    JobRecord& rec = records_.at(id);
-    AddEvent(id, now, EventKind::kRequeued,
-             absl::StrCat("attempt ", rec.attempt, ": ", node_name,
-                          " registered after a master restart without its "
-                          "task, which had not started"));
-    MarkDirty(id);
-    // Loaded just now and kept out of the scheduler while adopted: Restore
-    // fails only on a duplicate.
-    scheduler_->Restore(JobFromRecord(rec), now).IgnoreError();
-    pass_wanted_ = true;
+}
+
+void MasterState::StopAdopting(JobId id, Seconds now, const std::string& why) {
+  JobRecord& rec = records_.at(id);
+  // A launch that was still starting (stored pending or preempted) had not
+  // run: as OnSystemStop says of one, no preemption is counted.
+  const bool ran = rec.state == JobRecordState::kRunning;
+  Launch* launch = table_.Find({id, rec.attempt});
+  if (!adoption_closed_) {
+    // Its ranks on nodes not heard from yet may still run until their
+    // agents' leases lapse: the next attempt waits for those nodes, or for
+    // the window's end (EarlierAttemptMayRun). The parts are done with.
+    std::set<std::string> unheard;
+    for (size_t rank = 0; rank < rec.nodes.size(); ++rank) {
+      if (launch == nullptr || rank >= launch->parts.size() ||
+          launch->parts[rank].node_id == 0) {
+        unheard.insert(rec.nodes[rank]);
+      }
+    }
+    if (launch != nullptr) {
+      for (Part& part : launch->parts) {
+        if (part.node_id == 0) part.MarkEnded();
+      }
+    }
+    if (!unheard.empty()) restart_fence_[id] = std::move(unheard);
+  }
+  if (launch != nullptr && launch->phase == Phase::kActive) {
+    table_.Stop(*launch, v1::STOP_REASON_PREEMPT);
+    launch->preemption_counted = ran;
+  }
+  if (ran) {
+    MoveJob(rec, JobRecordState::kPreempted);
+    rec.last_stop_time = now;
+    ++rec.preemptions;
+  } else {
+    MoveJob(rec, rec.first_start_time ? JobRecordState::kPreempted
+                                      : JobRecordState::kPending);
+  }
+  AddEvent(id, now, EventKind::kPreempted,
+           absl::StrCat("attempt ", rec.attempt, ": ", why,
+                        ran ? "" : " (while starting: it had not run yet)"));
+  MarkDirty(id);
+  adopting_.erase(id);
+  adopt_conflicts_.erase(id);
+  // The record was just reloaded from the store; Restore fails only on a
+  // duplicate, and an adopting job is not in the scheduler.
+  scheduler_->Restore(JobFromRecord(rec), now).IgnoreError();
+  pass_wanted_ = true;
+  // Nothing of it left running: done with (at the window's end, all such
+  // launches are, below).
+  if (launch != nullptr && !adoption_closed_ && launch->AllEnded()) {
+    table_.Erase({id, rec.attempt});
   }
 }
 
@@ -505,35 +568,12 @@ void MasterState::EndAdoptionWindow(Seconds now) {
   // A part whose node never reported in is fenced by now (its agent's lease
   // lapsed within the node timeout of the restart): it has ended.
   table_.EndUnadoptedParts();
-  for (JobId id : adopting_) {
-    JobRecord& rec = records_.at(id);
-    // A launch that was still starting (stored pending or preempted) had
-    // not run: as OnSystemStop says of one, no preemption is counted.
-    const bool ran = rec.state == JobRecordState::kRunning;
-    Launch* launch = table_.Find({id, rec.attempt});
-    if (launch != nullptr && launch->phase == Phase::kActive) {
-      table_.Stop(*launch, v1::STOP_REASON_PREEMPT);
-      launch->preemption_counted = ran;
-    }
-    if (ran) {
-      MoveJob(rec, JobRecordState::kPreempted);
-      rec.last_stop_time = now;
-      ++rec.preemptions;
-    } else {
-      MoveJob(rec, rec.first_start_time ? JobRecordState::kPreempted
-                                        : JobRecordState::kPending);
-    }
-    AddEvent(id, now, EventKind::kPreempted,
-             absl::StrCat("attempt ", rec.attempt,
-                          ": not re-adopted within the node timeout after a "
-                          "master restart",
-                          ran ? "" : " (while starting: it had not run yet)"));
-    MarkDirty(id);
-    // The record was just reloaded from the store; Restore fails only on a
-    // duplicate, and an adopting job is not in the scheduler.
-    scheduler_->Restore(JobFromRecord(rec), now).IgnoreError();
+  const std::vector<JobId> unadopted(adopting_.begin(), adopting_.end());
+  for (JobId id : unadopted) {
+    StopAdopting(id, now,
+                 "not re-adopted within the node timeout after a master "
+                 "restart");
   }
-  adopting_.clear();
   adopt_conflicts_.clear();
   // Launches whose every part has now ended are done with.
   std::vector<LaunchKey> done;

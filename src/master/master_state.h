@@ -92,9 +92,12 @@
 // Restart recovery: Open() over an existing state dir reloads unfinished
 // jobs. Pending and preempted ones go into the scheduler at once (their
 // next launch waits for the nodes of their last one, see above). Running
-// ones wait for their agents to Register with their tasks (adopted, no new
-// start) until node_timeout after Open; those not fully adopted by then are
-// stopped where found and become preempted.
+// ones, and those whose launch was released and not stopped
+// (JobRecord::live_attempt), wait for their agents to Register with their
+// tasks (adopted, no new start) until node_timeout after Open; one whose
+// node registers without its task, and those not fully adopted by then,
+// are stopped where found and become preempted (GiveUpAdoptionsOn,
+// StopAdopting).
 //
 // Submissions (group commit, LevelDB's DBImpl::Write): concurrent SubmitJob
 // calls queue up; the one at the front leads, takes everything queued (at
@@ -979,12 +982,21 @@ class MasterState {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task, Seconds now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After a master restart, a job whose launch was still starting on the
-  // node `node_id` alone, which registered without reporting its task
-  // (`reported`): the task never started, so the job waits again at once
-  // (no run, no preemption) rather than until the adoption window ends.
-  void RequeueUnstartedOn(int64_t node_id, const std::set<LaunchKey>& reported,
-                          Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a master restart, the jobs being adopted with a rank on the node
+  // `node_id`, which registered without reporting that task (`reported`):
+  // their launch cannot be adopted whole, so it is given up at once rather
+  // than when the adoption window ends. A launch that was still starting
+  // on that node alone never started: the job waits again (no run, no
+  // preemption). Any other is stopped as StopAdopting says.
+  void GiveUpAdoptionsOn(int64_t node_id, const std::set<LaunchKey>& reported,
+                         Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives up adopting job `id` (in adopting_): what of its launch was
+  // adopted is stopped, the job waits again (a preemption if it was
+  // running; `why` in the event), and while the adoption window is open
+  // its next attempt waits for the nodes of its launch not heard from yet
+  // (restart_fence_).
+  void StopAdopting(JobId id, Seconds now, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoseNode(int64_t node_id, Seconds now, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EndAdoptionWindow(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -244,6 +244,99 @@ TEST_F(RestartAdoptionTest,
   EXPECT_EQ(Count(EventKinds(rec), "preempted"), 1);  // says why
 }
 
+// A running job whose node registers without its task (the agent lost it)
+// is preempted at once, and runs again as its next attempt; not only when
+// the adoption window ends.
+TEST_F(RestartAdoptionTest,
+       ARunningJobWhoseNodeReturnsWithoutItIsPreemptedAtOnce) {
+  options_.node_timeout = Seconds{30};
+  int64_t n1 = 0;
+  const JobId id = StartSentNotReported(&n1);
+  Beat(n1, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1001.0)});
+  ASSERT_EQ(Get(id).state, JobRecordState::kRunning);
+  master_.reset();
+  Open();
+  n1 = Register("n1", 1, {});
+  Pass();
+  const std::vector<v1::StartTask> starts = Starts(Beat(n1));
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].task().attempt(), 2);
+  EXPECT_EQ(Get(id).preemptions, 1);
+}
+
+// A gang one of whose nodes registers without its rank: stopped at once on
+// the nodes that have theirs, and its next attempt starts only once that
+// rank has ended.
+TEST_F(RestartAdoptionTest, AGangMissingARankIsStoppedAtOnce) {
+  options_.node_timeout = Seconds{30};
+  Open();
+  int64_t n1 = Register("n1", 1);
+  int64_t n2 = Register("n2", 1);
+  const JobId id = Submit(Spec(2));
+  Pass();
+  const int r1 = Starts(Beat(n1))[0].task().rank();
+  const int r2 = Starts(Beat(n2))[0].task().rank();
+  const v1::TaskStatus t1 =
+      Task(id, 1, r1, TASK_STATE_RUNNING, {0}, {}, 1001.0);
+  Beat(n1, {t1});
+  Beat(n2, {Task(id, 1, r2, TASK_STATE_RUNNING, {0}, {}, 1001.0)});
+  ASSERT_EQ(Get(id).state, JobRecordState::kRunning);
+  master_.reset();
+  Open();
+  n1 = Register("n1", 1, {t1});
+  n2 = Register("n2", 1, {});
+  Pass();
+  // Preempted (its next attempt may be decided, waiting: "starting").
+  const JobRecord rec = Get(id);
+  EXPECT_NE(rec.state, JobRecordState::kRunning);
+  EXPECT_EQ(rec.preemptions, 1);
+  v1::HeartbeatResponse beat = Beat(n1, {t1});
+  EXPECT_TRUE(Starts(beat).empty());
+  ASSERT_EQ(Stops(beat).size(), 1u);
+  EXPECT_EQ(Stops(beat)[0].attempt(), 1);
+  EXPECT_TRUE(Starts(Beat(n2)).empty()) << "rank " << r1 << " still runs";
+  // Its rank on n1 has ended: the next attempt starts.
+  Beat(n1, {Task(id, 1, r1, v1::TASK_STATE_PREEMPTED, {0}, 143, 1001.0)});
+  Pass();
+  std::vector<v1::StartTask> starts = Starts(Beat(n1));
+  for (const v1::StartTask& s : Starts(Beat(n2))) starts.push_back(s);
+  ASSERT_EQ(starts.size(), 2u);
+  for (const v1::StartTask& s : starts) EXPECT_EQ(s.task().attempt(), 2);
+}
+
+// Given up early, a gang's next attempt still waits for its nodes not
+// heard from yet (their ranks may run until their leases lapse), until the
+// adoption window ends, though a free node could take it.
+TEST_F(RestartAdoptionTest, AGangGivenUpEarlyWaitsForItsUnheardNodes) {
+  options_.node_timeout = Seconds{30};
+  Open();
+  int64_t n1 = Register("n1", 1);
+  int64_t n2 = Register("n2", 1);
+  const JobId id = Submit(Spec(2));
+  Pass();
+  const int r1 = Starts(Beat(n1))[0].task().rank();
+  const int r2 = Starts(Beat(n2))[0].task().rank();
+  Beat(n1, {Task(id, 1, r1, TASK_STATE_RUNNING, {0}, {}, 1001.0)});
+  Beat(n2, {Task(id, 1, r2, TASK_STATE_RUNNING, {0}, {}, 1001.0)});
+  master_.reset();
+  Open();
+  n1 = Register("n1", 1, {});  // lost its rank; n2 not heard from
+  const int64_t n3 = Register("n3", 2);
+  Pass();
+  EXPECT_EQ(Get(id).preemptions, 1);
+  EXPECT_TRUE(Starts(Beat(n3)).empty()) << "n2's rank may still run";
+  clock_.Advance(Seconds{31});
+  Beat(n1);
+  Beat(n3);
+  ASSERT_TRUE(master_->CheckTimeouts().ok());
+  Pass();
+  const std::vector<v1::StartTask> starts = Starts(Beat(n3));
+  ASSERT_FALSE(starts.empty());
+  EXPECT_EQ(starts[0].task().job_id(), id);
+  EXPECT_EQ(starts[0].task().attempt(), 2);
+  EXPECT_EQ(Get(id).preemptions, 1);  // not counted twice
+}
+
 // A launch stopped while it was starting (preempted before any report) is
 // not live any more: a new master that finds its task running stops it as
 // an orphan, and does not adopt it.

@@ -183,11 +183,16 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   // After a master restart: the tasks of jobs that were running become
   // their launches' parts again (no new start), before anything else.
   std::vector<JobId> reported;
-  std::set<LaunchKey> reported_launches;
   for (const v1::TaskStatus* task : reports.valid) {
     AdoptOrOrphan(record.id, *task, now);
     reported.push_back(task->task().job_id());
-    reported_launches.insert({task->task().job_id(), task->task().attempt()});
+  }
+  // A launch is given up only where the agent does not have it at all: a
+  // report refused (a GPU index past the node's count now) may still be a
+  // live task, which the adoption window's end covers as before.
+  std::set<LaunchKey> reported_launches;
+  for (const auto& [job, attempt, rank] : reports.present) {
+    reported_launches.insert({job, attempt});
   }
   GiveUpAdoptionsOn(record.id, reported_launches, now);
   RETURN_IF_ERROR(JoinCluster(record.id, now, reported));

@@ -264,6 +264,25 @@ TEST_F(RestartAdoptionTest,
   EXPECT_EQ(Get(id).preemptions, 1);
 }
 
+// A report of the task that is refused (here a GPU index past the node's
+// count) is not its absence: the task may still run, so the job is not
+// given up before the adoption window ends.
+TEST_F(RestartAdoptionTest, ARefusedReportOfTheTaskDoesNotGiveItUp) {
+  options_.node_timeout = Seconds{30};
+  int64_t n1 = 0;
+  const JobId id = StartSentNotReported(&n1);
+  Beat(n1, {Task(id, 1, 0, TASK_STATE_RUNNING, {0}, {}, 1001.0)});
+  master_.reset();
+  Open();
+  v1::RegisterResponse registered;
+  n1 = Register("n1", 1, {Task(id, 1, 0, TASK_STATE_RUNNING, {3}, {}, 1001.0)},
+                &registered);
+  ASSERT_EQ(registered.rejected_size(), 1);
+  Pass();
+  EXPECT_TRUE(Starts(Beat(n1)).empty());
+  EXPECT_EQ(Get(id).preemptions, 0);
+}
+
 // A gang one of whose nodes registers without its rank: stopped at once on
 // the nodes that have theirs, and its next attempt starts only once that
 // rank has ended.

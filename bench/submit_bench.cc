@@ -8,14 +8,18 @@
 // transaction.
 //
 //   build/bench/submit_bench [--jobs N] [--clients N] [--state-dir DIR]
-//                            [--tls]
+//                            [--tls] [--store etcd://HOST:PORT,...]
 //
 // --jobs is the total over all clients (default 500), --clients the number
 // of client threads (default 1). Without --state-dir it uses a fresh folder
 // under /tmp (removed after). --tls serves as a production master does: TLS
 // with a certificate from a fresh in-memory CA, authentication required,
 // each client a user with its own bearer token on every call (the cost of
-// security on the submission path). Built with -DSUBMIT_BENCH_NO_STATS it
+// security on the submission path). --store etcd://... leads an etcd store
+// (master/etcd_store.h) as `master --store` does: every transaction is
+// also appended to the store's log in etcd before it is answered
+// (bench/store_compare.sh starts three members and compares with SQLite).
+// Built with -DSUBMIT_BENCH_NO_STATS it
 // needs nothing newer than MasterServer (and has no --tls), so that the
 // same file measures code from before group commit for a before/after ratio
 // (BENCHMARKS.md).
@@ -33,11 +37,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "master/clock.h"
 #include "master/master_state.h"
 #include "master/server.h"
 #include "proto/tiresias.grpc.pb.h"
 #ifndef SUBMIT_BENCH_NO_STATS
+#include "master/etcd_store.h"
 #include "security/identity.h"
 #include "security/pki.h"
 #include "security/tls.h"
@@ -121,6 +127,8 @@ int main(int argc, char** argv) {
   int jobs = 500;
   int clients = 1;
   std::string state_dir;
+  std::string store_url;
+  int linger_us = 500;  // MasterOptions::submit_linger, on etcd
   ClientSecurity security;
   for (int i = 1; i < argc; i += 2) {
     if (!std::strcmp(argv[i], "--tls")) {
@@ -142,6 +150,10 @@ int main(int argc, char** argv) {
       clients = std::atoi(argv[i + 1]);
     } else if (!std::strcmp(argv[i], "--state-dir")) {
       state_dir = argv[i + 1];
+    } else if (!std::strcmp(argv[i], "--store")) {
+      store_url = argv[i + 1];
+    } else if (!std::strcmp(argv[i], "--linger-us")) {
+      linger_us = std::atoi(argv[i + 1]);
     } else {
       std::fprintf(stderr, "submit_bench: unknown flag %s\n", argv[i]);
       return 2;
@@ -160,7 +172,47 @@ int main(int argc, char** argv) {
   MasterOptions options;
   options.state_dir = state_dir;
   options.require_auth = security.tls;
+#ifndef SUBMIT_BENCH_NO_STATS
+  std::shared_ptr<tiresias::EtcdLead> lead;
+  std::shared_ptr<tiresias::EtcdLog> log;
+  std::unique_ptr<tiresias::Store> store;
+  if (!store_url.empty()) {
+    auto opened = [&]() -> absl::Status {
+      ASSIGN_OR_RETURN(tiresias::EtcdUrl url,
+                       tiresias::ParseEtcdUrl(store_url));
+      ASSIGN_OR_RETURN(
+          std::shared_ptr<tiresias::EtcdClient> client,
+          tiresias::EtcdClient::Connect({.endpoints = url.endpoints}));
+      // A prefix of its own: a fresh log each run.
+      const std::string prefix =
+          absl::StrCat(url.prefix, "submit-bench-", getpid(), "/");
+      ASSIGN_OR_RETURN(std::string id,
+                       tiresias::EtcdClusterId(*client, prefix));
+      ASSIGN_OR_RETURN(std::unique_ptr<tiresias::SqliteStore> copy,
+                       tiresias::SqliteStore::Open(
+                           state_dir + "/state.db",
+                           {.sync_every_commit = false, .cluster_id = id}));
+      ASSIGN_OR_RETURN(lead, tiresias::EtcdLead::Join(client, prefix, {}));
+      ASSIGN_OR_RETURN(bool led, lead->TryLead());
+      if (!led) return absl::InternalError("another leads the bench's prefix");
+      log = std::make_shared<tiresias::EtcdLog>(client, prefix);
+      RETURN_IF_ERROR(log->StartLeading(*copy, lead.get()));
+      store = std::move(copy);
+      options.submit_linger = std::chrono::microseconds(linger_us);
+      return absl::OkStatus();
+    }();
+    if (!opened.ok()) {
+      std::fprintf(stderr, "submit_bench: --store %s: %s\n", store_url.c_str(),
+                   std::string(opened.message()).c_str());
+      return 1;
+    }
+  }
+  auto state = store != nullptr
+                   ? MasterState::Open(options, &clock, std::move(store))
+                   : MasterState::Open(options, &clock);
+#else
   auto state = MasterState::Open(options, &clock);
+#endif
   if (!state.ok()) {
     std::fprintf(stderr, "submit_bench: %s\n",
                  std::string(state.status().message()).c_str());
@@ -245,14 +297,19 @@ int main(int argc, char** argv) {
 #endif
   std::printf(
       "%d jobs from %d client%s submitted and durable in %.2f s: %.0f jobs/s; "
-      "latency p50 %.2f ms, p99 %.2f ms, max %.2f ms%s%s (state dir %s)\n",
+      "latency p50 %.2f ms, p99 %.2f ms, max %.2f ms%s%s (state dir %s%s)\n",
       jobs, clients, clients == 1 ? "" : "s", total_s, jobs / total_s,
       PercentileMs(latency_s, 0.5), PercentileMs(latency_s, 0.99),
       PercentileMs(latency_s, 1.0), batching.c_str(),
-      security.tls ? "; TLS + bearer tokens" : "", state_dir.c_str());
+      security.tls ? "; TLS + bearer tokens" : "", state_dir.c_str(),
+      store_url.empty() ? "" : ", replicated through etcd");
   (*server)->Shutdown();
   server->reset();
-  state->reset();
+  state->reset();  // before the log its store writes through
+#ifndef SUBMIT_BENCH_NO_STATS
+  log.reset();
+  lead.reset();
+#endif
   if (temporary) std::filesystem::remove_all(state_dir);
   return 0;
 }

@@ -17,6 +17,7 @@ packages=(
   clang-14  # scripts/check_thread_safety.sh: the lock rules (GCC ignores them)
   tmux  # tests/e2e/interactive_test.py, readme_test.py: a real terminal
   podman crun uidmap  # `submit --image`: OCI containers (tests/e2e/container_test.py)
+  etcd-server  # `master --store etcd://`: the tests start their own members
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -272,6 +273,22 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
   cmd->add_option("--max-nodes", f.max_nodes,
                   "Refuse a new node name beyond this many nodes")
       ->capture_default_str();
+  cmd->add_option("--store", f.store,
+                  "Where the state lives: sqlite (default: <state-dir>/"
+                  "state.db) or etcd://HOST:PORT[,HOST:PORT...][/PREFIX] "
+                  "(replicated through etcd: every master keeps a copy in "
+                  "its state dir, one leads by an etcd lease, the others "
+                  "wait as standbys, on any machines)");
+  cmd->add_option("--etcd-ca", f.etcd_ca,
+                  "With --store etcd://: TLS to etcd, trusting this CA (PEM)");
+  cmd->add_option("--etcd-cert", f.etcd_cert,
+                  "With --etcd-ca: this master's client certificate (PEM)");
+  cmd->add_option("--etcd-key", f.etcd_key, "With --etcd-cert: its key (PEM)");
+  cmd->add_option("--lead-ttl", f.lead_ttl_seconds,
+                  "With --store etcd://: seconds a leader's lease outlives "
+                  "its last renewal (a dead leader's standbys wait this long; "
+                  "a leader cut off from etcd steps down before it ends)")
+      ->capture_default_str();
   cmd->add_option("--tls-dir", f.tls_dir,
                   "TLS: a folder with ca.pem, master.pem and master-key.pem "
                   "(`tiresias admin ca init` and `admin master-cert issue`)");
@@ -441,17 +458,10 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
   // (only a new state dir is made first, to hold the lead).
   std::error_code exists_error;
   const bool existed = std::filesystem::exists(f.state_dir, exists_error);
-  if (!existed) RETURN_IF_ERROR(make_private());
-  absl::StatusOr<std::shared_ptr<StateDirLead>> lead =
-      TakeLead(f.state_dir, f.wait_as_standby);
-  if (!lead.ok()) {
-    if (absl::IsCancelled(lead.status())) return lead.status();
-    return absl::Status(lead.status().code(),
-                        absl::StrCat("--state-dir ", f.state_dir, ": ",
-                                     lead.status().message()));
-  }
-  if (existed) RETURN_IF_ERROR(make_private());
-  options.lead = *lead;
+  RunningMaster m;
+  ASSIGN_OR_RETURN(TakenLead taken,
+                   TakeLeadToStart(f, existed, make_private, &options, &m));
+  std::unique_ptr<Store> store = std::move(taken.store);
   ASSIGN_OR_RETURN(security::TlsConfig tls, MasterTls(f));
   ASSIGN_OR_RETURN(options.notify_key, NotifyKey(f));
   // A connection per agent and per client: a shell's 1,024 would refuse
@@ -466,14 +476,14 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
                  static_cast<long long>(files),
                  static_cast<long long>(files - kReservedOpenFiles));
   }
-  RunningMaster m;
   m.tls = tls;
   absl::StatusOr<std::unique_ptr<MasterState>> state =
-      MasterState::Open(options, clock);
+      store != nullptr ? MasterState::Open(options, clock, std::move(store))
+                       : MasterState::Open(options, clock);
   // A leader killed a moment ago may still hold the file's own lock while
   // the kernel closes its descriptors (the lead's first): wait that out.
   for (int tries = 0;
-       tries < 100 && absl::IsUnavailable(state.status()) &&
+       tries < 100 && !taken.on_etcd && absl::IsUnavailable(state.status()) &&
        absl::StrContains(state.status().message(), "in use by another process");
        ++tries) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -498,7 +508,7 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
   }
   m.server = std::move(*server);
   m.address = BoundAddress(f.listen, m.server->port());
-  if (absl::Status said = (*lead)->SetAddress(m.address); !said.ok()) {
+  if (absl::Status said = taken.set_address(m.address); !said.ok()) {
     std::fprintf(stderr, "tiresias master: WARNING: %s\n",
                  std::string(said.message()).c_str());  // only for standbys
   }

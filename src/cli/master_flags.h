@@ -5,17 +5,18 @@
 #include <sys/types.h>
 
 #include <CLI/CLI.hpp>
-
 #include <chrono>
-#include <string>
-
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "master/clock.h"
+#include "master/etcd_store.h"
 #include "master/http_server.h"
 #include "master/master_state.h"
 #include "master/server.h"
+#include "master/state_dir_lead.h"
 #include "security/tls.h"
 
 namespace tiresias {
@@ -83,6 +84,13 @@ struct MasterFlags {
   std::string sendmail = "/usr/sbin/sendmail";
   bool max_nodes_set = false;
   int max_nodes = 10000;
+  // --store: empty (or "sqlite"): the state dir's state.db, led by its
+  // lock; "etcd://HOST:PORT,...[/PREFIX]": a copy of it in the state dir,
+  // replicated through etcd, led by an etcd lease (master/etcd_store.h),
+  // with TLS to etcd when etcd_ca is given.
+  std::string store;
+  std::string etcd_ca, etcd_cert, etcd_key;
+  double lead_ttl_seconds = 5;
 };
 
 // Registers --listen, --state-dir, --policy, --thresholds, --promote-knob,
@@ -104,6 +112,10 @@ std::string BoundAddress(const std::string& listen, int port);
 // A master serving: its state and its gRPC server. Shut the server down
 // before destroying the state.
 struct RunningMaster {
+  // On an etcd store (--store etcd://): the lead and the store's log,
+  // which the state's store writes through (so destroyed after it).
+  std::shared_ptr<EtcdLead> etcd_lead;
+  std::shared_ptr<EtcdLog> etcd_log;
   std::unique_ptr<MasterState> state;
   security::TlsConfig tls;  // the master's; insecure with --insecure
   // Where a first admin token was written at this start (its state had
@@ -133,6 +145,32 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
 // Cancelled if SIGINT or SIGTERM (blocked by the caller) comes first.
 absl::StatusOr<std::shared_ptr<StateDirLead>> TakeLead(
     const std::string& state_dir, bool wait);
+
+// The same on an etcd store (--store etcd://): joins its masters, keeps the
+// state dir's copy (state.db) up to date with the store's log while
+// another leads, and takes the lead; then the copy is complete and its
+// writes go to the log. A lead lost later ends the process (exit status
+// 3, said on stderr): a supervisor starts it again, as a standby.
+struct EtcdStart {
+  std::shared_ptr<EtcdLead> lead;
+  std::shared_ptr<EtcdLog> log;
+  std::unique_ptr<SqliteStore> store;
+};
+absl::StatusOr<EtcdStart> TakeEtcdLead(const MasterFlags& f);
+
+// StartMaster's lead, by --store: TakeLead's of the state dir (made
+// private by `make_private`, once it leads if it `existed`), or
+// TakeEtcdLead's, whose store, lead and log it puts in `options` and `m`.
+// Errors name the flag.
+struct TakenLead {
+  bool on_etcd = false;
+  std::unique_ptr<Store> store;  // on etcd: the copy, for MasterState::Open
+  std::function<absl::Status(const std::string&)> set_address;
+};
+absl::StatusOr<TakenLead> TakeLeadToStart(
+    const MasterFlags& f, bool existed,
+    const std::function<absl::Status()>& make_private, MasterOptions* options,
+    RunningMaster* m);
 
 // Blocks SIGINT and SIGTERM in this thread (call before starting any
 // thread, so every thread inherits the mask); WaitForStopSignal then waits

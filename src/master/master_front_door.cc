@@ -4,6 +4,7 @@
 // listings a page at a time.
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -203,6 +204,14 @@ void MasterState::QueueAndWrite(SubmitWriter& self) {
     submit_mu_.Unlock();
     return;
   }
+  if (options_.submit_linger.count() > 0 && last_submit_batch_ > 1 &&
+      self.bulk == nullptr) {
+    // Concurrent clients: those answered by the last commit are about to
+    // submit again; let them join this batch.
+    submit_mu_.Unlock();
+    std::this_thread::sleep_for(options_.submit_linger);
+    submit_mu_.Lock();
+  }
 
   // This writer leads: it takes everything queued behind it, up to the
   // cap, stopping before a bulk writer; a bulk writer goes alone.
@@ -226,6 +235,7 @@ void MasterState::QueueAndWrite(SubmitWriter& self) {
   submit_stats_.jobs += self.bulk != nullptr
                             ? static_cast<int64_t>(self.bulk->size())
                             : static_cast<int64_t>(batch.size());
+  last_submit_batch_ = batch.size();
   for (SubmitWriter* writer : batch) {
     submit_queue_.pop_front();  // the batch is the queue's front, in order
     writer->done = true;

@@ -33,6 +33,13 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
   // gRPC sets SO_REUSEPORT by default, so a second master on the same port
   // would bind too and clients would reach either at random.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Clients and agents given several masters ping their connection every
+  // few seconds (security::Dial), to leave a master that stopped answering
+  // (frozen) for the next: allowed, idle too, without a strike.
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   // Room for a SubmitJobs of many jobs (gRPC's default is 4 MiB).
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(job_limits::kMaxRequestBytes));

@@ -536,14 +536,24 @@ void TiresiasService::Stop() {
   state_->WakeEventWatchers();
 }
 
+namespace {
+grpc::Status NoLongerLeading() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      "this master's lead may have lapsed: it commands "
+                      "nothing more (ask the other masters)");
+}
+}  // namespace
+
 grpc::Status AgentRegistryService::Register(grpc::ServerContext* ctx,
                                             const v1::RegisterRequest* req,
                                             v1::RegisterResponse* resp) {
   if (absl::Status s = auth_.Agent(*ctx, req->name(), "Register"); !s.ok()) {
     return security::ToGrpc(s);
   }
+  if (!state_->LeadHolds()) return NoLongerLeading();
   absl::StatusOr<v1::RegisterResponse> out = state_->Register(*req);
   if (!out.ok()) return security::ToGrpc(out.status());
+  if (!state_->LeadHolds()) return NoLongerLeading();  // lapsed meanwhile
   *resp = std::move(*out);
   if (on_change_) on_change_();
   return grpc::Status::OK;
@@ -557,8 +567,11 @@ grpc::Status AgentRegistryService::Heartbeat(grpc::ServerContext* ctx,
       !s.ok()) {
     return security::ToGrpc(s);
   }
+  // A leader whose lease may have lapsed commands nothing: another may lead.
+  if (!state_->LeadHolds()) return NoLongerLeading();
   absl::StatusOr<v1::HeartbeatResponse> out = state_->Heartbeat(*req);
   if (!out.ok()) return security::ToGrpc(out.status());
+  if (!state_->LeadHolds()) return NoLongerLeading();  // lapsed meanwhile
   *resp = std::move(*out);
   // Cheap when nothing changed: the scheduling thread only runs a pass if
   // the report freed GPUs or changed a job.

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace tiresias {
 
@@ -10,7 +11,10 @@ SqliteQuery::SqliteQuery(SqliteQuery&& other) noexcept
     : db_(other.db_),
       stmt_(other.stmt_),
       bind_error_(other.bind_error_),
-      last_error_code_(other.last_error_code_) {
+      last_error_code_(other.last_error_code_),
+      stepped_(other.stepped_),
+      binds_(std::move(other.binds_)),
+      captured_at_(other.captured_at_) {
   other.stmt_ = nullptr;
 }
 
@@ -23,12 +27,18 @@ SqliteQuery::~SqliteQuery() {
 SqliteQuery& SqliteQuery::Bind(int index, int64_t value) {
   int rc = sqlite3_bind_int64(stmt_, index, value);
   if (rc != SQLITE_OK && bind_error_ == 0) bind_error_ = rc;
+  if (db_->capturing()) {
+    Keep(index, {.kind = SqliteValue::Kind::kInteger, .integer = value});
+  }
   return *this;
 }
 
 SqliteQuery& SqliteQuery::Bind(int index, double value) {
   int rc = sqlite3_bind_double(stmt_, index, value);
   if (rc != SQLITE_OK && bind_error_ == 0) bind_error_ = rc;
+  if (db_->capturing()) {
+    Keep(index, {.kind = SqliteValue::Kind::kReal, .real = value});
+  }
   return *this;
 }
 
@@ -36,6 +46,10 @@ SqliteQuery& SqliteQuery::Bind(int index, std::string_view value) {
   int rc = sqlite3_bind_text64(stmt_, index, value.data(), value.size(),
                                SQLITE_TRANSIENT, SQLITE_UTF8);
   if (rc != SQLITE_OK && bind_error_ == 0) bind_error_ = rc;
+  if (db_->capturing()) {
+    Keep(index,
+         {.kind = SqliteValue::Kind::kText, .bytes = std::string(value)});
+  }
   return *this;
 }
 
@@ -46,12 +60,17 @@ SqliteQuery& SqliteQuery::BindBlob(int index, std::string_view bytes) {
       sqlite3_bind_blob64(stmt_, index, bytes.data() ? bytes.data() : kEmpty,
                           bytes.size(), SQLITE_TRANSIENT);
   if (rc != SQLITE_OK && bind_error_ == 0) bind_error_ = rc;
+  if (db_->capturing()) {
+    Keep(index,
+         {.kind = SqliteValue::Kind::kBlob, .bytes = std::string(bytes)});
+  }
   return *this;
 }
 
 SqliteQuery& SqliteQuery::BindNull(int index) {
   int rc = sqlite3_bind_null(stmt_, index);
   if (rc != SQLITE_OK && bind_error_ == 0) bind_error_ = rc;
+  if (db_->capturing()) Keep(index, {});
   return *this;
 }
 
@@ -60,7 +79,31 @@ absl::StatusOr<bool> SqliteQuery::Step() {
     last_error_code_ = bind_error_;
     return db_->Error(bind_error_, "binding a value");
   }
+  const bool capture =
+      !stepped_ && db_->capturing() && !sqlite3_stmt_readonly(stmt_);
+  if (capture && !db_->in_transaction_) {
+    return absl::InternalError(
+        absl::StrCat(db_->path(),
+                     ": a write outside a transaction cannot "
+                     "be replicated: ",
+                     sqlite3_sql(stmt_)));
+  }
   int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+    // A failed statement changed nothing (SQLite undoes it alone): only
+    // one that ran is kept.
+    if (capture) {
+      captured_at_ = static_cast<int>(db_->captured_.size());
+      db_->captured_.push_back({sqlite3_sql(stmt_), std::move(binds_)});
+      binds_.clear();
+    }
+    stepped_ = true;
+  }
+  if (rc == SQLITE_DONE && captured_at_ >= 0 &&
+      static_cast<size_t>(captured_at_) < db_->captured_.size()) {
+    db_->captured_[captured_at_].changes =
+        sqlite3_changes64(sqlite3_db_handle(stmt_));
+  }
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   last_error_code_ = sqlite3_extended_errcode(sqlite3_db_handle(stmt_));
@@ -73,6 +116,12 @@ absl::Status SqliteQuery::Run() {
     if (!row.ok()) return row.status();
     if (!*row) return absl::OkStatus();
   }
+}
+
+void SqliteQuery::Keep(int index, SqliteValue value) {
+  if (index < 1) return;
+  if (binds_.size() < static_cast<size_t>(index)) binds_.resize(index);
+  binds_[index - 1] = std::move(value);
 }
 
 bool SqliteQuery::IsNull(int column) const {
@@ -161,6 +210,39 @@ absl::StatusOr<SqliteQuery> SqliteDb::Prepare(const std::string& sql) {
   return SqliteQuery(this, it->second);
 }
 
+absl::Status SqliteDb::Replay(const SqliteWrite& write) {
+  ASSIGN_OR_RETURN(SqliteQuery query, Prepare(write.sql));
+  for (size_t i = 0; i < write.binds.size(); ++i) {
+    const SqliteValue& v = write.binds[i];
+    const int index = static_cast<int>(i + 1);
+    switch (v.kind) {
+      case SqliteValue::Kind::kNull:
+        query.BindNull(index);
+        break;
+      case SqliteValue::Kind::kInteger:
+        query.Bind(index, v.integer);
+        break;
+      case SqliteValue::Kind::kReal:
+        query.Bind(index, v.real);
+        break;
+      case SqliteValue::Kind::kText:
+        query.Bind(index, std::string_view(v.bytes));
+        break;
+      case SqliteValue::Kind::kBlob:
+        query.BindBlob(index, v.bytes);
+        break;
+    }
+  }
+  RETURN_IF_ERROR(query.Run());
+  if (write.changes >= 0 && sqlite3_changes64(db_) != write.changes) {
+    return absl::DataLossError(absl::StrCat(
+        path_, ": replaying \"", write.sql, "\" changed ",
+        sqlite3_changes64(db_), " rows, not ", write.changes,
+        " as it did on the leader: this copy has drifted from the log"));
+  }
+  return absl::OkStatus();
+}
+
 int64_t SqliteDb::LastInsertRowId() const {
   return sqlite3_last_insert_rowid(db_);
 }
@@ -208,16 +290,36 @@ absl::Status SqliteDb::Error(int code, absl::string_view context,
 absl::StatusOr<SqliteTransaction> SqliteTransaction::Begin(SqliteDb& db) {
   absl::Status status = db.Exec("BEGIN IMMEDIATE");
   if (!status.ok()) return status;
+  db.in_transaction_ = true;
+  db.captured_.clear();
   return SqliteTransaction(&db);
 }
 
 SqliteTransaction::~SqliteTransaction() {
-  if (db_ != nullptr) db_->Exec("ROLLBACK").IgnoreError();
+  if (db_ == nullptr) return;
+  db_->Exec("ROLLBACK").IgnoreError();
+  db_->in_transaction_ = false;
+  db_->captured_.clear();
 }
 
 absl::Status SqliteTransaction::Commit() {
+  SqliteReplicator* replicator = db_->replicator_;
+  const bool replicated = replicator != nullptr && !db_->captured_.empty();
+  if (replicated) {
+    std::vector<SqliteWrite> writes = std::move(db_->captured_);
+    db_->captured_.clear();
+    db_->replicating_ = true;
+    absl::Status shipped = replicator->Replicate(*db_, std::move(writes));
+    db_->replicating_ = false;
+    if (!shipped.ok()) return shipped;  // the destructor rolls back
+  }
   absl::Status status = db_->Exec("COMMIT");
-  if (status.ok()) db_ = nullptr;
+  if (status.ok()) {
+    db_->in_transaction_ = false;
+    db_ = nullptr;
+  } else if (replicated) {
+    replicator->CommitFailed(status);
+  }
   return status;  // on failure the destructor rolls back
 }
 

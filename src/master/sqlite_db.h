@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,6 +24,37 @@ struct sqlite3_stmt;
 namespace tiresias {
 
 class SqliteDb;
+
+// A value bound to a statement parameter, as a replicated store ships it.
+struct SqliteValue {
+  enum class Kind { kNull, kInteger, kReal, kText, kBlob };
+  Kind kind = Kind::kNull;
+  int64_t integer = 0;
+  double real = 0;
+  std::string bytes;  // text or blob
+};
+
+// A write statement as it ran: its SQL and its parameters (binds[i] is
+// parameter i + 1), enough to run it again on a copy of the database.
+struct SqliteWrite {
+  std::string sql;
+  std::vector<SqliteValue> binds;
+  // Rows it changed, once it ran to its end; -1: not known.
+  int64_t changes = -1;
+};
+
+// What a replicated store does with a transaction's writes (SqliteDb::
+// SetReplicator): called inside the open transaction, before its COMMIT,
+// with every statement that changed the database, in order. OK: committed
+// here too. An error rolls the transaction back and is the commit's error.
+// CommitFailed: the local COMMIT failed after Replicate said OK.
+class SqliteReplicator {
+ public:
+  virtual ~SqliteReplicator() = default;
+  virtual absl::Status Replicate(SqliteDb& db,
+                                 std::vector<SqliteWrite> writes) = 0;
+  virtual void CommitFailed(const absl::Status& status) = 0;
+};
 
 // One use of a cached prepared statement: bind, step, read columns. Resets
 // the statement (and clears its bindings) when it goes out of scope, so the
@@ -70,10 +102,17 @@ class SqliteQuery {
   int last_error_code() const { return last_error_code_; }
 
  private:
+  // The value bound to parameter `index`, kept while the database
+  // captures writes (SqliteDb::SetReplicator).
+  void Keep(int index, SqliteValue value);
+
   SqliteDb* db_;
   sqlite3_stmt* stmt_;
   int bind_error_ = 0;
   int last_error_code_ = 0;
+  bool stepped_ = false;            // captured once, at the first step
+  std::vector<SqliteValue> binds_;  // while capturing
+  int captured_at_ = -1;            // its place in the transaction's writes
 };
 
 class SqliteDb {
@@ -98,6 +137,17 @@ class SqliteDb {
   // Rows changed by the last INSERT, UPDATE or DELETE.
   int Changes() const;
 
+  // From now on, each transaction's writes go to `replicator` before its
+  // COMMIT (null: no more), and a write outside a transaction is refused
+  // (Internal): it could not be shipped before it took effect. Exec's
+  // statements are not captured: call it only for what each copy does on
+  // its own (the schema, PRAGMAs). Replicate may run statements on the
+  // database (they are not captured).
+  void SetReplicator(SqliteReplicator* replicator) { replicator_ = replicator; }
+  // Runs `write` as it ran elsewhere (a replica applying the log);
+  // DataLoss if it changes another number of rows than it did there.
+  absl::Status Replay(const SqliteWrite& write);
+
   // A Status for SQLite result `code`: "<path>: <context>: <message>", with
   // an absl code that says what the caller can do about it. `message`
   // defaults to the connection's last error message.
@@ -105,11 +155,19 @@ class SqliteDb {
                      absl::string_view message = {}) const;
 
  private:
+  friend class SqliteQuery;
+  friend class SqliteTransaction;
   SqliteDb(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+
+  bool capturing() const { return replicator_ != nullptr && !replicating_; }
 
   std::string path_;
   sqlite3* db_;
   std::unordered_map<std::string, sqlite3_stmt*> statements_;
+  SqliteReplicator* replicator_ = nullptr;
+  bool in_transaction_ = false;        // a SqliteTransaction is open
+  bool replicating_ = false;           // inside Replicate: nothing captured
+  std::vector<SqliteWrite> captured_;  // the open transaction's writes
 };
 
 // BEGIN IMMEDIATE ... COMMIT around a scope: rolls back unless Commit()

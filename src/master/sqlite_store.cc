@@ -52,7 +52,9 @@ absl::Status Configure(SqliteDb& db, const SqliteStoreOptions& options) {
   }
   // FULL: every commit fsyncs the WAL, so a committed job survives a power
   // loss, not only a crash of the master.
-  RETURN_IF_ERROR(db.Exec("PRAGMA synchronous = FULL"));
+  RETURN_IF_ERROR(db.Exec(options.sync_every_commit
+                              ? "PRAGMA synchronous = FULL"
+                              : "PRAGMA synchronous = NORMAL"));
   RETURN_IF_ERROR(db.Exec("PRAGMA foreign_keys = ON"));
   return absl::OkStatus();
 }
@@ -100,6 +102,7 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   RETURN_IF_ERROR(Configure(*db, options));
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
+  store->cluster_id_ = options.cluster_id;
   MutexLock lock(&store->mu_);
   RETURN_IF_ERROR(store->InitSchema());
   RETURN_IF_ERROR(store->LoadClusterId());
@@ -114,13 +117,30 @@ absl::Status SqliteStore::LoadClusterId() {
         db.Prepare("SELECT value FROM meta WHERE key = 'cluster_id'"));
     ASSIGN_OR_RETURN(bool row, query.Step());
     if (row) {
+      if (!cluster_id_.empty() && query.Text(0) != cluster_id_) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            db.path(), ": a copy of cluster ", query.Text(0),
+            ", not of cluster ", cluster_id_,
+            " (another cluster's state; move it away to start afresh)"));
+      }
       cluster_id_ = query.Text(0);
       return absl::OkStatus();
     }
   }
   // A new store, or one of a build before cluster ids: its job ids go on
   // from here, so an id made now is as good as one made with the store.
-  const std::string id = RandomClusterId();
+  // Not a copy of a replicated one, though: a copy starts empty, or its
+  // writes would not be the log's.
+  if (!cluster_id_.empty()) {
+    ASSIGN_OR_RETURN(int64_t jobs, QueryInt(db, "SELECT count(*) FROM jobs"));
+    if (jobs > 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          db.path(), ": holds ", jobs, " jobs of a master not on cluster ",
+          cluster_id_,
+          "'s store; a copy must start empty (move the file away)"));
+    }
+  }
+  const std::string id = cluster_id_.empty() ? RandomClusterId() : cluster_id_;
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(db));
   ASSIGN_OR_RETURN(SqliteQuery insert,
                    db.Prepare("INSERT INTO meta (key, value) "
@@ -219,8 +239,9 @@ int64_t SqliteStore::commits() const {
 absl::StatusOr<int64_t> SqliteStore::UpsertNode(const NodeRecord& node) {
   RETURN_IF_ERROR(CheckNode(node));
   MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
   ASSIGN_OR_RETURN(int64_t id, UpsertNodeLocked(node));
-  ++commits_;
+  RETURN_IF_ERROR(CommitLocked(txn));
   return id;
 }
 
@@ -266,18 +287,65 @@ absl::StatusOr<int64_t> SqliteStore::UpsertNodeLocked(const NodeRecord& node) {
 absl::Status SqliteStore::SetNodeDrain(int64_t id, bool drained,
                                        const std::string& reason) {
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(SqliteQuery update,
-                   db_->Prepare("UPDATE nodes SET drained = ?, "
-                                "drain_reason = ? WHERE id = ?"));
-  update.Bind(1, int64_t{drained ? 1 : 0})
-      .Bind(2, drained ? reason : std::string())
-      .Bind(3, id);
-  RETURN_IF_ERROR(update.Run());
-  ++commits_;
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
+  {
+    ASSIGN_OR_RETURN(SqliteQuery update,
+                     db_->Prepare("UPDATE nodes SET drained = ?, "
+                                  "drain_reason = ? WHERE id = ?"));
+    update.Bind(1, int64_t{drained ? 1 : 0})
+        .Bind(2, drained ? reason : std::string())
+        .Bind(3, id);
+    RETURN_IF_ERROR(update.Run());
+  }
   if (db_->Changes() == 0) {
     return absl::NotFoundError(absl::StrCat("node ", id, ": no such node"));
   }
-  return absl::OkStatus();
+  return CommitLocked(txn);
+}
+
+absl::Status WriteLogIndex(SqliteDb& db, int64_t index) {
+  ASSIGN_OR_RETURN(SqliteQuery put,
+                   db.Prepare("INSERT INTO meta (key, value) "
+                              "VALUES ('log_index', ?) ON CONFLICT (key) "
+                              "DO UPDATE SET value = excluded.value"));
+  return put.Bind(1, absl::StrCat(index)).Run();
+}
+
+absl::StatusOr<int64_t> SqliteStore::log_index() const {
+  MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(
+      SqliteQuery query,
+      db_->Prepare("SELECT value FROM meta WHERE key = 'log_index'"));
+  ASSIGN_OR_RETURN(bool row, query.Step());
+  if (!row) return 0;
+  int64_t index = 0;
+  if (!absl::SimpleAtoi(query.Text(0), &index) || index < 0) {
+    return absl::DataLossError(
+        absl::StrCat(db_->path(), ": meta log_index: expected a count, got \"",
+                     query.Text(0), "\""));
+  }
+  return index;
+}
+
+void SqliteStore::SetReplicator(SqliteReplicator* replicator) {
+  MutexLock lock(&mu_);
+  db_->SetReplicator(replicator);
+}
+
+absl::Status SqliteStore::ApplyLogEntry(
+    int64_t index, const std::vector<SqliteWrite>& writes) {
+  MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::Begin(*db_));
+  for (size_t i = 0; i < writes.size(); ++i) {
+    absl::Status s = db_->Replay(writes[i]);
+    if (!s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("log entry ", index, ", statement ", i + 1,
+                                 ": ", s.message()));
+    }
+  }
+  RETURN_IF_ERROR(WriteLogIndex(*db_, index));
+  return CommitLocked(txn);
 }
 
 absl::StatusOr<std::vector<NodeRecord>> SqliteStore::ListNodes() const {

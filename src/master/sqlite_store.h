@@ -28,14 +28,30 @@
 namespace tiresias {
 
 class SqliteDb;
+class SqliteReplicator;
 class SqliteTransaction;
+struct SqliteWrite;
 
 struct SqliteStoreOptions {
   // Hold an exclusive lock on the file for the store's life, so that a
   // second master on the same state directory fails at Open (Unavailable)
   // instead of running every job twice.
   bool exclusive = true;
+  // Every commit fsyncs the WAL (synchronous = FULL), so that it survives
+  // a power loss. A copy of a replicated store (etcd_store.h) need not:
+  // the log in etcd is what is durable, and a copy that lost its last
+  // commits to a power loss lost their log_index with them, so it replays
+  // them (NORMAL: consistent after any crash, one fsync per checkpoint).
+  bool sync_every_commit = true;
+  // The cluster id a new store takes (a replica of a cluster: etcd_store.h);
+  // an existing store with another is refused (FailedPrecondition). Empty:
+  // a new store makes one.
+  std::string cluster_id;
 };
+
+// Records in `db`'s open transaction that the replicated log's entries up
+// to `index` are in it (SqliteStore::log_index).
+absl::Status WriteLogIndex(SqliteDb& db, int64_t index);
 
 class SqliteStore final : public Store {
  public:
@@ -116,6 +132,17 @@ class SqliteStore final : public Store {
   // and benchmarks read to see submissions share transactions.
   int64_t commits() const;
 
+  // A replica of a replicated store (etcd_store.h). The last entry of the
+  // log applied to this file (0: none).
+  absl::StatusOr<int64_t> log_index() const;
+  // Every later write transaction goes through `replicator` before it
+  // commits (SqliteDb::SetReplicator); null: none.
+  void SetReplicator(SqliteReplicator* replicator);
+  // Runs entry `index` of the log in one transaction that also records it
+  // as applied. The caller applies entries in order, once each.
+  absl::Status ApplyLogEntry(int64_t index,
+                             const std::vector<SqliteWrite>& writes);
+
  private:
   explicit SqliteStore(std::unique_ptr<SqliteDb> db);
 
@@ -130,8 +157,8 @@ class SqliteStore final : public Store {
   // Upgrades the open transaction's file from `from_version` to
   // kSchemaVersion and records the new version.
   absl::Status Migrate(int from_version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // UpsertNode's checks, and its statement (its own commit outside a
-  // transaction); the node's id.
+  // UpsertNode's checks, and its statement in the open transaction; the
+  // node's id.
   static absl::Status CheckNode(const NodeRecord& node);
   absl::StatusOr<int64_t> UpsertNodeLocked(const NodeRecord& node)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

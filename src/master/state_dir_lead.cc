@@ -30,12 +30,6 @@ absl::Status Errno(const std::string& path, const std::string& what) {
       error, absl::StrCat(path, ": ", what, ": ", std::strerror(error)));
 }
 
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
-
 // An open file with an exclusive flock, or -1 (errno set) if another
 // process holds it or it cannot be opened.
 int LockFile(const std::string& path, int flags) {
@@ -50,53 +44,6 @@ int LockFile(const std::string& path, int flags) {
   return fd;
 }
 
-std::string Encode(const StateDirLead::Record& r) {
-  // One field a line: "name value"; the address last (it may be empty).
-  return absl::StrCat("epoch ", r.epoch, "\npid ", r.pid, "\nhost ", r.host,
-                      "\nsince ", absl::StrFormat("%.3f", r.since),
-                      "\naddress ", r.address, "\n");
-}
-
-absl::StatusOr<StateDirLead::Record> Decode(const std::string& path,
-                                            const std::string& text) {
-  StateDirLead::Record r;
-  bool epoch = false;
-  int line_number = 0;
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-    ++line_number;
-    const size_t space = line.find(' ');
-    const absl::string_view name = line.substr(0, space);
-    const absl::string_view value =
-        space == absl::string_view::npos ? "" : line.substr(space + 1);
-    bool ok = true;
-    if (name == "epoch") {
-      ok = absl::SimpleAtoi(value, &r.epoch) && r.epoch > 0;
-      epoch = ok;
-    } else if (name == "pid") {
-      ok = absl::SimpleAtoi(value, &r.pid);
-    } else if (name == "host") {
-      r.host = std::string(value);
-    } else if (name == "since") {
-      ok = absl::SimpleAtod(value, &r.since);
-    } else if (name == "address") {
-      r.address = std::string(value);
-    }  // other names: a later build's; kept out
-    if (!ok) {
-      return absl::DataLossError(absl::StrCat(path, ": line ", line_number,
-                                              ": ", name, ": cannot read \"",
-                                              value, "\""));
-    }
-  }
-  if (!epoch) {
-    return absl::DataLossError(absl::StrCat(
-        path,
-        ": no epoch (a positive integer on a line \"epoch N\"); the "
-        "next lead's epoch is unknown, so no master may lead until it "
-        "is mended"));
-  }
-  return r;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StateDirLead>> StateDirLead::Join(
@@ -108,7 +55,7 @@ absl::StatusOr<std::unique_ptr<StateDirLead>> StateDirLead::Join(
   // Random, so that masters of one pid and host name (containers) differ.
   std::random_device random;
   const std::string name =
-      absl::StrCat(kMasterPrefix, getpid(), "@", HostName(), "#",
+      absl::StrCat(kMasterPrefix, getpid(), "@", LeadHostName(), "#",
                    absl::Hex(static_cast<uint32_t>(random()), absl::kZeroPad8));
   const std::string path = dir + "/" + name;
   for (int attempt = 0;; ++attempt) {
@@ -157,11 +104,11 @@ absl::StatusOr<bool> StateDirLead::TryLead() {
   Record r;
   r.epoch = (*last ? (*last)->epoch : 0) + 1;
   r.pid = getpid();
-  r.host = HostName();
+  r.host = LeadHostName();
   r.since = static_cast<double>(absl::ToUnixMicros(absl::Now())) / 1e6;
   // Synced, file and folder, before the lead is used.
-  absl::Status written =
-      security::WriteFileAtomically(dir_ + "/leader", Encode(r), 0600);
+  absl::Status written = security::WriteFileAtomically(
+      dir_ + "/leader", EncodeLeaderRecord(r), 0600);
   if (!written.ok()) {
     close(fd);
     return written;
@@ -186,7 +133,8 @@ absl::Status StateDirLead::SetAddress(const std::string& address) {
   }
   MutexLock lock(&mu_);
   record_.address = address;
-  return security::WriteFileAtomically(dir_ + "/leader", Encode(record_), 0600);
+  return security::WriteFileAtomically(dir_ + "/leader",
+                                       EncodeLeaderRecord(record_), 0600);
 }
 
 absl::StatusOr<std::optional<StateDirLead::Record>> StateDirLead::ReadLeader()
@@ -212,7 +160,7 @@ absl::StatusOr<std::optional<StateDirLead::Record>> StateDirLead::ReadLeader()
     if (text.size() > 64 * 1024) break;  // not ours: Decode says so
   }
   close(fd);
-  absl::StatusOr<Record> r = Decode(path, text);
+  absl::StatusOr<Record> r = DecodeLeaderRecord(path, text);
   if (!r.ok()) return r.status();
   return std::optional<Record>(*std::move(r));
 }
@@ -239,15 +187,6 @@ std::vector<std::string> StateDirLead::Standbys() const {
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-std::string DescribeLeader(const StateDirLead::Record& r) {
-  const absl::Time since =
-      absl::FromUnixMicros(static_cast<int64_t>(r.since * 1e6));
-  return absl::StrCat(
-      "epoch ", r.epoch, ", pid ", r.pid, " on ", r.host, " since ",
-      absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", since, absl::UTCTimeZone()),
-      r.address.empty() ? "" : absl::StrCat(", at ", r.address));
 }
 
 }  // namespace tiresias

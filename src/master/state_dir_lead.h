@@ -33,19 +33,14 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "core/mutex.h"
+#include "master/master_lead.h"
 
 namespace tiresias {
 
-class StateDirLead {
+class StateDirLead final : public MasterLead {
  public:
-  // What lead/leader says of the last master to take the lead.
-  struct Record {
-    uint64_t epoch = 0;
-    int64_t pid = 0;
-    std::string host;
-    double since = 0;     // Unix seconds it took the lead
-    std::string address;  // where it listens; empty until it says
-  };
+  // Record (MasterLead's): what lead/leader says of the last master to take
+  // the lead.
 
   // Joins the masters of `state_dir` (which must exist): makes lead/ and
   // this process's file there. Does not take the lead.
@@ -62,8 +57,8 @@ class StateDirLead {
   absl::StatusOr<bool> TryLead();
   bool leading() const { return epoch_.load() != 0; }
   // This lead's epoch (0 until leading) and record (a copy).
-  uint64_t epoch() const { return epoch_.load(); }
-  Record record() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t epoch() const override { return epoch_.load(); }
+  Record record() const override ABSL_LOCKS_EXCLUDED(mu_);
 
   // Where this leader listens, written to its record.
   absl::Status SetAddress(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
@@ -73,7 +68,7 @@ class StateDirLead {
   absl::StatusOr<std::optional<Record>> ReadLeader() const;
 
   // The other live masters of the state dir, as "pid@host", sorted.
-  std::vector<std::string> Standbys() const ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<std::string> Standbys() const override ABSL_LOCKS_EXCLUDED(mu_);
 
   std::string dir() const { return dir_; }
 
@@ -93,9 +88,6 @@ class StateDirLead {
   mutable Mutex mu_;
   Record record_ ABSL_GUARDED_BY(mu_);
 };
-
-// "epoch 7, pid 123 on host h since 2026-12-06 04:40:00 UTC, at 10.0.0.1:50051"
-std::string DescribeLeader(const StateDirLead::Record& record);
 
 }  // namespace tiresias
 

@@ -20,8 +20,17 @@ the new standby. Judged from the jobs' own records, not the master's word:
   report not yet on disk, is adopted by the new leader:
   JobRecord::live_attempt).
 
-Needs root: exit 77 (skipped) otherwise.
-Usage: standby_test.py TIRESIAS_BINARY
+With --etcd, the masters are on an etcd store instead (--store etcd://,
+three etcd members started by the test, each master its own state dir and
+copy of the state, one TLS folder): the same judgement, with epochs that
+only need to rise (etcd revisions), one etcd member killed (SIGKILL) in
+the middle, after which submissions go on, and the last leader frozen
+(SIGSTOP) past its lease instead of killed: thawed, it must step down
+(exit 3) while the standby leads.
+
+Needs root: exit 77 (skipped) otherwise; --etcd needs /usr/bin/etcd
+(scripts/setup.sh).
+Usage: standby_test.py TIRESIAS_BINARY [--etcd]
 """
 import json
 import os
@@ -40,6 +49,13 @@ from local_cluster import (cli, fail, free_port,  # noqa: E402
                            start_operator_agent, user_session, wait_up)
 
 KILLS = int(os.environ.get("TIRESIAS_STANDBY_KILLS", "3"))
+ETCD = "--etcd" in sys.argv[2:]
+LEAD_TTL_S = 3  # --lead-ttl on etcd: a killed leader's lead lasts this
+# The agents' leases follow it (less their grace and a margin). A frozen
+# leader keeps its port: the agents leave it only when their pings go
+# unanswered (about 5 s, security::Dial), then wait out its lead; 10 s
+# leaves their tasks' leases too short for that.
+NODE_TIMEOUT = "20" if ETCD else "10"
 TAKEOVER_S = 10
 LONG_S = 15 + 8 * KILLS  # spans every kill and takeover
 # Writes one line per start (its attempt and pid) to $PWD/ran-NAME, then
@@ -55,28 +71,79 @@ def main():
     run_as_throwaway_user(run, "tiresias-standby")
 
 
-class Masters:
-    """The two masters of workdir/state, each on its own port."""
+class Etcd:
+    """Three etcd members on loopback, their data in workdir/etcd-N."""
 
-    def __init__(self, binary, workdir):
+    def __init__(self, workdir, members=3):
+        self.workdir = workdir
+        self.clients = [free_port() for _ in range(members)]
+        peers = [free_port() for _ in range(members)]
+        cluster = ",".join("m%d=http://127.0.0.1:%d" % (i, p)
+                           for i, p in enumerate(peers))
+        self.procs = []
+        for i in range(members):
+            client = "http://127.0.0.1:%d" % self.clients[i]
+            peer = "http://127.0.0.1:%d" % peers[i]
+            log = open(os.path.join(workdir, "etcd-%d.log" % i), "w")
+            self.procs.append(subprocess.Popen(
+                ["/usr/bin/etcd", "--name", "m%d" % i,
+                 "--data-dir", os.path.join(workdir, "etcd-%d" % i),
+                 "--listen-client-urls", client,
+                 "--advertise-client-urls", client,
+                 "--listen-peer-urls", peer,
+                 "--initial-advertise-peer-urls", peer,
+                 "--initial-cluster", cluster,
+                 "--initial-cluster-state", "new"],
+                stdout=log, stderr=log))
+        self.url = "etcd://" + ",".join(
+            "127.0.0.1:%d" % p for p in self.clients)
+        deadline = time.time() + 30
+        while not all(accepts(p) for p in self.clients):
+            if time.time() > deadline:
+                fail("etcd members did not listen")
+            time.sleep(0.1)
+
+    def kill(self, i):
+        self.procs[i].kill()
+        self.procs[i].wait(timeout=10)
+
+    def stop(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+class Masters:
+    """The two masters, each on its own port: of workdir/state, or each of
+    its own state dir on the etcd store `etcd`."""
+
+    def __init__(self, binary, workdir, etcd=None):
         self.binary = binary
         self.workdir = workdir
+        self.etcd = etcd
         self.state = os.path.join(workdir, "state")
+        self.tls = os.path.join(self.state, "tls")
         self.ports = [free_port(), free_port()]
         self.procs = [None, None]
         self.offsets = [0, 0]  # where each one's latest run's log begins
         self.addresses = ",".join("127.0.0.1:%d" % p for p in self.ports)
 
+    def state_dir(self, i):
+        return self.state if self.etcd is None else "%s%d" % (self.state, i)
+
     def start(self, i, leading):
         path = os.path.join(self.workdir, "master%d.err" % i)
         self.offsets[i] = os.path.getsize(path) if os.path.exists(path) else 0
         err = open(path, "a")
+        store = [] if self.etcd is None else [
+            "--store", self.etcd.url, "--lead-ttl", str(LEAD_TTL_S)]
         proc = subprocess.Popen(
             [self.binary, "master", "--listen",
-             "127.0.0.1:%d" % self.ports[i], "--state-dir", self.state,
-             "--init-ca", os.path.join(self.state, "tls"),
-             "--policy", "yarn-cs", "--node-timeout", "10",
-             "--checkpoint-base", os.path.join(self.workdir, "ckpt")],
+             "127.0.0.1:%d" % self.ports[i], "--state-dir", self.state_dir(i),
+             "--init-ca", self.tls,
+             "--policy", "yarn-cs", "--node-timeout", NODE_TIMEOUT,
+             "--checkpoint-base", os.path.join(self.workdir, "ckpt")] + store,
             stdout=subprocess.PIPE, stderr=err, text=True)
         self.procs[i] = proc
         if leading:
@@ -125,7 +192,10 @@ def status(binary, env):
 
 
 def run(binary, workdir, user):
-    masters = Masters(binary, workdir)
+    if ETCD and not os.access("/usr/bin/etcd", os.X_OK):
+        fail("/usr/bin/etcd is missing: run scripts/setup.sh")
+    etcd = Etcd(workdir) if ETCD else None
+    masters = Masters(binary, workdir, etcd)
     agents = []
     try:
         masters.start(0, leading=True)
@@ -135,8 +205,8 @@ def run(binary, workdir, user):
                 if not k.startswith("TIRESIAS_")}
         base["TIRESIAS_MASTER"] = masters.addresses
         admin = dict(base,
-                     TIRESIAS_CA=os.path.join(masters.state, "tls", "ca.pem"),
-                     TIRESIAS_TOKEN_FILE=os.path.join(masters.state,
+                     TIRESIAS_CA=os.path.join(masters.tls, "ca.pem"),
+                     TIRESIAS_TOKEN_FILE=os.path.join(masters.state_dir(0),
                                                       "admin-token"))
         for name in ("node-a", "node-b"):
             agents.append(start_operator_agent(
@@ -144,7 +214,7 @@ def run(binary, workdir, user):
         wait_up(binary, admin, workdir, ["node-a", "node-b"])
         env, uid, home = user_session(binary, admin, workdir, user)
         try:
-            check(binary, masters, env, uid, home)
+            check(binary, masters, env, uid, home, etcd)
         except SystemExit:
             keep = os.environ.get("TIRESIAS_KEEP_LOGS")
             if keep:  # the logs outlive the test's folder, to look into
@@ -157,8 +227,12 @@ def run(binary, workdir, user):
             agent.terminate()
             agent.wait(timeout=30)
         masters.stop()
-    print("standby masters: %d takeovers by SIGKILL, running jobs kept, "
-          "no submission lost or doubled" % KILLS)
+        if etcd is not None:
+            etcd.stop()
+    print("standby masters%s: %d takeovers by SIGKILL%s, running jobs "
+          "kept, no submission lost or doubled" %
+          (" on etcd" if ETCD else "", KILLS,
+           " (the last by SIGSTOP)" if ETCD else ""))
 
 
 def submit(binary, env, home, name, seconds):
@@ -170,11 +244,13 @@ def submit(binary, env, home, name, seconds):
     return r.stdout.strip().split()[-1], ""
 
 
-def check(binary, masters, env, uid, home):
+def check(binary, masters, env, uid, home, etcd):
     first = status(binary, env)
     leader = first and first.get("leader")
-    if not leader or leader["epoch"] != 1 or len(leader["standbys"]) != 1:
+    if not leader or (etcd is None and leader["epoch"] != 1) or \
+            len(leader["standbys"]) != 1:
         fail("status of the first leader: %s" % first)
+    epochs = [leader["epoch"]]
     long_jobs = {}
     for i in range(2):
         job, why = submit(binary, env, home, "long%d" % i, LONG_S)
@@ -185,13 +261,16 @@ def check(binary, masters, env, uid, home):
 
     # A client submitting all along, through the kills.
     answered, refused, stop = {}, [], threading.Event()
+    timed = []  # (began, seconds, name) of every submission
 
     def submitter():
         n = 0
         while not stop.is_set():
             name = "short%d" % n
             n += 1
+            began = time.time()
             job, why = submit(binary, env, home, name, 1)
+            timed.append((began, time.time() - began, name))
             if job is None:
                 refused.append((name, why))
             else:
@@ -204,22 +283,47 @@ def check(binary, masters, env, uid, home):
     try:
         for kill in range(KILLS):
             time.sleep(2)
-            masters.procs[leading].send_signal(signal.SIGKILL)
-            masters.procs[leading].wait(timeout=10)
+            if etcd is not None and kill == KILLS // 2:
+                etcd.kill(2)  # one member of three: a quorum is left
+                print("etcd member 2 killed")
+                time.sleep(2)
+            # On etcd the last one is frozen (SIGSTOP) past its lease
+            # instead: thawed, it must step down, not command.
+            freeze = etcd is not None and kill == KILLS - 1
+            masters.procs[leading].send_signal(
+                signal.SIGSTOP if freeze else signal.SIGKILL)
+            if not freeze:
+                masters.procs[leading].wait(timeout=10)
             killed_at = time.time()
             standby = 1 - leading
             while True:
                 now = status(binary, env)
-                if now and now["leader"]["epoch"] == kill + 2:
+                if now and now["leader"]["epoch"] > epochs[-1] and \
+                        (etcd is not None or
+                         now["leader"]["epoch"] == kill + 2):
+                    epochs.append(now["leader"]["epoch"])
                     break
                 if time.time() - killed_at > TAKEOVER_S:
                     fail("no new leader %d s after killing master %d:\n%s" %
                          (TAKEOVER_S, leading, masters.tail(standby)))
                 time.sleep(0.2)
             print("takeover %d: master %d leads (epoch %d) %.1f s after "
-                  "the kill" % (kill + 1, standby, kill + 2,
+                  "the kill" % (kill + 1, standby, epochs[-1],
                                 time.time() - killed_at))
             takeovers.append((killed_at, time.time()))
+            if freeze:
+                masters.procs[leading].send_signal(signal.SIGCONT)
+                try:
+                    code = masters.procs[leading].wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    fail("master %d, frozen past its lease and thawed, "
+                         "did not step down:\n%s" %
+                         (leading, masters.tail(leading)))
+                if code != 3 or "stepping down" not in \
+                        masters.since_start(leading):
+                    fail("master %d thawed: exit %s, not a step-down:\n%s"
+                         % (leading, code, masters.tail(leading)))
+                print("the frozen leader stepped down once thawed")
             masters.start(leading, leading=False)
             masters.wait_standby(leading)
             leading = standby
@@ -229,9 +333,21 @@ def check(binary, masters, env, uid, home):
     if refused:
         fail("submissions refused through the takeovers: %s" % refused[:3])
     now = status(binary, env)
-    if now["leader"]["epoch"] != KILLS + 1 or \
+    if now["leader"]["epoch"] != epochs[-1] or \
             len(now["leader"]["standbys"]) != 1:
         fail("status after the takeovers: %s" % now["leader"])
+    # A submission begun in a takeover (from a second before the kill to
+    # the new leader's first answer) waits for it; the others should not.
+    outside = [(t, n) for began, t, n in timed
+               if not any(k - 1 <= began <= d for k, d in takeovers)]
+    if outside:
+        print("the longest submission outside the takeovers: %.2f s (%s)" %
+              max(outside))
+        # Killing one etcd member of three (a quorum left) is no takeover:
+        # at most the client's move to the next member.
+        if max(outside)[0] > 2.0:
+            fail("a submission outside the takeovers took %.2f s (%s)" %
+                 max(outside))
 
     # Every job ends; each started once, the long ones never restarted.
     names = dict(long_jobs, **answered)
@@ -276,6 +392,43 @@ def check(binary, masters, env, uid, home):
                  (j["name"], starts[0].split()[1]))
     print("%d short jobs submitted through %d takeovers, each created, "
           "started and ended once" % (len(answered), KILLS))
+    if etcd is not None:
+        same_copies(masters, leading)
+
+
+def same_copies(masters, leading):
+    """The two masters' copies of the state, once both stopped (the
+    standby first, after a second to catch up), hold the same rows."""
+    import sqlite3
+    time.sleep(1.5)
+    for i in (1 - leading, leading):
+        masters.procs[i].send_signal(signal.SIGINT)
+        masters.procs[i].wait(timeout=30)
+    dumps = []
+    for i in (0, 1):
+        db = sqlite3.connect(os.path.join(masters.state_dir(i), "state.db"))
+        tables = [r[0] for r in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "ORDER BY name")]
+        dump = {}
+        for t in tables:
+            rows = db.execute("SELECT * FROM %s" % t).fetchall()
+            if t == "meta":
+                rows = [r for r in rows if r[0] != "log_index"]
+            dump[t] = sorted(rows, key=repr)
+        index = db.execute("SELECT value FROM meta WHERE key = "
+                           "'log_index'").fetchone()
+        db.close()
+        dumps.append((index, dump))
+    if dumps[0][0] != dumps[1][0]:
+        fail("the copies stopped at log entries %s and %s" %
+             (dumps[0][0], dumps[1][0]))
+    for t in dumps[0][1]:
+        if dumps[0][1][t] != dumps[1][1].get(t):
+            fail("the copies differ in table %s (log entry %s)" %
+                 (t, dumps[0][0]))
+    print("both copies hold the same %d rows at log entry %s" %
+          (sum(len(r) for r in dumps[0][1].values()), dumps[0][0][0]))
 
 
 def wait_started(home, names, timeout_s=30):

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "master/http_server.h"
 #include "master/metrics.h"
+#include "master/state_dir_lead.h"
 #include "master_test_util.h"
 
 namespace tiresias::master_testing {

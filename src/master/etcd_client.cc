@@ -1,0 +1,291 @@
+#include "master/etcd_client.h"
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "grpcpp/grpcpp.h"
+
+namespace tiresias {
+namespace {
+
+absl::StatusOr<std::string> ReadPem(const std::string& flag,
+                                    const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " ", path, ": cannot read"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool MemberCannotAnswer(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
+
+}  // namespace
+
+absl::StatusOr<EtcdUrl> ParseEtcdUrl(const std::string& url) {
+  constexpr absl::string_view kScheme = "etcd://";
+  if (!absl::StartsWith(url, kScheme)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", url, "\": expected etcd://HOST:PORT[,HOST:PORT...][/PREFIX]"));
+  }
+  absl::string_view rest = absl::string_view(url).substr(kScheme.size());
+  EtcdUrl out;
+  const size_t slash = rest.find('/');
+  if (slash != absl::string_view::npos) {
+    std::string prefix(rest.substr(slash));
+    if (prefix.size() > 1) {
+      if (prefix.back() != '/') prefix += '/';
+      out.prefix = prefix;
+    }
+    rest = rest.substr(0, slash);
+  }
+  for (absl::string_view member : absl::StrSplit(rest, ',')) {
+    const size_t colon = member.rfind(':');
+    if (member.empty() || colon == absl::string_view::npos || colon == 0 ||
+        colon + 1 == member.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "\"", url, "\": member \"", member, "\": expected HOST:PORT"));
+    }
+    out.endpoints.emplace_back(member);
+  }
+  return out;
+}
+
+std::string PrefixEnd(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty()) {
+    if (static_cast<unsigned char>(end.back()) < 0xff) {
+      end.back() = static_cast<char>(end.back() + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+void CompareCreatedAt(etcdserverpb::TxnRequest* txn, const std::string& key,
+                      int64_t revision) {
+  etcdserverpb::Compare* c = txn->add_compare();
+  c->set_key(key);
+  c->set_target(etcdserverpb::Compare::CREATE);
+  c->set_result(etcdserverpb::Compare::EQUAL);
+  c->set_create_revision(revision);
+}
+
+etcdserverpb::PutRequest* PutIfCreatedAt(etcdserverpb::TxnRequest* txn,
+                                         const std::string& key,
+                                         int64_t revision,
+                                         const std::string& value,
+                                         int64_t lease) {
+  CompareCreatedAt(txn, key, revision);
+  etcdserverpb::PutRequest* put = txn->add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value(value);
+  put->set_lease(lease);
+  return put;
+}
+
+absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(
+    const Options& options) {
+  if (options.endpoints.empty()) {
+    return absl::InvalidArgumentError("etcd: no member to connect to");
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (!options.ca_file.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    absl::StatusOr<std::string> ca = ReadPem("--etcd-ca", options.ca_file);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    if (!options.cert_file.empty() || !options.key_file.empty()) {
+      absl::StatusOr<std::string> cert =
+          ReadPem("--etcd-cert", options.cert_file);
+      if (!cert.ok()) return cert.status();
+      absl::StatusOr<std::string> key = ReadPem("--etcd-key", options.key_file);
+      if (!key.ok()) return key.status();
+      ssl.pem_cert_chain = *cert;
+      ssl.pem_private_key = *key;
+    }
+    credentials = grpc::SslCredentials(ssl);
+  } else {
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  std::unique_ptr<EtcdClient> client(new EtcdClient(options));
+  for (const std::string& endpoint : options.endpoints) {
+    grpc::ChannelArguments args;
+    // A member that went away is tried again soon, not after gRPC's
+    // default backoff (up to two minutes).
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    std::shared_ptr<grpc::Channel> channel =
+        grpc::CreateCustomChannel(endpoint, credentials, args);
+    client->members_.push_back({endpoint, etcdserverpb::KV::NewStub(channel),
+                                etcdserverpb::Lease::NewStub(channel)});
+  }
+  return client;
+}
+
+std::string EtcdClient::current_endpoint() const {
+  return members_[current_.load() % members_.size()].endpoint;
+}
+
+template <typename Response, typename Call>
+absl::StatusOr<Response> EtcdClient::Retry(const char* what, Call call) {
+  return Retry<Response>(what, options_.timeout, std::move(call));
+}
+
+template <typename Response, typename Call>
+absl::StatusOr<Response> EtcdClient::Retry(const char* what,
+                                           std::chrono::milliseconds timeout,
+                                           Call call) {
+  const auto deadline = std::chrono::system_clock::now() + timeout;
+  size_t index = current_.load();
+  std::string errors;
+  for (size_t tried = 0;; ++tried) {
+    Member& member = members_[index % members_.size()];
+    grpc::ClientContext context;
+    // Each member gets its share of what is left, the last one all of it.
+    const auto now = std::chrono::system_clock::now();
+    const size_t left = members_.size() - (tried % members_.size());
+    const std::chrono::system_clock::time_point member_deadline =
+        now +
+        (deadline - now) / static_cast<int64_t>(std::max<size_t>(1, left));
+    context.set_deadline(member_deadline);
+    Response response;
+    grpc::Status status = call(member, &context, &response);
+    if (status.ok()) {
+      current_.store(index % members_.size());
+      return response;
+    }
+    absl::StrAppend(&errors, errors.empty() ? "" : "; ", member.endpoint, ": ",
+                    status.error_message());
+    if (!MemberCannotAnswer(status)) {
+      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                          absl::StrCat("etcd ", what, ": ", errors));
+    }
+    ++index;
+    if (std::chrono::system_clock::now() >= deadline) {
+      return absl::UnavailableError(
+          absl::StrCat("etcd ", what, ": no member answered: ", errors));
+    }
+    // Every member refused at once (none reachable yet): not a busy loop.
+    if ((tried + 1) % members_.size() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+}
+
+absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(
+    const std::string& key, const std::string& range_end, int64_t limit) {
+  etcdserverpb::RangeRequest request;
+  request.set_key(key);
+  request.set_range_end(range_end);
+  request.set_limit(limit);
+  return Retry<etcdserverpb::RangeResponse>(
+      "range",
+      [&](Member& m, grpc::ClientContext* c, etcdserverpb::RangeResponse* r) {
+        return m.kv->Range(c, request, r);
+      });
+}
+
+absl::StatusOr<etcdserverpb::PutResponse> EtcdClient::Put(
+    const std::string& key, const std::string& value, int64_t lease) {
+  etcdserverpb::PutRequest request;
+  request.set_key(key);
+  request.set_value(value);
+  request.set_lease(lease);
+  return Retry<etcdserverpb::PutResponse>(
+      "put",
+      [&](Member& m, grpc::ClientContext* c, etcdserverpb::PutResponse* r) {
+        return m.kv->Put(c, request, r);
+      });
+}
+
+absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(
+    const etcdserverpb::TxnRequest& request) {
+  return Retry<etcdserverpb::TxnResponse>(
+      "txn",
+      [&](Member& m, grpc::ClientContext* c, etcdserverpb::TxnResponse* r) {
+        return m.kv->Txn(c, request, r);
+      });
+}
+
+absl::StatusOr<etcdserverpb::DeleteRangeResponse> EtcdClient::Delete(
+    const std::string& key, const std::string& range_end) {
+  etcdserverpb::DeleteRangeRequest request;
+  request.set_key(key);
+  request.set_range_end(range_end);
+  return Retry<etcdserverpb::DeleteRangeResponse>(
+      "delete", [&](Member& m, grpc::ClientContext* c,
+                    etcdserverpb::DeleteRangeResponse* r) {
+        return m.kv->DeleteRange(c, request, r);
+      });
+}
+
+absl::StatusOr<int64_t> EtcdClient::GrantLease(int64_t ttl) {
+  etcdserverpb::LeaseGrantRequest request;
+  request.set_ttl(ttl);
+  absl::StatusOr<etcdserverpb::LeaseGrantResponse> granted =
+      Retry<etcdserverpb::LeaseGrantResponse>(
+          "lease grant", [&](Member& m, grpc::ClientContext* c,
+                             etcdserverpb::LeaseGrantResponse* r) {
+            return m.lease->LeaseGrant(c, request, r);
+          });
+  if (!granted.ok()) return granted.status();
+  if (!granted->error().empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("etcd lease grant: ", granted->error()));
+  }
+  return granted->id();
+}
+
+absl::StatusOr<int64_t> EtcdClient::KeepAlive(
+    int64_t lease, std::chrono::milliseconds timeout) {
+  etcdserverpb::LeaseKeepAliveRequest request;
+  request.set_id(lease);
+  absl::StatusOr<etcdserverpb::LeaseKeepAliveResponse> renewed =
+      Retry<etcdserverpb::LeaseKeepAliveResponse>(
+          "lease keep-alive", timeout,
+          [&](Member& m, grpc::ClientContext* c,
+              etcdserverpb::LeaseKeepAliveResponse* r) {
+            std::unique_ptr<
+                grpc::ClientReaderWriter<etcdserverpb::LeaseKeepAliveRequest,
+                                         etcdserverpb::LeaseKeepAliveResponse>>
+                stream = m.lease->LeaseKeepAlive(c);
+            if (!stream->Write(request) || !stream->Read(r)) {
+              stream->WritesDone();
+              grpc::Status s = stream->Finish();
+              return s.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                           "keep-alive stream closed")
+                            : s;
+            }
+            stream->WritesDone();
+            c->TryCancel();  // one renewal is all this call wants
+            stream->Finish().ok();
+            return grpc::Status::OK;
+          });
+  if (!renewed.ok()) return renewed.status();
+  return renewed->ttl();
+}
+
+absl::Status EtcdClient::RevokeLease(int64_t lease) {
+  etcdserverpb::LeaseRevokeRequest request;
+  request.set_id(lease);
+  return Retry<etcdserverpb::LeaseRevokeResponse>(
+             "lease revoke",
+             [&](Member& m, grpc::ClientContext* c,
+                 etcdserverpb::LeaseRevokeResponse* r) {
+               return m.lease->LeaseRevoke(c, request, r);
+             })
+      .status();
+}
+
+}  // namespace tiresias

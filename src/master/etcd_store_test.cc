@@ -1,0 +1,380 @@
+// The replicated store and the lead on a real etcd (etcd_test_server.h):
+// copies that replay the leader's log agree with it, a deposed leader
+// writes nothing, one leader at a time with rising epochs, and a leader
+// cut off from etcd steps down within its lease.
+#include "master/etcd_store.h"
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "master/etcd_test_server.h"
+#include "master/test_dir.h"
+
+namespace tiresias {
+namespace {
+
+using master_testing::EtcdTestServer;
+using master_testing::TestDir;
+using ::testing::HasSubstr;
+
+JobRequest Request(std::string name, int gpus = 2) {
+  JobRequest r;
+  r.name = std::move(name);
+  r.user = "alice";
+  r.num_gpus = gpus;
+  r.command = {"/usr/bin/python3", "train.py"};
+  r.env = {{"LR", "0.1"}};
+  return r;
+}
+
+class EtcdStoreTest : public ::testing::Test {
+ protected:
+  EtcdStoreTest() : etcd_(dir_.File("etcd")) {}
+
+  std::shared_ptr<EtcdClient> Client() {
+    auto c = EtcdClient::Connect({.endpoints = {etcd_.endpoint()}});
+    EXPECT_TRUE(c.ok()) << c.status();
+    return std::shared_ptr<EtcdClient>(std::move(*c));
+  }
+  // A master's copy, `name` in the test folder, of the cluster in etcd.
+  std::unique_ptr<SqliteStore> Copy(const std::string& name) {
+    auto id = EtcdClusterId(*Client(), kPrefix);
+    EXPECT_TRUE(id.ok()) << id.status();
+    auto store = SqliteStore::Open(
+        dir_.File(name), {.sync_every_commit = false, .cluster_id = *id});
+    EXPECT_TRUE(store.ok()) << store.status();
+    return std::move(*store);
+  }
+  std::unique_ptr<EtcdLead> Join(
+      std::atomic<int>* lost,
+      std::chrono::seconds ttl = std::chrono::seconds(5)) {
+    auto lead = EtcdLead::Join(
+        Client(), kPrefix,
+        {.ttl = ttl, .on_lost = [lost](const std::string&) { ++*lost; }});
+    EXPECT_TRUE(lead.ok()) << lead.status();
+    return std::move(*lead);
+  }
+
+  // A master leading the store, with its copy `name`.
+  struct Leader {
+    std::unique_ptr<SqliteStore> store;
+    std::unique_ptr<EtcdLead> lead;
+    std::unique_ptr<EtcdLog> log;
+  };
+  Leader Lead(const std::string& name, std::atomic<int>* lost,
+              std::chrono::seconds ttl = std::chrono::seconds(5)) {
+    Leader l{Copy(name), Join(lost, ttl),
+             std::make_unique<EtcdLog>(Client(), kPrefix)};
+    EXPECT_TRUE(*l.lead->TryLead());
+    EXPECT_TRUE(l.log->StartLeading(*l.store, l.lead.get()).ok());
+    return l;
+  }
+
+  static constexpr char kPrefix[] = "/t/";
+  TestDir dir_{"etcd_store"};
+  EtcdTestServer etcd_;
+};
+
+TEST_F(EtcdStoreTest, ACopyThatReplaysTheLogAgreesWithTheLeader) {
+  std::atomic<int> lost{0};
+  Leader l = Lead("a.db", &lost);
+  SqliteStore* leader = l.store.get();
+  EtcdLog& log = *l.log;
+  std::unique_ptr<SqliteStore> standby = Copy("b.db");
+
+  // Every kind of write: jobs, an update with events, nodes, a drain, a
+  // token, a VC, an audit record.
+  auto created = leader->CreateJobs(
+      {{Request("a"), "req-1"}, {Request("b", 4), ""}}, Seconds{100});
+  ASSERT_TRUE(created.ok()) << created.status();
+  const JobId a = (*created)[0]->id;
+  absl::StatusOr<JobRecord> rec = leader->GetJob(a);
+  ASSERT_TRUE(rec.ok());
+  rec->state = JobRecordState::kRunning;
+  rec->first_start_time = Seconds{105};
+  StoreWrite write;
+  write.jobs.push_back(*rec);
+  write.events.push_back({a, 0, Seconds{105}, "started", "on n1"});
+  write.launches.push_back({a, 1, {"n1"}});
+  ASSERT_TRUE(leader->Write(write).ok());
+  absl::StatusOr<int64_t> node =
+      leader->UpsertNode({.name = "n1",
+                          .address = "10.0.0.1",
+                          .gpus = 8,
+                          .last_heartbeat = Seconds{104}});
+  ASSERT_TRUE(node.ok()) << node.status();
+  ASSERT_TRUE(leader->SetNodeDrain(*node, true, "disk").ok());
+  absl::StatusOr<int64_t> token = leader->CreateToken(
+      {.user = "bob", .salt = "00", .hash = "ab", .created = Seconds{1}});
+  ASSERT_TRUE(token.ok());
+  ASSERT_TRUE(leader->RevokeToken(*token, Seconds{3}).ok());
+  ASSERT_TRUE(leader->PutQos({.name = "high", .priority = 10}).ok());
+  ASSERT_TRUE(leader
+                  ->PutSetting("tuning", std::string("\xff"
+                                                     "\0"
+                                                     "ab",
+                                                     4))
+                  .ok());
+  ASSERT_TRUE(leader->PutVc({.name = "vc1", .quota = "1x8"}).ok());
+  ASSERT_TRUE(leader
+                  ->AppendAudit({.time = Seconds{2},
+                                 .principal = "bob",
+                                 .action = "submit",
+                                 .outcome = "ok"})
+                  .ok());
+  EXPECT_EQ(log.appended(), 10);  // one entry per committed transaction
+
+  absl::StatusOr<int64_t> applied = log.CatchUp(*standby);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(*applied, 10);
+  EXPECT_EQ(*standby->log_index(), 10);
+  EXPECT_EQ(*leader->log_index(), 10);
+  EXPECT_EQ(standby->cluster_id(), leader->cluster_id());
+  EXPECT_EQ(standby->QueryJobs({})->jobs, leader->QueryJobs({})->jobs);
+  EXPECT_EQ(*standby->Events(a), *leader->Events(a));
+  EXPECT_EQ(*standby->ListNodes(), *leader->ListNodes());
+  EXPECT_TRUE(standby->ListNodes()->at(0).drained);
+  EXPECT_EQ(*standby->ListTokens(), *leader->ListTokens());
+  EXPECT_EQ(standby->ListVcs()->size(), 1u);
+  EXPECT_EQ(standby->ListQos()->size(), 1u);
+  EXPECT_EQ(*standby->GetSetting("tuning"), *leader->GetSetting("tuning"));
+  EXPECT_TRUE(standby->ListTokens()->at(0).revoked.has_value());
+  EXPECT_EQ(standby->AuditAfter(0, 10)->size(), 1u);
+  EXPECT_EQ(*standby->LaunchNodes(a, 1), std::vector<std::string>{"n1"});
+  // The request id is the copy's too: a retry finds the job.
+  auto again = standby->CreateJobs({{Request("a"), "req-1"}}, Seconds{200});
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE((*again)[0]->existing);
+  // Nothing more to apply.
+  EXPECT_EQ(*log.CatchUp(*standby), 0);
+  EXPECT_EQ(lost.load(), 0);
+}
+
+TEST_F(EtcdStoreTest, ANewCopyReplaysTheWholeLog) {
+  std::atomic<int> lost{0};
+  Leader l = Lead("a.db", &lost);
+  SqliteStore* leader = l.store.get();
+  EtcdLog& log = *l.log;
+  for (int i = 0; i < 300; ++i) {  // more than one range of entries
+    ASSERT_TRUE(
+        leader->CreateJob(Request(absl::StrCat("j", i)), Seconds{1}).ok());
+  }
+  std::unique_ptr<SqliteStore> late = Copy("late.db");
+  EXPECT_EQ(*log.CatchUp(*late), 300);
+  EXPECT_EQ(late->QueryJobs({})->jobs, leader->QueryJobs({})->jobs);
+  EXPECT_EQ(late->Totals()->max_id, 300);
+}
+
+TEST_F(EtcdStoreTest, OneLeaderAtATimeEachWithALargerEpoch) {
+  std::atomic<int> lost{0};
+  std::unique_ptr<EtcdLead> a = Join(&lost);
+  std::unique_ptr<EtcdLead> b = Join(&lost);
+  ASSERT_TRUE(*a->TryLead());
+  EXPECT_FALSE(*b->TryLead());
+  EXPECT_TRUE(a->Holds());
+  EXPECT_FALSE(b->Holds());
+  ASSERT_TRUE(a->SetAddress("10.0.0.1:50051").ok());
+  auto seen = b->ReadLeader();
+  ASSERT_TRUE(seen.ok() && seen->has_value()) << seen.status();
+  EXPECT_EQ((*seen)->epoch, a->epoch());
+  EXPECT_EQ((*seen)->address, "10.0.0.1:50051");
+  EXPECT_EQ(a->Standbys().size(), 1u);
+  const uint64_t first = a->epoch();
+  a.reset();  // revokes its lease: the lead is free at once
+  ASSERT_TRUE(*b->TryLead());
+  EXPECT_GT(b->epoch(), first);
+  EXPECT_TRUE(b->Standbys().empty());
+  EXPECT_EQ(lost.load(), 0);
+}
+
+TEST_F(EtcdStoreTest, ADeposedLeaderWritesNothing) {
+  std::atomic<int> lost_a{0}, lost_b{0};
+  std::unique_ptr<SqliteStore> store_a = Copy("a.db");
+  std::unique_ptr<SqliteStore> store_b = Copy("b.db");
+  std::unique_ptr<EtcdLead> a = Join(&lost_a);
+  std::unique_ptr<EtcdLead> b = Join(&lost_b);
+  ASSERT_TRUE(*a->TryLead());
+  EtcdLog log_a(Client(), kPrefix);
+  ASSERT_TRUE(log_a.StartLeading(*store_a, a.get()).ok());
+  ASSERT_TRUE(store_a->CreateJob(Request("before"), Seconds{1}).ok());
+  // A's lead ends behind its back (its lease lapsed while it was cut off);
+  // B takes over.
+  ASSERT_TRUE(Client()->Delete(a->leader_key()).ok());
+  ASSERT_TRUE(*b->TryLead());
+  EtcdLog log_b(Client(), kPrefix);
+  ASSERT_TRUE(log_b.StartLeading(*store_b, b.get()).ok());
+  EXPECT_EQ(store_b->QueryJobs({})->jobs.size(), 1u);
+
+  // A's next write is refused by etcd, rolled back in A's copy, and A
+  // steps down.
+  absl::StatusOr<JobId> refused =
+      store_a->CreateJob(Request("late"), Seconds{2});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("no longer leads"));
+  EXPECT_EQ(lost_a.load(), 1);
+  EXPECT_EQ(store_a->QueryJobs({})->jobs.size(), 1u);
+  EXPECT_FALSE(store_a->CreateJob(Request("later"), Seconds{3}).ok());
+  // B's writes go on from the same log.
+  ASSERT_TRUE(store_b->CreateJob(Request("after"), Seconds{4}).ok());
+  EXPECT_EQ(*store_b->log_index(), 2);
+  std::unique_ptr<SqliteStore> store_c = Copy("c.db");
+  ASSERT_EQ(*log_b.CatchUp(*store_c), 2);
+  auto names = store_c->QueryJobs({});
+  ASSERT_EQ(names->jobs.size(), 2u);
+  EXPECT_EQ(names->jobs[0].spec.name, "before");
+  EXPECT_EQ(names->jobs[1].spec.name, "after");
+  EXPECT_EQ(lost_b.load(), 0);
+}
+
+TEST_F(EtcdStoreTest, ALeaderCutOffFromEtcdStepsDownWithinItsLease) {
+  std::atomic<int> lost{0};
+  std::unique_ptr<EtcdLead> a = Join(&lost, std::chrono::seconds(2));
+  ASSERT_TRUE(*a->TryLead());
+  EXPECT_TRUE(a->Holds());
+  const auto frozen = std::chrono::steady_clock::now();
+  etcd_.Freeze();
+  while (lost.load() == 0 &&
+         std::chrono::steady_clock::now() - frozen < std::chrono::seconds(5)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const auto after = std::chrono::steady_clock::now() - frozen;
+  etcd_.Thaw();
+  EXPECT_EQ(lost.load(), 1);
+  // Within the TTL less the 0.5 s margin of the last renewal sent, which
+  // was before the freeze (and the keeper's 50 ms look), so before etcd
+  // could let the lease expire: 2 s after that renewal at the earliest.
+  EXPECT_LT(after, std::chrono::milliseconds(1600));
+  EXPECT_FALSE(a->Holds());
+}
+
+TEST_F(EtcdStoreTest, AnAppendWhoseAnswerWasLostCountsAsWritten) {
+  // etcd frozen past the client's 3 s deadline: the first try's answer
+  // is lost; the write must still be judged by what the log holds, once.
+  std::atomic<int> lost{0};
+  Leader l = Lead("a.db", &lost, std::chrono::seconds(15));
+  SqliteStore* leader = l.store.get();
+  EtcdLog& log = *l.log;
+  etcd_.Freeze();
+  absl::StatusOr<JobId> id;
+  std::thread writer(
+      [&] { id = leader->CreateJob(Request("frozen"), Seconds{1}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  etcd_.Thaw();
+  writer.join();
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(lost.load(), 0);
+  EXPECT_EQ(*leader->log_index(), 1);
+  std::unique_ptr<SqliteStore> copy = Copy("b.db");
+  EXPECT_EQ(*log.CatchUp(*copy), 1);
+  EXPECT_EQ(copy->QueryJobs({})->jobs.size(), 1u);
+  // And the log goes on from there.
+  ASSERT_TRUE(leader->CreateJob(Request("after"), Seconds{2}).ok());
+  EXPECT_EQ(*log.CatchUp(*copy), 1);
+}
+
+TEST_F(EtcdStoreTest, ACopyThatDriftedFromTheLogStopsReplaying) {
+  std::atomic<int> lost{0};
+  Leader l = Lead("a.db", &lost);
+  SqliteStore* leader = l.store.get();
+  EtcdLog& log = *l.log;
+  absl::StatusOr<JobId> id = leader->CreateJob(Request("a"), Seconds{1});
+  ASSERT_TRUE(id.ok());
+  {
+    std::unique_ptr<SqliteStore> copy = Copy("b.db");
+    ASSERT_EQ(*log.CatchUp(*copy), 1);
+  }
+  // Someone edits the copy by hand; the leader then changes the job.
+  master_testing::RawSql(dir_.File("b.db"), "DELETE FROM jobs");
+  absl::StatusOr<JobRecord> rec = leader->GetJob(*id);
+  rec->state = JobRecordState::kRunning;
+  ASSERT_TRUE(leader->Write({.jobs = {*rec}}).ok());
+  std::unique_ptr<SqliteStore> copy = Copy("b.db");
+  absl::StatusOr<int64_t> applied = log.CatchUp(*copy);
+  ASSERT_FALSE(applied.ok());
+  EXPECT_EQ(applied.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(applied.status().message(), HasSubstr("drifted"));
+  EXPECT_EQ(*copy->log_index(), 1);  // the entry was not half applied
+}
+
+TEST(EtcdLogEntryTest, KeepsAnyBytesAndEachSqlOnceAndRefusesAnotherSchema) {
+  std::vector<SqliteWrite> writes;
+  for (int i = 0; i < 100; ++i) {
+    SqliteWrite w;
+    w.sql = "UPDATE jobs SET state = ?, detail = ? WHERE id = ?";
+    w.binds = {
+        {.kind = SqliteValue::Kind::kText, .bytes = "\xff\xfe not utf-8"},
+        {.kind = SqliteValue::Kind::kNull},
+        {.kind = SqliteValue::Kind::kInteger, .integer = i}};
+    w.changes = 1;
+    writes.push_back(w);
+  }
+  writes.push_back({.sql = "INSERT INTO meta VALUES (?, ?)",
+                    .binds = {{.kind = SqliteValue::Kind::kReal, .real = 0.5},
+                              {.kind = SqliteValue::Kind::kBlob,
+                               .bytes = std::string("\0\1", 2)}}});
+  const std::string bytes = EncodeLogEntry(7, 22, writes);
+  // 100 statements of one SQL text: the text once, and compressed.
+  EXPECT_LT(bytes.size(), 1000u);
+  absl::StatusOr<std::vector<SqliteWrite>> back = DecodeLogEntry(3, 22, bytes);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), writes.size());
+  for (size_t i = 0; i < writes.size(); ++i) {
+    EXPECT_EQ((*back)[i].sql, writes[i].sql);
+    EXPECT_EQ((*back)[i].changes, writes[i].changes);
+    ASSERT_EQ((*back)[i].binds.size(), writes[i].binds.size());
+    for (size_t b = 0; b < writes[i].binds.size(); ++b) {
+      EXPECT_EQ((*back)[i].binds[b].kind, writes[i].binds[b].kind);
+      EXPECT_EQ((*back)[i].binds[b].bytes, writes[i].binds[b].bytes);
+      EXPECT_EQ((*back)[i].binds[b].integer, writes[i].binds[b].integer);
+    }
+  }
+  absl::StatusOr<std::vector<SqliteWrite>> other = DecodeLogEntry(3, 23, bytes);
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(other.status().message(), HasSubstr("schema 22"));
+  absl::StatusOr<std::vector<SqliteWrite>> cut =
+      DecodeLogEntry(3, 22, bytes.substr(0, bytes.size() / 2));
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(cut.status().message(), HasSubstr("log entry 3"));
+}
+
+TEST_F(EtcdStoreTest, ACopyOfAnotherClusterIsRefused) {
+  auto other = SqliteStore::Open(dir_.File("other.db"));
+  ASSERT_TRUE(other.ok());
+  other->reset();
+  auto id = EtcdClusterId(*Client(), kPrefix);
+  ASSERT_TRUE(id.ok());
+  EXPECT_EQ(*EtcdClusterId(*Client(), kPrefix), *id);  // made once
+  auto refused = SqliteStore::Open(dir_.File("other.db"), {.cluster_id = *id});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("not of cluster " + *id));
+}
+
+TEST_F(EtcdStoreTest, AWriteWhileNotLeadingIsRefusedAndRolledBack) {
+  std::unique_ptr<SqliteStore> store = Copy("a.db");
+  EtcdLog log(Client(), kPrefix);
+  store->SetReplicator(&log);  // never led
+  EXPECT_FALSE(store->CreateJob(Request("x"), Seconds{1}).ok());
+  EXPECT_TRUE(store->QueryJobs({})->jobs.empty());
+}
+
+TEST(EtcdUrlTest, ParsesMembersAndPrefix) {
+  auto url = ParseEtcdUrl("etcd://a:2379,10.0.0.2:2379/team1");
+  ASSERT_TRUE(url.ok());
+  EXPECT_EQ(url->endpoints,
+            (std::vector<std::string>{"a:2379", "10.0.0.2:2379"}));
+  EXPECT_EQ(url->prefix, "/team1/");
+  EXPECT_EQ(ParseEtcdUrl("etcd://a:1")->prefix, "/tiresias/");
+  EXPECT_FALSE(ParseEtcdUrl("http://a:1").ok());
+  EXPECT_FALSE(ParseEtcdUrl("etcd://a").ok());
+  EXPECT_FALSE(ParseEtcdUrl("etcd://a:1,").ok());
+  EXPECT_EQ(PrefixEnd("/t/log/"), "/t/log0");
+}
+
+}  // namespace
+}  // namespace tiresias

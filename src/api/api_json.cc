@@ -291,6 +291,28 @@ json TuningStatusJson(const v1::TuningStatus& s) {
   return out;
 }
 
+json StoreHealthJson(const v1::StoreHealth& s) {
+  json members = json::array();
+  for (const v1::StoreMember& m : s.members()) {
+    members.push_back(
+        {{"endpoint", m.endpoint()},
+         {"in_use", m.in_use()},
+         {"error", m.error().empty() ? json(nullptr) : json(m.error())},
+         {"version", m.version()},
+         {"db_size", m.db_size()},
+         {"raft_leader", m.raft_leader()},
+         {"has_leader", m.has_leader()},
+         {"raft_index", m.raft_index()},
+         {"alarms",
+          std::vector<std::string>(m.alarms().begin(), m.alarms().end())}});
+  }
+  return {{"kind", s.kind()},
+          {"where", s.where()},
+          {"log_index", s.log_index()},
+          {"checked", s.checked()},
+          {"members", members}};
+}
+
 json ClusterStatusJson(const v1::ClusterStatus& s) {
   json jobs = json::object();
   for (const auto& [state, count] : s.jobs()) jobs[state] = count;
@@ -318,7 +340,8 @@ json ClusterStatusJson(const v1::ClusterStatus& s) {
                                 {"host", s.leader().host()},
                                 {"standbys", std::vector<std::string>(
                                                  s.leader().standbys().begin(),
-                                                 s.leader().standbys().end())}}
+                                                 s.leader().standbys().end())},
+                                {"store", StoreHealthJson(s.leader().store())}}
                          : json(nullptr)}};
 }
 

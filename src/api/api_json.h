@@ -66,6 +66,11 @@ nlohmann::json JobEventJson(const v1::JobEvent& event);
 nlohmann::json NodeJson(const v1::Node& node);
 // {"nodes": [NodeJson...]}.
 nlohmann::json NodeListJson(const v1::ListNodesResponse& nodes);
+// The masters' store as the leader last saw it (status's leader.store):
+// {"kind", "where", "log_index", "checked", "members": [{"endpoint",
+// "in_use", "error" (null: it answered), "version", "db_size",
+// "raft_leader", "has_leader", "raft_index", "alarms"}...]}.
+nlohmann::json StoreHealthJson(const v1::StoreHealth& store);
 nlohmann::json ClusterStatusJson(const v1::ClusterStatus& status);
 // {"job_id": N, "existing": bool}.
 nlohmann::json SubmitJson(const v1::SubmitJobResponse& response);

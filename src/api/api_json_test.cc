@@ -213,6 +213,37 @@ TEST(ApiJsonTest, NodesStatusAndAnswersUseTheSameWords) {
   const json s = ClusterStatusJson(status);
   EXPECT_EQ(s["jobs"]["pending"], 1);  // a number, not "1"
   EXPECT_EQ(s["pack_limit"]["value"], 0.6);
+  EXPECT_EQ(s["leader"], nullptr);
+  v1::MasterLeader* leader = status.mutable_leader();
+  leader->set_epoch(77);
+  leader->add_standbys("12@b");
+  v1::StoreHealth* store = leader->mutable_store();
+  store->set_kind("etcd");
+  store->set_where("etcd://a:1,b:2/t/");
+  store->set_log_index(40);
+  store->set_checked(1500.5);
+  v1::StoreMember* up = store->add_members();
+  up->set_endpoint("a:1");
+  up->set_in_use(true);
+  up->set_version("3.4.23");
+  up->set_db_size(20480);
+  up->set_raft_leader(true);
+  up->set_has_leader(true);
+  up->set_raft_index(99);
+  up->add_alarms("NOSPACE");
+  store->add_members()->set_endpoint("b:2");
+  store->mutable_members(1)->set_error("connection refused");
+  EXPECT_EQ(ClusterStatusJson(status)["leader"]["store"],
+            json::parse(R"({"kind": "etcd", "where": "etcd://a:1,b:2/t/",
+              "log_index": 40, "checked": 1500.5, "members": [
+              {"endpoint": "a:1", "in_use": true, "error": null,
+               "version": "3.4.23", "db_size": 20480, "raft_leader": true,
+               "has_leader": true, "raft_index": 99, "alarms": ["NOSPACE"]},
+              {"endpoint": "b:2", "in_use": false,
+               "error": "connection refused", "version": "", "db_size": 0,
+               "raft_leader": false, "has_leader": false, "raft_index": 0,
+               "alarms": []}]})"));
+  EXPECT_EQ(ClusterStatusJson(status)["leader"]["standbys"], json({"12@b"}));
 
   v1::SubmitJobsResponse submitted;
   submitted.add_job_ids(4);

@@ -289,6 +289,12 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
                   "its last renewal (a dead leader's standbys wait this long; "
                   "a leader cut off from etcd steps down before it ends)")
       ->capture_default_str();
+  cmd->add_option("--snapshot-every", f.snapshot_every,
+                  "With --store etcd://: the leader writes a snapshot of the "
+                  "state to etcd and drops the log before it every this many "
+                  "log entries (0: never); a master whose copy is behind it "
+                  "starts from the snapshot")
+      ->capture_default_str();
   cmd->add_option("--tls-dir", f.tls_dir,
                   "TLS: a folder with ca.pem, master.pem and master-key.pem "
                   "(`tiresias admin ca init` and `admin master-cert issue`)");

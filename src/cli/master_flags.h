@@ -91,6 +91,9 @@ struct MasterFlags {
   std::string store;
   std::string etcd_ca, etcd_cert, etcd_key;
   double lead_ttl_seconds = 5;
+  // The leader snapshots its copy and compacts the log every this many
+  // entries (0: never; master/etcd_snapshot.h).
+  int64_t snapshot_every = 10000;
 };
 
 // Registers --listen, --state-dir, --policy, --thresholds, --promote-knob,

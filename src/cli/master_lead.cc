@@ -19,6 +19,30 @@
 #include "master/state_dir_lead.h"
 
 namespace tiresias {
+namespace {
+
+// What a standby says once each time another master takes the lead:
+// "standby: another master leads WHERE (WHO); taking over when UNTIL".
+void SayStandby(const std::string& where, const std::string& who,
+                const char* until, uint64_t epoch,
+                std::optional<uint64_t>* told) {
+  if (*told && **told == epoch) return;
+  std::fprintf(stderr,
+               "tiresias master: standby: another master leads %s (%s); "
+               "taking over when %s\n",
+               where.c_str(), who.c_str(), until);
+  *told = epoch;
+}
+
+// A start without --wait-as-standby while another master leads.
+absl::Status AnotherLeads(
+    const absl::StatusOr<std::optional<LeaderRecord>>& leader) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "another master leads it (",
+      leader.ok() && *leader ? DescribeLeader(**leader) : "unknown", ")"));
+}
+
+}  // namespace
 
 absl::StatusOr<std::shared_ptr<StateDirLead>> TakeLead(
     const std::string& state_dir, bool wait) {
@@ -28,26 +52,14 @@ absl::StatusOr<std::shared_ptr<StateDirLead>> TakeLead(
   for (;;) {
     ASSIGN_OR_RETURN(bool led, lead->TryLead());
     if (led) break;
-    if (!wait) {
-      absl::StatusOr<std::optional<StateDirLead::Record>> leader =
-          lead->ReadLeader();
-      return absl::FailedPreconditionError(absl::StrCat(
-          "another master leads it (",
-          leader.ok() && *leader ? DescribeLeader(**leader) : "unknown", ")"));
-    }
     absl::StatusOr<std::optional<StateDirLead::Record>> leader =
         lead->ReadLeader();
-    const uint64_t epoch = leader.ok() && *leader ? (*leader)->epoch : 0;
-    if (!told || epoch != *told) {
-      std::fprintf(stderr,
-                   "tiresias master: standby: another master leads %s (%s); "
-                   "taking over when it ends\n",
-                   state_dir.c_str(),
-                   !leader.ok() ? std::string(leader.status().message()).c_str()
-                   : *leader    ? DescribeLeader(**leader).c_str()
-                                : "not recorded yet");
-      told = epoch;
-    }
+    if (!wait) return AnotherLeads(leader);
+    SayStandby(state_dir,
+               !leader.ok() ? std::string(leader.status().message())
+               : *leader    ? DescribeLeader(**leader)
+                            : "not recorded yet",
+               "it ends", leader.ok() && *leader ? (*leader)->epoch : 0, &told);
     if (const char* signal = StopSignalWithin(std::chrono::milliseconds(100))) {
       return absl::CancelledError(
           absl::StrCat(signal, " received while standby"));
@@ -69,6 +81,11 @@ absl::StatusOr<TakenLead> TakeLeadToStart(
     return absl::InvalidArgumentError(absl::StrCat(
         "--store ", f.store,
         ": expected sqlite or etcd://HOST:PORT[,HOST:PORT...][/PREFIX]"));
+  }
+  if (!on_etcd &&
+      (!f.etcd_ca.empty() || !f.etcd_cert.empty() || !f.etcd_key.empty())) {
+    return absl::InvalidArgumentError(
+        "--etcd-ca, --etcd-cert and --etcd-key: only with --store etcd://");
   }
   if (!existed || on_etcd) RETURN_IF_ERROR(make_private());
   TakenLead out;
@@ -148,16 +165,46 @@ absl::StatusOr<EtcdStart> TakeEtcdLead(const MasterFlags& f) {
                    WhileEtcdDown<std::string>("the cluster id", [&] {
                      return EtcdClusterId(*client, url.prefix);
                    }));
+  if (f.snapshot_every < 0) {
+    return absl::InvalidArgumentError(
+        "--snapshot-every: expected a count of log entries, 0 for never");
+  }
   const std::string path = f.state_dir + "/state.db";
-  absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(
-      path, {.sync_every_commit = false, .cluster_id = cluster_id});
+  const SqliteStoreOptions store_options = {.sync_every_commit = false,
+                                            .cluster_id = cluster_id};
+  absl::StatusOr<std::unique_ptr<SqliteStore>> store =
+      SqliteStore::Open(path, store_options);
   if (!store.ok()) return store.status();
   EtcdStart out;
   out.store = std::move(*store);
-  out.log = std::make_shared<EtcdLog>(client, url.prefix);
+  out.log = std::make_shared<EtcdLog>(
+      client, url.prefix, EtcdLog::Options{.snapshot_every = f.snapshot_every});
+  // A copy the log's start has passed (a new master's, or one stopped for
+  // long) is replaced by the store's snapshot first.
+  const auto replace_if_behind = [&](const absl::Status& status) {
+    if (!absl::IsOutOfRange(status)) return status;
+    std::fprintf(stderr, "tiresias master: %s: %s\n", path.c_str(),
+                 std::string(status.message()).c_str());
+    absl::StatusOr<int64_t> replaced =
+        out.log->ReplaceBySnapshot(&out.store, store_options);
+    if (!replaced.ok()) {
+      return absl::Status(replaced.status().code(),
+                          absl::StrCat(path,
+                                       ": replacing it by the store's "
+                                       "snapshot: ",
+                                       replaced.status().message()));
+    }
+    std::fprintf(stderr,
+                 "tiresias master: %s: replaced by the store's snapshot at "
+                 "log entry %lld\n",
+                 path.c_str(), static_cast<long long>(*replaced));
+    return absl::OkStatus();
+  };
   EtcdLead::Options options;
   options.ttl =
       std::chrono::seconds(static_cast<int64_t>(std::ceil(f.lead_ttl_seconds)));
+  options.where = f.store;
+  options.log_index = [log = out.log] { return log->last_index(); };
   options.on_lost = [](const std::string& why) {
     // Nothing more may be commanded: another master may lead once the
     // lease can have lapsed. A supervisor starts this one again, as a
@@ -175,6 +222,12 @@ absl::StatusOr<EtcdStart> TakeEtcdLead(const MasterFlags& f) {
   for (;;) {
     // A standby keeps its copy current, so that taking over is quick.
     absl::StatusOr<int64_t> applied = out.log->CatchUp(*out.store);
+    if (!applied.ok() && absl::IsOutOfRange(applied.status())) {
+      absl::Status replacing = replace_if_behind(applied.status());
+      if (replacing.ok()) continue;  // catches up from the snapshot at once
+      if (!absl::IsUnavailable(replacing)) return replacing;
+      applied = replacing;  // etcd out of reach meanwhile: waited out below
+    }
     if (!applied.ok() && !absl::IsUnavailable(applied.status())) {
       return absl::Status(applied.status().code(),
                           absl::StrCat(path, ": bringing it up to date: ",
@@ -183,30 +236,27 @@ absl::StatusOr<EtcdStart> TakeEtcdLead(const MasterFlags& f) {
     absl::StatusOr<bool> led = out.lead->TryLead();
     if (led.ok() && *led) break;
     absl::StatusOr<std::optional<LeaderRecord>> leader = out.lead->ReadLeader();
-    const uint64_t epoch = leader.ok() && *leader ? (*leader)->epoch : 0;
-    if (led.ok() && !f.wait_as_standby) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "another master leads it (",
-          leader.ok() && *leader ? DescribeLeader(**leader) : "unknown", ")"));
-    }
-    if (!told || epoch != *told) {
-      std::fprintf(stderr,
-                   "tiresias master: standby: another master leads %s (%s); "
-                   "taking over when its lease ends\n",
-                   f.store.c_str(),
-                   !led.ok() ? std::string(led.status().message()).c_str()
-                   : !leader.ok()
-                       ? std::string(leader.status().message()).c_str()
-                   : *leader ? DescribeLeader(**leader).c_str()
-                             : "nobody now");
-      told = epoch;
-    }
+    if (led.ok() && !f.wait_as_standby) return AnotherLeads(leader);
+    SayStandby(f.store,
+               !led.ok()      ? std::string(led.status().message())
+               : !leader.ok() ? std::string(leader.status().message())
+               : *leader      ? DescribeLeader(**leader)
+                              : "nobody now",
+               "its lease ends", leader.ok() && *leader ? (*leader)->epoch : 0,
+               &told);
     if (const char* signal = StopSignalWithin(std::chrono::milliseconds(200))) {
       return absl::CancelledError(
           absl::StrCat(signal, " received while standby"));
     }
   }
-  RETURN_IF_ERROR(out.log->StartLeading(*out.store, out.lead.get()));
+  for (;;) {  // a snapshot may have passed the copy since its last look
+    absl::Status started = out.log->StartLeading(*out.store, out.lead.get());
+    if (!absl::IsOutOfRange(started)) {
+      RETURN_IF_ERROR(started);
+      break;
+    }
+    RETURN_IF_ERROR(replace_if_behind(started));
+  }
   if (told) {
     std::fprintf(stderr, "tiresias master: taking over %s: %s\n",
                  f.store.c_str(), DescribeLeader(out.lead->record()).c_str());

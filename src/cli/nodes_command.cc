@@ -12,6 +12,7 @@
 #include "cli/cluster_commands.h"
 #include "cli/printable.h"
 #include "cli/shell_help.h"
+#include "cli/store_text.h"
 #include "core/memory_size.h"
 
 namespace tiresias {
@@ -208,6 +209,8 @@ int ShowStatus(const std::string& master, bool json) {
                 static_cast<unsigned long long>(l.epoch()),
                 static_cast<long long>(l.pid()), l.host().c_str(),
                 cli::FormatTime(l.since()).c_str(), standbys.c_str());
+    const std::string store = cli::DescribeStore(l.store());
+    if (!store.empty()) std::printf("store      %s\n", store.c_str());
   }
   return 0;
 }

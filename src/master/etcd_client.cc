@@ -99,6 +99,15 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(
   if (options.endpoints.empty()) {
     return absl::InvalidArgumentError("etcd: no member to connect to");
   }
+  if (options.cert_file.empty() != options.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--etcd-cert and --etcd-key: give both or neither");
+  }
+  if (options.ca_file.empty() && !options.cert_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--etcd-cert: TLS to etcd needs --etcd-ca too (the CA that signed "
+        "etcd's certificate)");
+  }
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (!options.ca_file.empty()) {
     grpc::SslCredentialsOptions ssl;
@@ -125,16 +134,48 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(
     // default backoff (up to two minutes).
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    // A range of log entries (each up to 1 MiB) passes gRPC's 4 MiB.
+    args.SetMaxReceiveMessageSize(-1);
     std::shared_ptr<grpc::Channel> channel =
         grpc::CreateCustomChannel(endpoint, credentials, args);
     client->members_.push_back({endpoint, etcdserverpb::KV::NewStub(channel),
-                                etcdserverpb::Lease::NewStub(channel)});
+                                etcdserverpb::Lease::NewStub(channel),
+                                etcdserverpb::Maintenance::NewStub(channel)});
   }
   return client;
 }
 
 std::string EtcdClient::current_endpoint() const {
   return members_[current_.load() % members_.size()].endpoint;
+}
+
+std::vector<EtcdClient::MemberStatus> EtcdClient::MemberStatuses(
+    std::chrono::milliseconds timeout) {
+  std::vector<MemberStatus> out;
+  const size_t current = current_.load() % members_.size();
+  for (size_t i = 0; i < members_.size(); ++i) {
+    MemberStatus s;
+    s.endpoint = members_[i].endpoint;
+    s.in_use = i == current;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + timeout);
+    etcdserverpb::StatusResponse r;
+    grpc::Status got = members_[i].maintenance->Status(
+        &context, etcdserverpb::StatusRequest(), &r);
+    if (!got.ok()) {
+      s.answer = absl::Status(static_cast<absl::StatusCode>(got.error_code()),
+                              got.error_message());
+    } else {
+      s.version = r.version();
+      s.db_size = r.dbsize();
+      s.has_leader = r.leader() != 0;
+      s.raft_leader = s.has_leader && r.leader() == r.header().member_id();
+      s.raft_index = r.raftindex();
+      s.errors.assign(r.errors().begin(), r.errors().end());
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 template <typename Response, typename Call>
@@ -184,11 +225,13 @@ absl::StatusOr<Response> EtcdClient::Retry(const char* what,
 }
 
 absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(
-    const std::string& key, const std::string& range_end, int64_t limit) {
+    const std::string& key, const std::string& range_end, int64_t limit,
+    int64_t revision) {
   etcdserverpb::RangeRequest request;
   request.set_key(key);
   request.set_range_end(range_end);
   request.set_limit(limit);
+  request.set_revision(revision);
   return Retry<etcdserverpb::RangeResponse>(
       "range",
       [&](Member& m, grpc::ClientContext* c, etcdserverpb::RangeResponse* r) {

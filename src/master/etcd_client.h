@@ -67,9 +67,10 @@ class EtcdClient {
   static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(
       const Options& options);
 
+  // At `revision` when not 0 (OutOfRange once etcd compacted it away).
   absl::StatusOr<etcdserverpb::RangeResponse> Range(
       const std::string& key, const std::string& range_end = "",
-      int64_t limit = 0);
+      int64_t limit = 0, int64_t revision = 0);
   absl::StatusOr<etcdserverpb::PutResponse> Put(const std::string& key,
                                                 const std::string& value,
                                                 int64_t lease = 0);
@@ -90,11 +91,27 @@ class EtcdClient {
   // The member calls go to first ("host:port").
   std::string current_endpoint() const;
 
+  // What each member says of itself, asked directly (no other member
+  // tried), each within `timeout`; in the order the members were given.
+  struct MemberStatus {
+    std::string endpoint;
+    bool in_use = false;  // the member calls go to first
+    absl::Status answer;  // not OK: it did not answer; the rest is empty
+    std::string version;  // etcd's, "3.4.23"
+    int64_t db_size = 0;  // bytes of its database file
+    bool raft_leader = false;
+    bool has_leader = false;  // it knows of a raft leader (a quorum)
+    uint64_t raft_index = 0;
+    std::vector<std::string> errors;  // alarms ("NOSPACE") and health
+  };
+  std::vector<MemberStatus> MemberStatuses(std::chrono::milliseconds timeout);
+
  private:
   struct Member {
     std::string endpoint;
     std::unique_ptr<etcdserverpb::KV::Stub> kv;
     std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+    std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
   };
   explicit EtcdClient(Options options) : options_(std::move(options)) {}
 

@@ -37,6 +37,7 @@ absl::StatusOr<std::unique_ptr<EtcdLead>> EtcdLead::Join(
       new EtcdLead(std::move(client), std::move(prefix), std::move(options)));
   RETURN_IF_ERROR(lead->NewLease());
   lead->keeper_ = std::thread([l = lead.get()] { l->KeepAliveLoop(); });
+  lead->health_thread_ = std::thread([l = lead.get()] { l->HealthLoop(); });
   return lead;
 }
 
@@ -51,7 +52,10 @@ EtcdLead::~EtcdLead() {
     MutexLock lock(&mu_);  // the keeper may have taken a new one
     lease = lease_;
   }
+  // First: a standby takes over at once. The health thread may be waiting
+  // on a member that does not answer.
   if (lease != 0) client_->RevokeLease(lease).IgnoreError();
+  if (health_thread_.joinable()) health_thread_.join();
 }
 
 absl::Status EtcdLead::NewLease() {
@@ -118,17 +122,72 @@ LeaderRecord EtcdLead::record() const {
 }
 
 std::vector<std::string> EtcdLead::Standbys() const {
-  std::vector<std::string> out;
+  MutexLock lock(&mu_);
+  return standbys_;
+}
+
+StoreHealth EtcdLead::Store() const {
+  MutexLock lock(&mu_);
+  return health_;
+}
+
+void EtcdLead::RefreshHealth() {
+  constexpr std::chrono::milliseconds kAsk{500};
+  StoreHealth h;
+  h.kind = "etcd";
+  h.where = options_.where;
+  if (options_.log_index) h.log_index = options_.log_index();
+  h.checked = static_cast<double>(absl::ToUnixMicros(absl::Now())) / 1e6;
+  for (EtcdClient::MemberStatus& s : client_->MemberStatuses(kAsk)) {
+    StoreMemberHealth m;
+    m.endpoint = std::move(s.endpoint);
+    m.in_use = s.in_use;
+    if (!s.answer.ok()) {
+      m.error = std::string(s.answer.message());
+      if (m.error.empty()) m.error = absl::StatusCodeToString(s.answer.code());
+    }
+    m.version = std::move(s.version);
+    m.db_size = s.db_size;
+    m.raft_leader = s.raft_leader;
+    m.has_leader = s.has_leader;
+    m.raft_index = s.raft_index;
+    m.alarms = std::move(s.errors);
+    h.members.push_back(std::move(m));
+  }
+  {
+    MutexLock lock(&mu_);
+    health_ = std::move(h);
+  }
+  // The standbys: every master's key but this one's. Kept as they were
+  // when etcd cannot say.
   const std::string dir = prefix_ + "masters/";
   absl::StatusOr<etcdserverpb::RangeResponse> masters =
       client_->Range(dir, PrefixEnd(dir));
-  if (!masters.ok()) return out;
+  if (!masters.ok()) return;
+  MutexLock lock(&mu_);
+  standbys_.clear();
   for (const etcdserverpb::KeyValue& kv : masters->kvs()) {
     if (kv.key() == dir + self_name_) continue;
-    out.push_back(kv.value());
+    standbys_.push_back(kv.value());
   }
-  std::sort(out.begin(), out.end());
-  return out;
+  std::sort(standbys_.begin(), standbys_.end());
+}
+
+void EtcdLead::HealthLoop() {
+  for (;;) {
+    // At once on taking the lead, then every period.
+    const Steady::time_point next = Steady::now() + options_.health_period;
+    for (;;) {
+      {
+        MutexLock lock(&mu_);
+        if (stopping_) return;
+        if (record_.epoch != 0 && health_.checked == 0) break;
+      }
+      if (Steady::now() >= next) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (leading()) RefreshHealth();
+  }
 }
 
 absl::Status EtcdLead::SetAddress(const std::string& address) {

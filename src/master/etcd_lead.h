@@ -42,6 +42,14 @@ class EtcdLead final : public MasterLead {
     // lead (or cannot tell that it still has it), with why. Must not
     // return into serving: the master ends.
     std::function<void(const std::string&)> on_lost;
+    // What Store() says: the store's URL, and the last log entry this
+    // master's copy holds (called from the health thread).
+    std::string where;
+    std::function<int64_t()> log_index;
+    // While leading, the standbys and each member's status are asked this
+    // often, apart from any request (Standbys() and Store() answer from
+    // memory).
+    std::chrono::milliseconds health_period{1000};
   };
 
   // Joins the masters of the store at `prefix` (a lease, this master's
@@ -61,7 +69,11 @@ class EtcdLead final : public MasterLead {
 
   uint64_t epoch() const override ABSL_LOCKS_EXCLUDED(mu_);
   LeaderRecord record() const override ABSL_LOCKS_EXCLUDED(mu_);
-  std::vector<std::string> Standbys() const override;
+  // As last asked (the health thread, or RefreshHealth).
+  std::vector<std::string> Standbys() const override ABSL_LOCKS_EXCLUDED(mu_);
+  StoreHealth Store() const override ABSL_LOCKS_EXCLUDED(mu_);
+  // Asks the standbys and each member now (each within 500 ms).
+  void RefreshHealth() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Where this leader listens, written to its record.
   absl::Status SetAddress(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
@@ -80,6 +92,7 @@ class EtcdLead final : public MasterLead {
            Options options);
   absl::Status NewLease() ABSL_LOCKS_EXCLUDED(mu_);
   void KeepAliveLoop();
+  void HealthLoop();
 
   const std::shared_ptr<EtcdClient> client_;
   const std::string prefix_;
@@ -92,7 +105,10 @@ class EtcdLead final : public MasterLead {
   LeaderRecord record_ ABSL_GUARDED_BY(mu_);  // epoch 0 until leading
   bool lost_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::string> standbys_ ABSL_GUARDED_BY(mu_);
+  StoreHealth health_ ABSL_GUARDED_BY(mu_);
   std::thread keeper_;
+  std::thread health_thread_;
 };
 
 }  // namespace tiresias

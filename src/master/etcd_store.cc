@@ -2,6 +2,9 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <optional>
 #include <random>
 #include <string_view>
 
@@ -10,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
+#include "master/etcd_snapshot.h"
 #include "proto/store_log.pb.h"
 
 namespace tiresias {
@@ -166,8 +170,33 @@ std::string EtcdLog::EntryKey(int64_t index) const {
   return absl::StrFormat("%slog/%020d", prefix_, index);
 }
 
+EtcdLog::~EtcdLog() {
+  StopSnapshots();
+  SqliteStore* store;
+  {
+    MutexLock lock(&mu_);
+    while (snapshot_running_) snapshot_cv_.Wait(&mu_);  // a direct caller's
+    store = store_;
+    store_ = nullptr;
+  }
+  // A store that outlives its log (in tests: a master's log outlives its
+  // store) is no longer replicated.
+  if (store != nullptr) store->SetReplicator(nullptr);
+}
+
 absl::StatusOr<int64_t> EtcdLog::CatchUp(SqliteStore& store) {
   ASSIGN_OR_RETURN(int64_t applied, store.log_index());
+  // Whether the log's entries after `applied` were compacted away.
+  const auto behind = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(std::optional<storelog::Snapshot> snapshot,
+                     ReadSnapshotRecord(*client_, prefix_));
+    if (!snapshot || snapshot->index() <= applied) return absl::OkStatus();
+    return absl::OutOfRangeError(absl::StrCat(
+        "this copy holds the store's log to entry ", applied,
+        "; the log now begins after the snapshot at entry ", snapshot->index(),
+        ": the copy is to be replaced by the snapshot"));
+  };
+  RETURN_IF_ERROR(behind());
   const std::string end = PrefixEnd(prefix_ + "log/");
   int64_t count = 0;
   for (;;) {
@@ -176,6 +205,7 @@ absl::StatusOr<int64_t> EtcdLog::CatchUp(SqliteStore& store) {
     for (const etcdserverpb::KeyValue& kv : got.kvs()) {
       const int64_t index = applied + 1;
       if (kv.key() != EntryKey(index)) {
+        RETURN_IF_ERROR(behind());  // a snapshot since the first look
         return absl::DataLossError(
             absl::StrCat("the store's log skips from entry ", applied, " to ",
                          kv.key(), ": this copy cannot be brought up to date"));
@@ -187,7 +217,12 @@ absl::StatusOr<int64_t> EtcdLog::CatchUp(SqliteStore& store) {
       applied = index;
       ++count;
     }
-    if (!got.more() || got.kvs().empty()) return count;
+    if (!got.more() || got.kvs().empty()) {
+      // Nothing after the copy's entry: a snapshot may have passed it
+      // since the first look (the entries after it not yet written).
+      if (count == 0) RETURN_IF_ERROR(behind());
+      return count;
+    }
   }
 }
 
@@ -198,13 +233,121 @@ absl::Status EtcdLog::StartLeading(SqliteStore& store, EtcdLead* lead) {
   // The lead is ours: no other master appends, so this reads the log's end.
   RETURN_IF_ERROR(CatchUp(store).status());
   ASSIGN_OR_RETURN(int64_t applied, store.log_index());
+  ASSIGN_OR_RETURN(std::optional<storelog::Snapshot> snapshot,
+                   ReadSnapshotRecord(*client_, prefix_));
   {
     MutexLock lock(&mu_);
     lead_ = lead;
+    store_ = &store;
     next_ = applied + 1;
+    last_index_.store(applied);
+    snapshot_index_ = snapshot ? snapshot->index() : 0;
+    stopping_ = false;
   }
   store.SetReplicator(this);
+  if (options_.snapshot_every > 0 && !snapshot_thread_.joinable()) {
+    snapshot_thread_ = std::thread([this] { SnapshotLoop(); });
+  }
   return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> EtcdLog::ReplaceBySnapshot(
+    std::unique_ptr<SqliteStore>* store, const SqliteStoreOptions& options) {
+  const std::string path = (*store)->path();
+  store->reset();
+  absl::StatusOr<int64_t> installed =
+      InstallSnapshot(*client_, prefix_, path, options.cluster_id);
+  // The old file again when the snapshot could not replace it.
+  ASSIGN_OR_RETURN(*store, SqliteStore::Open(path, options));
+  return installed;
+}
+
+absl::StatusOr<int64_t> EtcdLog::Snapshot() {
+  SqliteStore* store;
+  EtcdLead* lead;
+  {
+    MutexLock lock(&mu_);
+    while (snapshot_running_) snapshot_cv_.Wait(&mu_);
+    if (lead_ == nullptr || store_ == nullptr || broken_ || stopping_) {
+      return absl::FailedPreconditionError(
+          "a snapshot of the store: this master does not lead");
+    }
+    if (next_ - 1 <= snapshot_index_) return snapshot_index_;  // no news
+    snapshot_running_ = copying_ = true;
+    store = store_;
+    lead = lead_;
+  }
+  const auto done = [&](absl::StatusOr<int64_t> index) {
+    MutexLock lock(&mu_);
+    snapshot_running_ = copying_ = false;
+    if (index.ok()) {
+      snapshot_index_ = std::max(snapshot_index_, *index);
+      ++snapshots_;
+    }
+    snapshot_cv_.SignalAll();
+    return index;
+  };
+  // The store is used only for its copy: a master stopping waits for that
+  // (Detach), not for the upload.
+  absl::StatusOr<SnapshotImage> image =
+      TakeSnapshotImage(*store, store->path() + ".snapshot-out");
+  {
+    MutexLock lock(&mu_);
+    copying_ = false;
+    snapshot_cv_.SignalAll();
+    if (image.ok() && image->index <= snapshot_index_) {
+      snapshot_running_ = false;
+      return snapshot_index_;
+    }
+  }
+  if (!image.ok()) return done(image.status());
+  absl::Status published = PublishSnapshot(*client_, prefix_, *lead, *image,
+                                           options_.chunk_bytes, [this] {
+                                             MutexLock lock(&mu_);
+                                             return stopping_;
+                                           });
+  if (!published.ok()) return done(published);
+  return done(image->index);
+}
+
+int64_t EtcdLog::snapshots() const {
+  MutexLock lock(&mu_);
+  return snapshots_;
+}
+
+void EtcdLog::SnapshotLoop() {
+  for (;;) {
+    {
+      MutexLock lock(&mu_);
+      while (!stopping_ && !snapshot_wanted_) snapshot_cv_.Wait(&mu_);
+      if (stopping_) return;
+      snapshot_wanted_ = false;
+    }
+    absl::StatusOr<int64_t> index = Snapshot();
+    if (!index.ok()) {
+      std::fprintf(stderr, "tiresias master: the store's snapshot: %s\n",
+                   std::string(index.status().message()).c_str());
+    }
+  }
+}
+
+void EtcdLog::StopSnapshots() {
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+    snapshot_cv_.SignalAll();
+  }
+  if (snapshot_thread_.joinable()) snapshot_thread_.join();
+}
+
+void EtcdLog::Detach() {
+  // The snapshot thread is joined by the destructor: an upload under way
+  // stops at its next chunk, and needs the store no more.
+  MutexLock lock(&mu_);
+  stopping_ = true;
+  snapshot_cv_.SignalAll();
+  while (copying_) snapshot_cv_.Wait(&mu_);
+  store_ = nullptr;
 }
 
 int64_t EtcdLog::appended() const {
@@ -288,7 +431,16 @@ absl::Status EtcdLog::Replicate(SqliteDb& db, std::vector<SqliteWrite> writes) {
       absl::Status recorded = WriteLogIndex(db, index);
       if (recorded.ok()) {
         next_ = index + 1;
+        last_index_.store(index);
         ++appended_;
+        if (options_.snapshot_every > 0 && !snapshot_wanted_ &&
+            !snapshot_running_ &&
+            index - std::max(snapshot_index_, snapshot_tried_at_) >=
+                options_.snapshot_every) {
+          snapshot_wanted_ = true;
+          snapshot_tried_at_ = index;
+          snapshot_cv_.SignalAll();
+        }
         return absl::OkStatus();
       }
       // In the log, not in this copy: the copy catches up when it leads

@@ -19,7 +19,12 @@
 // When an append's outcome is unknown (etcd did not answer), the leader
 // reads the entry back; if it cannot tell, or its own COMMIT fails after
 // the append, it gives up the lead (EtcdLead::Lost) and its copy catches
-// up when it next leads. The log is kept whole (no snapshots yet).
+// up when it next leads.
+//
+// Every `snapshot_every` entries the leader writes a snapshot of its copy
+// and deletes the log up to it (etcd_snapshot.h), from a thread of its
+// own. A copy behind the snapshot gets OutOfRange from CatchUp: closed,
+// its file is replaced (InstallSnapshot), and it catches up from there.
 //
 //   ASSIGN_OR_RETURN(std::string id, EtcdClusterId(*client, prefix));
 //   ASSIGN_OR_RETURN(auto store, SqliteStore::Open(path, {.cluster_id = id}));
@@ -30,15 +35,18 @@
 #ifndef TIRESIAS_MASTER_ETCD_STORE_H_
 #define TIRESIAS_MASTER_ETCD_STORE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "core/mutex.h"
+#include "core/steady_cond_var.h"
 #include "master/etcd_client.h"
 #include "master/etcd_lead.h"
 #include "master/sqlite_db.h"
@@ -57,11 +65,37 @@ class EtcdLog final : public SqliteReplicator {
   // request limit is 1.5 MiB): its transaction fails and is rolled back.
   static constexpr size_t kMaxEntryBytes = 1 << 20;
 
+  struct Options {
+    // A snapshot after this many entries since the last (0: never).
+    int64_t snapshot_every = 10000;
+    size_t chunk_bytes = 1 << 20;  // kSnapshotChunkBytes
+  };
   EtcdLog(std::shared_ptr<EtcdClient> client, std::string prefix)
-      : client_(std::move(client)), prefix_(std::move(prefix)) {}
+      : EtcdLog(std::move(client), std::move(prefix), Options()) {}
+  EtcdLog(std::shared_ptr<EtcdClient> client, std::string prefix,
+          Options options)
+      : client_(std::move(client)),
+        prefix_(std::move(prefix)),
+        options_(options) {}
+  // Waits for a snapshot under way; a store still given to it is let go.
+  ~EtcdLog() override;
 
   // Applies to `store` every entry after its log_index, in order; how many.
+  // OutOfRange when the log no longer holds the entry after the copy's
+  // (compacted into a snapshot): replace the copy (ReplaceBySnapshot).
   absl::StatusOr<int64_t> CatchUp(SqliteStore& store);
+  // Closes `*store` (none may hold its file but it), replaces its file by
+  // the store's snapshot and opens it again with `options`; the index.
+  absl::StatusOr<int64_t> ReplaceBySnapshot(std::unique_ptr<SqliteStore>* store,
+                                            const SqliteStoreOptions& options);
+  // Writes a snapshot now (the leader; what the thread does every
+  // snapshot_every entries); its index.
+  absl::StatusOr<int64_t> Snapshot() ABSL_LOCKS_EXCLUDED(mu_);
+  // Snapshots written by this leader.
+  int64_t snapshots() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The last entry this leader's copy holds, without waiting for an
+  // append under way (for status).
+  int64_t last_index() const { return last_index_.load(); }
   // Catches `store` up, then has its writes appended from here on, fenced
   // by `lead` (which must be leading).
   absl::Status StartLeading(SqliteStore& store, EtcdLead* lead)
@@ -76,8 +110,12 @@ class EtcdLog final : public SqliteReplicator {
       ABSL_LOCKS_EXCLUDED(mu_);
   void CommitFailed(const absl::Status& status) override
       ABSL_LOCKS_EXCLUDED(mu_);
+  void Detach() override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  void SnapshotLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  void StopSnapshots() ABSL_LOCKS_EXCLUDED(mu_);
+
   // The append's outcome once etcd did not say: whether the entry at
   // `key` is `value`; an error if that cannot be read either.
   absl::StatusOr<bool> WasWritten(const std::string& key,
@@ -85,10 +123,22 @@ class EtcdLog final : public SqliteReplicator {
 
   const std::shared_ptr<EtcdClient> client_;
   const std::string prefix_;
+  const Options options_;
   mutable Mutex mu_;
+  SteadyCondVar snapshot_cv_;
   EtcdLead* lead_ ABSL_GUARDED_BY(mu_) = nullptr;
+  SqliteStore* store_ ABSL_GUARDED_BY(mu_) = nullptr;  // while leading
+  int64_t snapshot_index_ ABSL_GUARDED_BY(mu_) = 0;    // the last one's
+  int64_t snapshots_ ABSL_GUARDED_BY(mu_) = 0;
+  bool snapshot_wanted_ ABSL_GUARDED_BY(mu_) = false;
+  bool snapshot_running_ ABSL_GUARDED_BY(mu_) = false;
+  bool copying_ ABSL_GUARDED_BY(mu_) = false;  // a snapshot reads the store
+  int64_t snapshot_tried_at_ ABSL_GUARDED_BY(mu_) = 0;  // a failed one's
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread snapshot_thread_;
   int64_t next_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t appended_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<int64_t> last_index_{0};  // next_ - 1, read without mu_
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
 };
 

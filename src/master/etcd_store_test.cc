@@ -1,7 +1,8 @@
 // The replicated store and the lead on a real etcd (etcd_test_server.h):
 // copies that replay the leader's log agree with it, a deposed leader
 // writes nothing, one leader at a time with rising epochs, and a leader
-// cut off from etcd steps down within its lease.
+// cut off from etcd steps down within its lease. Over TLS with client
+// certificates too (--etcd-ca/--etcd-cert/--etcd-key).
 #include "master/etcd_store.h"
 
 #include <atomic>
@@ -10,75 +11,72 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "master/etcd_test_server.h"
-#include "master/test_dir.h"
+#include "master/etcd_store_fixture.h"
+#include "security/pem_files.h"
 
 namespace tiresias {
 namespace {
 
-using master_testing::EtcdTestServer;
-using master_testing::TestDir;
+using master_testing::EtcdStoreTest;
+using master_testing::EtcdStoreTlsTest;
+using master_testing::Request;
 using ::testing::HasSubstr;
 
-JobRequest Request(std::string name, int gpus = 2) {
-  JobRequest r;
-  r.name = std::move(name);
-  r.user = "alice";
-  r.num_gpus = gpus;
-  r.command = {"/usr/bin/python3", "train.py"};
-  r.env = {{"LR", "0.1"}};
-  return r;
+TEST_F(EtcdStoreTlsTest, ALeaderWithItsCertificateAppendsAndACopyReplays) {
+  std::atomic<int> lost{0};
+  Leader l = Lead("a.db", &lost);
+  ASSERT_TRUE(l.store->CreateJob(Request("a"), Seconds{1}).ok());
+  ASSERT_TRUE(l.store->CreateJob(Request("b"), Seconds{2}).ok());
+  EXPECT_EQ(l.log->appended(), 2);
+  std::unique_ptr<SqliteStore> standby = Copy("b.db");
+  EXPECT_EQ(*l.log->CatchUp(*standby), 2);
+  EXPECT_EQ(standby->QueryJobs({})->jobs, l.store->QueryJobs({})->jobs);
+  EXPECT_TRUE(l.lead->Holds());
+  EXPECT_EQ(lost.load(), 0);
 }
 
-class EtcdStoreTest : public ::testing::Test {
- protected:
-  EtcdStoreTest() : etcd_(dir_.File("etcd")) {}
-
-  std::shared_ptr<EtcdClient> Client() {
-    auto c = EtcdClient::Connect({.endpoints = {etcd_.endpoint()}});
-    EXPECT_TRUE(c.ok()) << c.status();
-    return std::shared_ptr<EtcdClient>(std::move(*c));
+TEST_F(EtcdStoreTlsTest, AClientWithoutTheRightCredentialsIsRefused) {
+  const std::string d = dir_.path().string();
+  EtcdClient::Options plain = {.endpoints = {etcd_.endpoint()}};
+  EtcdClient::Options no_cert = plain;
+  no_cert.ca_file = tls_.ca_file;
+  EtcdClient::Options stranger = no_cert;  // a certificate etcd did not sign
+  stranger.cert_file = security::CertPath(d, "stranger");
+  stranger.key_file = security::KeyPath(d, "stranger");
+  EtcdClient::Options distrusting = ClientOptions();  // trusts another CA
+  distrusting.ca_file = security::CertPath(d, "other-ca");
+  for (EtcdClient::Options options : {plain, no_cert, stranger, distrusting}) {
+    options.timeout = std::chrono::milliseconds(500);
+    auto client = EtcdClient::Connect(options);
+    ASSERT_TRUE(client.ok()) << client.status();  // channels connect lazily
+    absl::Status put = (*client)->Put("/t/intruder", "x").status();
+    EXPECT_TRUE(absl::IsUnavailable(put)) << put;
+    EXPECT_THAT(put.message(), HasSubstr(etcd_.endpoint())) << put;
   }
-  // A master's copy, `name` in the test folder, of the cluster in etcd.
-  std::unique_ptr<SqliteStore> Copy(const std::string& name) {
-    auto id = EtcdClusterId(*Client(), kPrefix);
-    EXPECT_TRUE(id.ok()) << id.status();
-    auto store = SqliteStore::Open(
-        dir_.File(name), {.sync_every_commit = false, .cluster_id = *id});
-    EXPECT_TRUE(store.ok()) << store.status();
-    return std::move(*store);
-  }
-  std::unique_ptr<EtcdLead> Join(
-      std::atomic<int>* lost,
-      std::chrono::seconds ttl = std::chrono::seconds(5)) {
-    auto lead = EtcdLead::Join(
-        Client(), kPrefix,
-        {.ttl = ttl, .on_lost = [lost](const std::string&) { ++*lost; }});
-    EXPECT_TRUE(lead.ok()) << lead.status();
-    return std::move(*lead);
-  }
-
-  // A master leading the store, with its copy `name`.
-  struct Leader {
-    std::unique_ptr<SqliteStore> store;
-    std::unique_ptr<EtcdLead> lead;
-    std::unique_ptr<EtcdLog> log;
-  };
-  Leader Lead(const std::string& name, std::atomic<int>* lost,
-              std::chrono::seconds ttl = std::chrono::seconds(5)) {
-    Leader l{Copy(name), Join(lost, ttl),
-             std::make_unique<EtcdLog>(Client(), kPrefix)};
-    EXPECT_TRUE(*l.lead->TryLead());
-    EXPECT_TRUE(l.log->StartLeading(*l.store, l.lead.get()).ok());
-    return l;
-  }
-
-  static constexpr char kPrefix[] = "/t/";
-  TestDir dir_{"etcd_store"};
-  EtcdTestServer etcd_;
-};
+  // Nothing was written, as the right client sees.
+  auto seen = Client()->Range("/t/intruder");
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  EXPECT_TRUE(seen->kvs().empty());
+  // Half a client certificate, or one without TLS: refused at once.
+  EtcdClient::Options half = ClientOptions();
+  half.key_file.clear();
+  EXPECT_THAT(EtcdClient::Connect(half).status().message(),
+              HasSubstr("both or neither"));
+  EtcdClient::Options no_ca = ClientOptions();
+  no_ca.ca_file.clear();
+  EXPECT_THAT(EtcdClient::Connect(no_ca).status().message(),
+              HasSubstr("needs --etcd-ca"));
+  // A missing file is named, before any connection.
+  EtcdClient::Options missing = ClientOptions();
+  missing.key_file = d + "/nope-key.pem";
+  auto refused = EtcdClient::Connect(missing);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("nope-key.pem"));
+}
 
 TEST_F(EtcdStoreTest, ACopyThatReplaysTheLogAgreesWithTheLeader) {
   std::atomic<int> lost{0};
@@ -183,13 +181,77 @@ TEST_F(EtcdStoreTest, OneLeaderAtATimeEachWithALargerEpoch) {
   ASSERT_TRUE(seen.ok() && seen->has_value()) << seen.status();
   EXPECT_EQ((*seen)->epoch, a->epoch());
   EXPECT_EQ((*seen)->address, "10.0.0.1:50051");
+  a->RefreshHealth();
   EXPECT_EQ(a->Standbys().size(), 1u);
   const uint64_t first = a->epoch();
   a.reset();  // revokes its lease: the lead is free at once
   ASSERT_TRUE(*b->TryLead());
   EXPECT_GT(b->epoch(), first);
+  b->RefreshHealth();
   EXPECT_TRUE(b->Standbys().empty());
   EXPECT_EQ(lost.load(), 0);
+}
+
+TEST_F(EtcdStoreTest, TheLeaderKnowsTheStoresHealthWithoutAsking) {
+  std::atomic<int> lost{0};
+  std::atomic<int64_t> index{41};
+  auto joined =
+      EtcdLead::Join(Client(), kPrefix,
+                     {.ttl = std::chrono::seconds(5),
+                      .on_lost = [&lost](const std::string&) { ++lost; },
+                      .where = "etcd://" + etcd_.endpoint() + kPrefix,
+                      .log_index = [&index] { return index.load(); },
+                      .health_period = std::chrono::milliseconds(200)});
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  std::unique_ptr<EtcdLead> lead = std::move(*joined);
+  std::unique_ptr<EtcdLead> standby = Join(&lost);
+  EXPECT_EQ(lead->Store().checked, 0);  // a standby asks nothing
+  ASSERT_TRUE(*lead->TryLead());
+  // Asked at once on taking the lead, by its own thread.
+  // A refresh begun after now (one under way may have asked before).
+  auto asked = [&] {
+    const double after = absl::ToUnixMicros(absl::Now()) / 1e6 + 0.01;
+    for (int i = 0; i < 100 && lead->Store().checked < after; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return lead->Store();
+  };
+  StoreHealth h = asked();
+  EXPECT_EQ(h.kind, "etcd");
+  EXPECT_EQ(h.where, "etcd://" + etcd_.endpoint() + "/t/");
+  EXPECT_EQ(h.log_index, 41);
+  ASSERT_EQ(h.members.size(), 1u);
+  const StoreMemberHealth& m = h.members[0];
+  EXPECT_EQ(m.endpoint, etcd_.endpoint());
+  EXPECT_TRUE(m.in_use);
+  EXPECT_EQ(m.error, "");
+  EXPECT_THAT(m.version, ::testing::StartsWith("3."));
+  EXPECT_GT(m.db_size, 0);
+  EXPECT_TRUE(m.raft_leader);
+  EXPECT_TRUE(m.has_leader);
+  EXPECT_GT(m.raft_index, 0u);
+  // The standbys are asked after the members: soon.
+  for (int i = 0; i < 100 && lead->Standbys().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(lead->Standbys().size(), 1u);
+
+  // A member that stops answering is seen so within a period and its ask;
+  // what was last known of the standbys is kept.
+  index = 42;
+  etcd_.Freeze();
+  h = asked();
+  etcd_.Thaw();
+  ASSERT_EQ(h.members.size(), 1u);
+  EXPECT_NE(h.members[0].error, "");
+  EXPECT_EQ(h.members[0].version, "");
+  EXPECT_EQ(h.log_index, 42);
+  EXPECT_EQ(lead->Standbys().size(), 1u);
+  standby.reset();
+  for (int i = 0; i < 100 && !lead->Standbys().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(lead->Standbys().empty());
 }
 
 TEST_F(EtcdStoreTest, ADeposedLeaderWritesNothing) {
@@ -356,8 +418,8 @@ TEST_F(EtcdStoreTest, ACopyOfAnotherClusterIsRefused) {
 }
 
 TEST_F(EtcdStoreTest, AWriteWhileNotLeadingIsRefusedAndRolledBack) {
+  EtcdLog log(Client(), kPrefix);  // outlives the store it is given
   std::unique_ptr<SqliteStore> store = Copy("a.db");
-  EtcdLog log(Client(), kPrefix);
   store->SetReplicator(&log);  // never led
   EXPECT_FALSE(store->CreateJob(Request("x"), Seconds{1}).ok());
   EXPECT_TRUE(store->QueryJobs({})->jobs.empty());

@@ -1,7 +1,8 @@
 // Test-only: a real etcd server (Debian's etcd-server, installed by
 // scripts/setup.sh) on loopback ports of its own, with its data in a test
 // folder; killed with the object. Freeze()/Thaw() stop and continue it
-// (SIGSTOP/SIGCONT), as a stalled or cut-off member.
+// (SIGSTOP/SIGCONT), as a stalled or cut-off member. With `tls`, clients
+// speak TLS to it and must show a certificate its CA signed.
 #ifndef TIRESIAS_MASTER_ETCD_TEST_SERVER_H_
 #define TIRESIAS_MASTER_ETCD_TEST_SERVER_H_
 
@@ -41,10 +42,19 @@ inline int FreePort() {
   return port;
 }
 
+// PEM files: the server's certificate and key, the CA that signs the
+// clients' certificates (and the server's), and a client's, used to see
+// it answer.
+struct EtcdTestTls {
+  std::string cert_file, key_file, ca_file;
+  std::string client_cert_file, client_key_file;
+};
+
 class EtcdTestServer {
  public:
   // Starts it and waits until it answers (fails the test if it does not).
-  explicit EtcdTestServer(const std::string& data_dir) {
+  explicit EtcdTestServer(const std::string& data_dir,
+                          const EtcdTestTls& tls = {}) {
     if (access(kEtcdBinary, X_OK) != 0) {
       ADD_FAILURE() << kEtcdBinary
                     << " is missing: run scripts/setup.sh (etcd-server)";
@@ -53,7 +63,8 @@ class EtcdTestServer {
     const int client_port = FreePort();
     const int peer_port = FreePort();
     endpoint_ = absl::StrCat("127.0.0.1:", client_port);
-    const std::string client = absl::StrCat("http://", endpoint_);
+    const std::string client =
+        absl::StrCat(tls.cert_file.empty() ? "http://" : "https://", endpoint_);
     const std::string peer = absl::StrCat("http://127.0.0.1:", peer_port);
     std::vector<std::string> args = {kEtcdBinary,
                                      "--name",
@@ -72,6 +83,11 @@ class EtcdTestServer {
                                      absl::StrCat("t=", peer),
                                      "--log-level",
                                      "error"};
+    if (!tls.cert_file.empty()) {
+      args.insert(args.end(),
+                  {"--cert-file", tls.cert_file, "--key-file", tls.key_file,
+                   "--trusted-ca-file", tls.ca_file, "--client-cert-auth"});
+    }
     const std::string log = data_dir + ".log";
     pid_ = fork();
     if (pid_ == 0) {
@@ -92,6 +108,9 @@ class EtcdTestServer {
     for (int i = 0; i < 200; ++i) {
       absl::StatusOr<std::unique_ptr<EtcdClient>> c =
           EtcdClient::Connect({.endpoints = {endpoint_},
+                               .ca_file = tls.ca_file,
+                               .cert_file = tls.client_cert_file,
+                               .key_file = tls.client_key_file,
                                .timeout = std::chrono::milliseconds(300)});
       if (c.ok() && (*c)->Range("probe").ok()) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));

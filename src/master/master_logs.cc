@@ -99,6 +99,7 @@ absl::StatusOr<MasterState::Metrics> MasterState::SnapshotMetrics(
   if (options_.lead != nullptr) {
     m.leader = options_.lead->record();
     m.standbys = options_.lead->Standbys();  // a few locks tried: no mu_
+    m.store = options_.lead->Store();
   }
   {
     // O(unfinished jobs + nodes) in memory; no store access under the lock.

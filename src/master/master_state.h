@@ -515,6 +515,7 @@ class MasterState {
     // standbys on its state dir, as "pid@host".
     std::optional<LeaderRecord> leader;
     std::vector<std::string> standbys;
+    StoreHealth store;
     int64_t last_event_sequence = 0;
     // Placement, and PACKLIMIT: the value placement uses (learnt or
     // configured), the runs measured, those that are classifier samples

@@ -74,6 +74,28 @@ std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
     Family(&out, "tiresias_master_standbys", "gauge",
            "Masters waiting on the same state dir to take over.");
     absl::StrAppend(&out, "tiresias_master_standbys ", m.standbys.size(), "\n");
+    if (m.store.kind == "etcd") {
+      Family(&out, "tiresias_store_log_index", "gauge",
+             "The last etcd log entry the leader's copy of the state holds.");
+      absl::StrAppend(&out, "tiresias_store_log_index ", m.store.log_index,
+                      "\n");
+      Family(&out, "tiresias_store_member_up", "gauge",
+             "1: the etcd member answered the leader's last ask, is in a "
+             "quorum (knows a raft leader) and raises no alarm.");
+      for (const StoreMemberHealth& h : m.store.members) {
+        absl::StrAppend(
+            &out, "tiresias_store_member_up{member=\"", LabelValue(h.endpoint),
+            "\"} ", h.error.empty() && h.has_leader && h.alarms.empty() ? 1 : 0,
+            "\n");
+      }
+      Family(&out, "tiresias_store_member_db_bytes", "gauge",
+             "Each answering etcd member's database file size.");
+      for (const StoreMemberHealth& h : m.store.members) {
+        if (!h.error.empty()) continue;
+        absl::StrAppend(&out, "tiresias_store_member_db_bytes{member=\"",
+                        LabelValue(h.endpoint), "\"} ", h.db_size, "\n");
+      }
+    }
   }
   Family(&out, "tiresias_jobs_submitted_total", "counter",
          "Jobs ever accepted.");

@@ -181,6 +181,28 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(
   return std::unique_ptr<SqliteDb>(new SqliteDb(path, db));
 }
 
+absl::StatusOr<std::unique_ptr<SqliteBackup>> SqliteBackup::Start(
+    SqliteDb& from, SqliteDb& to) {
+  sqlite3_backup* backup =
+      sqlite3_backup_init(to.db_, "main", from.db_, "main");
+  if (backup == nullptr) {
+    return to.Error(sqlite3_extended_errcode(to.db_),
+                    absl::StrCat("starting a copy of ", from.path()));
+  }
+  return std::unique_ptr<SqliteBackup>(new SqliteBackup(&to, backup));
+}
+
+SqliteBackup::~SqliteBackup() { sqlite3_backup_finish(backup_); }
+
+absl::StatusOr<bool> SqliteBackup::Step(int pages) {
+  const int rc = sqlite3_backup_step(backup_, pages);
+  if (rc == SQLITE_DONE) return true;
+  if (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+    return false;  // more to copy, or the source was busy: again
+  }
+  return to_->Error(rc, "copying the database");
+}
+
 SqliteDb::~SqliteDb() {
   for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
   sqlite3_close_v2(db_);

@@ -20,6 +20,7 @@
 
 struct sqlite3;
 struct sqlite3_stmt;
+struct sqlite3_backup;
 
 namespace tiresias {
 
@@ -54,6 +55,8 @@ class SqliteReplicator {
   virtual absl::Status Replicate(SqliteDb& db,
                                  std::vector<SqliteWrite> writes) = 0;
   virtual void CommitFailed(const absl::Status& status) = 0;
+  // The store it was given to is closing: nothing may use it any more.
+  virtual void Detach() {}
 };
 
 // One use of a cached prepared statement: bind, step, read columns. Resets
@@ -144,6 +147,7 @@ class SqliteDb {
   // its own (the schema, PRAGMAs). Replicate may run statements on the
   // database (they are not captured).
   void SetReplicator(SqliteReplicator* replicator) { replicator_ = replicator; }
+  SqliteReplicator* replicator() const { return replicator_; }
   // Runs `write` as it ran elsewhere (a replica applying the log);
   // DataLoss if it changes another number of rows than it did there.
   absl::Status Replay(const SqliteWrite& write);
@@ -155,6 +159,7 @@ class SqliteDb {
                      absl::string_view message = {}) const;
 
  private:
+  friend class SqliteBackup;
   friend class SqliteQuery;
   friend class SqliteTransaction;
   SqliteDb(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
@@ -168,6 +173,28 @@ class SqliteDb {
   bool in_transaction_ = false;        // a SqliteTransaction is open
   bool replicating_ = false;           // inside Replicate: nothing captured
   std::vector<SqliteWrite> captured_;  // the open transaction's writes
+};
+
+// SQLite's online backup of one database into another (whose content it
+// replaces), a few pages per Step, so that the source's users get in
+// between; a write made meanwhile on the source's connection is carried
+// into the copy. Both connections are the caller's to serialize: Start,
+// each Step and the destruction (which finishes) each as one use of both.
+class SqliteBackup {
+ public:
+  static absl::StatusOr<std::unique_ptr<SqliteBackup>> Start(SqliteDb& from,
+                                                             SqliteDb& to);
+  ~SqliteBackup();
+  SqliteBackup(const SqliteBackup&) = delete;
+  SqliteBackup& operator=(const SqliteBackup&) = delete;
+  // Copies up to `pages` more; true once the copy is whole.
+  absl::StatusOr<bool> Step(int pages);
+
+ private:
+  SqliteBackup(SqliteDb* to, sqlite3_backup* backup)
+      : to_(to), backup_(backup) {}
+  SqliteDb* to_;
+  sqlite3_backup* backup_;
 };
 
 // BEGIN IMMEDIATE ... COMMIT around a scope: rolls back unless Commit()

@@ -94,7 +94,18 @@ absl::Status MakeOwnerOnly(const std::string& path) {
 
 SqliteStore::SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
 
-SqliteStore::~SqliteStore() = default;
+SqliteStore::~SqliteStore() {
+  SqliteReplicator* replicator = nullptr;
+  {
+    MutexLock lock(&mu_);
+    if (db_ != nullptr) {
+      replicator = db_->replicator();
+      db_->SetReplicator(nullptr);
+    }
+  }
+  // Without mu_: it may wait for its own use of the store (CopyTo).
+  if (replicator != nullptr) replicator->Detach();
+}
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
     const std::string& path, SqliteStoreOptions options) {
@@ -103,6 +114,7 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
   RETURN_IF_ERROR(Configure(*db, options));
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
   store->cluster_id_ = options.cluster_id;
+  store->path_ = path;
   MutexLock lock(&store->mu_);
   RETURN_IF_ERROR(store->InitSchema());
   RETURN_IF_ERROR(store->LoadClusterId());
@@ -346,6 +358,52 @@ absl::Status SqliteStore::ApplyLogEntry(
   }
   RETURN_IF_ERROR(WriteLogIndex(*db_, index));
   return CommitLocked(txn);
+}
+
+absl::StatusOr<int64_t> SqliteStore::CopyTo(const std::string& path) const {
+  // Pages per step: 1 MiB at SQLite's 4 KiB pages.
+  constexpr int kPagesPerStep = 256;
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    const std::string file = path + suffix;
+    if (unlink(file.c_str()) != 0 && errno != ENOENT) {
+      return absl::InternalError(
+          absl::StrCat(file, ": cannot remove: ", std::strerror(errno)));
+    }
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> to, SqliteDb::Open(path));
+  std::unique_ptr<SqliteBackup> backup;
+  {
+    MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(backup, SqliteBackup::Start(*db_, *to));
+  }
+  // SQLite starts the copy again when a write is rolled back; a store that
+  // keeps doing so is given up on rather than waited for.
+  constexpr int kMaxSteps = 1 << 20;
+  for (int steps = 0, done = 0; !done; ++steps) {
+    if (steps == kMaxSteps) {
+      return absl::UnavailableError(
+          absl::StrCat(path, ": the store kept changing under its copy"));
+    }
+    MutexLock lock(&mu_);
+    absl::StatusOr<bool> stepped = backup->Step(kPagesPerStep);
+    if (!stepped.ok()) {
+      backup.reset();  // finished under mu_: it touches the source
+      return stepped.status();
+    }
+    done = *stepped;
+    if (done) backup.reset();
+  }
+  ASSIGN_OR_RETURN(
+      SqliteQuery query,
+      to->Prepare("SELECT value FROM meta WHERE key = 'log_index'"));
+  ASSIGN_OR_RETURN(bool row, query.Step());
+  int64_t index = 0;
+  if (row && !absl::SimpleAtoi(query.Text(0), &index)) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": meta log_index: expected a count, got \"",
+                     query.Text(0), "\""));
+  }
+  return index;
 }
 
 absl::StatusOr<std::vector<NodeRecord>> SqliteStore::ListNodes() const {

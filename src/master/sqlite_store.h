@@ -132,6 +132,9 @@ class SqliteStore final : public Store {
   // and benchmarks read to see submissions share transactions.
   int64_t commits() const;
 
+  // The database file's path.
+  const std::string& path() const { return path_; }
+
   // A replica of a replicated store (etcd_store.h). The last entry of the
   // log applied to this file (0: none).
   absl::StatusOr<int64_t> log_index() const;
@@ -142,6 +145,10 @@ class SqliteStore final : public Store {
   // as applied. The caller applies entries in order, once each.
   absl::Status ApplyLogEntry(int64_t index,
                              const std::vector<SqliteWrite>& writes);
+  // Writes a whole copy of the store to a new file at `path` (replacing
+  // one there), a few pages at a time so that the store's users get in
+  // between; the copy's log_index.
+  absl::StatusOr<int64_t> CopyTo(const std::string& path) const;
 
  private:
   explicit SqliteStore(std::unique_ptr<SqliteDb> db);
@@ -234,6 +241,7 @@ class SqliteStore final : public Store {
   std::unique_ptr<SqliteDb> db_ ABSL_PT_GUARDED_BY(mu_);
   int64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
   std::string cluster_id_;  // set by Open, constant after
+  std::string path_;        // set by Open, constant after
 };
 
 }  // namespace tiresias

@@ -165,6 +165,11 @@ absl::StatusOr<std::optional<StateDirLead::Record>> StateDirLead::ReadLeader()
   return std::optional<Record>(*std::move(r));
 }
 
+StoreHealth StateDirLead::Store() const {
+  return {.kind = "sqlite",
+          .where = std::filesystem::path(dir_).parent_path().string()};
+}
+
 std::vector<std::string> StateDirLead::Standbys() const {
   MutexLock lock(&mu_);
   std::vector<std::string> out;

@@ -71,6 +71,8 @@ class StateDirLead final : public MasterLead {
   std::vector<std::string> Standbys() const override ABSL_LOCKS_EXCLUDED(mu_);
 
   std::string dir() const { return dir_; }
+  // "sqlite", at the state dir.
+  StoreHealth Store() const override;
 
  private:
   StateDirLead(std::string dir, std::string self_name, int self_fd)

@@ -16,13 +16,7 @@ using master_testing::TestDir;
 using ::testing::HasSubstr;
 
 JobRequest Request(std::string name, int gpus = 1) {
-  JobRequest r;
-  r.name = std::move(name);
-  r.user = "alice";
-  r.num_gpus = gpus;
-  r.command = {"/usr/bin/python3", "train.py"};
-  r.env = {{"LR", "0.1"}};
-  return r;
+  return master_testing::AliceTrainRequest(std::move(name), gpus);
 }
 
 std::unique_ptr<SqliteStore> MustOpen(const std::string& path) {

@@ -8,10 +8,22 @@
 
 #include "core/testing/test_dir.h"
 #include "gtest/gtest.h"
+#include "master/store.h"
 
 namespace tiresias::master_testing {
 
 using TestDir = test_support::TestDir;
+
+// alice's `python3 train.py` on `gpus` GPUs, LR=0.1.
+inline JobRequest AliceTrainRequest(std::string name, int gpus) {
+  JobRequest r;
+  r.name = std::move(name);
+  r.user = "alice";
+  r.num_gpus = gpus;
+  r.command = {"/usr/bin/python3", "train.py"};
+  r.env = {{"LR", "0.1"}};
+  return r;
+}
 
 // Runs SQL on the file directly, as a hand edit or another build of
 // tiresias would; no store may hold the file.

@@ -23,10 +23,24 @@ the new standby. Judged from the jobs' own records, not the master's word:
 With --etcd, the masters are on an etcd store instead (--store etcd://,
 three etcd members started by the test, each master its own state dir and
 copy of the state, one TLS folder): the same judgement, with epochs that
-only need to rise (etcd revisions), one etcd member killed (SIGKILL) in
-the middle, after which submissions go on, and the last leader frozen
-(SIGSTOP) past its lease instead of killed: thawed, it must step down
-(exit 3) while the standby leads.
+only need to rise (etcd revisions), and three more trials:
+
+- in the middle, etcd's raft leader is killed (SIGKILL; the members run
+  with a 500 ms election timeout): submissions go on, none waits over
+  2 s (the longest around the kill is printed), and `status` shows that
+  member down, the others up;
+- the last leader is frozen (SIGSTOP) past its lease instead of killed:
+  thawed, it must step down (exit 3) while the standby leads;
+- then quorum is lost (a second member frozen, one of three left): the
+  leader steps down (exit 3) within its lease, no master leads, and once
+  both members are back a master leads again within 20 s; the running
+  jobs keep running and nothing answered is lost (a submission made
+  during the pause may be refused, none may be lost once answered).
+
+The leader snapshots the state every 10 log entries (--snapshot-every),
+so a restarted master's copy is behind the log's start and is replaced
+by the snapshot (at least once in the run); at the end both masters'
+copies, once stopped, hold the same rows.
 
 Needs root: exit 77 (skipped) otherwise; --etcd needs /usr/bin/etcd
 (scripts/setup.sh).
@@ -57,7 +71,11 @@ LEAD_TTL_S = 3  # --lead-ttl on etcd: a killed leader's lead lasts this
 # leaves their tasks' leases too short for that.
 NODE_TIMEOUT = "20" if ETCD else "10"
 TAKEOVER_S = 10
-LONG_S = 15 + 8 * KILLS  # spans every kill and takeover
+# Snapshots often enough that a restarted master's copy is sometimes
+# behind one, and starts from it.
+SNAPSHOT_EVERY = 10
+QUORUM_BACK_S = 20  # to a leader, from both etcd members being back
+LONG_S = 15 + 8 * KILLS + (25 if ETCD else 0)  # spans every trial
 # Writes one line per start (its attempt and pid) to $PWD/ran-NAME, then
 # sleeps; an end line when it exits on its own.
 JOB = r'''
@@ -80,12 +98,13 @@ class Etcd:
         peers = [free_port() for _ in range(members)]
         cluster = ",".join("m%d=http://127.0.0.1:%d" % (i, p)
                            for i, p in enumerate(peers))
-        self.procs = []
+        self.procs, self.args = [], []
+        self.dead = None  # the member killed
         for i in range(members):
             client = "http://127.0.0.1:%d" % self.clients[i]
             peer = "http://127.0.0.1:%d" % peers[i]
             log = open(os.path.join(workdir, "etcd-%d.log" % i), "w")
-            self.procs.append(subprocess.Popen(
+            self.args.append(
                 ["/usr/bin/etcd", "--name", "m%d" % i,
                  "--data-dir", os.path.join(workdir, "etcd-%d" % i),
                  "--listen-client-urls", client,
@@ -93,8 +112,12 @@ class Etcd:
                  "--listen-peer-urls", peer,
                  "--initial-advertise-peer-urls", peer,
                  "--initial-cluster", cluster,
-                 "--initial-cluster-state", "new"],
-                stdout=log, stderr=log))
+                 "--initial-cluster-state", "new",
+                 # A raft leader's death costs an election: 0.5-1 s
+                 # instead of etcd's default 1-2 s.
+                 "--heartbeat-interval", "50", "--election-timeout", "500"])
+            self.procs.append(subprocess.Popen(self.args[i], stdout=log,
+                                               stderr=log))
         self.url = "etcd://" + ",".join(
             "127.0.0.1:%d" % p for p in self.clients)
         deadline = time.time() + 30
@@ -107,9 +130,16 @@ class Etcd:
         self.procs[i].kill()
         self.procs[i].wait(timeout=10)
 
+    def restart(self, i):
+        """Member i again, on its data dir (it rejoins the cluster)."""
+        log = open(os.path.join(self.workdir, "etcd-%d.log" % i), "a")
+        self.procs[i] = subprocess.Popen(self.args[i], stdout=log,
+                                         stderr=log)
+
     def stop(self):
         for proc in self.procs:
             if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)  # a frozen one too
                 proc.kill()
                 proc.wait(timeout=10)
 
@@ -137,7 +167,8 @@ class Masters:
         self.offsets[i] = os.path.getsize(path) if os.path.exists(path) else 0
         err = open(path, "a")
         store = [] if self.etcd is None else [
-            "--store", self.etcd.url, "--lead-ttl", str(LEAD_TTL_S)]
+            "--store", self.etcd.url, "--lead-ttl", str(LEAD_TTL_S),
+            "--snapshot-every", str(SNAPSHOT_EVERY)]
         proc = subprocess.Popen(
             [self.binary, "master", "--listen",
              "127.0.0.1:%d" % self.ports[i], "--state-dir", self.state_dir(i),
@@ -167,9 +198,10 @@ class Masters:
             f.seek(self.offsets[i])
             return f.read()
 
-    def tail(self, i):
+    def tail(self, i, chars=3000):
         with open(os.path.join(self.workdir, "master%d.err" % i)) as f:
-            return f.read()[-3000:]
+            text = f.read()
+        return text if chars is None else text[-chars:]
 
     def stop(self):
         for proc in self.procs:
@@ -214,7 +246,15 @@ def run(binary, workdir, user):
         wait_up(binary, admin, workdir, ["node-a", "node-b"])
         env, uid, home = user_session(binary, admin, workdir, user)
         try:
-            check(binary, masters, env, uid, home, etcd)
+            leading = check(binary, masters, env, uid, home, etcd)
+            if etcd is not None:
+                # Nothing more to write (an agent's report may still be
+                # committed as a master stops): then the copies agree.
+                for agent in agents:
+                    agent.terminate()
+                    agent.wait(timeout=30)
+                agents = []
+                same_copies(masters, leading)
         except SystemExit:
             keep = os.environ.get("TIRESIAS_KEEP_LOGS")
             if keep:  # the logs outlive the test's folder, to look into
@@ -232,7 +272,8 @@ def run(binary, workdir, user):
     print("standby masters%s: %d takeovers by SIGKILL%s, running jobs "
           "kept, no submission lost or doubled" %
           (" on etcd" if ETCD else "", KILLS,
-           " (the last by SIGSTOP)" if ETCD else ""))
+           " (the last by SIGSTOP), an etcd member killed, quorum lost "
+           "and back" if ETCD else ""))
 
 
 def submit(binary, env, home, name, seconds):
@@ -244,12 +285,27 @@ def submit(binary, env, home, name, seconds):
     return r.stdout.strip().split()[-1], ""
 
 
+def with_standby(binary, env, epoch=None):
+    """`status` once it names one standby (the leader asks etcd for them
+    every second), of the leader of `epoch` if given; None if it does not
+    within 5 s."""
+    deadline = time.time() + 5
+    while True:
+        now = status(binary, env)
+        leader = (now or {}).get("leader")
+        if leader and len(leader["standbys"]) == 1 and \
+                (epoch is None or leader["epoch"] == epoch):
+            return now
+        if time.time() > deadline:
+            return None
+        time.sleep(0.3)
+
+
 def check(binary, masters, env, uid, home, etcd):
-    first = status(binary, env)
+    first = with_standby(binary, env)
     leader = first and first.get("leader")
-    if not leader or (etcd is None and leader["epoch"] != 1) or \
-            len(leader["standbys"]) != 1:
-        fail("status of the first leader: %s" % first)
+    if not leader or (etcd is None and leader["epoch"] != 1):
+        fail("status of the first leader: %s" % status(binary, env))
     epochs = [leader["epoch"]]
     long_jobs = {}
     for i in range(2):
@@ -272,21 +328,49 @@ def check(binary, masters, env, uid, home, etcd):
             job, why = submit(binary, env, home, name, 1)
             timed.append((began, time.time() - began, name))
             if job is None:
-                refused.append((name, why))
+                refused.append((began, name, why))
             else:
                 answered[name] = job
             time.sleep(0.5)  # about 2 GPUs' worth of 1 s jobs
     thread = threading.Thread(target=submitter)
     thread.start()
     leading = 0
-    takeovers = []
+    takeovers = []  # (from, to) of every takeover
+    pauses = []  # (from, to) of the pause without etcd's quorum
+    member_killed_at = None
+
+    def wait_leader(since, why, standby, bound_s=TAKEOVER_S):
+        """Until a leader of a newer epoch answers `status` (on a state
+        dir, exactly one newer), within `bound_s` of `since`."""
+        while True:
+            now = status(binary, env)
+            if now and now["leader"]["epoch"] > epochs[-1] and \
+                    (etcd is not None or
+                     now["leader"]["epoch"] == len(epochs) + 1):
+                epochs.append(now["leader"]["epoch"])
+                return
+            if time.time() - since > bound_s:
+                fail("no new leader %d s after %s:\n%s" %
+                     (bound_s, why, masters.tail(standby)))
+            time.sleep(0.2)
+
     try:
         for kill in range(KILLS):
             time.sleep(2)
             if etcd is not None and kill == KILLS // 2:
-                etcd.kill(2)  # one member of three: a quorum is left
-                print("etcd member 2 killed")
-                time.sleep(2)
+                # etcd's raft leader, of three: a quorum is left, which
+                # elects another; the masters move to another member if
+                # they talked to it.
+                members = status(binary, env)["leader"]["store"]["members"]
+                etcd.dead = next((i for i, m in enumerate(members)
+                                  if m["raft_leader"]), 0)
+                etcd.kill(etcd.dead)
+                member_killed_at = time.time()
+                print("etcd member %d killed (the raft leader%s)" %
+                      (etcd.dead, ", the masters' member"
+                       if members[etcd.dead]["in_use"] else ""))
+                time.sleep(4)  # submissions around it, before the kill
+                store_seen(status(binary, env), etcd)
             # On etcd the last one is frozen (SIGSTOP) past its lease
             # instead: thawed, it must step down, not command.
             freeze = etcd is not None and kill == KILLS - 1
@@ -296,17 +380,7 @@ def check(binary, masters, env, uid, home, etcd):
                 masters.procs[leading].wait(timeout=10)
             killed_at = time.time()
             standby = 1 - leading
-            while True:
-                now = status(binary, env)
-                if now and now["leader"]["epoch"] > epochs[-1] and \
-                        (etcd is not None or
-                         now["leader"]["epoch"] == kill + 2):
-                    epochs.append(now["leader"]["epoch"])
-                    break
-                if time.time() - killed_at > TAKEOVER_S:
-                    fail("no new leader %d s after killing master %d:\n%s" %
-                         (TAKEOVER_S, leading, masters.tail(standby)))
-                time.sleep(0.2)
+            wait_leader(killed_at, "killing master %d" % leading, standby)
             print("takeover %d: master %d leads (epoch %d) %.1f s after "
                   "the kill" % (kill + 1, standby, epochs[-1],
                                 time.time() - killed_at))
@@ -327,19 +401,38 @@ def check(binary, masters, env, uid, home, etcd):
             masters.start(leading, leading=False)
             masters.wait_standby(leading)
             leading = standby
+        if etcd is not None:
+            time.sleep(2)
+            pauses.append(lose_quorum(etcd, masters, leading, wait_leader))
+            masters.start(leading, leading=False)
+            masters.wait_standby(leading)
+            leading = 1 - leading
     finally:
         stop.set()
         thread.join(timeout=120)
+    # Only a submission begun in the pause (from a second before quorum
+    # was lost to a leader answering again) may be refused.
+    in_pause = [r for r in refused
+                if any(p - 1 <= r[0] <= q for p, q in pauses)]
+    if in_pause:
+        print("%d submissions refused in the pause without quorum (%s)" %
+              (len(in_pause), in_pause[0][2].strip()[-200:]))
+    refused = [r[1:] for r in refused if r not in in_pause]
     if refused:
         fail("submissions refused through the takeovers: %s" % refused[:3])
-    now = status(binary, env)
-    if now["leader"]["epoch"] != epochs[-1] or \
-            len(now["leader"]["standbys"]) != 1:
-        fail("status after the takeovers: %s" % now["leader"])
+    if with_standby(binary, env, epochs[-1]) is None:
+        fail("status after the takeovers: %s" %
+             (status(binary, env) or {}).get("leader"))
     # A submission begun in a takeover (from a second before the kill to
     # the new leader's first answer) waits for it; the others should not.
     outside = [(t, n) for began, t, n in timed
-               if not any(k - 1 <= began <= d for k, d in takeovers)]
+               if not any(k - 1 <= began <= d
+                          for k, d in takeovers + pauses)]
+    if member_killed_at is not None:
+        around = [t for began, t, n in timed
+                  if member_killed_at - 1 <= began <= member_killed_at + 3]
+        print("the longest of %d submissions around the etcd member's "
+              "death: %.2f s" % (len(around), max(around or [0])))
     if outside:
         print("the longest submission outside the takeovers: %.2f s (%s)" %
               max(outside))
@@ -392,15 +485,71 @@ def check(binary, masters, env, uid, home, etcd):
                  (j["name"], starts[0].split()[1]))
     print("%d short jobs submitted through %d takeovers, each created, "
           "started and ended once" % (len(answered), KILLS))
-    if etcd is not None:
-        same_copies(masters, leading)
+    return leading
+
+
+def store_seen(now, etcd):
+    """`status` shows the store: etcd, the log the leader holds, the dead
+    member down (killed 4 s ago: the leader asks every second), the others
+    up, one of them the raft leader and one the masters'."""
+    store = (now or {}).get("leader", {}).get("store", {})
+    members = store.get("members", [])
+    want = ["127.0.0.1:%d" % p for p in etcd.clients]
+    dead = members[etcd.dead] if len(members) == len(want) else {}
+    alive = [m for i, m in enumerate(members) if i != etcd.dead]
+    if store.get("kind") != "etcd" or store.get("log_index", 0) < 1 or \
+            [m["endpoint"] for m in members] != want or \
+            dead.get("error") is None or dead["in_use"] or \
+            any(m["error"] is not None or not m["has_leader"]
+                for m in alive) or \
+            sum(m["raft_leader"] for m in alive) != 1 or \
+            sum(m["in_use"] for m in alive) != 1:
+        fail("status after etcd member %d's death: %s" % (etcd.dead, store))
+    print("status: log entry %d, member %d down (%s), the others up" %
+          (store["log_index"], etcd.dead, dead["error"][:60]))
+
+
+def lose_quorum(etcd, masters, leading, wait_leader):
+    """One member is dead; freezing another leaves one of three: the leader
+    must step down within its lease, the standby must not lead; both
+    members back, a master leads again. Returns the pause (from, to)."""
+    lost_at = time.time()
+    frozen = (etcd.dead + 1) % len(etcd.procs)
+    etcd.procs[frozen].send_signal(signal.SIGSTOP)
+    print("etcd member %d frozen: one member of three left" % frozen)
+    try:
+        code = masters.procs[leading].wait(timeout=LEAD_TTL_S + 5)
+    except subprocess.TimeoutExpired:
+        fail("master %d still leads %d s after etcd lost its quorum:\n%s" %
+             (leading, LEAD_TTL_S + 5, masters.tail(leading)))
+    if code != 3 or "stepping down" not in masters.since_start(leading):
+        fail("master %d without quorum: exit %s, not a step-down:\n%s" %
+             (leading, code, masters.tail(leading)))
+    print("the leader stepped down %.1f s after quorum was lost" %
+          (time.time() - lost_at))
+    time.sleep(1)
+    standby = 1 - leading
+    if masters.procs[standby].poll() is not None or \
+            accepts(masters.ports[standby]):
+        fail("the standby master %d, without quorum, exited or leads:\n%s"
+             % (standby, masters.tail(standby)))
+    etcd.restart(etcd.dead)
+    etcd.procs[frozen].send_signal(signal.SIGCONT)
+    back_at = time.time()
+    # etcd extends every lease on electing a raft leader: the dead
+    # leader's lasts its TTL more, and the restarted member rejoins.
+    wait_leader(back_at, "etcd's quorum came back", standby,
+                bound_s=QUORUM_BACK_S)
+    print("quorum back after %.1f s: master %d leads %.1f s later" %
+          (back_at - lost_at, standby, time.time() - back_at))
+    return lost_at, time.time()
 
 
 def same_copies(masters, leading):
     """The two masters' copies of the state, once both stopped (the
-    standby first, after a second to catch up), hold the same rows."""
+    standby first, after two seconds to catch up), hold the same rows."""
     import sqlite3
-    time.sleep(1.5)
+    time.sleep(2)
     for i in (1 - leading, leading):
         masters.procs[i].send_signal(signal.SIGINT)
         masters.procs[i].wait(timeout=30)
@@ -420,15 +569,26 @@ def same_copies(masters, leading):
                            "'log_index'").fetchone()
         db.close()
         dumps.append((index, dump))
-    if dumps[0][0] != dumps[1][0]:
-        fail("the copies stopped at log entries %s and %s" %
-             (dumps[0][0], dumps[1][0]))
-    for t in dumps[0][1]:
-        if dumps[0][1][t] != dumps[1][1].get(t):
-            fail("the copies differ in table %s (log entry %s)" %
-                 (t, dumps[0][0]))
+    differ = []
+    for t in sorted(set(dumps[0][1]) | set(dumps[1][1])):
+        a, b = dumps[0][1].get(t, []), dumps[1][1].get(t, [])
+        if a != b:
+            differ.append("%s: only in master 0's %s, only in master 1's "
+                          "%s" % (t, [r for r in a if r not in b][:3],
+                                  [r for r in b if r not in a][:3]))
+    if dumps[0][0] != dumps[1][0] or differ:
+        fail("the copies stopped at log entries %s and %s (master %d led "
+             "last), differing in %s" % (dumps[0][0], dumps[1][0], leading,
+                                         differ or "no table"))
     print("both copies hold the same %d rows at log entry %s" %
           (sum(len(r) for r in dumps[0][1].values()), dumps[0][0][0]))
+    replaced = sum(masters.tail(i, None).count("replaced by the store's "
+                                               "snapshot") for i in (0, 1))
+    print("copies replaced by a snapshot (restarted or lagging standbys): "
+          "%d" % replaced)
+    if replaced < 1 and KILLS >= 2:
+        fail("no restarted master's copy was behind a snapshot: the test "
+             "did not try what it should")
 
 
 def wait_started(home, names, timeout_s=30):

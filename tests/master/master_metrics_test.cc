@@ -174,6 +174,42 @@ TEST_F(MasterMetricsTest, TheLeadAndItsEpochAreAnsweredAndExported) {
   EXPECT_THAT(text, HasSubstr("\ntiresias_master_standbys 0\n"));
 }
 
+TEST(StoreMetricsTest, EachEtcdMemberIsUpOnlyInAQuorum) {
+  MasterState::Metrics m;
+  m.leader = LeaderRecord{.epoch = 900, .pid = 1, .host = "h"};
+  m.store.kind = "sqlite";
+  EXPECT_THAT(RenderPrometheusMetrics(m),
+              ::testing::Not(HasSubstr("tiresias_store_log_index")));
+  m.store.kind = "etcd";
+  m.store.log_index = 41;
+  m.store.members = {
+      {.endpoint = "a:1",
+       .in_use = true,
+       .db_size = 4096,
+       .raft_leader = true,
+       .has_leader = true},
+      {.endpoint = "b:2", .error = "connection refused"},
+      {.endpoint = "c\"3", .db_size = 8192, .has_leader = false},
+      {.endpoint = "d:4", .has_leader = true, .alarms = {"NOSPACE"}}};
+  const std::string text = RenderPrometheusMetrics(m);
+  EXPECT_THAT(text, HasSubstr("\ntiresias_master_epoch 900\n"));
+  EXPECT_THAT(text, HasSubstr("\ntiresias_store_log_index 41\n"));
+  EXPECT_THAT(text,
+              HasSubstr("\ntiresias_store_member_up{member=\"a:1\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("\ntiresias_store_member_up{member=\"b:2\"} 0\n"));
+  // Answering without a quorum is not up; the label is quoted.
+  EXPECT_THAT(text,
+              HasSubstr("\ntiresias_store_member_up{member=\"c\\\"3\"} 0\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("\ntiresias_store_member_db_bytes{member=\"a:1\"} 4096\n"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("db_bytes{member=\"b:2\"}")));
+  // A member raising an alarm (its disk full) is not up either.
+  EXPECT_THAT(text,
+              HasSubstr("\ntiresias_store_member_up{member=\"d:4\"} 0\n"));
+}
+
 TEST_F(MasterMetricsTest, AMasterWithoutALeadAnswersEpochZero) {
   Open();
   v1::RegisterResponse registered;

@@ -1,0 +1,348 @@
+#include "master/etcd_snapshot.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "core/status_macros.h"
+#include "master/sqlite_db.h"
+
+namespace tiresias {
+namespace {
+
+std::string RecordKey(const std::string& prefix) { return prefix + "snapshot"; }
+std::string ChunkDir(const std::string& prefix, int64_t index, uint64_t epoch) {
+  return absl::StrFormat("%ssnapshot/%020d.%020d/", prefix, index, epoch);
+}
+std::string ChunkKey(const std::string& dir, int64_t chunk) {
+  return absl::StrFormat("%s%06d", dir, chunk);
+}
+std::string EntryKey(const std::string& prefix, int64_t index) {
+  return absl::StrFormat("%slog/%020d", prefix, index);
+}
+
+absl::Status Errno(const std::string& path, const char* what) {
+  return absl::InternalError(
+      absl::StrCat(path, ": ", what, ": ", std::strerror(errno)));
+}
+
+absl::Status RemoveDatabase(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    const std::string file = path + suffix;
+    if (unlink(file.c_str()) != 0 && errno != ENOENT) {
+      return Errno(file, "cannot remove");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Errno(path, "cannot read");
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// Writes `bytes` to a new file at `path` and fsyncs it.
+absl::Status WriteSynced(const std::string& path, const std::string& bytes) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return Errno(path, "cannot create");
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      absl::Status s = Errno(path, "cannot write");
+      close(fd);
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0) {
+    absl::Status s = Errno(path, "cannot fsync");
+    close(fd);
+    return s;
+  }
+  close(fd);
+  return absl::OkStatus();
+}
+
+// Makes the renames and removals in `path`'s folder durable.
+void SyncFolder(const std::string& path) {
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  const int fd = open(folder.empty() ? "." : folder.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+uint32_t Crc32(const std::string& bytes) {
+  return static_cast<uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()),
+            static_cast<uInt>(bytes.size())));
+}
+
+// The first column of the first row of `sql` on `db`, as text; "" if none.
+absl::StatusOr<std::string> QueryText(SqliteDb& db, const std::string& sql) {
+  ASSIGN_OR_RETURN(SqliteQuery query, db.Prepare(sql));
+  ASSIGN_OR_RETURN(bool row, query.Step());
+  return row ? std::string(query.Text(0)) : std::string();
+}
+
+// The snapshot's file, checked before it replaces anything: SQLite finds
+// it whole, and it is this cluster's and schema's, at `index`.
+absl::Status CheckSnapshotFile(const std::string& path, int64_t index,
+                               const std::string& cluster_id) {
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
+  const auto bad = [&](const std::string& what) {
+    return absl::DataLossError(
+        absl::StrCat("the store's snapshot at log entry ", index, ": ", what));
+  };
+  absl::StatusOr<std::string> check = QueryText(*db, "PRAGMA quick_check");
+  if (!check.ok() || *check != "ok") {
+    return bad(absl::StrCat("not a whole SQLite database (",
+                            check.ok() ? *check : check.status().message(),
+                            ")"));
+  }
+  ASSIGN_OR_RETURN(std::string schema,
+                   QueryText(*db,
+                             "SELECT value FROM meta WHERE key = "
+                             "'schema_version'"));
+  if (schema != absl::StrCat(SqliteStore::kSchemaVersion)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the store's snapshot at log entry ", index, " is of store schema ",
+        schema, ", this build's is ", SqliteStore::kSchemaVersion,
+        ": run the same build on every master"));
+  }
+  ASSIGN_OR_RETURN(std::string id,
+                   QueryText(*db,
+                             "SELECT value FROM meta WHERE key = "
+                             "'cluster_id'"));
+  if (id != cluster_id) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the store's snapshot at log entry ", index,
+                     " is of cluster ", id, ", not ", cluster_id));
+  }
+  ASSIGN_OR_RETURN(std::string at,
+                   QueryText(*db,
+                             "SELECT value FROM meta WHERE key = "
+                             "'log_index'"));
+  if (at != absl::StrCat(index)) {
+    return bad(absl::StrCat("its file holds log entry ", at));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<storelog::Snapshot>> ReadSnapshotRecord(
+    EtcdClient& client, const std::string& prefix, int64_t* revision) {
+  const std::string key = RecordKey(prefix);
+  ASSIGN_OR_RETURN(etcdserverpb::RangeResponse got, client.Range(key));
+  if (got.kvs().empty()) return std::nullopt;
+  storelog::Snapshot record;
+  if (!record.ParseFromString(got.kvs(0).value()) || record.index() < 1 ||
+      record.chunks() < 1) {
+    return absl::DataLossError(
+        absl::StrCat(key, ": not a snapshot record of this build's"));
+  }
+  if (revision != nullptr) *revision = got.kvs(0).mod_revision();
+  return record;
+}
+
+absl::StatusOr<SnapshotImage> TakeSnapshotImage(const SqliteStore& store,
+                                                const std::string& tmp_path) {
+  absl::StatusOr<int64_t> index = store.CopyTo(tmp_path);
+  absl::StatusOr<std::string> file =
+      index.ok() ? ReadWhole(tmp_path) : index.status();
+  // The copy holds every job's environment: not left behind.
+  RETURN_IF_ERROR(RemoveDatabase(tmp_path));
+  if (!file.ok()) return file.status();
+  if (*index < 1) {
+    return absl::FailedPreconditionError("a snapshot: nothing in the log yet");
+  }
+  SnapshotImage image;
+  image.index = *index;
+  image.file_bytes = static_cast<int64_t>(file->size());
+  uLongf size = compressBound(file->size());
+  image.compressed.resize(size);
+  if (compress2(reinterpret_cast<Bytef*>(image.compressed.data()), &size,
+                reinterpret_cast<const Bytef*>(file->data()), file->size(),
+                Z_BEST_SPEED) != Z_OK) {
+    return absl::InternalError("a snapshot: cannot compress it");
+  }
+  image.compressed.resize(size);
+  return image;
+}
+
+absl::Status PublishSnapshot(EtcdClient& client, const std::string& prefix,
+                             const EtcdLead& lead, const SnapshotImage& image,
+                             size_t chunk_bytes,
+                             const std::function<bool()>& stop) {
+  const uint64_t epoch = lead.epoch();
+  if (epoch == 0) {
+    return absl::FailedPreconditionError("a snapshot: not leading");
+  }
+  if (chunk_bytes == 0) chunk_bytes = kSnapshotChunkBytes;
+  const int64_t index = image.index;
+  const std::string& packed = image.compressed;
+  const std::string dir = ChunkDir(prefix, index, epoch);
+  const auto fenced = [&](etcdserverpb::TxnRequest* txn) -> absl::Status {
+    CompareCreatedAt(txn, lead.leader_key(), static_cast<int64_t>(epoch));
+    ASSIGN_OR_RETURN(etcdserverpb::TxnResponse done, client.Txn(*txn));
+    if (!done.succeeded()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the store's snapshot at log entry ", index,
+          ": this master no longer leads (", lead.leader_key(), ")"));
+    }
+    return absl::OkStatus();
+  };
+  const int64_t chunks = std::max<int64_t>(
+      1, static_cast<int64_t>((packed.size() + chunk_bytes - 1) / chunk_bytes));
+  for (int64_t k = 0; k < chunks; ++k) {
+    if (stop && stop()) {
+      return absl::CancelledError("a snapshot: the master is stopping");
+    }
+    etcdserverpb::TxnRequest txn;
+    etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+    put->set_key(ChunkKey(dir, k));
+    put->set_value(
+        packed.substr(static_cast<size_t>(k) * chunk_bytes, chunk_bytes));
+    RETURN_IF_ERROR(fenced(&txn));
+  }
+  storelog::Snapshot record;
+  record.set_index(index);
+  record.set_schema_version(SqliteStore::kSchemaVersion);
+  record.set_chunks(chunks);
+  record.set_compressed_bytes(static_cast<int64_t>(packed.size()));
+  record.set_crc32(Crc32(packed));
+  record.set_file_bytes(image.file_bytes);
+  record.set_epoch(epoch);
+  record.set_time(static_cast<double>(absl::ToUnixMicros(absl::Now())) / 1e6);
+  etcdserverpb::TxnRequest txn;
+  etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+  put->set_key(RecordKey(prefix));
+  put->set_value(record.SerializeAsString());
+  const auto remove = [&](const std::string& from, const std::string& to) {
+    etcdserverpb::DeleteRangeRequest* d =
+        txn.add_success()->mutable_request_delete_range();
+    d->set_key(from);
+    d->set_range_end(to);
+  };
+  remove(prefix + "log/", EntryKey(prefix, index + 1));  // the log to here
+  const std::string all = prefix + "snapshot/";
+  remove(all, dir);                        // older snapshots' chunks
+  remove(PrefixEnd(dir), PrefixEnd(all));  // a deposed leader's later ones
+  return fenced(&txn);
+}
+
+absl::StatusOr<int64_t> InstallSnapshot(EtcdClient& client,
+                                        const std::string& prefix,
+                                        const std::string& path,
+                                        const std::string& cluster_id) {
+  // Its chunks are read at the record's revision: a newer snapshot written
+  // meanwhile does not mix in. Only once etcd compacted that revision away
+  // (OutOfRange) is the newer record read instead.
+  constexpr int kReads = 3;
+  storelog::Snapshot record;
+  std::string packed;
+  for (int read = 1;; ++read) {
+    int64_t revision = 0;
+    ASSIGN_OR_RETURN(std::optional<storelog::Snapshot> latest,
+                     ReadSnapshotRecord(client, prefix, &revision));
+    if (!latest) {
+      return absl::NotFoundError("the store has no snapshot");
+    }
+    record = *latest;
+    if (record.schema_version() != SqliteStore::kSchemaVersion) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the store's snapshot at log entry ", record.index(),
+          " is of store schema ", record.schema_version(), ", this build's is ",
+          SqliteStore::kSchemaVersion, ": run the same build on every master"));
+    }
+    const std::string dir = ChunkDir(prefix, record.index(), record.epoch());
+    packed.clear();
+    absl::Status got_all;
+    for (int64_t k = 0; k < record.chunks() && got_all.ok(); ++k) {
+      // One chunk a call: the answer stays small.
+      absl::StatusOr<etcdserverpb::RangeResponse> got =
+          client.Range(ChunkKey(dir, k), "", 0, revision);
+      if (!got.ok()) {
+        got_all = got.status();
+      } else if (got->kvs().empty()) {
+        got_all = absl::DataLossError(absl::StrCat(
+            "the store's snapshot at log entry ", record.index(), ": chunk ", k,
+            " of ", record.chunks(), " is missing"));
+      } else {
+        packed += got->kvs(0).value();
+      }
+    }
+    if (got_all.ok()) break;
+    if (!absl::IsOutOfRange(got_all) || read == kReads) return got_all;
+  }
+  const int64_t index = record.index();
+  const auto bad = [&](const std::string& what) {
+    return absl::DataLossError(
+        absl::StrCat("the store's snapshot at log entry ", index, ": ", what));
+  };
+  if (static_cast<int64_t>(packed.size()) != record.compressed_bytes() ||
+      Crc32(packed) != record.crc32()) {
+    return bad(absl::StrCat(packed.size(),
+                            " bytes whose CRC does not match "
+                            "its record's (",
+                            record.compressed_bytes(), " bytes)"));
+  }
+  if (record.file_bytes() < 0 || record.file_bytes() > (int64_t{1} << 40)) {
+    return bad("its size");
+  }
+  std::string file(static_cast<size_t>(record.file_bytes()), '\0');
+  uLongf size = file.size();
+  if (uncompress(reinterpret_cast<Bytef*>(file.data()), &size,
+                 reinterpret_cast<const Bytef*>(packed.data()),
+                 packed.size()) != Z_OK ||
+      size != file.size()) {
+    return bad("cannot inflate it");
+  }
+  const std::string tmp = path + ".snapshot";
+  RETURN_IF_ERROR(RemoveDatabase(tmp));
+  RETURN_IF_ERROR(WriteSynced(tmp, file));
+  if (absl::Status checked = CheckSnapshotFile(tmp, index, cluster_id);
+      !checked.ok()) {
+    RemoveDatabase(tmp).IgnoreError();
+    return checked;
+  }
+  // The old file's WAL goes aside first: left beside the new file, SQLite
+  // would apply it there. A crash before the rename leaves the old file
+  // without its last commits: it is behind, and is replaced again.
+  const std::string wal = path + "-wal", aside = path + "-wal.replaced";
+  const bool had_wal = rename(wal.c_str(), aside.c_str()) == 0;
+  if (!had_wal && errno != ENOENT) return Errno(wal, "cannot move aside");
+  unlink((path + "-shm").c_str());
+  for (const char* suffix : {"-wal", "-shm"}) {  // the check's, if any
+    unlink((tmp + suffix).c_str());
+  }
+  SyncFolder(path);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    absl::Status s = Errno(path, "cannot replace it by the snapshot");
+    if (had_wal) rename(aside.c_str(), wal.c_str());
+    return s;
+  }
+  SyncFolder(path);
+  unlink(aside.c_str());
+  return index;
+}
+
+}  // namespace tiresias

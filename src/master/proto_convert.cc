@@ -191,4 +191,31 @@ absl::StatusOr<NodeRecord> NodeFromProto(const v1::Node& node) {
   return out;
 }
 
+void LeaderToProto(const LeaderRecord& leader,
+                   const std::vector<std::string>& standbys,
+                   const StoreHealth& store, v1::MasterLeader* out) {
+  out->set_epoch(leader.epoch);
+  out->set_since(leader.since);
+  out->set_pid(leader.pid);
+  out->set_host(leader.host);
+  for (const std::string& s : standbys) out->add_standbys(s);
+  v1::StoreHealth* health = out->mutable_store();
+  health->set_kind(store.kind);
+  health->set_where(store.where);
+  health->set_log_index(store.log_index);
+  health->set_checked(store.checked);
+  for (const StoreMemberHealth& h : store.members) {
+    v1::StoreMember* member = health->add_members();
+    member->set_endpoint(h.endpoint);
+    member->set_in_use(h.in_use);
+    member->set_error(h.error);
+    member->set_version(h.version);
+    member->set_db_size(h.db_size);
+    member->set_raft_leader(h.raft_leader);
+    member->set_has_leader(h.has_leader);
+    member->set_raft_index(h.raft_index);
+    for (const std::string& a : h.alarms) member->add_alarms(a);
+  }
+}
+
 }  // namespace tiresias

@@ -5,9 +5,13 @@
 #ifndef TIRESIAS_MASTER_PROTO_CONVERT_H_
 #define TIRESIAS_MASTER_PROTO_CONVERT_H_
 
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "api/job_spec.h"  // JobSpecToProto, JobSpecFromProto
 #include "master/job_record.h"
+#include "master/master_lead.h"
 #include "proto/tiresias.pb.h"
 
 namespace tiresias {
@@ -18,6 +22,12 @@ absl::StatusOr<JobRecordState> JobStateFromProto(v1::JobState state);
 
 v1::NodeState NodeStateToProto(NodeState state);
 absl::StatusOr<NodeState> NodeStateFromProto(v1::NodeState state);
+
+// A master's lead as `status` shows it: its record, the standbys, the
+// store's health.
+void LeaderToProto(const LeaderRecord& leader,
+                   const std::vector<std::string>& standbys,
+                   const StoreHealth& store, v1::MasterLeader* out);
 
 void JobEventToProto(const JobEvent& event, v1::JobEvent* out);
 JobEvent JobEventFromProto(const v1::JobEvent& event);

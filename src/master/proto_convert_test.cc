@@ -238,6 +238,43 @@ TEST(ProtoConvertTest, NodeRoundTrips) {
   EXPECT_EQ(*NodeFromProto(message), node);
 }
 
+TEST(ProtoConvertTest, ALeaderCarriesItsStandbysAndTheStoresHealth) {
+  StoreHealth store{.kind = "etcd",
+                    .where = "etcd://a:1/t/",
+                    .log_index = 9,
+                    .checked = 1500.5};
+  store.members.push_back({.endpoint = "a:1",
+                           .in_use = true,
+                           .version = "3.4.23",
+                           .db_size = 4096,
+                           .raft_leader = true,
+                           .has_leader = true,
+                           .raft_index = 77,
+                           .alarms = {"NOSPACE"}});
+  store.members.push_back({.endpoint = "b:2", .error = "refused"});
+  v1::MasterLeader out;
+  LeaderToProto({.epoch = 12, .pid = 34, .host = "h", .since = 5.5},
+                {"1@x", "2@y"}, store, &out);
+  EXPECT_EQ(out.epoch(), 12u);
+  EXPECT_EQ(out.pid(), 34);
+  EXPECT_EQ(out.host(), "h");
+  EXPECT_EQ(out.since(), 5.5);
+  ASSERT_EQ(out.standbys_size(), 2);
+  EXPECT_EQ(out.standbys(1), "2@y");
+  EXPECT_EQ(out.store().kind(), "etcd");
+  EXPECT_EQ(out.store().where(), "etcd://a:1/t/");
+  EXPECT_EQ(out.store().log_index(), 9);
+  EXPECT_EQ(out.store().checked(), 1500.5);
+  ASSERT_EQ(out.store().members_size(), 2);
+  const v1::StoreMember& a = out.store().members(0);
+  EXPECT_TRUE(a.in_use() && a.raft_leader() && a.has_leader());
+  EXPECT_EQ(a.version(), "3.4.23");
+  EXPECT_EQ(a.db_size(), 4096);
+  EXPECT_EQ(a.raft_index(), 77u);
+  ASSERT_EQ(a.alarms_size(), 1);
+  EXPECT_EQ(out.store().members(1).error(), "refused");
+}
+
 TEST(ProtoConvertTest, DrainedNodeRoundTrips) {
   NodeRecord node{3, "node-3", "10.1.2.4", 4, NodeState::kUp, Seconds{5}};
   node.drained = true;

@@ -372,29 +372,7 @@ grpc::Status TiresiasService::GetClusterStatus(
   pack->set_fit(m->pack_limit_fit);
   *resp->mutable_tuning() = m->tuning;
   if (m->leader) {
-    v1::MasterLeader* leader = resp->mutable_leader();
-    leader->set_epoch(m->leader->epoch);
-    leader->set_since(m->leader->since);
-    leader->set_pid(m->leader->pid);
-    leader->set_host(m->leader->host);
-    for (const std::string& s : m->standbys) leader->add_standbys(s);
-    v1::StoreHealth* store = leader->mutable_store();
-    store->set_kind(m->store.kind);
-    store->set_where(m->store.where);
-    store->set_log_index(m->store.log_index);
-    store->set_checked(m->store.checked);
-    for (const StoreMemberHealth& h : m->store.members) {
-      v1::StoreMember* member = store->add_members();
-      member->set_endpoint(h.endpoint);
-      member->set_in_use(h.in_use);
-      member->set_error(h.error);
-      member->set_version(h.version);
-      member->set_db_size(h.db_size);
-      member->set_raft_leader(h.raft_leader);
-      member->set_has_leader(h.has_leader);
-      member->set_raft_index(h.raft_index);
-      for (const std::string& a : h.alarms) member->add_alarms(a);
-    }
+    LeaderToProto(*m->leader, m->standbys, m->store, resp->mutable_leader());
   }
   return grpc::Status::OK;
 }

@@ -37,13 +37,11 @@ only need to rise (etcd revisions), and three more trials:
   jobs keep running and nothing answered is lost (a submission made
   during the pause may be refused, none may be lost once answered).
 
-The leader snapshots the state every 10 log entries (--snapshot-every),
-so a restarted master's copy is behind the log's start and is replaced
-by the snapshot (at least once in the run); at the end both masters'
-copies, once stopped, hold the same rows.
+The leader snapshots every 10 log entries (--snapshot-every): a restarted
+master's copy is replaced by a snapshot (at least once in the run); at
+the end both masters' copies, once stopped, hold the same rows.
 
-Needs root: exit 77 (skipped) otherwise; --etcd needs /usr/bin/etcd
-(scripts/setup.sh).
+Needs root (else exit 77); --etcd needs /usr/bin/etcd (scripts/setup.sh).
 Usage: standby_test.py TIRESIAS_BINARY [--etcd]
 """
 import json
@@ -133,8 +131,7 @@ class Etcd:
     def restart(self, i):
         """Member i again, on its data dir (it rejoins the cluster)."""
         log = open(os.path.join(self.workdir, "etcd-%d.log" % i), "a")
-        self.procs[i] = subprocess.Popen(self.args[i], stdout=log,
-                                         stderr=log)
+        self.procs[i] = subprocess.Popen(self.args[i], stdout=log, stderr=log)
 
     def stop(self):
         for proc in self.procs:
@@ -584,8 +581,8 @@ def same_copies(masters, leading):
           (sum(len(r) for r in dumps[0][1].values()), dumps[0][0][0]))
     replaced = sum(masters.tail(i, None).count("replaced by the store's "
                                                "snapshot") for i in (0, 1))
-    print("copies replaced by a snapshot (restarted or lagging standbys): "
-          "%d" % replaced)
+    print("copies replaced by a snapshot (restarted or lagging): %d" %
+          replaced)
     if replaced < 1 and KILLS >= 2:
         fail("no restarted master's copy was behind a snapshot: the test "
              "did not try what it should")

@@ -3,22 +3,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/memory_size.h"
 
 namespace tiresias::cli {
-namespace {
-
-std::string Bytes(int64_t n) {
-  if (n < 1024) return absl::StrCat(n, " B");
-  if (n < (int64_t{1} << 20)) return absl::StrFormat("%.0f KiB", n / 1024.0);
-  if (n < (int64_t{1} << 30)) {
-    return absl::StrFormat("%.1f MiB", n / 1048576.0);
-  }
-  return absl::StrFormat("%.2f GiB", n / 1073741824.0);
-}
-
-}  // namespace
 
 std::string DescribeStore(const v1::StoreHealth& s) {
   if (s.kind() == "sqlite") return absl::StrCat("SQLite in ", s.where());
@@ -40,7 +28,7 @@ std::string DescribeStore(const v1::StoreHealth& s) {
       said.push_back("NO QUORUM");
     }
     said.push_back(absl::StrCat("etcd ", m.version()));
-    said.push_back(Bytes(m.db_size()));
+    said.push_back(ByteSizeText(m.db_size()));
     for (const std::string& a : m.alarms()) {
       said.push_back(absl::StrCat("ALARM ", a));
     }

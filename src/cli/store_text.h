@@ -3,7 +3,7 @@
 // asked it.
 //
 //   "etcd://a:2379,b:2379/tiresias/ at log entry 1234, 1 of 2 members up:
-//    a:2379 (in use, raft leader, etcd 3.4.23, 20 KiB); b:2379 DOWN
+//    a:2379 (in use, raft leader, etcd 3.4.23, 20K); b:2379 DOWN
 //    (connection refused)"
 #ifndef TIRESIAS_CLI_STORE_TEXT_H_
 #define TIRESIAS_CLI_STORE_TEXT_H_

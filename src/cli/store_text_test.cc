@@ -36,9 +36,9 @@ TEST(StoreTextTest, SaysWhereTheStoreIsAndEachMembersHealth) {
   c->set_db_size(3 << 20);
   EXPECT_EQ(DescribeStore(s),
             "etcd://a:1,b:2,c:3/t/ at log entry 1234, 2 of 3 members up: "
-            "a:1 (in use, raft leader, etcd 3.4.23, 20 KiB); "
+            "a:1 (in use, raft leader, etcd 3.4.23, 20K); "
             "b:2 DOWN (connection refused); "
-            "c:3 (etcd 3.4.23, 3.0 MiB)");
+            "c:3 (etcd 3.4.23, 3.0M)");
   // Without a quorum a member answers but knows no raft leader; an alarm
   // (a full disk) is said too: neither counts as up.
   a->set_raft_leader(false);
@@ -46,9 +46,9 @@ TEST(StoreTextTest, SaysWhereTheStoreIsAndEachMembersHealth) {
   c->add_alarms("NOSPACE");
   EXPECT_EQ(DescribeStore(s),
             "etcd://a:1,b:2,c:3/t/ at log entry 1234, 0 of 3 members up: "
-            "a:1 (in use, NO QUORUM, etcd 3.4.23, 20 KiB); "
+            "a:1 (in use, NO QUORUM, etcd 3.4.23, 20K); "
             "b:2 DOWN (connection refused); "
-            "c:3 (etcd 3.4.23, 3.0 MiB, ALARM NOSPACE)");
+            "c:3 (etcd 3.4.23, 3.0M, ALARM NOSPACE)");
 }
 
 }  // namespace

@@ -232,6 +232,11 @@ absl::StatusOr<bool> AgentDaemon::Heartbeat() {
   {
     MutexLock lock(&mu_);
     session_confirmed_ = true;
+    // The master lengthens it as the cluster grows.
+    if (resp.heartbeat_interval_seconds() > 0) {
+      heartbeat_interval_ = std::chrono::milliseconds(
+          static_cast<int64_t>(resp.heartbeat_interval_seconds() * 1000));
+    }
     for (const v1::TaskRef& ref : resp.acknowledged()) {
       Acknowledge({ref.job_id(), ref.attempt(), ref.rank()});
     }

@@ -61,6 +61,7 @@ class ScriptedMaster final : public v1::AgentRegistry::Service {
       }
       *resp->mutable_desired() = answer_;
       resp->set_epoch(epoch_);
+      resp->set_heartbeat_interval_seconds(interval_);
       delay = std::exchange(delay_next_, milliseconds(0));
       last_report_ = *req;
     }
@@ -82,6 +83,16 @@ class ScriptedMaster final : public v1::AgentRegistry::Service {
   void SetEpoch(uint64_t epoch) {
     std::lock_guard<std::mutex> lock(mu_);
     epoch_ = epoch;
+  }
+  // The heartbeat interval every heartbeat answer tells from now on (0:
+  // none, as from an older master).
+  void SetInterval(double seconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    interval_ = seconds;
+  }
+  int answered() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return answered_;
   }
   void SetRegistered(v1::DesiredState d) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -120,6 +131,7 @@ class ScriptedMaster final : public v1::AgentRegistry::Service {
   v1::DesiredState answer_;
   milliseconds delay_next_{0};
   uint64_t epoch_ = 0;
+  double interval_ = 0;
   int answered_ = 0;
   std::vector<std::chrono::system_clock::time_point> answered_at_;
   v1::HeartbeatRequest last_report_;
@@ -262,6 +274,32 @@ TEST_F(ScriptedMasterTest, LateReorderedOrReplayedStatesNeverRestartAStoppedTask
 // A master that lost the lead (its epoch below one the agent has followed)
 // is not obeyed: neither its stops nor its starts, until a master of the
 // epoch followed answers again; the epoch is kept with the session.
+// The interval a heartbeat's answer tells replaces the one Register told
+// (a master lengthens it as its cluster grows); an answer without one (an
+// older master) leaves it as it is.
+TEST_F(ScriptedMasterTest, HeartbeatIntervalFollowsTheAnswers) {
+  master_.SetRegistered(State(kSession, 1, {}));
+  master_.Answer(State(kSession, 1, {}));
+  StartAgent();
+  // Register's 50 ms, and no interval in the answers: it stays.
+  ASSERT_TRUE(master_.WaitAnswered(0, 3));
+  int before = master_.answered();
+  std::this_thread::sleep_for(milliseconds(600));
+  EXPECT_GE(master_.answered() - before, 6) << "50 ms apart";
+  // Told 400 ms: at most two in the next 600 ms, after the one in flight.
+  master_.SetInterval(0.4);
+  ASSERT_TRUE(master_.WaitAnswered(master_.answered(), 2));
+  before = master_.answered();
+  std::this_thread::sleep_for(milliseconds(600));
+  EXPECT_LE(master_.answered() - before, 2) << "400 ms apart";
+  // Back to 50 ms.
+  master_.SetInterval(0.05);
+  ASSERT_TRUE(master_.WaitAnswered(master_.answered(), 2));
+  before = master_.answered();
+  std::this_thread::sleep_for(milliseconds(600));
+  EXPECT_GE(master_.answered() - before, 6) << "50 ms apart again";
+}
+
 TEST_F(ScriptedMasterTest, AnAnswerOfAnOlderLeaderEpochIsIgnored) {
   master_.SetEpoch(5);
   master_.SetRegistered(State(kSession, 1, {Run(1)}));

@@ -76,6 +76,12 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
                      ": expected a positive number of seconds"));
   }
   o.node_timeout = Seconds{f.node_timeout_seconds};
+  if (!(f.max_heartbeat_rate >= 0) || !std::isfinite(f.max_heartbeat_rate)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-heartbeat-rate ", f.max_heartbeat_rate,
+                     ": expected a number of heartbeats per second >= 0"));
+  }
+  o.max_heartbeat_rate = f.max_heartbeat_rate;
   // Shorter than 0.1 s would have the scheduling thread write the store
   // without pause; past a day the chart has nothing to show.
   if (f.history_interval_seconds != 0 &&
@@ -240,6 +246,13 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
                   "Seconds of agent silence before its node is declared lost "
                   "and its jobs rerun elsewhere; must exceed an agent's "
                   "--grace by its lease (see `tiresias agent --help`)")
+      ->capture_default_str();
+  cmd->add_option("--max-heartbeat-rate", f.max_heartbeat_rate,
+                  "Heartbeats per second all agents send at rest, at most: "
+                  "past this many x 2 s nodes, agents heartbeat less often "
+                  "(nodes / this seconds, at most --node-timeout / 5); "
+                  "decisions and task ends travel at once all the same "
+                  "(0: every 2 s)")
       ->capture_default_str();
   cmd->add_option("--max-gpus-per-node", f.max_gpus_per_node,
                   "Refuse agents that report more GPUs than this")

@@ -1,27 +1,27 @@
 #include "master/etcd_client.h"
 
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "grpcpp/grpcpp.h"
+#include "security/pem_files.h"
 
 namespace tiresias {
 namespace {
 
+// The PEM text of a --etcd-* file, checked to hold what the flag names
+// (security::ReadPem), errors prefixed with the flag.
 absl::StatusOr<std::string> ReadPem(const std::string& flag,
-                                    const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
+                                    const std::string& path,
+                                    security::PemKind kind) {
+  absl::StatusOr<std::string> text = security::ReadPem(path, kind);
+  if (!text.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(flag, " ", path, ": cannot read"));
+        absl::StrCat(flag, ": ", text.status().message()));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return text;
 }
 
 bool MemberCannotAnswer(const grpc::Status& s) {
@@ -111,14 +111,16 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (!options.ca_file.empty()) {
     grpc::SslCredentialsOptions ssl;
-    absl::StatusOr<std::string> ca = ReadPem("--etcd-ca", options.ca_file);
+    absl::StatusOr<std::string> ca =
+        ReadPem("--etcd-ca", options.ca_file, security::PemKind::kCertificate);
     if (!ca.ok()) return ca.status();
     ssl.pem_root_certs = *ca;
     if (!options.cert_file.empty() || !options.key_file.empty()) {
-      absl::StatusOr<std::string> cert =
-          ReadPem("--etcd-cert", options.cert_file);
+      absl::StatusOr<std::string> cert = ReadPem(
+          "--etcd-cert", options.cert_file, security::PemKind::kCertificate);
       if (!cert.ok()) return cert.status();
-      absl::StatusOr<std::string> key = ReadPem("--etcd-key", options.key_file);
+      absl::StatusOr<std::string> key = ReadPem("--etcd-key", options.key_file,
+                                                security::PemKind::kPrivateKey);
       if (!key.ok()) return key.status();
       ssl.pem_cert_chain = *cert;
       ssl.pem_private_key = *key;

@@ -76,6 +76,21 @@ TEST_F(EtcdStoreTlsTest, AClientWithoutTheRightCredentialsIsRefused) {
   auto refused = EtcdClient::Connect(missing);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(), HasSubstr("nope-key.pem"));
+  // A file of the wrong kind is named with its flag: a key given as the CA,
+  // a certificate given as the key.
+  EtcdClient::Options swapped = ClientOptions();
+  swapped.ca_file = ClientOptions().key_file;
+  refused = EtcdClient::Connect(swapped);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("--etcd-ca: " + swapped.ca_file +
+                        ": not a PEM certificate"));
+  swapped = ClientOptions();
+  swapped.key_file = ClientOptions().cert_file;
+  refused = EtcdClient::Connect(swapped);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("--etcd-key: "));
+  EXPECT_THAT(refused.status().message(), HasSubstr("not a PEM private key"));
 }
 
 TEST_F(EtcdStoreTest, ACopyThatReplaysTheLogAgreesWithTheLeader) {

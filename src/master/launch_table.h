@@ -159,6 +159,7 @@ class LaunchTable {
     int64_t spare_memory_mib = 0;
     NodeLife life = NodeLife::kKnown;
     uint64_t session = 0;  // of its current registration; 0: none
+    Seconds lease{0};      // its agent's lease (RegisterResponse), this session
     uint64_t version = 0;  // of its desired state, within the session
     // The newest report applied: its agent's boot and sequence (see
     // RegisterRequest.report_seq).

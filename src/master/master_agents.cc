@@ -176,6 +176,7 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   info.last_heard = clock_->NowMonotonic();
   info.SetLife(NodeLife::kUp);
   info.session = ++last_session_;
+  info.lease = lease;
   table_.SetOrphans(info, {});
   table_.TouchNode(record.id);  // a new session: its desired state is sent anew
   v1::RegisterResponse resp;
@@ -205,7 +206,7 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   RETURN_IF_ERROR(CommitReports());
   resp.set_node_id(record.id);
   resp.set_epoch(epoch());
-  resp.set_heartbeat_interval_seconds(HeartbeatInterval().count());
+  resp.set_heartbeat_interval_seconds(AgentHeartbeatInterval(lease).count());
   resp.set_session(session);
   resp.set_lease_seconds(lease.count());
   *resp.mutable_desired() = AnswerDesired(record.id, 0);  // a new session
@@ -389,6 +390,11 @@ absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
   RETURN_IF_ERROR(CommitReports());
   *resp.mutable_desired() = AnswerDesired(req.node_id(), req.desired_version());
   resp.set_epoch(epoch());
+  // Found again: CommitReports may have let go of mu_.
+  if (const NodeInfo* again = table_.FindNode(req.node_id())) {
+    resp.set_heartbeat_interval_seconds(
+        AgentHeartbeatInterval(again->lease).count());
+  }
   return resp;
 }
 

@@ -186,6 +186,15 @@ struct MasterOptions {
   // Told to agents at Register; capped at node_timeout / 10, so that a
   // lease spans several heartbeats.
   Seconds heartbeat_interval{2};
+  // Heartbeats per second the whole cluster sends at rest, at most: on a
+  // cluster of more than heartbeat_interval x this many nodes, agents are
+  // told a longer interval (nodes / this), still at most node_timeout / 5
+  // and a quarter of their lease. Decisions reach agents on their watch
+  // streams, and agents report a change at once, so the interval only
+  // keeps nodes alive (as the kubelet's 10 s node lease). At 2,000 nodes
+  // and 2 s, heartbeats held 38% of a core (BENCHMARKS.md, "2,000 agents
+  // against a real master"). 0: no scaling.
+  double max_heartbeat_rate = 200;
   // Register refuses a node with more GPUs than this, and a new node
   // name beyond max_nodes known nodes.
   int max_gpus_per_node = 1024;
@@ -635,6 +644,10 @@ class MasterState {
   static constexpr int kMinLeaseBeats = 3;
   // The heartbeat interval agents are told (options capped, see above).
   Seconds HeartbeatInterval() const;
+  // The interval told to a node's agent now: HeartbeatInterval(), longer
+  // on a large cluster (max_heartbeat_rate), at most a quarter of `lease`.
+  Seconds AgentHeartbeatInterval(Seconds lease) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // One scheduling pass at the clock's now: start decisions become queued
   // StartTasks (deferred while their GPUs are busy), preemptions StopTasks.

@@ -1,15 +1,33 @@
 #include "master/server.h"
 
+#include <malloc.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "core/open_files.h"
 #include "master/job_limits.h"
 
 namespace tiresias {
+namespace {
+
+// Server threads kept polling for calls when idle (gRPC's default: 2).
+constexpr int kMaxIdleServerThreads = 16;
+
+// This process's resident bytes (/proc/self/statm); -1 if unreadable.
+int64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return -1;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+}  // namespace
 
 MasterServer::MasterServer(MasterState* state, master::Clock* clock,
                            const security::TlsConfig& tls)
@@ -49,6 +67,16 @@ absl::StatusOr<std::unique_ptr<MasterServer>> MasterServer::Start(
       address,
       security::ServerCredentials(tls, security::ClientCerts::kRequestAndVerify),
       &server->port_);
+  // gRPC's synchronous server keeps 1 to 2 threads polling for calls and
+  // starts another whenever every poller is busy, ending it once more than
+  // the maximum poll: at 2,000 agents' heartbeats (1,000 calls/s) that made
+  // and ended threads all the time (BENCHMARKS.md, "2,000 agents against a
+  // real master"). Threads kept polling between calls cost nothing.
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 2);
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+      kMaxIdleServerThreads);
   builder.RegisterService(&server->tiresias_service_);
   builder.RegisterService(&server->agent_service_);
   builder.RegisterService(&server->admin_service_);
@@ -91,6 +119,14 @@ void MasterServer::Shutdown() {
   }
   if (thread_.joinable()) thread_.join();
   notifier_.reset();  // what is still being retried is logged, not sent
+}
+
+void MasterServer::ReleaseFreedMemory() {
+  constexpr int64_t kGrowth = int64_t{64} << 20;
+  const int64_t rss = ResidentBytes();
+  if (rss < 0 || rss < trimmed_rss_ + kGrowth) return;
+  malloc_trim(0);
+  trimmed_rss_ = ResidentBytes();
 }
 
 void MasterServer::WatchOpenFiles(std::chrono::steady_clock::time_point now) {
@@ -165,6 +201,7 @@ void MasterServer::Loop() {
       // Refusals held back by the audit log's rate limit, summarized.
       state_->FlushAudit();
       WatchOpenFiles(now);
+      ReleaseFreedMemory();
     }
     if (history_interval.count() > 0 &&
         std::chrono::steady_clock::now() >= next_sample) {

@@ -2,7 +2,8 @@
 // (JoinCluster): running jobs are left alone, the new node takes jobs, a
 // node lost and back joins again, and after a restart a job spread over
 // several nodes is adopted whatever order its nodes come back in, winning
-// its GPUs over a launch decided meanwhile.
+// its GPUs over a launch decided meanwhile; agents heartbeat less often as
+// the cluster grows.
 #include <algorithm>
 #include <map>
 #include <string>
@@ -204,6 +205,50 @@ TEST_F(NodeJoinTest, AnAdoptionWinsOverALaunchDecidedMeanwhile) {
   ASSERT_EQ(Get(wide).state, JobRecordState::kFinished);
   Pass();
   EXPECT_EQ(StartsOn({n1, n2}, waiting).size(), 1u);
+}
+
+// Agents heartbeat less often as the cluster grows past
+// max_heartbeat_rate x the interval, the ones registered first too (their
+// heartbeats' answers say so), never above node_timeout / 5 nor a quarter
+// of the node's lease; with no rate, always the base interval.
+TEST_F(NodeJoinTest, HeartbeatIntervalGrowsWithTheCluster) {
+  options_.heartbeat_interval = Seconds{2};
+  options_.node_timeout = Seconds{60};
+  options_.max_heartbeat_rate = 1;  // one heartbeat a second in all
+  Open();
+  v1::RegisterResponse first;
+  const int64_t n1 = Register("n1", 1, {}, &first);
+  EXPECT_DOUBLE_EQ(first.heartbeat_interval_seconds(), 2);  // 1 node: base
+  EXPECT_DOUBLE_EQ(Beat(n1).heartbeat_interval_seconds(), 2);
+  for (int i = 2; i <= 4; ++i) Register("n" + std::to_string(i), 1);
+  // 4 nodes at one a second: every 4 s, told to the first node too.
+  EXPECT_DOUBLE_EQ(Beat(n1).heartbeat_interval_seconds(), 4);
+  for (int i = 5; i <= 20; ++i) Register("n" + std::to_string(i), 1);
+  // 20 s would leave a 58 s lease two beats: node timeout / 5.
+  EXPECT_DOUBLE_EQ(Beat(n1).heartbeat_interval_seconds(), 12);
+  // A node with a long grace has a short lease (60 - 48 - 1 = 11 s): a
+  // quarter of it.
+  v1::RegisterRequest late = RegisterRequest("late", 1);
+  late.set_grace_seconds(48);
+  auto resp = master_->Register(late);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_DOUBLE_EQ(resp->lease_seconds(), 11);
+  EXPECT_DOUBLE_EQ(resp->heartbeat_interval_seconds(), 11.0 / 4);
+  // A lease shorter than 4 base intervals: the base (Register asks 3).
+  late.set_grace_seconds(52);
+  late.set_report_seq(NextSeq());
+  resp = master_->Register(late);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_DOUBLE_EQ(resp->lease_seconds(), 7);
+  EXPECT_DOUBLE_EQ(resp->heartbeat_interval_seconds(), 2);
+
+  // No rate: the base interval whatever the size.
+  options_.max_heartbeat_rate = 0;
+  master_.reset();
+  Open();
+  EXPECT_EQ(Register("n1", 1, {}, &first), n1);
+  EXPECT_DOUBLE_EQ(first.heartbeat_interval_seconds(), 2);
+  EXPECT_DOUBLE_EQ(Beat(n1).heartbeat_interval_seconds(), 2);
 }
 
 }  // namespace

@@ -160,8 +160,9 @@ class Fleet::Impl {
       std::lock_guard lock(a->mu);
       if (a->watch) a->watch->Cancel();
     }
-    // Outstanding calls end on their own; give them a moment.
-    for (int i = 0; i < 100 && outstanding_ > 0; ++i) {
+    // Calls and streams end on their own (deadlines of 10 s, streams
+    // cancelled); their callbacks touch the agents, so wait for every one.
+    while (outstanding_ > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
@@ -199,9 +200,13 @@ class Fleet::Impl {
     return out;
   }
 
-  void Poke(Agent* a) {
+  // As the real agent (agent_daemon.cc, WatchLoop): a push of the
+  // session's newer version has it report at once.
+  void Poke(Agent* a, const v1::DesiredState& pushed) {
     std::lock_guard lock(a->mu);
-    a->next_call = 0;
+    if (pushed.session() == a->session && pushed.version() > a->held) {
+      a->next_call = 0;
+    }
   }
 
   void WatchEnded(Agent* a, Watch* w) {
@@ -211,6 +216,8 @@ class Fleet::Impl {
       a->watch_retry = Now() + 1;
     }
   }
+  // A stream's last act (its reactor is deleted by then).
+  void WatchDone() { --outstanding_; }
 
  private:
   void Tick() {
@@ -226,7 +233,8 @@ class Fleet::Impl {
           End(&task, v1::TASK_STATE_EXITED, 0, v1::STOP_REASON_UNSPECIFIED);
           counters.exited++;
           changed = true;
-        } else if (a->registered && now - a->last_ok_sent > a->lease) {
+        } else if (a->last_ok_sent > 0 && now - a->last_ok_sent > a->lease) {
+          // As a real agent's lease files, registered again or not.
           End(&task, v1::TASK_STATE_PREEMPTED, 143, v1::STOP_REASON_FENCED);
           counters.fenced++;
           changed = true;
@@ -291,7 +299,7 @@ class Fleet::Impl {
     req.set_address("127.0.0.1");
     req.set_gpus(gpus_);
     req.set_agent_token(absl::StrCat("fleet-bench-agent-token-", a->index));
-    req.set_grace_seconds(2);
+    req.set_grace_seconds(30);  // `tiresias agent`'s default --grace
     Send<v1::RegisterRequest, v1::RegisterResponse>(
         a, std::move(req),
         [a](auto&&... args) {
@@ -431,6 +439,7 @@ class Fleet::Impl {
     request.set_node_id(a->node_id);
     request.set_session(a->session);
     request.set_after_version(a->held);
+    ++outstanding_;
     a->watch = new Watch(a, request);
     a->watch->Start();
   }
@@ -445,13 +454,15 @@ class Fleet::Impl {
 
 void Watch::OnReadDone(bool ok) {
   if (!ok) return;  // OnDone follows
-  agent_->fleet->Poke(agent_);
+  agent_->fleet->Poke(agent_, message_);
   StartRead(&message_);
 }
 
 void Watch::OnDone(const grpc::Status&) {
-  agent_->fleet->WatchEnded(agent_, this);
+  FleetImpl* fleet = agent_->fleet;
+  fleet->WatchEnded(agent_, this);
   delete this;
+  fleet->WatchDone();
 }
 
 Fleet::Fleet(const std::string& address, const security::PemPair& ca,

@@ -447,8 +447,8 @@ class AgentDaemon {
   int64_t lease_deadline_ns_ ABSL_GUARDED_BY(mu_) = kNoLease;
 
   std::atomic<int64_t> node_id_{0};
-  // Not guarded: only the Loop thread reads and writes it (Register, and
-  // LoadSession in Start before the threads).
+  // Not guarded: only the Loop thread reads and writes it (Register and
+  // Heartbeat, and LoadSession in Start before the threads).
   std::chrono::milliseconds heartbeat_interval_{2000};
   std::thread thread_;
   std::thread watch_thread_;

@@ -271,9 +271,6 @@ TEST_F(ScriptedMasterTest, LateReorderedOrReplayedStatesNeverRestartAStoppedTask
   EXPECT_TRUE(WaitUntil([&] { return Starts(3) == 1; }));
 }
 
-// A master that lost the lead (its epoch below one the agent has followed)
-// is not obeyed: neither its stops nor its starts, until a master of the
-// epoch followed answers again; the epoch is kept with the session.
 // The interval a heartbeat's answer tells replaces the one Register told
 // (a master lengthens it as its cluster grows); an answer without one (an
 // older master) leaves it as it is.
@@ -300,6 +297,9 @@ TEST_F(ScriptedMasterTest, HeartbeatIntervalFollowsTheAnswers) {
   EXPECT_GE(master_.answered() - before, 6) << "50 ms apart again";
 }
 
+// A master that lost the lead (its epoch below one the agent has followed)
+// is not obeyed: neither its stops nor its starts, until a master of the
+// epoch followed answers again; the epoch is kept with the session.
 TEST_F(ScriptedMasterTest, AnAnswerOfAnOlderLeaderEpochIsIgnored) {
   master_.SetEpoch(5);
   master_.SetRegistered(State(kSession, 1, {Run(1)}));

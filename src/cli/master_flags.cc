@@ -76,12 +76,7 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
                      ": expected a positive number of seconds"));
   }
   o.node_timeout = Seconds{f.node_timeout_seconds};
-  if (!(f.max_heartbeat_rate >= 0) || !std::isfinite(f.max_heartbeat_rate)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max-heartbeat-rate ", f.max_heartbeat_rate,
-                     ": expected a number of heartbeats per second >= 0"));
-  }
-  o.max_heartbeat_rate = f.max_heartbeat_rate;
+  o.max_heartbeat_rate = f.max_heartbeat_rate;  // checked by CLI11
   // Shorter than 0.1 s would have the scheduling thread write the store
   // without pause; past a day the chart has nothing to show.
   if (f.history_interval_seconds != 0 &&
@@ -249,10 +244,10 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
       ->capture_default_str();
   cmd->add_option("--max-heartbeat-rate", f.max_heartbeat_rate,
                   "Heartbeats per second all agents send at rest, at most: "
-                  "past this many x 2 s nodes, agents heartbeat less often "
-                  "(nodes / this seconds, at most --node-timeout / 5); "
-                  "decisions and task ends travel at once all the same "
-                  "(0: every 2 s)")
+                  "a larger cluster's agents heartbeat every nodes / this "
+                  "seconds, at most --node-timeout / 5 and a third of their "
+                  "lease (0: every 2 s)")
+      ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   cmd->add_option("--max-gpus-per-node", f.max_gpus_per_node,
                   "Refuse agents that report more GPUs than this")
@@ -456,9 +451,8 @@ absl::StatusOr<std::string> NotifyKey(const MasterFlags& f) {
 absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
                                           master::Clock* clock) {
   ASSIGN_OR_RETURN(MasterOptions options, ToOptions(f));
-  // Before the TLS folder, which may lie in it. Users' checkpoints, the
-  // public files and the TLS folder (0700, keys 0600, certificates 0644:
-  // cert_dirs.h) are left as they are.
+  // Before the TLS folder, which may lie in it. Users' checkpoints, the public
+  // files and the TLS folder (cert_dirs.h: 0700) are left as they are.
   auto make_private = [&]() -> absl::Status {
     absl::StatusOr<security::PrivateDir> state_dir = security::EnsurePrivateDir(
         f.state_dir, f.state_dir_mode, {"public", "checkpoints", "tls"});
@@ -483,8 +477,7 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
   std::unique_ptr<Store> store = std::move(taken.store);
   ASSIGN_OR_RETURN(security::TlsConfig tls, MasterTls(f));
   ASSIGN_OR_RETURN(options.notify_key, NotifyKey(f));
-  // A connection per agent and per client: a shell's 1,024 would refuse
-  // the thousandth agent, silently. Raised as far as the hard limit lets.
+  // A shell's 1,024 files would refuse the 1,000th agent, silently.
   const int64_t files = RaiseOpenFileLimit();
   if (files >= 0 && files < 4096) {
     std::fprintf(stderr,

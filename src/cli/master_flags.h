@@ -46,7 +46,7 @@ struct MasterFlags {
   double history_interval_seconds = 10;  // 0: no cluster history
   double pack_limit_cost = 0.10;
   double node_timeout_seconds = 60;
-  double max_heartbeat_rate = 200;  // 0: agents keep the 2 s interval
+  int max_heartbeat_rate = 200;  // 0: agents keep the 2 s interval
   int max_gpus_per_node = 1024;
   // Jobs submitted --no-preempt: at most this many GPUs; 0 refuses them,
   // -1 (the default) accepts any size.

@@ -128,8 +128,7 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   const std::string name = req.name();
   NodeInfo* known = table_.FindNodeByName(name);
   if (known != nullptr) {
-    // A node known up before a restart may still be live until the
-    // adoption window ends.
+    // Known up before a restart: may be live until the adoption window ends.
     const bool live = known->up() || (known->record.state == NodeState::kUp &&
                                       !adoption_closed_);
     if (live && !known->record.agent_token_hash.empty() &&
@@ -384,17 +383,14 @@ absl::StatusOr<v1::HeartbeatResponse> MasterState::Heartbeat(
     RETURN_IF_ERROR(Rebuild(now));
   }
   ReleaseDeferred(now);
+  resp.set_heartbeat_interval_seconds(
+      AgentHeartbeatInterval(info.lease).count());
   // Acknowledgements only once durable, in one commit with the reports of
   // other heartbeats that came meanwhile (may let go of mu_: `info` is not
   // read after).
   RETURN_IF_ERROR(CommitReports());
   *resp.mutable_desired() = AnswerDesired(req.node_id(), req.desired_version());
   resp.set_epoch(epoch());
-  // Found again: CommitReports may have let go of mu_.
-  if (const NodeInfo* again = table_.FindNode(req.node_id())) {
-    resp.set_heartbeat_interval_seconds(
-        AgentHeartbeatInterval(again->lease).count());
-  }
   return resp;
 }
 

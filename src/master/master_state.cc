@@ -29,9 +29,10 @@ Seconds MasterState::AgentHeartbeatInterval(Seconds lease) const {
   if (options_.max_heartbeat_rate <= 0) return base;
   const Seconds spread{static_cast<double>(table_.nodes().size()) /
                        options_.max_heartbeat_rate};
-  // A lease spans at least 4 of them (Register asks 3 of the base).
+  // A lease spans 3 at least, as Register asks of the base.
   const Seconds most =
-      std::max(base, std::min(options_.node_timeout / 5, lease / 4.0));
+      std::max(base, std::min(options_.node_timeout / 5,
+                              lease / static_cast<double>(kMinLeaseBeats)));
   return std::clamp(spread, base, most);
 }
 

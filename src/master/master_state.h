@@ -189,9 +189,9 @@ struct MasterOptions {
   // Heartbeats per second the whole cluster sends at rest, at most: on a
   // cluster of more than heartbeat_interval x this many nodes, agents are
   // told a longer interval (nodes / this), still at most node_timeout / 5
-  // and a quarter of their lease. Decisions reach agents on their watch
-  // streams, and agents report a change at once, so the interval only
-  // keeps nodes alive (as the kubelet's 10 s node lease). At 2,000 nodes
+  // and a third of their lease (kMinLeaseBeats). Decisions reach agents on
+  // their watch streams, and agents report a change at once, so the interval
+  // only keeps nodes alive (as the kubelet's 10 s node lease). At 2,000 nodes
   // and 2 s, heartbeats held 38% of a core (BENCHMARKS.md, "2,000 agents
   // against a real master"). 0: no scaling.
   double max_heartbeat_rate = 200;
@@ -645,7 +645,7 @@ class MasterState {
   // The heartbeat interval agents are told (options capped, see above).
   Seconds HeartbeatInterval() const;
   // The interval told to a node's agent now: HeartbeatInterval(), longer
-  // on a large cluster (max_heartbeat_rate), at most a quarter of `lease`.
+  // on a large cluster (max_heartbeat_rate), at most a third of `lease`.
   Seconds AgentHeartbeatInterval(Seconds lease) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -124,7 +124,10 @@ void MasterServer::Shutdown() {
 void MasterServer::ReleaseFreedMemory() {
   constexpr int64_t kGrowth = int64_t{64} << 20;
   const int64_t rss = ResidentBytes();
-  if (rss < 0 || rss < trimmed_rss_ + kGrowth) return;
+  if (rss < 0) return;
+  // The first reading, or one that shrank on its own, is the new base.
+  if (trimmed_rss_ == 0 || rss < trimmed_rss_) trimmed_rss_ = rss;
+  if (rss < trimmed_rss_ + kGrowth) return;
   malloc_trim(0);
   trimmed_rss_ = ResidentBytes();
 }

@@ -209,8 +209,8 @@ TEST_F(NodeJoinTest, AnAdoptionWinsOverALaunchDecidedMeanwhile) {
 
 // Agents heartbeat less often as the cluster grows past
 // max_heartbeat_rate x the interval, the ones registered first too (their
-// heartbeats' answers say so), never above node_timeout / 5 nor a quarter
-// of the node's lease; with no rate, always the base interval.
+// heartbeats' answers say so), never above node_timeout / 5 nor a third of
+// the node's lease; with no rate, always the base interval.
 TEST_F(NodeJoinTest, HeartbeatIntervalGrowsWithTheCluster) {
   options_.heartbeat_interval = Seconds{2};
   options_.node_timeout = Seconds{60};
@@ -224,22 +224,22 @@ TEST_F(NodeJoinTest, HeartbeatIntervalGrowsWithTheCluster) {
   // 4 nodes at one a second: every 4 s, told to the first node too.
   EXPECT_DOUBLE_EQ(Beat(n1).heartbeat_interval_seconds(), 4);
   for (int i = 5; i <= 20; ++i) Register("n" + std::to_string(i), 1);
-  // 20 s would leave a 58 s lease two beats: node timeout / 5.
+  // 20 s: node timeout / 5 (a third of the 58 s lease would be 19.3 s).
   EXPECT_DOUBLE_EQ(Beat(n1).heartbeat_interval_seconds(), 12);
   // A node with a long grace has a short lease (60 - 48 - 1 = 11 s): a
-  // quarter of it.
+  // third of it.
   v1::RegisterRequest late = RegisterRequest("late", 1);
   late.set_grace_seconds(48);
   auto resp = master_->Register(late);
   ASSERT_TRUE(resp.ok()) << resp.status();
   EXPECT_DOUBLE_EQ(resp->lease_seconds(), 11);
-  EXPECT_DOUBLE_EQ(resp->heartbeat_interval_seconds(), 11.0 / 4);
-  // A lease shorter than 4 base intervals: the base (Register asks 3).
-  late.set_grace_seconds(52);
+  EXPECT_DOUBLE_EQ(resp->heartbeat_interval_seconds(), 11.0 / 3);
+  // The shortest lease Register takes, 3 base intervals: the base.
+  late.set_grace_seconds(53);
   late.set_report_seq(NextSeq());
   resp = master_->Register(late);
   ASSERT_TRUE(resp.ok()) << resp.status();
-  EXPECT_DOUBLE_EQ(resp->lease_seconds(), 7);
+  EXPECT_DOUBLE_EQ(resp->lease_seconds(), 6);
   EXPECT_DOUBLE_EQ(resp->heartbeat_interval_seconds(), 2);
 
   // No rate: the base interval whatever the size.

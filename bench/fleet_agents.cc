@@ -167,8 +167,6 @@ class Fleet::Impl {
     }
   }
 
-  int size() const { return static_cast<int>(agents_.size()); }
-
   // Agents registered with a session that began at or after `since`.
   int RegisteredSince(double since) {
     int n = 0;

@@ -303,15 +303,16 @@ int Run(const Options& o) {
             : 0.0);
   }
 
-  // idle
-  {
+  // idle: --idle-seconds of nothing changing, the master's cost
+  auto idle = [&] {
     const auto m0 = metrics();
     const double c0 = master.CpuSeconds(), w0 = Now();
     const long h0 = fleet.counters().heartbeats;
     std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_seconds));
     PrintIdle("idle", master, master.CpuSeconds() - c0, Now() - w0,
               fleet.counters().heartbeats - h0, m0, metrics());
-  }
+  };
+  idle();
 
   // restart
   {
@@ -346,12 +347,7 @@ int Run(const Options& o) {
         fleet.RegisteredSince(killed), last - answering, last - killed,
         c_restart, before.size(), kept, fleet.counters().stopped - stopped0,
         fleet.counters().fenced - fenced0);
-    const auto m0 = metrics();
-    const double c0 = master.CpuSeconds(), w0 = Now();
-    const long h0 = fleet.counters().heartbeats;
-    std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_seconds));
-    PrintIdle("idle", master, master.CpuSeconds() - c0, Now() - w0,
-              fleet.counters().heartbeats - h0, m0, metrics());
+    idle();
   }
 
   // list: every job, page by page, as `tiresias jobs --all` reads them

@@ -451,8 +451,9 @@ absl::StatusOr<std::string> NotifyKey(const MasterFlags& f) {
 absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
                                           master::Clock* clock) {
   ASSIGN_OR_RETURN(MasterOptions options, ToOptions(f));
-  // Before the TLS folder, which may lie in it. Users' checkpoints, the public
-  // files and the TLS folder (cert_dirs.h: 0700) are left as they are.
+  // Before the TLS folder, which may lie in it. Users' checkpoints, the
+  // public files and the TLS folder (0700, keys 0600, certificates 0644:
+  // cert_dirs.h) are left as they are.
   auto make_private = [&]() -> absl::Status {
     absl::StatusOr<security::PrivateDir> state_dir = security::EnsurePrivateDir(
         f.state_dir, f.state_dir_mode, {"public", "checkpoints", "tls"});
@@ -477,7 +478,8 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
   std::unique_ptr<Store> store = std::move(taken.store);
   ASSIGN_OR_RETURN(security::TlsConfig tls, MasterTls(f));
   ASSIGN_OR_RETURN(options.notify_key, NotifyKey(f));
-  // A shell's 1,024 files would refuse the 1,000th agent, silently.
+  // A connection per agent and per client: a shell's 1,024 would refuse
+  // the thousandth agent, silently. Raised as far as the hard limit lets.
   const int64_t files = RaiseOpenFileLimit();
   if (files >= 0 && files < 4096) {
     std::fprintf(stderr,

@@ -128,7 +128,8 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   const std::string name = req.name();
   NodeInfo* known = table_.FindNodeByName(name);
   if (known != nullptr) {
-    // Known up before a restart: may be live until the adoption window ends.
+    // A node known up before a restart may still be live until the
+    // adoption window ends.
     const bool live = known->up() || (known->record.state == NodeState::kUp &&
                                       !adoption_closed_);
     if (live && !known->record.agent_token_hash.empty() &&

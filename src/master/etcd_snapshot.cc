@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/status_macros.h"
+#include "master/etcd_chunks.h"
 #include "master/sqlite_db.h"
 
 namespace tiresias {
@@ -24,12 +25,6 @@ namespace {
 std::string RecordKey(const std::string& prefix) { return prefix + "snapshot"; }
 std::string ChunkDir(const std::string& prefix, int64_t index, uint64_t epoch) {
   return absl::StrFormat("%ssnapshot/%020d.%020d/", prefix, index, epoch);
-}
-std::string ChunkKey(const std::string& dir, int64_t chunk) {
-  return absl::StrFormat("%s%06d", dir, chunk);
-}
-std::string EntryKey(const std::string& prefix, int64_t index) {
-  return absl::StrFormat("%slog/%020d", prefix, index);
 }
 
 absl::Status Errno(const std::string& path, const char* what) {
@@ -87,12 +82,6 @@ void SyncFolder(const std::string& path) {
     fsync(fd);
     close(fd);
   }
-}
-
-uint32_t Crc32(const std::string& bytes) {
-  return static_cast<uint32_t>(
-      crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()),
-            static_cast<uInt>(bytes.size())));
 }
 
 // The first column of the first row of `sql` on `db`, as text; "" if none.
@@ -200,29 +189,11 @@ absl::Status PublishSnapshot(EtcdClient& client, const std::string& prefix,
   const int64_t index = image.index;
   const std::string& packed = image.compressed;
   const std::string dir = ChunkDir(prefix, index, epoch);
-  const auto fenced = [&](etcdserverpb::TxnRequest* txn) -> absl::Status {
-    CompareCreatedAt(txn, lead.leader_key(), static_cast<int64_t>(epoch));
-    ASSIGN_OR_RETURN(etcdserverpb::TxnResponse done, client.Txn(*txn));
-    if (!done.succeeded()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the store's snapshot at log entry ", index,
-          ": this master no longer leads (", lead.leader_key(), ")"));
-    }
-    return absl::OkStatus();
-  };
-  const int64_t chunks = std::max<int64_t>(
-      1, static_cast<int64_t>((packed.size() + chunk_bytes - 1) / chunk_bytes));
-  for (int64_t k = 0; k < chunks; ++k) {
-    if (stop && stop()) {
-      return absl::CancelledError("a snapshot: the master is stopping");
-    }
-    etcdserverpb::TxnRequest txn;
-    etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
-    put->set_key(ChunkKey(dir, k));
-    put->set_value(
-        packed.substr(static_cast<size_t>(k) * chunk_bytes, chunk_bytes));
-    RETURN_IF_ERROR(fenced(&txn));
-  }
+  const std::string what =
+      absl::StrCat("the store's snapshot at log entry ", index);
+  RETURN_IF_ERROR(PutChunks(client, lead.leader_key(), epoch, dir, packed,
+                            chunk_bytes, stop, what));
+  const int64_t chunks = ChunkCount(packed.size(), chunk_bytes);
   storelog::Snapshot record;
   record.set_index(index);
   record.set_schema_version(SqliteStore::kSchemaVersion);
@@ -242,11 +213,18 @@ absl::Status PublishSnapshot(EtcdClient& client, const std::string& prefix,
     d->set_key(from);
     d->set_range_end(to);
   };
-  remove(prefix + "log/", EntryKey(prefix, index + 1));  // the log to here
+  remove(prefix + "log/", LogEntryKey(prefix, index + 1));  // the log to here
+  remove(prefix + "part/", LogPartsDir(prefix, index + 1, 0));  // its parts
   const std::string all = prefix + "snapshot/";
   remove(all, dir);                        // older snapshots' chunks
   remove(PrefixEnd(dir), PrefixEnd(all));  // a deposed leader's later ones
-  return fenced(&txn);
+  CompareCreatedAt(&txn, lead.leader_key(), static_cast<int64_t>(epoch));
+  ASSIGN_OR_RETURN(etcdserverpb::TxnResponse done, client.Txn(txn));
+  if (!done.succeeded()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": this master no longer leads (", lead.leader_key(), ")"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> InstallSnapshot(EtcdClient& client,
@@ -274,24 +252,16 @@ absl::StatusOr<int64_t> InstallSnapshot(EtcdClient& client,
           SqliteStore::kSchemaVersion, ": run the same build on every master"));
     }
     const std::string dir = ChunkDir(prefix, record.index(), record.epoch());
-    packed.clear();
-    absl::Status got_all;
-    for (int64_t k = 0; k < record.chunks() && got_all.ok(); ++k) {
-      // One chunk a call: the answer stays small.
-      absl::StatusOr<etcdserverpb::RangeResponse> got =
-          client.Range(ChunkKey(dir, k), "", 0, revision);
-      if (!got.ok()) {
-        got_all = got.status();
-      } else if (got->kvs().empty()) {
-        got_all = absl::DataLossError(absl::StrCat(
-            "the store's snapshot at log entry ", record.index(), ": chunk ", k,
-            " of ", record.chunks(), " is missing"));
-      } else {
-        packed += got->kvs(0).value();
-      }
+    absl::StatusOr<std::string> got = GetChunks(
+        client, dir, record.chunks(), revision,
+        absl::StrCat("the store's snapshot at log entry ", record.index()));
+    if (got.ok()) {
+      packed = *std::move(got);
+      break;
     }
-    if (got_all.ok()) break;
-    if (!absl::IsOutOfRange(got_all) || read == kReads) return got_all;
+    if (!absl::IsOutOfRange(got.status()) || read == kReads) {
+      return got.status();
+    }
   }
   const int64_t index = record.index();
   const auto bad = [&](const std::string& what) {

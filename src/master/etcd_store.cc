@@ -13,12 +13,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
+#include "master/etcd_chunks.h"
 #include "master/etcd_snapshot.h"
 #include "proto/store_log.pb.h"
 
 namespace tiresias {
 namespace {
 
+// What an entry written in parts holds first (then a Parts record): no
+// entry's plain size begins so.
+constexpr std::string_view kPartsMark("\xff\xff\xff\xff\xff\xff\xff\xff", 8);
 // Entries read per etcd range while catching up.
 constexpr int64_t kCatchUpBatch = 256;
 // Tries of one append (each up to the client's timeout) before the leader
@@ -167,7 +171,63 @@ absl::StatusOr<std::vector<SqliteWrite>> DecodeLogEntry(
 }
 
 std::string EtcdLog::EntryKey(int64_t index) const {
-  return absl::StrFormat("%slog/%020d", prefix_, index);
+  return LogEntryKey(prefix_, index);
+}
+
+absl::StatusOr<std::string> EtcdLog::WriteParts(int64_t index, uint64_t epoch,
+                                                const std::string& value) {
+  // Before the entry: parts without an entry (a leader that died between)
+  // are never read, and go with the log at the next snapshot.
+  const std::string what =
+      absl::StrCat("the store's log entry ", index, "'s parts");
+  absl::Status put;
+  for (int attempt = 0; attempt < kAppendAttempts; ++attempt) {
+    put = PutChunks(*client_, lead_->leader_key(), epoch,
+                    LogPartsDir(prefix_, index, epoch), value,
+                    options_.part_bytes, {}, what);
+    if (put.ok() || absl::IsFailedPrecondition(put)) break;
+  }
+  RETURN_IF_ERROR(put);
+  storelog::Parts parts;
+  parts.set_epoch(epoch);
+  parts.set_parts(ChunkCount(value.size(), options_.part_bytes));
+  parts.set_bytes(static_cast<int64_t>(value.size()));
+  parts.set_crc32(Crc32(value));
+  return std::string(kPartsMark) + parts.SerializeAsString();
+}
+
+absl::StatusOr<std::string> EtcdLog::ReadParts(int64_t index,
+                                               const std::string& value,
+                                               int64_t revision) const {
+  const auto corrupt = [&](absl::string_view what) {
+    return absl::DataLossError(
+        absl::StrCat("log entry ", index, ": its parts' record ", what));
+  };
+  storelog::Parts parts;
+  if (!parts.ParseFromArray(
+          value.data() + kPartsMark.size(),
+          static_cast<int>(value.size() - kPartsMark.size()))) {
+    return corrupt("cannot be parsed");
+  }
+  if (parts.parts() < 1 || parts.bytes() < 1 ||
+      parts.bytes() > static_cast<int64_t>(kMaxEntryBytes)) {
+    return corrupt(absl::StrCat("says ", parts.parts(), " parts of ",
+                                parts.bytes(), " bytes"));
+  }
+  const std::string dir = LogPartsDir(prefix_, index, parts.epoch());
+  const std::string what = absl::StrCat("log entry ", index, "'s parts");
+  absl::StatusOr<std::string> bytes =
+      GetChunks(*client_, dir, parts.parts(), revision, what);
+  if (absl::IsOutOfRange(bytes.status())) {  // compacted since: as they are
+    bytes = GetChunks(*client_, dir, parts.parts(), 0, what);
+  }
+  RETURN_IF_ERROR(bytes.status());
+  if (static_cast<int64_t>(bytes->size()) != parts.bytes() ||
+      Crc32(*bytes) != parts.crc32()) {
+    return corrupt(absl::StrCat("says ", parts.bytes(), " bytes and a CRC its ",
+                                bytes->size(), " bytes do not match"));
+  }
+  return bytes;
 }
 
 EtcdLog::~EtcdLog() {
@@ -210,9 +270,22 @@ absl::StatusOr<int64_t> EtcdLog::CatchUp(SqliteStore& store) {
             absl::StrCat("the store's log skips from entry ", applied, " to ",
                          kv.key(), ": this copy cannot be brought up to date"));
       }
+      const std::string* bytes = &kv.value();
+      std::string joined;
+      if (kv.value().starts_with(kPartsMark)) {
+        absl::StatusOr<std::string> parts =
+            ReadParts(index, kv.value(), got.header().revision());
+        if (!parts.ok()) {
+          // Their entry compacted into a snapshot since it was read.
+          if (absl::IsDataLoss(parts.status())) RETURN_IF_ERROR(behind());
+          return parts.status();
+        }
+        joined = *std::move(parts);
+        bytes = &joined;
+      }
       ASSIGN_OR_RETURN(
           std::vector<SqliteWrite> writes,
-          DecodeLogEntry(index, SqliteStore::kSchemaVersion, kv.value()));
+          DecodeLogEntry(index, SqliteStore::kSchemaVersion, *bytes));
       RETURN_IF_ERROR(store.ApplyLogEntry(index, writes));
       applied = index;
       ++count;
@@ -378,12 +451,23 @@ absl::Status EtcdLog::Replicate(SqliteDb& db, std::vector<SqliteWrite> writes) {
     const int64_t index = next_;
     const uint64_t epoch = lead_->epoch();
     const std::string key = EntryKey(index);
-    const std::string value =
+    std::string value =
         EncodeLogEntry(epoch, SqliteStore::kSchemaVersion, writes);
     if (value.size() > kMaxEntryBytes) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "one store write of ", value.size(), " bytes: more than the ",
           kMaxEntryBytes, " an etcd log entry may hold"));
+    }
+    if (value.size() > options_.part_bytes) {
+      absl::StatusOr<std::string> where = WriteParts(index, epoch, value);
+      if (where.ok()) {
+        value = *std::move(where);
+      } else if (absl::IsFailedPrecondition(where.status())) {
+        why = std::string(where.status().message());  // no longer leads
+      } else {
+        // The entry is not written: this transaction fails alone.
+        return absl::UnavailableError(where.status().message());
+      }
     }
     etcdserverpb::TxnRequest txn;
     CompareCreatedAt(&txn, lead_->leader_key(), static_cast<int64_t>(epoch));

@@ -61,14 +61,18 @@ absl::StatusOr<std::string> EtcdClusterId(EtcdClient& client,
 
 class EtcdLog final : public SqliteReplicator {
  public:
-  // An entry larger than this, compressed, is refused (etcd's default
-  // request limit is 1.5 MiB): its transaction fails and is rolled back.
-  static constexpr size_t kMaxEntryBytes = 1 << 20;
+  // An entry larger than this, compressed, is refused: its transaction
+  // fails and is rolled back.
+  static constexpr size_t kMaxEntryBytes = 64 << 20;
 
   struct Options {
     // A snapshot after this many entries since the last (0: never).
     int64_t snapshot_every = 10000;
     size_t chunk_bytes = 1 << 20;  // kSnapshotChunkBytes
+    // An entry larger than this, compressed (etcd's default request limit
+    // is 1.5 MiB), is written in parts of this size before the entry,
+    // which then says where they are (store_log.proto, Parts).
+    size_t part_bytes = 1 << 20;
   };
   EtcdLog(std::shared_ptr<EtcdClient> client, std::string prefix)
       : EtcdLog(std::move(client), std::move(prefix), Options()) {}
@@ -116,6 +120,16 @@ class EtcdLog final : public SqliteReplicator {
   void SnapshotLoop() ABSL_LOCKS_EXCLUDED(mu_);
   void StopSnapshots() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Writes `value` (the entry at `index`, too large for one request) in
+  // parts, fenced by `epoch`; what the entry holds instead.
+  // FailedPrecondition when this master no longer leads.
+  absl::StatusOr<std::string> WriteParts(int64_t index, uint64_t epoch,
+                                         const std::string& value)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The bytes of the entry at `index` written in parts, which `value` (what
+  // the entry holds) says where are, read at `revision`.
+  absl::StatusOr<std::string> ReadParts(int64_t index, const std::string& value,
+                                        int64_t revision) const;
   // The append's outcome once etcd did not say: whether the entry at
   // `key` is `value`; an error if that cannot be read either.
   absl::StatusOr<bool> WasWritten(const std::string& key,

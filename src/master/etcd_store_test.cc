@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "master/etcd_chunks.h"
 #include "master/etcd_store_fixture.h"
 #include "security/pem_files.h"
 
@@ -451,6 +453,94 @@ TEST(EtcdUrlTest, ParsesMembersAndPrefix) {
   EXPECT_FALSE(ParseEtcdUrl("etcd://a").ok());
   EXPECT_FALSE(ParseEtcdUrl("etcd://a:1,").ok());
   EXPECT_EQ(PrefixEnd("/t/log/"), "/t/log0");
+}
+
+// A request as large as `bytes`, compressed: an environment variable of
+// random letters (6 bits of 8 each).
+JobRequest LargeRequest(const std::string& name, size_t bytes, uint32_t seed) {
+  std::mt19937 random(seed);
+  const std::string letters =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string big(bytes * 4 / 3, ' ');
+  for (char& c : big) c = letters[random() % letters.size()];
+  JobRequest r = Request(name);
+  r.env["BIG"] = big;
+  return r;
+}
+
+TEST_F(EtcdStoreTest, AnEntryTooLargeForOneRequestIsWrittenInParts) {
+  std::atomic<int> lost{0};
+  Leader l = Lead("a.db", &lost, std::chrono::seconds(5),
+                  {.snapshot_every = 0, .part_bytes = 4096});
+  std::shared_ptr<EtcdClient> client = Client();
+  const auto parts = [&] {
+    std::vector<std::string> keys;
+    auto got = client->Range(std::string(kPrefix) + "part/",
+                             PrefixEnd(std::string(kPrefix) + "part/"));
+    EXPECT_TRUE(got.ok()) << got.status();
+    for (const auto& kv : got->kvs()) keys.push_back(kv.key());
+    return keys;
+  };
+  // 1: about 15,000 bytes compressed, in 4 parts; 2: small, in one entry.
+  ASSERT_TRUE(
+      l.store->CreateJob(LargeRequest("big", 15000, 1), Seconds{1}).ok());
+  ASSERT_TRUE(l.store->CreateJob(Request("small"), Seconds{2}).ok());
+  EXPECT_EQ(l.log->appended(), 2);
+  const uint64_t epoch = l.lead->epoch();
+  const std::string dir = LogPartsDir(kPrefix, 1, epoch);
+  EXPECT_THAT(parts(), ::testing::ElementsAre(dir + "000000", dir + "000001",
+                                              dir + "000002", dir + "000003"));
+  // A dead leader's parts at the next index, with no entry: never read.
+  ASSERT_TRUE(
+      client->Put(LogPartsDir(kPrefix, 3, epoch - 1) + "000000", "junk").ok());
+  ASSERT_TRUE(
+      l.store->CreateJob(LargeRequest("big2", 9000, 2), Seconds{3}).ok());
+  EXPECT_EQ(parts().size(), 4u + 1 + 3);
+
+  // A copy replays them all, whole.
+  std::unique_ptr<SqliteStore> copy = Copy("b.db");
+  ASSERT_EQ(*l.log->CatchUp(*copy), 3);
+  EXPECT_EQ(copy->QueryJobs({})->jobs, l.store->QueryJobs({})->jobs);
+  EXPECT_EQ(copy->QueryJobs({})->jobs[0].spec.env.at("BIG").size(), 20000u);
+
+  // A missing part: the copy stops there, saying so.
+  ASSERT_TRUE(
+      l.store->CreateJob(LargeRequest("big3", 9000, 3), Seconds{4}).ok());
+  ASSERT_TRUE(client->Delete(LogPartsDir(kPrefix, 4, epoch) + "000001").ok());
+  absl::StatusOr<int64_t> replayed = l.log->CatchUp(*copy);
+  ASSERT_FALSE(replayed.ok());
+  EXPECT_TRUE(absl::IsDataLoss(replayed.status())) << replayed.status();
+  EXPECT_THAT(replayed.status().message(),
+              HasSubstr("log entry 4's parts: chunk 1 of 3 is missing"));
+  EXPECT_EQ(*copy->log_index(), 3);
+
+  // A snapshot drops the parts with the log.
+  ASSERT_EQ(*l.log->Snapshot(), 4);
+  EXPECT_THAT(parts(), ::testing::IsEmpty());
+
+  // A deposed leader writes no part.
+  ASSERT_TRUE(client->Delete(l.lead->leader_key()).ok());
+  absl::StatusOr<JobId> refused =
+      l.store->CreateJob(LargeRequest("late", 9000, 4), Seconds{5});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("no longer leads"));
+  EXPECT_EQ(lost.load(), 1);
+  EXPECT_THAT(parts(), ::testing::IsEmpty());
+  EXPECT_EQ(l.store->QueryJobs({})->jobs.size(), 4u);
+}
+
+// Past etcd's own limit on a request (1.5 MiB by default), as a large
+// commit (a whole queue cancelled at once) can be.
+TEST_F(EtcdStoreTest, AWriteLargerThanEtcdTakesInOneRequestCommits) {
+  std::atomic<int> lost{0};
+  Leader l = Lead("a.db", &lost);
+  absl::StatusOr<JobId> big =
+      l.store->CreateJob(LargeRequest("big", 3 << 20, 5), Seconds{1});
+  ASSERT_TRUE(big.ok()) << big.status();
+  std::unique_ptr<SqliteStore> copy = Copy("b.db");
+  ASSERT_EQ(*l.log->CatchUp(*copy), 1);
+  EXPECT_EQ(copy->QueryJobs({})->jobs, l.store->QueryJobs({})->jobs);
+  EXPECT_EQ(lost.load(), 0);
 }
 
 }  // namespace

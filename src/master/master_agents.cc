@@ -256,8 +256,12 @@ void MasterState::GiveUpAdoptionsOn(int64_t node_id,
                                     const std::set<LaunchKey>& reported,
                                     Seconds now) {
   const std::string node_name = table_.NodeName(node_id);
+  auto on_node = adopting_on_.find(node_name);
+  if (on_node == adopting_on_.end()) return;
+  std::erase_if(on_node->second,
+                [&](JobId id) { return !adopting_.contains(id); });
   std::vector<std::pair<JobId, int>> missing;  // job, its rank here
-  for (JobId id : adopting_) {
+  for (JobId id : on_node->second) {
     const JobRecord& rec = records_.at(id);
     if (reported.contains({id, rec.attempt})) continue;
     for (size_t rank = 0; rank < rec.nodes.size(); ++rank) {
@@ -583,6 +587,7 @@ void MasterState::EndAdoptionWindow(Seconds now) {
                  "restart");
   }
   adopt_conflicts_.clear();
+  adopting_on_.clear();
   // Launches whose every part has now ended are done with.
   std::vector<LaunchKey> done;
   for (const auto& [key, launch] : table_.launches()) {

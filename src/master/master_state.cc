@@ -149,6 +149,10 @@ absl::Status MasterState::Load(Seconds now) {
       // Running, or released and still starting: its tasks are adopted
       // from the agents' reports (AdoptOnto), never started beside.
       adopting_.insert(rec.id);
+      for (const std::string& node :
+           std::set<std::string>(rec.nodes.begin(), rec.nodes.end())) {
+        adopting_on_[node].push_back(rec.id);
+      }
     } else {
       // Its last launch may still be stopping on a node that has not
       // reported in yet: the next one waits for those nodes.

@@ -1163,6 +1163,10 @@ class MasterState {
   std::map<JobId, JobRecord> records_ ABSL_GUARDED_BY(mu_);
   // Running at restart, not yet re-adopted.
   std::set<JobId> adopting_ ABSL_GUARDED_BY(mu_);
+  // By node name, the jobs of adopting_ with a part there, so that each
+  // registration looks at its own (ids no longer in adopting_ are dropped
+  // there); cleared when the adoption window ends.
+  std::map<std::string, std::vector<JobId>> adopting_on_ ABSL_GUARDED_BY(mu_);
   // Jobs being adopted whose GPUs a rebuild found taken: JoinCluster tries
   // them again (a hint: ids no longer in adopting_ are dropped there).
   std::set<JobId> adopt_conflicts_ ABSL_GUARDED_BY(mu_);

@@ -447,9 +447,11 @@ void MasterState::Reconcile(int64_t node_id, const CheckedReports& reports,
 void MasterState::FinishRestartCancels(Seconds now) {
   for (auto it = cancelling_after_restart_.begin();
        it != cancelling_after_restart_.end();) {
-    for (const auto& [id, info] : table_.nodes()) {
-      if (info.up()) it->second.erase(info.record.name);
-    }
+    // Its nodes up have reported in (by name: a job's nodes are few).
+    std::erase_if(it->second, [&](const std::string& name) {
+      const NodeInfo* node = table_.FindNodeByName(name);
+      return node != nullptr && node->up();
+    });
     auto rec = records_.find(it->first);
     const bool heard_all = it->second.empty() || adoption_closed_;
     if (rec == records_.end() || IsFinal(rec->second.state)) {

@@ -117,10 +117,12 @@ bool MasterState::EarlierAttemptMayRun(const Launch& launch, Seconds now) {
   auto fence = restart_fence_.find(launch.job);
   if (fence != restart_fence_.end()) {
     // Nodes that registered with this master reported their tasks: any of
-    // the job's is a launch part or an orphan, checked above.
-    for (const auto& [id, info] : table_.nodes()) {
-      if (info.up()) fence->second.erase(info.record.name);
-    }
+    // the job's is a launch part or an orphan, checked above (by name: a
+    // job's nodes are few).
+    std::erase_if(fence->second, [&](const std::string& name) {
+      const NodeInfo* node = table_.FindNodeByName(name);
+      return node != nullptr && node->up();
+    });
     // The window is over once CheckTimeouts judged it so, never by the
     // clock alone: after a stall of the master, the reports that waited for
     // it come first (OnStall).

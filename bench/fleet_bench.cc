@@ -11,6 +11,12 @@
 //   build/bench/fleet_bench --tiresias build/src/cli/tiresias
 //       [--agents 2000] [--gpus 8] [--jobs 100000] [--idle-seconds 30]
 //       [--load 2] [--churn-rate 250] [--churn-seconds 20] [--dir DIR]
+//       [--standby 0|1]
+//
+// With --standby 1 the agents are given a second master address, where
+// nothing listens (a standby), as an HA deployment gives them every
+// master's: their connections then ping every few seconds
+// (security::Dial), which the idle phase counts.
 //
 // Phases, each judged from what the emulated agents saw (ground truth: which
 // tasks ran, which were stopped and why) and from the master process's own
@@ -140,7 +146,7 @@ bool WaitFor(const std::function<bool()>& done, double seconds,
 
 struct Options {
   std::string tiresias, dir;
-  int agents = 2000, gpus = 8, jobs = 100000, load = 2;
+  int agents = 2000, gpus = 8, jobs = 100000, load = 2, standby = 0;
   double idle_seconds = 30, churn_rate = 250, churn_seconds = 20;
 };
 
@@ -168,6 +174,8 @@ Options Parse(int argc, char** argv) {
       number(&x), o.gpus = static_cast<int>(x);
     } else if (flag == "--jobs") {
       number(&x), o.jobs = static_cast<int>(x);
+    } else if (flag == "--standby") {
+      number(&x), o.standby = static_cast<int>(x);
     } else if (flag == "--load") {
       number(&x), o.load = static_cast<int>(x);
     } else if (flag == "--idle-seconds") {
@@ -257,7 +265,10 @@ int Run(const Options& o) {
 
   // register
   double t0 = Now();
-  Fleet fleet(address, {*ca_pem, *ca_key}, o.agents, o.gpus);
+  const std::string agents_dial =
+      o.standby > 0 ? absl::StrCat(address, ",127.0.0.1:", FreePort())
+                    : address;
+  Fleet fleet(agents_dial, {*ca_pem, *ca_key}, o.agents, o.gpus);
   std::printf("certificates for %d agents issued in %.1f s\n", o.agents,
               Now() - t0);
   t0 = Now();

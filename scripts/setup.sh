@@ -29,6 +29,14 @@ if [ "${#missing[@]}" -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian starts the etcd it installs as a service on localhost:2379; the
+  # tests start their own members, and a master is given its own: a fresh
+  # install's service is stopped and disabled (one set up before is left).
+  if [[ " ${missing[*]} " == *" etcd-server "* ]] && [ -d /run/systemd/system ]; then
+    if $sudo_cmd systemctl disable --now etcd.service >/dev/null 2>&1; then
+      echo "setup: stopped and disabled the etcd service Debian started (the tests run their own)"
+    fi
+  fi
 fi
 
 jobs=$(nproc)

@@ -15,8 +15,9 @@ std::string LogEntryKey(const std::string& prefix, int64_t index) {
 }
 
 std::string LogPartsDir(const std::string& prefix, int64_t index,
-                        uint64_t epoch) {
-  return absl::StrFormat("%spart/%020d.%020d/", prefix, index, epoch);
+                        uint64_t epoch, uint64_t attempt) {
+  return absl::StrFormat("%spart/%020d.%020d.%d/", prefix, index, epoch,
+                         attempt);
 }
 
 std::string ChunkKey(const std::string& dir, int64_t chunk) {
@@ -51,8 +52,12 @@ absl::Status PutChunks(EtcdClient& client, const std::string& leader_key,
     put->set_key(ChunkKey(dir, k));
     put->set_value(std::string(
         bytes.substr(static_cast<size_t>(k) * chunk_bytes, chunk_bytes)));
-    ASSIGN_OR_RETURN(etcdserverpb::TxnResponse done, client.Txn(txn));
-    if (!done.succeeded()) {
+    absl::StatusOr<etcdserverpb::TxnResponse> done = client.Txn(txn);
+    if (!done.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat(what, ": ", done.status().message()));
+    }
+    if (!done->succeeded()) {
       return absl::FailedPreconditionError(absl::StrCat(
           what, ": this master no longer leads (", leader_key, ")"));
     }

@@ -3,7 +3,7 @@
 // a folder of keys, each put fenced by the lead's epoch:
 //
 //   <prefix>log/<index>                  one log entry (or where its parts are)
-//   <prefix>part/<index>.<epoch>/<k>     the parts of an entry too large
+//   <prefix>part/<index>.<epoch>.<try>/<k>  the parts of an entry too large
 //   <prefix>snapshot/<index>.<epoch>/<k> a snapshot's chunks
 //
 //   RETURN_IF_ERROR(PutChunks(client, lead.leader_key(), epoch, dir, bytes,
@@ -25,11 +25,12 @@
 namespace tiresias {
 
 std::string LogEntryKey(const std::string& prefix, int64_t index);
-// The folder of the parts of the entry at `index` written at `epoch`; the
-// parts of every entry up to `index` lie before LogPartsDir(prefix,
-// index + 1, 0).
+// The folder of the parts of the entry at `index` written at `epoch` by
+// the leader's try `attempt` (a failed try's late put never lands in
+// another's folder); the parts of every entry up to `index` lie before
+// LogPartsDir(prefix, index + 1, 0, 0).
 std::string LogPartsDir(const std::string& prefix, int64_t index,
-                        uint64_t epoch);
+                        uint64_t epoch, uint64_t attempt);
 std::string ChunkKey(const std::string& dir, int64_t chunk);
 // How many chunks of at most `chunk_bytes` hold `bytes` (1 at least).
 int64_t ChunkCount(size_t bytes, size_t chunk_bytes);
@@ -37,8 +38,9 @@ uint32_t Crc32(std::string_view bytes);
 
 // Puts `bytes` under `dir` in ChunkCount chunks, one put a call, each only
 // while `leader_key` was created at `epoch`: FailedPrecondition (naming
-// `what`) once it is not, Cancelled when `stop` says so between chunks.
-// A put that failed may be sent again: it writes the same value.
+// `what`) once it is not, and only then (a call that failed is
+// Unavailable, whatever etcd said), Cancelled when `stop` says so between
+// chunks. A put that failed may be sent again: it writes the same value.
 absl::Status PutChunks(EtcdClient& client, const std::string& leader_key,
                        uint64_t epoch, const std::string& dir,
                        std::string_view bytes, size_t chunk_bytes,

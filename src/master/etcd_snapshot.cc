@@ -214,7 +214,7 @@ absl::Status PublishSnapshot(EtcdClient& client, const std::string& prefix,
     d->set_range_end(to);
   };
   remove(prefix + "log/", LogEntryKey(prefix, index + 1));  // the log to here
-  remove(prefix + "part/", LogPartsDir(prefix, index + 1, 0));  // its parts
+  remove(prefix + "part/", LogPartsDir(prefix, index + 1, 0, 0));  // parts
   const std::string all = prefix + "snapshot/";
   remove(all, dir);                        // older snapshots' chunks
   remove(PrefixEnd(dir), PrefixEnd(all));  // a deposed leader's later ones

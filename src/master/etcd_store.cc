@@ -12,6 +12,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/status_macros.h"
 #include "master/etcd_chunks.h"
 #include "master/etcd_snapshot.h"
@@ -28,6 +30,14 @@ constexpr int64_t kCatchUpBatch = 256;
 // Tries of one append (each up to the client's timeout) before the leader
 // gives up the lead, not knowing whether it landed.
 constexpr int kAppendAttempts = 3;
+// The most an entry's parts may take to write (under the master's lock)
+// before its transaction fails.
+constexpr absl::Duration kPartsDeadline = absl::Seconds(10);
+
+size_t PartBytes(size_t asked) {
+  constexpr size_t kMost = size_t{1} << 20;
+  return asked == 0 ? kMost : std::min(asked, kMost);
+}
 
 }  // namespace
 
@@ -178,19 +188,33 @@ absl::StatusOr<std::string> EtcdLog::WriteParts(int64_t index, uint64_t epoch,
                                                 const std::string& value) {
   // Before the entry: parts without an entry (a leader that died between)
   // are never read, and go with the log at the next snapshot.
+  // Each try in its own folder: a put of a failed try that lands late
+  // (etcd commits a proposal the client gave up on) touches no other's.
   const std::string what =
       absl::StrCat("the store's log entry ", index, "'s parts");
+  const size_t part_bytes = PartBytes(options_.part_bytes);
+  const absl::Time deadline = absl::Now() + kPartsDeadline;
   absl::Status put;
-  for (int attempt = 0; attempt < kAppendAttempts; ++attempt) {
-    put = PutChunks(*client_, lead_->leader_key(), epoch,
-                    LogPartsDir(prefix_, index, epoch), value,
-                    options_.part_bytes, {}, what);
-    if (put.ok() || absl::IsFailedPrecondition(put)) break;
+  uint64_t attempt = 0;
+  for (int i = 0; i < kAppendAttempts; ++i) {
+    attempt = ++parts_tries_;
+    put = PutChunks(
+        *client_, lead_->leader_key(), epoch,
+        LogPartsDir(prefix_, index, epoch, attempt), value, part_bytes,
+        [&] { return absl::Now() > deadline; }, what);
+    if (put.ok() || absl::IsFailedPrecondition(put) || absl::IsCancelled(put)) {
+      break;
+    }
+  }
+  if (absl::IsCancelled(put)) {
+    return absl::UnavailableError(absl::StrCat(
+        what, ": not written within ", absl::FormatDuration(kPartsDeadline)));
   }
   RETURN_IF_ERROR(put);
   storelog::Parts parts;
   parts.set_epoch(epoch);
-  parts.set_parts(ChunkCount(value.size(), options_.part_bytes));
+  parts.set_attempt(attempt);
+  parts.set_parts(ChunkCount(value.size(), part_bytes));
   parts.set_bytes(static_cast<int64_t>(value.size()));
   parts.set_crc32(Crc32(value));
   return std::string(kPartsMark) + parts.SerializeAsString();
@@ -214,7 +238,8 @@ absl::StatusOr<std::string> EtcdLog::ReadParts(int64_t index,
     return corrupt(absl::StrCat("says ", parts.parts(), " parts of ",
                                 parts.bytes(), " bytes"));
   }
-  const std::string dir = LogPartsDir(prefix_, index, parts.epoch());
+  const std::string dir =
+      LogPartsDir(prefix_, index, parts.epoch(), parts.attempt());
   const std::string what = absl::StrCat("log entry ", index, "'s parts");
   absl::StatusOr<std::string> bytes =
       GetChunks(*client_, dir, parts.parts(), revision, what);
@@ -458,7 +483,7 @@ absl::Status EtcdLog::Replicate(SqliteDb& db, std::vector<SqliteWrite> writes) {
           "one store write of ", value.size(), " bytes: more than the ",
           kMaxEntryBytes, " an etcd log entry may hold"));
     }
-    if (value.size() > options_.part_bytes) {
+    if (value.size() > PartBytes(options_.part_bytes)) {
       absl::StatusOr<std::string> where = WriteParts(index, epoch, value);
       if (where.ok()) {
         value = *std::move(where);

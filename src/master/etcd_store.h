@@ -71,7 +71,8 @@ class EtcdLog final : public SqliteReplicator {
     size_t chunk_bytes = 1 << 20;  // kSnapshotChunkBytes
     // An entry larger than this, compressed (etcd's default request limit
     // is 1.5 MiB), is written in parts of this size before the entry,
-    // which then says where they are (store_log.proto, Parts).
+    // which then says where they are (store_log.proto, Parts). 0 or more
+    // than 1 MiB: 1 MiB.
     size_t part_bytes = 1 << 20;
   };
   EtcdLog(std::shared_ptr<EtcdClient> client, std::string prefix)
@@ -148,6 +149,7 @@ class EtcdLog final : public SqliteReplicator {
   bool snapshot_running_ ABSL_GUARDED_BY(mu_) = false;
   bool copying_ ABSL_GUARDED_BY(mu_) = false;  // a snapshot reads the store
   int64_t snapshot_tried_at_ ABSL_GUARDED_BY(mu_) = 0;  // a failed one's
+  uint64_t parts_tries_ ABSL_GUARDED_BY(mu_) = 0;       // WriteParts calls
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread snapshot_thread_;
   int64_t next_ ABSL_GUARDED_BY(mu_) = 1;

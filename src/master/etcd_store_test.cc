@@ -487,15 +487,19 @@ TEST_F(EtcdStoreTest, AnEntryTooLargeForOneRequestIsWrittenInParts) {
   ASSERT_TRUE(l.store->CreateJob(Request("small"), Seconds{2}).ok());
   EXPECT_EQ(l.log->appended(), 2);
   const uint64_t epoch = l.lead->epoch();
-  const std::string dir = LogPartsDir(kPrefix, 1, epoch);
+  const std::string dir = LogPartsDir(kPrefix, 1, epoch, 1);  // first try
   EXPECT_THAT(parts(), ::testing::ElementsAre(dir + "000000", dir + "000001",
                                               dir + "000002", dir + "000003"));
-  // A dead leader's parts at the next index, with no entry: never read.
+  // A dead leader's parts at the next index, with no entry, and a late put
+  // of a failed try of this leader's: never read.
   ASSERT_TRUE(
-      client->Put(LogPartsDir(kPrefix, 3, epoch - 1) + "000000", "junk").ok());
+      client->Put(LogPartsDir(kPrefix, 3, epoch - 1, 1) + "000000", "junk")
+          .ok());
+  ASSERT_TRUE(
+      client->Put(LogPartsDir(kPrefix, 3, epoch, 7) + "000000", "junk").ok());
   ASSERT_TRUE(
       l.store->CreateJob(LargeRequest("big2", 9000, 2), Seconds{3}).ok());
-  EXPECT_EQ(parts().size(), 4u + 1 + 3);
+  EXPECT_EQ(parts().size(), 4u + 2 + 3);
 
   // A copy replays them all, whole.
   std::unique_ptr<SqliteStore> copy = Copy("b.db");
@@ -506,7 +510,8 @@ TEST_F(EtcdStoreTest, AnEntryTooLargeForOneRequestIsWrittenInParts) {
   // A missing part: the copy stops there, saying so.
   ASSERT_TRUE(
       l.store->CreateJob(LargeRequest("big3", 9000, 3), Seconds{4}).ok());
-  ASSERT_TRUE(client->Delete(LogPartsDir(kPrefix, 4, epoch) + "000001").ok());
+  ASSERT_TRUE(
+      client->Delete(LogPartsDir(kPrefix, 4, epoch, 3) + "000001").ok());
   absl::StatusOr<int64_t> replayed = l.log->CatchUp(*copy);
   ASSERT_FALSE(replayed.ok());
   EXPECT_TRUE(absl::IsDataLoss(replayed.status())) << replayed.status();

@@ -20,22 +20,6 @@
 
 namespace tiresias {
 
-Seconds MasterState::HeartbeatInterval() const {
-  return std::min(options_.heartbeat_interval, options_.node_timeout / 10);
-}
-
-Seconds MasterState::AgentHeartbeatInterval(Seconds lease) const {
-  const Seconds base = HeartbeatInterval();
-  if (options_.max_heartbeat_rate <= 0) return base;
-  const Seconds spread{static_cast<double>(table_.nodes().size()) /
-                       options_.max_heartbeat_rate};
-  // A lease spans 3 at least, as Register asks of the base.
-  const Seconds most =
-      std::max(base, std::min(options_.node_timeout / 5,
-                              lease / static_cast<double>(kMinLeaseBeats)));
-  return std::clamp(spread, base, most);
-}
-
 MasterState::MasterState(MasterOptions options, master::Clock* clock,
                          std::unique_ptr<Store> store)
     : options_(std::move(options)), clock_(clock), store_(std::move(store)) {

@@ -891,7 +891,7 @@ class MasterState {
   // A launch's first port before ChoosePorts moves it past others'.
   int DefaultPort(LaunchKey launch) const;
 
-  // Agents (master_agents.cc).
+  // Agents (master_agents.cc; adoption after a restart: master_adoption.cc).
   // One agent report's task statuses, checked: those to apply, and every
   // task named (refused ones too, so that a refused report of a live task
   // does not read as the task having vanished).

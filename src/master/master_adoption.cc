@@ -56,10 +56,14 @@ void MasterState::GiveUpAdoptionsOn(int64_t node_id,
   const std::string node_name = table_.NodeName(node_id);
   auto on_node = adopting_on_.find(node_name);
   if (on_node == adopting_on_.end()) return;
-  std::erase_if(on_node->second,
-                [&](JobId id) { return !adopting_.contains(id); });
+  std::vector<JobId>& ids = on_node->second;  // those adopted since dropped
+  size_t kept = 0;
+  for (JobId id : ids) {
+    if (adopting_.contains(id)) ids[kept++] = id;
+  }
+  ids.resize(kept);
   std::vector<std::pair<JobId, int>> missing;  // job, its rank here
-  for (JobId id : on_node->second) {
+  for (JobId id : ids) {
     const JobRecord& rec = records_.at(id);
     if (reported.contains({id, rec.attempt})) continue;
     for (size_t rank = 0; rank < rec.nodes.size(); ++rank) {
@@ -150,10 +154,11 @@ void MasterState::FinishRestartCancels(Seconds now) {
   for (auto it = cancelling_after_restart_.begin();
        it != cancelling_after_restart_.end();) {
     // Its nodes up have reported in (by name: a job's nodes are few).
-    std::erase_if(it->second, [&](const std::string& name) {
-      const NodeInfo* node = table_.FindNodeByName(name);
-      return node != nullptr && node->up();
-    });
+    for (auto name = it->second.begin(); name != it->second.end();) {
+      const NodeInfo* node = table_.FindNodeByName(*name);
+      name = node != nullptr && node->up() ? it->second.erase(name)
+                                           : std::next(name);
+    }
     auto rec = records_.find(it->first);
     const bool heard_all = it->second.empty() || adoption_closed_;
     if (rec == records_.end() || IsFinal(rec->second.state)) {

@@ -301,6 +301,13 @@ LaunchTable::Node* LaunchTable::FindNodeByName(std::string_view name) {
   return id == id_of_name_.end() ? nullptr : FindNode(id->second);
 }
 
+void LaunchTable::EraseUpNodes(std::set<std::string>* names) {
+  for (auto name = names->begin(); name != names->end();) {
+    const Node* node = FindNodeByName(*name);
+    name = node != nullptr && node->up() ? names->erase(name) : std::next(name);
+  }
+}
+
 LaunchTable::Node& LaunchTable::NodeAt(int64_t id, std::string_view name) {
   id_of_name_[std::string(name)] = id;
   return nodes_[id];

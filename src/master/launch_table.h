@@ -239,6 +239,9 @@ class LaunchTable {
   Node* FindNode(int64_t id);
   const Node* FindNode(int64_t id) const;
   Node* FindNodeByName(std::string_view name);
+  // Strikes off `names` the nodes up now (a restart's nodes still to hear
+  // from, of one job: a few, each found by name).
+  void EraseUpNodes(std::set<std::string>* names);
   // The node with this id, added (kKnown) if absent, found by `name` from
   // now on (the caller sets its record's name to it).
   Node& NodeAt(int64_t id, std::string_view name);

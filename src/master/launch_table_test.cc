@@ -263,6 +263,20 @@ TEST_F(LaunchTableTest, ALostNodeEndsItsPartsOnlyAndFreesItsGpus) {
   EXPECT_TRUE(table_.AnyLive(5));
 }
 
+TEST_F(LaunchTableTest, EraseUpNodesKeepsTheNodesNotUp) {
+  LaunchTable::Node& c = table_.NodeAt(3, "node-c");  // known, not heard from
+  c.record.id = 3;
+  c.record.name = "node-c";
+  table_.FindNode(2)->SetLife(NodeLife::kLeaving);  // up, shutting down
+  std::set<std::string> names = {"node-a", "node-b", "node-c", "node-gone"};
+  table_.EraseUpNodes(&names);
+  EXPECT_EQ(names, (std::set<std::string>{"node-c", "node-gone"}));
+  table_.FindNode(1)->SetLife(NodeLife::kDown);
+  names = {"node-a"};
+  table_.EraseUpNodes(&names);
+  EXPECT_EQ(names, std::set<std::string>{"node-a"});
+}
+
 TEST_F(LaunchTableTest, AReportFromAnotherNodeIsNotAPart) {
   Released(5, 1, {1});
   const v1::TaskStatus running = Report(5, 1, 0, v1::TASK_STATE_RUNNING);

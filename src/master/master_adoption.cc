@@ -153,12 +153,7 @@ void MasterState::StopAdopting(JobId id, Seconds now, const std::string& why) {
 void MasterState::FinishRestartCancels(Seconds now) {
   for (auto it = cancelling_after_restart_.begin();
        it != cancelling_after_restart_.end();) {
-    // Its nodes up have reported in (by name: a job's nodes are few).
-    for (auto name = it->second.begin(); name != it->second.end();) {
-      const NodeInfo* node = table_.FindNodeByName(*name);
-      name = node != nullptr && node->up() ? it->second.erase(name)
-                                           : std::next(name);
-    }
+    table_.EraseUpNodes(&it->second);  // those up have reported in
     auto rec = records_.find(it->first);
     const bool heard_all = it->second.empty() || adoption_closed_;
     if (rec == records_.end() || IsFinal(rec->second.state)) {

@@ -169,13 +169,14 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   }
   NodeRecord record{0,  name, req.address(), req.gpus(), NodeState::kUp, now};
   record.agent_token_hash = token_hash;
-  if (known != nullptr) {
-    // Its row goes with this registration's commit (one transaction).
-    record.id = known->record.id;
-    dirty_nodes_.insert(record.id);
-  } else {
-    ASSIGN_OR_RETURN(record.id, store_->UpsertNode(record));  // its id
-  }
+  // Its row goes with this registration's commit (one transaction, with
+  // the reports of other registrations meanwhile). A new node's id is the
+  // next the store would give: every row is in table_ from Load on, and
+  // none is ever removed (AUTOINCREMENT).
+  record.id = known != nullptr         ? known->record.id
+              : table_.nodes().empty() ? 1
+                                       : table_.nodes().rbegin()->first + 1;
+  dirty_nodes_.insert(record.id);
   NodeInfo& info = table_.NodeAt(record.id, name);
   // A drain outlives registrations (UpsertNode leaves it as stored).
   record.drained = info.record.drained;

@@ -117,13 +117,8 @@ bool MasterState::EarlierAttemptMayRun(const Launch& launch, Seconds now) {
   auto fence = restart_fence_.find(launch.job);
   if (fence != restart_fence_.end()) {
     // Nodes that registered with this master reported their tasks: any of
-    // the job's is a launch part or an orphan, checked above (by name: a
-    // job's nodes are few).
-    for (auto name = fence->second.begin(); name != fence->second.end();) {
-      const NodeInfo* node = table_.FindNodeByName(*name);
-      name = node != nullptr && node->up() ? fence->second.erase(name)
-                                           : std::next(name);
-    }
+    // the job's is a launch part or an orphan, checked above.
+    table_.EraseUpNodes(&fence->second);
     // The window is over once CheckTimeouts judged it so, never by the
     // clock alone: after a stall of the master, the reports that waited for
     // it come first (OnStall).

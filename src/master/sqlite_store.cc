@@ -277,7 +277,7 @@ absl::StatusOr<int64_t> SqliteStore::UpsertNodeLocked(const NodeRecord& node) {
       SqliteQuery upsert,
       db_->Prepare(
           "INSERT INTO nodes (name, address, gpus, state, "
-          "last_heartbeat, agent_token_hash) VALUES (?, ?, ?, ?, ?, ?) "
+          "last_heartbeat, agent_token_hash, id) VALUES (?, ?, ?, ?, ?, ?, ?) "
           "ON CONFLICT (name) DO UPDATE SET address = excluded.address, "
           "gpus = excluded.gpus, state = excluded.state, "
           "last_heartbeat = excluded.last_heartbeat, "
@@ -288,6 +288,13 @@ absl::StatusOr<int64_t> SqliteStore::UpsertNodeLocked(const NodeRecord& node) {
       .Bind(4, NodeStateName(node.state))
       .Bind(5, node.last_heartbeat.count())
       .Bind(6, node.agent_token_hash);
+  // A new row takes the id given (the master's, MasterState::Register), or
+  // the next (NULL). A row of this name keeps its own.
+  if (node.id > 0) {
+    upsert.Bind(7, node.id);
+  } else {
+    upsert.BindNull(7);
+  }
   ASSIGN_OR_RETURN(bool row, upsert.Step());
   if (!row) return absl::InternalError("node upsert returned no id");
   int64_t id = upsert.Int(0);

@@ -74,9 +74,9 @@ struct StoreWrite {
   std::vector<JobEvent> events;
   // Launches to record (a launch is written once, when it is decided).
   std::vector<LaunchRecord> launches;
-  // Node rows to write as UpsertNode does (by name; `id`, `drained` and
-  // `drain_reason` not written), in the same transaction: a registration's
-  // row goes with the jobs it adopted.
+  // Node rows to write as UpsertNode does (by name; a new row takes `id`
+  // if set; `drained` and `drain_reason` not written), in the same
+  // transaction: a registration's row goes with the jobs it adopted.
   std::vector<NodeRecord> nodes;
   // Jobs of `jobs` whose request changed (MasterState::ModifyJob): their
   // `spec` is written too. An id not in `jobs`: InvalidArgument.
@@ -253,9 +253,11 @@ class Store {
       JobId job, int attempt) const = 0;
 
   // Inserts the node, or updates the one with the same name; returns its
-  // id (stable for the name). `node.id` is ignored, and so are `drained`
-  // and `drain_reason` (a new node is not drained; an agent registering
-  // again never undoes a drain): SetNodeDrain writes those.
+  // id (stable for the name). A new row's id is `node.id` if set (the
+  // master's next, which must be free), else the next; a row of this name
+  // keeps its own. `drained` and `drain_reason` are ignored (a new node is
+  // not drained; an agent registering again never undoes a drain):
+  // SetNodeDrain writes those.
   virtual absl::StatusOr<int64_t> UpsertNode(const NodeRecord& node) = 0;
   // Drains node `id` with `reason` (drained) or takes it back into service
   // (reason ignored, stored empty). NotFound for an unknown id.

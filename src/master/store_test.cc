@@ -317,6 +317,30 @@ TEST(SqliteStoreTest, NodesUpsertByNameKeepingTheirIds) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// The master names a new node's id (its next) so that the row can go
+// with a grouped commit (StoreWrite::nodes); the store's own next follows.
+TEST(SqliteStoreTest, ANewNodeTakesTheIdGiven) {
+  TestDir dir;
+  auto store = MustOpen(dir.File("state.db"));
+  NodeRecord e{5, "node-e", "10.0.0.5", 8, NodeState::kUp, Seconds{1}};
+  EXPECT_EQ(*store->UpsertNode(e), 5);
+  EXPECT_EQ(*store->UpsertNode({0, "node-f", "10.0.0.6", 8}), 6);
+  EXPECT_EQ(*store->UpsertNode(e), 5);  // the same name and id: an update
+  e.id = 9;  // a row of this name keeps its own id
+  EXPECT_EQ(*store->UpsertNode(e), 5);
+  StoreWrite write;
+  write.nodes = {{7, "node-g", "10.0.0.7", 4, NodeState::kUp, Seconds{2}}};
+  ASSERT_TRUE(store->Write(write).ok());
+  const std::vector<NodeRecord> nodes = *store->ListNodes();
+  std::vector<int64_t> ids;
+  for (const NodeRecord& node : nodes) ids.push_back(node.id);
+  EXPECT_THAT(ids, ElementsAre(5, 6, 7));
+  // An id held by another name: refused, nothing written.
+  write.nodes = {{6, "node-h", "10.0.0.8", 4, NodeState::kUp, Seconds{3}}};
+  EXPECT_FALSE(store->Write(write).ok());
+  EXPECT_EQ(store->ListNodes()->size(), 3u);
+}
+
 TEST(SqliteStoreTest, ConcurrentSubmissionsGetDistinctIds) {
   TestDir dir;
   auto store = MustOpen(dir.File("state.db"));

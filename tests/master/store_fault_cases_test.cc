@@ -43,6 +43,33 @@ class FaultFixture : public MasterFixture {
   FaultStore* store_ = nullptr;  // owned by master_
 };
 
+// A new node's first registration whose commit fails (its row goes with
+// the grouped commit, under the id the master named): refused, and when
+// the agent registers again the node keeps that id, one row; a second new
+// node meanwhile gets the next; a restart finds both as written.
+TEST_F(FaultFixture, ANewNodesFailedFirstCommitKeepsItsIdWhenRetried) {
+  OpenWithFaults();
+  const int64_t n1 = Register("n1", 1);
+  faults_->FailEvery(StoreWriteKind::kWrite);
+  auto refused = master_->Register(RegisterRequest("n2", 2, {}));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted)
+      << refused.status();
+  EXPECT_EQ(store_->inner().ListNodes()->size(), 1u);  // n1's row alone
+  faults_->Heal();
+  const int64_t n2 = Register("n2", 2);
+  const int64_t n3 = Register("n3", 1);
+  EXPECT_EQ(n2, n1 + 1);
+  EXPECT_EQ(n3, n1 + 2);
+  Restart();
+  const std::vector<v1::Node> nodes = *master_->ListNodes();
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[1].id(), n2);
+  EXPECT_EQ(nodes[1].name(), "n2");
+  EXPECT_EQ(nodes[1].gpus(), 2);
+  EXPECT_EQ(nodes[2].id(), n3);
+  EXPECT_EQ(nodes[2].name(), "n3");
+}
+
 // While every job write fails, passes fail and no start reaches an agent:
 // the launch is decided but not durable. Once writes succeed again, the
 // next pass stores it and the agent is told.

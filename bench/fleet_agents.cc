@@ -136,6 +136,9 @@ class Fleet::Impl {
       dial.args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
       dial.args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
       dial.args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      if (security::SplitAddresses(address).size() > 1) {
+        dial.args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);  // as agents
+      }
       agent->stub =
           v1::AgentRegistry::NewStub(security::Dial(address, tls, dial));
       agents_.push_back(std::move(agent));
@@ -185,6 +188,16 @@ class Fleet::Impl {
       }
     }
     return last;
+  }
+  std::vector<double> RegistrationTimes(double since) {
+    std::vector<double> out;
+    for (auto& a : agents_) {
+      std::lock_guard lock(a->mu);
+      if (a->registered && a->registered_at >= since) {
+        out.push_back(a->registered_at);
+      }
+    }
+    return out;
   }
   // Tasks running now, by key.
   std::set<Key> Running() {
@@ -468,6 +481,9 @@ Fleet::Fleet(const std::string& address, const security::PemPair& ca,
     : impl_(std::make_unique<Impl>(address, ca, agents, gpus)) {}
 Fleet::~Fleet() = default;
 void Fleet::StartTicking() { impl_->StartTicking(); }
+std::vector<double> Fleet::RegistrationTimes(double since) {
+  return impl_->RegistrationTimes(since);
+}
 void Fleet::StopTicking() { impl_->StopTicking(); }
 Counters& Fleet::counters() { return impl_->counters; }
 int Fleet::RegisteredSince(double since) {

@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "security/pki.h"
 
@@ -52,6 +53,8 @@ class Fleet {
   // (Now()), and the last of those registrations.
   int RegisteredSince(double since);
   double LastRegistration(double since);
+  // When each agent registered with a session begun at or after `since`.
+  std::vector<double> RegistrationTimes(double since);
   std::set<Key> Running();  // tasks running now
 
   class Impl;

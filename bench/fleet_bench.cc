@@ -11,7 +11,7 @@
 //   build/bench/fleet_bench --tiresias build/src/cli/tiresias
 //       [--agents 2000] [--gpus 8] [--jobs 100000] [--idle-seconds 30]
 //       [--load 2] [--churn-rate 250] [--churn-seconds 20] [--dir DIR]
-//       [--standby 0|1]
+//       [--standby 0|1] [--stop-after restart]
 //
 // With --standby 1 the agents are given a second master address, where
 // nothing listens (a standby), as an HA deployment gives them every
@@ -35,6 +35,7 @@
 //             latency, jobs ended, the scheduling pass (from /metrics).
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,6 +54,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -145,7 +147,7 @@ bool WaitFor(const std::function<bool()>& done, double seconds,
 }
 
 struct Options {
-  std::string tiresias, dir;
+  std::string tiresias, dir, stop_after;
   int agents = 2000, gpus = 8, jobs = 100000, load = 2, standby = 0;
   double idle_seconds = 30, churn_rate = 250, churn_seconds = 20;
 };
@@ -176,6 +178,10 @@ Options Parse(int argc, char** argv) {
       number(&x), o.jobs = static_cast<int>(x);
     } else if (flag == "--standby") {
       number(&x), o.standby = static_cast<int>(x);
+    } else if (flag == "--stop-after") {
+      if (v != "restart")
+        Die("--stop-after: expected 'restart', got '" + v + "'");
+      o.stop_after = v;
     } else if (flag == "--load") {
       number(&x), o.load = static_cast<int>(x);
     } else if (flag == "--idle-seconds") {
@@ -213,9 +219,50 @@ struct Load {
   }
 };
 
+// This network namespace's TCP counters (/proc/net/snmp): connections
+// opened (connect(2) that reached SYN-SENT), attempts that failed, and
+// established ones reset. On a quiet host the bench is what opens
+// connections, its agents nearly all of them (and its /metrics probes,
+// 20 a second while it waits for the master): how often they dial, seen
+// from the kernel rather than from the master.
+struct TcpCounters {
+  long opened = 0, failed = 0, reset = 0;
+  static TcpCounters Now() {
+    std::ifstream in("/proc/net/snmp");
+    std::string names, values;
+    TcpCounters out;
+    while (std::getline(in, names) && std::getline(in, values)) {
+      if (names.rfind("Tcp:", 0) != 0) continue;
+      std::istringstream n(names), v(values);
+      std::string name, value;
+      while (n >> name && v >> value) {
+        long x = 0;
+        if (!absl::SimpleAtoi(value, &x)) continue;
+        if (name == "ActiveOpens") out.opened = x;
+        if (name == "AttemptFails") out.failed = x;
+        if (name == "EstabResets") out.reset = x;
+      }
+    }
+    return out;
+  }
+  TcpCounters operator-(const TcpCounters& o) const {
+    return {opened - o.opened, failed - o.failed, reset - o.reset};
+  }
+};
+
 struct Sample {
   double cpu, wall;
 };
+
+// This process's CPU time: the emulated agents' side of every call and
+// handshake, which on a real cluster runs on the nodes, not beside the
+// master.
+double OwnCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
 
 void PrintIdle(const char* phase, const Master& m, double cpu_s, double wall_s,
                long heartbeats, const std::map<std::string, double>& before,
@@ -272,14 +319,18 @@ int Run(const Options& o) {
   std::printf("certificates for %d agents issued in %.1f s\n", o.agents,
               Now() - t0);
   t0 = Now();
+  TcpCounters tcp0 = TcpCounters::Now();
   fleet.StartTicking();
   if (!WaitFor([&] { return fleet.RegisteredSince(0) == o.agents; }, 300)) {
     Die(absl::StrCat("only ", fleet.RegisteredSince(0), " of ", o.agents,
                      " agents registered in 300 s"));
   }
+  TcpCounters tcp = TcpCounters::Now() - tcp0;
   std::printf(
-      "register all %d agents at once: %.1f s, %ld failed calls retried\n",
-      o.agents, Now() - t0, fleet.counters().register_failures.load());
+      "register all %d agents at once: %.1f s, %ld failed calls retried; "
+      "TCP connections opened %ld (failed %ld, reset %ld)\n",
+      o.agents, Now() - t0, fleet.counters().register_failures.load(),
+      tcp.opened, tcp.failed, tcp.reset);
 
   // fill
   const int slots = o.agents * o.gpus;
@@ -329,8 +380,12 @@ int Run(const Options& o) {
   {
     const std::set<Key> before = fleet.Running();
     const long stopped0 = fleet.counters().stopped,
-               fenced0 = fleet.counters().fenced;
+               fenced0 = fleet.counters().fenced,
+               register_failures0 = fleet.counters().register_failures,
+               heartbeat_failures0 = fleet.counters().heartbeat_failures;
     auto load = std::make_unique<Load>(o.load);
+    tcp0 = TcpCounters::Now();
+    const double own0 = OwnCpuSeconds();
     const double killed = Now();
     master.Kill();
     master.Start();
@@ -343,6 +398,10 @@ int Run(const Options& o) {
         [&] { return fleet.RegisteredSince(killed) == o.agents; }, 300, 0.05);
     const double last = fleet.LastRegistration(killed);
     const double c_restart = master.CpuSeconds();
+    tcp = TcpCounters::Now() - tcp0;
+    const double own = OwnCpuSeconds() - own0;
+    std::vector<double> back = fleet.RegistrationTimes(killed);
+    for (double& t : back) t -= answering;
     std::this_thread::sleep_for(std::chrono::seconds(10));
     const std::set<Key> after = fleet.Running();
     load.reset();
@@ -353,12 +412,25 @@ int Run(const Options& o) {
         "%.1f s; %s%d agents registered again %.1f s after it answered "
         "(%.1f s after the kill), master CPU %.1f s until then; of %zu tasks "
         "running before, %ld still running 10 s later; stopped by the "
-        "master %ld, fenced by a lease %ld\n",
+        "master %ld, fenced by a lease %ld; TCP connections opened until "
+        "all were back %ld (failed %ld, reset %ld)\n",
         o.load, answering - killed, all ? "all " : "only ",
         fleet.RegisteredSince(killed), last - answering, last - killed,
         c_restart, before.size(), kept, fleet.counters().stopped - stopped0,
-        fleet.counters().fenced - fenced0);
+        fleet.counters().fenced - fenced0, tcp.opened, tcp.failed, tcp.reset);
+    std::printf(
+        "         registered again after the master answered: p10 %.1f s, "
+        "p50 %.1f s, p90 %.1f s; calls failed meanwhile: Register %ld, "
+        "Heartbeat %ld; the agents' emulator's CPU %.1f s\n",
+        Percentile(back, 0.1), Percentile(back, 0.5), Percentile(back, 0.9),
+        fleet.counters().register_failures - register_failures0,
+        fleet.counters().heartbeat_failures - heartbeat_failures0, own);
     idle();
+  }
+  if (o.stop_after == "restart") {
+    fleet.StopTicking();
+    master.Stop();
+    return 0;
   }
 
   // list: every job, page by page, as `tiresias jobs --all` reads them
@@ -429,7 +501,9 @@ int Run(const Options& o) {
         const double gap = submitters / o.churn_rate;
         double next = w0 + t * gap / submitters;
         std::vector<double> mine;
-        while (next < w0 + o.churn_seconds) {
+        // Offered on a schedule, but not past its end however slow the
+        // answers.
+        while (next < w0 + o.churn_seconds && Now() < w0 + o.churn_seconds) {
           const double wait = next - Now();
           if (wait > 0) {
             std::this_thread::sleep_for(std::chrono::duration<double>(wait));

@@ -226,6 +226,19 @@ std::string ResolveAll(const std::vector<std::string>& addresses) {
                       absl::StrJoin(out, ","));
 }
 
+namespace {
+
+// Whether the caller set `key` among `args`.
+bool HasArg(const grpc::ChannelArguments& args, const char* key) {
+  const grpc_channel_args c = args.c_channel_args();
+  for (size_t i = 0; i < c.num_args; ++i) {
+    if (std::string_view(c.args[i].key) == key) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::shared_ptr<grpc::Channel> Dial(const std::string& address,
                                     const TlsConfig& config,
                                     const DialOptions& options) {
@@ -247,12 +260,15 @@ std::shared_ptr<grpc::Channel> Dial(const std::string& address,
       // or its host cut off; a lease-led one steps down while its standby
       // takes over) is left within about 5 s: pings every 3 s answered
       // within 2 s, and a connection attempt given up after 2 s, so that
-      // pick_first goes on to the next address.
+      // pick_first goes on to the next address. A caller may give the
+      // attempt longer (agents: 5 s, agent_dependencies.cc).
       args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 3000);
       args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
       args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
       args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
+      if (!HasArg(args, GRPC_ARG_MIN_RECONNECT_BACKOFF_MS)) {
+        args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
+      }
     } else {
       target = list[0];  // none resolves: gRPC's error names the first
     }

@@ -65,8 +65,9 @@ ETCD = "--etcd" in sys.argv[2:]
 LEAD_TTL_S = 3  # --lead-ttl on etcd: a killed leader's lead lasts this
 # The agents' leases follow it (less their grace and a margin). A frozen
 # leader keeps its port: the agents leave it only when their pings go
-# unanswered (about 5 s, security::Dial), then wait out its lead; 10 s
-# leaves their tasks' leases too short for that.
+# unanswered (about 5 s, security::Dial) and an attempt to connect to it
+# again is given up (5 s for agents, agent_dependencies.cc), then wait out
+# its lead; 10 s leaves their tasks' leases too short for that.
 NODE_TIMEOUT = "20" if ETCD else "10"
 TAKEOVER_S = 10
 # Snapshots often enough that a restarted master's copy is sometimes

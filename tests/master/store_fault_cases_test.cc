@@ -45,19 +45,22 @@ class FaultFixture : public MasterFixture {
 
 // A new node's first registration whose commit fails (its row goes with
 // the grouped commit, under the id the master named): refused, and when
-// the agent registers again the node keeps that id, one row; a second new
-// node meanwhile gets the next; a restart finds both as written.
+// the agent registers again the node keeps that id, one row. A second new
+// node refused meanwhile keeps the next, though it is stored first; a
+// restart finds both as written.
 TEST_F(FaultFixture, ANewNodesFailedFirstCommitKeepsItsIdWhenRetried) {
   OpenWithFaults();
   const int64_t n1 = Register("n1", 1);
   faults_->FailEvery(StoreWriteKind::kWrite);
-  auto refused = master_->Register(RegisterRequest("n2", 2, {}));
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted)
-      << refused.status();
+  for (const char* name : {"n2", "n3"}) {
+    auto refused = master_->Register(RegisterRequest(name, 2, {}));
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted)
+        << refused.status();
+  }
   EXPECT_EQ(store_->inner().ListNodes()->size(), 1u);  // n1's row alone
   faults_->Heal();
-  const int64_t n2 = Register("n2", 2);
   const int64_t n3 = Register("n3", 1);
+  const int64_t n2 = Register("n2", 2);
   EXPECT_EQ(n2, n1 + 1);
   EXPECT_EQ(n3, n1 + 2);
   Restart();
@@ -68,6 +71,7 @@ TEST_F(FaultFixture, ANewNodesFailedFirstCommitKeepsItsIdWhenRetried) {
   EXPECT_EQ(nodes[1].gpus(), 2);
   EXPECT_EQ(nodes[2].id(), n3);
   EXPECT_EQ(nodes[2].name(), "n3");
+  EXPECT_EQ(nodes[2].gpus(), 1);  // as it registered again, not as refused
 }
 
 // While every job write fails, passes fail and no start reaches an agent:

@@ -116,7 +116,7 @@ class Fleet::Impl {
   Counters counters;
 
   Impl(const std::string& address, const security::PemPair& ca, int agents,
-       int gpus)
+       int gpus, int attempt_ms)
       : gpus_(gpus), boot_(absl::StrCat("fleet-bench-", getpid())) {
     agents_.reserve(agents);
     for (int i = 0; i < agents; ++i) {
@@ -136,9 +136,7 @@ class Fleet::Impl {
       dial.args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
       dial.args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
       dial.args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-      if (security::SplitAddresses(address).size() > 1) {
-        dial.args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);  // as agents
-      }
+      dial.several_masters_attempt_ms = attempt_ms;
       agent->stub =
           v1::AgentRegistry::NewStub(security::Dial(address, tls, dial));
       agents_.push_back(std::move(agent));
@@ -170,25 +168,6 @@ class Fleet::Impl {
     }
   }
 
-  // Agents registered with a session that began at or after `since`.
-  int RegisteredSince(double since) {
-    int n = 0;
-    for (auto& a : agents_) {
-      std::lock_guard lock(a->mu);
-      if (a->registered && a->registered_at >= since) ++n;
-    }
-    return n;
-  }
-  double LastRegistration(double since) {
-    double last = 0;
-    for (auto& a : agents_) {
-      std::lock_guard lock(a->mu);
-      if (a->registered && a->registered_at >= since) {
-        last = std::max(last, a->registered_at);
-      }
-    }
-    return last;
-  }
   std::vector<double> RegistrationTimes(double since) {
     std::vector<double> out;
     for (auto& a : agents_) {
@@ -477,8 +456,8 @@ void Watch::OnDone(const grpc::Status&) {
 }
 
 Fleet::Fleet(const std::string& address, const security::PemPair& ca,
-             int agents, int gpus)
-    : impl_(std::make_unique<Impl>(address, ca, agents, gpus)) {}
+             int agents, int gpus, int attempt_ms)
+    : impl_(std::make_unique<Impl>(address, ca, agents, gpus, attempt_ms)) {}
 Fleet::~Fleet() = default;
 void Fleet::StartTicking() { impl_->StartTicking(); }
 std::vector<double> Fleet::RegistrationTimes(double since) {
@@ -487,10 +466,7 @@ std::vector<double> Fleet::RegistrationTimes(double since) {
 void Fleet::StopTicking() { impl_->StopTicking(); }
 Counters& Fleet::counters() { return impl_->counters; }
 int Fleet::RegisteredSince(double since) {
-  return impl_->RegisteredSince(since);
-}
-double Fleet::LastRegistration(double since) {
-  return impl_->LastRegistration(since);
+  return static_cast<int>(RegistrationTimes(since).size());
 }
 std::set<Key> Fleet::Running() { return impl_->Running(); }
 

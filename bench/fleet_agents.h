@@ -42,19 +42,19 @@ class Fleet {
  public:
   // `agents` agents of `gpus` GPUs for the master at `address`, their
   // certificates signed by `ca` (exits naming the error if it cannot).
+  // Given several addresses, a connection attempt may take `attempt_ms`
+  // (security::DialOptions::several_masters_attempt_ms; agents ask 5000).
   Fleet(const std::string& address, const security::PemPair& ca, int agents,
-        int gpus);
+        int gpus, int attempt_ms);
   ~Fleet();
 
   void StartTicking();
   void StopTicking();  // and ends the watch streams
   Counters& counters();
-  // Agents registered with a session that began at or after `since`
-  // (Now()), and the last of those registrations.
-  int RegisteredSince(double since);
-  double LastRegistration(double since);
-  // When each agent registered with a session begun at or after `since`.
+  // When each agent registered with a session begun at or after `since`
+  // (Now()), and how many did.
   std::vector<double> RegistrationTimes(double since);
+  int RegisteredSince(double since);
   std::set<Key> Running();  // tasks running now
 
   class Impl;

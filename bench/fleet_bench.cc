@@ -11,12 +11,13 @@
 //   build/bench/fleet_bench --tiresias build/src/cli/tiresias
 //       [--agents 2000] [--gpus 8] [--jobs 100000] [--idle-seconds 30]
 //       [--load 2] [--churn-rate 250] [--churn-seconds 20] [--dir DIR]
-//       [--standby 0|1] [--stop-after restart]
+//       [--standby 0|1] [--attempt-ms 5000] [--stop-after restart]
 //
 // With --standby 1 the agents are given a second master address, where
 // nothing listens (a standby), as an HA deployment gives them every
 // master's: their connections then ping every few seconds
-// (security::Dial), which the idle phase counts.
+// (security::Dial), which the idle phase counts, and a connection attempt
+// is given up after --attempt-ms (5000, as `tiresias agent` asks).
 //
 // Phases, each judged from what the emulated agents saw (ground truth: which
 // tasks ran, which were stopped and why) and from the master process's own
@@ -86,7 +87,7 @@ using tiresias::fleet::Now;
 }
 
 double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
+  if (v.empty()) return std::nan("");  // printed "nan": nothing to rank
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
 }
@@ -148,7 +149,8 @@ bool WaitFor(const std::function<bool()>& done, double seconds,
 
 struct Options {
   std::string tiresias, dir, stop_after;
-  int agents = 2000, gpus = 8, jobs = 100000, load = 2, standby = 0;
+  int agents = 2000, gpus = 8, jobs = 100000, load = 2, standby = 0,
+      attempt_ms = 5000;
   double idle_seconds = 30, churn_rate = 250, churn_seconds = 20;
 };
 
@@ -182,6 +184,8 @@ Options Parse(int argc, char** argv) {
       if (v != "restart")
         Die("--stop-after: expected 'restart', got '" + v + "'");
       o.stop_after = v;
+    } else if (flag == "--attempt-ms") {
+      number(&x), o.attempt_ms = static_cast<int>(x);
     } else if (flag == "--load") {
       number(&x), o.load = static_cast<int>(x);
     } else if (flag == "--idle-seconds") {
@@ -196,6 +200,7 @@ Options Parse(int argc, char** argv) {
   }
   if (o.tiresias.empty()) Die("--tiresias PATH (the tiresias binary) needed");
   if (o.agents < 1 || o.gpus < 1) Die("--agents and --gpus must be >= 1");
+  if (o.attempt_ms < 1) Die("--attempt-ms must be >= 1");
   return o;
 }
 
@@ -315,7 +320,7 @@ int Run(const Options& o) {
   const std::string agents_dial =
       o.standby > 0 ? absl::StrCat(address, ",127.0.0.1:", FreePort())
                     : address;
-  Fleet fleet(agents_dial, {*ca_pem, *ca_key}, o.agents, o.gpus);
+  Fleet fleet(agents_dial, {*ca_pem, *ca_key}, o.agents, o.gpus, o.attempt_ms);
   std::printf("certificates for %d agents issued in %.1f s\n", o.agents,
               Now() - t0);
   t0 = Now();
@@ -396,11 +401,12 @@ int Run(const Options& o) {
     const double answering = Now();
     const bool all = WaitFor(
         [&] { return fleet.RegisteredSince(killed) == o.agents; }, 300, 0.05);
-    const double last = fleet.LastRegistration(killed);
     const double c_restart = master.CpuSeconds();
     tcp = TcpCounters::Now() - tcp0;
     const double own = OwnCpuSeconds() - own0;
     std::vector<double> back = fleet.RegistrationTimes(killed);
+    const double last =
+        back.empty() ? 0 : *std::max_element(back.begin(), back.end());
     for (double& t : back) t -= answering;
     std::this_thread::sleep_for(std::chrono::seconds(10));
     const std::set<Key> after = fleet.Running();
@@ -409,15 +415,15 @@ int Run(const Options& o) {
     for (const Key& k : before) kept += after.count(k);
     std::printf(
         "restart  SIGKILL, %d busy processes: the new master answered after "
-        "%.1f s; %s%d agents registered again %.1f s after it answered "
+        "%.1f s; %s%zu agents registered again %.1f s after it answered "
         "(%.1f s after the kill), master CPU %.1f s until then; of %zu tasks "
         "running before, %ld still running 10 s later; stopped by the "
         "master %ld, fenced by a lease %ld; TCP connections opened until "
         "all were back %ld (failed %ld, reset %ld)\n",
-        o.load, answering - killed, all ? "all " : "only ",
-        fleet.RegisteredSince(killed), last - answering, last - killed,
-        c_restart, before.size(), kept, fleet.counters().stopped - stopped0,
-        fleet.counters().fenced - fenced0, tcp.opened, tcp.failed, tcp.reset);
+        o.load, answering - killed, all ? "all " : "only ", back.size(),
+        last - answering, last - killed, c_restart, before.size(), kept,
+        fleet.counters().stopped - stopped0, fleet.counters().fenced - fenced0,
+        tcp.opened, tcp.failed, tcp.reset);
     std::printf(
         "         registered again after the master answered: p10 %.1f s, "
         "p50 %.1f s, p90 %.1f s; calls failed meanwhile: Register %ld, "

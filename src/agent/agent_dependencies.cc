@@ -21,17 +21,16 @@ AgentDependencies RealAgentDependencies() {
     security::DialOptions dial;
     dial.args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
     dial.args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    // Given several masters, a connection attempt (TCP and TLS) of 5 s,
-    // not 2 (security::Dial): 2,000 agents reconnecting at once to a
-    // restarted master on a loaded host wait longer than 2 s for their
+    // Given several masters (that resolve), a connection attempt (TCP and
+    // TLS) of 5 s, not clients' 2 (security::Dial): 2,000 agents
+    // reconnecting at once to a restarted master on a loaded host wait
+    // longer than 2 s for their
     // handshakes: at 2 s they gave attempts up mid-handshake and made them
     // again, and in one run of two only 582 were back in 300 s
     // (BENCHMARKS.md, "A connection attempt of 2 s"). The price: a frozen
     // leader is left within about 10 s, not 5, and a call made while the
     // channel waits on it fails its 5 s deadline and is made again.
-    if (security::SplitAddresses(options.master_address).size() > 1) {
-      dial.args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
-    }
+    dial.several_masters_attempt_ms = 5000;
     return v1::AgentRegistry::NewStub(
         security::Dial(options.master_address, options.tls, dial));
   };

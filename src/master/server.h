@@ -48,6 +48,8 @@ class MasterServer {
   int port() const { return port_; }
   // The agents' WatchDesiredState streams open now.
   int open_watches() { return agent_service_.open_watches(); }
+  // The clients' WatchEvents streams open now.
+  int open_event_watches() { return tiresias_service_.open_watches(); }
   // Asks the scheduling thread for a pass soon. Thread-safe.
   void Notify() ABSL_LOCKS_EXCLUDED(mu_);
   // Stops serving (in-flight calls finish) and joins the scheduling thread.

@@ -377,60 +377,34 @@ grpc::Status TiresiasService::GetClusterStatus(
   return grpc::Status::OK;
 }
 
-grpc::Status TiresiasService::WatchEvents(
-    grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
-    grpc::ServerWriter<v1::JobEvent>* writer) {
+grpc::ServerWriteReactor<v1::JobEvent>* TiresiasService::WatchEvents(
+    grpc::CallbackServerContext* ctx, const v1::WatchEventsRequest* req) {
+  auto refuse = [](const absl::Status& status) {
+    return EventWatches::Refuse(security::ToGrpc(status));
+  };
   absl::StatusOr<Principal> who = auth_.Client(*ctx, "WatchEvents");
-  if (!who.ok()) return security::ToGrpc(who.status());
-  // Catching up reads the log in pages of this many events.
-  constexpr int kPage = 512;
+  if (!who.ok()) return refuse(who.status());
   const JobId job = req->job_id();
   if (job < 0) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "job_id: must be a job id, or 0 for every job");
+    return refuse(absl::InvalidArgumentError(
+        "job_id: must be a job id, or 0 for every job"));
   }
   if (req->has_after_sequence() && req->after_sequence() < 0) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "after_sequence: must be >= 0");
+    return refuse(absl::InvalidArgumentError("after_sequence: must be >= 0"));
   }
   if (job != 0) {
     absl::StatusOr<JobRecord> rec = state_->GetJob(job);
-    if (!rec.ok()) return security::ToGrpc(rec.status());
+    if (!rec.ok()) return refuse(rec.status());
   }
-  // Read before the cursor is fixed, so that an event written meanwhile
-  // moves it and is not slept past.
-  uint64_t generation = state_->EventGeneration();
   int64_t cursor = 0;
   if (req->has_after_sequence()) {
     cursor = req->after_sequence();
   } else {
     absl::StatusOr<int64_t> last = state_->LastEventSequence();
-    if (!last.ok()) return security::ToGrpc(last.status());
+    if (!last.ok()) return refuse(last.status());
     cursor = *last;
   }
-  // Tells the client that the cursor is fixed: from here on, no event is
-  // missed (the CLI prints its header only then).
-  writer->SendInitialMetadata();
-  v1::JobEvent out;
-  while (true) {
-    if (stopping_.load()) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          "the master is shutting down");
-    }
-    if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
-    absl::StatusOr<std::vector<JobEvent>> events =
-        state_->EventsAfter(cursor, kPage);
-    if (!events.ok()) return security::ToGrpc(events.status());
-    for (const JobEvent& event : *events) {
-      cursor = std::max(cursor, event.sequence);
-      if (job != 0 && event.job_id != job) continue;
-      out.Clear();
-      JobEventToProto(event, &out);
-      if (!writer->Write(out)) return grpc::Status::CANCELLED;  // gone
-    }
-    if (static_cast<int>(events->size()) == kPage) continue;  // more stored
-    generation = state_->WaitForEvents(generation, kWatchPoll);
-  }
+  return watches_.Open(job, cursor);
 }
 
 std::shared_ptr<v1::AgentLogs::Stub> TiresiasService::AgentLogsStub(
@@ -524,11 +498,6 @@ grpc::Status TiresiasService::ReadJobLog(grpc::ServerContext* server_ctx,
   }
   return grpc::Status(grpc::StatusCode::NOT_FOUND,
                       absl::StrCat("no node has the log of ", task));
-}
-
-void TiresiasService::Stop() {
-  stopping_.store(true);
-  state_->WakeEventWatchers();
 }
 
 namespace {

@@ -7,14 +7,14 @@
 //
 // SubmitJob validates the spec and request id and waits until the job is
 // durable (MasterState's group commit); SubmitJobs does so for many specs,
-// all or none, in one transaction of their own. ListJobs answers one page, filtered
-// and cut by the store (page_size, page_token, a byte budget).
+// all or none, in one transaction of their own. ListJobs answers one page,
+// filtered and cut by the store (page_size, page_token, a byte budget).
 //
 // WatchEvents streams the stored events with sequence > after_sequence
 // (absent: from now on), then each new one once it is durable, for one job
 // or all, until the client cancels or Stop() (server shutdown: the stream
-// ends UNAVAILABLE). Each open stream holds one gRPC thread and wakes at
-// least every kWatchPoll to notice a cancel or a stop.
+// ends UNAVAILABLE): a callback stream served by EventWatches, one thread
+// for every client's stream (event_watch.h).
 //
 // ReadJobLog asks MasterState where the task's log is (LocateTaskLog) and
 // reads it from that node's agent (v1::AgentLogs.ReadTaskLog; one channel
@@ -24,7 +24,6 @@
 #ifndef TIRESIAS_MASTER_SERVICE_H_
 #define TIRESIAS_MASTER_SERVICE_H_
 
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -36,13 +35,16 @@
 #include "core/mutex.h"
 #include "master/call_auth.h"
 #include "master/desired_watch.h"
+#include "master/event_watch.h"
 #include "master/master_state.h"
 #include "proto/tiresias.grpc.pb.h"
 #include "security/tls.h"
 
 namespace tiresias {
 
-class TiresiasService final : public v1::Tiresias::Service {
+class TiresiasService final
+    : public v1::Tiresias::WithCallbackMethod_WatchEvents<
+          v1::Tiresias::Service> {
  public:
   // `state` must outlive the service; `on_change` (may be empty) is called
   // after a request that a scheduling pass should see. `agent_tls`: the
@@ -52,7 +54,8 @@ class TiresiasService final : public v1::Tiresias::Service {
       : state_(state),
         on_change_(std::move(on_change)),
         agent_tls_(std::move(agent_tls)),
-        auth_(state) {}
+        auth_(state),
+        watches_(state, kWatchPoll) {}
 
   grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest*,
                          v1::SubmitJobResponse*) override;
@@ -90,8 +93,8 @@ class TiresiasService final : public v1::Tiresias::Service {
                        v1::ListQosResponse*) override;
   static constexpr int kDefaultHistoryPoints = 1000;
   static constexpr int kMaxHistoryPoints = 10000;
-  grpc::Status WatchEvents(grpc::ServerContext*, const v1::WatchEventsRequest*,
-                           grpc::ServerWriter<v1::JobEvent>*) override;
+  grpc::ServerWriteReactor<v1::JobEvent>* WatchEvents(
+      grpc::CallbackServerContext*, const v1::WatchEventsRequest*) override;
   grpc::Status ReadJobLog(grpc::ServerContext*, const v1::ReadJobLogRequest*,
                           v1::ReadJobLogResponse*) override;
   grpc::Status WhoAmI(grpc::ServerContext*, const v1::WhoAmIRequest*,
@@ -104,7 +107,9 @@ class TiresiasService final : public v1::Tiresias::Service {
 
   // Ends every open WatchEvents stream promptly (and any opened later).
   // Call before grpc::Server::Shutdown so that it need not wait for them.
-  void Stop();
+  void Stop() { watches_.Stop(); }
+  // WatchEvents streams open now.
+  int open_watches() { return watches_.open(); }
 
   // ListJobs: jobs in a page when the request says 0, and at most.
   static constexpr int kDefaultPageSize = 500;
@@ -144,7 +149,7 @@ class TiresiasService final : public v1::Tiresias::Service {
   std::function<void()> on_change_;
   security::TlsConfig agent_tls_;
   CallAuth auth_;
-  std::atomic<bool> stopping_{false};
+  EventWatches watches_;
   Mutex stubs_mu_;
   std::map<std::string, AgentChannel> stubs_  // by node name
       ABSL_GUARDED_BY(stubs_mu_);

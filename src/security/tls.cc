@@ -228,13 +228,13 @@ std::string ResolveAll(const std::vector<std::string>& addresses) {
 
 namespace {
 
-// Whether the caller set `key` among `args`.
-bool HasArg(const grpc::ChannelArguments& args, const char* key) {
+// Sets `key` to `value` unless the caller set it among `args`.
+void SetDefault(grpc::ChannelArguments& args, const char* key, int value) {
   const grpc_channel_args c = args.c_channel_args();
   for (size_t i = 0; i < c.num_args; ++i) {
-    if (std::string_view(c.args[i].key) == key) return true;
+    if (std::string_view(c.args[i].key) == key) return;
   }
-  return false;
+  args.SetInt(key, value);
 }
 
 }  // namespace
@@ -259,16 +259,15 @@ std::shared_ptr<grpc::Channel> Dial(const std::string& address,
       // A leader that stops answering without closing its port (frozen,
       // or its host cut off; a lease-led one steps down while its standby
       // takes over) is left within about 5 s: pings every 3 s answered
-      // within 2 s, and a connection attempt given up after 2 s, so that
-      // pick_first goes on to the next address. A caller may give the
-      // attempt longer (agents: 5 s, agent_dependencies.cc).
-      args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 3000);
-      args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
-      args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-      args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-      if (!HasArg(args, GRPC_ARG_MIN_RECONNECT_BACKOFF_MS)) {
-        args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
-      }
+      // within 2 s, and a connection attempt given up after
+      // several_masters_attempt_ms (2 s unless asked), so that pick_first
+      // goes on to the next address.
+      SetDefault(args, GRPC_ARG_KEEPALIVE_TIME_MS, 3000);
+      SetDefault(args, GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
+      SetDefault(args, GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+      SetDefault(args, GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+      SetDefault(args, GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+                 options.several_masters_attempt_ms);
     } else {
       target = list[0];  // none resolves: gRPC's error names the first
     }
@@ -284,7 +283,7 @@ std::shared_ptr<grpc::Channel> Dial(const std::string& address,
         "\"initialBackoff\": \"0.2s\", \"maxBackoff\": \"0.4s\", "
         "\"backoffMultiplier\": 2, "
         "\"retryableStatusCodes\": [\"UNAVAILABLE\"]}}]}"));
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    SetDefault(args, GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   }
   if (config.insecure) {
     return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),

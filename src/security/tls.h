@@ -87,8 +87,16 @@ struct DialOptions {
   // host, for reaching a server at an address its certificate does not
   // list (an IP, a tunnel). Empty: the dialled host.
   std::string target_name_override;
-  // Other channel arguments (keepalive, message sizes...), passed through.
+  // Other channel arguments (keepalive, message sizes...), passed through:
+  // where Dial has a default for the same key (below), the caller's wins.
   grpc::ChannelArguments args;
+  // Given several masters (a leader and its standbys), how long one
+  // connection attempt (TCP and the TLS handshake) may take before
+  // pick_first gives it up and goes on to the next address. Only when the
+  // addresses resolve; a single target keeps gRPC's 20 s. Clients keep
+  // 2 s, to leave a frozen leader fast; agents ask 5 s
+  // (agent_dependencies.cc).
+  int several_masters_attempt_ms = 2000;
   // Services ("tiresias.v1.Tiresias") whose calls gRPC retries when they
   // fail UNAVAILABLE: up to 3 attempts, 0.2 s then 0.4 s apart (each
   // +-20%), with the channel reconnecting 0.1 s after a failed connection

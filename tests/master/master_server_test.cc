@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "master/event_watch.h"
 #include "master/server.h"
 #include "master_test_util.h"
 #include "proto/tiresias.grpc.pb.h"
@@ -435,6 +436,133 @@ TEST_F(MasterServerTest, WatchingAgentsHoldNoThreadEach) {
     EXPECT_EQ(readers[i]->Finish().error_code(), grpc::StatusCode::UNAVAILABLE)
         << "node " << i;
   }
+}
+
+// As the agents' streams, the clients' WatchEvents streams hold no master
+// thread each while they wait (before, each held one of gRPC's synchronous
+// server threads: any user could hold the master's threads by watching).
+// Each still gets the events it asked for, and a shutdown ends them.
+TEST_F(MasterServerTest, WatchingClientsHoldNoThreadEach) {
+  constexpr int kClients = 48;
+  ASSERT_NO_FATAL_FAILURE(StartOnLoopback());
+  auto clients = v1::Tiresias::NewStub(channel_);
+  auto submit = [&] {
+    grpc::ClientContext ctx;
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->set_gpus(1);
+    req.mutable_spec()->add_command("train");
+    v1::SubmitJobResponse submitted;
+    EXPECT_TRUE(clients->SubmitJob(&ctx, req, &submitted).ok());
+    return submitted.job_id();
+  };
+  const int64_t first = submit();
+  const int before = Threads();
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReader<v1::JobEvent>>> readers;
+  for (int i = 0; i < kClients; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    contexts.back()->set_deadline(std::chrono::system_clock::now() +
+                                  std::chrono::seconds(30));
+    v1::WatchEventsRequest watch;  // even: every job, live; odd: the first
+    if (i % 2 == 1) {
+      watch.set_job_id(first);
+      watch.set_after_sequence(0);
+    }
+    readers.push_back(clients->WatchEvents(contexts.back().get(), watch));
+  }
+  for (int tries = 0; tries < 100 && server_->open_event_watches() < kClients;
+       ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(server_->open_event_watches(), kClients);
+  EXPECT_LT(Threads() - before, 8) << "threads before the streams: " << before;
+  const int64_t second = submit();
+  for (int i = 0; i < kClients; ++i) {
+    v1::JobEvent event;
+    ASSERT_TRUE(readers[i]->Read(&event)) << "client " << i;
+    EXPECT_EQ(event.kind(), "submitted");
+    EXPECT_EQ(event.job_id(), i % 2 == 1 ? first : second) << "client " << i;
+  }
+  server_->Shutdown();
+  for (int i = 0; i < kClients; ++i) {
+    v1::JobEvent more;
+    while (readers[i]->Read(&more)) {
+      EXPECT_EQ(more.job_id(), i % 2 == 1 ? first : second);
+    }
+    EXPECT_EQ(readers[i]->Finish().error_code(), grpc::StatusCode::UNAVAILABLE)
+        << "client " << i;
+  }
+}
+
+// Catching up past a page (EventWatches::kPage events read at once): every
+// event once, in order, for a watcher of every job and for one of the last
+// job (whose events come after two pages of others'); a client that goes
+// ends its stream on the master.
+TEST_F(MasterServerTest, WatchersCatchUpPastAPageWithAndWithoutAFilter) {
+  constexpr int kJobs = 2 * EventWatches::kPage + 100;
+  ASSERT_NO_FATAL_FAILURE(StartOnLoopback());
+  auto clients = v1::Tiresias::NewStub(channel_);
+  v1::SubmitJobsRequest batch;
+  for (int i = 0; i < kJobs; ++i) {
+    v1::JobSpec* spec = batch.add_jobs();
+    spec->set_gpus(1);
+    spec->add_command("train");
+  }
+  v1::SubmitJobsResponse submitted;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(clients->SubmitJobs(&ctx, batch, &submitted).ok());
+  }
+  ASSERT_EQ(submitted.job_ids_size(), kJobs);
+  const int64_t last = submitted.job_ids(kJobs - 1);
+  auto open = [&](grpc::ClientContext* ctx, int64_t job) {
+    ctx->set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::seconds(30));
+    v1::WatchEventsRequest watch;
+    watch.set_job_id(job);
+    watch.set_after_sequence(0);
+    return clients->WatchEvents(ctx, watch);
+  };
+  grpc::ClientContext all_ctx, last_ctx;
+  auto all = open(&all_ctx, 0);
+  auto just_last = open(&last_ctx, last);
+  v1::JobEvent event;
+  int64_t sequence = 0;
+  for (int i = 0; i < kJobs; ++i) {
+    ASSERT_TRUE(all->Read(&event)) << "event " << i;
+    EXPECT_EQ(event.kind(), "submitted");
+    EXPECT_EQ(event.job_id(), submitted.job_ids(i));
+    EXPECT_GT(event.sequence(), sequence);
+    sequence = event.sequence();
+  }
+  ASSERT_TRUE(just_last->Read(&event));
+  EXPECT_EQ(event.job_id(), last);
+  EXPECT_EQ(event.kind(), "submitted");
+  {
+    grpc::ClientContext ctx;
+    v1::CancelJobRequest cancel;
+    cancel.set_job_id(last);
+    v1::CancelJobResponse cancelled;
+    ASSERT_TRUE(clients->CancelJob(&ctx, cancel, &cancelled).ok());
+  }
+  ASSERT_TRUE(just_last->Read(&event));
+  EXPECT_EQ(event.job_id(), last);
+  EXPECT_EQ(event.kind(), "cancelled");
+  ASSERT_TRUE(all->Read(&event));
+  EXPECT_EQ(event.job_id(), last);
+  EXPECT_EQ(event.kind(), "cancelled");
+  EXPECT_EQ(server_->open_event_watches(), 2);
+  last_ctx.TryCancel();
+  EXPECT_EQ(just_last->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  for (int tries = 0; tries < 100 && server_->open_event_watches() > 1;
+       ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(server_->open_event_watches(), 1);
+  server_->Shutdown();
+  while (all->Read(&event)) {
+  }
+  EXPECT_EQ(all->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
 // Two masters on one port: gRPC's SO_REUSEPORT let both listen and clients

@@ -1,5 +1,6 @@
 #include "master/etcd_client.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -24,9 +25,33 @@ absl::StatusOr<std::string> ReadPem(const std::string& flag,
   return text;
 }
 
+// How long a call's try waits for its member, given how many of the
+// call's tries waited out their time before it: 250 ms for the first four
+// (a second), then twice as long each, never past the call's deadline. A
+// member whose raft leader just died still forwards a write to it until
+// its election timeout shows the loss, and etcd drops that write without
+// an answer; until a new leader is elected (an election timeout to twice
+// that, 1-2 s with etcd's defaults) every write a live member still takes
+// is lost so. Short tries end within a quarter second of the election; a
+// slow but live etcd gets the time it needs on the later ones (each try
+// that timed out may still land: every write is safe to send again,
+// etcd_store.cc). A member that refuses at once (dead, or in an election)
+// does not count.
+std::chrono::milliseconds TryTimeout(size_t waited) {
+  constexpr std::chrono::milliseconds kShort{250};
+  constexpr size_t kShortTries = 4;
+  if (waited < kShortTries) return kShort;
+  return kShort * (int64_t{1} << std::min<size_t>(waited - kShortTries + 1, 8));
+}
+
 bool MemberCannotAnswer(const grpc::Status& s) {
+  // etcd answers a read whose deadline passed while it waited for its raft
+  // leader (a linearizable read, in an election) with Go's context error,
+  // which its gRPC server sends as UNKNOWN.
   return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         (s.error_code() == grpc::StatusCode::UNKNOWN &&
+          s.error_message() == "context deadline exceeded");
 }
 
 }  // namespace
@@ -192,16 +217,18 @@ absl::StatusOr<Response> EtcdClient::Retry(const char* what,
   const auto deadline = std::chrono::system_clock::now() + timeout;
   size_t index = current_.load();
   std::string errors;
+  size_t waited = 0;  // tries that waited out their time
   for (size_t tried = 0;; ++tried) {
     Member& member = members_[index % members_.size()];
     grpc::ClientContext context;
-    // Each member gets its share of what is left, the last one all of it.
-    const auto now = std::chrono::system_clock::now();
-    const size_t left = members_.size() - (tried % members_.size());
-    const std::chrono::system_clock::time_point member_deadline =
-        now +
-        (deadline - now) / static_cast<int64_t>(std::max<size_t>(1, left));
-    context.set_deadline(member_deadline);
+    const auto try_deadline = std::min(
+        deadline, std::chrono::system_clock::now() + TryTimeout(waited));
+    context.set_deadline(try_deadline);
+    // A member that knows of no raft leader (an election under way, or
+    // it is cut off from the others) says so at once (etcd's "no leader",
+    // UNAVAILABLE) instead of taking the call (etcd clientv3's
+    // WithRequireLeader).
+    context.AddMetadata("hasleader", "true");
     Response response;
     grpc::Status status = call(member, &context, &response);
     if (status.ok()) {
@@ -215,6 +242,11 @@ absl::StatusOr<Response> EtcdClient::Retry(const char* what,
                           absl::StrCat("etcd ", what, ": ", errors));
     }
     ++index;
+    // (etcd's own answer to a deadline may come a little before it.)
+    if (std::chrono::system_clock::now() + std::chrono::milliseconds(20) >=
+        try_deadline) {
+      ++waited;
+    }
     if (std::chrono::system_clock::now() >= deadline) {
       return absl::UnavailableError(
           absl::StrCat("etcd ", what, ": no member answered: ", errors));

@@ -14,6 +14,18 @@ namespace tiresias {
 namespace {
 // A renewal counts from when it was sent, less this for clock rates.
 constexpr std::chrono::milliseconds kMargin{500};
+// A renewal that failed is tried again this soon: the lead lasts only
+// until its last renewal's TTL (less the margin) runs out, and one etcd
+// member's death costs an election and a move to another member.
+constexpr std::chrono::milliseconds kRetry{100};
+
+// How often a lease is renewed: a third of its TTL (as etcd's own
+// clients), and at least every 500 ms, so that an outage of up to the TTL
+// less 1 s, whenever it begins, is outlived.
+std::chrono::milliseconds RenewalPeriod(std::chrono::seconds ttl) {
+  return std::min(std::chrono::milliseconds(ttl) / 3,
+                  std::chrono::milliseconds(500));
+}
 }  // namespace
 
 EtcdLead::EtcdLead(std::shared_ptr<EtcdClient> client, std::string prefix,
@@ -235,10 +247,9 @@ void EtcdLead::Lost(const std::string& why) {
 }
 
 void EtcdLead::KeepAliveLoop() {
-  const auto period =
-      std::chrono::duration_cast<std::chrono::milliseconds>(options_.ttl / 3);
+  const std::chrono::milliseconds period = RenewalPeriod(options_.ttl);
+  Steady::time_point next = Steady::now() + period;
   for (;;) {
-    Steady::time_point next = Steady::now() + period;
     for (;;) {
       {
         MutexLock lock(&mu_);
@@ -260,6 +271,7 @@ void EtcdLead::KeepAliveLoop() {
     }
     if (lapsed) {
       Lost("no renewal of the lead's etcd lease confirmed within its TTL");
+      next = Steady::now() + period;
       continue;
     }
     const Steady::time_point sent = Steady::now();
@@ -281,14 +293,17 @@ void EtcdLead::KeepAliveLoop() {
         valid_until_ =
             std::max(valid_until_, sent + std::chrono::seconds(*ttl) - kMargin);
       }
+      next = sent + period;
       continue;
     }
+    next = Steady::now() + period;
     if (ttl.ok() && leading_now) {
       Lost("the lead's etcd lease expired");
     } else if (ttl.ok()) {
       NewLease().IgnoreError();  // a standby: joins again with a new lease
+    } else {
+      next = Steady::now() + kRetry;  // while the lease may live
     }
-    // An error: tried again at the next period, while the lease may live.
   }
 }
 

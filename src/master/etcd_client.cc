@@ -36,12 +36,15 @@ absl::StatusOr<std::string> ReadPem(const std::string& flag,
 // slow but live etcd gets the time it needs on the later ones (each try
 // that timed out may still land: every write is safe to send again,
 // etcd_store.cc). A member that refuses at once (dead, or in an election)
-// does not count.
-std::chrono::milliseconds TryTimeout(size_t waited) {
-  constexpr std::chrono::milliseconds kShort{250};
+// does not count. A write of over 256 KiB (a part of a large log entry,
+// of a snapshot) gets 1 s tries: each copy that lands stays in etcd's
+// history until compaction.
+std::chrono::milliseconds TryTimeout(size_t waited, size_t bytes) {
+  const std::chrono::milliseconds first{bytes > (size_t{256} << 10) ? 1000
+                                                                    : 250};
   constexpr size_t kShortTries = 4;
-  if (waited < kShortTries) return kShort;
-  return kShort * (int64_t{1} << std::min<size_t>(waited - kShortTries + 1, 8));
+  if (waited < kShortTries) return first;
+  return first * (int64_t{1} << std::min<size_t>(waited - kShortTries + 1, 8));
 }
 
 bool MemberCannotAnswer(const grpc::Status& s) {
@@ -206,14 +209,15 @@ std::vector<EtcdClient::MemberStatus> EtcdClient::MemberStatuses(
 }
 
 template <typename Response, typename Call>
-absl::StatusOr<Response> EtcdClient::Retry(const char* what, Call call) {
-  return Retry<Response>(what, options_.timeout, std::move(call));
+absl::StatusOr<Response> EtcdClient::Retry(const char* what, Call call,
+                                           size_t bytes) {
+  return Retry<Response>(what, options_.timeout, std::move(call), bytes);
 }
 
 template <typename Response, typename Call>
 absl::StatusOr<Response> EtcdClient::Retry(const char* what,
                                            std::chrono::milliseconds timeout,
-                                           Call call) {
+                                           Call call, size_t bytes) {
   const auto deadline = std::chrono::system_clock::now() + timeout;
   size_t index = current_.load();
   std::string errors;
@@ -222,7 +226,7 @@ absl::StatusOr<Response> EtcdClient::Retry(const char* what,
     Member& member = members_[index % members_.size()];
     grpc::ClientContext context;
     const auto try_deadline = std::min(
-        deadline, std::chrono::system_clock::now() + TryTimeout(waited));
+        deadline, std::chrono::system_clock::now() + TryTimeout(waited, bytes));
     context.set_deadline(try_deadline);
     // A member that knows of no raft leader (an election under way, or
     // it is cut off from the others) says so at once (etcd's "no leader",
@@ -251,9 +255,13 @@ absl::StatusOr<Response> EtcdClient::Retry(const char* what,
       return absl::UnavailableError(
           absl::StrCat("etcd ", what, ": no member answered: ", errors));
     }
-    // Every member refused at once (none reachable yet): not a busy loop.
+    // After each round of the members: not a busy loop while every one
+    // refuses at once (none reachable, or etcd without a quorum), 20 ms
+    // after the first round, twice as long after each next, 200 ms at most.
     if ((tried + 1) % members_.size() == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      const size_t rounds = (tried + 1) / members_.size();
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(
+          int64_t{20} << std::min<size_t>(rounds - 1, 4), 200)));
     }
   }
 }
@@ -283,7 +291,8 @@ absl::StatusOr<etcdserverpb::PutResponse> EtcdClient::Put(
       "put",
       [&](Member& m, grpc::ClientContext* c, etcdserverpb::PutResponse* r) {
         return m.kv->Put(c, request, r);
-      });
+      },
+      request.ByteSizeLong());
 }
 
 absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(
@@ -292,7 +301,8 @@ absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(
       "txn",
       [&](Member& m, grpc::ClientContext* c, etcdserverpb::TxnResponse* r) {
         return m.kv->Txn(c, request, r);
-      });
+      },
+      request.ByteSizeLong());
 }
 
 absl::StatusOr<etcdserverpb::DeleteRangeResponse> EtcdClient::Delete(

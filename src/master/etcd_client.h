@@ -118,12 +118,14 @@ class EtcdClient {
   explicit EtcdClient(Options options) : options_(std::move(options)) {}
 
   // Calls `call(member, context)` on the current member, then the next ones
-  // while they cannot answer, until the deadline.
+  // while they cannot answer, until the deadline. `bytes`: the request's
+  // size (a large write's tries are longer).
   template <typename Response, typename Call>
-  absl::StatusOr<Response> Retry(const char* what, Call call);
+  absl::StatusOr<Response> Retry(const char* what, Call call, size_t bytes = 0);
   template <typename Response, typename Call>
   absl::StatusOr<Response> Retry(const char* what,
-                                 std::chrono::milliseconds timeout, Call call);
+                                 std::chrono::milliseconds timeout, Call call,
+                                 size_t bytes = 0);
 
   const Options options_;
   std::vector<Member> members_;

@@ -14,18 +14,13 @@ namespace tiresias {
 namespace {
 // A renewal counts from when it was sent, less this for clock rates.
 constexpr std::chrono::milliseconds kMargin{500};
+// How often a lease is renewed (the TTL is 2 s at least): an outage of up
+// to about the TTL less 1.5 s, whenever it begins, is outlived.
+constexpr std::chrono::milliseconds kPeriod{500};
 // A renewal that failed is tried again this soon: the lead lasts only
 // until its last renewal's TTL (less the margin) runs out, and one etcd
 // member's death costs an election and a move to another member.
 constexpr std::chrono::milliseconds kRetry{100};
-
-// How often a lease is renewed: a third of its TTL (as etcd's own
-// clients), and at least every 500 ms, so that an outage of up to the TTL
-// less 1 s, whenever it begins, is outlived.
-std::chrono::milliseconds RenewalPeriod(std::chrono::seconds ttl) {
-  return std::min(std::chrono::milliseconds(ttl) / 3,
-                  std::chrono::milliseconds(500));
-}
 }  // namespace
 
 EtcdLead::EtcdLead(std::shared_ptr<EtcdClient> client, std::string prefix,
@@ -247,8 +242,7 @@ void EtcdLead::Lost(const std::string& why) {
 }
 
 void EtcdLead::KeepAliveLoop() {
-  const std::chrono::milliseconds period = RenewalPeriod(options_.ttl);
-  Steady::time_point next = Steady::now() + period;
+  Steady::time_point next = Steady::now() + kPeriod;
   for (;;) {
     for (;;) {
       {
@@ -271,19 +265,21 @@ void EtcdLead::KeepAliveLoop() {
     }
     if (lapsed) {
       Lost("no renewal of the lead's etcd lease confirmed within its TTL");
-      next = Steady::now() + period;
+      next = Steady::now() + kPeriod;
       continue;
     }
     const Steady::time_point sent = Steady::now();
-    // A leader waits no longer than its lead is sure: then it judges.
-    std::chrono::milliseconds timeout = period;
+    // A leader waits as long as its lead is sure (a slow etcd's answer
+    // counts until then), and no longer: then it judges. A standby has
+    // no lead to lose.
+    std::chrono::milliseconds timeout{1000};
     {
       MutexLock lock(&mu_);
       if (record_.epoch != 0) {
         timeout =
-            std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(
-                           valid_until_ - sent),
-                       std::chrono::milliseconds(50), period);
+            std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
+                         valid_until_ - sent),
+                     std::chrono::milliseconds(50));
       }
     }
     absl::StatusOr<int64_t> ttl = client_->KeepAlive(lease, timeout);
@@ -293,10 +289,16 @@ void EtcdLead::KeepAliveLoop() {
         valid_until_ =
             std::max(valid_until_, sent + std::chrono::seconds(*ttl) - kMargin);
       }
-      next = sent + period;
+      next = sent + kPeriod;
       continue;
     }
-    next = Steady::now() + period;
+    next = Steady::now() + kPeriod;
+    if (ttl.ok()) {
+      // Whether it leads now: the lead may have been taken (TryLead)
+      // while the renewal was under way, under the lease that expired.
+      MutexLock lock(&mu_);
+      leading_now = record_.epoch != 0;
+    }
     if (ttl.ok() && leading_now) {
       Lost("the lead's etcd lease expired");
     } else if (ttl.ok()) {

@@ -259,6 +259,7 @@ std::string DescribeRpcError(const grpc::Status& status,
     case grpc::StatusCode::INVALID_ARGUMENT:
       return absl::StrCat(what, ": rejected by the master: ", message);
     case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
       return absl::StrCat(what, ": ", message);
     default:
       return absl::StrCat(what, ": the master at ", address, " answered ",

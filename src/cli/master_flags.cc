@@ -128,6 +128,12 @@ absl::StatusOr<MasterOptions> ToOptions(const MasterFlags& f) {
         "--max-nodes ", f.max_nodes, ": expected a positive number"));
   }
   o.max_nodes = f.max_nodes;
+  if (f.max_streams_per_user < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-streams-per-user ", f.max_streams_per_user,
+                     ": expected 0 (no limit) or a positive number"));
+  }
+  o.max_streams_per_user = f.max_streams_per_user;
   if (f.metrics_token_required && f.insecure) {
     return absl::InvalidArgumentError(
         "--metrics-token-required: an --insecure master checks no tokens; "
@@ -280,6 +286,11 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
       ->capture_default_str();
   cmd->add_option("--max-nodes", f.max_nodes,
                   "Refuse a new node name beyond this many nodes")
+      ->capture_default_str();
+  cmd->add_option("--max-streams-per-user", f.max_streams_per_user,
+                  "Streams one user may hold open at once: event watches "
+                  "(tiresias watch) and attached sessions (attach, "
+                  "port-forward); 0: no limit")
       ->capture_default_str();
   cmd->add_option("--store", f.store,
                   "Where the state lives: sqlite (default: <state-dir>/"

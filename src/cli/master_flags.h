@@ -85,6 +85,7 @@ struct MasterFlags {
   std::string sendmail = "/usr/sbin/sendmail";
   bool max_nodes_set = false;
   int max_nodes = 10000;
+  int max_streams_per_user = 64;
   // --store: empty (or "sqlite"): the state dir's state.db, led by its
   // lock; "etcd://HOST:PORT,...[/PREFIX]": a copy of it in the state dir,
   // replicated through etcd, led by an etcd lease (master/etcd_store.h),

@@ -15,6 +15,7 @@
 #include "cli/cluster_commands.h"
 #include "cli/printable.h"
 #include "cli/shell_help.h"
+#include "core/stream_keys.h"
 
 namespace tiresias {
 namespace {
@@ -99,9 +100,12 @@ int Watch(const WatchFlags& f) {
   std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader =
       client.stub().WatchEvents(ctx.get(), req);
   // The master sends its initial metadata once it follows the event log:
-  // an event written after the header is printed is not missed.
+  // an event written after the header is printed is not missed. A refusal
+  // (an unknown job, too many streams) comes without its key: no header.
   reader->WaitForInitialMetadata();
-  PrintHeader(f.json);
+  if (ctx->GetServerInitialMetadata().count(std::string(kWatchFollowing))) {
+    PrintHeader(f.json);
+  }
   v1::JobEvent event;
   while (reader->Read(&event)) {
     PrintEvent(event, f.json);

@@ -12,8 +12,13 @@ namespace tiresias {
 
 class EventWatches::Watch : public HubStream<v1::JobEvent> {
  public:
-  Watch(MasterState* state, JobId job, int64_t cursor)
-      : state_(state), job_(job), cursor_(cursor) {}
+  Watch(MasterState* state, UserStreams::Hold hold, JobId job, int64_t cursor)
+      : state_(state), hold_(std::move(hold)), job_(job), cursor_(cursor) {}
+
+  void OnDone() override {
+    hold_.Release();      // the user's count, now the stream has ended
+    HubStream::OnDone();  // may free this: the last thing done here
+  }
 
  protected:
   // The next event of the page read, else the next page when the log grew
@@ -43,6 +48,7 @@ class EventWatches::Watch : public HubStream<v1::JobEvent> {
 
  private:
   MasterState* const state_;
+  UserStreams::Hold hold_;  // only OnDone touches it
   const JobId job_;
   // Past every event of page_ (those not yet written included).
   int64_t cursor_ ABSL_GUARDED_BY(mu_);
@@ -80,9 +86,9 @@ EventWatches::EventWatches(MasterState* state, std::chrono::milliseconds poll)
                 poll),
       state_(state) {}
 
-grpc::ServerWriteReactor<v1::JobEvent>* EventWatches::Open(JobId job,
-                                                           int64_t cursor) {
-  auto watch = std::make_shared<Watch>(state_, job, cursor);
+grpc::ServerWriteReactor<v1::JobEvent>* EventWatches::Open(
+    UserStreams::Hold hold, JobId job, int64_t cursor) {
+  auto watch = std::make_shared<Watch>(state_, std::move(hold), job, cursor);
   // Tells the client that the cursor is fixed: from here on, no event is
   // missed (the CLI prints its header only then).
   watch->StartSendInitialMetadata();

@@ -17,9 +17,13 @@
 // A thread per open stream before: any user could hold the master's
 // threads by watching.
 //
+// Each stream holds its user's count (UserStreams, user_streams.h) until
+// it ends.
+//
 //   EventWatches watches(state, std::chrono::milliseconds(200));
-//   ... in the service's callback method, the request checked:
-//   return watches.Open(job_id, cursor);
+//   ... in the service's callback method, the request checked and the
+//   ... user's count taken (streams.Acquire):
+//   return watches.Open(std::move(hold), job_id, cursor);
 //   ... before grpc::Server::Shutdown:
 //   watches.Stop();
 //
@@ -33,6 +37,7 @@
 #include "core/job.h"
 #include "master/master_state.h"
 #include "master/stream_hub.h"
+#include "master/user_streams.h"
 #include "proto/tiresias.grpc.pb.h"
 
 namespace tiresias {
@@ -46,9 +51,11 @@ class EventWatches : public StreamHub<v1::JobEvent> {
   EventWatches(MasterState* state, std::chrono::milliseconds poll);
 
   // A stream of the events after sequence `cursor`, of job `job` (0: every
-  // job). The caller has checked the request and the caller's right to
-  // watch. gRPC owns it until its OnDone.
-  grpc::ServerWriteReactor<v1::JobEvent>* Open(JobId job, int64_t cursor);
+  // job), holding `hold` (its user's count) until it ends. The caller has
+  // checked the request and the caller's right to watch. gRPC owns it
+  // until its OnDone.
+  grpc::ServerWriteReactor<v1::JobEvent>* Open(UserStreams::Hold hold,
+                                               JobId job, int64_t cursor);
 
  private:
   class Watch;

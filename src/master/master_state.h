@@ -199,6 +199,10 @@ struct MasterOptions {
   // name beyond max_nodes known nodes.
   int max_gpus_per_node = 1024;
   int max_nodes = 10000;
+  // Streams one user may hold open at once (RESOURCE_EXHAUSTED past it):
+  // event watches (each `tiresias watch`) and sessions joined to a task
+  // (`attach`, `port-forward`); user_streams.h. 0: no limit.
+  int max_streams_per_user = 64;
   // A submission batch's leader waits this long for more submissions
   // before it writes, when the last batch held more than one (clients
   // submitting concurrently): for a store whose commit is a network round

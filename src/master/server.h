@@ -50,6 +50,11 @@ class MasterServer {
   int open_watches() { return agent_service_.open_watches(); }
   // The clients' WatchEvents streams open now.
   int open_event_watches() { return tiresias_service_.open_watches(); }
+  // `user`'s WatchEvents and JobIo streams open now (MasterOptions::
+  // max_streams_per_user).
+  int open_streams_of(const std::string& user) {
+    return tiresias_service_.open_streams_of(user);
+  }
   // Asks the scheduling thread for a pass soon. Thread-safe.
   void Notify() ABSL_LOCKS_EXCLUDED(mu_);
   // Stops serving (in-flight calls finish) and joins the scheduling thread.

@@ -9,9 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
-#include "master/page_token.h"
+#include "core/stream_keys.h"
 #include "core/to_absl.h"
 #include "master/job_limits.h"
+#include "master/page_token.h"
 #include "master/proto_convert.h"
 #include "security/rpc_status.h"
 #include "security/tls.h"
@@ -404,7 +405,11 @@ grpc::ServerWriteReactor<v1::JobEvent>* TiresiasService::WatchEvents(
     if (!last.ok()) return refuse(last.status());
     cursor = *last;
   }
-  return watches_.Open(job, cursor);
+  absl::StatusOr<UserStreams::Hold> hold = streams_.Acquire(who->user);
+  if (!hold.ok()) return refuse(hold.status());
+  // Says that the stream follows the log (a refusal has no such key).
+  ctx->AddInitialMetadata(std::string(kWatchFollowing), "1");
+  return watches_.Open(*std::move(hold), job, cursor);
 }
 
 std::shared_ptr<v1::AgentLogs::Stub> TiresiasService::AgentLogsStub(

@@ -55,6 +55,7 @@ class TiresiasService final
         on_change_(std::move(on_change)),
         agent_tls_(std::move(agent_tls)),
         auth_(state),
+        streams_(state->options().max_streams_per_user),
         watches_(state, kWatchPoll) {}
 
   grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest*,
@@ -110,6 +111,10 @@ class TiresiasService final
   void Stop() { watches_.Stop(); }
   // WatchEvents streams open now.
   int open_watches() { return watches_.open(); }
+  // `user`'s streams open now: WatchEvents and JobIo (user_streams.h).
+  int open_streams_of(const std::string& user) {
+    return streams_.open_of(user);
+  }
 
   // ListJobs: jobs in a page when the request says 0, and at most.
   static constexpr int kDefaultPageSize = 500;
@@ -149,6 +154,7 @@ class TiresiasService final
   std::function<void()> on_change_;
   security::TlsConfig agent_tls_;
   CallAuth auth_;
+  UserStreams streams_;
   EventWatches watches_;
   Mutex stubs_mu_;
   std::map<std::string, AgentChannel> stubs_  // by node name

@@ -42,6 +42,9 @@ grpc::Status TiresiasService::JobIo(grpc::ServerContext* ctx,
   const JobId id = open.job_id();
   absl::StatusOr<Principal> who = MayActOnJob(*ctx, id, "JobIo");
   if (!who.ok()) return security::ToGrpc(who.status());
+  // Counted against the user's streams until this call ends.
+  absl::StatusOr<UserStreams::Hold> hold = streams_.Acquire(who->user);
+  if (!hold.ok()) return security::ToGrpc(hold.status());
   if (open.rank() < 0) {
     return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
                   absl::StrCat("rank: expected >= 0, got ", open.rank()));

@@ -303,6 +303,11 @@ TEST_F(ClusterCliTest, StatusShowsThePackLimitAndWhereItComesFrom) {
                   "--state-dir", (dir_ / "bad").string(), "--insecure",
                   "--job-port-base", "80"}),
       "--job-port-base 80: expected 1024 to 55000");
+  ExpectOneLineError(
+      RunProcess({TIRESIAS_BINARY, "master", "--listen", "127.0.0.1:0",
+                  "--state-dir", (dir_ / "bad").string(), "--insecure",
+                  "--max-streams-per-user", "-1"}),
+      "--max-streams-per-user -1: expected 0 (no limit) or a positive number");
 }
 
 TEST_F(ClusterCliTest, MasterRejectsBadFlags) {

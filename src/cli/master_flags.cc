@@ -289,8 +289,8 @@ void AddMasterFlags(CLI::App* cmd, MasterFlags* flags) {
       ->capture_default_str();
   cmd->add_option("--max-streams-per-user", f.max_streams_per_user,
                   "Streams one user may hold open at once: event watches "
-                  "(tiresias watch) and attached sessions (attach, "
-                  "port-forward); 0: no limit")
+                  "(tiresias watch), attached sessions (attach) and "
+                  "port-forward's connections (each one); 0: no limit")
       ->capture_default_str();
   cmd->add_option("--store", f.store,
                   "Where the state lives: sqlite (default: <state-dir>/"

@@ -102,12 +102,18 @@ int Watch(const WatchFlags& f) {
   // The master sends its initial metadata once it follows the event log:
   // an event written after the header is printed is not missed. A refusal
   // (an unknown job, too many streams) comes without its key: no header.
+  // (A master older than the key: the header comes before the first
+  // event.)
   reader->WaitForInitialMetadata();
-  if (ctx->GetServerInitialMetadata().count(std::string(kWatchFollowing))) {
-    PrintHeader(f.json);
-  }
+  bool header =
+      ctx->GetServerInitialMetadata().count(std::string(kWatchFollowing)) > 0;
+  if (header) PrintHeader(f.json);
   v1::JobEvent event;
   while (reader->Read(&event)) {
+    if (!header) {
+      PrintHeader(f.json);
+      header = true;
+    }
     PrintEvent(event, f.json);
     if (f.job != 0 && event.job_id() == f.job && EndsJob(event.kind())) {
       ctx->TryCancel();

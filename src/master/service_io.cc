@@ -32,6 +32,14 @@ grpc::Status Refuse(grpc::StatusCode code, std::string message) {
 
 grpc::Status TiresiasService::JobIo(grpc::ServerContext* ctx,
                                     ClientStream* client) {
+  // Who calls, and their count of streams, before this thread waits for
+  // anything: a caller with no credential, or one at the limit, holds no
+  // master thread waiting for an `open` that may never come.
+  absl::StatusOr<Principal> caller = auth_.Client(*ctx, "JobIo");
+  if (!caller.ok()) return security::ToGrpc(caller.status());
+  // Counted against the user's streams until this call ends.
+  absl::StatusOr<UserStreams::Hold> hold = streams_.Acquire(caller->user);
+  if (!hold.ok()) return security::ToGrpc(hold.status());
   v1::IoRequest first;
   if (!client->Read(&first)) return grpc::Status::OK;  // gone
   if (!first.has_open()) {
@@ -42,9 +50,6 @@ grpc::Status TiresiasService::JobIo(grpc::ServerContext* ctx,
   const JobId id = open.job_id();
   absl::StatusOr<Principal> who = MayActOnJob(*ctx, id, "JobIo");
   if (!who.ok()) return security::ToGrpc(who.status());
-  // Counted against the user's streams until this call ends.
-  absl::StatusOr<UserStreams::Hold> hold = streams_.Acquire(who->user);
-  if (!hold.ok()) return security::ToGrpc(hold.status());
   if (open.rank() < 0) {
     return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
                   absl::StrCat("rank: expected >= 0, got ", open.rank()));

@@ -148,5 +148,33 @@ TEST_F(UserStreamsTest, AUserPastTheLimitIsRefusedAnotherUserIsNot) {
   EXPECT_TRUE(OpenOf("alice", 0));
 }
 
+// A JobIo call holds a master thread from its start, before the client's
+// `open`: it is authenticated and counted first. Without a credential it
+// is refused at once (it used to wait for an `open` that never came, a
+// master thread held by nobody's count); a user's silent call counts.
+TEST_F(UserStreamsTest, AJobIoCountsBeforeItsOpenAndNeedsACredential) {
+  auto anonymous = Ctx();
+  auto unauthenticated = Client()->JobIo(anonymous.get());
+  v1::IoResponse response;
+  EXPECT_FALSE(unauthenticated->Read(&response));
+  EXPECT_EQ(unauthenticated->Finish().error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+
+  auto silent_ctx = Ctx(mallory_);
+  auto silent = Client()->JobIo(silent_ctx.get());
+  EXPECT_TRUE(OpenOf("mallory", 1));
+  std::vector<Watch> watches;
+  for (int i = 1; i < kLimit; ++i) watches.push_back(Open(mallory_));
+  grpc::Status refused;
+  Open(mallory_, &refused);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  silent_ctx->TryCancel();
+  EXPECT_FALSE(silent->Read(&response));
+  silent->Finish();
+  EXPECT_TRUE(OpenOf("mallory", kLimit - 1));
+  for (Watch& w : watches) End(w);
+  EXPECT_TRUE(OpenOf("mallory", 0));
+}
+
 }  // namespace
 }  // namespace tiresias::master_testing

@@ -177,27 +177,17 @@ absl::StatusOr<SnapshotImage> TakeSnapshotImage(const SqliteStore& store,
   return image;
 }
 
-absl::Status PublishSnapshot(EtcdClient& client, const std::string& prefix,
-                             const EtcdLead& lead, const SnapshotImage& image,
-                             size_t chunk_bytes,
-                             const std::function<bool()>& stop) {
-  const uint64_t epoch = lead.epoch();
-  if (epoch == 0) {
-    return absl::FailedPreconditionError("a snapshot: not leading");
-  }
+etcdserverpb::TxnRequest SnapshotRecordTxn(
+    const std::string& prefix, const std::string& leader_key, uint64_t epoch,
+    const SnapshotImage& image, size_t chunk_bytes, int64_t record_revision) {
   if (chunk_bytes == 0) chunk_bytes = kSnapshotChunkBytes;
   const int64_t index = image.index;
   const std::string& packed = image.compressed;
   const std::string dir = ChunkDir(prefix, index, epoch);
-  const std::string what =
-      absl::StrCat("the store's snapshot at log entry ", index);
-  RETURN_IF_ERROR(PutChunks(client, lead.leader_key(), epoch, dir, packed,
-                            chunk_bytes, stop, what));
-  const int64_t chunks = ChunkCount(packed.size(), chunk_bytes);
   storelog::Snapshot record;
   record.set_index(index);
   record.set_schema_version(SqliteStore::kSchemaVersion);
-  record.set_chunks(chunks);
+  record.set_chunks(ChunkCount(packed.size(), chunk_bytes));
   record.set_compressed_bytes(static_cast<int64_t>(packed.size()));
   record.set_crc32(Crc32(packed));
   record.set_file_bytes(image.file_bytes);
@@ -218,13 +208,61 @@ absl::Status PublishSnapshot(EtcdClient& client, const std::string& prefix,
   const std::string all = prefix + "snapshot/";
   remove(all, dir);                        // older snapshots' chunks
   remove(PrefixEnd(dir), PrefixEnd(all));  // a deposed leader's later ones
-  CompareCreatedAt(&txn, lead.leader_key(), static_cast<int64_t>(epoch));
-  ASSIGN_OR_RETURN(etcdserverpb::TxnResponse done, client.Txn(txn));
-  if (!done.succeeded()) {
+  CompareCreatedAt(&txn, leader_key, static_cast<int64_t>(epoch));
+  // The record as it was read before: a try that etcd applies after a
+  // newer snapshot's (a member that answered too late, the call having
+  // moved on) would put the older record back and delete the newer
+  // snapshot's chunks, leaving a record whose chunks are gone.
+  etcdserverpb::Compare* same = txn.add_compare();
+  same->set_key(RecordKey(prefix));
+  same->set_target(etcdserverpb::Compare::MOD);
+  same->set_result(etcdserverpb::Compare::EQUAL);
+  same->set_mod_revision(record_revision);
+  return txn;
+}
+
+absl::Status PublishSnapshot(EtcdClient& client, const std::string& prefix,
+                             const EtcdLead& lead, const SnapshotImage& image,
+                             size_t chunk_bytes,
+                             const std::function<bool()>& stop) {
+  const uint64_t epoch = lead.epoch();
+  if (epoch == 0) {
+    return absl::FailedPreconditionError("a snapshot: not leading");
+  }
+  if (chunk_bytes == 0) chunk_bytes = kSnapshotChunkBytes;
+  const int64_t index = image.index;
+  const std::string what =
+      absl::StrCat("the store's snapshot at log entry ", index);
+  RETURN_IF_ERROR(PutChunks(client, lead.leader_key(), epoch,
+                            ChunkDir(prefix, index, epoch), image.compressed,
+                            chunk_bytes, stop, what));
+  ASSIGN_OR_RETURN(etcdserverpb::RangeResponse before,
+                   client.Range(RecordKey(prefix)));
+  const int64_t record_revision =
+      before.kvs().empty() ? 0 : before.kvs(0).mod_revision();
+  ASSIGN_OR_RETURN(
+      etcdserverpb::TxnResponse done,
+      client.Txn(SnapshotRecordTxn(prefix, lead.leader_key(), epoch, image,
+                                   chunk_bytes, record_revision)));
+  if (done.succeeded()) return absl::OkStatus();
+  // A try of this call that timed out may have landed before the one that
+  // answered: then the record is this one.
+  ASSIGN_OR_RETURN(std::optional<storelog::Snapshot> now,
+                   ReadSnapshotRecord(client, prefix));
+  if (now && now->index() == index && now->epoch() == epoch &&
+      now->crc32() == Crc32(image.compressed)) {
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(etcdserverpb::RangeResponse key,
+                   client.Range(lead.leader_key()));
+  if (key.kvs().empty() ||
+      key.kvs(0).create_revision() != static_cast<int64_t>(epoch)) {
     return absl::FailedPreconditionError(absl::StrCat(
         what, ": this master no longer leads (", lead.leader_key(), ")"));
   }
-  return absl::OkStatus();
+  return absl::AbortedError(absl::StrCat(
+      what, ": another snapshot was written while this one was (at log entry ",
+      now ? now->index() : 0, "); the next one goes on from it"));
 }
 
 absl::StatusOr<int64_t> InstallSnapshot(EtcdClient& client,

@@ -2,11 +2,11 @@
 // not grow for ever: the leader writes its copy of the state as of log
 // entry I (a SQLite file, zlib-compressed, in chunks of at most 1 MiB
 // under <prefix>snapshot/<I>.<epoch>/), then, in one transaction fenced
-// by its epoch, the record <prefix>snapshot (proto/store_log.proto,
-// Snapshot) with the deletion of the log's entries up to I and of every
-// other snapshot's chunks. A copy behind I (a new master, or one stopped
-// for a while) cannot replay the log from its entry: it replaces its file
-// by the snapshot (read at the record's revision, so a newer snapshot
+// by its epoch and by the record's last revision, the record <prefix>snapshot
+// (proto/store_log.proto, Snapshot) with the deletion of the log's entries up
+// to I and of every other snapshot's chunks. A copy behind I (a new master, or
+// one stopped for a while) cannot replay the log from its entry: it replaces
+// its file by the snapshot (read at the record's revision, so a newer snapshot
 // meanwhile does not mix in), then replays the entries after I.
 //
 //   leader:  ASSIGN_OR_RETURN(SnapshotImage image,
@@ -55,12 +55,22 @@ absl::StatusOr<SnapshotImage> TakeSnapshotImage(const SqliteStore& store,
                                                 const std::string& tmp_path);
 // Writes `image` as the store's snapshot, fenced by `lead`'s epoch, and
 // drops the log up to it. FailedPrecondition when the lead is no longer
-// this master's (nothing is published), Cancelled when `stop` says so
-// between chunks.
+// this master's (nothing is published), Aborted when another snapshot's
+// record was written meanwhile (nothing is published), Cancelled when
+// `stop` says so between chunks.
 absl::Status PublishSnapshot(EtcdClient& client, const std::string& prefix,
                              const EtcdLead& lead, const SnapshotImage& image,
                              size_t chunk_bytes = kSnapshotChunkBytes,
                              const std::function<bool()>& stop = {});
+
+// The transaction that makes `image` (its chunks put under its folder)
+// the store's snapshot: only while `leader_key` was created at `epoch` and
+// the record was last written at `record_revision` (0: never), so that a
+// try of it that etcd applies late, after a newer snapshot's, changes
+// nothing. What PublishSnapshot sends; exposed for tests.
+etcdserverpb::TxnRequest SnapshotRecordTxn(
+    const std::string& prefix, const std::string& leader_key, uint64_t epoch,
+    const SnapshotImage& image, size_t chunk_bytes, int64_t record_revision);
 
 // A copy: replaces the SQLite file at `path` (which no store may hold; its
 // WAL is removed too) by the latest snapshot, checked first (size, CRC,

@@ -162,6 +162,44 @@ TEST_F(EtcdSnapshotTest, ADeposedLeadersSnapshotIsNeverTheStores) {
   EXPECT_EQ(log_b.snapshots(), 1);
 }
 
+// A try of a publish that etcd applies late (the call moved on from a
+// member that did not answer in time; the member applied it after a newer
+// snapshot was published) must not put the older record back: the newer
+// one's chunks would go with it, and no copy could be made again.
+TEST_F(EtcdSnapshotTest, APublishThatLandsLateChangesNothing) {
+  std::atomic<int> lost{0};
+  Leader l = Lead("a.db", &lost, std::chrono::seconds(5),
+                  {.snapshot_every = 0, .chunk_bytes = 4096});
+  CreateJobs(*l.store, 20, "j");
+  absl::StatusOr<SnapshotImage> first =
+      TakeSnapshotImage(*l.store, dir_.File("first.out"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  // What the first publish sends, before any record exists.
+  const etcdserverpb::TxnRequest late = SnapshotRecordTxn(
+      kPrefix, l.lead->leader_key(), l.lead->epoch(), *first, 4096, 0);
+  ASSERT_TRUE(PublishSnapshot(*Client(), kPrefix, *l.lead, *first, 4096).ok());
+  CreateJobs(*l.store, 5, "k");
+  ASSERT_EQ(*l.log->Snapshot(), 25);
+
+  // The first publish's duplicate lands now.
+  auto applied = Client()->Txn(late);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_FALSE(applied->succeeded());
+  auto record = ReadSnapshotRecord(*Client(), kPrefix);
+  ASSERT_TRUE(record.ok() && record->has_value()) << record.status();
+  EXPECT_EQ((*record)->index(), 25);
+  EXPECT_EQ(Keys("snapshot/"), (*record)->chunks());
+  std::unique_ptr<SqliteStore> late_copy = Copy("late.db");
+  EtcdLog reader(Client(), kPrefix);
+  absl::StatusOr<int64_t> replaced =
+      reader.ReplaceBySnapshot(&late_copy, CopyOptions());
+  ASSERT_TRUE(replaced.ok()) << replaced.status();
+  EXPECT_EQ(*replaced, 25);
+  EXPECT_EQ(late_copy->QueryJobs({})->jobs, l.store->QueryJobs({})->jobs);
+
+  EXPECT_EQ(lost.load(), 0);
+}
+
 TEST_F(EtcdSnapshotTest, ADamagedOrForeignSnapshotReplacesNothing) {
   std::atomic<int> lost{0};
   Leader l = Lead("a.db", &lost, std::chrono::seconds(5),

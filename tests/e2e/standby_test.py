@@ -25,6 +25,10 @@ three etcd members started by the test, each master its own state dir and
 copy of the state, one TLS folder): the same judgement, with epochs that
 only need to rise (etcd revisions), and three more trials:
 
+- first, an etcd follower is killed (SIGKILL; the masters' member when
+  it is a follower, so the client must move on): no submission begun
+  within 1 s before to 3 s after it takes over 1 s, the lead stays; the
+  member is started again and rejoins;
 - in the middle, etcd's raft leader is killed (SIGKILL; the members run
   with a 500 ms election timeout): the same master leads (its lease
   renewals outlive the election), submissions go on, none begun within
@@ -75,7 +79,7 @@ TAKEOVER_S = 10
 # behind one, and starts from it.
 SNAPSHOT_EVERY = 10
 QUORUM_BACK_S = 20  # to a leader, from both etcd members being back
-LONG_S = 15 + 8 * KILLS + (25 if ETCD else 0)  # spans every trial
+LONG_S = 15 + 8 * KILLS + (30 if ETCD else 0)  # spans every trial
 # Writes one line per start (its attempt and pid) to $PWD/ran-NAME, then
 # sleeps; an end line when it exits on its own.
 JOB = r'''
@@ -337,6 +341,7 @@ def check(binary, masters, env, uid, home, etcd):
     takeovers = []  # (from, to) of every takeover
     pauses = []  # (from, to) of the pause without etcd's quorum
     member_killed_at = None
+    follower_killed_at = None
 
     def wait_leader(since, why, standby, bound_s=TAKEOVER_S):
         """Until a leader of a newer epoch answers `status` (on a state
@@ -356,6 +361,9 @@ def check(binary, masters, env, uid, home, etcd):
     try:
         for kill in range(KILLS):
             time.sleep(2)
+            if etcd is not None and kill == 0:
+                follower_killed_at = kill_follower(binary, env, etcd,
+                                                   epochs[-1])
             if etcd is not None and kill == KILLS // 2:
                 # etcd's raft leader, of three: a quorum is left, which
                 # elects another; the masters move to another member if
@@ -428,6 +436,16 @@ def check(binary, masters, env, uid, home, etcd):
     outside = [(t, n) for began, t, n in timed
                if not any(k - 1 <= began <= d
                           for k, d in takeovers + pauses)]
+    if follower_killed_at is not None:
+        around = [t for began, t, n in timed
+                  if follower_killed_at - 1 <= began <=
+                  follower_killed_at + 3]
+        print("the longest of %d submissions around the etcd follower's "
+              "death: %.2f s" % (len(around), max(around or [0])))
+        # No election: a member that refuses at once, the next one tried.
+        if max(around or [0]) > 1.0:
+            fail("a submission around the etcd follower's death took "
+                 "%.2f s" % max(around))
     if member_killed_at is not None:
         around = [t for began, t, n in timed
                   if member_killed_at - 1 <= began <= member_killed_at + 3]
@@ -494,6 +512,41 @@ def check(binary, masters, env, uid, home, etcd):
     print("%d short jobs submitted through %d takeovers, each created, "
           "started and ended once" % (len(answered), KILLS))
     return leading
+
+
+def kill_follower(binary, env, etcd, epoch):
+    """Kills an etcd follower (the masters' member when it is one), waits
+    3 s with submissions going on, checks that the lead stayed, starts the
+    member again and waits until `status` shows every member up. Returns
+    when it was killed."""
+    members = status(binary, env)["leader"]["store"]["members"]
+    followers = [i for i, m in enumerate(members) if not m["raft_leader"]]
+    used = [i for i in followers if members[i]["in_use"]]
+    victim = (used or followers)[0]
+    etcd.kill(victim)
+    killed_at = time.time()
+    print("etcd member %d killed (a follower%s)" %
+          (victim, ", the masters' member" if used else ""))
+    time.sleep(3)
+    leader = (status(binary, env) or {}).get("leader", {})
+    if leader.get("epoch") != epoch:
+        fail("the lead moved when etcd follower %d died: epoch %s, not %d" %
+             (victim, leader.get("epoch"), epoch))
+    etcd.restart(victim)
+    deadline = time.time() + 20
+    while True:
+        members = ((status(binary, env) or {}).get("leader", {})
+                   .get("store", {}).get("members", []))
+        if len(members) == len(etcd.procs) and \
+                all(m["error"] is None and m["has_leader"] for m in members):
+            break
+        if time.time() > deadline:
+            fail("etcd member %d started again is not back in `status` "
+                 "after 20 s: %s" % (victim, members))
+        time.sleep(0.2)
+    print("etcd member %d back %.1f s after its restart" %
+          (victim, time.time() - killed_at - 3))
+    return killed_at
 
 
 def store_seen(now, etcd, epoch, log):

@@ -1,8 +1,6 @@
 #include "cli/master_flags.h"
 
-#include <pthread.h>
 #include <pwd.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,6 +18,7 @@
 #include "core/open_files.h"
 #include "core/status_macros.h"
 #include "master/job_validation.h"
+#include "master/metrics.h"
 #include "place/placement.h"
 #include "sched/policy.h"
 #include "security/cert_dirs.h"
@@ -541,7 +540,11 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
     absl::StatusOr<std::unique_ptr<MasterHttpServer>> http =
         MasterHttpServer::Start(
             m.state.get(), f.http_listen,
-            {.metrics_token_required = MetricsTokenRequired(f)});
+            {.metrics_token_required = MetricsTokenRequired(f),
+             // The gRPC server outlives the HTTP one (RunningMaster).
+             .more_metrics = [server = m.server.get()] {
+               return RenderUserStreams(server->stream_counts());
+             }});
     if (!http.ok()) {
       m.server->Shutdown();
       return absl::Status(http.status().code(),
@@ -552,63 +555,6 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
     m.http_address = BoundAddress(f.http_listen, m.http->port());
   }
   return m;
-}
-
-namespace {
-sigset_t StopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  return set;
-}
-}  // namespace
-
-void BlockStopSignals() {
-  sigset_t set = StopSignals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
-const char* StopSignalWithin(std::chrono::milliseconds timeout) {
-  sigset_t set = StopSignals();
-  struct timespec ts = {
-      static_cast<time_t>(timeout.count() / 1000),
-      static_cast<long>((timeout.count() % 1000) * 1000000)};
-  const int signal_number = sigtimedwait(&set, nullptr, &ts);
-  if (signal_number <= 0) return nullptr;
-  return signal_number == SIGINT ? "SIGINT" : "SIGTERM";
-}
-
-const char* WaitForStopSignal() {
-  sigset_t set = StopSignals();
-  int signal_number = 0;
-  sigwait(&set, &signal_number);
-  return signal_number == SIGINT ? "SIGINT" : "SIGTERM";
-}
-
-void BlockHangupSignal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
-const char* WaitForSignal() {
-  sigset_t set = StopSignals();
-  sigaddset(&set, SIGHUP);
-  int signal_number = 0;
-  sigwait(&set, &signal_number);
-  return signal_number == SIGHUP   ? "SIGHUP"
-         : signal_number == SIGINT ? "SIGINT"
-                                   : "SIGTERM";
-}
-
-bool HangupPending() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGHUP);
-  struct timespec zero = {0, 0};
-  return sigtimedwait(&set, nullptr, &zero) == SIGHUP;
 }
 
 }  // namespace tiresias

@@ -65,9 +65,11 @@ absl::StatusOr<std::unique_ptr<MasterHttpServer>> MasterHttpServer::Start(
     MasterState* state, const std::string& address,
     const MasterHttpOptions& options) {
   const bool token_required = options.metrics_token_required;
-  auto routes = [state, token_required](httplib::Server& http, int) {
-    http.Get("/metrics", [state, token_required](const httplib::Request& req,
-                                                 httplib::Response& res) {
+  auto routes = [state, token_required, more = options.more_metrics](
+                    httplib::Server& http, int) {
+    http.Get("/metrics", [state, token_required, more](
+                             const httplib::Request& req,
+                             httplib::Response& res) {
       if (token_required && !MayReadMetrics(*state, req, res)) return;
       absl::StatusOr<MasterState::Metrics> metrics =
           state->SnapshotMetrics(/*with_vcs=*/true);
@@ -77,8 +79,9 @@ absl::StatusOr<std::unique_ptr<MasterHttpServer>> MasterHttpServer::Start(
                         "text/plain");
         return;
       }
-      res.set_content(RenderPrometheusMetrics(*metrics),
-                      "text/plain; version=0.0.4; charset=utf-8");
+      std::string page = RenderPrometheusMetrics(*metrics);
+      if (more) page += more();
+      res.set_content(page, "text/plain; version=0.0.4; charset=utf-8");
     });
     http.Get(
         "/healthz", [state](const httplib::Request&, httplib::Response& res) {

@@ -15,6 +15,7 @@
 #ifndef TIRESIAS_MASTER_HTTP_SERVER_H_
 #define TIRESIAS_MASTER_HTTP_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,10 @@ namespace tiresias {
 struct MasterHttpOptions {
   // `tiresias master --metrics-token-required`.
   bool metrics_token_required = false;
+  // Appended to /metrics when set: families the state does not hold (the
+  // gRPC service's per-user streams, RenderUserStreams). Called on the
+  // server's threads; what it reads must outlive the server.
+  std::function<std::string()> more_metrics;
 };
 
 class MasterHttpServer {

@@ -42,6 +42,27 @@ std::string CauseLabels(const AuditCause& cause) {
 
 }  // namespace
 
+std::string RenderUserStreams(
+    const std::map<std::string, UserStreams::Count>& counts) {
+  std::string out;
+  Family(&out, "tiresias_user_streams", "gauge",
+         "Streams a user holds open on the master (event watches and "
+         "attached sessions), against --max-streams-per-user.");
+  for (const auto& [user, count] : counts) {
+    if (count.open == 0) continue;
+    absl::StrAppend(&out, "tiresias_user_streams{user=\"", LabelValue(user),
+                    "\"} ", count.open, "\n");
+  }
+  Family(&out, "tiresias_user_streams_refused_total", "counter",
+         "Streams refused because their user held --max-streams-per-user.");
+  for (const auto& [user, count] : counts) {
+    if (count.refused == 0) continue;
+    absl::StrAppend(&out, "tiresias_user_streams_refused_total{user=\"",
+                    LabelValue(user), "\"} ", count.refused, "\n");
+  }
+  return out;
+}
+
 std::string RenderPrometheusMetrics(const MasterState::Metrics& m) {
   std::string out;
   Family(&out, "tiresias_jobs", "gauge", "Jobs by state.");

@@ -24,17 +24,30 @@
 //     user="mallory"} 120                       counter, by cause
 //   tiresias_audit_refusals_unrecorded_total{...} 100  counter (only in a
 //     summary entry of the audit log: over its rate limit)
+//
+// and, from the gRPC service rather than the state (RenderUserStreams):
+//
+//   tiresias_user_streams{user="alice"} 3       gauge (watches and attached
+//     sessions open, against --max-streams-per-user)
+//   tiresias_user_streams_refused_total{user="alice"} 2   counter (refused
+//     at that limit since the master started)
 #ifndef TIRESIAS_MASTER_METRICS_H_
 #define TIRESIAS_MASTER_METRICS_H_
 
+#include <map>
 #include <string>
 
 #include "master/master_state.h"
+#include "master/user_streams.h"
 
 namespace tiresias {
 
 // Pure.
 std::string RenderPrometheusMetrics(const MasterState::Metrics& metrics);
+// Pure: the two families above for `counts` (UserStreams::Counts), both
+// with their HELP and TYPE even when no user holds a stream.
+std::string RenderUserStreams(
+    const std::map<std::string, UserStreams::Count>& counts);
 
 }  // namespace tiresias
 

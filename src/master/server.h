@@ -16,6 +16,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -54,6 +55,10 @@ class MasterServer {
   // max_streams_per_user).
   int open_streams_of(const std::string& user) {
     return tiresias_service_.open_streams_of(user);
+  }
+  // Each user's streams open and refused (/metrics).
+  std::map<std::string, UserStreams::Count> stream_counts() {
+    return tiresias_service_.stream_counts();
   }
   // Asks the scheduling thread for a pass soon. Thread-safe.
   void Notify() ABSL_LOCKS_EXCLUDED(mu_);

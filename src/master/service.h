@@ -37,6 +37,7 @@
 #include "master/desired_watch.h"
 #include "master/event_watch.h"
 #include "master/master_state.h"
+#include "master/user_streams.h"
 #include "proto/tiresias.grpc.pb.h"
 #include "security/tls.h"
 
@@ -114,6 +115,9 @@ class TiresiasService final
   // `user`'s streams open now: WatchEvents and JobIo (user_streams.h).
   int open_streams_of(const std::string& user) {
     return streams_.open_of(user);
+  }
+  std::map<std::string, UserStreams::Count> stream_counts() {
+    return streams_.Counts();
   }
 
   // ListJobs: jobs in a page when the request says 0, and at most.

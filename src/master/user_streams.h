@@ -15,6 +15,7 @@
 #ifndef TIRESIAS_MASTER_USER_STREAMS_H_
 #define TIRESIAS_MASTER_USER_STREAMS_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -71,6 +72,7 @@ class UserStreams {
     MutexLock lock(&mu_);
     int& open = open_[user];
     if (most_ > 0 && open >= most_) {
+      ++refused_[user];
       return absl::ResourceExhaustedError(absl::StrCat(
           user, " holds ", open,
           " streams open (event watches and attached sessions), the most "
@@ -87,6 +89,22 @@ class UserStreams {
     return it == open_.end() ? 0 : it->second;
   }
 
+  // Each user's streams open now and refused so far (since the master
+  // started), for every user with either: /metrics.
+  struct Count {
+    int open = 0;
+    int64_t refused = 0;
+  };
+  std::map<std::string, Count> Counts() ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    std::map<std::string, Count> counts;
+    for (const auto& [user, open] : open_) counts[user].open = open;
+    for (const auto& [user, refused] : refused_) {
+      counts[user].refused = refused;
+    }
+    return counts;
+  }
+
  private:
   void Give(const std::string& user) ABSL_LOCKS_EXCLUDED(mu_) {
     MutexLock lock(&mu_);
@@ -97,6 +115,7 @@ class UserStreams {
   const int most_;
   Mutex mu_;
   std::map<std::string, int> open_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> refused_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tiresias

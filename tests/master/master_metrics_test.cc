@@ -145,6 +145,32 @@ TEST(PrometheusTest, RendersEveryFamilyWithHelpAndType) {
 
 // A master that leads its state dir (StateDirLead) puts its epoch in every
 // answer to agents, and shows it with the standbys in the metrics.
+TEST(PrometheusTest, RendersEachUsersStreams) {
+  // Both families even with no user; a user with none open or none
+  // refused is left out of that family; names are quoted.
+  EXPECT_EQ(RenderUserStreams({}),
+            "# HELP tiresias_user_streams Streams a user holds open on the "
+            "master (event watches and attached sessions), against "
+            "--max-streams-per-user.\n"
+            "# TYPE tiresias_user_streams gauge\n"
+            "# HELP tiresias_user_streams_refused_total Streams refused "
+            "because their user held --max-streams-per-user.\n"
+            "# TYPE tiresias_user_streams_refused_total counter\n");
+  const std::string page =
+      RenderUserStreams({{"alice", {.open = 2}},
+                         {"bob", {.open = 0, .refused = 5}},
+                         {"we\"ird", {.open = 1, .refused = 1}}});
+  EXPECT_THAT(page, HasSubstr("gauge\n"
+                              "tiresias_user_streams{user=\"alice\"} 2\n"
+                              "tiresias_user_streams{user=\"we\\\"ird\"} 1\n"
+                              "# HELP"));
+  EXPECT_TRUE(absl::EndsWith(
+      page,
+      "counter\n"
+      "tiresias_user_streams_refused_total{user=\"bob\"} 5\n"
+      "tiresias_user_streams_refused_total{user=\"we\\\"ird\"} 1\n"));
+}
+
 TEST_F(MasterMetricsTest, TheLeadAndItsEpochAreAnsweredAndExported) {
   ASSERT_TRUE(std::filesystem::create_directories(options_.state_dir));
   {  // an earlier lead: this one's epoch is 2
@@ -229,7 +255,10 @@ TEST_F(MasterMetricsTest, ServedOverHttp) {
           ->SetVc(VcRecord{.name = "vision", .quota = "1x1", .members = {"*"}},
                   true)
           .ok());
-  auto http = MasterHttpServer::Start(master_.get(), "127.0.0.1:0");
+  // What the state does not hold (the gRPC service's streams) is added.
+  auto http = MasterHttpServer::Start(
+      master_.get(), "127.0.0.1:0",
+      {.more_metrics = [] { return std::string("tiresias_more 1\n"); }});
   ASSERT_TRUE(http.ok()) << http.status();
   httplib::Client client("127.0.0.1", (*http)->port());
   auto res = client.Get("/metrics");
@@ -240,6 +269,7 @@ TEST_F(MasterMetricsTest, ServedOverHttp) {
   EXPECT_THAT(res->body, HasSubstr("tiresias_jobs{state=\"pending\"} 1\n"));
   EXPECT_THAT(res->body,
               HasSubstr("tiresias_vc_quota_gpus{vc=\"vision\"} 1\n"));
+  EXPECT_TRUE(absl::EndsWith(res->body, "\ntiresias_more 1\n"));
   res = client.Get("/healthz");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);

@@ -13,12 +13,14 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "master/metrics.h"
 #include "secure_master_test_util.h"
 
 namespace tiresias::master_testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class UserStreamsTest : public SecureMasterTest {
  protected:
@@ -129,6 +131,13 @@ TEST_F(UserStreamsTest, AUserPastTheLimitIsRefusedAnotherUserIsNot) {
       << refused.error_message();
   EXPECT_THAT(refused.error_message(), HasSubstr("has not started yet"));
   EXPECT_EQ(server_->open_streams_of("alice"), 1);  // the attach let go
+  // /metrics: what each holds, and mallory's two refusals.
+  const std::string page = RenderUserStreams(server_->stream_counts());
+  EXPECT_THAT(page, HasSubstr("tiresias_user_streams{user=\"mallory\"} 3\n"));
+  EXPECT_THAT(page, HasSubstr("tiresias_user_streams{user=\"alice\"} 1\n"));
+  EXPECT_THAT(page, HasSubstr("tiresias_user_streams_refused_total{user="
+                              "\"mallory\"} 2\n"));
+  EXPECT_THAT(page, Not(HasSubstr("refused_total{user=\"alice\"}")));
 
   // One of mallory's ends: she may hold another, and no more.
   End(mallory[0]);
@@ -140,6 +149,7 @@ TEST_F(UserStreamsTest, AUserPastTheLimitIsRefusedAnotherUserIsNot) {
   ASSERT_TRUE(OpenOf("mallory", kLimit));
   Open(mallory_, &refused);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(server_->stream_counts()["mallory"].refused, 3);
 
   // Every stream that ends is let go of.
   for (Watch& w : mallory) End(w);

@@ -47,17 +47,21 @@ std::chrono::milliseconds TryTimeout(size_t waited, size_t bytes) {
   return first * (int64_t{1} << std::min<size_t>(waited - kShortTries + 1, 8));
 }
 
-bool MemberCannotAnswer(const grpc::Status& s) {
-  // etcd answers a read whose deadline passed while it waited for its raft
-  // leader (a linearizable read, in an election) with Go's context error,
-  // which its gRPC server sends as UNKNOWN.
+}  // namespace
+
+bool EtcdMemberCannotAnswer(const grpc::Status& s) {
+  // etcd 3.4 sends two errors it has no gRPC code for as UNKNOWN: a read
+  // whose deadline passed while it waited for its raft leader (a
+  // linearizable read, in an election) ends with Go's context error; a
+  // write its raft dropped unproposed (no leader known when it was
+  // proposed, or one handing its lead over) with raft's ErrProposalDropped.
+  // Neither took effect: the next member may be asked.
   return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
          s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
          (s.error_code() == grpc::StatusCode::UNKNOWN &&
-          s.error_message() == "context deadline exceeded");
+          (s.error_message() == "context deadline exceeded" ||
+           s.error_message() == "raft proposal dropped"));
 }
-
-}  // namespace
 
 absl::StatusOr<EtcdUrl> ParseEtcdUrl(const std::string& url) {
   constexpr absl::string_view kScheme = "etcd://";
@@ -241,7 +245,7 @@ absl::StatusOr<Response> EtcdClient::Retry(const char* what,
     }
     absl::StrAppend(&errors, errors.empty() ? "" : "; ", member.endpoint, ": ",
                     status.error_message());
-    if (!MemberCannotAnswer(status)) {
+    if (!EtcdMemberCannotAnswer(status)) {
       return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                           absl::StrCat("etcd ", what, ": ", errors));
     }

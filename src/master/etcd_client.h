@@ -56,6 +56,11 @@ etcdserverpb::PutRequest* PutIfCreatedAt(etcdserverpb::TxnRequest* txn,
 void CompareCreatedAt(etcdserverpb::TxnRequest* txn, const std::string& key,
                       int64_t revision);
 
+// Whether a call's failure on one member says only that this member could
+// not answer now (it is down, in an election, or timed out), so that the
+// next member may be asked; else the answer is etcd's and final.
+bool EtcdMemberCannotAnswer(const grpc::Status& status);
+
 class EtcdClient {
  public:
   struct Options {

@@ -93,5 +93,32 @@ TEST_F(EtcdStoreTest, ACallMovesOnFromAMemberThatDoesNotAnswer) {
   EXPECT_EQ(seen->kvs(0).value(), "y");
 }
 
+// Which failures move a call on to the next member: etcd 3.4's own words
+// for "not now" (errors it sends as UNKNOWN included, neither of which took
+// effect), not its final answers.
+TEST(EtcdMemberCannotAnswerTest, OnlyANotNowMovesOn) {
+  using grpc::StatusCode;
+  EXPECT_TRUE(EtcdMemberCannotAnswer(
+      grpc::Status(StatusCode::UNAVAILABLE, "etcdserver: no leader")));
+  EXPECT_TRUE(EtcdMemberCannotAnswer(
+      grpc::Status(StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded")));
+  EXPECT_TRUE(EtcdMemberCannotAnswer(
+      grpc::Status(StatusCode::UNKNOWN, "context deadline exceeded")));
+  EXPECT_TRUE(EtcdMemberCannotAnswer(
+      grpc::Status(StatusCode::UNKNOWN, "raft proposal dropped")));
+  EXPECT_FALSE(EtcdMemberCannotAnswer(
+      grpc::Status(StatusCode::UNKNOWN, "some other failure")));
+  EXPECT_FALSE(EtcdMemberCannotAnswer(
+      grpc::Status(StatusCode::OUT_OF_RANGE,
+                   "etcdserver: mvcc: required revision has "
+                   "been compacted")));
+  EXPECT_FALSE(EtcdMemberCannotAnswer(grpc::Status(
+      StatusCode::INVALID_ARGUMENT, "etcdserver: request is too large")));
+  EXPECT_FALSE(
+      EtcdMemberCannotAnswer(grpc::Status(StatusCode::RESOURCE_EXHAUSTED,
+                                          "etcdserver: mvcc: database space "
+                                          "exceeded")));
+}
+
 }  // namespace
 }  // namespace tiresias

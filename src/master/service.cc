@@ -47,17 +47,12 @@ absl::StatusOr<Principal> TiresiasService::MayActOnJob(
     const grpc::ServerContext& ctx, JobId id, std::string_view action) {
   ASSIGN_OR_RETURN(Principal who, auth_.Client(ctx, action));
   ASSIGN_OR_RETURN(JobRecord job, state_->GetJob(id));
-  RETURN_IF_ERROR(MayActOnJob(who, job, action));
+  if (!who.MayActOn(job.spec.user)) {
+    return auth_.Deny(who, absl::StrCat(ToAbsl(action), " job ", id),
+                      absl::StrCat("job ", id, " is ", job.spec.user,
+                                   "'s; only its owner or an admin may"));
+  }
   return who;
-}
-
-absl::Status TiresiasService::MayActOnJob(const Principal& who,
-                                          const JobRecord& job,
-                                          std::string_view action) {
-  if (who.MayActOn(job.spec.user)) return absl::OkStatus();
-  return auth_.Deny(who, absl::StrCat(ToAbsl(action), " job ", job.id),
-                    absl::StrCat("job ", job.id, " is ", job.spec.user,
-                                 "'s; only its owner or an admin may"));
 }
 
 namespace {

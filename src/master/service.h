@@ -153,9 +153,6 @@ class TiresiasService final
   // Unauthenticated, NotFound or PermissionDenied (audited).
   absl::StatusOr<Principal> MayActOnJob(const grpc::ServerContext& ctx,
                                         JobId id, std::string_view action);
-  // The same for a caller already authenticated, and its job read.
-  absl::Status MayActOnJob(const Principal& who, const JobRecord& job,
-                           std::string_view action);
 
   MasterState* state_;
   std::function<void()> on_change_;

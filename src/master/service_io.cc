@@ -48,12 +48,11 @@ grpc::Status TiresiasService::JobIo(grpc::ServerContext* ctx,
   }
   v1::IoOpen open = first.open();
   const JobId id = open.job_id();
-  // The caller authenticated above (one token lookup a call).
-  absl::StatusOr<JobRecord> job = state_->GetJob(id);
-  if (!job.ok()) return security::ToGrpc(job.status());
-  if (absl::Status may = MayActOnJob(*caller, *job, "JobIo"); !may.ok()) {
-    return security::ToGrpc(may);
-  }
+  // Authenticated again, not only at the call's start: a client may wait
+  // as long as it likes before its `open`, and a token revoked or expired
+  // meanwhile must attach to nothing.
+  absl::StatusOr<Principal> who = MayActOnJob(*ctx, id, "JobIo");
+  if (!who.ok()) return security::ToGrpc(who.status());
   if (open.rank() < 0) {
     return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
                   absl::StrCat("rank: expected >= 0, got ", open.rank()));
@@ -77,12 +76,14 @@ grpc::Status TiresiasService::JobIo(grpc::ServerContext* ctx,
                          : "",
                      "; only a running job can be attached to"));
   }
-  const bool insecure = caller->via == "insecure";
-  const bool owner = insecure || caller->user == job->spec.user;
+  const bool insecure = who->via == "insecure";
+  absl::StatusOr<JobRecord> job = state_->GetJob(id);
+  if (!job.ok()) return security::ToGrpc(job.status());
+  const bool owner = insecure || who->user == job->spec.user;
   const bool wants_input = open.forward_port() > 0 || !open.read_only();
   if (wants_input && !owner) {
     return security::ToGrpc(auth_.Deny(
-        *caller, absl::StrCat("JobIo job ", id),
+        *who, absl::StrCat("JobIo job ", id),
         absl::StrCat("job ", id, " is ", job->spec.user, "'s: only its owner ",
                      open.forward_port() > 0 ? "may reach its ports"
                                              : "may type into it",

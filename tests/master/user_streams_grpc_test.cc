@@ -186,5 +186,30 @@ TEST_F(UserStreamsTest, AJobIoCountsBeforeItsOpenAndNeedsACredential) {
   EXPECT_TRUE(OpenOf("mallory", 0));
 }
 
+// The token is checked again at `open`: a client may wait before it, and a
+// token revoked meanwhile attaches to nothing (a valid one would get as
+// far as the job's state: pending).
+TEST_F(UserStreamsTest, AJobIoWhoseTokenIsRevokedBeforeItsOpenIsRefused) {
+  auto token = master_->CreateToken("mallory", false, std::nullopt, "");
+  ASSERT_TRUE(token.ok()) << token.status();
+  const JobId job = Submit(token->text);
+  auto ctx = Ctx(token->text);
+  auto io = Client()->JobIo(ctx.get());
+  EXPECT_TRUE(OpenOf("mallory", 1));  // authenticated at its start
+  ASSERT_TRUE(master_->RevokeToken(token->id).ok());
+  v1::IoRequest open;
+  open.mutable_open()->set_job_id(job);
+  open.mutable_open()->set_read_only(true);
+  io->Write(open);
+  io->WritesDone();
+  v1::IoResponse response;
+  EXPECT_FALSE(io->Read(&response));
+  grpc::Status refused = io->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAUTHENTICATED)
+      << refused.error_message();
+  EXPECT_EQ(Attach(mallory_, job).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);  // her other token
+}
+
 }  // namespace
 }  // namespace tiresias::master_testing

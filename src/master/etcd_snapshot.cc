@@ -233,13 +233,18 @@ absl::Status PublishSnapshot(EtcdClient& client, const std::string& prefix,
   const int64_t index = image.index;
   const std::string what =
       absl::StrCat("the store's snapshot at log entry ", index);
-  RETURN_IF_ERROR(PutChunks(client, lead.leader_key(), epoch,
-                            ChunkDir(prefix, index, epoch), image.compressed,
-                            chunk_bytes, stop, what));
+  // Read before the chunks go up: a late try of an earlier publish that
+  // lands while they do deletes them, and must then refuse this one.
   ASSIGN_OR_RETURN(etcdserverpb::RangeResponse before,
                    client.Range(RecordKey(prefix)));
   const int64_t record_revision =
       before.kvs().empty() ? 0 : before.kvs(0).mod_revision();
+  RETURN_IF_ERROR(PutChunks(client, lead.leader_key(), epoch,
+                            ChunkDir(prefix, index, epoch), image.compressed,
+                            chunk_bytes, stop, what));
+  if (stop && stop()) {
+    return absl::CancelledError(absl::StrCat(what, ": the master is stopping"));
+  }
   ASSIGN_OR_RETURN(
       etcdserverpb::TxnResponse done,
       client.Txn(SnapshotRecordTxn(prefix, lead.leader_key(), epoch, image,

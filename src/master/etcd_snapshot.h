@@ -57,7 +57,7 @@ absl::StatusOr<SnapshotImage> TakeSnapshotImage(const SqliteStore& store,
 // drops the log up to it. FailedPrecondition when the lead is no longer
 // this master's (nothing is published), Aborted when another snapshot's
 // record was written meanwhile (nothing is published), Cancelled when
-// `stop` says so between chunks.
+// `stop` says so (asked before each chunk and before the record).
 absl::Status PublishSnapshot(EtcdClient& client, const std::string& prefix,
                              const EtcdLead& lead, const SnapshotImage& image,
                              size_t chunk_bytes = kSnapshotChunkBytes,

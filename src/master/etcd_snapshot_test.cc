@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "master/etcd_chunks.h"
 #include "master/etcd_store_fixture.h"
 
 namespace tiresias {
@@ -197,6 +198,76 @@ TEST_F(EtcdSnapshotTest, APublishThatLandsLateChangesNothing) {
   EXPECT_EQ(*replaced, 25);
   EXPECT_EQ(late_copy->QueryJobs({})->jobs, l.store->QueryJobs({})->jobs);
 
+  EXPECT_EQ(lost.load(), 0);
+}
+
+// The record moves under a publish (its `stop` callback, asked before each
+// chunk and before the record, stands in for the moment): after its chunks
+// are up, by its own record's transaction (a try the etcd client gave up
+// on, applied by its member before the next try), the publish is done;
+// while its chunks go up, by another snapshot, which deletes the chunks
+// already up, it publishes nothing (Aborted). Either way the record's
+// snapshot can be installed.
+TEST_F(EtcdSnapshotTest, APublishSeesWhoMovedTheRecordMeanwhile) {
+  std::atomic<int> lost{0};
+  Leader l = Lead("a.db", &lost, std::chrono::seconds(5),
+                  {.snapshot_every = 0, .chunk_bytes = 4096});
+  const std::string key = l.lead->leader_key();
+  const uint64_t epoch = l.lead->epoch();
+  auto take = [&](const std::string& name) {
+    absl::StatusOr<SnapshotImage> image =
+        TakeSnapshotImage(*l.store, dir_.File(name));
+    EXPECT_TRUE(image.ok()) << image.status();
+    return *image;
+  };
+  auto installs = [&](const std::string& name, int64_t index) {
+    std::unique_ptr<SqliteStore> copy = Copy(name);
+    EtcdLog reader(Client(), kPrefix);
+    absl::StatusOr<int64_t> replaced =
+        reader.ReplaceBySnapshot(&copy, CopyOptions());
+    ASSERT_TRUE(replaced.ok()) << replaced.status();
+    EXPECT_EQ(*replaced, index);
+  };
+  CreateJobs(*l.store, 30, "j");
+  const SnapshotImage own = take("own.out");
+  const int64_t chunks = ChunkCount(own.compressed.size(), 4096);
+  ASSERT_GT(chunks, 1);
+  int64_t asked = 0;
+  absl::Status done =
+      PublishSnapshot(*Client(), kPrefix, *l.lead, own, 4096, [&] {
+        if (++asked == chunks + 1) {  // its chunks up: its own try lands
+          auto early = Client()->Txn(
+              SnapshotRecordTxn(kPrefix, key, epoch, own, 4096, 0));
+          EXPECT_TRUE(early.ok() && early->succeeded());
+        }
+        return false;
+      });
+  EXPECT_TRUE(done.ok()) << done;
+  EXPECT_EQ(asked, chunks + 1);
+  EXPECT_EQ((**ReadSnapshotRecord(*Client(), kPrefix)).index(), 30);
+  installs("own.db", 30);
+
+  CreateJobs(*l.store, 5, "k");
+  const SnapshotImage other = take("other.out");  // entry 35
+  CreateJobs(*l.store, 3, "m");
+  const SnapshotImage mine = take("mine.out");  // entry 38
+  asked = 0;
+  absl::Status refused =
+      PublishSnapshot(*Client(), kPrefix, *l.lead, mine, 4096, [&] {
+        if (asked++ == 1) {
+          EXPECT_TRUE(
+              PublishSnapshot(*Client(), kPrefix, *l.lead, other, 4096).ok());
+        }
+        return false;
+      });
+  EXPECT_TRUE(absl::IsAborted(refused)) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("another snapshot"));
+  EXPECT_EQ((**ReadSnapshotRecord(*Client(), kPrefix)).index(), 35);
+  installs("other.db", 35);
+  // The next one goes on, and its chunks alone are left.
+  ASSERT_EQ(*l.log->Snapshot(), 38);
+  EXPECT_EQ(Keys("snapshot/"),
+            (**ReadSnapshotRecord(*Client(), kPrefix)).chunks());
   EXPECT_EQ(lost.load(), 0);
 }
 

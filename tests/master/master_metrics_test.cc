@@ -143,8 +143,6 @@ TEST(PrometheusTest, RendersEveryFamilyWithHelpAndType) {
   }
 }
 
-// A master that leads its state dir (StateDirLead) puts its epoch in every
-// answer to agents, and shows it with the standbys in the metrics.
 TEST(PrometheusTest, RendersEachUsersStreams) {
   // Both families even with no user; a user with none open or none
   // refused is left out of that family; names are quoted.
@@ -171,6 +169,8 @@ TEST(PrometheusTest, RendersEachUsersStreams) {
       "tiresias_user_streams_refused_total{user=\"we\\\"ird\"} 1\n"));
 }
 
+// A master that leads its state dir (StateDirLead) puts its epoch in every
+// answer to agents, and shows it with the standbys in the metrics.
 TEST_F(MasterMetricsTest, TheLeadAndItsEpochAreAnsweredAndExported) {
   ASSERT_TRUE(std::filesystem::create_directories(options_.state_dir));
   {  // an earlier lead: this one's epoch is 2

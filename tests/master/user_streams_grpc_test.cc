@@ -7,6 +7,7 @@
 // may open another. Before the limit, any user could open streams without
 // end, each holding a connection and memory, a JobIo three master threads.
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -83,9 +84,12 @@ class UserStreamsTest : public SecureMasterTest {
     return submitted.job_id();
   }
   // JobIo, read-only, on `job` as `token`'s user: how the call ended.
-  grpc::Status Attach(const std::string& token, JobId job) {
+  // `before_open` runs once the call started, before its `open` is sent.
+  grpc::Status Attach(const std::string& token, JobId job,
+                      const std::function<void()>& before_open = {}) {
     auto ctx = Ctx(token);
     auto io = Client()->JobIo(ctx.get());
+    if (before_open) before_open();
     v1::IoRequest open;
     open.mutable_open()->set_job_id(job);
     open.mutable_open()->set_read_only(true);
@@ -193,18 +197,10 @@ TEST_F(UserStreamsTest, AJobIoWhoseTokenIsRevokedBeforeItsOpenIsRefused) {
   auto token = master_->CreateToken("mallory", false, std::nullopt, "");
   ASSERT_TRUE(token.ok()) << token.status();
   const JobId job = Submit(token->text);
-  auto ctx = Ctx(token->text);
-  auto io = Client()->JobIo(ctx.get());
-  EXPECT_TRUE(OpenOf("mallory", 1));  // authenticated at its start
-  ASSERT_TRUE(master_->RevokeToken(token->id).ok());
-  v1::IoRequest open;
-  open.mutable_open()->set_job_id(job);
-  open.mutable_open()->set_read_only(true);
-  io->Write(open);
-  io->WritesDone();
-  v1::IoResponse response;
-  EXPECT_FALSE(io->Read(&response));
-  grpc::Status refused = io->Finish();
+  grpc::Status refused = Attach(token->text, job, [&] {
+    EXPECT_TRUE(OpenOf("mallory", 1));  // authenticated at its start
+    EXPECT_TRUE(master_->RevokeToken(token->id).ok());
+  });
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAUTHENTICATED)
       << refused.error_message();
   EXPECT_EQ(Attach(mallory_, job).error_code(),

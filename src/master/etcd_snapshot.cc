@@ -234,7 +234,9 @@ absl::Status PublishSnapshot(EtcdClient& client, const std::string& prefix,
   const std::string what =
       absl::StrCat("the store's snapshot at log entry ", index);
   // Read before the chunks go up: a late try of an earlier publish that
-  // lands while they do deletes them, and must then refuse this one.
+  // lands while they do deletes them, and must then refuse this one. Only
+  // the key's revision, not ReadSnapshotRecord: a record that does not
+  // parse must not keep a good snapshot from replacing it.
   ASSIGN_OR_RETURN(etcdserverpb::RangeResponse before,
                    client.Range(RecordKey(prefix)));
   const int64_t record_revision =

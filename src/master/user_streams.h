@@ -70,23 +70,23 @@ class UserStreams {
       ABSL_LOCKS_EXCLUDED(mu_) {
     if (user.empty()) return Hold();
     MutexLock lock(&mu_);
-    int& open = open_[user];
-    if (most_ > 0 && open >= most_) {
-      ++refused_[user];
+    Count& count = counts_[user];
+    if (most_ > 0 && count.open >= most_) {
+      ++count.refused;
       return absl::ResourceExhaustedError(absl::StrCat(
-          user, " holds ", open,
+          user, " holds ", count.open,
           " streams open (event watches and attached sessions), the most "
           "one user may (--max-streams-per-user): end one first"));
     }
-    ++open;
+    ++count.open;
     return Hold(this, user);
   }
 
   // `user`'s streams open now.
   int open_of(const std::string& user) ABSL_LOCKS_EXCLUDED(mu_) {
     MutexLock lock(&mu_);
-    auto it = open_.find(user);
-    return it == open_.end() ? 0 : it->second;
+    auto it = counts_.find(user);
+    return it == counts_.end() ? 0 : it->second.open;
   }
 
   // Each user's streams open now and refused so far (since the master
@@ -97,25 +97,22 @@ class UserStreams {
   };
   std::map<std::string, Count> Counts() ABSL_LOCKS_EXCLUDED(mu_) {
     MutexLock lock(&mu_);
-    std::map<std::string, Count> counts;
-    for (const auto& [user, open] : open_) counts[user].open = open;
-    for (const auto& [user, refused] : refused_) {
-      counts[user].refused = refused;
-    }
-    return counts;
+    return counts_;
   }
 
  private:
   void Give(const std::string& user) ABSL_LOCKS_EXCLUDED(mu_) {
     MutexLock lock(&mu_);
-    auto it = open_.find(user);
-    if (it != open_.end() && --it->second <= 0) open_.erase(it);
+    auto it = counts_.find(user);
+    if (it == counts_.end()) return;
+    // A user with refusals stays, for their counter on /metrics.
+    if (--it->second.open <= 0 && it->second.refused == 0) counts_.erase(it);
   }
 
   const int most_;
   Mutex mu_;
-  std::map<std::string, int> open_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, int64_t> refused_ ABSL_GUARDED_BY(mu_);
+  // Every user with a stream open or a refusal so far.
+  std::map<std::string, Count> counts_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tiresias

@@ -8,6 +8,7 @@
 // end, each holding a connection and memory, a JobIo three master threads.
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -15,6 +16,7 @@
 
 #include "gmock/gmock.h"
 #include "master/metrics.h"
+#include "master/user_streams.h"
 #include "secure_master_test_util.h"
 
 namespace tiresias::master_testing {
@@ -160,6 +162,14 @@ TEST_F(UserStreamsTest, AUserPastTheLimitIsRefusedAnotherUserIsNot) {
   End(alice);
   EXPECT_TRUE(OpenOf("mallory", 0));
   EXPECT_TRUE(OpenOf("alice", 0));
+  // Mallory's refusals stay counted (a /metrics counter never falls);
+  // alice, with nothing open or refused, is no longer listed.
+  const std::map<std::string, UserStreams::Count> after =
+      server_->stream_counts();
+  ASSERT_TRUE(after.contains("mallory"));
+  EXPECT_EQ(after.at("mallory").open, 0);
+  EXPECT_EQ(after.at("mallory").refused, 3);
+  EXPECT_FALSE(after.contains("alice"));
 }
 
 // A JobIo call holds a master thread from its start, before the client's

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/shell_help.h"
 #include "cli/sweep.h"
+#include "core/large_allocations.h"
 #include "core/open_files.h"
 #include "core/status_macros.h"
 #include "master/job_validation.h"
@@ -501,6 +502,9 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
                  static_cast<long long>(files - kReservedOpenFiles));
   }
   m.tls = tls;
+  // Before the state is loaded: large blocks mapped, so that what a large
+  // answer frees goes back to the system (core/large_allocations.h).
+  FixLargeAllocationThreshold();
   absl::StatusOr<std::unique_ptr<MasterState>> state =
       store != nullptr ? MasterState::Open(options, clock, std::move(store))
                        : MasterState::Open(options, clock);

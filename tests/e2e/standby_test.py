@@ -22,8 +22,11 @@ the new standby. Judged from the jobs' own records, not the master's word:
 
 With --etcd, the masters are on an etcd store instead (--store etcd://,
 three etcd members started by the test, each master its own state dir and
-copy of the state, one TLS folder): the same judgement, with epochs that
-only need to rise (etcd revisions), and four more trials:
+copy of the state, one TLS folder), and as the issue asks there are three
+of them (two standbys race for each lead) and eight clients submitting at
+once (TIRESIAS_STANDBY_MASTERS and TIRESIAS_STANDBY_CLIENTS change either):
+the same judgement, with epochs that only need to rise (etcd revisions)
+and the new leader any standby, and four more trials:
 
 - first, an etcd follower is killed (SIGKILL; the masters' member when
   it is a follower, so the client must move on): no submission begun
@@ -67,6 +70,13 @@ from local_cluster import (cli, fail, free_port,  # noqa: E402
 
 KILLS = int(os.environ.get("TIRESIAS_STANDBY_KILLS", "3"))
 ETCD = "--etcd" in sys.argv[2:]
+# On etcd, the issue's setting: three masters (two standbys that race for
+# the lead) and eight clients submitting at once; on a state dir, two and
+# one.
+MASTERS = int(os.environ.get("TIRESIAS_STANDBY_MASTERS",
+                             "3" if ETCD else "2"))
+CLIENTS = int(os.environ.get("TIRESIAS_STANDBY_CLIENTS",
+                             "8" if ETCD else "1"))
 LEAD_TTL_S = 3  # --lead-ttl on etcd: a killed leader's lead lasts this
 # The agents' leases follow it (less their grace and a margin). A frozen
 # leader keeps its port: the agents leave it only when their pings go
@@ -148,7 +158,7 @@ class Etcd:
 
 
 class Masters:
-    """The two masters, each on its own port: of workdir/state, or each of
+    """MASTERS masters, each on its own port: of workdir/state, or each of
     its own state dir on the etcd store `etcd`."""
 
     def __init__(self, binary, workdir, etcd=None):
@@ -157,9 +167,9 @@ class Masters:
         self.etcd = etcd
         self.state = os.path.join(workdir, "state")
         self.tls = os.path.join(self.state, "tls")
-        self.ports = [free_port(), free_port()]
-        self.procs = [None, None]
-        self.offsets = [0, 0]  # where each one's latest run's log begins
+        self.ports = [free_port() for _ in range(MASTERS)]
+        self.procs = [None] * MASTERS
+        self.offsets = [0] * MASTERS  # where each one's latest run's log begins
         self.addresses = ",".join("127.0.0.1:%d" % p for p in self.ports)
 
     def state_dir(self, i):
@@ -186,6 +196,18 @@ class Masters:
                 fail("master %d did not lead: %r\n%s" %
                      (i, line, self.tail(i)))
         return proc
+
+    def index_of(self, now):
+        """Which master leads in `status` output `now` (by its pid)."""
+        pid = ((now or {}).get("leader") or {}).get("pid")
+        for i, proc in enumerate(self.procs):
+            if proc is not None and proc.pid == pid:
+                return i
+        fail("status names a leader (pid %s) that is none of the masters: "
+             "%s" % (pid, (now or {}).get("leader")))
+
+    def others(self, i):
+        return [j for j in range(MASTERS) if j != i]
 
     def wait_standby(self, i):
         deadline = time.time() + 10
@@ -234,8 +256,9 @@ def run(binary, workdir, user):
     agents = []
     try:
         masters.start(0, leading=True)
-        masters.start(1, leading=False)
-        masters.wait_standby(1)
+        for i in range(1, MASTERS):
+            masters.start(i, leading=False)
+            masters.wait_standby(i)
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith("TIRESIAS_")}
         base["TIRESIAS_MASTER"] = masters.addresses
@@ -289,14 +312,14 @@ def submit(binary, env, home, name, seconds):
 
 
 def with_standby(binary, env, epoch=None):
-    """`status` once it names one standby (the leader asks etcd for them
+    """`status` once it names every standby (the leader asks etcd for them
     every second), of the leader of `epoch` if given; None if it does not
     within 5 s."""
     deadline = time.time() + 5
     while True:
         now = status(binary, env)
         leader = (now or {}).get("leader")
-        if leader and len(leader["standbys"]) == 1 and \
+        if leader and len(leader["standbys"]) == MASTERS - 1 and \
                 (epoch is None or leader["epoch"] == epoch):
             return now
         if time.time() > deadline:
@@ -318,14 +341,17 @@ def check(binary, masters, env, uid, home, etcd):
         long_jobs["long%d" % i] = job
     wait_started(home, list(long_jobs))
 
-    # A client submitting all along, through the kills.
+    # CLIENTS clients submitting all along, through the kills, together
+    # about two 1 s jobs a second (2 of the agents' 4 GPUs).
     answered, refused, stop = {}, [], threading.Event()
     timed = []  # (began, seconds, name) of every submission
 
-    def submitter():
+    def submitter(client):
         n = 0
+        time.sleep(0.5 * client)  # spread over the period
         while not stop.is_set():
-            name = "short%d" % n
+            name = "short%d" % n if CLIENTS == 1 else \
+                "short%d-%d" % (client, n)
             n += 1
             began = time.time()
             job, why = submit(binary, env, home, name, 1)
@@ -334,28 +360,36 @@ def check(binary, masters, env, uid, home, etcd):
                 refused.append((began, name, why))
             else:
                 answered[name] = job
-            time.sleep(0.5)  # about 2 GPUs' worth of 1 s jobs
-    thread = threading.Thread(target=submitter)
-    thread.start()
+            time.sleep(0.5 * CLIENTS)
+    threads = [threading.Thread(target=submitter, args=(c,))
+               for c in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
     leading = 0
     takeovers = []  # (from, to) of every takeover
     pauses = []  # (from, to) of the pause without etcd's quorum
     member_killed_at = None
     follower_killed_at = None
 
-    def wait_leader(since, why, standby, bound_s=TAKEOVER_S):
+    def wait_leader(since, why, standbys, bound_s=TAKEOVER_S):
         """Until a leader of a newer epoch answers `status` (on a state
-        dir, exactly one newer), within `bound_s` of `since`."""
+        dir, exactly one newer), within `bound_s` of `since`: one of
+        `standbys`, whose index it returns."""
         while True:
             now = status(binary, env)
             if now and now["leader"]["epoch"] > epochs[-1] and \
                     (etcd is not None or
                      now["leader"]["epoch"] == len(epochs) + 1):
                 epochs.append(now["leader"]["epoch"])
-                return
+                new = masters.index_of(now)
+                if new not in standbys:
+                    fail("after %s master %d leads, none of the standbys "
+                         "%s" % (why, new, standbys))
+                return new
             if time.time() - since > bound_s:
                 fail("no new leader %d s after %s:\n%s" %
-                     (bound_s, why, masters.tail(standby)))
+                     (bound_s, why, "\n".join(masters.tail(i)
+                                              for i in standbys)))
             time.sleep(0.2)
 
     try:
@@ -391,8 +425,8 @@ def check(binary, masters, env, uid, home, etcd):
             if not freeze:
                 masters.procs[leading].wait(timeout=10)
             killed_at = time.time()
-            standby = 1 - leading
-            wait_leader(killed_at, "killing master %d" % leading, standby)
+            standby = wait_leader(killed_at, "killing master %d" % leading,
+                                  masters.others(leading))
             print("takeover %d: master %d leads (epoch %d) %.1f s after "
                   "the kill" % (kill + 1, standby, epochs[-1],
                                 time.time() - killed_at))
@@ -415,13 +449,16 @@ def check(binary, masters, env, uid, home, etcd):
             leading = standby
         if etcd is not None:
             time.sleep(2)
-            pauses.append(lose_quorum(etcd, masters, leading, wait_leader))
+            lost_at, back_at, new = lose_quorum(etcd, masters, leading,
+                                                wait_leader)
+            pauses.append((lost_at, back_at))
             masters.start(leading, leading=False)
             masters.wait_standby(leading)
-            leading = 1 - leading
+            leading = new
     finally:
         stop.set()
-        thread.join(timeout=120)
+        for thread in threads:
+            thread.join(timeout=120)
     # Only a submission begun in the pause (from a second before quorum
     # was lost to a leader answering again) may be refused.
     in_pause = [r for r in refused
@@ -516,8 +553,9 @@ def check(binary, masters, env, uid, home, etcd):
         if j["name"] in long_jobs and starts[0].split()[1] != "1":
             fail("long job %s ran again (attempt %s)" %
                  (j["name"], starts[0].split()[1]))
-    print("%d short jobs submitted through %d takeovers, each created, "
-          "started and ended once" % (len(answered), KILLS))
+    print("%d short jobs submitted by %d clients through %d takeovers "
+          "among %d masters, each created, started and ended once" %
+          (len(answered), CLIENTS, KILLS, MASTERS))
     return leading
 
 
@@ -589,7 +627,8 @@ def store_seen(now, etcd, epoch, log):
 def lose_quorum(etcd, masters, leading, wait_leader):
     """One member is dead; freezing another leaves one of three: the leader
     must step down within its lease, the standby must not lead; both
-    members back, a master leads again. Returns the pause (from, to)."""
+    members back, a master leads again. Returns the pause (from, to) and
+    which master leads after it."""
     lost_at = time.time()
     frozen = (etcd.dead + 1) % len(etcd.procs)
     etcd.procs[frozen].send_signal(signal.SIGSTOP)
@@ -605,33 +644,33 @@ def lose_quorum(etcd, masters, leading, wait_leader):
     print("the leader stepped down %.1f s after quorum was lost" %
           (time.time() - lost_at))
     time.sleep(1)
-    standby = 1 - leading
-    if masters.procs[standby].poll() is not None or \
-            accepts(masters.ports[standby]):
-        fail("the standby master %d, without quorum, exited or leads:\n%s"
-             % (standby, masters.tail(standby)))
+    for standby in masters.others(leading):
+        if masters.procs[standby].poll() is not None or \
+                accepts(masters.ports[standby]):
+            fail("the standby master %d, without quorum, exited or "
+                 "leads:\n%s" % (standby, masters.tail(standby)))
     etcd.restart(etcd.dead)
     etcd.procs[frozen].send_signal(signal.SIGCONT)
     back_at = time.time()
     # etcd extends every lease on electing a raft leader: the dead
     # leader's lasts its TTL more, and the restarted member rejoins.
-    wait_leader(back_at, "etcd's quorum came back", standby,
-                bound_s=QUORUM_BACK_S)
+    new = wait_leader(back_at, "etcd's quorum came back",
+                      masters.others(leading), bound_s=QUORUM_BACK_S)
     print("quorum back after %.1f s: master %d leads %.1f s later" %
-          (back_at - lost_at, standby, time.time() - back_at))
-    return lost_at, time.time()
+          (back_at - lost_at, new, time.time() - back_at))
+    return lost_at, time.time(), new
 
 
 def same_copies(masters, leading):
-    """The two masters' copies of the state, once both stopped (the
-    standby first, after two seconds to catch up), hold the same rows."""
+    """Every master's copy of the state, once all stopped (the standbys
+    first, after two seconds to catch up), holds the same rows."""
     import sqlite3
     time.sleep(2)
-    for i in (1 - leading, leading):
+    for i in masters.others(leading) + [leading]:
         masters.procs[i].send_signal(signal.SIGINT)
         masters.procs[i].wait(timeout=30)
     dumps = []
-    for i in (0, 1):
+    for i in range(MASTERS):
         db = sqlite3.connect(os.path.join(masters.state_dir(i), "state.db"))
         tables = [r[0] for r in db.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' "
@@ -646,21 +685,26 @@ def same_copies(masters, leading):
                            "'log_index'").fetchone()
         db.close()
         dumps.append((index, dump))
-    differ = []
-    for t in sorted(set(dumps[0][1]) | set(dumps[1][1])):
-        a, b = dumps[0][1].get(t, []), dumps[1][1].get(t, [])
-        if a != b:
-            differ.append("%s: only in master 0's %s, only in master 1's "
-                          "%s" % (t, [r for r in a if r not in b][:3],
-                                  [r for r in b if r not in a][:3]))
-    if dumps[0][0] != dumps[1][0] or differ:
-        fail("the copies stopped at log entries %s and %s (master %d led "
-             "last), differing in %s" % (dumps[0][0], dumps[1][0], leading,
-                                         differ or "no table"))
-    print("both copies hold the same %d rows at log entry %s" %
-          (sum(len(r) for r in dumps[0][1].values()), dumps[0][0][0]))
+    for other in range(1, MASTERS):
+        differ = []
+        for t in sorted(set(dumps[0][1]) | set(dumps[other][1])):
+            a, b = dumps[0][1].get(t, []), dumps[other][1].get(t, [])
+            if a != b:
+                differ.append("%s: only in master 0's %s, only in master "
+                              "%d's %s" % (t, [r for r in a if r not in b][:3],
+                                           other,
+                                           [r for r in b if r not in a][:3]))
+        if dumps[0][0] != dumps[other][0] or differ:
+            fail("the copies of masters 0 and %d stopped at log entries %s "
+                 "and %s (master %d led last), differing in %s" %
+                 (other, dumps[0][0], dumps[other][0], leading,
+                  differ or "no table"))
+    print("all %d copies hold the same %d rows at log entry %s" %
+          (MASTERS, sum(len(r) for r in dumps[0][1].values()),
+           dumps[0][0][0]))
     replaced = sum(masters.tail(i, None).count("replaced by the store's "
-                                               "snapshot") for i in (0, 1))
+                                               "snapshot")
+                   for i in range(MASTERS))
     print("copies replaced by a snapshot (restarted or lagging): %d" %
           replaced)
     if replaced < 1 and KILLS >= 2:

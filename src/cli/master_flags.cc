@@ -461,6 +461,10 @@ absl::StatusOr<std::string> NotifyKey(const MasterFlags& f) {
 
 absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
                                           master::Clock* clock) {
+  // First: a standby on etcd loads and replays the state while it waits
+  // for the lead, and large blocks it frees there would raise glibc's
+  // thresholds for good (core/large_allocations.h).
+  FixLargeAllocationThreshold();
   ASSIGN_OR_RETURN(MasterOptions options, ToOptions(f));
   // Before the TLS folder, which may lie in it. Users' checkpoints, the
   // public files and the TLS folder (0700, keys 0600, certificates 0644:
@@ -502,9 +506,6 @@ absl::StatusOr<RunningMaster> StartMaster(const MasterFlags& f,
                  static_cast<long long>(files - kReservedOpenFiles));
   }
   m.tls = tls;
-  // Before the state is loaded: large blocks mapped, so that what a large
-  // answer frees goes back to the system (core/large_allocations.h).
-  FixLargeAllocationThreshold();
   absl::StatusOr<std::unique_ptr<MasterState>> state =
       store != nullptr ? MasterState::Open(options, clock, std::move(store))
                        : MasterState::Open(options, clock);

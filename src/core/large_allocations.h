@@ -6,11 +6,13 @@
 //
 // glibc serves blocks of at least M_MMAP_THRESHOLD from a mapping of their
 // own, given back when freed, but by default raises that threshold to the
-// largest such block freed (up to 32 MiB). From then on those blocks are
+// largest such block freed (up to 32 MiB), and the trim threshold (the
+// free top an arena keeps) to twice it. From then on those blocks are
 // carved from the arena of the thread that asked, and what they leave
-// there stays: a full listing of 100,000 jobs kept 120-130 MB of the
-// master's memory that malloc_trim could not return; with the threshold
-// fixed at 1 MiB, 40 MB (BENCHMARKS.md, "Memory kept after a listing").
+// there stays: at 2,000 agents a full listing of 100,000 jobs kept 131-148
+// MB of the master's memory that malloc_trim could not return; with the
+// thresholds fixed, 23-33 MB, the listing itself up to about 1.5x slower
+// on an idle host (BENCHMARKS.md, "Memory kept after a listing").
 #ifndef TIRESIAS_CORE_LARGE_ALLOCATIONS_H_
 #define TIRESIAS_CORE_LARGE_ALLOCATIONS_H_
 
@@ -18,12 +20,20 @@
 
 namespace tiresias {
 
-// The threshold a daemon fixes: blocks of this size or more are mapped.
+// The thresholds a daemon fixes: blocks of kLargeAllocationBytes or more
+// are mapped; an arena keeps at most kTrimThresholdBytes of free top
+// (glibc's own default).
 inline constexpr size_t kLargeAllocationBytes = size_t{1} << 20;
+inline constexpr size_t kTrimThresholdBytes = size_t{128} << 10;
 
-// Fixes M_MMAP_THRESHOLD at kLargeAllocationBytes, unless the operator set
-// MALLOC_MMAP_THRESHOLD_ (then theirs stands). Returns whether it did.
-// Process-wide; idempotent.
+// Whether the operator set either threshold (MALLOC_MMAP_THRESHOLD_,
+// MALLOC_TRIM_THRESHOLD_, or GLIBC_TUNABLES' glibc.malloc.mmap_threshold
+// or trim_threshold).
+bool OperatorSetsLargeAllocations();
+
+// Fixes M_MMAP_THRESHOLD at kLargeAllocationBytes and M_TRIM_THRESHOLD at
+// kTrimThresholdBytes, unless OperatorSetsLargeAllocations() (then theirs
+// stand). Returns whether it did. Process-wide; idempotent.
 bool FixLargeAllocationThreshold();
 
 }  // namespace tiresias

@@ -10,7 +10,7 @@ namespace tiresias {
 Cluster::Cluster(Topology topology)
     : topology_(std::move(topology)),
       owner_(topology_.total_gpus(), kNoJob),
-      exclusive_gpu_(topology_.total_gpus(), false),
+      exclusive_gpu_(topology_.total_gpus(), 0),
       free_gpus_(topology_.total_gpus()) {
   for (int s = 0; s < topology_.num_servers(); ++s) Track(s);
 }
@@ -19,7 +19,7 @@ absl::StatusOr<int> Cluster::AddServer(ServerSpec spec) {
   const int gpus = spec.num_gpus;
   RETURN_IF_ERROR(topology_.AddServer(std::move(spec)));
   owner_.resize(topology_.total_gpus(), kNoJob);
-  exclusive_gpu_.resize(topology_.total_gpus(), false);
+  exclusive_gpu_.resize(topology_.total_gpus(), 0);
   free_gpus_ += gpus;
   const int server = topology_.num_servers() - 1;
   Track(server);
@@ -30,7 +30,7 @@ void Cluster::Track(int s) {
   const int servers = topology_.num_servers();
   const int gpus = topology_.server(s).num_gpus;
   free_on_.resize(servers);
-  cordoned_.resize(servers, false);
+  cordoned_.resize(servers, 0);
   reserved_.resize(servers, 0);
   spare_cpus_.resize(servers, 0);
   spare_mem_.resize(servers, 0);
@@ -116,7 +116,7 @@ absl::Status Cluster::Allocate(JobId job, std::span<const GpuId> gpus,
     const int server = topology_.ServerOf(g);
     Adjust(server, -1);
     if (exclusive) {
-      exclusive_gpu_[g] = true;
+      exclusive_gpu_[g] = 1;
       if (reserved_[server]++ == 0) {
         ++reserved_servers_;
         Recount(server);
@@ -149,7 +149,7 @@ void Cluster::Release(JobId job, std::span<const GpuId> gpus) {
     const int server = topology_.ServerOf(g);
     Adjust(server, +1);
     if (exclusive_gpu_[g]) {
-      exclusive_gpu_[g] = false;
+      exclusive_gpu_[g] = 0;
       if (--reserved_[server] == 0) {
         --reserved_servers_;
         Recount(server);
@@ -171,7 +171,7 @@ void Cluster::Adjust(int server, int delta) {
 }
 
 void Cluster::SetCordoned(int server, bool cordoned) {
-  if (cordoned_[server] == cordoned) return;
+  if ((cordoned_[server] != 0) == cordoned) return;
   const Server& s = topology_.server(server);
   int idle = 0;
   for (int i = 0; i < s.num_gpus; ++i) {

@@ -128,8 +128,9 @@ class Cluster {
   Topology topology_;
   std::vector<JobId> owner_;
   std::vector<int> free_on_;  // 0 on a cordoned server
-  std::vector<bool> cordoned_;
-  std::vector<bool> exclusive_gpu_;
+  // Bytes, not vector<bool>: read for every GPU a walk sets aside.
+  std::vector<uint8_t> cordoned_;
+  std::vector<uint8_t> exclusive_gpu_;
   std::vector<int> reserved_;  // per server: GPUs exclusive jobs hold
   std::vector<int> spare_cpus_;     // per server, free
   std::vector<int64_t> spare_mem_;  // per server, free, MiB

@@ -51,22 +51,25 @@ class FreeCounts {
   // `gpus` (held now) given back (+1), or held again after that (-1).
   void Give(std::span<const GpuId> gpus, int sign) {
     const Topology& topo = cluster_->topology();
-    for (GpuId g : gpus) {
-      const int s = topo.ServerOf(g);
-      if (cluster_->cordoned(s)) continue;
-      const int n = topo.server(s).num_gpus;
-      if (read_in_[s] != epoch_) {
-        read_in_[s] = epoch_;
-        free_[s] = cluster_->free_on(s);
-      }
-      const int before = free_[s];
-      const int after = before + sign;
-      free_[s] = after;
-      total_ += sign;
-      if (before == n) whole_ -= n;
-      if (after == n) whole_ += n;
-      holding_ += (after >= want_) - (before >= want_);
+    for (GpuId g : gpus) GiveOn(topo.ServerOf(g), 1, sign);
+  }
+  // As Give of `count` GPUs all on `server`, in one step: a server's
+  // count passes through no value on the way that would change `whole_`
+  // or `holding_` differently.
+  void GiveOn(int server, int count, int sign) {
+    if (cluster_->cordoned(server)) return;
+    const int n = cluster_->topology().server(server).num_gpus;
+    if (read_in_[server] != epoch_) {
+      read_in_[server] = epoch_;
+      free_[server] = cluster_->free_on(server);
     }
+    const int before = free_[server];
+    const int after = before + sign * count;
+    free_[server] = after;
+    total_ += sign * count;
+    if (before == n) whole_ -= n;
+    if (after == n) whole_ += n;
+    holding_ += (after >= want_) - (before >= want_);
   }
   // Whether Place would succeed on the cluster as counted.
   bool fits() const {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <vector>
 
 #include "place/placement.h"
@@ -57,6 +58,17 @@ TEST(FreeCountsTest, AnswersWhatPlaceAnswers) {
         ASSERT_NE(rule, Placer::FitRule::kOther) << scheme;
         FreeCounts counts;
         counts.Reset(cluster, rule, want);
+        // The same, given a server's GPUs at a time (GiveOn).
+        FreeCounts by_server;
+        by_server.Reset(cluster, rule, want);
+        auto give = [&](const std::vector<GpuId>& gpus, int sign) {
+          counts.Give(gpus, sign);
+          std::map<int, int> on;
+          for (GpuId g : gpus) ++on[topo.ServerOf(g)];
+          for (const auto& [server, count] : on) {
+            by_server.GiveOn(server, count, sign);
+          }
+        };
         Cluster released = cluster;
         // Give back the holders in a random order, one at a time; every
         // third given back is taken again right away.
@@ -70,15 +82,17 @@ TEST(FreeCountsTest, AnswersWhatPlaceAnswers) {
           const bool placed = placer->Place(released, job, place_rng, &out);
           EXPECT_EQ(counts.fits(), placed)
               << scheme << ", " << want << " GPUs, round " << round;
+          EXPECT_EQ(by_server.fits(), placed)
+              << scheme << ", " << want << " GPUs, round " << round;
           ++checked;
         };
         check();
         for (size_t i = 0; i < order.size(); ++i) {
-          counts.Give(order[i].gpus, +1);
+          give(order[i].gpus, +1);
           released.Release(order[i].id, order[i].gpus);
           check();
           if (i % 3 == 2) {
-            counts.Give(order[i].gpus, -1);
+            give(order[i].gpus, -1);
             ASSERT_TRUE(released.Allocate(order[i].id, order[i].gpus).ok());
             check();
           }

@@ -97,7 +97,11 @@ absl::Status Scheduler::Admit(Job job, Seconds now) {
   index_of_[spec.id] = index;
   jobs_.push_back(std::move(job));
   slots_.emplace_back();
-  displaced_in_pass_.push_back(0);
+  if (index % 64 == 0) {
+    displaced_bits_.push_back(0);
+    no_preempt_bits_.push_back(0);
+  }
+  SetBit(no_preempt_bits_, index, jobs_[index].spec().no_preempt);
   walk_server_.push_back(-2);
   slots_.back().vc = vc;
   slots_.back().qos = QosIndex(jobs_.back().spec().qos);
@@ -505,6 +509,8 @@ Decisions Scheduler::Schedule(Seconds now, Cluster& cluster) {
   if (!dirty_) return decisions;
   dirty_ = false;
   ++pass_;
+  for (uint32_t index : displaced_) SetBit(displaced_bits_, index, false);
+  displaced_.clear();
   const PolicyTraits& traits = policy_->traits();
   // With nothing waiting, every running job keeps running whatever its key.
   if (traits.keys_drift_while_running && !stable_ && !all_.waiting.empty()) {

@@ -256,6 +256,15 @@ class Scheduler {
     int32_t gpus = 0;  // the job's GPU count, so a walk need not read jobs_
     auto operator<=>(const Entry&) const = default;
   };
+  // Jobs in priority order: absl's B-tree with nodes of about 2 KiB, 36
+  // of these 56-byte entries (btree_set's 256 bytes hold 4: a walk
+  // through the running and waiting jobs followed a pointer every 4 jobs;
+  // `las` replays 1.1x faster, BENCHMARKS.md). Its internal template, as
+  // btree_set is declared with it.
+  using EntrySet = absl::container_internal::btree_set_container<
+      absl::container_internal::btree<absl::container_internal::set_params<
+          Entry, std::less<Entry>, std::allocator<Entry>,
+          /*TargetNodeSize=*/2048, /*IsMulti=*/false>>>;
   using Wakeup = std::pair<double, uint32_t>;  // (instant seconds, index)
 
   absl::Status Admit(Job job, Seconds now);
@@ -297,8 +306,12 @@ class Scheduler {
   // `next`, taking its GPUs from *capacity; whether there was one.
   bool KeepAheadOf(const Entry& next, Seconds now, const Cluster& cluster,
                    int* capacity);
-  // The lowest-priority running job behind the walk not yet set aside.
-  bool PopLowestRunning(Seconds now, uint32_t* index);
+  // The lowest-priority running job behind the walk not yet set aside,
+  // and its GPU count.
+  bool PopLowestRunning(Seconds now, uint32_t* index, int* gpus);
+  // The one server of running job `index`'s GPUs (without VCs), or < 0:
+  // on several (or with VCs). Read from its record once per run.
+  int32_t OneServerOf(uint32_t index, const Topology& topo);
   // Places a waiting job during the walk (allocating its GPUs), displacing
   // lower-priority running jobs if it must. The job starts at commit.
   bool PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster);
@@ -368,10 +381,21 @@ class Scheduler {
     std::vector<GpuId> vgpus;
   };
   std::vector<Slot> slots_;  // parallel to jobs_
-  // Also parallel, dense for the walk: the pass in which each lost its
-  // GPUs; the one server of its GPUs (-1 several, -2 not known; no VCs).
-  std::vector<uint64_t> displaced_in_pass_;
+  // Also parallel, dense for the walk (a bit per job, so that the walk's
+  // reads stay in the first-level cache): whether it lost its GPUs in this
+  // pass (cleared at the next from displaced_), whether it may never be
+  // preempted (JobSpec::no_preempt); the one server of its GPUs (-1
+  // several, -2 not known; no VCs).
+  std::vector<uint64_t> displaced_bits_, no_preempt_bits_;
+  std::vector<uint32_t> displaced_;
   std::vector<int32_t> walk_server_;
+  static bool Bit(const std::vector<uint64_t>& bits, uint32_t index) {
+    return (bits[index >> 6] >> (index & 63)) & 1;
+  }
+  static void SetBit(std::vector<uint64_t>& bits, uint32_t index, bool on) {
+    const uint64_t mask = uint64_t{1} << (index & 63);
+    bits[index >> 6] = on ? bits[index >> 6] | mask : bits[index >> 6] & ~mask;
+  }
   absl::flat_hash_map<JobId, uint32_t> index_of_;
 
   // Per-user fair share (scheduler_vcs.cc): whether it applies to a job,
@@ -391,11 +415,11 @@ class Scheduler {
   // key at `now`. The NaN group (non-linear drift) is re-keyed every pass.
   struct RunningGroup {
     double slope;
-    absl::btree_set<Entry> entries;
+    EntrySet entries;
   };
   // What one walk sees: waiting jobs and running ones.
   struct Queues {
-    absl::btree_set<Entry> waiting;
+    EntrySet waiting;
     std::map<int, int> waiting_by_gpus;        // GPU count -> waiting jobs
     int waiting_own = 0;  // waiting jobs placed by their own rule (shape.h)
     std::vector<RunningGroup> running_groups;  // one per distinct slope
@@ -518,14 +542,15 @@ class Scheduler {
   // `back` walks down from `end` when looking for jobs to displace.
   struct Cursor {
     double slope;
-    absl::btree_set<Entry>::const_iterator it, end, back;
+    EntrySet::const_iterator it, end, back;
   };
   std::vector<Cursor> scratch_cursors_;
   std::vector<std::pair<uint32_t, std::vector<GpuId>>> pending_starts_;
   std::vector<uint32_t> scratch_released_;
+  std::vector<int> scratch_released_gpus_;  // parallel, by counts
   FreeCounts scratch_counts_;
   // Running jobs displaced during this walk, by the key they wait with.
-  absl::btree_set<Entry> scratch_displaced_;
+  EntrySet scratch_displaced_;
   WalkLeft scratch_left_;  // waiting jobs the walk has yet to visit
   WalkKept kept_;          // tracking while some running job may be displaced
   // (scheme, GPUs) of jobs this pass could not place at all.

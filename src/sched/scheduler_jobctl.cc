@@ -59,6 +59,7 @@ absl::Status Scheduler::Replace(const Job& job, Seconds now) {
   }
   slots_[index].scheme = placer_->SchemeFor(job);
   slots_[index].qos = QosIndex(job.spec().qos);
+  SetBit(no_preempt_bits_, index, job.spec().no_preempt);
   if (stable_ && was_running != job.running()) {
     Join(index, job.running() ? Tier::kRunning : Tier::kWaiting);
   }

@@ -51,8 +51,15 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
         (w == walk_->waiting.end() || *scratch_displaced_.begin() < *w);
     const Entry next = from_displaced ? *scratch_displaced_.begin() : *w;
     // Every running job ahead of it keeps its GPUs: in any order, so each
-    // group is walked up to it on its own.
-    if (KeepAheadOf(next, now, cluster, &capacity) &&
+    // group is walked up to it on its own. Only when it may be placed:
+    // keeping them only lowers `capacity`, so one that needs more than is
+    // left before they are kept is passed over as it would be after, and
+    // those running jobs are kept ahead of the next job that may be
+    // placed. (Nor is the walk's end missed: had keeping them ended it
+    // here, no job left could be placed; see WalkLeft::min.)
+    const bool may_place =
+        next.gpus <= capacity && !scratch_left_.KnownUnplaceable(next.gpus);
+    if (may_place && KeepAheadOf(next, now, cluster, &capacity) &&
         capacity < scratch_left_.min()) {
       break;
     }
@@ -62,7 +69,7 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
       ++w;
     }
     scratch_left_.Visit(next.gpus);
-    if (next.gpus <= capacity && !scratch_left_.KnownUnplaceable(next.gpus) &&
+    if (may_place && next.gpus <= capacity &&
         PlaceInWalk(next.index, now, cluster)) {
       capacity -= next.gpus;
     }
@@ -122,7 +129,7 @@ Scheduler::Entry Scheduler::KeyAt(const Cursor& c, const Entry& stored,
 }
 
 bool Scheduler::Displaced(uint32_t index) const {
-  return displaced_in_pass_[index] == pass_;
+  return Bit(displaced_bits_, index);
 }
 
 bool Scheduler::KeepAheadOf(const Entry& next, Seconds now,
@@ -140,7 +147,7 @@ bool Scheduler::KeepAheadOf(const Entry& next, Seconds now,
   return kept;
 }
 
-bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index) {
+bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index, int* gpus) {
   Cursor* worst = nullptr;
   Entry worst_entry{};
   for (Cursor& c : scratch_cursors_) {
@@ -148,11 +155,14 @@ bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index) {
     // there (it keeps its GPUs, so a job that needs them does not fit).
     // Costs O(no-preempt running jobs) per displacement attempt.
     // Nor is one started in this pass (a VC walked again after a reclaim:
-    // its host has not started it yet).
-    while (c.back != c.it &&
-           (Displaced(std::prev(c.back)->index) ||
-            jobs_[std::prev(c.back)->index].spec().no_preempt ||
-            slots_[std::prev(c.back)->index].started_in_pass == pass_)) {
+    // its host has not started it yet; without VCs, a pass has one walk
+    // and its starts come after it).
+    while (c.back != c.it) {
+      const uint32_t i = std::prev(c.back)->index;
+      if (!Bit(displaced_bits_, i) && !Bit(no_preempt_bits_, i) &&
+          (vcs_.empty() || slots_[i].started_in_pass != pass_)) {
+        break;
+      }
       --c.back;
     }
     if (c.back == c.it) continue;
@@ -163,7 +173,9 @@ bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index) {
     }
   }
   if (!worst) return false;
-  *index = (--worst->back)->index;
+  --worst->back;
+  *index = worst->back->index;
+  *gpus = worst->back->gpus;
   return true;
 }
 
@@ -184,6 +196,15 @@ int32_t OneServer(const Topology& topo, const std::vector<GpuId>& gpus) {
 // Marks a job set aside that turned out not to be needed.
 constexpr uint32_t kKeptMarker = std::numeric_limits<uint32_t>::max();
 }  // namespace
+
+int32_t Scheduler::OneServerOf(uint32_t index, const Topology& topo) {
+  // Found once per run (without VCs).
+  int32_t& one = walk_server_[index];
+  if (one == kServerNotKnown) {
+    one = vcs_.empty() ? OneServer(topo, WalkGpus(index)) : kServers;
+  }
+  return one;
+}
 
 bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
   const Job& job = jobs_[index];
@@ -250,11 +271,7 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
     const std::vector<int>& avail = kept_.NotKept(
         cluster,
         [&](uint32_t i, int gpus, std::vector<int>* kept) {
-          // The job's one server, found once per run (without VCs).
-          int32_t& one = walk_server_[i];
-          if (one == kServerNotKnown) {
-            one = vcs_.empty() ? OneServer(topo, WalkGpus(i)) : kServers;
-          }
+          const int32_t one = OneServerOf(i, topo);
           if (one >= 0) {
             (*kept)[one] += gpus;
           } else {
@@ -285,7 +302,8 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
       assert(kept.ok());
       (void)kept;
     } else {
-      displaced_in_pass_[r] = pass_;
+      SetBit(displaced_bits_, r, true);
+      displaced_.push_back(r);
       scratch_preempt_.push_back(r);
       if (slots_[r].qos >= 0) PendQos(r, -other.num_gpus());
       if (borrow_walk_) {
@@ -314,26 +332,42 @@ bool Scheduler::SetAside(uint32_t index, Placer::FitRule rule, Seconds now,
   }
   const Job& job = jobs_[index];
   std::vector<uint32_t>& released = scratch_released_;
+  std::vector<int>& released_gpus = scratch_released_gpus_;
+  released_gpus.clear();
   FreeCounts& counts = scratch_counts_;
   counts.Reset(cluster, rule, job.num_gpus());
+  const Topology& topo = cluster.topology();
+  // A job on one server is given back in one step, without reading its
+  // record (most are).
+  auto give = [&](uint32_t i, int gpus, int sign) {
+    const int32_t one = OneServerOf(i, topo);
+    if (one >= 0) {
+      counts.GiveOn(one, gpus, sign);
+    } else {
+      counts.Give(WalkGpus(i), sign);
+    }
+  };
   uint32_t victim = 0;
+  int gpus = 0;
   bool fits = false;
-  while (!fits && PopLowestRunning(now, &victim)) {
+  while (!fits && PopLowestRunning(now, &victim, &gpus)) {
     // An exclusive job holding GPUs reserves its servers: there is none.
     assert(!jobs_[victim].spec().exclusive);
-    counts.Give(WalkGpus(victim), +1);
+    assert(static_cast<size_t>(gpus) == WalkGpus(victim).size());
+    give(victim, gpus, +1);
     released.push_back(victim);
+    released_gpus.push_back(gpus);
     fits = counts.fits();
   }
   if (!fits) return false;
   size_t kept = 0;
   for (size_t i = released.size() - 1; i-- > 0;) {
-    counts.Give(WalkGpus(released[i]), -1);
+    give(released[i], released_gpus[i], -1);
     if (counts.fits()) {
       released[i] = kKeptMarker;
       ++kept;
     } else {
-      counts.Give(WalkGpus(released[i]), +1);
+      give(released[i], released_gpus[i], +1);
     }
   }
   if (kept > 0) {
@@ -356,8 +390,9 @@ bool Scheduler::SetAsideInCluster(uint32_t index, Seconds now,
            PlaceAndAllocate(index, cluster);
   };
   uint32_t victim = 0;
+  int gpus = 0;
   bool placed = false;
-  while (!placed && PopLowestRunning(now, &victim)) {
+  while (!placed && PopLowestRunning(now, &victim, &gpus)) {
     cluster.Release(jobs_[victim].id(), WalkGpus(victim));
     released.push_back(victim);
     placed = place();

@@ -28,6 +28,7 @@ class WalkKept {
     kept_.assign(cluster.topology().num_servers(), 0);
     later_.clear();
     total_ = 0;
+    open_.clear();
   }
   bool tracking() const { return tracking_; }
   // `gpus` GPUs of `server` are kept (VCs' quotas, in a borrowers' walk).
@@ -58,12 +59,21 @@ class WalkKept {
     const Topology& topo = cluster.topology();
     for (const auto& [index, gpus] : later_) count(index, gpus, &kept_);
     later_.clear();
-    avail_.resize(topo.num_servers());
-    *sum = 0;
-    for (int s = 0; s < topo.num_servers(); ++s) {
-      avail_[s] = cluster.cordoned(s) ? 0 : topo.server(s).num_gpus - kept_[s];
-      *sum += avail_[s];
+    const size_t n = kept_.size();
+    if (open_.size() != n) {  // first asked in this walk
+      open_.resize(n);
+      for (size_t s = 0; s < n; ++s) {
+        const int server = static_cast<int>(s);
+        open_[s] = cluster.cordoned(server) ? 0 : topo.server(server).num_gpus;
+      }
     }
+    avail_.resize(n);
+    int total = 0;
+    for (size_t s = 0; s < n; ++s) {
+      avail_[s] = open_[s] == 0 ? 0 : open_[s] - kept_[s];
+      total += avail_[s];
+    }
+    *sum = total;
     return avail_;
   }
 
@@ -74,6 +84,9 @@ class WalkKept {
   std::vector<std::pair<uint32_t, int>> later_;
   int total_ = 0;
   std::vector<int> avail_;
+  // Per server, its GPUs (0 when cordoned), read at the walk's first
+  // NotKept (empty before).
+  std::vector<int> open_;
 };
 
 }  // namespace tiresias

@@ -1,11 +1,12 @@
 #include "sim/engine.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <queue>
 #include <random>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/cluster.h"
 #include "core/status_macros.h"
@@ -29,6 +30,9 @@ struct Progress {
   int stalled_runs = 0;
   bool spread = false;        // the current (or last) run spans servers
   uint32_t version = 0;       // bumps on every stop; stale heap entries skip
+  // Its model's restore seconds, looked up at its first resume (NaN: not
+  // yet).
+  double restore_cost = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Settings whose quanta are shorter than a restore (queue bounds of a few
@@ -52,15 +56,20 @@ class Engine {
  public:
   Engine(const std::vector<JobSpec>& specs, const Topology& topology,
          const SimConfig& config, Scheduler scheduler,
-         std::optional<PackLimitClassifier> learner,
-         const ProgressFn& progress)
+         std::optional<PackLimitClassifier> learner, const ProgressFn& progress)
       : specs_(specs),
         config_(config),
         cluster_(topology),
         scheduler_(std::move(scheduler)),
         learner_(std::move(learner)),
         progress_fn_(progress),
-        progress_(specs.size()) {
+        progress_(specs.size()),
+        started_in_(specs.size(), 0) {
+    consecutive_ = true;
+    for (uint32_t i = 0; i < specs.size() && consecutive_; ++i) {
+      consecutive_ = specs[i].id == specs[0].id + i;
+    }
+    if (consecutive_) return;
     index_of_.reserve(specs.size());
     for (uint32_t i = 0; i < specs.size(); ++i) index_of_[specs[i].id] = i;
   }
@@ -79,7 +88,7 @@ class Engine {
       double t = std::numeric_limits<double>::infinity();
       if (next < specs_.size()) t = specs_[next].submit_time.count();
       DropStale();
-      if (!completions_.empty()) t = std::min(t, completions_.top().time);
+      if (!completions_.empty()) t = std::min(t, completions_.front().time);
       t = std::min(t, scheduler_.NextWakeup().count());
       if (std::isinf(t)) break;
       result.busy_gpu_seconds += cluster_.busy_gpus() * (t - now);
@@ -90,11 +99,11 @@ class Engine {
         RETURN_IF_ERROR(scheduler_.Submit(specs_[next++], Seconds{now}));
         ++result.events;
       }
-      for (DropStale(); !completions_.empty() &&
-                        completions_.top().time <= now;
+      for (DropStale();
+           !completions_.empty() && completions_.front().time <= now;
            DropStale()) {
-        const uint32_t index = completions_.top().index;
-        completions_.pop();
+        const uint32_t index = completions_.front().index;
+        PopCompletion();
         Progress& p = progress_[index];
         p.overhead_total += p.overhead_left;
         p.overhead_left = 0;
@@ -161,25 +170,64 @@ class Engine {
     return absl::OkStatus();
   }
 
+  bool Live(const Completion& c) const {
+    return c.version == progress_[c.index].version;
+  }
+  void PushCompletion(const Completion& c) {
+    completions_.push_back(c);
+    std::push_heap(completions_.begin(), completions_.end(),
+                   std::greater<Completion>());
+  }
+  void PopCompletion() {
+    std::pop_heap(completions_.begin(), completions_.end(),
+                  std::greater<Completion>());
+    completions_.pop_back();
+  }
   void DropStale() {
-    while (!completions_.empty() &&
-           completions_.top().version !=
-               progress_[completions_.top().index].version) {
-      completions_.pop();
+    while (!completions_.empty() && !Live(completions_.front())) {
+      PopCompletion();
+      if (stale_ > 0) --stale_;
     }
+  }
+  // Rebuilds the heap from its live entries once the stale are more than
+  // half (a job preempted many times would otherwise leave an entry per
+  // run, and every pop would walk a heap mostly of them). The order the
+  // live ones come up in is (time, index), whatever the heap's shape.
+  void DropAllStale() {
+    if (stale_ < 64 || 2 * stale_ < completions_.size()) return;
+    std::erase_if(completions_, [&](const Completion& c) { return !Live(c); });
+    std::make_heap(completions_.begin(), completions_.end(),
+                   std::greater<Completion>());
+    stale_ = 0;
+  }
+
+  // The index of job `id` in specs_: by arithmetic where the ids are
+  // consecutive (a trace's are), else from index_of_.
+  uint32_t IndexOf(JobId id) const {
+    if (consecutive_) return static_cast<uint32_t>(id - specs_.front().id);
+    return index_of_.find(id)->second;
+  }
+
+  double RestoreCost(uint32_t index) {
+    double& cost = progress_[index].restore_cost;
+    if (std::isnan(cost)) {
+      cost = config_.models.PreemptionCostSeconds(specs_[index].model);
+    }
+    return cost;
   }
 
   void Apply(const Decisions& decisions, double now, SimResult* result) {
     // A job both stopped and started by this pass only moved.
-    started_now_.clear();
-    if (!config_.count_moves && !decisions.preempted.empty()) {
-      for (const StartDecision& start : decisions.started) {
-        started_now_.insert(start.job);
-      }
+    ++apply_;
+    started_.clear();
+    for (const StartDecision& start : decisions.started) {
+      const uint32_t index = IndexOf(start.job);
+      started_.push_back(index);
+      started_in_[index] = apply_;
     }
-    auto moved = [&](JobId id) { return started_now_.contains(id); };
     for (JobId id : decisions.preempted) {
-      Progress& p = progress_[index_of_[id]];
+      const uint32_t index = IndexOf(id);
+      Progress& p = progress_[index];
       const double elapsed = now - p.segment_start;
       const double paid = std::min(elapsed, p.overhead_left);
       p.overhead_total += paid;
@@ -187,7 +235,8 @@ class Engine {
       p.remaining_work =
           std::max(0.0, p.remaining_work - (elapsed - paid) / p.slowdown);
       ++p.version;
-      if (moved(id)) {
+      ++stale_;  // its completion, pushed when it started
+      if (!config_.count_moves && started_in_[index] == apply_) {
         ++p.moves;
       } else {
         ++result->preemptions;
@@ -199,31 +248,31 @@ class Engine {
               kMaxBarrenPreemptions,
               " preemptions in a row came before the job's restore ended, "
               "with no job finishing in between (the last: job ",
-              id, ", ", specs_[index_of_[id]].num_gpus, " GPUs, preempted ",
-              p.stalled_runs, " times in a row before its ",
-              config_.models.PreemptionCostSeconds(specs_[index_of_[id]].model),
+              id, ", ", specs_[index].num_gpus, " GPUs, preempted ",
+              p.stalled_runs, " times in a row before its ", RestoreCost(index),
               " s restore): these settings never let a job progress (queue "
               "bounds shorter than a restore?)"));
         }
       }
     }
-    for (const StartDecision& start : decisions.started) {
-      const uint32_t index = index_of_[start.job];
+    for (size_t k = 0; k < decisions.started.size(); ++k) {
+      const StartDecision& start = decisions.started[k];
+      const uint32_t index = started_[k];
       const JobSpec& spec = specs_[index];
       Progress& p = progress_[index];
       if (!start.resumed) p.remaining_work = spec.duration->count();
       p.segment_start = now;
-      p.overhead_left = start.resumed && config_.preemption_cost
-                            ? config_.models.PreemptionCostSeconds(spec.model)
-                            : 0;
+      p.overhead_left =
+          start.resumed && config_.preemption_cost ? RestoreCost(index) : 0;
       p.spread = SpansServers(start.gpus);
       p.slowdown = config_.placement_slowdown && p.spread
                        ? config_.models.SpreadSlowdown(spec.model)
                        : 1.0;
-      completions_.push(Completion{
-          now + p.overhead_left + p.remaining_work * p.slowdown, p.version,
-          index});
+      PushCompletion(
+          Completion{now + p.overhead_left + p.remaining_work * p.slowdown,
+                     p.version, index});
     }
+    DropAllStale();
   }
 
   bool SpansServers(const std::vector<GpuId>& gpus) const {
@@ -263,20 +312,26 @@ class Engine {
 
   const std::vector<JobSpec>& specs_;
   const SimConfig& config_;
-  absl::flat_hash_set<JobId> started_now_;  // Apply's scratch
   Cluster cluster_;
   Scheduler scheduler_;
   std::optional<PackLimitClassifier> learner_;  // learn_pack_limit only
   const ProgressFn& progress_fn_;
   std::vector<Progress> progress_;
+  // Apply's: the indices of the jobs started, and per job the last Apply
+  // that started it.
+  std::vector<uint32_t> started_, started_in_;
+  uint32_t apply_ = 0;
   absl::Status thrashing_;  // set at kMaxBarrenPreemptions
   // Preemptions in a row before a restore ended, since a job last
   // finished or progressed.
   int64_t barren_preemptions_ = 0;
-  absl::flat_hash_map<JobId, uint32_t> index_of_;
-  std::priority_queue<Completion, std::vector<Completion>,
-                      std::greater<Completion>>
-      completions_;
+  bool consecutive_ = false;  // specs_' ids: the first's, + 1, + 2, ...
+  absl::flat_hash_map<JobId, uint32_t> index_of_;  // else
+  // A heap (least first) of completions, one live per running job: a
+  // preempted job's stays, stale (its version moved on), until it comes
+  // up or the stale outnumber the live (DropAllStale).
+  std::vector<Completion> completions_;
+  size_t stale_ = 0;  // at most this many of completions_ are stale
 };
 
 }  // namespace

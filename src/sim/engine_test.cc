@@ -268,6 +268,41 @@ TEST(EngineTest, SameSeedSameResult) {
   }
 }
 
+// The engine finds a job's record from its id by arithmetic when the ids
+// are consecutive (a trace's are) and through a map when not: the same
+// jobs under ids 0, 1, 2, ... and under 1000, 1007, 1014, ... (the same
+// order, so the same ties) have the same schedule, with moves counted or
+// not, under policies that preempt thousands of times (each preemption
+// leaves a completion in the engine's heap that is never reached).
+TEST(EngineTest, JobIdsDoNotChangeTheSchedule) {
+  const std::vector<JobSpec> jobs = RandomJobs(13, 400);
+  std::vector<JobSpec> sparse = jobs;
+  for (size_t i = 0; i < sparse.size(); ++i) {
+    sparse[i].id = 1000 + 7 * static_cast<JobId>(i);
+  }
+  const Topology topo = Topology::Uniform(1, 4, 4);
+  for (const std::string policy : {"las", "srsf", "tiresias-l"}) {
+    for (bool count_moves : {true, false}) {
+      SCOPED_TRACE(policy + (count_moves ? "" : ", moves not counted"));
+      SimConfig c = Config(policy, 600);
+      c.preemption_cost = c.placement_slowdown = true;
+      c.count_moves = count_moves;
+      auto a = Simulate(jobs, topo, c);
+      auto b = Simulate(sparse, topo, c);
+      ASSERT_TRUE(a.ok() && b.ok());
+      ASSERT_EQ(a->jobs.size(), b->jobs.size());
+      if (policy == "las") EXPECT_GT(a->preemptions, 1000);
+      EXPECT_EQ(a->preemptions, b->preemptions);
+      for (size_t i = 0; i < a->jobs.size(); ++i) {
+        EXPECT_EQ(b->jobs[i].id, sparse[i].id);
+        EXPECT_EQ(a->jobs[i].end, b->jobs[i].end) << "job " << i;
+        EXPECT_EQ(a->jobs[i].preemptions, b->jobs[i].preemptions);
+        EXPECT_EQ(a->jobs[i].overhead, b->jobs[i].overhead);
+      }
+    }
+  }
+}
+
 // data/60_job.csv on 8 GPUs with a queue bound of 100 GPU-seconds (12.5 s
 // for an 8-GPU job) and PROMOTEKNOB 2, restores of 13.6 s (the built-in
 // ResNet50-like models'): job 5 is preempted before each restore ends,

@@ -53,9 +53,10 @@ class FreeCounts {
     const Topology& topo = cluster_->topology();
     for (GpuId g : gpus) GiveOn(topo.ServerOf(g), 1, sign);
   }
-  // As Give of `count` GPUs all on `server`, in one step: a server's
-  // count passes through no value on the way that would change `whole_`
-  // or `holding_` differently.
+  // As Give of `count` GPUs all on `server`, in one step: per GPU, each
+  // of `whole_` and `holding_` changes by a term of the server's count
+  // after less the same term before, so the steps add up to the term at
+  // the end less the term at the start.
   void GiveOn(int server, int count, int sign) {
     if (cluster_->cordoned(server)) return;
     const int n = cluster_->topology().server(server).num_gpus;

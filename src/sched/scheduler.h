@@ -143,6 +143,11 @@ class Scheduler {
   // changed since the last one is otherwise skipped.
   void CapacityChanged() { dirty_ = true; }
 
+  // For tests: the preemptive walk keeps the running jobs ahead of every
+  // waiting job it visits, not only of those it may place (see
+  // PreemptiveWalk), so that a test can hold both to the same decisions.
+  void KeepEagerlyForTesting() { eager_keep_ = true; }
+
   // One scheduling pass at `now` (see the file comment). `now` must not go
   // backwards between calls.
   Decisions Schedule(Seconds now, Cluster& cluster);
@@ -535,6 +540,7 @@ class Scheduler {
   double last_schedule_ = 0;  // the `now` of the last Schedule call
   absl::btree_set<Wakeup> promotions_;
   bool dirty_ = false;  // something changed since the last pass
+  bool eager_keep_ = false;  // KeepEagerlyForTesting
   uint64_t pass_ = 0;   // passes run so far
   std::vector<GpuId> scratch_gpus_;
   std::vector<uint32_t> scratch_indices_, scratch_preempt_;

@@ -59,7 +59,8 @@ void Scheduler::PreemptiveWalk(Seconds now, Cluster& cluster,
     // here, no job left could be placed; see WalkLeft::min.)
     const bool may_place =
         next.gpus <= capacity && !scratch_left_.KnownUnplaceable(next.gpus);
-    if (may_place && KeepAheadOf(next, now, cluster, &capacity) &&
+    if ((may_place || eager_keep_) &&
+        KeepAheadOf(next, now, cluster, &capacity) &&
         capacity < scratch_left_.min()) {
       break;
     }

@@ -2,11 +2,13 @@
 // running jobs aside by counts (core/free_counts.h) where the placer's
 // rule allows, passes over waiting jobs it knows cannot be placed from
 // their GPU count (walk_left.h), and answers "could it fit?" from the
-// total where per-server counts add nothing. A placer that hides its rule
-// (FitRule::kOther, several schemes) turns all of that off; every pass of
-// a scheduler with the real placer must decide exactly what the same pass
-// with the hidden one decides: the same jobs preempted, the same jobs
-// started on the same GPUs, in the same order.
+// total where per-server counts add nothing; it keeps the running jobs
+// ahead of a waiting job only when it may place that job. A placer that
+// hides its rule (FitRule::kOther, several schemes) turns all but the last
+// off, and Scheduler::KeepEagerlyForTesting the last; every pass of a
+// scheduler with the real placer must decide exactly what the same pass
+// with neither decides: the same jobs preempted, the same jobs started on
+// the same GPUs, in the same order.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -112,6 +114,7 @@ TEST_P(WalkCountsTest, DecidesWhatTheWalkWithoutShortcutsDecides) {
           std::move(placer), options);
     };
     Scheduler fast = make(false), plain = make(true);
+    plain.KeepEagerlyForTesting();
     if (c.vcs) {
       for (Scheduler* s : {&fast, &plain}) {
         ASSERT_TRUE(s->SetVcs({VcSpec{"a", *ParseCells("8")},

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <queue>
 #include <random>
 
 #include "absl/container/flat_hash_map.h"
@@ -30,7 +29,7 @@ struct Progress {
   int stalled_runs = 0;
   bool spread = false;        // the current (or last) run spans servers
   uint32_t version = 0;       // bumps on every stop; stale heap entries skip
-  // Its model's restore seconds, looked up at its first resume (NaN: not
+  // Its model's restore seconds, looked up when first needed (NaN: not
   // yet).
   double restore_cost = std::numeric_limits<double>::quiet_NaN();
 };
@@ -189,7 +188,7 @@ class Engine {
       if (stale_ > 0) --stale_;
     }
   }
-  // Rebuilds the heap from its live entries once the stale are more than
+  // Rebuilds the heap from its live entries once the stale are at least
   // half (a job preempted many times would otherwise leave an entry per
   // run, and every pop would walk a heap mostly of them). The order the
   // live ones come up in is (time, index), whatever the heap's shape.
@@ -218,7 +217,10 @@ class Engine {
 
   void Apply(const Decisions& decisions, double now, SimResult* result) {
     // A job both stopped and started by this pass only moved.
-    ++apply_;
+    if (++apply_ == 0) {  // wrapped: no stamp may match by chance
+      std::fill(started_in_.begin(), started_in_.end(), 0);
+      apply_ = 1;
+    }
     started_.clear();
     for (const StartDecision& start : decisions.started) {
       const uint32_t index = IndexOf(start.job);

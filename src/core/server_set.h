@@ -1,7 +1,9 @@
-// A set of server indexes as a bitset: O(1) insert and erase, iteration in
-// ascending order. Cluster keeps one per free-GPU count, and every GPU
-// allocated or released moves its server between two of them, so these must
-// be cheap: a balanced tree cost most of a Philly replay.
+// A set of small indexes (servers, jobs) as a bitset: O(1) insert and erase,
+// iteration in ascending order. Cluster keeps one of servers per free-GPU
+// count, and every GPU allocated or released moves its server between two of
+// them, so these must be cheap: a balanced tree cost most of a Philly replay.
+// The scheduler keeps per-job flags its walk reads in one (a bit per job
+// stays in the first-level cache).
 #ifndef TIRESIAS_CORE_SERVER_SET_H_
 #define TIRESIAS_CORE_SERVER_SET_H_
 

@@ -97,11 +97,9 @@ absl::Status Scheduler::Admit(Job job, Seconds now) {
   index_of_[spec.id] = index;
   jobs_.push_back(std::move(job));
   slots_.emplace_back();
-  if (index % 64 == 0) {
-    displaced_bits_.push_back(0);
-    no_preempt_bits_.push_back(0);
-  }
-  SetBit(no_preempt_bits_, index, jobs_[index].spec().no_preempt);
+  displaced_bits_.Grow(index + 1);
+  no_preempt_bits_.Grow(index + 1);
+  if (jobs_[index].spec().no_preempt) no_preempt_bits_.insert(index);
   walk_server_.push_back(-2);
   slots_.back().vc = vc;
   slots_.back().qos = QosIndex(jobs_.back().spec().qos);
@@ -509,7 +507,7 @@ Decisions Scheduler::Schedule(Seconds now, Cluster& cluster) {
   if (!dirty_) return decisions;
   dirty_ = false;
   ++pass_;
-  for (uint32_t index : displaced_) SetBit(displaced_bits_, index, false);
+  for (uint32_t index : displaced_) displaced_bits_.erase(index);
   displaced_.clear();
   const PolicyTraits& traits = policy_->traits();
   // With nothing waiting, every running job keeps running whatever its key.

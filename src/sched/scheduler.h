@@ -47,6 +47,7 @@
 #include "core/job.h"
 #include "core/placer.h"
 #include "core/rng.h"
+#include "core/server_set.h"
 #include "sched/policy.h"
 #include "sched/queues.h"
 #include "sched/scheduler_options.h"
@@ -312,8 +313,8 @@ class Scheduler {
   bool KeepAheadOf(const Entry& next, Seconds now, const Cluster& cluster,
                    int* capacity);
   // The lowest-priority running job behind the walk not yet set aside,
-  // and its GPU count.
-  bool PopLowestRunning(Seconds now, uint32_t* index, int* gpus);
+  // and its GPU count (if `gpus` is not null).
+  bool PopLowestRunning(Seconds now, uint32_t* index, int* gpus = nullptr);
   // The one server of running job `index`'s GPUs (without VCs), or < 0:
   // on several (or with VCs). Read from its record once per run.
   int32_t OneServerOf(uint32_t index, const Topology& topo);
@@ -391,16 +392,9 @@ class Scheduler {
   // pass (cleared at the next from displaced_), whether it may never be
   // preempted (JobSpec::no_preempt); the one server of its GPUs (-1
   // several, -2 not known; no VCs).
-  std::vector<uint64_t> displaced_bits_, no_preempt_bits_;
+  ServerSet displaced_bits_, no_preempt_bits_;
   std::vector<uint32_t> displaced_;
   std::vector<int32_t> walk_server_;
-  static bool Bit(const std::vector<uint64_t>& bits, uint32_t index) {
-    return (bits[index >> 6] >> (index & 63)) & 1;
-  }
-  static void SetBit(std::vector<uint64_t>& bits, uint32_t index, bool on) {
-    const uint64_t mask = uint64_t{1} << (index & 63);
-    bits[index >> 6] = on ? bits[index >> 6] | mask : bits[index >> 6] & ~mask;
-  }
   absl::flat_hash_map<JobId, uint32_t> index_of_;
 
   // Per-user fair share (scheduler_vcs.cc): whether it applies to a job,

@@ -59,7 +59,11 @@ absl::Status Scheduler::Replace(const Job& job, Seconds now) {
   }
   slots_[index].scheme = placer_->SchemeFor(job);
   slots_[index].qos = QosIndex(job.spec().qos);
-  SetBit(no_preempt_bits_, index, job.spec().no_preempt);
+  if (job.spec().no_preempt) {
+    no_preempt_bits_.insert(index);
+  } else {
+    no_preempt_bits_.erase(index);
+  }
   if (stable_ && was_running != job.running()) {
     Join(index, job.running() ? Tier::kRunning : Tier::kWaiting);
   }

@@ -130,7 +130,7 @@ Scheduler::Entry Scheduler::KeyAt(const Cursor& c, const Entry& stored,
 }
 
 bool Scheduler::Displaced(uint32_t index) const {
-  return Bit(displaced_bits_, index);
+  return displaced_bits_.contains(index);
 }
 
 bool Scheduler::KeepAheadOf(const Entry& next, Seconds now,
@@ -160,7 +160,7 @@ bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index, int* gpus) {
     // and its starts come after it).
     while (c.back != c.it) {
       const uint32_t i = std::prev(c.back)->index;
-      if (!Bit(displaced_bits_, i) && !Bit(no_preempt_bits_, i) &&
+      if (!displaced_bits_.contains(i) && !no_preempt_bits_.contains(i) &&
           (vcs_.empty() || slots_[i].started_in_pass != pass_)) {
         break;
       }
@@ -176,7 +176,7 @@ bool Scheduler::PopLowestRunning(Seconds now, uint32_t* index, int* gpus) {
   if (!worst) return false;
   --worst->back;
   *index = worst->back->index;
-  *gpus = worst->back->gpus;
+  if (gpus) *gpus = worst->back->gpus;
   return true;
 }
 
@@ -303,7 +303,7 @@ bool Scheduler::PlaceInWalk(uint32_t index, Seconds now, Cluster& cluster) {
       assert(kept.ok());
       (void)kept;
     } else {
-      SetBit(displaced_bits_, r, true);
+      displaced_bits_.insert(r);
       displaced_.push_back(r);
       scratch_preempt_.push_back(r);
       if (slots_[r].qos >= 0) PendQos(r, -other.num_gpus());
@@ -391,9 +391,8 @@ bool Scheduler::SetAsideInCluster(uint32_t index, Seconds now,
            PlaceAndAllocate(index, cluster);
   };
   uint32_t victim = 0;
-  int gpus = 0;
   bool placed = false;
-  while (!placed && PopLowestRunning(now, &victim, &gpus)) {
+  while (!placed && PopLowestRunning(now, &victim)) {
     cluster.Release(jobs_[victim].id(), WalkGpus(victim));
     released.push_back(victim);
     placed = place();

@@ -18,10 +18,10 @@
 // Nothing here is stored: the limit is part of each job's stored spec, and
 // a restarted master hands the slots out again (Load, PlanArraySlots):
 // first to the jobs that were running, then to those that ran, then by id.
-#include <set>
-#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "master/array_slots.h"
 #include "master/master_state.h"
 
 namespace tiresias {
@@ -36,16 +36,12 @@ bool Limited(const JobRecord& rec) {
 
 absl::Status MasterState::JoinArraySlots(const JobRecord& rec) {
   if (!Limited(rec)) return absl::OkStatus();
-  ArraySlots& slots = array_slots_[rec.array_id];
-  slots.max_running = rec.spec.array.max_running;
   // A job held by its user or waiting for its begin time takes no slot
   // (Slurm's throttle counts what may run): its siblings may run meanwhile.
-  if (!rec.held && !WaitsForBegin(rec) &&
-      static_cast<int>(slots.holding.size()) < slots.max_running) {
-    slots.holding.insert(rec.id);
+  if (array_slots_.Join(rec.array_id, rec.spec.array.max_running, rec.id,
+                        /*may_take=*/!rec.held && !WaitsForBegin(rec))) {
     return absl::OkStatus();
   }
-  slots.queued.insert(rec.id);
   return scheduler_->Hold(rec.id);
 }
 
@@ -58,20 +54,10 @@ void MasterState::PlanArraySlots(const std::vector<JobRecord>& jobs) {
   auto round = [&](auto takes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const JobRecord& rec : jobs) {
       if (!Limited(rec) || !takes(rec)) continue;
-      ArraySlots& slots = array_slots_[rec.array_id];
-      slots.max_running = rec.spec.array.max_running;
-      if (slots.holding.contains(rec.id) || slots.queued.contains(rec.id)) {
-        continue;
-      }
-      const bool forced = StoredAsLive(rec) || rec.cancel_requested;
       const bool begins_later = rec.attempt == 0 && rec.spec.begin > now;
-      if (forced ||
-          (!rec.held && !begins_later &&
-           static_cast<int>(slots.holding.size()) < slots.max_running)) {
-        slots.holding.insert(rec.id);
-      } else {
-        slots.queued.insert(rec.id);
-      }
+      array_slots_.Join(rec.array_id, rec.spec.array.max_running, rec.id,
+                        /*may_take=*/!rec.held && !begins_later,
+                        /*force=*/StoredAsLive(rec) || rec.cancel_requested);
     }
   };
   round(
@@ -81,63 +67,34 @@ void MasterState::PlanArraySlots(const std::vector<JobRecord>& jobs) {
 }
 
 bool MasterState::WaitsForArraySlot(const JobRecord& rec) const {
-  if (!Limited(rec)) return false;
-  auto it = array_slots_.find(rec.array_id);
-  return it != array_slots_.end() && it->second.queued.contains(rec.id);
+  return Limited(rec) && array_slots_.Queued(rec.array_id, rec.id);
 }
 
 void MasterState::LeaveArraySlot(const JobRecord& rec, bool held) {
-  if (!Limited(rec)) return;
-  auto it = array_slots_.find(rec.array_id);
-  if (it == array_slots_.end()) return;
-  ArraySlots& slots = it->second;
-  if (slots.holding.erase(rec.id) > 0) {
-    array_refills_.insert(rec.array_id);
-    if (held) slots.queued.insert(rec.id);
-  } else if (!held) {
-    slots.queued.erase(rec.id);
-  }
-  if (slots.holding.empty() && slots.queued.empty()) array_slots_.erase(it);
+  if (Limited(rec)) array_slots_.Leave(rec.array_id, rec.id, held);
 }
 
 void MasterState::RefillArraySlots(Seconds now) {
-  // Arrays to look at again at the next Commit: a job that gave its slot
-  // back (a user's hold) while its last launch was still stopping counts
-  // as running until that launch has ended.
-  std::set<JobId> again;
-  for (JobId array : array_refills_) {
-    auto it = array_slots_.find(array);
-    if (it == array_slots_.end()) continue;
-    ArraySlots& slots = it->second;
-    int stopping = 0;
-    for (JobId id : slots.queued) {
-      if (table_.AnyLive(id)) ++stopping;
+  using Claim = ArraySlotTable::Claim;
+  absl::flat_hash_map<JobId, ArraySlotTable::WaitingJob> told;
+  for (JobId id : array_slots_.Marked()) {
+    ArraySlotTable::WaitingJob& job = told[id];
+    // A job that gave its slot back (a user's hold) while its last launch
+    // was still stopping counts as running until that launch has ended.
+    job.stopping = table_.AnyLive(id);
+    auto rec = records_.find(id);
+    if (rec == records_.end() || IsFinal(rec->second.state)) {
+      job.claim = Claim::kEnded;  // Finalize let it go already
+    } else if (rec->second.held || WaitsForBegin(rec->second)) {
+      job.claim = Claim::kWaits;  // until the hold or the begin time lifts
     }
-    if (stopping > 0) again.insert(array);
-    for (auto q = slots.queued.begin();
-         q != slots.queued.end() &&
-         static_cast<int>(slots.holding.size()) + stopping <
-             slots.max_running;) {
-      const JobId id = *q;
-      auto rec = records_.find(id);
-      if (rec == records_.end() || IsFinal(rec->second.state)) {
-        q = slots.queued.erase(q);  // ended: Finalize let it go already
-        continue;
-      }
-      if (rec->second.held || WaitsForBegin(rec->second)) {
-        ++q;  // a user's hold, a begin time: it waits for either to lift
-        continue;
-      }
-      q = slots.queued.erase(q);
-      slots.holding.insert(id);
-      // Still held while it waits for its dependencies (which release it
-      // once met, seeing it holds a slot).
-      if (dependency_waits_.contains(id)) continue;
-      ReleaseHold(id, now);
-    }
-    if (slots.holding.empty() && slots.queued.empty()) array_slots_.erase(it);
   }
-  array_refills_ = std::move(again);
+  for (JobId id : array_slots_.Refill(told)) {
+    // Still held while it waits for its dependencies (which release it
+    // once met, seeing it holds a slot).
+    if (dependency_waits_.contains(id)) continue;
+    ReleaseHold(id, now);
+  }
 }
 
 }  // namespace tiresias

@@ -228,7 +228,7 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
       const bool waiting = dependency_waits_.contains(id);
       const bool no_slot = WaitsForArraySlot(rec);
       const bool begins = WaitsForBegin(rec);
-      if (no_slot) array_refills_.insert(rec.array_id);
+      if (no_slot) array_slots_.Recheck(rec.array_id);
       if (job != nullptr && !waiting && !no_slot && !begins) {
         if (absl::Status released = scheduler_->Release(id, now);
             !released.ok()) {

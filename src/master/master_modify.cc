@@ -202,7 +202,7 @@ absl::StatusOr<JobRecord> MasterState::ModifyJob(JobId id,
     } else if (waited) {
       // Its begin time moved into the past: it runs unless held otherwise,
       // and may take its array's next free slot.
-      if (WaitsForArraySlot(rec)) array_refills_.insert(rec.array_id);
+      if (WaitsForArraySlot(rec)) array_slots_.Recheck(rec.array_id);
       if (MayRelease(rec)) RETURN_IF_ERROR(scheduler_->Release(id, now));
     }
   }
@@ -270,7 +270,7 @@ void MasterState::ReleaseDueBegins(Seconds now) {
     if (it == records_.end() || IsFinal(it->second.state)) continue;
     JobRecord& rec = it->second;
     // A job of a limited array now takes the next free slot first.
-    if (WaitsForArraySlot(rec)) array_refills_.insert(rec.array_id);
+    if (WaitsForArraySlot(rec)) array_slots_.Recheck(rec.array_id);
     const bool runs = MayRelease(rec);
     if (runs) ReleaseHold(id, now);  // held by WaitForBegin
     AddEvent(id, now, EventKind::kBegin,

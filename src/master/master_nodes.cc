@@ -212,7 +212,7 @@ std::optional<PendingReason> MasterState::PendingReasonOf(const JobRecord& rec,
     reason.begin_in = (rec.spec.begin - now).count();
   } else if (WaitsForArraySlot(rec)) {
     // Held in the scheduler until a job of its array frees a slot.
-    const ArraySlots& slots = array_slots_.at(rec.array_id);
+    const ArraySlotTable::Slots& slots = *array_slots_.Find(rec.array_id);
     reason.kind = PendingReasonKind::kArrayLimit;
     reason.blocker = rec.array_id;
     reason.ahead = static_cast<int>(slots.holding.size());

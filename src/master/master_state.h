@@ -136,6 +136,7 @@
 #include "core/cluster.h"
 #include "core/mutex.h"
 #include "core/steady_cond_var.h"
+#include "master/array_slots.h"
 #include "master/array_splits.h"
 #include "master/audit_limit.h"
 #include "master/clock.h"
@@ -826,12 +827,8 @@ class MasterState {
   // slot; RefillArraySlots, run by every Commit, gives freed slots to the
   // array's lowest ids that are not held by a user. Not stored: the limit
   // is in each job's spec, and Load hands the slots out again (jobs that
-  // ran first). O(jobs of the arrays touched) per Commit.
-  struct ArraySlots {
-    int max_running = 0;
-    std::set<JobId> holding;  // jobs holding a slot
-    std::set<JobId> queued;   // jobs waiting for one, held in the scheduler
-  };
+  // ran first). O(jobs of the arrays touched) per Commit. The slots are
+  // array_slots_'s (array_slots.h); these apply what it answers.
   // `rec` (waiting, in the scheduler and records_) joins its array: takes
   // a free slot unless held by a user, else is held in the scheduler.
   // Nothing for a job outside a limited array.
@@ -1223,13 +1220,11 @@ class MasterState {
   std::map<JobId, int> array_unfinished_ ABSL_GUARDED_BY(mu_);
   std::set<JobId> array_failed_ ABSL_GUARDED_BY(mu_);
   std::set<JobId> dependency_checks_ ABSL_GUARDED_BY(mu_);
-  // Limited arrays with unfinished jobs, by array id, and those where a
-  // slot was freed (or a job let go) since the last RefillArraySlots.
-  std::map<JobId, ArraySlots> array_slots_ ABSL_GUARDED_BY(mu_);
+  // Limited arrays with unfinished jobs: which hold slots, which wait.
+  ArraySlotTable array_slots_ ABSL_GUARDED_BY(mu_);
   // Arrays stored as one record with jobs not yet written (their jobs are
   // pending to every read; the scheduler sees only the written ones).
   ArraySplits splits_ ABSL_GUARDED_BY(mu_);
-  std::set<JobId> array_refills_ ABSL_GUARDED_BY(mu_);
   // Pending reasons by job as of pass reasons_pass_ (-1: none): a cache
   // of reads, filled by FillPendingReason, reset by Rebuild.
   mutable std::map<JobId, PendingReason> reasons_ ABSL_GUARDED_BY(mu_);

@@ -20,7 +20,7 @@ class ServerSet {
 
   explicit ServerSet(int capacity = 0) : words_((capacity + 63) / 64, 0) {}
 
-  // Room for servers 0..capacity-1 (never shrinks; members stay).
+  // Room for indexes 0..capacity-1 (never shrinks; members stay).
   void Grow(int capacity) {
     const size_t words = (capacity + 63) / 64;
     if (words > words_.size()) words_.resize(words, 0);

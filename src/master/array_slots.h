@@ -7,8 +7,9 @@
 // Bookkeeping only: it holds and releases nothing in the scheduler and
 // reads no record. MasterState (master_arrays.cc) asks it, applies what it
 // answers (a job without a slot is held in the scheduler; Refill names
-// the jobs whose hold to lift) and tells it what the records of the jobs
-// it asks about say.
+// the jobs that took one, whose hold the master lifts unless a dependency
+// still holds them) and tells it what the records of the jobs it asks
+// about say.
 //
 //   ArraySlotTable slots;
 //   if (!slots.Join(array, 2, id, /*may_take=*/true)) hold(id);
@@ -52,9 +53,10 @@ class ArraySlotTable {
   // The array's slots, or null when it has no unfinished job here.
   const Slots* Find(JobId array) const;
 
-  // Job `id` ended (it leaves the array) or, with `held`, was held by a
-  // user (it gives its slot back and waits for one). A slot freed makes
-  // the next Refill look at the array again.
+  // Job `id` ended (it leaves the array) or, with `held`, may not run for
+  // now (a user held it, or its begin time moved ahead): it gives its slot
+  // back and waits for one. A slot freed makes the next Refill look at the
+  // array again.
   void Leave(JobId array, JobId id, bool held);
 
   // The next Refill looks at `array` again (a waiting job may take a
@@ -72,7 +74,7 @@ class ArraySlotTable {
     // counts against the limit until that launch ends, and its array is
     // looked at again at the next Refill.
     bool stopping = false;
-    Claim claim = Claim::kTakes;
+    Claim claim = Claim::kWaits;
   };
 
   // The waiting jobs of the arrays marked since the last Refill: those
@@ -82,9 +84,10 @@ class ArraySlotTable {
   // Gives the free slots of every array marked since the last Refill to
   // its waiting jobs, lowest id first, and returns the jobs that took one
   // (array by array). `told` says what each job Marked named is (one not
-  // in it: kTakes, not stopping). An array left with no job is dropped.
-  // O(jobs of the arrays marked). (Told as data, not asked through
-  // callbacks, so that the caller's lock rules stay provable.)
+  // in it waits, not stopping: nothing runs on a job it was not told of). An
+  // array left with no job is dropped. O(jobs of the arrays marked). (Told as
+  // data, not asked through callbacks, so that the caller's lock rules stay
+  // provable.)
   std::vector<JobId> Refill(const absl::flat_hash_map<JobId, WaitingJob>& told);
 
   bool empty() const { return arrays_.empty(); }

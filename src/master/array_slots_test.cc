@@ -30,6 +30,8 @@ std::vector<JobId> RefillAll(ArraySlotTable& t, std::set<JobId> waits = {},
       job.claim = Claim::kEnded;
     } else if (waits.contains(id)) {
       job.claim = Claim::kWaits;
+    } else {
+      job.claim = Claim::kTakes;
     }
   }
   return t.Refill(told);
@@ -83,7 +85,8 @@ TEST(ArraySlotTableTest, AJobHeldWhileStillStoppingCountsUntilItsLaunchEnds) {
   t.Join(kArray, 2, 2, true);
   t.Join(kArray, 2, 3, true);
   // 1 is held while its launch is still checkpointing: it counts against
-  // the limit (1 stopping + 2 holding = 2), so 3 gets no slot ...
+  // the limit (job 1 stopping and job 2 holding make two), so 3 gets no
+  // slot ...
   t.Leave(kArray, 1, /*held=*/true);
   EXPECT_THAT(RefillAll(t, /*waits=*/{1}, {}, /*stopping=*/{1}), IsEmpty());
   EXPECT_TRUE(t.Queued(kArray, 3));
@@ -111,6 +114,28 @@ TEST(ArraySlotTableTest, EndedJobsLeaveAndAnEmptyArrayIsDropped) {
   EXPECT_FALSE(t.Queued(kArray, 5));
   EXPECT_THAT(t.Find(kArray)->holding, ElementsAre(4));
   EXPECT_THAT(t.Find(kArray)->queued, IsEmpty());
+}
+
+TEST(ArraySlotTableTest, SlotsGoArrayByArrayAndOnlyAsFarAsTheyLast) {
+  ArraySlotTable t;
+  const JobId a = 10, b = 20;
+  t.Join(b, 1, 21, true);
+  t.Join(b, 1, 22, true);
+  t.Join(a, 1, 11, true);
+  t.Join(a, 1, 12, true);
+  t.Join(a, 1, 13, true);
+  // Both arrays free a slot, b's first; the slots go in array order.
+  t.Leave(b, 21, false);
+  t.Leave(a, 11, false);
+  // In array order; in a, 12 takes the one slot and the loop stops there:
+  // 13, told it ended, is not reached and stays (its end is applied when
+  // a slot is next free for it).
+  EXPECT_THAT(RefillAll(t, {}, /*ended=*/{13}), ElementsAre(12, 22));
+  EXPECT_TRUE(t.Queued(a, 13));
+  // A job Refill was not told of waits.
+  t.Leave(a, 12, false);
+  EXPECT_THAT(t.Refill({}), IsEmpty());
+  EXPECT_TRUE(t.Queued(a, 13));
 }
 
 TEST(ArraySlotTableTest, JoinTakesNoSlotUnlessAllowedOrForced) {

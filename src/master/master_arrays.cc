@@ -87,6 +87,8 @@ void MasterState::RefillArraySlots(Seconds now) {
       job.claim = Claim::kEnded;  // Finalize let it go already
     } else if (rec->second.held || WaitsForBegin(rec->second)) {
       job.claim = Claim::kWaits;  // until the hold or the begin time lifts
+    } else {
+      job.claim = Claim::kTakes;
     }
   }
   for (JobId id : array_slots_.Refill(told)) {

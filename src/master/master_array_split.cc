@@ -64,8 +64,7 @@ void MasterState::AddSplittingLocked(const JobRecord& head) {
   if (!splits_.Add(head, scheduler_->back_position())) return;
   // The array's unwritten jobs have not ended (AdmitLocked counted the
   // first).
-  array_unfinished_[head.id] +=
-      head.array_count - std::max(head.array_split, 1);
+  deps_.AddArrayJobs(head.id, head.array_count - std::max(head.array_split, 1));
 }
 
 absl::Status MasterState::SplitArrayLocked(JobId array_id, int split_to,
@@ -139,7 +138,7 @@ void MasterState::UnwrittenView(JobRecord& rec, JobId array,
         default:
           break;
       }
-      rec.waiting_on_dependencies = dependency_waits_.contains(id);
+      rec.waiting_on_dependencies = deps_.Waiting(id);
       rec.pending_reason = FormatPendingReason(*reason);
       rec.pending_reason_kind = static_cast<int>(reason->kind);
       return;

@@ -94,7 +94,7 @@ void MasterState::RefillArraySlots(Seconds now) {
   for (JobId id : array_slots_.Refill(told)) {
     // Still held while it waits for its dependencies (which release it
     // once met, seeing it holds a slot).
-    if (dependency_waits_.contains(id)) continue;
+    if (deps_.Waiting(id)) continue;
     ReleaseHold(id, now);
   }
 }

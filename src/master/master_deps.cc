@@ -6,10 +6,12 @@
 //
 // The dependencies are stored with the job (JobRequest::dependencies); the
 // wait is not: a restarted master works it out again (Load), so nothing
-// stored can disagree with the jobs' states. Each job waited for lists its
-// dependents (dependents_); when it ends, only those are checked again,
-// at the next ResolveDependencies (which Commit runs first, so a chain of
-// jobs that can never run ends in the same write as its first link).
+// stored can disagree with the jobs' states. The bookkeeping (who waits,
+// for whom, which waits to check again, how arrays waited for whole
+// stand) is DependencyTable's (deps_); when a job ends, only the jobs
+// waiting for it are checked again, at the next ResolveDependencies (which
+// Commit runs first, so a chain of jobs that can never run ends in the same
+// write as its first link).
 //
 // A dependency on an array's id (its first job's, what `submit --array`
 // prints) waits for the whole array, as Slurm's does: met for afterok when
@@ -71,14 +73,7 @@ absl::Status MasterState::WaitForDependencies(const JobRecord& rec) {
   if (rec.spec.dependencies.empty()) return absl::OkStatus();
   // Held already if the user held it: the scheduler's hold is one.
   if (!rec.held) RETURN_IF_ERROR(scheduler_->Hold(rec.id));
-  DependencyCheck& check = dependency_waits_[rec.id];
-  check.verdict = DependencyVerdict::kWaiting;
-  check.index = 0;
-  check.unmet = static_cast<int>(rec.spec.dependencies.size());
-  for (const JobDependency& dep : rec.spec.dependencies) {
-    dependents_[dep.job_id].insert(rec.id);
-  }
-  dependency_checks_.insert(rec.id);
+  deps_.Wait(rec.id, rec.spec.dependencies);
   return absl::OkStatus();
 }
 
@@ -108,11 +103,10 @@ DependencyTarget MasterState::TargetOf(JobId id) const {
 }
 
 DependencyTarget MasterState::ArrayTargetOf(JobId array_id) const {
-  if (array_unfinished_.contains(array_id)) {
-    return DependencyTarget::kUnfinished;
+  if (std::optional<DependencyTarget> seen = deps_.ArrayTarget(array_id)) {
+    return *seen;
   }
-  if (array_failed_.contains(array_id)) return DependencyTarget::kFailed;
-  // Ended before this start: the store has them all.
+  // Ended before this start (or every one finished): the store has them.
   JobQuery failed;
   failed.array_id = array_id;
   failed.states = {JobRecordState::kFailed, JobRecordState::kCancelled,
@@ -129,26 +123,14 @@ DependencyTarget MasterState::ArrayTargetOf(JobId array_id) const {
                             : DependencyTarget::kFailed;
 }
 
-void MasterState::StopWaiting(JobId id,
-                              const std::vector<JobDependency>& deps) {
-  dependency_waits_.erase(id);
-  for (const JobDependency& dep : deps) {
-    auto it = dependents_.find(dep.job_id);
-    if (it == dependents_.end()) continue;
-    it->second.erase(id);
-    if (it->second.empty()) dependents_.erase(it);
-  }
-}
-
 void MasterState::ResolveDependencies(Seconds now) {
   // Finalize below queues the dependents of the job it ends: a chain is
   // followed to its end, one link per turn (no recursion).
-  while (!dependency_checks_.empty()) {
-    const JobId id = *dependency_checks_.begin();
-    dependency_checks_.erase(dependency_checks_.begin());
+  while (std::optional<JobId> next = deps_.TakeCheck()) {
+    const JobId id = *next;
     auto rec_it = records_.find(id);
     if (rec_it == records_.end() || IsFinal(rec_it->second.state) ||
-        !dependency_waits_.contains(id)) {
+        !deps_.Waiting(id)) {
       continue;  // ended (cancelled) while it waited
     }
     JobRecord& rec = rec_it->second;
@@ -157,10 +139,10 @@ void MasterState::ResolveDependencies(Seconds now) {
         CheckDependencies(deps, [&](JobId target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                                     mu_) { return TargetOf(target); });
     if (check.verdict == DependencyVerdict::kWaiting) {
-      dependency_waits_[id] = check;
+      deps_.StillWaiting(id, check);
       continue;
     }
-    StopWaiting(id, deps);
+    deps_.StopWaiting(id, deps);
     if (check.verdict == DependencyVerdict::kMet) {
       // Still held if the user held it, or it waits for a slot of its
       // array (RefillArraySlots releases it then), or its begin time is

@@ -261,7 +261,7 @@ absl::Status MasterState::AdmitLocked(NewJob job, const CreatedJob& created,
   rec.array_index = job.array_index.value_or(0);
   rec.array_count = created.array_count;
   rec.array_split = created.array_count > 0 ? 1 : 0;
-  if (rec.array_id > 0) ++array_unfinished_[rec.array_id];
+  if (rec.array_id > 0) deps_.AddArrayJobs(rec.array_id, 1);
   ++ended_.jobs;  // counts every job ever accepted
   ended_.max_id = std::max(ended_.max_id, created.id);
   if (rec.array_count > 1) {
@@ -362,7 +362,7 @@ void MasterState::WriteSubmitBatch(const std::vector<SubmitWriter*>& batch) {
 }
 
 void MasterState::CommitDependencies() {
-  if (dependency_checks_.empty()) return;
+  if (!deps_.HasChecks()) return;
   // New jobs whose dependencies are met already run at the next pass;
   // those that can never be met end now, in this write.
   if (absl::Status written = Commit(); !written.ok()) {

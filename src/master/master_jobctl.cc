@@ -225,7 +225,7 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
       // A job still waiting for its dependencies, or for a slot of its
       // array, stays out of the scheduler: the user's release lifts the
       // user's hold only (a slot is looked for at the next Commit).
-      const bool waiting = dependency_waits_.contains(id);
+      const bool waiting = deps_.Waiting(id);
       const bool no_slot = WaitsForArraySlot(rec);
       const bool begins = WaitsForBegin(rec);
       if (no_slot) array_slots_.Recheck(rec.array_id);

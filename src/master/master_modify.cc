@@ -258,8 +258,8 @@ void MasterState::ReleaseHold(JobId id, Seconds now) {
 }
 
 bool MasterState::MayRelease(const JobRecord& rec) const {
-  return !rec.held && !dependency_waits_.contains(rec.id) &&
-         !WaitsForArraySlot(rec) && !WaitsForBegin(rec);
+  return !rec.held && !deps_.Waiting(rec.id) && !WaitsForArraySlot(rec) &&
+         !WaitsForBegin(rec);
 }
 
 void MasterState::ReleaseDueBegins(Seconds now) {

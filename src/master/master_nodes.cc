@@ -195,12 +195,11 @@ std::optional<PendingReason> MasterState::PendingReasonOf(const JobRecord& rec,
   } else if (rec.held) {
     // Out of the scheduler's sets while held (Scheduler::Hold).
     reason.kind = PendingReasonKind::kHeld;
-  } else if (auto wait = dependency_waits_.find(rec.id);
-             wait != dependency_waits_.end() &&
-             wait->second.index < rec.spec.dependencies.size()) {
+  } else if (const DependencyCheck* wait = deps_.WaitOf(rec.id);
+             wait != nullptr && wait->index < rec.spec.dependencies.size()) {
     // Held in the scheduler too, until its dependencies are met. The
     // check indexes the record's own (never changing) dependencies.
-    const DependencyCheck& check = wait->second;
+    const DependencyCheck& check = *wait;
     const JobDependency& first = rec.spec.dependencies[check.index];
     reason.kind = PendingReasonKind::kDependency;
     reason.blocker = first.job_id;

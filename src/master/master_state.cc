@@ -161,7 +161,7 @@ absl::Status MasterState::Load(Seconds now) {
     ended_.preemptions -= rec.preemptions;
     ended_.promotions -= rec.promotions;
     ended_.cpu_seconds -= rec.cpu_seconds;
-    if (rec.array_id > 0) ++array_unfinished_[rec.array_id];
+    if (rec.array_id > 0) deps_.AddArrayJobs(rec.array_id, 1);
     records_[rec.id] = std::move(rec);
   }
   for (; next_split != splitting.end(); ++next_split) {
@@ -244,7 +244,7 @@ void MasterState::LiveView(JobRecord& rec, Seconds now) const {
     return;
   }
   if (IsStarting(rec)) rec.state = JobRecordState::kStarting;
-  rec.waiting_on_dependencies = dependency_waits_.contains(rec.id);
+  rec.waiting_on_dependencies = deps_.Waiting(rec.id);
   FillPendingReason(rec, now);
   std::tie(rec.cpu_seconds, rec.max_memory_bytes) = UsageWithRunning(rec);
   const Job* job = scheduler_->Find(rec.id);
@@ -266,29 +266,11 @@ void MasterState::Finalize(JobRecord& rec, JobRecordState state, Seconds now,
   MarkDirty(rec.id);
   pass_wanted_ = true;
   // Ended while it waited (cancelled): it waits no more. The jobs waiting
-  // for it are checked at the next ResolveDependencies.
-  if (dependency_waits_.contains(rec.id)) {
-    StopWaiting(rec.id, rec.spec.dependencies);
-  }
+  // for it, or for its whole array, are checked at the next
+  // ResolveDependencies.
+  deps_.Ended(rec.id, rec.spec.dependencies, rec.array_id,
+              state == JobRecordState::kFinished);
   begin_waits_.erase({rec.spec.begin, rec.id});
-  if (auto it = dependents_.find(rec.id); it != dependents_.end()) {
-    dependency_checks_.insert(it->second.begin(), it->second.end());
-    // An array's first job: its id is the array's, which the dependents
-    // may wait on whole (TargetOf), so they stay registered.
-    if (rec.array_id != rec.id) dependents_.erase(it);
-  }
-  if (rec.array_id > 0) {
-    if (auto it = array_unfinished_.find(rec.array_id);
-        it != array_unfinished_.end() && --it->second <= 0) {
-      array_unfinished_.erase(it);
-    }
-    if (state != JobRecordState::kFinished) array_failed_.insert(rec.array_id);
-    if (rec.array_id != rec.id) {
-      if (auto it = dependents_.find(rec.array_id); it != dependents_.end()) {
-        dependency_checks_.insert(it->second.begin(), it->second.end());
-      }
-    }
-  }
   // Its array's slot goes to the next job of the array at the next Commit.
   LeaveArraySlot(rec, /*held=*/false);
 }

@@ -141,6 +141,7 @@
 #include "master/audit_limit.h"
 #include "master/clock.h"
 #include "master/cluster_history.h"
+#include "master/dependency_table.h"
 #include "master/generation.h"
 #include "master/group_commit.h"
 #include "master/launch_table.h"
@@ -771,12 +772,12 @@ class MasterState {
 
   // Job dependencies (master_deps.cc). A job waiting for its dependencies
   // is held in the scheduler (Scheduler::Hold, as a user's hold is, so no
-  // pass can start it) and listed in dependency_waits_; the scheduler's
-  // hold is lifted only when neither the user's hold (JobRecord::held) nor
-  // the dependency wait remains. Each job it waits for lists it in
-  // dependents_; when that job ends (Finalize), its dependents, and only
-  // they, are checked again at the next ResolveDependencies (Commit runs
-  // it first): O(dependents of the jobs that ended), never O(jobs).
+  // pass can start it) and waits in deps_ (DependencyTable); the
+  // scheduler's hold is lifted only when neither the user's hold
+  // (JobRecord::held) nor the dependency wait remains. When a job ends
+  // (Finalize), the jobs waiting for it, and only they, are checked again
+  // at the next ResolveDependencies (Commit runs it first): O(dependents
+  // of the jobs that ended), never O(jobs).
   //
   // WaitForDependencies: `rec` (waiting, in the scheduler, in records_)
   // starts waiting if it has dependencies; they are checked at the next
@@ -792,9 +793,6 @@ class MasterState {
   // The same for a whole array (`id` its array id): unfinished while any
   // of its jobs is, succeeded when every one finished, else failed.
   DependencyTarget ArrayTargetOf(JobId array_id) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Drops `id`'s wait and its entries in dependents_.
-  void StopWaiting(JobId id, const std::vector<JobDependency>& deps)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Begin times (master_modify.cc; JobRequest::begin). A job that never
@@ -1207,19 +1205,9 @@ class MasterState {
   uint64_t last_session_ ABSL_GUARDED_BY(mu_) = 0;
   bool pass_wanted_ ABSL_GUARDED_BY(mu_) = true;
   int64_t passes_ ABSL_GUARDED_BY(mu_) = 0;
-  // Job dependencies (see WaitForDependencies): the waiting jobs with
-  // their last check (the first dependency not met yet), the jobs waited
-  // for with the jobs waiting for them, and the waiting jobs to check
-  // again at the next ResolveDependencies.
-  std::map<JobId, DependencyCheck> dependency_waits_ ABSL_GUARDED_BY(mu_);
-  std::map<JobId, std::set<JobId>> dependents_ ABSL_GUARDED_BY(mu_);
-  // A dependency on an array's id waits for the whole array (Slurm's):
-  // its jobs not yet ended, by array id, and the arrays one of whose jobs
-  // ended other than finished since this start (those that ended before
-  // are read from the store).
-  std::map<JobId, int> array_unfinished_ ABSL_GUARDED_BY(mu_);
-  std::set<JobId> array_failed_ ABSL_GUARDED_BY(mu_);
-  std::set<JobId> dependency_checks_ ABSL_GUARDED_BY(mu_);
+  // Job dependencies (see WaitForDependencies): who waits, for whom, which
+  // waits to check again, and how arrays waited for whole stand.
+  DependencyTable deps_ ABSL_GUARDED_BY(mu_);
   // Limited arrays with unfinished jobs: which hold slots, which wait.
   ArraySlotTable array_slots_ ABSL_GUARDED_BY(mu_);
   // Arrays stored as one record with jobs not yet written (their jobs are

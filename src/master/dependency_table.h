@@ -10,8 +10,8 @@
 // MasterState (master_deps.cc) tells it who waits and who ended, takes the
 // queued checks, evaluates them against the records (CheckDependencies in
 // core/dependency.h) and applies the verdicts. A check is queued only for
-// the dependents of a job that ended: O(dependents of the ended jobs),
-// never O(jobs).
+// a new wait and for the dependents of a job that ended: O(new waits +
+// dependents of the ended jobs), never O(jobs).
 //
 //   DependencyTable deps;
 //   deps.Wait(7, {{DependencyKind::kAfterOk, 3}});   // 7 waits for 3
@@ -57,6 +57,8 @@ class DependencyTable {
 
   // `count` more jobs of the array `array_id` (its first job's id) that
   // have not ended (admitted, loaded at a start, or split off its record).
+  // A count <= 0 is ignored: it neither makes nor lowers an entry (a
+  // stored array with nothing left to split then stands by the store).
   void AddArrayJobs(JobId array_id, int64_t count);
 
   // Job `id` ended, kFinished when `finished` (`deps`: its own
@@ -68,9 +70,10 @@ class DependencyTable {
              bool finished);
 
   // How array `array_id` stands from what this master saw: kUnfinished
-  // while a job of it has not ended, kFailed once one ended other than
-  // finished; nullopt when neither (its jobs ended before this master
-  // started and the store has them, or every one finished here).
+  // while a job of it has not ended (even if one failed already), else
+  // kFailed once one ended other than finished; nullopt when neither (its jobs
+  // ended before this master started and the store has them, or every one
+  // finished here).
   std::optional<DependencyTarget> ArrayTarget(JobId array_id) const;
 
   // Whether a check is queued.

@@ -109,6 +109,31 @@ TEST(DependencyTableTest, AnArrayWaitedForWholeStandsByEveryJob) {
   // Every job finished: nothing seen here says otherwise (the master asks
   // the store, which has them all).
   EXPECT_EQ(t.ArrayTarget(10), std::nullopt);
+  // 20's dependency is met: it leaves the list kept under the array's id.
+  t.StopWaiting(20, {AfterOk(10)});
+  EXPECT_EQ(t.num_waited_for(), 0u);
+}
+
+TEST(DependencyTableTest, AnArrayJobCancelledWhileWaitingEndsItsWaitAndFails) {
+  DependencyTable t;
+  t.AddArrayJobs(50, 2);  // 50 and 51, both waiting for job 3
+  const std::vector<JobDependency> deps = {AfterOk(3)};
+  t.Wait(50, deps);
+  t.Wait(51, deps);
+  t.Wait(60, {AfterOk(50)});  // the whole array
+  TakeAll(t);
+  t.Ended(51, deps, 50, /*finished=*/false);  // cancelled
+  EXPECT_FALSE(t.Waiting(51));
+  EXPECT_TRUE(t.Waiting(50));
+  EXPECT_THAT(TakeAll(t), ElementsAre(60));  // its array had a job end
+  EXPECT_THAT(t.ArrayTarget(50), Optional(DependencyTarget::kUnfinished));
+  t.Ended(50, deps, 50, false);
+  EXPECT_THAT(t.ArrayTarget(50), Optional(DependencyTarget::kFailed));
+  EXPECT_EQ(t.num_waited_for(), 1u);  // 60, under the array's id
+  // A job of an array never counted here (its first job ended before
+  // this start) that fails still fails the array.
+  t.Ended(71, {}, 70, false);
+  EXPECT_THAT(t.ArrayTarget(70), Optional(DependencyTarget::kFailed));
 }
 
 TEST(DependencyTableTest, AnArrayFailsOnceAJobEndsOtherThanFinished) {

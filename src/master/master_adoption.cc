@@ -19,7 +19,7 @@ void MasterState::AdoptOrOrphan(int64_t node_id, const v1::TaskStatus& task,
   const LaunchKey key{job, attempt};
   const std::string node_name = table_.NodeName(node_id);
   auto rec = records_.find(job);
-  if (!adopting_.contains(job) || rec == records_.end() ||
+  if (!restart_.Adopting(job) || rec == records_.end() ||
       rec->second.attempt != attempt || rank < 0 ||
       rank >= static_cast<int>(rec->second.nodes.size()) ||
       rec->second.nodes[rank] != node_name) {
@@ -54,14 +54,7 @@ void MasterState::GiveUpAdoptionsOn(int64_t node_id,
                                     const std::set<LaunchKey>& reported,
                                     Seconds now) {
   const std::string node_name = table_.NodeName(node_id);
-  auto on_node = adopting_on_.find(node_name);
-  if (on_node == adopting_on_.end()) return;
-  std::vector<JobId>& ids = on_node->second;  // those adopted since dropped
-  size_t kept = 0;
-  for (JobId id : ids) {
-    if (adopting_.contains(id)) ids[kept++] = id;
-  }
-  ids.resize(kept);
+  const std::vector<JobId> ids = restart_.AdoptingOn(node_name);
   std::vector<std::pair<JobId, int>> missing;  // job, its rank here
   for (JobId id : ids) {
     const JobRecord& rec = records_.at(id);
@@ -76,8 +69,7 @@ void MasterState::GiveUpAdoptionsOn(int64_t node_id,
   for (const auto& [id, rank] : missing) {
     JobRecord& rec = records_.at(id);
     if (rec.state != JobRecordState::kRunning && rec.nodes.size() == 1) {
-      adopting_.erase(id);
-      adopt_conflicts_.erase(id);
+      restart_.StopAdopting(id);
       AddEvent(id, now, EventKind::kRequeued,
                absl::StrCat("attempt ", rec.attempt, ": ", node_name,
                             " registered after a master restart without its "
@@ -103,7 +95,7 @@ void MasterState::StopAdopting(JobId id, Seconds now, const std::string& why) {
   // run: as OnSystemStop says of one, no preemption is counted.
   const bool ran = rec.state == JobRecordState::kRunning;
   Launch* launch = table_.Find({id, rec.attempt});
-  if (!adoption_closed_) {
+  if (!restart_.closed()) {
     // Its ranks on nodes not heard from yet may still run until their
     // agents' leases lapse: the next attempt waits for those nodes, or for
     // the window's end (EarlierAttemptMayRun). The parts are done with.
@@ -119,7 +111,7 @@ void MasterState::StopAdopting(JobId id, Seconds now, const std::string& why) {
         if (part.node_id == 0) part.MarkEnded();
       }
     }
-    if (!unheard.empty()) restart_fence_[id] = std::move(unheard);
+    restart_.Fence(id, std::move(unheard));  // if not empty
   }
   if (launch != nullptr && launch->phase == Phase::kActive) {
     table_.Stop(*launch, v1::STOP_REASON_PREEMPT);
@@ -137,28 +129,28 @@ void MasterState::StopAdopting(JobId id, Seconds now, const std::string& why) {
            absl::StrCat("attempt ", rec.attempt, ": ", why,
                         ran ? "" : " (while starting: it had not run yet)"));
   MarkDirty(id);
-  adopting_.erase(id);
-  adopt_conflicts_.erase(id);
+  restart_.StopAdopting(id);
   // The record was just reloaded from the store; Restore fails only on a
   // duplicate, and an adopting job is not in the scheduler.
   scheduler_->Restore(JobFromRecord(rec), now).IgnoreError();
   pass_wanted_ = true;
   // Nothing of it left running: done with (at the window's end, all such
   // launches are, below).
-  if (launch != nullptr && !adoption_closed_ && launch->AllEnded()) {
+  if (launch != nullptr && !restart_.closed() && launch->AllEnded()) {
     table_.Erase({id, rec.attempt});
   }
 }
 
 void MasterState::FinishRestartCancels(Seconds now) {
-  for (auto it = cancelling_after_restart_.begin();
-       it != cancelling_after_restart_.end();) {
-    table_.EraseUpNodes(&it->second);  // those up have reported in
-    auto rec = records_.find(it->first);
-    const bool heard_all = it->second.empty() || adoption_closed_;
+  for (JobId id : restart_.CancellingJobs()) {
+    std::set<std::string>* nodes = restart_.CancelNodesOf(id);
+    if (nodes == nullptr) continue;  // ended meanwhile (nothing does so now)
+    table_.EraseUpNodes(nodes);      // those up have reported in
+    auto rec = records_.find(id);
+    const bool heard_all = nodes->empty() || restart_.closed();
     if (rec == records_.end() || IsFinal(rec->second.state)) {
-      it = cancelling_after_restart_.erase(it);
-    } else if (heard_all && !table_.HasOrphans(it->first)) {
+      restart_.EndCancel(id);
+    } else if (heard_all && !table_.HasOrphans(id)) {
       const bool timeout = rec->second.timeout_requested;
       Finalize(rec->second,
                timeout ? JobRecordState::kTimeout : JobRecordState::kCancelled,
@@ -167,26 +159,21 @@ void MasterState::FinishRestartCancels(Seconds now) {
                          "master restart)"
                        : "its tasks stopped (cancelled before a master "
                          "restart)");
-      it = cancelling_after_restart_.erase(it);
-    } else {
-      ++it;
+      restart_.EndCancel(id);
     }
   }
 }
 
 void MasterState::EndAdoptionWindow(Seconds now) {
-  adoption_closed_ = true;
+  const std::vector<JobId> unadopted = restart_.Close();
   // A part whose node never reported in is fenced by now (its agent's lease
   // lapsed within the node timeout of the restart): it has ended.
   table_.EndUnadoptedParts();
-  const std::vector<JobId> unadopted(adopting_.begin(), adopting_.end());
   for (JobId id : unadopted) {
     StopAdopting(id, now,
                  "not re-adopted within the node timeout after a master "
                  "restart");
   }
-  adopt_conflicts_.clear();
-  adopting_on_.clear();
   // Launches whose every part has now ended are done with.
   std::vector<LaunchKey> done;
   for (const auto& [key, launch] : table_.launches()) {

@@ -148,7 +148,7 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
     // A node known up before a restart may still be live until the
     // adoption window ends.
     const bool live = known->up() || (known->record.state == NodeState::kUp &&
-                                      !adoption_closed_);
+                                      !restart_.closed());
     if (live && !known->record.agent_token_hash.empty() &&
         known->record.agent_token_hash != token_hash) {
       return absl::AlreadyExistsError(absl::StrCat(
@@ -345,7 +345,7 @@ void MasterState::LoseNode(int64_t node_id, Seconds now,
     if (launch == nullptr) continue;  // erased by an earlier one
     auto rec = records_.find(key.first);
     const bool job_open = rec != records_.end() && !IsFinal(rec->second.state);
-    const bool adopting = adopting_.contains(key.first);
+    const bool adopting = restart_.Adopting(key.first);
     if (launch->first_failure) {
       if (launch->AllEnded() && job_open) {
         ClassifyEndedGang(*launch, now);  // erases it
@@ -383,7 +383,7 @@ void MasterState::OnStall(Seconds stall) {
   table_.ForEachNode([&](int64_t, NodeInfo& info) {
     info.last_heard = std::min(info.last_heard + stall, now);
   });
-  if (!adoption_closed_) adopt_deadline_ += stall;
+  restart_.Stall(stall);  // an open window ends that much later
 }
 
 absl::Status MasterState::CheckTimeouts() {
@@ -417,7 +417,7 @@ absl::Status MasterState::CheckTimeouts() {
       node_write = written;
     }
   }
-  if (!adoption_closed_ && clock_->NowMonotonic() >= adopt_deadline_) {
+  if (restart_.Due(clock_->NowMonotonic())) {
     EndAdoptionWindow(now);
     changed = true;
   }

@@ -203,7 +203,7 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
         result.unchanged = true;
         break;
       }
-      if (adopting_.contains(id) || scheduled_running || job == nullptr) {
+      if (restart_.Adopting(id) || scheduled_running || job == nullptr) {
         JobRecord shown = rec;
         LiveView(shown, now);
         return refuse(absl::StrCat(
@@ -248,7 +248,7 @@ MasterState::JobActionResult MasterState::ActLocked(JobAction action,
     }
     case JobAction::kRequeue:
     case JobAction::kRequeueHold: {
-      if (adopting_.contains(id)) {
+      if (restart_.Adopting(id)) {
         result.status = absl::UnavailableError(absl::StrCat(
             "job ", id,
             " is being re-adopted after a master restart; try again"));

@@ -114,16 +114,15 @@ void MasterState::ReleaseDeferred(Seconds now) {
 
 bool MasterState::EarlierAttemptMayRun(const Launch& launch, Seconds now) {
   if (table_.OtherAttemptLive(launch)) return true;
-  auto fence = restart_fence_.find(launch.job);
-  if (fence != restart_fence_.end()) {
+  if (std::set<std::string>* fence = restart_.FenceOf(launch.job)) {
     // Nodes that registered with this master reported their tasks: any of
     // the job's is a launch part or an orphan, checked above.
-    table_.EraseUpNodes(&fence->second);
+    table_.EraseUpNodes(fence);
     // The window is over once CheckTimeouts judged it so, never by the
     // clock alone: after a stall of the master, the reports that waited for
     // it come first (OnStall).
-    if (!fence->second.empty() && !adoption_closed_) return true;
-    restart_fence_.erase(fence);
+    if (!fence->empty() && !restart_.closed()) return true;
+    restart_.Unfence(launch.job);
   }
   return false;
 }
@@ -174,7 +173,7 @@ int MasterState::LiveAttemptOf(const JobRecord& rec) const {
 }
 
 bool MasterState::TryRelease(Launch& launch, Seconds now) {
-  if (adopting_.contains(launch.job)) return false;
+  if (restart_.Adopting(launch.job)) return false;
   if (EarlierAttemptMayRun(launch, now)) return false;
   std::map<int64_t, std::vector<LaunchKey>> busy;
   for (const Part& part : launch.parts) {
@@ -196,7 +195,8 @@ bool MasterState::TryRelease(Launch& launch, Seconds now) {
   launch.SetPhase(Phase::kActive);
   undurable_.push_back({launch.job, launch.attempt});
   // Where it runs: the record (also what a restarted master waits for, see
-  // restart_fence_) and the launches table, written with the release.
+  // RestartAdoption::Fence) and the launches table, written with the
+  // release.
   JobRecord& rec = records_.at(launch.job);
   rec.nodes.clear();
   for (const Part& part : launch.parts) {

@@ -138,7 +138,7 @@ absl::StatusOr<JobRecord> MasterState::ModifyJob(JobId id,
         absl::StrCat("job ", id, " was changed meanwhile; try again"));
   }
   const Job* job = scheduler_->Find(id);
-  if (rec.cancel_requested || adopting_.contains(id) || job == nullptr ||
+  if (rec.cancel_requested || restart_.Adopting(id) || job == nullptr ||
       !job->waiting() || IsStarting(rec)) {
     // Running (or starting, or being re-adopted): its time limit alone.
     const bool time_only = after.num_gpus == before.num_gpus &&

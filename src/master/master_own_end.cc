@@ -59,7 +59,7 @@ absl::StatusOr<bool> MasterState::LateOwnEnd(int64_t node_id,
   if (ran_on.size() != 1 || ran_on[0] != node) return false;
   const Launch* later = CurrentLaunch(job);
   const bool restarted =
-      restart_fence_.contains(job) || cancelling_after_restart_.contains(job);
+      restart_.Fenced(job) || restart_.CancellingAfterRestart(job);
   const int code = task.exit_code();
   std::string why = absl::StrCat("attempt ", attempt, ": it ended on its own");
   if (later != nullptr && later->phase != Phase::kDeferred) {
@@ -91,9 +91,7 @@ void MasterState::EndWithOwnExit(JobRecord& rec,
     table_.Erase({rec.id, current->attempt});
     current = nullptr;
   }
-  adopting_.erase(rec.id);
-  restart_fence_.erase(rec.id);
-  cancelling_after_restart_.erase(rec.id);
+  restart_.Forget(rec.id);
   if (const Job* job = scheduler_->Find(rec.id);
       job != nullptr && !job->finished()) {
     SyncRecord(rec, now);  // its counters as of now, before it leaves

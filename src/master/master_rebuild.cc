@@ -184,8 +184,7 @@ absl::StatusOr<MasterState::Adoption> MasterState::AdoptOnto(
   if (was_starting) run_start = std::max(run_start, rec.last_stop_time);
   job.Start(run_start, gpus, server);
   RETURN_IF_ERROR(scheduler_->Restore(job, now));
-  adopting_.erase(id);
-  adopt_conflicts_.erase(id);
+  restart_.StopAdopting(id);
   if (was_starting) {
     // As before the restart: it runs (and says it started) once every part
     // has reported its process running, now or at a later report.
@@ -224,13 +223,10 @@ absl::Status MasterState::JoinCluster(int64_t node_id, Seconds now,
   // one whose GPUs a launch decided meanwhile holds (on paper) wins them in
   // a full rebuild.
   std::vector<JobId> candidates(reported.begin(), reported.end());
-  candidates.insert(candidates.end(), adopt_conflicts_.begin(),
-                    adopt_conflicts_.end());
+  const std::vector<JobId> conflicts = restart_.Conflicts();
+  candidates.insert(candidates.end(), conflicts.begin(), conflicts.end());
   for (JobId id : candidates) {
-    if (!adopting_.contains(id)) {
-      adopt_conflicts_.erase(id);
-      continue;
-    }
+    if (!restart_.Adopting(id)) continue;
     ASSIGN_OR_RETURN(const Adoption adoption, AdoptOnto(*cluster_, id, now, 0));
     if (adoption == Adoption::kConflict) return Rebuild(now);
   }
@@ -271,12 +267,11 @@ absl::Status MasterState::Rebuild(Seconds now, int64_t evacuate_node) {
   // meanwhile on those GPUs only on paper gives way below).
   std::set<JobId> adopted;
   if (cluster) {
-    const std::vector<JobId> adopting(adopting_.begin(), adopting_.end());
-    for (JobId id : adopting) {
+    for (JobId id : restart_.AdoptingJobs()) {
       ASSIGN_OR_RETURN(const Adoption adoption,
                        AdoptOnto(*cluster, id, now, evacuate_node));
       if (adoption == Adoption::kAdopted) adopted.insert(id);
-      if (adoption == Adoption::kConflict) adopt_conflicts_.insert(id);
+      if (adoption == Adoption::kConflict) restart_.Conflict(id);
     }
   }
   // Replace only overwrites an element of jobs(), never adds one.

@@ -127,22 +127,18 @@ absl::Status MasterState::Load(Seconds now) {
     if (rec.cancel_requested) {
       // Cancelled while its tasks ran: it does not run again; it ends once
       // nothing of it runs (FinishRestartCancels).
-      cancelling_after_restart_[rec.id] =
-          std::set<std::string>(rec.nodes.begin(), rec.nodes.end());
+      restart_.CancelAfterRestart(
+          rec.id, std::set<std::string>(rec.nodes.begin(), rec.nodes.end()));
     } else if (StoredAsLive(rec)) {
       // Running, or released and still starting: its tasks are adopted
       // from the agents' reports (AdoptOnto), never started beside.
-      adopting_.insert(rec.id);
-      for (const std::string& node :
-           std::set<std::string>(rec.nodes.begin(), rec.nodes.end())) {
-        adopting_on_[node].push_back(rec.id);
-      }
+      restart_.Adopt(rec.id, rec.nodes);
     } else {
       // Its last launch may still be stopping on a node that has not
       // reported in yet: the next one waits for those nodes.
       if (rec.attempt > 0 && !rec.nodes.empty()) {
-        restart_fence_[rec.id] =
-            std::set<std::string>(rec.nodes.begin(), rec.nodes.end());
+        restart_.Fence(
+            rec.id, std::set<std::string>(rec.nodes.begin(), rec.nodes.end()));
       }
       RETURN_IF_ERROR(scheduler_->Restore(JobFromRecord(rec), now));
       if (rec.held) RETURN_IF_ERROR(scheduler_->Hold(rec.id));
@@ -167,7 +163,7 @@ absl::Status MasterState::Load(Seconds now) {
   for (; next_split != splitting.end(); ++next_split) {
     AddSplittingLocked(*next_split);
   }
-  adopt_deadline_ = clock_->NowMonotonic() + options_.node_timeout;
+  restart_.Open(clock_->NowMonotonic() + options_.node_timeout);
   // Dependencies met or broken while the master was down: released or
   // ended now, written by the first Commit.
   ResolveDependencies(now);
@@ -297,7 +293,7 @@ absl::Status MasterState::Commit() {
     if (it == records_.end()) continue;
     // A launch being re-adopted keeps what was stored.
     JobRecord& rec = it->second;
-    if (!adopting_.contains(id)) rec.live_attempt = LiveAttemptOf(rec);
+    if (!restart_.Adopting(id)) rec.live_attempt = LiveAttemptOf(rec);
     write.jobs.push_back(rec);
     if (respecified_.contains(id)) write.new_specs.insert(id);
   }
@@ -444,8 +440,7 @@ absl::StatusOr<JobRecord> MasterState::CancelLocked(JobId id, Seconds now,
                                 !launch.AllEnded());
   });
   if (cancelling) return rec;  // already being cancelled
-  adopting_.erase(id);  // its adopted parts are stopped below
-  restart_fence_.erase(id);
+  restart_.Forget(id);         // its adopted parts are stopped below
   const Job* job = scheduler_->Find(id);
   if (job && !job->finished()) {
     SyncRecord(rec, now);  // its counters as of now, before it leaves

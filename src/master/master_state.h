@@ -149,6 +149,7 @@
 #include "master/notifier.h"
 #include "master/principal.h"
 #include "master/qos_registry.h"
+#include "master/restart_adoption.h"
 #include "master/store.h"
 #include "master/tuning_convert.h"
 #include "master/vc_registry.h"
@@ -1015,11 +1016,11 @@ class MasterState {
   // preemption). Any other is stopped as StopAdopting says.
   void GiveUpAdoptionsOn(int64_t node_id, const std::set<LaunchKey>& reported,
                          Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Gives up adopting job `id` (in adopting_): what of its launch was
+  // Gives up adopting job `id` (being adopted): what of its launch was
   // adopted is stopped, the job waits again (a preemption if it was
   // running; `why` in the event), and while the adoption window is open
   // its next attempt waits for the nodes of its launch not heard from yet
-  // (restart_fence_).
+  // (RestartAdoption::Fence).
   void StopAdopting(JobId id, Seconds now, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoseNode(int64_t node_id, Seconds now, const std::string& why)
@@ -1070,7 +1071,7 @@ class MasterState {
   bool HoldLaunch(Cluster& cluster, JobId id, const JobSpec& spec,
                   const Launch& launch, const std::vector<GpuId>& gpus,
                   int* server) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The job being adopted `id` (in adopting_), if every task of its launch
+  // The job being adopted `id` (restart_), if every task of its launch
   // has been reported: started on `cluster` and restored to the scheduler
   // as running since its tasks' start (kAdopted); kConflict if its GPUs
   // are held.
@@ -1160,31 +1161,12 @@ class MasterState {
   LaunchTable table_ ABSL_GUARDED_BY(mu_);
   // Unfinished jobs (and just-ended)
   std::map<JobId, JobRecord> records_ ABSL_GUARDED_BY(mu_);
-  // Running at restart, not yet re-adopted.
-  std::set<JobId> adopting_ ABSL_GUARDED_BY(mu_);
-  // By node name, the jobs of adopting_ with a part there, so that each
-  // registration looks at its own (ids no longer in adopting_ are dropped
-  // there); cleared when the adoption window ends.
-  std::map<std::string, std::vector<JobId>> adopting_on_ ABSL_GUARDED_BY(mu_);
-  // Jobs being adopted whose GPUs a rebuild found taken: JoinCluster tries
-  // them again (a hint: ids no longer in adopting_ are dropped there).
-  std::set<JobId> adopt_conflicts_ ABSL_GUARDED_BY(mu_);
-  // Waiting jobs reloaded at a restart, with the nodes of their last launch
-  // that have not reported in since: no new launch until they have, or
-  // until the adoption window is over (adoption_closed_).
-  std::map<JobId, std::set<std::string>> restart_fence_ ABSL_GUARDED_BY(mu_);
-  // Jobs whose cancel was requested before a restart while their tasks
-  // ran, with the nodes of their last launch not heard from since: they
-  // end cancelled once those nodes reported in (or the window closed)
-  // and no node reports a task of theirs (their tasks are orphans: nothing
-  // wants them, so their agents stop them).
-  std::map<JobId, std::set<std::string>> cancelling_after_restart_
-      ABSL_GUARDED_BY(mu_);
+  // What a restart leaves to settle (restart_adoption.h): the jobs being
+  // adopted (by node, and those whose GPUs a rebuild found taken), the
+  // waiting jobs fenced until the nodes of their last launch report in,
+  // the jobs cancelled before the restart, and the adoption window.
+  RestartAdoption restart_ ABSL_GUARDED_BY(mu_);
   void FinishRestartCancels(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Seconds adopt_deadline_ ABSL_GUARDED_BY(mu_){0};     // monotonic (clock.h)
-  // EndAdoptionWindow ran: set only by CheckTimeouts, which a stall skips
-  // (OnStall moves adopt_deadline_ on), so the clock alone never closes it.
-  bool adoption_closed_ ABSL_GUARDED_BY(mu_) = false;
   std::set<JobId> dirty_ ABSL_GUARDED_BY(mu_);
   // Nodes whose row Commit writes (as they are then), with the jobs: a
   // known node's registration.

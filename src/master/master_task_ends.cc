@@ -161,7 +161,7 @@ void MasterState::MaybeMarkRunning(Launch& launch, Seconds now) {
   if (launch.phase != Phase::kActive || launch.all_running) return;
   // Being re-adopted after a master restart: AdoptOnto decides, and calls
   // this again for a launch that was still starting.
-  if (adopting_.contains(launch.job)) return;
+  if (restart_.Adopting(launch.job)) return;
   // The job runs once its last part does: the latest reported start.
   std::optional<Seconds> start;
   for (const Part& part : launch.parts) {
@@ -366,8 +366,8 @@ void MasterState::OnPartEnded(Launch& launch, const v1::TaskStatus& task,
   const bool job_open =
       rec_it != records_.end() && !IsFinal(rec_it->second.state);
   using EndKind = LaunchTable::EndKind;
-  const EndKind kind = LaunchTable::ClassifyEnd(
-      launch, task, job_open, adopting_.contains(launch.job));
+  const EndKind kind = LaunchTable::ClassifyEnd(launch, task, job_open,
+                                                restart_.Adopting(launch.job));
   const int rank = task.task().rank();
   const int code = task.has_exit_code() ? task.exit_code() : -1;
   switch (kind) {

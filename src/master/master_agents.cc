@@ -176,7 +176,7 @@ absl::StatusOr<v1::RegisterResponse> MasterState::Register(
   record.id = known != nullptr         ? known->record.id
               : table_.nodes().empty() ? 1
                                        : table_.nodes().rbegin()->first + 1;
-  dirty_nodes_.insert(record.id);
+  to_write_.Node(record.id);
   NodeInfo& info = table_.NodeAt(record.id, name);
   // A drain outlives registrations (UpsertNode leaves it as stored).
   record.drained = info.record.drained;

@@ -193,7 +193,7 @@ bool MasterState::TryRelease(Launch& launch, Seconds now) {
     }
   }
   launch.SetPhase(Phase::kActive);
-  undurable_.push_back({launch.job, launch.attempt});
+  to_write_.Released({launch.job, launch.attempt});
   // Where it runs: the record (also what a restarted master waits for, see
   // RestartAdoption::Fence) and the launches table, written with the
   // release.
@@ -203,7 +203,7 @@ bool MasterState::TryRelease(Launch& launch, Seconds now) {
     rec.nodes.push_back(table_.NodeName(part.node_id));
   }
   MarkDirty(rec.id);
-  launch_records_.push_back(LaunchRecord{rec.id, launch.attempt, rec.nodes});
+  to_write_.Launch(LaunchRecord{rec.id, launch.attempt, rec.nodes});
   return true;
 }
 

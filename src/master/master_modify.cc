@@ -186,8 +186,7 @@ absl::StatusOr<JobRecord> MasterState::ModifyJob(JobId id,
   const bool waited = WaitsForBegin(rec);
   rec.spec = std::move(after);
   // Written with the record at the next Commit whatever follows.
-  respecified_.insert(id);
-  MarkDirty(id);
+  to_write_.Respecified(id);
   if (rekey) {
     Job updated = *job;
     updated.Respecify(SchedulerSpecOf(rec));
@@ -227,8 +226,7 @@ absl::StatusOr<JobRecord> MasterState::ChangeRunningTimeLimit(JobRecord& rec,
   rec.spec.time_limit = limit;
   // The 90% notice comes again, for the new limit.
   time_limit_told_.erase({rec.id, rec.attempt});
-  respecified_.insert(rec.id);
-  MarkDirty(rec.id);
+  to_write_.Respecified(rec.id);
   AddEvent(rec.id, now, EventKind::kModified, what);
   RETURN_IF_ERROR(Commit());
   JobRecord shown = rec;

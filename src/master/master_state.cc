@@ -182,8 +182,8 @@ MasterState::Launch* MasterState::CurrentLaunch(JobId id) {
 
 void MasterState::AddEvent(JobId id, Seconds t, EventKind kind,
                            std::string detail) {
-  events_.push_back(JobEvent{id, 0, t, std::string(EventKindName(kind)),
-                             std::move(detail)});
+  to_write_.Event(
+      JobEvent{id, 0, t, std::string(EventKindName(kind)), std::move(detail)});
 }
 
 void MasterState::MoveJob(JobRecord& rec, JobRecordState to) {
@@ -283,33 +283,25 @@ absl::Status MasterState::Commit() {
   // Only jobs something happened to can differ from the scheduler's view
   // (a waiting job's counters stand still; a running one's record holds
   // the values at its run's start): O(changed jobs), not O(jobs).
-  for (JobId id : dirty_) {
+  for (JobId id : to_write_.jobs()) {
     auto it = records_.find(id);
     if (it != records_.end()) SyncRecord(it->second, now);
   }
   StoreWrite write;
-  for (JobId id : dirty_) {
+  for (JobId id : to_write_.jobs()) {
     auto it = records_.find(id);
     if (it == records_.end()) continue;
     // A launch being re-adopted keeps what was stored.
     JobRecord& rec = it->second;
     if (!restart_.Adopting(id)) rec.live_attempt = LiveAttemptOf(rec);
     write.jobs.push_back(rec);
-    if (respecified_.contains(id)) write.new_specs.insert(id);
   }
-  respecified_.clear();
-  write.events = std::move(events_);
-  events_.clear();
-  write.launches = std::move(launch_records_);
-  launch_records_.clear();
-  dirty_.clear();
-  for (int64_t id : dirty_nodes_) {
+  for (int64_t id : to_write_.Take(&write)) {
     // As it is now: a row written directly since (UpsertNode) is no newer.
     if (const NodeInfo* node = table_.FindNode(id)) {
       write.nodes.push_back(node->record);
     }
   }
-  dirty_nodes_.clear();
   if (!write.jobs.empty() || !write.events.empty() || !write.launches.empty() ||
       !write.nodes.empty()) {
     const auto write_began = std::chrono::steady_clock::now();
@@ -321,15 +313,9 @@ absl::Status MasterState::Commit() {
             .count();
     if (!written.ok()) {
       reports_.Ended(&mu_, covers, written);
-      // Nothing was stored: keep it all for the next write.
-      for (const JobRecord& rec : write.jobs) dirty_.insert(rec.id);
-      respecified_ = std::move(write.new_specs);
-      write.events.insert(write.events.end(), events_.begin(), events_.end());
-      events_ = std::move(write.events);
-      write.launches.insert(write.launches.end(), launch_records_.begin(),
-                            launch_records_.end());
-      launch_records_ = std::move(write.launches);
-      for (const NodeRecord& node : write.nodes) dirty_nodes_.insert(node.id);
+      // Nothing was stored: keep it all for the next write (the ended
+      // jobs' records stay in memory until then).
+      to_write_.PutBack(std::move(write));
       PublishDesired();  // stops need no durability; starts wait for it
       return written;
     }
@@ -340,13 +326,12 @@ absl::Status MasterState::Commit() {
   }
   // Durable now: released launches may be sent, changed desired states
   // published.
-  for (const LaunchKey& key : undurable_) {
+  for (const LaunchKey& key : to_write_.TakeReleased()) {
     Launch* launch = table_.Find(key);
     if (launch == nullptr) continue;
     launch->durable = true;
     table_.Touch(*launch);
   }
-  undurable_.clear();
   PublishDesired();
   // Ended jobs leave memory once on disk (a job only ends through a write,
   // once), their counts going to ended_.

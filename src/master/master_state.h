@@ -141,6 +141,7 @@
 #include "master/audit_limit.h"
 #include "master/clock.h"
 #include "master/cluster_history.h"
+#include "master/commit_queue.h"
 #include "master/dependency_table.h"
 #include "master/generation.h"
 #include "master/group_commit.h"
@@ -720,7 +721,7 @@ class MasterState {
   // commit_stats() with mu_ held.
   CommitStats CommitStatsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MarkDirty(JobId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    dirty_.insert(id);
+    to_write_.Job(id);
   }
   void AddEvent(JobId id, Seconds t, EventKind kind, std::string detail)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -1167,20 +1168,12 @@ class MasterState {
   // the jobs cancelled before the restart, and the adoption window.
   RestartAdoption restart_ ABSL_GUARDED_BY(mu_);
   void FinishRestartCancels(Seconds now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::set<JobId> dirty_ ABSL_GUARDED_BY(mu_);
-  // Nodes whose row Commit writes (as they are then), with the jobs: a
-  // known node's registration.
-  std::set<int64_t> dirty_nodes_ ABSL_GUARDED_BY(mu_);
-  // Of dirty_, the jobs whose request ModifyJob changed (StoreWrite's
-  // new_specs).
-  std::set<JobId> respecified_ ABSL_GUARDED_BY(mu_);
+  // What the next Commit writes (commit_queue.h): the changed jobs (and
+  // requests), node rows, events, launch records, and the launches
+  // released since the last write that succeeded.
+  CommitQueue to_write_ ABSL_GUARDED_BY(mu_);
   // Jobs held until their begin time, by time (WaitForBegin).
   std::set<std::pair<Seconds, JobId>> begin_waits_ ABSL_GUARDED_BY(mu_);
-  std::vector<JobEvent> events_ ABSL_GUARDED_BY(mu_);
-  // Written by the next Commit.
-  std::vector<LaunchRecord> launch_records_ ABSL_GUARDED_BY(mu_);
-  // Released since the last successful Commit: durable once it succeeds.
-  std::vector<LaunchKey> undurable_ ABSL_GUARDED_BY(mu_);
   // Sessions handed out are above this; it starts at a random point, so
   // that a session of an earlier master life is never taken for a current
   // one.
